@@ -1,0 +1,187 @@
+"""The library face used by the CLI and the MCP server: build, search, status, list, stats, clear."""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import filelock
+
+from . import codebase as cb
+from .cache import EmbeddingCache
+from .codebase import Codebase
+from .embed import get_embedder
+from .errors import IndexBusyError, NotIndexedError, StorageError
+from .index import BuildReport, Indexer, Progress, index_settings
+from .search import Result, Searcher, SearchOptions
+from .store import Store
+
+
+def build(codebase: Codebase, *, force: bool = False, wait: bool = True, progress: Progress | None = None,
+          ignore_patterns: list[str] | None = None, extensions: list[str] | None = None,
+          use_cache: bool = True) -> BuildReport:
+    """Build or update the index of ``codebase`` (see :meth:`index.Indexer.build` for errors)."""
+    cache = EmbeddingCache() if use_cache else None
+    try:
+        return Indexer(codebase, get_embedder(), progress=progress, cache=cache,
+                       ignore_patterns=ignore_patterns or (), extensions=extensions).build(force=force, wait=wait)
+    finally:
+        if cache is not None:
+            cache.close()
+
+
+def is_locked(codebase: Codebase) -> bool:
+    """True while some process holds the codebase's writer lock (an indexer is running)."""
+    if not codebase.lock_path.exists():
+        return False
+    lock = filelock.FileLock(str(codebase.lock_path), timeout=0)
+    try:
+        lock.acquire()
+    except filelock.Timeout:
+        return True
+    lock.release()
+    return False
+
+
+@dataclass
+class SearchResponse:
+    """What a search returns: results plus how fresh the index was (``note`` says why if not)."""
+
+    query: str
+    codebase: str
+    results: list[Result]
+    seconds: float
+    note: str | None = None
+
+    def to_dict(self) -> dict:
+        """The documented JSON shape: ``{"query", "codebase", "results": [...]}`` plus ``seconds``/``note``."""
+        out = {"query": self.query, "codebase": self.codebase, "results": [r.to_dict() for r in self.results],
+               "seconds": round(self.seconds, 4)}
+        if self.note:
+            out["note"] = self.note
+        return out
+
+
+def ensure_index(codebase: Codebase, *, update: bool = True, progress: Progress | None = None) -> str | None:
+    """Make the index usable for search: build it if missing, update it if ``update``.
+
+    Never waits for another process's build: it searches the last committed state then.
+
+    Returns:
+        a note for the user when the index could not be brought up to date, else None.
+    """
+    exists = codebase.db_path.is_file()
+    if exists and not update:
+        return None
+    try:
+        build(codebase, wait=False, progress=progress)
+    except IndexBusyError:
+        if not exists:
+            raise IndexBusyError(f"{codebase.root} is being indexed for the first time; try again shortly") from None
+        return "another process is indexing this codebase: results come from the last committed state"
+    return None
+
+
+def open_searcher(codebase: Codebase) -> Searcher:
+    """A :class:`Searcher` over the existing index.
+
+    Raises:
+        NotIndexedError: no index file yet.
+        IndexMismatchError: built by another model or chunker.
+    """
+    if not codebase.db_path.is_file():
+        raise NotIndexedError(f"{codebase.root} is not indexed: run `codii-sql build {codebase.root}`")
+    store = Store(codebase.db_path, create=False)
+    try:
+        store.check_compatible(index_settings(get_embedder()))
+    except Exception:
+        store.close()
+        raise
+    return Searcher(store, codebase.root, get_embedder())
+
+
+def search(codebase: Codebase, query: str, opts: SearchOptions, *, update: bool = True,
+           progress: Progress | None = None) -> SearchResponse:
+    """Update the index if needed (see :func:`ensure_index`), then run one search."""
+    note = ensure_index(codebase, update=update, progress=progress)
+    searcher = open_searcher(codebase)
+    try:
+        t = time.perf_counter()
+        results = searcher.search(query, opts)
+        return SearchResponse(query, str(codebase.root), results, time.perf_counter() - t, note)
+    finally:
+        searcher.store.close()
+
+
+def status(codebase: Codebase) -> dict:
+    """The index's state: ``status`` is not_indexed, indexing, indexed, failed or stale.
+
+    ``stale`` means the Merkle root of the files on disk differs from the indexed one
+    (computed from stat hints and hashes of changed files only, like a no-change build).
+    """
+    out = {"codebase": str(codebase.root), "db": str(codebase.db_path)}
+    if not codebase.db_path.is_file():
+        return {**out, "status": "not_indexed"}
+    with Store(codebase.db_path, create=False) as store:
+        meta = store.meta()
+        counts = store.row("counts")
+    state = meta.get("status", "not_indexed")
+    if is_locked(codebase):
+        state = "indexing"
+    elif state == "indexing":
+        state = "failed"
+        meta["error"] = meta.get("error") or "the indexing process stopped before it finished; run build again"
+    out.update(status=state, files=counts["files"], chunks=counts["chunks"], size_bytes=_db_size(codebase.db_path),
+               **{k: meta.get(k) for k in ("phase", "files_done", "files_total", "skipped", "failed", "error",
+                                              "last_indexed_at", "build_seconds", "model_id", "merkle_root")})
+    return out
+
+
+def _db_size(path: Path) -> int:
+    return sum(p.stat().st_size for p in (path, Path(f"{path}-wal")) if p.exists())
+
+
+def list_codebases() -> list[dict]:
+    """Every index under ``$CODII_SQL_HOME/indexes``: root, status, files, chunks, size, last indexed."""
+    out = []
+    for db in sorted(cb.indexes_dir().glob("*.db")):
+        try:
+            with Store(db, create=False) as store:
+                meta = store.meta()
+                counts = store.row("counts")
+        except StorageError as err:
+            out.append({"db": str(db), "status": "unreadable", "error": str(err)})
+            continue
+        out.append({"root": meta.get("root"), "db": str(db), "status": meta.get("status"), "files": counts["files"],
+                    "chunks": counts["chunks"], "size_bytes": _db_size(db),
+                    "last_indexed_at": meta.get("last_indexed_at")})
+    return out
+
+
+def stats(codebase: Codebase) -> dict:
+    """Counts by language, chunk kind and file role."""
+    if not codebase.db_path.is_file():
+        raise NotIndexedError(f"{codebase.root} is not indexed: run `codii-sql build {codebase.root}`")
+    with Store(codebase.db_path, create=False) as store:
+        return {"codebase": str(codebase.root), **store.row("counts"),
+                "languages": store.rows("stats_by_language"), "kinds": store.rows("stats_by_kind"),
+                "roles": store.rows("stats_by_role")}
+
+
+def clear(codebase: Codebase) -> bool:
+    """Delete the index file (and its WAL, SHM and lock files). Returns False if there was none.
+
+    Raises:
+        IndexBusyError: an indexer is running on it.
+    """
+    if is_locked(codebase):
+        raise IndexBusyError(f"{codebase.root} is being indexed; try again when it finishes")
+    found = False
+    for suffix in ("", "-wal", "-shm", ".lock"):
+        p = Path(f"{codebase.db_path}{suffix}")
+        if p.exists():
+            os.remove(p)
+            found = found or suffix == ""
+    return found

@@ -1,0 +1,259 @@
+"""The ``codii-sql`` command line: a thin click layer over :mod:`codii_sql.api` (every command has ``--json``)."""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import json
+import sys
+
+import click
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from . import api
+from .codebase import Codebase
+from .errors import CodiiError, UsageError
+from .search import MAX_LIMIT, MODES, SearchOptions
+
+err_console = Console(stderr=True)
+
+
+class CodiiGroup(click.Group):
+    """Turns every :class:`CodiiError` into one line on stderr and its exit code, never a traceback."""
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except CodiiError as err:
+            click.echo(f"Error: {err}", err=True)
+            ctx.exit(err.exit_code)
+        except KeyboardInterrupt:
+            click.echo("Interrupted: the index keeps every file committed so far; run build again to finish.", err=True)
+            ctx.exit(130)
+
+
+def db_option(f):
+    return click.option("--db", type=click.Path(dir_okay=False), default=None,
+                        help="Index file to use instead of $CODII_SQL_HOME/indexes/<name>-<hash>.db.")(f)
+
+
+def json_option(f):
+    return click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")(f)
+
+
+def emit(obj) -> None:
+    click.echo(json.dumps(obj, ensure_ascii=False, indent=2, default=str))
+
+
+@contextlib.contextmanager
+def progress_bar(enabled: bool):
+    """A rich progress bar by phase on stderr, or a no-op callback when output is not a terminal."""
+    if not enabled:
+        yield None
+        return
+    with Progress(TextColumn("{task.description:<6}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=err_console, transient=True) as bar:
+        tasks: dict[str, int] = {}
+
+        def update(phase: str, done: int, total: int) -> None:
+            if phase not in tasks:
+                tasks[phase] = bar.add_task(phase, total=total)
+            bar.update(tasks[phase], completed=done, total=total)
+
+        yield update
+
+
+@click.group(cls=CodiiGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="codii-sql")
+def cli():
+    """Local hybrid code search: BM25 (FTS5) + vectors (sqlite-vec) fused by RRF, one .db per codebase."""
+
+
+@cli.command()
+@click.argument("path", required=False, default=".")
+@click.option("--force", is_flag=True, help="Empty the index and rebuild it (after a model or chunker change).")
+@click.option("--ignore", "ignore_patterns", multiple=True, help="Extra gitignore-style pattern (repeatable).")
+@click.option("--ext", "extensions", multiple=True, help="Index only these extensions, e.g. --ext .py (repeatable).")
+@click.option("--no-cache", is_flag=True, help="Do not use the shared embedding cache.")
+@db_option
+@json_option
+def build(path, force, ignore_patterns, extensions, no_cache, db, as_json):
+    """Build or update the index of the codebase at PATH (default: current directory)."""
+    codebase = Codebase.open(path, db)
+    with progress_bar(not as_json and err_console.is_terminal) as bar:
+        report = api.build(codebase, force=force, progress=bar, ignore_patterns=list(ignore_patterns),
+                           extensions=list(extensions) or None, use_cache=not no_cache)
+    if as_json:
+        emit({"codebase": str(codebase.root), "db": str(codebase.db_path), **report.to_dict()})
+        return
+    click.echo(f"Indexed {codebase.root} -> {codebase.db_path}")
+    click.echo(f"  files: {report.files} ({report.added} added, {report.modified} modified, {report.removed} removed, "
+               f"{report.unchanged} unchanged)")
+    click.echo(f"  chunks: {report.chunks} ({report.chunks_written} written, {report.chunks_embedded} embedded, "
+               f"{report.vectors_reused} vectors reused)")
+    if report.skipped:
+        click.echo("  skipped: " + ", ".join(f"{k} {v}" for k, v in report.skipped.most_common()))
+    for p, why in sorted(report.failed.items()):
+        click.echo(f"  failed: {p}: {why} (retried on the next build)")
+    click.echo(f"  time: {report.seconds:.2f} s")
+
+
+def _search_options(limit, mode, exts, glob, language, no_prior, group_by) -> SearchOptions:
+    return SearchOptions(limit=limit, mode=mode, exts=list(exts), glob=glob, language=language,
+                         role_prior=not no_prior, group_by_file=group_by == "file")
+
+
+@cli.command()
+@click.argument("query", required=False)
+@click.option("--path", "path", default=".", help="Codebase root (default: current directory).")
+@click.option("--limit", "-n", type=click.IntRange(1, MAX_LIMIT), default=10, show_default=True)
+@click.option("--mode", type=click.Choice(MODES), default="hybrid", show_default=True)
+@click.option("--ext", "exts", multiple=True, help="Only files ending in this extension (repeatable), e.g. --ext .py")
+@click.option("--glob", default=None, help="Only paths matching this glob, e.g. 'src/*.py' (* also matches /).")
+@click.option("--language", default=None, help="Only chunks of this language, e.g. python.")
+@click.option("--group-by", type=click.Choice(["chunk", "file"]), default="chunk", show_default=True,
+              help="file: one result per file, ranked by its best chunk.")
+@click.option("--no-prior", is_flag=True, help="Turn off the soft source-over-tests/docs ranking prior.")
+@click.option("--no-update", is_flag=True, help="Search the index as it is, without updating it first.")
+@click.option("--queries-file", type=click.File("r", encoding="utf-8"), default=None,
+              help='Batch mode: JSONL lines {"id", "query"}; prints {"id", "results"} lines.')
+@db_option
+@json_option
+@click.option("--jsonl", is_flag=True, help="Print one JSON result per line.")
+def search(query, path, limit, mode, exts, glob, language, group_by, no_prior, no_update, queries_file, db,
+           as_json, jsonl):
+    """Search the codebase for QUERY (natural language or an identifier).
+
+    Builds the index first if it is missing, and updates it if files changed.
+    """
+    codebase = Codebase.open(path, db)
+    opts = _search_options(limit, mode, exts, glob, language, no_prior, group_by)
+    if queries_file is not None:
+        return _batch_search(codebase, opts, queries_file, no_update)
+    if query is None:
+        raise UsageError("missing QUERY: codii-sql search \"where are retries handled\" --path REPO")
+    with progress_bar(not (as_json or jsonl) and err_console.is_terminal) as bar:
+        resp = api.search(codebase, query, opts, update=not no_update, progress=bar)
+    if resp.note:
+        click.echo(f"Note: {resp.note}", err=True)
+    if as_json:
+        emit(resp.to_dict())
+    elif jsonl:
+        for r in resp.results:
+            click.echo(json.dumps(r.to_dict(), ensure_ascii=False))
+    else:
+        _print_results(resp)
+
+
+def _batch_search(codebase, opts, lines, no_update):
+    api.ensure_index(codebase, update=not no_update)
+    searcher = api.open_searcher(codebase)
+    try:
+        for n, line in enumerate(lines, 1):
+            if not line.strip():
+                continue
+            try:
+                item = json.loads(line)
+                results = [r.to_dict() for r in searcher.search(str(item["query"]), opts)]
+                click.echo(json.dumps({"id": item.get("id"), "results": results}, ensure_ascii=False))
+            except (ValueError, KeyError, TypeError, CodiiError) as err:
+                click.echo(json.dumps({"id": None, "line": n, "error": f"bad line {n}: {err}"}))
+    finally:
+        searcher.store.close()
+
+
+def _print_results(resp) -> None:
+    if not resp.results:
+        click.echo("No results.")
+    for i, r in enumerate(resp.results, 1):
+        where = f"{r.path}:{r.start_line}-{r.end_line}"
+        label = f"{r.kind} {r.symbol}" if r.symbol else r.kind
+        click.secho(f"{i}. {where}  {label}  score={r.score:.4f}{'  [stale]' if r.stale else ''}", bold=True)
+        lines = r.content.splitlines()
+        for n, text in enumerate(lines[:12], r.start_line):
+            click.echo(f"  {n:>5}  {text}")
+        if len(lines) > 12:
+            click.echo(f"         ... {len(lines) - 12} more lines")
+    click.echo(f"({len(resp.results)} results in {resp.seconds * 1000:.0f} ms)", err=True)
+
+
+@cli.command()
+@click.argument("path", required=False, default=".")
+@db_option
+@json_option
+def status(path, db, as_json):
+    """Show whether PATH is indexed, being indexed, failed or stale."""
+    st = api.status(Codebase.open(path, db))
+    if as_json:
+        return emit(st)
+    for key, value in st.items():
+        if value not in (None, {}, []):
+            click.echo(f"{key}: {_fmt(key, value)}")
+
+
+def _fmt(key: str, value):
+    if key.endswith("_at") and isinstance(value, (int, float)):
+        return datetime.datetime.fromtimestamp(value).isoformat(timespec="seconds")
+    return json.dumps(value) if isinstance(value, (dict, list)) else value
+
+
+@cli.command(name="list")
+@json_option
+def list_(as_json):
+    """List every index under $CODII_SQL_HOME."""
+    rows = api.list_codebases()
+    if as_json:
+        return emit(rows)
+    if not rows:
+        click.echo("No indexes yet: run `codii-sql build PATH`.")
+    for r in rows:
+        click.echo(f"{r.get('root') or r['db']}  {r.get('status')}  files={r.get('files')} chunks={r.get('chunks')} "
+                   f"size={r.get('size_bytes', 0) / 1e6:.1f} MB")
+
+
+@cli.command()
+@click.argument("path", required=False, default=".")
+@db_option
+@json_option
+def stats(path, db, as_json):
+    """Files and chunks by language, chunk kind and file role."""
+    st = api.stats(Codebase.open(path, db))
+    if as_json:
+        return emit(st)
+    click.echo(f"{st['codebase']}: {st['files']} files, {st['chunks']} chunks")
+    for title, key, name in (("language", "languages", "language"), ("kind", "kinds", "kind"), ("role", "roles", "role")):
+        click.echo(f"by {title}:")
+        for row in st[key]:
+            click.echo("  " + "  ".join(f"{k}={v:.1f}" if isinstance(v, float) else f"{k}={v}" for k, v in row.items()))
+
+
+@cli.command()
+@click.argument("path", required=False, default=".")
+@click.option("--all", "all_", is_flag=True, help="Delete every index under $CODII_SQL_HOME.")
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@db_option
+@json_option
+def clear(path, all_, yes, db, as_json):
+    """Delete the index of PATH (the files of the codebase are never touched)."""
+    from pathlib import Path
+
+    if all_:
+        targets = [Codebase(Path(r.get("root") or "."), Path(r["db"])) for r in api.list_codebases()]
+    else:
+        targets = [Codebase.open(path, db)]
+    if not yes and not as_json and targets:
+        click.confirm(f"Delete {len(targets)} index file(s)?", abort=True, err=True)
+    removed = [str(c.db_path) for c in targets if api.clear(c)]
+    if as_json:
+        return emit({"removed": removed})
+    click.echo(f"Removed {len(removed)} index file(s)." if removed else "Nothing to remove.")
+
+
+def main() -> None:
+    """Console-script entry point."""
+    cli(prog_name="codii-sql")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,85 @@
+"""Where things live: a codebase's identity (its resolved root) and the path of its index file."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import UsageError
+
+
+def home() -> Path:
+    """``$CODII_SQL_HOME``, default ``~/.codii-sql``: indexes, the embedding cache and derived models."""
+    return Path(os.environ.get("CODII_SQL_HOME") or Path.home() / ".codii-sql").expanduser()
+
+
+def indexes_dir() -> Path:
+    """The folder holding one ``.db`` per codebase."""
+    return home() / "indexes"
+
+
+def resolve_root(path: str | os.PathLike[str] | None) -> Path:
+    """The codebase root for a user-given path: absolute, symlinks resolved, ``..`` removed.
+
+    The same directory reached through a relative path, a trailing slash, a symlink or
+    ``..`` segments resolves to one root and so to one index.
+
+    Raises:
+        UsageError: the path does not exist or is not a directory.
+    """
+    raw = Path(path if path is not None else ".").expanduser()
+    if "\0" in str(raw):
+        raise UsageError("the path contains a NUL byte: pass a directory path")
+    try:
+        root = raw.resolve(strict=True)
+    except (FileNotFoundError, RuntimeError):
+        raise UsageError(f"{raw}: no such directory; pass the root folder of a codebase") from None
+    except OSError as err:
+        raise UsageError(f"{raw}: cannot be read ({err.strerror}); pass a directory you can read") from None
+    if not root.is_dir():
+        raise UsageError(f"{raw} is a file, not a directory: pass the folder that contains it")
+    return root
+
+
+def default_db_path(root: Path) -> Path:
+    """``$CODII_SQL_HOME/indexes/<dirname>-<first 12 hex of sha256(resolved root)>.db``."""
+    name = re.sub(r"[^A-Za-z0-9._-]+", "_", root.name or "root").strip("._") or "root"
+    digest = hashlib.sha256(os.fsencode(str(root))).hexdigest()[:12]
+    return indexes_dir() / f"{name[:40]}-{digest}.db"
+
+
+@dataclass(frozen=True)
+class Codebase:
+    """A codebase root and the index file that belongs to it.
+
+    Attributes:
+        root: the resolved root directory.
+        db_path: its ``.db`` (``--db`` or the default location).
+    """
+
+    root: Path
+    db_path: Path
+
+    @classmethod
+    def open(cls, path: str | os.PathLike[str] | None, db: str | os.PathLike[str] | None = None) -> Codebase:
+        """Resolve ``path`` (default: the current directory) and pick its index file.
+
+        Raises:
+            UsageError: see :func:`resolve_root`; or ``db`` is an existing directory.
+        """
+        root = resolve_root(path)
+        if db is not None:
+            db_path = Path(db).expanduser().absolute()
+            if db_path.is_dir():
+                raise UsageError(f"--db {db} is a directory: pass a file path such as {db_path / 'index.db'}")
+        else:
+            db_path = default_db_path(root)
+        return cls(root, db_path)
+
+    @property
+    def lock_path(self) -> Path:
+        """The writer lock beside the index (an OS file lock: released when its process dies)."""
+        return self.db_path.with_name(self.db_path.name + ".lock")

@@ -1,0 +1,29 @@
+"""The errors a user can cause: each carries a one-line message that says what to do."""
+
+
+class CodiiError(Exception):
+    """Base class: ``str(err)`` is one line a user can act on; the CLI prints it without a traceback."""
+
+    exit_code = 1
+
+
+class UsageError(CodiiError):
+    """Bad input from the user: a path, a query, an option."""
+
+    exit_code = 2
+
+
+class NotIndexedError(CodiiError):
+    """The codebase has no index yet."""
+
+
+class IndexMismatchError(CodiiError):
+    """The index was built by another model, chunker or schema; ``build --force`` rebuilds it."""
+
+
+class IndexBusyError(CodiiError):
+    """Another process is writing this codebase's index."""
+
+
+class StorageError(CodiiError):
+    """The index file cannot be opened or written (disk full, read-only, not a codii-sql index)."""

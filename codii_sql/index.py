@@ -1,0 +1,392 @@
+"""The indexer: scan -> hash -> Merkle diff -> chunk (worker processes) -> embed -> write, one transaction per batch."""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import hashlib
+import json
+import multiprocessing
+import os
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import filelock
+import numpy as np
+
+from . import merkle, roles, scan
+from .cache import EmbeddingCache, text_key
+from .chunk import CHUNKER_VERSION, Chunk, chunk_text
+from .codebase import Codebase
+from .errors import IndexBusyError, UsageError
+from .languages import detect_language
+from .store import SCHEMA_VERSION, Store
+from .text import decode_source, identifier_subtokens
+
+#: A write transaction closes after this many chunks (or files): large enough that commit cost
+#: vanishes, small enough that a kill loses little work and readers see progress.
+BATCH_CHUNKS = 512
+BATCH_FILES = 256
+#: Below this many files to chunk, worker processes cost more to start than they save.
+POOL_MIN_FILES = 64
+
+Progress = Callable[[str, int, int], None]
+"""``progress(phase, done, total)``; phases: scan, hash, chunk, embed, write."""
+
+
+@dataclass
+class Prepared:
+    """One file read, hashed and chunked (in a worker process). ``error`` set means: not indexed this run."""
+
+    path: str
+    size: int
+    mtime_ns: int
+    hash: str = ""
+    language: str | None = None
+    chunks: list[Chunk] = field(default_factory=list)
+    skip: str | None = None
+    error: str | None = None
+
+
+@dataclass
+class BuildReport:
+    """What a build did. Times are wall seconds; ``phase_seconds`` splits them by stage."""
+
+    files: int = 0
+    chunks: int = 0
+    added: int = 0
+    modified: int = 0
+    removed: int = 0
+    touched: int = 0
+    unchanged: int = 0
+    chunks_written: int = 0
+    chunks_embedded: int = 0
+    vectors_reused: int = 0
+    skipped: Counter = field(default_factory=Counter)
+    failed: dict[str, str] = field(default_factory=dict)
+    seconds: float = 0.0
+    phase_seconds: Counter = field(default_factory=Counter)
+    merkle_root: str = ""
+
+    def to_dict(self) -> dict:
+        """JSON-ready dict."""
+        out = dict(self.__dict__)
+        out["skipped"] = dict(self.skipped)
+        out["phase_seconds"] = {k: round(v, 3) for k, v in self.phase_seconds.items()}
+        out["seconds"] = round(self.seconds, 3)
+        return out
+
+
+def index_settings(embedder) -> dict:
+    """The snapshot keys that must match between an index and this build (else rebuild)."""
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "model_id": embedder.model_id,
+        "dims": embedder.dims,
+        "model_sha256": embedder.sha256,
+        "chunker_version": CHUNKER_VERSION,
+    }
+
+
+def prepare_file(root: str, f: scan.SourceFile) -> Prepared:
+    """Read, hash, decode and chunk one file. Never raises: failures land in ``skip``/``error``."""
+    out = Prepared(f.path, f.size, f.mtime_ns)
+    try:
+        data = scan.read_file(Path(root), f)
+        if isinstance(data, str):
+            out.skip = data
+            return out
+        out.hash = hashlib.sha256(data).hexdigest()
+        out.language = detect_language(f.path)
+        out.chunks = chunk_text(decode_source(data), out.language)
+    except Exception as err:  # one bad file must not stop the build; it is retried next run
+        out.error = f"{type(err).__name__}: {err}"
+    return out
+
+
+def _hash_file(root: Path, f: scan.SourceFile) -> str:
+    data = scan.read_file(root, f)
+    return data if isinstance(data, str) else "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+class Indexer:
+    """Builds or updates one codebase's index.
+
+    Args:
+        codebase: root and ``.db`` path.
+        embedder: an object with ``model_id``, ``dims``, ``sha256`` and
+            ``embed(list[str]) -> float32[n, dims]`` (normally :func:`embed.get_embedder`).
+        progress: optional callback, see :data:`Progress`.
+        cache: the shared embedding cache; None disables it.
+        ignore_patterns, extensions: extra scan rules on top of ``.codii.yaml``.
+    """
+
+    def __init__(self, codebase: Codebase, embedder, *, progress: Progress | None = None,
+                 cache: EmbeddingCache | None = None, ignore_patterns: Iterable[str] = (),
+                 extensions: Iterable[str] | None = None):
+        self.codebase = codebase
+        self.embedder = embedder
+        self.progress = progress or (lambda phase, done, total: None)
+        self.cache = cache
+        self.ignore_patterns = list(ignore_patterns)
+        self.extensions = list(extensions) if extensions else None
+
+    def build(self, *, force: bool = False, wait: bool = True) -> BuildReport:
+        """Bring the index up to date with the files on disk and return what changed.
+
+        Each batch of files commits in one transaction (chunks, FTS5 rows, vectors, file
+        rows and Merkle nodes together), so a crash or kill leaves every file either in its
+        old or its new state; the next build finishes the job.
+
+        Args:
+            force: empty the index first (needed after a model or chunker change).
+            wait: wait for another process's build to finish; if false raise instead.
+        Raises:
+            IndexBusyError: ``wait`` is false and another process holds the writer lock.
+            IndexMismatchError: the index was built with another model/chunker/schema.
+            UsageError: ``.codii.yaml`` is malformed.
+            StorageError: the index file cannot be opened or written.
+        """
+        lock = filelock.FileLock(str(self.codebase.lock_path), timeout=-1 if wait else 0)
+        self.codebase.db_path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            lock.acquire()
+        except filelock.Timeout:
+            raise IndexBusyError(f"{self.codebase.root} is being indexed by another process; try again when it finishes") from None
+        try:
+            with Store(self.codebase.db_path) as store:
+                return self._build_locked(store, force)
+        finally:
+            lock.release()
+
+    def _build_locked(self, store: Store, force: bool) -> BuildReport:
+        started = time.perf_counter()
+        settings = index_settings(self.embedder)
+        if force:
+            with store.transaction():
+                store.run("wipe")
+                store.run("create_schema")
+        store.check_compatible(settings)
+        with store.transaction():
+            store.set_meta(**settings, root=str(self.codebase.root), status="indexing", pid=os.getpid(),
+                           started_at=time.time(), phase="scan", error=None)
+        report = BuildReport()
+        try:
+            self._run(store, report)
+        except BaseException as err:
+            with store.transaction():
+                store.set_meta(status="failed", error=f"{type(err).__name__}: {err}", finished_at=time.time())
+            raise
+        report.seconds = time.perf_counter() - started
+        counts = store.row("counts")
+        report.files, report.chunks = counts["files"], counts["chunks"]
+        with store.transaction():
+            store.set_meta(status="indexed", phase="done", finished_at=time.time(), last_indexed_at=time.time(),
+                           merkle_root=report.merkle_root, files=report.files, chunks=report.chunks,
+                           skipped=dict(report.skipped), failed=report.failed, build_seconds=round(report.seconds, 3))
+        return report
+
+    # -- the stages ---------------------------------------------------------------------
+
+    def _run(self, store: Store, report: BuildReport) -> None:
+        root = self.codebase.root
+        t = time.perf_counter()
+        try:
+            config = scan.load_config(root)
+        except ValueError as err:
+            raise UsageError(str(err)) from None
+        result = scan.scan(root, max_file_bytes=config.max_file_bytes,
+                           ignore_patterns=[*config.ignore_patterns, *self.ignore_patterns],
+                           extensions=self.extensions or config.extensions)
+        report.skipped.update(result.skipped)
+        self.progress("scan", len(result.files), len(result.files))
+        report.phase_seconds["scan"] += time.perf_counter() - t
+
+        t = time.perf_counter()
+        stored = {r["path"]: r for r in store.rows("files_all")}
+        hashes, touched = self._hash(root, result.files, stored, report)
+        old = merkle.Tree({r["path"]: merkle.Node(r["path"], r["parent"], bool(r["is_dir"]), r["hash"])
+                           for r in store.rows("merkle_all")})
+        new = merkle.build(hashes)
+        added, modified, removed = merkle.changed_files(old.nodes, new.nodes)
+        report.phase_seconds["hash"] += time.perf_counter() - t
+        report.added, report.modified, report.removed = len(added), len(modified), len(removed)
+        report.unchanged = len(hashes) - len(added) - len(modified)
+        report.merkle_root = new.root_hash
+
+        with store.transaction():
+            for f in touched:
+                store.run("file_touch", {"path": f.path, "size": f.size, "mtime_ns": f.mtime_ns})
+            report.touched = len(touched)
+            self._remove(store, old, removed)
+            if not (added or modified):
+                self._flush_tree(store, old)
+        by_path = {f.path: f for f in result.files}
+        todo = [by_path[p] for p in added + modified]
+        if todo:
+            self._index_files(store, old, todo, report)
+        report.merkle_root = old.root_hash
+
+    def _hash(self, root: Path, files: list[scan.SourceFile], stored: dict, report: BuildReport):
+        """Content hashes for the Merkle tree; size+mtime equal to the stored row means unchanged (a hint)."""
+        hashes: dict[str, str] = {}
+        need = []
+        for f in files:
+            row = stored.get(f.path)
+            if row is not None and row["size"] == f.size and row["mtime_ns"] == f.mtime_ns:
+                hashes[f.path] = row["hash"]
+            else:
+                need.append(f)
+        touched = []
+        with cf.ThreadPoolExecutor(max_workers=4) as pool:
+            for i, (f, digest) in enumerate(zip(need, pool.map(lambda f: _hash_file(root, f), need))):
+                if not digest.startswith("sha256:"):
+                    report.skipped[digest] += 1
+                    continue
+                hashes[f.path] = digest[len("sha256:"):]
+                row = stored.get(f.path)
+                if row is not None and row["hash"] == hashes[f.path]:
+                    touched.append(f)
+                if i % 256 == 0:
+                    self.progress("hash", i, len(need))
+        return hashes, touched
+
+    def _remove(self, store: Store, tree: merkle.Tree, paths: list[str]) -> None:
+        for path in paths:
+            _delete_file_rows(store, path)
+            store.run("file_delete", {"path": path})
+            store.run("merkle_delete", {"path": path})
+            tree.set_file(path, None)
+        self._flush_tree(store, tree)
+
+    def _flush_tree(self, store: Store, tree: merkle.Tree) -> None:
+        upserts, deletes = tree.flush()
+        for path in deletes:
+            store.run("merkle_delete", {"path": path})
+        store.many("merkle_upsert", [_node_params(n) for n in upserts])
+
+    def _index_files(self, store: Store, tree: merkle.Tree, todo: list[scan.SourceFile], report: BuildReport) -> None:
+        done = 0
+        for batch in _batches(self._prepared(todo)):
+            ok = []
+            for p in batch:
+                if p.skip:
+                    report.skipped[p.skip] += 1
+                elif p.error:
+                    report.failed[p.path] = p.error
+                else:
+                    ok.append(p)
+            try:
+                vectors = self._vectors(store, ok, report)
+            except Exception as err:  # the model failed on this batch: keep old rows, retry next run
+                for p in ok:
+                    report.failed[p.path] = f"embedding failed: {type(err).__name__}: {err}"
+                ok, vectors = [], []
+            t = time.perf_counter()
+            with store.transaction():
+                for p, vecs in zip(ok, vectors):
+                    self._write_file(store, tree, p, vecs)
+                    report.chunks_written += len(p.chunks)
+                self._flush_tree(store, tree)
+                done += len(batch)
+                store.set_meta(phase="embed", files_done=done, files_total=len(todo))
+            report.phase_seconds["write"] += time.perf_counter() - t
+            self.progress("embed", done, len(todo))
+
+    def _prepared(self, todo: list[scan.SourceFile]) -> Iterator[Prepared]:
+        """Prepared files in order; chunking runs in worker processes while the model works."""
+        root = str(self.codebase.root)
+        if len(todo) < POOL_MIN_FILES:
+            for f in todo:
+                yield prepare_file(root, f)
+            return
+        workers = max(1, min(4, (os.cpu_count() or 2)))
+        ctx = multiprocessing.get_context("fork" if hasattr(os, "fork") else "spawn")
+        with cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+            # A bounded window of futures: never the whole repository in memory at once.
+            window = 4 * BATCH_FILES
+            futures = [pool.submit(prepare_file, root, f) for f in todo[:window]]
+            nxt = len(futures)
+            for i in range(len(todo)):
+                yield futures[i].result()
+                futures[i] = None
+                if nxt < len(todo):
+                    futures.append(pool.submit(prepare_file, root, todo[nxt]))
+                    nxt += 1
+
+    def _vectors(self, store: Store, files: list[Prepared], report: BuildReport) -> list[np.ndarray]:
+        """float32[n_chunks, dims] per file: reused by text hash from this index or the cache, else embedded."""
+        t = time.perf_counter()
+        model = self.embedder.model_id
+        keys = [[text_key(model, c.content) for c in p.chunks] for p in files]
+        flat = sorted({k for ks in keys for k in ks})
+        found: dict[str, bytes] = {}
+        if flat:
+            found.update({r["text_hash"]: r["embedding"]
+                          for r in store.rows("vectors_by_text_hash", {"keys": json.dumps(flat)})})
+        missing = [k for k in flat if k not in found]
+        if self.cache is not None and missing:
+            found.update(self.cache.get(missing))
+        texts = {}
+        for p, ks in zip(files, keys):
+            for k, c in zip(ks, p.chunks):
+                if k not in found:
+                    texts[k] = c.content
+        report.vectors_reused += sum(len(ks) for ks in keys) - sum(1 for ks in keys for k in ks if k in texts)
+        report.phase_seconds["lookup"] += time.perf_counter() - t
+        if texts:
+            t = time.perf_counter()
+            order = list(texts)
+            embedded = self.embedder.embed([texts[k] for k in order])
+            report.phase_seconds["embed"] += time.perf_counter() - t
+            report.chunks_embedded += len(order)
+            fresh = dict(zip(order, embedded))
+            if self.cache is not None:
+                self.cache.put(fresh)
+            found.update({k: v.astype(np.float32).tobytes() for k, v in fresh.items()})
+        return [np.frombuffer(b"".join(found[k] for k in ks), dtype=np.float32).reshape(len(ks), -1)
+                if ks else np.zeros((0, self.embedder.dims), np.float32) for ks in keys]
+
+    def _write_file(self, store: Store, tree: merkle.Tree, p: Prepared, vecs: np.ndarray) -> None:
+        _delete_file_rows(store, p.path)
+        file_id = store.value("file_upsert", {
+            "path": p.path, "size": p.size, "mtime_ns": p.mtime_ns, "hash": p.hash, "language": p.language,
+            "role": roles.classify(p.path), "chunk_count": len(p.chunks), "indexed_at": time.time()})
+        path_tokens = identifier_subtokens(p.path.replace("/", " ").replace(".", " "))
+        for c, vec in zip(p.chunks, vecs):
+            subtokens = " ".join(filter(None, (identifier_subtokens(c.symbol or ""), path_tokens,
+                                               identifier_subtokens(c.content))))
+            row = {"file_id": file_id, "path": p.path, "start_line": c.start_line, "end_line": c.end_line,
+                   "start_byte": c.start_byte, "end_byte": c.end_byte, "kind": c.kind, "symbol": c.symbol,
+                   "language": p.language, "content": c.content, "subtokens": subtokens,
+                   "text_hash": text_key(self.embedder.model_id, c.content)}
+            cid = store.value("chunk_insert", row)
+            store.run("chunk_insert_fts", {"id": cid, "content": c.content, "subtokens": subtokens,
+                                           "symbol": c.symbol, "path": p.path})
+            store.run("chunk_insert_vec", {"id": cid, "embedding": vec.tobytes()})
+        store.run("merkle_upsert", {"path": p.path, "parent": merkle.parent_of(p.path), "is_dir": 0, "hash": p.hash})
+        tree.set_file(p.path, p.hash)
+
+
+def _delete_file_rows(store: Store, path: str) -> None:
+    for name in ("chunks_delete_fts", "chunks_delete_vec", "chunks_delete"):
+        store.run(name, {"path": path})
+
+
+def _node_params(n: merkle.Node) -> dict:
+    return {"path": n.path, "parent": n.parent, "is_dir": int(n.is_dir), "hash": n.hash}
+
+
+def _batches(items: Iterator[Prepared]) -> Iterator[list[Prepared]]:
+    batch: list[Prepared] = []
+    n_chunks = 0
+    for p in items:
+        batch.append(p)
+        n_chunks += len(p.chunks)
+        if n_chunks >= BATCH_CHUNKS or len(batch) >= BATCH_FILES:
+            yield batch
+            batch, n_chunks = [], 0
+    if batch:
+        yield batch

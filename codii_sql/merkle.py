@@ -1,0 +1,147 @@
+"""The Merkle tree of a codebase: file hashes roll up into directory hashes; a diff walks only changed subtrees."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    """One file or directory. ``path`` is relative POSIX, the root is ``""``; ``parent`` is None for the root."""
+
+    path: str
+    parent: str | None
+    is_dir: bool
+    hash: str
+
+
+def parent_of(path: str) -> str:
+    """``"a/b/c.py"`` -> ``"a/b"``; ``"c.py"`` -> ``""`` (the root)."""
+    return path.rpartition("/")[0]
+
+
+def dir_hash(children: list[tuple[str, bool, str]]) -> str:
+    """sha256 hex over the sorted ``(name, is_dir, hash)`` of a directory's children.
+
+    Names are part of the hash, so a rename changes every hash up to the root even when
+    the content is the same (as in git's tree objects).
+    """
+    h = hashlib.sha256()
+    for name, is_dir, child in sorted(children):
+        h.update(f"{name}\0{'d' if is_dir else 'f'}\0{child}\n".encode("utf-8", "surrogateescape"))
+    return h.hexdigest()
+
+
+class Tree:
+    """A mutable Merkle tree: set or remove file hashes, then :meth:`flush` rehashes only dirty directories.
+
+    Args:
+        nodes: an existing tree (``{path: Node}``, e.g. the rows of ``merkle_nodes``), or None
+            for an empty codebase.
+    """
+
+    def __init__(self, nodes: dict[str, Node] | None = None):
+        self.nodes: dict[str, Node] = dict(nodes or {})
+        self.kids: dict[str, set[str]] = {}
+        for node in self.nodes.values():
+            if node.parent is not None:
+                self.kids.setdefault(node.parent, set()).add(node.path)
+        self._dirty: set[str] = set() if "" in self.nodes else {""}
+
+    def set_file(self, path: str, digest: str | None) -> None:
+        """Record file ``path`` with content sha256 ``digest``, or remove it when ``digest`` is None."""
+        parent = parent_of(path)
+        if digest is None:
+            if self.nodes.pop(path, None) is not None:
+                self.kids.get(parent, set()).discard(path)
+        else:
+            self.nodes[path] = Node(path, parent, False, digest)
+            self.kids.setdefault(parent, set()).add(path)
+        self._dirty.add(parent)
+
+    def flush(self) -> tuple[list[Node], list[str]]:
+        """Rehash every dirty directory bottom-up; empty directories (not the root) disappear.
+
+        Returns:
+            (directory nodes to upsert, directory paths to delete) since the last flush, for
+            ``merkle_upsert`` / ``merkle_delete``; file nodes are written by the caller with
+            their file row.
+        """
+        dirty: set[str] = set()
+        for d in self._dirty:
+            while True:
+                dirty.add(d)
+                if not d:
+                    break
+                d = parent_of(d)
+        upserts: list[Node] = []
+        deletes: list[str] = []
+        for d in sorted(dirty, key=lambda p: p.count("/") + (p != ""), reverse=True):
+            kids = self.kids.get(d, set())
+            parent = parent_of(d) if d else None
+            if d and not kids:
+                self.nodes.pop(d, None)
+                self.kids.pop(d, None)
+                self.kids.get(parent, set()).discard(d)
+                deletes.append(d)
+                continue
+            digest = dir_hash([(k.rpartition("/")[2], self.nodes[k].is_dir, self.nodes[k].hash) for k in kids])
+            self.nodes[d] = Node(d, parent, True, digest)
+            if parent is not None:
+                self.kids.setdefault(parent, set()).add(d)
+            upserts.append(self.nodes[d])
+        self._dirty.clear()
+        return upserts, deletes
+
+    @property
+    def root_hash(self) -> str:
+        """The root directory's hash (call :meth:`flush` first)."""
+        return self.nodes[""].hash
+
+
+def build(file_hashes: dict[str, str]) -> Tree:
+    """The whole tree for ``{relative path: content sha256}``; an empty codebase still has a root."""
+    tree = Tree()
+    for path, digest in file_hashes.items():
+        tree.set_file(path, digest)
+    tree.flush()
+    return tree
+
+
+def changed_files(old: dict[str, Node], new: dict[str, Node]) -> tuple[list[str], list[str], list[str]]:
+    """Files added, modified and removed from ``old`` to ``new``, each sorted.
+
+    Walks down from the root and skips every subtree whose hash is equal on both sides, so
+    an unchanged tree costs one comparison.
+    """
+    added: list[str] = []
+    modified: list[str] = []
+    removed: list[str] = []
+    kids_old = _children(old)
+    kids_new = _children(new)
+    stack = [""]
+    while stack:
+        d = stack.pop()
+        o, n = old.get(d), new.get(d)
+        if o is not None and n is not None and o.hash == n.hash and o.is_dir == n.is_dir:
+            continue
+        for path in kids_old.get(d, set()) | kids_new.get(d, set()):
+            o, n = old.get(path), new.get(path)
+            if o is not None and n is not None and o.hash == n.hash and o.is_dir == n.is_dir:
+                continue
+            if (n is not None and n.is_dir) or (o is not None and o.is_dir):
+                stack.append(path)
+            if n is not None and not n.is_dir:
+                (modified if o is not None and not o.is_dir else added).append(path)
+            if o is not None and not o.is_dir and (n is None or n.is_dir):
+                removed.append(path)
+    return sorted(added), sorted(modified), sorted(removed)
+
+
+def _children(nodes: dict[str, Node]) -> dict[str, set[str]]:
+    out: dict[str, set[str]] = {}
+    for node in nodes.values():
+        if node.parent is not None:
+            out.setdefault(node.parent, set()).add(node.path)
+    return out

@@ -1,0 +1,230 @@
+"""Search: query text -> FTS5 expression + query embedding -> the one hybrid SQL statement -> results."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from .errors import UsageError
+from .store import Store
+from .text import split_identifier
+
+MODES = ("hybrid", "bm25", "vector")
+
+#: RRF constant; 60 is the value of Cormack, Clarke & Buettcher (SIGIR 2009).
+RRF_K = 60
+#: Candidates per retriever before fusion (vec0 allows k <= 4096).
+DEPTH = 50
+MAX_LIMIT = 200
+#: Bound on distinct FTS5 terms: an issue text has hundreds of words; OR-ing all of them is slow
+#: (~0.5 us per posting) and drowns the informative ones.
+MAX_FTS_TERMS = 32
+
+_WORD = re.compile(r"[^\W\d_][\w]*|\d+[A-Za-z_]\w*", re.UNICODE)
+#: Stop words dropped on the BM25 side only (the model still sees the whole query): common
+#: English function words and question words that carry no code signal.
+STOP_WORDS = frozenset("""
+a an the and or not no of to in on at by for from with without into onto as is are was were be been being
+it its this that these those there here what which who whom whose where when why how do does did done
+can could should would will shall may might must i me my we our you your he she they them their
+if then else than so such very too also just only any some all each every both either neither
+get gets got find finds use uses using used way ways code function method file files want need
+""".split())
+
+
+@dataclass
+class Result:
+    """One chunk hit. Lines are 1-based inclusive; ``score`` is the fused score (higher is better)."""
+
+    path: str
+    start_line: int
+    end_line: int
+    score: float
+    language: str | None
+    kind: str
+    symbol: str | None
+    content: str
+    stale: bool
+    id: int
+    role: str
+    bm25_rank: int | None = None
+    knn_rank: int | None = None
+
+    def to_dict(self) -> dict:
+        """JSON-ready dict with the documented result keys first."""
+        return asdict(self)
+
+
+@dataclass
+class SearchOptions:
+    """Everything that shapes one search besides the query text.
+
+    Attributes:
+        limit: results returned (1..200).
+        mode: ``hybrid``, ``bm25`` or ``vector``.
+        exts: file name endings to keep, e.g. ``[".py"]``; empty keeps all.
+        glob: SQLite GLOB over the relative path (``*`` also matches ``/``); a pattern
+            without ``/`` is also matched against the file name.
+        language: keep only this language.
+        exclude_path: leave this file out.
+        role_prior: multiply scores by :data:`ROLE_WEIGHTS` (a soft prior for source files).
+        group_by_file: one result per file, ranked by its best chunk.
+    """
+
+    limit: int = 10
+    mode: str = "hybrid"
+    exts: list[str] = field(default_factory=list)
+    glob: str | None = None
+    language: str | None = None
+    exclude_path: str | None = None
+    role_prior: bool = True
+    group_by_file: bool = False
+
+
+#: Soft prior by file role (roles.classify). Measured on the SWE-bench dev set (issue 6):
+#: halving docs/tests/non-source scores lifts file Acc@1 0.13 -> 0.39. A query that names a
+#: test or doc file still finds it: the prior only reorders near-ties.
+ROLE_WEIGHTS = {"source": 1.0, "test": 0.6, "docs": 0.6, "config": 0.5, "generated": 0.5, "vendored": 0.5}
+
+
+def query_terms(query: str) -> list[str]:
+    """Distinct lower-case BM25 terms: each identifier as written plus its sub-tokens, stop words dropped.
+
+    ``"where is getUserName called"`` -> ``["getusername", "get", "user", "name", "called"]``.
+    Dotted paths and ``::`` split at the separators. At most :data:`MAX_FTS_TERMS`.
+    """
+    terms: list[str] = []
+    seen = set()
+    for word in _WORD.findall(query):
+        parts = split_identifier(word)
+        for t in ([word.lower()] if len(parts) > 1 else []) + parts:
+            if t not in seen and t not in STOP_WORDS and len(t) > 1:
+                seen.add(t)
+                terms.append(t)
+    return terms[:MAX_FTS_TERMS]
+
+
+def fts_query(terms: list[str]) -> str | None:
+    """An FTS5 MATCH expression: every term quoted (raw user text is not valid FTS5 syntax), OR-ed.
+
+    OR, not AND: BM25 already ranks chunks matching more terms higher, and AND of a long
+    query matches nothing. None when there are no terms.
+    """
+    if not terms:
+        return None
+    return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+
+
+class Searcher:
+    """Runs searches against one index.
+
+    Args:
+        store: the open index.
+        root: the codebase root on this machine (for ``stale`` checks).
+        embedder: as for the indexer; only used by hybrid and vector modes.
+    """
+
+    def __init__(self, store: Store, root: Path, embedder):
+        self.store = store
+        self.root = Path(root)
+        self.embedder = embedder
+
+    def search(self, query: str, opts: SearchOptions | None = None) -> list[Result]:
+        """The top ``opts.limit`` chunks (or files) for ``query``.
+
+        Raises:
+            UsageError: empty query, unknown mode, or a limit out of range.
+        """
+        opts = opts or SearchOptions()
+        query = (query or "").strip()
+        if not query:
+            raise UsageError("the query is empty: pass some words or an identifier to search for")
+        if opts.mode not in MODES:
+            raise UsageError(f"unknown mode {opts.mode!r}: use one of {', '.join(MODES)}")
+        if not 1 <= opts.limit <= MAX_LIMIT:
+            raise UsageError(f"limit must be between 1 and {MAX_LIMIT}")
+        fq = fts_query(query_terms(query)) if opts.mode != "vector" else None
+        qvec = None
+        if opts.mode != "bm25":
+            qvec = self.embedder.embed([query])[0].astype(np.float32).tobytes()
+        rows = self._run(fq, qvec, opts)
+        return self._results(rows, opts)
+
+    def similar(self, vectors: np.ndarray, opts: SearchOptions) -> list[Result]:
+        """Chunks nearest to the mean of ``vectors`` (float32[n, dims], from the index), by cosine KNN."""
+        mean = vectors.mean(axis=0)
+        mean = (mean / (np.linalg.norm(mean) or 1.0)).astype(np.float32)
+        rows = self._run(None, mean.tobytes(), opts)
+        return self._results(rows, opts)
+
+    def _run(self, fq: str | None, qvec: bytes | None, opts: SearchOptions) -> list[dict]:
+        limit = opts.limit * 5 if opts.group_by_file else opts.limit
+        depth = max(DEPTH, limit)
+        exts = [e if e.startswith(".") else "." + e for e in opts.exts] if opts.exts else None
+        filtered = bool(exts or opts.glob or opts.language or opts.exclude_path)
+        params = {
+            "fts_query": fq, "qvec": qvec, "depth": min(depth, 4096), "rrf_k": RRF_K,
+            "w_fts": 1.0, "w_vec": 1.0,
+            "bm25_content": 1.0, "bm25_subtokens": 0.5, "bm25_symbol": 2.0, "bm25_path": 1.0,
+            "filtered": int(filtered), "exts": json.dumps(exts) if exts else None, "glob": opts.glob,
+            "language": opts.language, "exclude_path": opts.exclude_path,
+            "role_weights": json.dumps(ROLE_WEIGHTS) if opts.role_prior else None, "limit": limit,
+        }
+        return self.store.rows("search_hybrid", params)
+
+    def _results(self, rows: list[dict], opts: SearchOptions) -> list[Result]:
+        if opts.group_by_file:
+            best: dict[str, dict] = {}
+            for r in rows:
+                best.setdefault(r["path"], r)
+            rows = list(best.values())[: opts.limit]
+        stale = StaleCheck(self.root)
+        return [
+            Result(path=r["path"], start_line=r["start_line"], end_line=r["end_line"], score=round(r["score"], 6),
+                   language=r["language"], kind=r["kind"], symbol=r["symbol"], content=r["content"],
+                   stale=stale(r), id=r["id"], role=r["role"], bm25_rank=r["bm25_rank"], knn_rank=r["knn_rank"])
+            for r in rows
+        ]
+
+
+class StaleCheck:
+    """Whether a result's file on disk still matches the indexed content (memoised per path).
+
+    size + mtime equal to the indexed row is taken as unchanged (a hint, as in the indexer);
+    otherwise the content sha256 decides. A missing or unreadable file is stale.
+    """
+
+    def __init__(self, root: Path):
+        self.root = root
+        self.memo: dict[str, bool] = {}
+
+    def __call__(self, row: dict) -> bool:
+        path = row["path"]
+        if path not in self.memo:
+            self.memo[path] = self._stale(path, row)
+        return self.memo[path]
+
+    def _stale(self, path: str, row: dict) -> bool:
+        full = self.root / path
+        try:
+            st = os.stat(full)
+            if st.st_size == row["file_size"] and st.st_mtime_ns == row["file_mtime_ns"]:
+                return False
+            with open(full, "rb") as fh:
+                return hashlib.sha256(fh.read()).hexdigest() != row["file_hash"]
+        except OSError:
+            return True
+
+
+def timed(fn, *args, **kwargs):
+    """``(result, seconds)`` of one call; used by the CLI and benchmarks to report latency."""
+    t = time.perf_counter()
+    out = fn(*args, **kwargs)
+    return out, time.perf_counter() - t

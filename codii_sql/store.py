@@ -1,0 +1,140 @@
+"""One codebase's index file: an apsw connection with sqlite-vec loaded, running the named SQL of ``sql/``."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import apsw
+import sqlite_vec
+
+from . import queries
+from .errors import IndexMismatchError, StorageError
+
+#: Bumped when the tables change shape; an index of another version must be rebuilt.
+SCHEMA_VERSION = 1
+
+#: Milliseconds a connection waits on a lock held by another process before it gives up.
+BUSY_TIMEOUT_MS = 10_000
+
+
+class Store:
+    """An open index ``.db``: schema, snapshot (``meta``) and every named statement.
+
+    Args:
+        path: the ``.db`` file. Created (with its schema) unless ``create`` is false.
+        create: create a missing file; when false a missing file raises ``StorageError``.
+    Raises:
+        StorageError: the file cannot be opened or created, or is not a SQLite database.
+    """
+
+    def __init__(self, path: Path, *, create: bool = True):
+        self.path = Path(path)
+        if not create and not self.path.is_file():
+            raise StorageError(f"no index at {self.path}: run `codii-sql build` first")
+        flags = apsw.SQLITE_OPEN_READWRITE | (apsw.SQLITE_OPEN_CREATE if create else 0)
+        try:
+            if create:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.conn = apsw.Connection(str(self.path), flags=flags)
+            self.conn.enable_load_extension(True)
+            self.conn.load_extension(sqlite_vec.loadable_path())
+            self.conn.enable_load_extension(False)
+            self.conn.set_busy_timeout(BUSY_TIMEOUT_MS)
+            for name in ("pragmas_write", "pragma_synchronous", "pragma_mmap"):
+                self.run(name)
+            self.run("create_schema")
+        except (apsw.Error, OSError) as err:
+            raise StorageError(f"cannot open index {self.path}: {err}; check the path and free disk space") from None
+
+    def close(self) -> None:
+        """Close the connection (idempotent)."""
+        self.conn.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- running named statements -------------------------------------------------------
+
+    def run(self, name: str, params: Mapping[str, Any] | None = None) -> None:
+        """Execute statement ``name`` (all of it, if it is a script) and discard rows."""
+        for _ in self.conn.execute(queries.sql(name), params):
+            pass
+
+    def rows(self, name: str, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+        """Every row of statement ``name`` as dicts keyed by column name."""
+        cur = self.conn.execute(queries.sql(name), params)
+        out = []
+        names: list[str] | None = None
+        for row in cur:
+            if names is None:
+                names = [d[0] for d in cur.get_description()]
+            out.append(dict(zip(names, row)))
+        return out
+
+    def row(self, name: str, params: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
+        """The first row of statement ``name``, or None."""
+        found = self.rows(name, params)
+        return found[0] if found else None
+
+    def value(self, name: str, params: Mapping[str, Any] | None = None) -> Any:
+        """The first column of the first row of statement ``name``, or None."""
+        for row in self.conn.execute(queries.sql(name), params):
+            return row[0]
+        return None
+
+    def many(self, name: str, seq: Any) -> None:
+        """Execute statement ``name`` once per parameter mapping in ``seq``."""
+        self.conn.executemany(queries.sql(name), seq)
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[None]:
+        """``BEGIN IMMEDIATE`` ... ``COMMIT``, rolled back on any exception.
+
+        IMMEDIATE takes the write lock up front, so two writers wait on the busy timeout
+        instead of failing halfway through with SQLITE_BUSY on lock upgrade.
+        """
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+        self.conn.execute("COMMIT")
+
+    # -- the snapshot -------------------------------------------------------------------
+
+    def meta(self) -> dict[str, Any]:
+        """The snapshot as ``{key: value}``; values were stored as JSON."""
+        return {r["key"]: json.loads(r["value"]) for r in self.rows("meta_all")}
+
+    def set_meta(self, **values: Any) -> None:
+        """Store snapshot values (JSON-encoded); the caller owns the transaction."""
+        for key, value in values.items():
+            self.run("meta_set", {"key": key, "value": json.dumps(value)})
+
+    def check_compatible(self, expected: Mapping[str, Any]) -> None:
+        """Raise if the index was built with other settings than ``expected``.
+
+        ``expected`` maps snapshot keys (schema_version, model_id, dims, model_sha256,
+        chunker_version) to the values of this build. An empty index is always compatible.
+
+        Raises:
+            IndexMismatchError: a key differs; the message names it and says to rebuild.
+        """
+        meta = self.meta()
+        if "schema_version" not in meta:
+            return
+        for key, want in expected.items():
+            have = meta.get(key)
+            if have != want:
+                raise IndexMismatchError(
+                    f"index {self.path.name} was built with {key}={have!r}, this version uses {want!r}: "
+                    "run `codii-sql build --force` to rebuild it"
+                )

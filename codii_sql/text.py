@@ -1,0 +1,73 @@
+"""Text primitives shared by every stage: decoding source bytes and splitting identifiers."""
+
+from __future__ import annotations
+
+import codecs
+import re
+
+#: Above this share of undecodable bytes a file is taken to be Latin-1, not broken UTF-8.
+_MAX_INVALID_UTF8_SHARE = 0.01
+
+_CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
+_WORD = re.compile(r"[^\W_]+|_+", re.UNICODE)
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def decode_source(data: bytes) -> str:
+    """Decode a source file's bytes to text, deterministically and losslessly for line numbers.
+
+    Rules, in order: a UTF-8 BOM is dropped; a UTF-16 LE/BE BOM decodes as UTF-16; strict
+    UTF-8; UTF-8 with U+FFFD replacements when at most 1% of the bytes are invalid; else
+    Latin-1 (which never fails). Lone ``\\r`` line endings become ``\\n`` (same length in
+    characters and in UTF-8 bytes, so byte offsets stay valid); ``\\r\\n`` is kept. The result
+    never holds lone surrogates, so it is always valid input for the tokenizer and SQLite.
+
+    Args:
+        data: the raw file content.
+    Returns:
+        str: the text. Line *n* (1-based) is ``text.split("\\n")[n - 1]``.
+    """
+    if data.startswith(codecs.BOM_UTF8):
+        text = data[len(codecs.BOM_UTF8):].decode("utf-8", errors="replace")
+    elif data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        text = data.decode("utf-16", errors="replace")
+    else:
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            text = data.decode("utf-8", errors="replace")
+            if text.count("\ufffd") > _MAX_INVALID_UTF8_SHARE * max(len(data), 1):
+                text = data.decode("latin-1")
+    if "\r" in text:
+        text = re.sub(r"\r(?!\n)", "\n", text)
+    return text.replace("\x00", "\ufffd")
+
+
+def split_identifier(word: str) -> list[str]:
+    """Split one identifier into lower-case sub-tokens.
+
+    ``getUserName`` -> ``["get", "user", "name"]``; ``HTTPServer2`` -> ``["http", "server", "2"]``;
+    ``parse_header`` -> ``["parse", "header"]``. Non-ASCII letters stay inside their word.
+    """
+    parts: list[str] = []
+    for piece in re.split(r"[_\W]+", word):
+        if not piece:
+            continue
+        found = _CAMEL.findall(piece)
+        parts.extend(p.lower() for p in (found if "".join(found) == piece else [piece]))
+    return parts
+
+
+def identifier_subtokens(text: str) -> str:
+    """The sub-tokens of every compound identifier in ``text``, space-separated.
+
+    Only identifiers that actually split (camelCase, snake_case, digits) contribute, so the
+    second FTS5 column adds what the ``unicode61 tokenchars '_'`` column cannot match,
+    without doubling plain words. Used for the ``subtokens`` column of ``chunks_fts``.
+    """
+    out: list[str] = []
+    for ident in _IDENT.findall(text):
+        parts = split_identifier(ident)
+        if len(parts) > 1:
+            out.extend(parts)
+    return " ".join(out)

@@ -1,0 +1,73 @@
+-- Files and their chunks: every write of one file (delete old chunks, FTS rows and vectors,
+-- insert new ones, upsert the file row) runs inside the caller's transaction.
+
+-- name: files_all
+-- The stat hints and hashes the indexer compares a fresh scan against.
+SELECT path, size, mtime_ns, hash FROM files;
+
+-- name: file_by_path
+SELECT id, path, size, mtime_ns, hash, language, role, chunk_count, indexed_at
+FROM files WHERE path = :path;
+
+-- name: file_touch
+-- Same content, new stat (e.g. `touch`, a checkout): no re-chunking needed.
+UPDATE files SET size = :size, mtime_ns = :mtime_ns WHERE path = :path;
+
+-- name: file_upsert
+INSERT INTO files(path, size, mtime_ns, hash, language, role, chunk_count, indexed_at)
+VALUES (:path, :size, :mtime_ns, :hash, :language, :role, :chunk_count, :indexed_at)
+ON CONFLICT(path) DO UPDATE SET
+    size = excluded.size, mtime_ns = excluded.mtime_ns, hash = excluded.hash,
+    language = excluded.language, role = excluded.role,
+    chunk_count = excluded.chunk_count, indexed_at = excluded.indexed_at
+RETURNING id;
+
+-- name: file_delete
+DELETE FROM files WHERE path = :path;
+
+-- name: chunks_delete_fts
+-- External-content FTS5 needs the old values to remove a row ('delete' command).
+INSERT INTO chunks_fts(chunks_fts, rowid, content, subtokens, symbol, path)
+SELECT 'delete', id, content, subtokens, symbol, path FROM chunks
+WHERE file_id = (SELECT id FROM files WHERE path = :path);
+
+-- name: chunks_delete_vec
+DELETE FROM chunks_vec WHERE rowid IN (
+    SELECT c.id FROM chunks c JOIN files f ON f.id = c.file_id WHERE f.path = :path);
+
+-- name: chunks_delete
+DELETE FROM chunks WHERE file_id = (SELECT id FROM files WHERE path = :path);
+
+-- name: chunk_insert
+INSERT INTO chunks(file_id, path, start_line, end_line, start_byte, end_byte, kind, symbol,
+                   language, content, subtokens, text_hash)
+VALUES (:file_id, :path, :start_line, :end_line, :start_byte, :end_byte, :kind, :symbol,
+        :language, :content, :subtokens, :text_hash)
+RETURNING id;
+
+-- name: chunk_insert_fts
+INSERT INTO chunks_fts(rowid, content, subtokens, symbol, path)
+VALUES (:id, :content, :subtokens, :symbol, :path);
+
+-- name: chunk_insert_vec
+INSERT INTO chunks_vec(rowid, embedding) VALUES (:id, :embedding);
+
+-- name: vectors_by_text_hash
+-- Vectors this codebase already holds for the same embedded texts (renames, moves, copies).
+-- :keys is a JSON array of text hashes.
+SELECT c.text_hash, v.embedding
+FROM chunks c JOIN chunks_vec v ON v.rowid = c.id
+WHERE c.text_hash IN (SELECT value FROM json_each(:keys))
+GROUP BY c.text_hash;
+
+-- name: chunk_by_id
+SELECT c.id, c.path, c.start_line, c.end_line, c.start_byte, c.end_byte, c.kind, c.symbol,
+       c.language, c.content, f.hash AS file_hash, f.size AS file_size, f.mtime_ns AS file_mtime_ns
+FROM chunks c JOIN files f ON f.id = c.file_id WHERE c.id = :id;
+
+-- name: chunks_of_file
+SELECT id, start_line, end_line, kind, symbol FROM chunks
+WHERE path = :path ORDER BY start_line;
+
+-- name: file_paths
+SELECT path FROM files ORDER BY path;

@@ -1,0 +1,26 @@
+-- The snapshot: schema version, model, chunker, root, status, counts, timestamps.
+
+-- name: meta_get
+SELECT value FROM meta WHERE key = :key;
+
+-- name: meta_all
+SELECT key, value FROM meta ORDER BY key;
+
+-- name: meta_set
+INSERT INTO meta(key, value) VALUES (:key, :value)
+ON CONFLICT(key) DO UPDATE SET value = excluded.value;
+
+-- name: counts
+SELECT (SELECT count(*) FROM files)  AS files,
+       (SELECT count(*) FROM chunks) AS chunks;
+
+-- name: stats_by_language
+SELECT coalesce(language, '(none)') AS language, count(DISTINCT file_id) AS files, count(*) AS chunks
+FROM chunks GROUP BY 1 ORDER BY chunks DESC;
+
+-- name: stats_by_kind
+SELECT kind, count(*) AS chunks, avg(end_line - start_line + 1) AS avg_lines
+FROM chunks GROUP BY kind ORDER BY chunks DESC;
+
+-- name: stats_by_role
+SELECT role, count(*) AS files, sum(chunk_count) AS chunks FROM files GROUP BY role ORDER BY files DESC;

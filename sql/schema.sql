@@ -1,0 +1,69 @@
+-- Schema of one codebase's index. Every table lives in this one file so the .db can be
+-- copied to another machine. Paths are POSIX paths relative to the codebase root.
+
+-- name: create_schema
+-- Idempotent; run on every write connection. Needs sqlite-vec loaded (vec0).
+CREATE TABLE IF NOT EXISTS meta (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+) WITHOUT ROWID;
+
+CREATE TABLE IF NOT EXISTS files (
+    id          INTEGER PRIMARY KEY,
+    path        TEXT NOT NULL UNIQUE,
+    size        INTEGER NOT NULL,          -- bytes
+    mtime_ns    INTEGER NOT NULL,          -- a hint only: the content hash decides
+    hash        TEXT NOT NULL,             -- sha256 hex of the raw bytes
+    language    TEXT,
+    role        TEXT NOT NULL,             -- source | test | docs | config | generated | vendored
+    chunk_count INTEGER NOT NULL,
+    indexed_at  REAL NOT NULL              -- unix seconds
+);
+
+CREATE TABLE IF NOT EXISTS chunks (
+    id         INTEGER PRIMARY KEY,
+    file_id    INTEGER NOT NULL REFERENCES files(id),
+    path       TEXT NOT NULL,              -- copy of files.path: FTS5 external content reads it here
+    start_line INTEGER NOT NULL,           -- 1-based, inclusive
+    end_line   INTEGER NOT NULL,           -- 1-based, inclusive
+    start_byte INTEGER NOT NULL,           -- into the UTF-8 text, inclusive
+    end_byte   INTEGER NOT NULL,           -- exclusive
+    kind       TEXT NOT NULL,              -- function | method | class | module | section | text
+    symbol     TEXT,                       -- e.g. Session.resolve_redirects
+    language   TEXT,
+    content    TEXT NOT NULL,
+    subtokens  TEXT NOT NULL,              -- identifier sub-tokens of symbol, path and content
+    text_hash  TEXT NOT NULL               -- sha256 of (model id, embedded text): reuse vectors
+);
+CREATE INDEX IF NOT EXISTS chunks_file_id ON chunks(file_id);
+CREATE INDEX IF NOT EXISTS chunks_text_hash ON chunks(text_hash);
+
+-- BM25 over code: '_' is part of a word so parse_header stays one token; the subtokens
+-- column makes getUserName match "user name" (measured: +22% index, queries ~1 ms).
+CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
+    content, subtokens, symbol, path,
+    content = 'chunks', content_rowid = 'id',
+    tokenize = "unicode61 remove_diacritics 2 tokenchars '_'"
+);
+
+-- rowid = chunks.id. Brute-force cosine KNN (sqlite-vec 0.1.9 has no ANN index).
+CREATE VIRTUAL TABLE IF NOT EXISTS chunks_vec USING vec0(
+    embedding float[384] distance_metric=cosine
+);
+
+-- One row per file and directory; the root directory is ''.
+CREATE TABLE IF NOT EXISTS merkle_nodes (
+    path   TEXT PRIMARY KEY,
+    parent TEXT,                           -- NULL for the root
+    is_dir INTEGER NOT NULL,
+    hash   TEXT NOT NULL                   -- file: content sha256; dir: sha256 of its children
+) WITHOUT ROWID;
+
+-- name: wipe
+-- Empties the index for `build --force` (one transaction: a crash leaves either state).
+DROP TABLE IF EXISTS chunks_fts;
+DROP TABLE IF EXISTS chunks_vec;
+DELETE FROM chunks;
+DELETE FROM files;
+DELETE FROM merkle_nodes;
+DELETE FROM meta;
