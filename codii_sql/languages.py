@@ -1,0 +1,77 @@
+"""Language of a source file from its path, using tree-sitter-language-pack grammar names."""
+
+from __future__ import annotations
+
+import posixpath
+
+#: Languages chunked on their syntax tree by :mod:`codii_sql.chunk`; every other language
+#: (and ``None``) is chunked in overlapping line windows.
+AST_LANGUAGES: frozenset[str] = frozenset({
+    "python", "javascript", "typescript", "tsx", "go", "rust", "java", "c", "cpp", "csharp",
+    "ruby", "php", "kotlin", "swift", "bash", "markdown",
+})
+
+# Grammar names where tree-sitter-language-pack has a grammar, plain names otherwise.
+_EXTENSIONS: dict[str, str] = {
+    "py": "python", "pyi": "python", "pyw": "python",
+    "js": "javascript", "mjs": "javascript", "cjs": "javascript", "jsx": "javascript",
+    "ts": "typescript", "mts": "typescript", "cts": "typescript", "tsx": "tsx",
+    "go": "go", "rs": "rust", "java": "java",
+    # ``.h`` goes to C: the C++ grammar rejects C code using C++ keywords (``new``, ``class``)
+    # as identifiers, while C++ headers parse acceptably with the C grammar.
+    "c": "c", "h": "c",
+    "cc": "cpp", "cpp": "cpp", "cxx": "cpp", "c++": "cpp", "hh": "cpp", "hpp": "cpp",
+    "hxx": "cpp", "h++": "cpp", "ipp": "cpp", "tpp": "cpp", "inl": "cpp", "cu": "cpp",
+    "cs": "csharp", "rb": "ruby", "rake": "ruby", "gemspec": "ruby",
+    "php": "php", "phtml": "php", "kt": "kotlin", "kts": "kotlin", "swift": "swift",
+    "sh": "bash", "bash": "bash", "zsh": "bash", "ksh": "bash",
+    "md": "markdown", "markdown": "markdown", "mdx": "markdown",
+    "json": "json", "jsonc": "json", "json5": "json", "ipynb": "json",
+    "yml": "yaml", "yaml": "yaml", "toml": "toml",
+    "html": "html", "htm": "html", "xhtml": "html", "xml": "xml", "svg": "xml", "xsd": "xml",
+    "css": "css", "scss": "scss", "sass": "scss", "less": "less",
+    "sql": "sql", "rst": "rst", "txt": "text", "text": "text", "adoc": "asciidoc",
+    "ini": "ini", "cfg": "ini", "conf": "ini", "properties": "properties", "env": "dotenv",
+    "mk": "make", "cmake": "cmake", "dockerfile": "dockerfile",
+    "vue": "vue", "svelte": "svelte", "lua": "lua", "r": "r", "scala": "scala", "sc": "scala",
+    "pl": "perl", "pm": "perl", "hs": "haskell", "ex": "elixir", "exs": "elixir",
+    "erl": "erlang", "dart": "dart", "m": "objc", "mm": "objc", "proto": "proto",
+    "graphql": "graphql", "gql": "graphql", "tex": "latex", "csv": "csv", "tsv": "tsv",
+    "ps1": "powershell", "bat": "batch", "cmd": "batch", "zig": "zig", "nim": "nim",
+    "jl": "julia", "clj": "clojure", "ml": "ocaml", "fs": "fsharp", "groovy": "groovy",
+    "gradle": "groovy", "tf": "hcl", "hcl": "hcl", "sol": "solidity", "v": "verilog",
+    "vhd": "vhdl", "asm": "asm", "s": "asm", "j2": "jinja", "jinja": "jinja",
+}
+
+# Files recognised by their whole name (compared case-sensitively, as on disk).
+_FILE_NAMES: dict[str, str] = {
+    "Makefile": "make", "makefile": "make", "GNUmakefile": "make",
+    "Dockerfile": "dockerfile", "Containerfile": "dockerfile",
+    "CMakeLists.txt": "cmake", "Rakefile": "ruby", "Gemfile": "ruby", "Podfile": "ruby",
+    "Vagrantfile": "ruby", "Jenkinsfile": "groovy", "BUILD": "starlark", "WORKSPACE": "starlark",
+    "Pipfile": "toml", "Cargo.lock": "toml", "poetry.lock": "toml", "go.mod": "gomod",
+    ".bashrc": "bash", ".bash_profile": "bash", ".profile": "bash", ".zshrc": "bash",
+    ".gitignore": "text", ".dockerignore": "text", ".editorconfig": "ini", ".env": "dotenv",
+    "README": "text", "LICENSE": "text", "COPYING": "text", "NOTICE": "text",
+    "AUTHORS": "text", "CHANGELOG": "text", "CONTRIBUTORS": "text",
+}
+
+
+def detect_language(path: str) -> str | None:
+    """Language of the file at ``path`` (relative or absolute, ``/``-separated), or ``None``.
+
+    Well-known file names (``Makefile``, ``Dockerfile``...) win over the extension, which is
+    compared lower-cased (``Foo.PY`` is Python). ``Dockerfile.dev`` and ``x.dockerfile`` are
+    Dockerfiles. Names are tree-sitter-language-pack grammar names for the languages in
+    :data:`AST_LANGUAGES` and plain names (``json``, ``yaml``, ``text``...) otherwise.
+    Returns ``None`` for unknown extensions; the chunker then uses line windows.
+    """
+    name = posixpath.basename(path.replace("\\", "/"))
+    if name in _FILE_NAMES:
+        return _FILE_NAMES[name]
+    if name.startswith(("Dockerfile.", "Containerfile.")):
+        return "dockerfile"
+    stem, dot, ext = name.rpartition(".")
+    if not dot or not stem:
+        return None
+    return _EXTENSIONS.get(ext.lower())

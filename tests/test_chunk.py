@@ -1,0 +1,326 @@
+"""Chunker tests on real tree-sitter grammars and the real WordPiece tokenizer."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+
+from codii_sql.chunk import CHUNKER_VERSION, DEFAULT_MAX_TOKENS, Chunk, chunk_text
+from codii_sql.languages import AST_LANGUAGES, detect_language
+from codii_sql.wordpiece import count_tokens
+
+FIXTURES = Path(__file__).parent / "fixtures" / "chunk"
+
+
+def read(name: str) -> str:
+    return (FIXTURES / name).read_text(encoding="utf-8")
+
+
+def file_lines(text: str) -> list[str]:
+    """Lines with their ``\\n`` (the chunker's notion of a line; ``\\r`` stays in the line)."""
+    parts = text.split("\n")
+    return [p + "\n" for p in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
+
+
+def assert_valid(text: str, chunks: list[Chunk], max_tokens: int, *, ast: bool) -> None:
+    """The invariants every chunking must satisfy."""
+    data, lines = text.encode("utf-8"), file_lines(text)
+    for chunk in chunks:
+        assert 1 <= chunk.start_line <= chunk.end_line <= len(lines)
+        assert data[chunk.start_byte:chunk.end_byte].decode("utf-8") == chunk.content
+        whole = "".join(lines[chunk.start_line - 1:chunk.end_line])
+        if chunk.content != whole:  # only a part of one over-long line may differ
+            assert chunk.start_line == chunk.end_line and chunk.content in whole
+        assert chunk.content.strip(), "a chunk of blank lines only"
+    covered = {n for c in chunks for n in range(c.start_line, c.end_line + 1)}
+    assert all(n in covered for n, line in enumerate(lines, 1) if line.strip())
+    if ast:
+        for before, after in zip(chunks, chunks[1:]):
+            assert before.end_byte <= after.start_byte, (before, after)
+    if chunks:
+        assert max(count_tokens([c.content for c in chunks])) <= max_tokens
+
+
+def kinds_and_symbols(chunks: list[Chunk]) -> list[tuple[int, str, str | None]]:
+    return [(c.start_line, c.kind, c.symbol) for c in chunks]
+
+
+# At 64 word pieces these small files show their structure: each definition of real size is a
+# chunk, tiny neighbours are merged (e.g. the imports into the first definition).
+EXPECTED_AT_64 = {
+    "sample.py": [(1, "function", "top"), (11, "class", "Foo"), (19, "function", "g")],
+    "sample.js": [(1, "module", None), (3, "function", "add"), (10, "function", "mul"),
+                  (11, "function", "handler"), (15, "class", "Greeter"), (27, "function", "gen"),
+                  (28, "module", None)],
+    "sample.ts": [(1, "module", None), (3, "class", "Shape"), (9, "class", "Circle"),
+                  (19, "function", "makeCircle"), (23, "function", "double"),
+                  (25, "class", "Color"), (27, "function", "inner"), (29, "class", "A")],
+    "sample.tsx": [(1, "module", None), (5, "function", "Counter"), (8, "function", "Counter"),
+                   (11, "function", "Title"), (13, "class", "Panel")],
+    "sample.go": [(1, "class", "Server"), (15, "method", "Server.Start"),
+                  (21, "method", "Server.Addr"), (23, "function", "New")],
+    "sample.rs": [(1, "module", None), (3, "class", "Point"), (9, "class", "Point"),
+                  (16, "class", "Point"), (22, "class", "Shape"), (26, "class", "Kind"),
+                  (28, "function", "main"), (33, "function", "it_works"), (37, "function", "m")],
+    "sample.java": [(1, "module", None), (5, "class", "UserRepo"), (12, "method", "UserRepo.find"),
+                    (18, "method", "UserRepo.UserRepo"), (20, "class", "UserRepo.Listener"),
+                    (22, "class", "UserRepo.State"), (25, "class", "Pair")],
+    "sample.c": [(1, "module", None), (5, "class", "node"), (10, "class", "point_t"),
+                 (14, "function", "add"), (19, "function", "name"), (21, "function", "main")],
+    "sample.cpp": [(1, "module", None), (5, "class", "Shape"), (15, "class", "Point"),
+                   (17, "function", "Circle::area"), (21, "function", "max_of"),
+                   (28, "function", "main")],
+    "sample.cs": [(1, "module", None), (5, "class", "User"), (11, "method", "User.Greet"),
+                  (20, "class", "IRepo"), (21, "class", "Pt")],
+    "sample.rb": [(1, "class", "Billing"), (19, "function", "helper")],
+    "sample.php": [(1, "module", None), (6, "class", "UserController"),
+                   (14, "method", "UserController.show"), (21, "function", "helper"),
+                   (25, "class", "Repo"), (26, "class", "T")],
+    "sample.kt": [(1, "module", None), (5, "class", "Shape"), (10, "class", "Circle"),
+                  (19, "class", "Registry"), (23, "function", "main")],
+    "sample.swift": [(1, "class", "Shape"), (8, "class", "Circle"), (19, "class", "Box"),
+                     (24, "class", "Circle"), (28, "class", "Kind"), (30, "function", "main")],
+    "sample.sh": [(1, "module", None), (4, "function", "usage"), (9, "function", "build"),
+                  (13, "module", None)],
+}
+
+# At 24 word pieces classes no longer fit, so their members become chunks of their own.
+MEMBERS_AT_24 = {
+    "sample.py": {("method", "Foo.bar"), ("function", "top.inner")},
+    "sample.js": {("method", "Greeter.constructor"), ("method", "Greeter.greet")},
+    "sample.ts": {("method", "Circle.area"), ("method", "Circle.constructor")},
+    "sample.tsx": {("method", "Panel.render")},
+    "sample.go": {("method", "Server.Start"), ("method", "Server.Addr")},
+    "sample.rs": {("method", "Point.new"), ("method", "Point.fmt")},
+    "sample.java": {("method", "UserRepo.find"), ("class", "UserRepo.State")},
+    "sample.cpp": {("method", "Shape.sides")},
+    "sample.cs": {("method", "User.Greet"), ("method", "User.User")},
+    "sample.rb": {("method", "Billing.Invoice.initialize"), ("method", "Billing.Invoice.zero")},
+    "sample.php": {("method", "UserController.show")},
+    "sample.kt": {("method", "Circle.area")},
+    "sample.swift": {("method", "Circle.area"), ("method", "Circle.scaled")},
+}
+
+
+def test_every_ast_language_has_a_sample():
+    languages = {detect_language(name) for name in EXPECTED_AT_64} | {"markdown"}
+    assert languages == AST_LANGUAGES
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED_AT_64))
+def test_sample_chunks(name):
+    text = read(name)
+    chunks = chunk_text(text, detect_language(name), max_tokens=64)
+    assert kinds_and_symbols(chunks) == EXPECTED_AT_64[name]
+    assert_valid(text, chunks, 64, ast=True)
+
+
+@pytest.mark.parametrize("name", sorted(MEMBERS_AT_24))
+def test_members_become_chunks_when_their_class_does_not_fit(name):
+    text = read(name)
+    chunks = chunk_text(text, detect_language(name), max_tokens=24)
+    assert MEMBERS_AT_24[name] <= {(c.kind, c.symbol) for c in chunks}
+    assert_valid(text, chunks, 24, ast=True)
+
+
+def test_small_class_is_one_chunk_at_the_default_budget():
+    text = read("sample.java")
+    chunks = chunk_text(text, "java")
+    assert [(c.start_line, c.end_line, c.kind, c.symbol) for c in chunks] == [
+        (1, 25, "class", "UserRepo")]
+    assert_valid(text, chunks, DEFAULT_MAX_TOKENS, ast=True)
+
+
+def chunk_named(chunks: list[Chunk], symbol: str) -> Chunk:
+    return next(c for c in chunks if c.symbol == symbol)
+
+
+def test_decorators_and_leading_comments_belong_to_the_definition():
+    python = chunk_text(read("sample.py"), "python", max_tokens=24)
+    assert chunk_named(python, "top").content.startswith("# helper comment\n@decorator\ndef top")
+    bar = chunk_named(python, "Foo.bar").content
+    assert bar.startswith("    # method comment\n    @property\n")
+    java = chunk_named(chunk_text(read("sample.java"), "java", max_tokens=24), "UserRepo.find")
+    assert java.content.startswith("    /** Finds a user. */\n    @Override\n")
+    rust = chunk_text(read("sample.rs"), "rust", max_tokens=24)
+    assert rust[1].content.startswith("/// A point.\n#[derive(Debug, Clone)]\npub struct Point")
+    ts = chunk_named(chunk_text(read("sample.ts"), "typescript", max_tokens=24), "Circle")
+    assert ts.content.startswith('@Component({ selector: "x" })\nexport class Circle')
+
+
+def test_trailing_comment_of_code_is_not_taken_as_a_doc_comment():
+    text = "x = compute()  # cached\ndef f():\n    return x\n" + "y = 1\n" * 20
+    chunks = chunk_text(text, "python", max_tokens=16)
+    assert chunk_named(chunks, "f").start_line == 2
+
+
+def test_multibyte_text_before_a_function():
+    text = ("# 日本語のコメント 🎉🎉🎉\nS = '中文字符串 émoji 👍'\n\n\n"
+            "def 関数(x):\n    return '🎉' * x\n\n\ndef g():\n    pass\n")
+    chunks = chunk_text(text, "python", max_tokens=24)
+    assert kinds_and_symbols(chunks) == [(1, "module", None), (5, "function", "関数"),
+                                         (9, "function", "g")]
+    func = chunks[1]
+    assert func.content == "def 関数(x):\n    return '🎉' * x\n"
+    assert func.start_byte == len("".join(file_lines(text)[:4]).encode("utf-8"))
+    assert_valid(text, chunks, 24, ast=True)
+
+
+def test_crlf_line_endings():
+    text = "import os\r\n\r\ndef f(x):\r\n    return x\r\n\r\nclass A:\r\n    pass\r\n"
+    chunks = chunk_text(text, "python", max_tokens=12)
+    assert kinds_and_symbols(chunks) == [(1, "module", None), (3, "function", "f"),
+                                         (6, "class", "A")]
+    assert chunks[1].content == "def f(x):\r\n    return x\r\n"
+    assert_valid(text, chunks, 12, ast=True)
+
+
+@pytest.mark.parametrize("language", ["python", "markdown", None])
+@pytest.mark.parametrize("text", ["", " \n\n\t\n", "\n"])
+def test_blank_text_has_no_chunks(text, language):
+    assert chunk_text(text, language) == []
+
+
+def test_last_line_without_newline():
+    chunks = chunk_text("def f():\n    return 1", "python")
+    assert [(c.start_line, c.end_line, c.content) for c in chunks] == [
+        (1, 2, "def f():\n    return 1")]
+
+
+def test_large_class_is_split_into_header_and_methods():
+    methods = "".join(
+        f"    def method_{i}(self, x):\n        '''Return x plus {i}.'''\n"
+        f"        y = x + {i}\n        return y * 2\n\n" for i in range(1000))
+    text = "class Big:\n    '''A big class.'''\n    attr = 1\n\n" + methods
+    chunks = chunk_text(text, "python")
+    assert len(text.splitlines()) == 5004
+    assert (chunks[0].start_line, chunks[0].end_line, chunks[0].kind, chunks[0].symbol) == (
+        1, 3, "class", "Big")
+    assert [c.symbol for c in chunks[1:]] == [f"Big.method_{i}" for i in range(1000)]
+    assert {c.kind for c in chunks[1:]} == {"method"}
+    assert_valid(text, chunks, DEFAULT_MAX_TOKENS, ast=True)
+
+
+def test_nested_function_stays_in_its_parent_unless_the_parent_is_split():
+    text = ("def outer(items):\n    def key(item):\n        return item.name\n"
+            "    return sorted(items, key=key)\n")
+    assert kinds_and_symbols(chunk_text(text, "python")) == [(1, "function", "outer")]
+    body = "".join(f"    step_{i} = transform(step_{i - 1}, option_{i})\n" for i in range(1, 40))
+    big = text.replace("    return sorted", body + "    return sorted")
+    chunks = chunk_text(big, "python", max_tokens=64)
+    assert ("function", "outer.key") in {(c.kind, c.symbol) for c in chunks}
+    assert chunks[0].symbol == "outer" and chunks[0].end_line == 1
+    assert_valid(big, chunks, 64, ast=True)
+
+
+def test_oversized_function_is_cut_on_line_boundaries():
+    body = "".join(f"    total += compute_value(item_{i}, weight={i})\n" for i in range(200))
+    text = f"def accumulate():\n    total = 0\n{body}    return total\n"
+    chunks = chunk_text(text, "python", max_tokens=64)
+    assert len(chunks) > 10
+    assert {(c.kind, c.symbol) for c in chunks} == {("function", "accumulate")}
+    assert all(a.end_line + 1 == b.start_line for a, b in zip(chunks, chunks[1:]))
+    assert_valid(text, chunks, 64, ast=True)
+
+
+def test_tiny_neighbours_merge_under_the_largest_definition():
+    text = ("A = 1\n\ndef one():\n    return 1\n\ndef two():\n    return 2\n\n"
+            "def documented(x):\n    '''Explain what this function does at some length.'''\n"
+            "    return x\n")
+    chunks = chunk_text(text, "python")
+    assert [(c.start_line, c.end_line, c.kind, c.symbol) for c in chunks] == [
+        (1, 11, "function", "documented")]
+
+
+def test_markdown_sections_follow_the_heading_path():
+    text = read("sample.md")
+    chunks = chunk_text(text, "markdown", max_tokens=20)
+    assert kinds_and_symbols(chunks) == [
+        (1, "section", None), (3, "section", "Project"), (7, "section", "Project > Install"),
+        (11, "section", "Project > Install > Linux"), (19, "section", "Project > Usage")]
+    assert "# not a heading" in chunks[3].content
+    assert_valid(text, chunks, 20, ast=True)
+
+
+def test_long_markdown_section_is_split():
+    paragraphs = "\n".join(f"Paragraph {i} explains one more detail of the setup.\n"
+                           for i in range(60))
+    text = f"# Guide\n\nIntro.\n\n## Setup\n\n{paragraphs}\n## Next\n\nDone.\n"
+    chunks = chunk_text(text, "markdown", max_tokens=48)
+    setup = [c for c in chunks if c.symbol == "Guide > Setup"]
+    assert len(setup) > 5 and {c.kind for c in chunks} == {"section"}
+    assert_valid(text, chunks, 48, ast=True)
+
+
+def test_line_windows_for_other_text_overlap():
+    text = "".join(f"key_{i}: value number {i} for the configuration\n" for i in range(300))
+    chunks = chunk_text(text, "yaml", max_tokens=64)
+    assert {(c.kind, c.symbol) for c in chunks} == {("text", None)}
+    assert all(b.start_line <= a.end_line < b.end_line for a, b in zip(chunks, chunks[1:]))
+    assert_valid(text, chunks, 64, ast=False)
+    assert chunk_text(text, None, max_tokens=64) == chunks
+
+
+def test_minified_line_is_cut_into_bounded_parts():
+    parts, i = [], 0
+    while sum(map(len, parts)) < 100_000:
+        parts.append(f"function f{i}(a,b){{var c=a+b*{i};if(c>{i}){{return g(c,'x{i}')}}"
+                     f"return c}}var v{i}=f{i}(1,2);")
+        i += 1
+    text = "!function(){" + "".join(parts) + "}();\n"
+    chunks = chunk_text(text, "javascript")
+    assert len(chunks) > 100 and {(c.start_line, c.end_line) for c in chunks} == {(1, 1)}
+    assert "".join(c.content for c in chunks) == text
+    assert all(a.end_byte == b.start_byte for a, b in zip(chunks, chunks[1:]))
+    assert_valid(text, chunks, DEFAULT_MAX_TOKENS, ast=True)
+
+
+def test_invariants_hold_on_mangled_sources():
+    """Shuffled lines, CRLF, long and multi-byte lines: broken syntax must not break chunks."""
+    rng = random.Random(7)
+    names = sorted(p.name for p in FIXTURES.glob("sample.*"))
+    for _ in range(40):
+        name = rng.choice(names)
+        lines = read(name).split("\n")
+        if rng.random() < 0.5:
+            rng.shuffle(lines)
+        k = rng.randrange(len(lines))
+        lines[k] += " word" * rng.randrange(80) + "中🎉" * rng.randrange(20)
+        text = rng.choice(["\n", "\r\n"]).join(lines)
+        max_tokens = rng.choice([8, 20, 64])
+        assert_valid(text, chunk_text(text, detect_language(name), max_tokens=max_tokens),
+                     max_tokens, ast=True)
+
+
+def test_pathological_nesting_falls_back_to_line_windows():
+    """600 nested definitions exhaust Python's recursion limit: the file still gets chunks."""
+    text = "".join(" " * depth + f"def f{depth}():\n" for depth in range(600))
+    text += " " * 600 + "return 1\n"
+    chunks = chunk_text(text, "python", max_tokens=16)
+    assert {c.kind for c in chunks} == {"text"}
+    assert_valid(text, chunks, 16, ast=False)
+
+
+def test_budget_below_eight_is_rejected():
+    with pytest.raises(ValueError):
+        chunk_text("x = 1\n", "python", max_tokens=4)
+
+
+def test_chunker_version_is_an_int():
+    assert isinstance(CHUNKER_VERSION, int) and CHUNKER_VERSION >= 1
+
+
+@pytest.mark.parametrize(("path", "language"), [
+    ("src/app.py", "python"), ("a/b/Component.TSX", "tsx"), ("lib/x.d.ts", "typescript"),
+    ("main.go", "go"), ("src/lib.rs", "rust"), ("Foo.java", "java"), ("x.h", "c"),
+    ("x.hpp", "cpp"), ("P.cs", "csharp"), ("Rakefile", "ruby"), ("i.php", "php"),
+    ("build.gradle.kts", "kotlin"), ("V.swift", "swift"), ("run.sh", "bash"),
+    ("README.md", "markdown"), ("Makefile", "make"), ("docker/Dockerfile", "dockerfile"),
+    ("Dockerfile.dev", "dockerfile"), ("conf.yml", "yaml"), ("pyproject.toml", "toml"),
+    ("index.html", "html"), ("q.sql", "sql"), ("docs/index.rst", "rst"), ("notes.txt", "text"),
+    ("data.bin", None), ("LICENSE", "text"), ("noext", None), (".gitignore", "text"),
+])
+def test_detect_language(path, language):
+    assert detect_language(path) == language
