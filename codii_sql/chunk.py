@@ -14,11 +14,11 @@ Rules (all sizes in word pieces of the embedding model, see :mod:`codii_sql.word
 * Other text (and a failed parse) is cut into token-bounded line windows that overlap by up
   to ``max_tokens // 4`` word pieces, a few lines (kind ``text``).
 * Merge rule: neighbouring whole units with the same parent (an import block and the function
-  after it, consecutive one-line functions, a class's closing brace and its last method) are
-  merged while the merged chunk fits ``max_tokens`` and either side is below
-  ``max_tokens // 8`` word pieces (about three lines of code): a one-line chunk is a poor
-  search result, and units of real size keep their own chunk and symbol. The merged chunk
-  takes the kind and symbol of its largest definition (its first piece if it has none).
+  after it, a class's closing brace and its last method) are merged while the merged chunk
+  fits ``max_tokens`` and either side is below ``max_tokens // 8`` word pieces (about three
+  lines of code): a one-line chunk is a poor search result. A merged chunk holds at most one
+  definition, so every function keeps its own symbol (a search for a one-line function's name
+  must name that function); it takes that definition's kind and symbol.
 * A single line above ``max_tokens`` (minified code) is cut into pieces on character
   boundaries, preferring word boundaries; these chunks share the line number and have
   distinct byte ranges.
@@ -544,6 +544,7 @@ class _Chunker:
         for piece in pieces:
             size = sum(p.tokens for p in group)
             if (group and piece.mergeable and group[-1].mergeable
+                    and not (piece.is_def and any(p.is_def for p in group))
                     and size + piece.tokens <= self.max_tokens
                     and min(size, piece.tokens) < self.tiny):
                 group.append(piece)
@@ -559,7 +560,7 @@ class _Chunker:
         if len(group) == 1:
             return group[0]
         defs = [p for p in group if p.is_def]
-        named = max(defs, key=lambda p: p.tokens) if defs else group[0]
+        named = defs[0] if defs else group[0]
         first, last = group[0].first, group[-1].last
         return _Piece(first, last, named.kind, named.symbol, self.lines.count(first, last),
                       is_def=bool(defs))

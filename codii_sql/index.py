@@ -220,13 +220,13 @@ class Indexer:
             for f in touched:
                 store.run("file_touch", {"path": f.path, "size": f.size, "mtime_ns": f.mtime_ns})
             report.touched = len(touched)
-            self._remove(store, old, removed)
-            if not (added or modified):
-                self._flush_tree(store, old)
         by_path = {f.path: f for f in result.files}
         todo = [by_path[p] for p in added + modified]
         if todo:
             self._index_files(store, old, todo, report)
+        # Removals last: a renamed file's new copy can still reuse the old copy's vectors.
+        with store.transaction():
+            self._remove(store, old, removed)
         report.merkle_root = old.root_hash
 
     def _hash(self, root: Path, files: list[scan.SourceFile], stored: dict, report: BuildReport):

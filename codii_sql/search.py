@@ -97,7 +97,7 @@ ROLE_WEIGHTS = {"source": 1.0, "test": 0.6, "docs": 0.6, "config": 0.5, "generat
 def query_terms(query: str) -> list[str]:
     """Distinct lower-case BM25 terms: each identifier as written plus its sub-tokens, stop words dropped.
 
-    ``"where is getUserName called"`` -> ``["getusername", "get", "user", "name", "called"]``.
+    ``"where is getUserName called"`` -> ``["getusername", "user", "name", "called"]`` ("get" is a stop word).
     Dotted paths and ``::`` split at the separators. At most :data:`MAX_FTS_TERMS`.
     """
     terms: list[str] = []

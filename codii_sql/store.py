@@ -100,13 +100,13 @@ class Store:
         IMMEDIATE takes the write lock up front, so two writers wait on the busy timeout
         instead of failing halfway through with SQLITE_BUSY on lock upgrade.
         """
-        self.conn.execute("BEGIN IMMEDIATE")
+        self.run("begin_immediate")
         try:
             yield
         except BaseException:
-            self.conn.execute("ROLLBACK")
+            self.run("rollback")
             raise
-        self.conn.execute("COMMIT")
+        self.run("commit")
 
     # -- the snapshot -------------------------------------------------------------------
 

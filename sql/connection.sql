@@ -27,3 +27,14 @@ INSERT INTO chunks_fts(chunks_fts) VALUES ('rebuild');
 
 -- name: wal_checkpoint
 PRAGMA wal_checkpoint(TRUNCATE);
+
+-- name: begin_immediate
+-- Takes the write lock up front: two writers then wait on the busy timeout instead of
+-- failing with SQLITE_BUSY when a read transaction tries to upgrade.
+BEGIN IMMEDIATE;
+
+-- name: commit
+COMMIT;
+
+-- name: rollback
+ROLLBACK;

@@ -73,7 +73,8 @@ EXPECTED_AT_64 = {
                    (17, "function", "Circle::area"), (21, "function", "max_of"),
                    (28, "function", "main")],
     "sample.cs": [(1, "module", None), (5, "class", "User"), (11, "method", "User.Greet"),
-                  (20, "class", "IRepo"), (21, "class", "Pt")],
+                  (17, "method", "User.User"), (20, "class", "IRepo"), (21, "class", "Pt"),
+                  (22, "class", "Color")],
     "sample.rb": [(1, "class", "Billing"), (19, "function", "helper")],
     "sample.php": [(1, "module", None), (6, "class", "UserController"),
                    (14, "method", "UserController.show"), (21, "function", "helper"),
@@ -129,7 +130,7 @@ def test_small_class_is_one_chunk_at_the_default_budget():
     text = read("sample.java")
     chunks = chunk_text(text, "java")
     assert [(c.start_line, c.end_line, c.kind, c.symbol) for c in chunks] == [
-        (1, 25, "class", "UserRepo")]
+        (1, 23, "class", "UserRepo"), (25, 25, "class", "Pair")]
     assert_valid(text, chunks, DEFAULT_MAX_TOKENS, ast=True)
 
 
@@ -225,13 +226,13 @@ def test_oversized_function_is_cut_on_line_boundaries():
     assert_valid(text, chunks, 64, ast=True)
 
 
-def test_tiny_neighbours_merge_under_the_largest_definition():
+def test_tiny_neighbours_merge_but_each_definition_keeps_its_symbol():
     text = ("A = 1\n\ndef one():\n    return 1\n\ndef two():\n    return 2\n\n"
             "def documented(x):\n    '''Explain what this function does at some length.'''\n"
             "    return x\n")
     chunks = chunk_text(text, "python")
     assert [(c.start_line, c.end_line, c.kind, c.symbol) for c in chunks] == [
-        (1, 11, "function", "documented")]
+        (1, 4, "function", "one"), (6, 7, "function", "two"), (9, 11, "function", "documented")]
 
 
 def test_markdown_sections_follow_the_heading_path():

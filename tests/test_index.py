@@ -1,0 +1,147 @@
+"""The indexer on real files, the real chunker and the real model: full, incremental, renames, removals."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from conftest import write_tree
+
+from codii_sql.codebase import Codebase
+from codii_sql.errors import IndexMismatchError
+from codii_sql.index import Indexer
+from codii_sql.store import Store
+
+
+def build(repo, embedder, **kw):
+    return Indexer(Codebase.open(repo), embedder, **kw).build()
+
+
+def rows(repo, name, params=None):
+    with Store(Codebase.open(repo).db_path, create=False) as store:
+        return store.rows(name, params)
+
+
+def test_full_build_stores_every_table(sample_repo, embedder):
+    report = build(sample_repo, embedder)
+    assert report.added == 4 and report.files == 4 and report.chunks > 4
+    db = Codebase.open(sample_repo).db_path
+    with Store(db, create=False) as store:
+        counts = store.row("counts")
+        n_fts = store.conn.execute("SELECT count(*) FROM chunks_fts").fetchall()[0][0]
+        n_vec = store.conn.execute("SELECT count(*) FROM chunks_vec").fetchall()[0][0]
+        meta = store.meta()
+        store.run("fts_integrity_check")
+    assert counts["chunks"] == n_fts == n_vec
+    assert meta["status"] == "indexed" and meta["dims"] == 384 and meta["merkle_root"] == report.merkle_root
+
+
+def test_chunk_text_equals_file_lines(sample_repo, embedder):
+    build(sample_repo, embedder)
+    for f in rows(sample_repo, "files_all"):
+        lines = (sample_repo / f["path"]).read_text(encoding="utf-8").split("\n")
+        covered = set()
+        for c in rows(sample_repo, "chunks_of_file", {"path": f["path"]}):
+            chunk = rows(sample_repo, "chunk_by_id", {"id": c["id"]})[0]
+            assert chunk["content"].rstrip("\n") == "\n".join(lines[c["start_line"] - 1: c["end_line"]]).rstrip("\n")
+            covered.update(range(c["start_line"], c["end_line"] + 1))
+        assert all(i + 1 in covered for i, line in enumerate(lines) if line.strip())
+
+
+def test_unchanged_tree_reads_nothing(sample_repo, embedder):
+    build(sample_repo, embedder)
+    again = build(sample_repo, embedder)
+    assert (again.added, again.modified, again.removed, again.chunks_written) == (0, 0, 0, 0)
+    assert again.unchanged == 4
+
+
+def test_only_the_edited_file_is_reindexed(sample_repo, embedder):
+    first = build(sample_repo, embedder)
+    p = sample_repo / "app/parse.py"
+    p.write_text(p.read_text() + "\n\ndef brand_new_function():\n    return 42\n")
+    report = build(sample_repo, embedder)
+    assert (report.added, report.modified, report.removed) == (0, 1, 0)
+    assert report.chunks_written == len(rows(sample_repo, "chunks_of_file", {"path": "app/parse.py"}))
+    assert report.merkle_root != first.merkle_root
+    assert any(c["symbol"] == "brand_new_function" for c in rows(sample_repo, "chunks_of_file", {"path": "app/parse.py"}))
+
+
+def test_touch_without_content_change_rechunks_nothing(sample_repo, embedder):
+    first = build(sample_repo, embedder)
+    p = sample_repo / "app/http.py"
+    os.utime(p, ns=(p.stat().st_atime_ns, p.stat().st_mtime_ns + 10**9))
+    report = build(sample_repo, embedder)
+    assert report.touched == 1 and report.modified == 0 and report.chunks_written == 0
+    assert report.merkle_root == first.merkle_root
+
+
+def test_rename_reuses_vectors_and_changes_root(sample_repo, embedder):
+    first = build(sample_repo, embedder)
+    os.rename(sample_repo / "app/parse.py", sample_repo / "app/headers.py")
+    report = build(sample_repo, embedder)
+    assert (report.added, report.removed) == (1, 1)
+    assert report.chunks_embedded == 0 and report.vectors_reused > 0
+    assert report.merkle_root != first.merkle_root
+    paths = {r["path"] for r in rows(sample_repo, "files_all")}
+    assert "app/headers.py" in paths and "app/parse.py" not in paths
+
+
+def test_removed_file_leaves_no_rows(sample_repo, embedder):
+    build(sample_repo, embedder)
+    os.remove(sample_repo / "web/util.js")
+    report = build(sample_repo, embedder)
+    assert report.removed == 1
+    with Store(Codebase.open(sample_repo).db_path, create=False) as store:
+        ids = [r[0] for r in store.conn.execute("SELECT id FROM chunks")]
+        vec_ids = [r[0] for r in store.conn.execute("SELECT rowid FROM chunks_vec")]
+        nodes = {r["path"] for r in store.rows("merkle_all")}
+    assert sorted(ids) == sorted(vec_ids)
+    assert "web/util.js" not in nodes and "web" not in nodes
+
+
+def test_second_checkout_costs_no_model_time(sample_repo, tmp_path, embedder):
+    build(sample_repo, embedder)
+    from codii_sql.cache import EmbeddingCache
+
+    clone = write_tree(tmp_path / "clone", {})
+    import shutil
+
+    shutil.copytree(sample_repo, clone, dirs_exist_ok=True)
+    cache = EmbeddingCache()
+    Indexer(Codebase.open(sample_repo), embedder, cache=cache).build(force=True)
+    report = Indexer(Codebase.open(clone), embedder, cache=cache).build()
+    cache.close()
+    assert report.chunks_embedded == 0 and report.vectors_reused == report.chunks_written > 0
+
+
+def test_model_change_is_detected_and_force_rebuilds(sample_repo, embedder):
+    build(sample_repo, embedder)
+
+    class Other:
+        model_id, dims, sha256 = "another-model", embedder.dims, embedder.sha256
+
+        def embed(self, texts):
+            return embedder.embed(texts)
+
+    with pytest.raises(IndexMismatchError, match="build --force"):
+        build(sample_repo, Other())
+    report = Indexer(Codebase.open(sample_repo), Other()).build(force=True)
+    assert report.added == 4
+
+
+def test_a_file_that_fails_to_chunk_is_reported_and_retried(sample_repo, embedder, monkeypatch):
+    import codii_sql.index as index_mod
+
+    real = index_mod.chunk_text
+
+    def flaky(text, language, **kw):
+        if "debounce" in text:
+            raise RuntimeError("parser exploded")
+        return real(text, language, **kw)
+
+    monkeypatch.setattr(index_mod, "chunk_text", flaky)
+    report = build(sample_repo, embedder)
+    assert list(report.failed) == ["web/util.js"] and report.files == 3
+    monkeypatch.setattr(index_mod, "chunk_text", real)
+    again = build(sample_repo, embedder)
+    assert again.added == 1 and again.files == 4 and not again.failed

@@ -1,0 +1,34 @@
+"""Named SQL: every statement loads, names are unique, and Python holds no SQL of its own."""
+
+import re
+from pathlib import Path
+
+import pytest
+
+from codii_sql import queries
+
+PKG = Path(__file__).resolve().parent.parent / "codii_sql"
+
+
+def test_parse_splits_named_statements():
+    text = "-- name: a\n-- doc\nSELECT 1;\n\n-- name: b\nSELECT 2;\n"
+    assert queries.parse(text) == {"a": "-- doc\nSELECT 1;", "b": "SELECT 2;"}
+
+
+def test_duplicate_names_are_rejected():
+    with pytest.raises(ValueError):
+        queries.parse("-- name: a\nSELECT 1;\n-- name: a\nSELECT 2;\n")
+
+
+def test_every_statement_used_by_python_exists():
+    names = set(queries.load())
+    used = set()
+    for py in PKG.glob("*.py"):
+        used |= set(re.findall(r'(?:run|rows|row|value|many|sql)\(\s*"([a-z_0-9]+)"', py.read_text()))
+    assert used and used <= names, used - names
+
+
+def test_no_sql_strings_in_python():
+    pattern = re.compile(r'["\'](SELECT|INSERT|UPDATE|DELETE|CREATE|DROP|PRAGMA|BEGIN|COMMIT)\s')
+    offenders = [f"{py.name}: {m.group(0)}" for py in PKG.glob("*.py") for m in pattern.finditer(py.read_text())]
+    assert offenders == []

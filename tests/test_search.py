@@ -1,0 +1,100 @@
+"""The hybrid statement: RRF against a hand computation, filters before fusion, modes, any query text."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import write_tree
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from codii_sql.codebase import Codebase
+from codii_sql.errors import UsageError
+from codii_sql.index import Indexer
+from codii_sql.search import RRF_K, Searcher, SearchOptions, fts_query, query_terms
+from codii_sql.store import Store
+
+
+@pytest.fixture
+def searcher(sample_repo, embedder):
+    cb = Codebase.open(sample_repo)
+    Indexer(cb, embedder).build()
+    store = Store(cb.db_path, create=False)
+    yield Searcher(store, cb.root, embedder)
+    store.close()
+
+
+def test_query_terms_split_identifiers_and_drop_stop_words():
+    assert query_terms("where is getUserName called") == ["getusername", "user", "name", "called"]
+    assert query_terms("std::vector foo.bar_baz") == ["std", "vector", "foo", "bar_baz", "bar", "baz"]
+    assert fts_query(['a"b']) == '"a""b"' and fts_query([]) is None
+
+
+def test_rrf_matches_hand_computation(searcher):
+    q = "follow http redirects"
+    opts = dict(limit=50, role_prior=False)
+    bm25 = [r.id for r in searcher.search(q, SearchOptions(mode="bm25", **opts))]
+    knn = [r.id for r in searcher.search(q, SearchOptions(mode="vector", **opts))]
+    expected = {}
+    for ranked in (bm25, knn):
+        for rank, cid in enumerate(ranked, 1):
+            expected[cid] = expected.get(cid, 0.0) + 1.0 / (RRF_K + rank)
+    got = searcher.search(q, SearchOptions(mode="hybrid", **opts))
+    assert {r.id: r.score for r in got} == pytest.approx({k: round(v, 6) for k, v in expected.items()}, abs=1e-6)
+    assert [r.id for r in got] == sorted(expected, key=lambda k: (-expected[k], k))
+
+
+def test_identifier_and_natural_language_queries_find_the_function(searcher):
+    assert searcher.search("parse_header", SearchOptions(limit=3))[0].symbol == "parse_header"
+    top = searcher.search("retry with exponential backoff", SearchOptions(limit=3))
+    assert top[0].symbol == "retry_with_backoff"
+    assert any(r.path == "app/parse.py" for r in searcher.search("user name", SearchOptions(mode="bm25")))
+
+
+def test_filter_acts_before_fusion(tmp_path, embedder):
+    files = {f"notes/n{i}.md": f"# Note {i}\n\nThe retry policy uses exponential backoff, note {i}.\n" for i in range(30)}
+    files["src/one.py"] = "def retry_policy():\n    return 'exponential backoff retry'\n"
+    repo = write_tree(tmp_path / "r", files)
+    cb = Codebase.open(repo)
+    Indexer(cb, embedder).build()
+    with Store(cb.db_path, create=False) as store:
+        s = Searcher(store, cb.root, embedder)
+        for mode in ("hybrid", "bm25", "vector"):
+            res = s.search("retry exponential backoff", SearchOptions(limit=5, mode=mode, exts=[".py"]))
+            assert [r.path for r in res] == ["src/one.py"], mode
+            res = s.search("retry exponential backoff", SearchOptions(limit=5, mode=mode, glob="src/*"))
+            assert [r.path for r in res] == ["src/one.py"], mode
+        assert s.search("backoff", SearchOptions(limit=40, glob="n1.md"))[0].path == "notes/n1.md"
+
+
+def test_stale_flag(searcher, sample_repo):
+    p = sample_repo / "app/parse.py"
+    p.write_text(p.read_text() + "\n# edited\n")
+    res = searcher.search("parse_header", SearchOptions(limit=10, mode="bm25"))
+    assert {r.path: r.stale for r in res}["app/parse.py"] is True
+    assert all(not r.stale for r in res if r.path != "app/parse.py")
+
+
+def test_group_by_file_returns_each_file_once(searcher):
+    res = searcher.search("redirects", SearchOptions(limit=10, group_by_file=True))
+    assert len({r.path for r in res}) == len(res) > 1
+
+
+def test_empty_query_is_a_usage_error(searcher):
+    with pytest.raises(UsageError, match="empty"):
+        searcher.search("   ")
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.one_of(st.text(max_size=300),
+                 st.sampled_from(['"', '*', '(', 'NEAR(a b)', 'a AND', '-x', 'col:x', '"unterminated', 'foo.bar',
+                                  'std::vector', '*args', '^', 'OR OR', 'a' * 5000, '\x00', '\ud7ff'])))
+def test_any_query_text_is_safe(searcher, text):
+    for mode in ("bm25", "hybrid"):
+        try:
+            res = searcher.search(text, SearchOptions(limit=5, mode=mode))
+        except UsageError:
+            assert not text.strip()
+            continue
+        json.dumps([r.to_dict() for r in res])

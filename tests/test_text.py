@@ -1,0 +1,30 @@
+"""Decoding source bytes and splitting identifiers."""
+
+import codecs
+
+from codii_sql.text import decode_source, identifier_subtokens, split_identifier
+
+
+def test_split_identifier():
+    assert split_identifier("getUserName") == ["get", "user", "name"]
+    assert split_identifier("HTTPServer2") == ["http", "server", "2"]
+    assert split_identifier("parse_header") == ["parse", "header"]
+    assert split_identifier("__init__") == ["init"]
+
+
+def test_identifier_subtokens_only_from_compound_identifiers():
+    assert identifier_subtokens("x = getUserName(plain)") == "get user name"
+
+
+def test_decode_rules():
+    assert decode_source(codecs.BOM_UTF8 + "é".encode()) == "é"
+    assert decode_source("héllo\n".encode("utf-16")) == "héllo\n"
+    assert decode_source("café".encode("latin-1") * 10) == "café" * 10
+    assert decode_source(b"ok \xff " + b"x" * 500) == "ok \ufffd " + "x" * 500
+    assert decode_source(b"a\rb\r\nc\n") == "a\nb\r\nc\n"
+    assert "\x00" not in decode_source(b"a\x00b")
+
+
+def test_lone_cr_replacement_keeps_byte_offsets():
+    raw = "α\rβ\r\nγ".encode()
+    assert len(decode_source(raw).encode()) == len(raw)
