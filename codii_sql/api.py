@@ -12,6 +12,7 @@ import filelock
 from . import codebase as cb
 from .cache import EmbeddingCache
 from .codebase import Codebase
+from .doctor import examine
 from .embed import get_embedder
 from .errors import IndexBusyError, NotIndexedError, StorageError
 from .index import BuildReport, Indexer, Progress, index_settings
@@ -168,6 +169,40 @@ def stats(codebase: Codebase) -> dict:
         return {"codebase": str(codebase.root), **store.row("counts"),
                 "languages": store.rows("stats_by_language"), "kinds": store.rows("stats_by_kind"),
                 "roles": store.rows("stats_by_role")}
+
+
+def inspect(codebase: Codebase, file: str | None = None) -> dict:
+    """The snapshot (meta table) and, if ``file`` is given, that file's chunks (id, lines, kind, symbol).
+
+    Raises:
+        NotIndexedError: no index file.
+    """
+    if not codebase.db_path.is_file():
+        raise NotIndexedError(f"{codebase.root} is not indexed: run `codii-sql build {codebase.root}`")
+    with Store(codebase.db_path, create=False) as store:
+        out = {"codebase": str(codebase.root), "db": str(codebase.db_path), "snapshot": store.meta()}
+        if file is not None:
+            out["chunks"] = store.rows("chunks_of_file", {"path": file})
+    return out
+
+
+def doctor(codebase: Codebase, *, repair: bool = True, rebuild: bool = True) -> dict:
+    """Check (and with ``repair``, fix) the index's consistency; see :func:`doctor.examine`.
+
+    With ``rebuild``, files whose rows were incomplete are re-indexed right away.
+
+    Raises:
+        NotIndexedError: no index file.
+    """
+    if not codebase.db_path.is_file():
+        raise NotIndexedError(f"{codebase.root} is not indexed: run `codii-sql build {codebase.root}`")
+    with filelock.FileLock(str(codebase.lock_path)):
+        with Store(codebase.db_path, create=False) as store:
+            report = examine(store, repair=repair)
+    out = {"codebase": str(codebase.root), "db": str(codebase.db_path), **report.to_dict()}
+    if repair and rebuild and report.forgotten:
+        out["rebuild"] = build(codebase).to_dict()
+    return out
 
 
 def clear(codebase: Codebase) -> bool:

@@ -250,6 +250,52 @@ def clear(path, all_, yes, db, as_json):
     click.echo(f"Removed {len(removed)} index file(s)." if removed else "Nothing to remove.")
 
 
+@cli.command()
+@click.argument("path", required=False, default=".")
+@click.option("--file", "file_", default=None, help="Also list the chunks of this file (relative path).")
+@db_option
+@json_option
+def inspect(path, file_, db, as_json):
+    """Show the index's snapshot (model, chunker, Merkle root, counts) and optionally one file's chunks."""
+    codebase = Codebase.open(path, db)
+    info = api.inspect(codebase, file_)
+    if as_json:
+        return emit(info)
+    for key, value in info["snapshot"].items():
+        click.echo(f"{key}: {_fmt(key, value)}")
+    for c in info.get("chunks", []):
+        click.echo(f"  {c['start_line']:>5}-{c['end_line']:<5} {c['kind']:<9} {c['symbol'] or ''}  (id {c['id']})")
+
+
+@cli.command()
+@click.argument("path", required=False, default=".")
+@click.option("--check-only", is_flag=True, help="Report problems without repairing them.")
+@db_option
+@json_option
+def doctor(path, check_only, db, as_json):
+    """Check the index (SQLite, FTS5, vec0 rows, Merkle tree) and repair what it can."""
+    out = api.doctor(Codebase.open(path, db), repair=not check_only)
+    if as_json:
+        emit(out)
+    else:
+        for c in out["checks"]:
+            mark = "ok" if c["ok"] else ("REPAIRED" if c["repaired"] else "PROBLEM")
+            click.echo(f"{mark:>8}  {c['name']}: {c['detail']}")
+        if out.get("rebuild"):
+            click.echo(f"re-indexed {len(out['forgotten'])} file(s) whose rows were incomplete")
+        click.echo("consistent" if out["consistent"] else "was inconsistent" + ("" if check_only else " (repaired)"))
+    if check_only and not out["consistent"]:
+        sys.exit(1)
+
+
+@cli.command()
+def serve():
+    """Run the MCP server on stdio (for Claude Code, Cursor and other MCP clients)."""
+    from .mcp_server import main as serve_main
+
+    serve_main()
+
+
 def main() -> None:
     """Console-script entry point."""
     cli(prog_name="codii-sql")

@@ -1,0 +1,108 @@
+"""``codii-sql doctor``: check that an index is consistent (SQLite, FTS5, vec0, Merkle tree) and repair it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import apsw
+
+from . import merkle
+from .store import Store
+
+
+@dataclass
+class Check:
+    """One check: ``ok`` false means a problem was found; ``repaired`` says what was done about it."""
+
+    name: str
+    ok: bool
+    detail: str = ""
+    repaired: str = ""
+
+
+@dataclass
+class DoctorReport:
+    """All checks, and the files the next build must re-index (their rows were incomplete)."""
+
+    checks: list[Check] = field(default_factory=list)
+    forgotten: list[str] = field(default_factory=list)
+
+    @property
+    def consistent(self) -> bool:
+        """True when every check passed (before any repair)."""
+        return all(c.ok for c in self.checks)
+
+    def to_dict(self) -> dict:
+        """JSON-ready dict."""
+        return {"consistent": self.consistent, "checks": [c.__dict__ for c in self.checks],
+                "forgotten": self.forgotten}
+
+
+def examine(store: Store, *, repair: bool) -> DoctorReport:
+    """Run every check on ``store``; with ``repair``, fix what can be fixed in one transaction.
+
+    Repairs: rebuild FTS5 from ``chunks``; drop vectors and chunks without an owner; mark
+    files with missing vectors or chunks so the next build re-indexes them; rewrite the
+    Merkle tree from the file rows. Call it while holding the codebase's writer lock.
+    """
+    report = DoctorReport()
+    integrity = [next(iter(r.values())) for r in store.rows("pragma_integrity_check")]
+    report.checks.append(Check("sqlite integrity_check", integrity == ["ok"], "; ".join(integrity[:5])))
+    if repair:
+        with store.transaction():
+            _check_rows(store, report, repair=True)
+    else:
+        _check_rows(store, report, repair=False)
+    return report
+
+
+def _check_rows(store: Store, report: DoctorReport, *, repair: bool) -> None:
+    n_chunks = store.row("counts")["chunks"]
+    fts_ok, detail = True, ""
+    try:
+        store.run("fts_integrity_check")
+    except apsw.Error as err:
+        fts_ok, detail = False, str(err)
+    n_fts = store.value("fts_row_count")
+    fts_ok = fts_ok and n_fts == n_chunks
+    report.checks.append(Check("fts5 integrity-check and row count", fts_ok,
+                               detail or f"{n_fts} FTS rows for {n_chunks} chunks"))
+
+    orphans = [r["id"] for r in store.rows("vectors_without_chunk")]
+    no_file = [r["id"] for r in store.rows("chunks_without_file")]
+    missing_vec = store.rows("chunks_without_vector")
+    mismatched = store.rows("chunk_count_mismatch")
+    report.checks.append(Check("vec0 rows match chunks", not orphans and not missing_vec,
+                               f"{len(orphans)} vectors without chunk, {len(missing_vec)} chunks without vector"))
+    report.checks.append(Check("chunks match files", not no_file and not mismatched,
+                               f"{len(no_file)} chunks without file, {len(mismatched)} files with missing chunks"))
+    forget = sorted({r["path"] for r in missing_vec} | {r["path"] for r in mismatched})
+
+    files = {r["path"]: r["hash"] for r in store.rows("file_hashes")}
+    stored = store.value("merkle_root")
+    tree = merkle.build(files)
+    nodes = {r["path"]: r["hash"] for r in store.rows("merkle_all")}
+    merkle_ok = stored == tree.root_hash and nodes == {p: n.hash for p, n in tree.nodes.items()}
+    report.checks.append(Check("merkle tree matches files", merkle_ok, f"stored root {str(stored)[:12]}, "
+                               f"recomputed {tree.root_hash[:12]}"))
+    if not repair:
+        return
+    for cid in orphans:
+        store.run("vector_delete", {"id": cid})
+    for cid in no_file:
+        store.run("chunk_delete_by_id", {"id": cid})
+    for path in forget:
+        store.run("file_forget", {"path": path})
+    if not fts_ok or no_file:
+        store.run("fts_rebuild")
+    if forget:
+        files = {r["path"]: r["hash"] for r in store.rows("file_hashes")}
+        tree = merkle.build(files)
+    if not merkle_ok or forget:
+        store.run("merkle_clear")
+        store.many("merkle_upsert", [{"path": n.path, "parent": n.parent, "is_dir": int(n.is_dir), "hash": n.hash}
+                                     for n in tree.nodes.values()])
+    for check in report.checks:
+        if not check.ok:
+            check.repaired = "repaired" if check.name != "sqlite integrity_check" else ""
+    report.forgotten = forget

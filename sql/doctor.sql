@@ -1,0 +1,36 @@
+-- Consistency checks and repairs for `codii-sql doctor`. PRAGMA integrity_check does not look
+-- inside external-content FTS5 or vec0 shadow tables, so rows are compared by id here.
+
+-- name: chunks_without_vector
+SELECT c.id, c.path FROM chunks c WHERE c.id NOT IN (SELECT rowid FROM chunks_vec);
+
+-- name: vectors_without_chunk
+SELECT rowid AS id FROM chunks_vec WHERE rowid NOT IN (SELECT id FROM chunks);
+
+-- name: chunks_without_file
+SELECT id FROM chunks WHERE file_id NOT IN (SELECT id FROM files);
+
+-- name: chunk_count_mismatch
+-- Files whose chunk_count disagrees with their chunk rows (a half-written file).
+SELECT f.path, f.chunk_count, count(c.id) AS found
+FROM files f LEFT JOIN chunks c ON c.file_id = f.id
+GROUP BY f.id HAVING found <> f.chunk_count;
+
+-- name: fts_row_count
+SELECT count(*) FROM chunks_fts_docsize;
+
+-- name: file_hashes
+SELECT path, hash FROM files;
+
+-- name: vector_delete
+DELETE FROM chunks_vec WHERE rowid = :id;
+
+-- name: chunk_delete_by_id
+DELETE FROM chunks WHERE id = :id;
+
+-- name: file_forget
+-- Makes the next build re-index this file from scratch (its hash no longer matches).
+UPDATE files SET hash = '', size = -1 WHERE path = :path;
+
+-- name: merkle_clear
+DELETE FROM merkle_nodes;

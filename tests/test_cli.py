@@ -1,0 +1,80 @@
+"""The CLI through click's CliRunner: build, search (json, jsonl, batch), status, list, stats, clear, errors."""
+
+from __future__ import annotations
+
+import json
+
+from click.testing import CliRunner
+
+from codii_sql.cli import cli
+
+
+def run(*args, input=None):
+    return CliRunner().invoke(cli, [str(a) for a in args], input=input, catch_exceptions=False)
+
+
+def test_build_then_search_json(sample_repo):
+    res = run("build", sample_repo, "--json")
+    assert res.exit_code == 0, res.output
+    report = json.loads(res.output)
+    assert report["files"] == 4 and report["added"] == 4
+    res = run("search", "parse_header", "--path", sample_repo, "--json", "--limit", "3")
+    out = json.loads(res.output)
+    assert out["query"] == "parse_header" and out["codebase"] == str(sample_repo.resolve())
+    first = out["results"][0]
+    assert {"path", "start_line", "end_line", "score", "language", "kind", "symbol", "content", "stale"} <= set(first)
+    assert first["path"] == "app/parse.py" and first["symbol"] == "parse_header" and first["stale"] is False
+
+
+def test_search_builds_a_missing_index_and_prints_text(sample_repo):
+    res = run("search", "follow redirects", "--path", sample_repo)
+    assert res.exit_code == 0
+    assert "app/http.py:" in res.output and "resolve_redirects" in res.output
+
+
+def test_jsonl_and_filters(sample_repo):
+    res = run("search", "redirects", "--path", sample_repo, "--jsonl", "--ext", ".md")
+    lines = [json.loads(line) for line in res.output.splitlines()]
+    assert lines and all(r["path"].endswith(".md") for r in lines)
+
+
+def test_batch_queries_file(sample_repo, tmp_path):
+    qfile = tmp_path / "q.jsonl"
+    qfile.write_text('{"id": "a", "query": "debounce"}\n{"id": "b", "query": "parse_header"}\nnot json\n')
+    res = run("search", "--path", sample_repo, "--queries-file", qfile, "--jsonl")
+    out = [json.loads(line) for line in res.output.splitlines()]
+    assert [o["id"] for o in out[:2]] == ["a", "b"]
+    assert out[0]["results"][0]["path"] == "web/util.js"
+    assert "error" in out[2]
+
+
+def test_status_list_stats_clear(sample_repo):
+    assert json.loads(run("status", sample_repo, "--json").output)["status"] == "not_indexed"
+    run("build", sample_repo)
+    st = json.loads(run("status", sample_repo, "--json").output)
+    assert st["status"] == "indexed" and st["files"] == 4
+    listed = json.loads(run("list", "--json").output)
+    assert [r["root"] for r in listed] == [str(sample_repo.resolve())]
+    stats = json.loads(run("stats", sample_repo, "--json").output)
+    assert {r["language"] for r in stats["languages"]} >= {"python", "javascript", "markdown"}
+    assert json.loads(run("clear", sample_repo, "--json").output)["removed"]
+    assert json.loads(run("status", sample_repo, "--json").output)["status"] == "not_indexed"
+
+
+def test_same_directory_through_other_spellings_is_one_codebase(sample_repo, tmp_path):
+    run("build", sample_repo)
+    link = tmp_path / "link"
+    link.symlink_to(sample_repo)
+    for spelling in (f"{sample_repo}/", link, sample_repo / "app" / ".."):
+        assert json.loads(run("status", spelling, "--json").output)["status"] == "indexed"
+
+
+def test_bad_input_is_one_line_without_traceback(sample_repo, tmp_path):
+    for args in (["search", "x", "--path", tmp_path / "missing"],
+                 ["search", "x", "--path", sample_repo / "app/parse.py"],
+                 ["search", "   ", "--path", sample_repo],
+                 ["stats", tmp_path]):
+        res = CliRunner().invoke(cli, [str(a) for a in args])
+        assert res.exit_code != 0
+        assert "Traceback" not in res.output and res.output.strip().count("\n") == 0, res.output
+        assert res.output.startswith("Error: ")

@@ -1,0 +1,50 @@
+"""`codii-sql doctor` finds damage that PRAGMA integrity_check cannot see, and repairs it."""
+
+from __future__ import annotations
+
+import json
+
+from click.testing import CliRunner
+
+from codii_sql.cli import cli
+from codii_sql.codebase import Codebase
+from codii_sql.store import Store
+
+
+def run(*args):
+    return CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=False)
+
+
+def test_healthy_index_is_consistent(sample_repo):
+    run("build", sample_repo)
+    out = json.loads(run("doctor", sample_repo, "--json").output)
+    assert out["consistent"] and all(c["ok"] for c in out["checks"])
+
+
+def test_missing_vector_orphan_vector_and_bad_merkle_are_repaired(sample_repo):
+    run("build", sample_repo)
+    db = Codebase.open(sample_repo).db_path
+    with Store(db, create=False) as store:
+        store.conn.execute("DELETE FROM chunks_vec WHERE rowid = (SELECT min(id) FROM chunks)")
+        store.conn.execute("INSERT INTO chunks_vec(rowid, embedding) VALUES (99999, zeroblob(1536))")
+        store.conn.execute("UPDATE merkle_nodes SET hash = 'x' WHERE path = ''")
+    res = run("doctor", sample_repo, "--check-only", "--json")
+    out = json.loads(res.output)
+    assert not out["consistent"] and res.exit_code == 1
+    assert {c["name"] for c in out["checks"] if not c["ok"]} == {"vec0 rows match chunks", "merkle tree matches files"}
+    fixed = json.loads(run("doctor", sample_repo, "--json").output)
+    assert fixed["forgotten"] and fixed["rebuild"]["modified"] == len(fixed["forgotten"])
+    again = json.loads(run("doctor", sample_repo, "--json").output)
+    assert again["consistent"], again
+
+
+def test_damaged_fts_is_rebuilt(sample_repo):
+    run("build", sample_repo)
+    db = Codebase.open(sample_repo).db_path
+    with Store(db, create=False) as store:
+        store.conn.execute("DELETE FROM chunks_fts_docsize WHERE id = (SELECT min(id) FROM chunks)")
+    out = json.loads(run("doctor", sample_repo, "--json").output)
+    assert not out["consistent"]
+    assert json.loads(run("doctor", sample_repo, "--json").output)["consistent"]
+    res = json.loads(run("search", "parse_header", "--path", sample_repo, "--json", "--mode", "bm25").output)
+    assert res["results"][0]["symbol"] == "parse_header"
