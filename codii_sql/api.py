@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import time
 from dataclasses import dataclass
@@ -10,11 +11,12 @@ from pathlib import Path
 import filelock
 
 from . import codebase as cb
+from . import scan
 from .cache import EmbeddingCache
 from .codebase import Codebase
 from .doctor import examine
 from .embed import get_embedder
-from .errors import IndexBusyError, NotIndexedError, StorageError
+from .errors import IndexBusyError, NotIndexedError, StorageError, UsageError
 from .index import BuildReport, Indexer, Progress, index_settings
 from .search import Result, Searcher, SearchOptions
 from .store import Store
@@ -220,3 +222,86 @@ def clear(codebase: Codebase) -> bool:
             os.remove(p)
             found = found or suffix == ""
     return found
+
+
+#: Snapshot keys holding the scan options a build was asked for on top of ``.codii.yaml``
+#: (written by :func:`record_scan_options`; the indexer does not store them itself).
+SCAN_OPTION_KEYS = ("scan_ignore_patterns", "scan_extensions")
+
+
+def record_scan_options(codebase: Codebase, ignore_patterns: list[str] | None,
+                        extensions: list[str] | None) -> bool:
+    """Store the extra scan options of the build that just finished, so that staleness checks
+    and the MCP server's file boundary later apply the same file set.
+
+    Written only while no indexer runs (the writer lock is taken for the write), so a newer
+    build's options are never overwritten by an older one's. Returns False when it was busy.
+    """
+    lock = filelock.FileLock(str(codebase.lock_path), timeout=0)
+    try:
+        lock.acquire()
+    except filelock.Timeout:
+        return False
+    try:
+        with Store(codebase.db_path, create=False) as store, store.transaction():
+            store.set_meta(scan_ignore_patterns=list(ignore_patterns or []), scan_extensions=extensions or None)
+    finally:
+        lock.release()
+    return True
+
+
+def scan_rules(codebase: Codebase, ignore_patterns: list[str] | None = None,
+               extensions: list[str] | None = None) -> dict:
+    """The scan arguments a build of ``codebase`` uses, merged as :class:`index.Indexer` merges them.
+
+    Returns:
+        ``{"ignore_patterns": [...], "extensions": tuple | None, "max_file_bytes": int}``:
+        ``.codii.yaml``'s patterns then ``ignore_patterns``; ``extensions`` if given, else the config's.
+    Raises:
+        UsageError: ``.codii.yaml`` is malformed.
+    """
+    try:
+        config = scan.load_config(codebase.root)
+    except ValueError as err:
+        raise UsageError(str(err)) from None
+    return {"ignore_patterns": [*config.ignore_patterns, *(ignore_patterns or [])],
+            "extensions": extensions or config.extensions, "max_file_bytes": config.max_file_bytes}
+
+
+def stored_scan_options(codebase: Codebase) -> tuple[list[str], list[str] | None]:
+    """``(ignore_patterns, extensions)`` recorded by :func:`record_scan_options`; ``([], None)`` if none."""
+    if not codebase.db_path.is_file():
+        return [], None
+    with Store(codebase.db_path, create=False) as store:
+        meta = store.meta()
+    return list(meta.get("scan_ignore_patterns") or []), meta.get("scan_extensions") or None
+
+
+def is_stale(codebase: Codebase, ignore_patterns: list[str] | None = None,
+             extensions: list[str] | None = None) -> bool:
+    """True when the files a build would index now differ from the indexed ones.
+
+    Compares path sets and sha256 content hashes; a file whose size and mtime equal its indexed
+    row counts as unchanged without being read (the indexer's hint), so an unchanged tree costs
+    one directory walk. Files a build would skip after reading them (binary) are left out, as the
+    indexer leaves them out. Raises like :func:`scan_rules`; NotIndexedError if there is no index.
+    """
+    if not codebase.db_path.is_file():
+        raise NotIndexedError(f"{codebase.root} is not indexed")
+    rules = scan_rules(codebase, ignore_patterns, extensions)
+    files = scan.scan(codebase.root, **rules).files
+    with Store(codebase.db_path, create=False) as store:
+        stored = {r["path"]: r for r in store.rows("files_all")}
+    seen = 0
+    for f in files:
+        row = stored.get(f.path)
+        if row is not None and row["size"] == f.size and row["mtime_ns"] == f.mtime_ns:
+            seen += 1
+            continue
+        data = scan.read_file(codebase.root, f, max_file_bytes=rules["max_file_bytes"])
+        if isinstance(data, str):
+            continue
+        if row is None or hashlib.sha256(data).hexdigest() != row["hash"]:
+            return True
+        seen += 1
+    return seen != len(stored)

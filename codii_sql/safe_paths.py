@@ -1,0 +1,175 @@
+"""The MCP server's security boundary: which files an agent may have read back through it.
+
+A file is readable only when all of these hold:
+
+1. the path has no NUL byte, no ``..`` component, and (if absolute) lies under the root;
+2. its real path (every symlink resolved) is inside the root's real path;
+3. it is a regular file (never a device, FIFO or socket: opening one could block or read
+   hardware), checked again on the open descriptor, which must be the very inode checked;
+4. a scan of the codebase with its ignore rules and file filters (``.gitignore``,
+   ``.codiiignore``, ``.codii.yaml``, the options of the last build) lists it.
+
+Refusals raise :class:`PathRefusedError`, whose one-line message the server hands to the agent.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from . import scan
+from .errors import UsageError
+
+#: Seconds a scan of the allowed file set is reused. A scan walks the whole tree, so every
+#: get_content call cannot afford one on a large repository; a file newly added to an
+#: ignore file stays readable for at most this long.
+FILE_SET_TTL_SECONDS = 10.0
+
+
+class PathRefusedError(UsageError):
+    """A file path outside the boundary (escape, symlink out, device file, ignored file)."""
+
+
+@dataclass(frozen=True)
+class SafeFile:
+    """A file that passed the path checks.
+
+    Attributes:
+        rel: POSIX path relative to the root, as the index stores it (``"src/a.py"``).
+        real: the resolved real path, inside the root's real path.
+        dev, ino: the checked inode; the descriptor opened later must be the same one.
+        size: bytes, from ``stat``.
+    """
+
+    rel: str
+    real: Path
+    dev: int
+    ino: int
+    size: int
+
+
+def _inside(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def _relative(root: Path, file: str) -> str:
+    """The lexical path of ``file`` relative to ``root`` (POSIX separators), or refuse."""
+    if "\0" in file:
+        raise PathRefusedError("the file path contains a NUL byte: pass a plain relative path")
+    if not file.strip():
+        raise PathRefusedError("the file path is empty: pass a path relative to the codebase root")
+    if ".." in PurePosixPath(file.replace(os.sep, "/")).parts:
+        raise PathRefusedError(f"{file!r}: '..' is not allowed; pass the path relative to the codebase root, "
+                               "as search_code returns it")
+    raw = Path(file)
+    if raw.is_absolute():
+        for base in (str(root), os.path.realpath(root)):
+            if _inside(os.path.normpath(raw), base):
+                rel = os.path.relpath(os.path.normpath(raw), base)
+                break
+        else:
+            raise PathRefusedError(f"{file!r} is outside the codebase root {root}")
+    else:
+        rel = os.path.normpath(file)
+    if rel == ".":
+        raise PathRefusedError(f"{file!r} is the codebase root, not a file")
+    return rel.replace(os.sep, "/")
+
+
+def resolve_file(root: Path, file: str) -> SafeFile:
+    """Checks 1-3 of the module docstring for ``file`` (relative to ``root``, or absolute under it).
+
+    Raises:
+        PathRefusedError: the path escapes the root, is a symlink leading outside it, is
+            not a regular file, or does not exist.
+    """
+    rel = _relative(root, file)
+    root_real = os.path.realpath(root)
+    real = os.path.realpath(os.path.join(root, rel))
+    if not _inside(real, root_real):
+        raise PathRefusedError(f"{file!r} resolves outside the codebase root (a symlink to {real}?): refused")
+    try:
+        st = os.stat(real)
+    except FileNotFoundError:
+        raise PathRefusedError(f"{file!r}: no such file in {root}") from None
+    except OSError as err:
+        raise PathRefusedError(f"{file!r}: cannot be read ({err.strerror})") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise PathRefusedError(f"{file!r} is a directory: pass a file path")
+    if not stat.S_ISREG(st.st_mode):
+        raise PathRefusedError(f"{file!r} is not a regular file (device, FIFO or socket): refused")
+    return SafeFile(rel, Path(real), st.st_dev, st.st_ino, st.st_size)
+
+
+def read_bytes(f: SafeFile, max_bytes: int = scan.DEFAULT_MAX_FILE_BYTES) -> bytes:
+    """The content of a checked file, read through a descriptor verified to be the checked inode.
+
+    ``O_NOFOLLOW | O_NONBLOCK``: a symlink or FIFO swapped in after the check neither gets
+    followed nor blocks the read.
+
+    Raises:
+        PathRefusedError: the file changed into something else since the check, or is larger
+            than ``max_bytes``.
+    """
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(f.real, flags)
+    except OSError as err:
+        raise PathRefusedError(f"{f.rel!r}: cannot be opened ({err.strerror})") from None
+    with open(fd, "rb") as fh:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or (st.st_dev, st.st_ino) != (f.dev, f.ino):
+            raise PathRefusedError(f"{f.rel!r} changed while it was being opened: try again")
+        if st.st_size > max_bytes:
+            raise PathRefusedError(f"{f.rel!r} is larger than {max_bytes} bytes: not served")
+        return fh.read(max_bytes + 1)[:max_bytes]
+
+
+class FileSet:
+    """The paths a scan of one root lists (check 4), refreshed after :data:`FILE_SET_TTL_SECONDS`.
+
+    Args:
+        root: the codebase root.
+        rules: keyword arguments for :func:`scan.scan` (``ignore_patterns``, ``extensions``,
+            ``max_file_bytes``), normally from ``api.scan_rules``.
+    """
+
+    def __init__(self, root: Path, rules: dict):
+        self.root = root
+        self.rules = rules
+        self._paths: frozenset[str] = frozenset()
+        self._at = float("-inf")
+        self._lock = threading.Lock()
+
+    def paths(self) -> frozenset[str]:
+        """The relative POSIX paths a build would index now (rescanned when older than the TTL)."""
+        with self._lock:
+            if time.monotonic() - self._at > FILE_SET_TTL_SECONDS:
+                self._paths = frozenset(f.path for f in scan.scan(self.root, **self.rules).files)
+                self._at = time.monotonic()
+            return self._paths
+
+    def check(self, file: str) -> SafeFile:
+        """All four checks.
+
+        Raises:
+            PathRefusedError: see :func:`resolve_file`, or the ignore rules exclude the file.
+        """
+        f = resolve_file(self.root, file)
+        self.require_listed(f.rel, file)
+        return f
+
+    def require_listed(self, rel: str, shown: str | None = None) -> None:
+        """Check 4 alone, for paths taken from the index (``get_chunk``).
+
+        Raises:
+            PathRefusedError: the scan does not list ``rel``.
+        """
+        if rel not in self.paths():
+            raise PathRefusedError(f"{shown or rel!r} is excluded by the codebase's ignore rules or file filters "
+                                   "(.gitignore, .codiiignore, .codii.yaml, size or extension limits): refused")
+

@@ -1,0 +1,242 @@
+"""The MCP server driven over stdio by the SDK's own client, with the real model and real files."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+import textwrap
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import pytest
+from mcp import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
+from codii_sql.codebase import Codebase
+from codii_sql.store import Store
+from conftest import write_tree
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+TOOLS = {"index_codebase", "get_indexing_status", "search_code", "clear_index", "list_codebases",
+         "find_similar_code", "get_content", "get_chunk"}
+
+
+@asynccontextmanager
+async def server(home: Path):
+    """A fresh ``python -m codii_sql.mcp_server`` process and an initialised client session."""
+    params = StdioServerParameters(command=sys.executable, args=["-m", "codii_sql.mcp_server"], cwd=str(REPO_ROOT),
+                                   env={"CODII_SQL_HOME": str(home), "PYTHONPATH": str(REPO_ROOT),
+                                        "CODII_SQL_THREADS": "1"})
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        yield session
+
+
+async def call(session: ClientSession, tool: str, **args) -> dict:
+    """Call a tool that must succeed; returns its structured content."""
+    res = await session.call_tool(tool, args)
+    assert not res.is_error, res.content[0].text
+    assert res.content[0].text and res.structured_content is not None
+    return res.structured_content
+
+
+async def refused(session: ClientSession, tool: str, **args) -> str:
+    """Call a tool that must fail; returns the message the client sees."""
+    res = await session.call_tool(tool, args)
+    assert res.is_error, res.content
+    return res.content[0].text
+
+
+async def wait_indexed(session: ClientSession, path: Path, timeout: float = 120.0) -> dict:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while loop.time() < deadline:
+        st = await call(session, "get_indexing_status", path=str(path))
+        assert st["status"] in ("indexing", "indexed"), st
+        if st["status"] == "indexed":
+            return st
+        await asyncio.sleep(0.2)
+    raise AssertionError(f"{path} not indexed after {timeout} s")
+
+
+def consistency(root: Path) -> dict:
+    """Row counts of the index's chunk, FTS5 and vec0 tables, and duplicated chunks."""
+    with Store(Codebase.open(root).db_path, create=False) as store:
+        one = lambda sql: next(iter(store.conn.execute(sql)))[0]  # noqa: E731
+        return {"chunks": one("SELECT count(*) FROM chunks"),
+                "fts": one("SELECT count(*) FROM chunks_fts_docsize"),
+                "vec": one("SELECT count(*) FROM chunks_vec"),
+                "duplicates": one("SELECT count(*) FROM (SELECT 1 FROM chunks GROUP BY path, start_byte, end_byte "
+                                  "HAVING count(*) > 1)"),
+                "files": one("SELECT count(*) FROM files")}
+
+
+def assert_consistent(root: Path) -> dict:
+    c = consistency(root)
+    assert c["chunks"] == c["fts"] == c["vec"] > 0 and c["duplicates"] == 0, c
+    return c
+
+
+def generated_repo(root: Path, n_files: int, funcs_per_file: int, tag: str) -> Path:
+    """Many small, distinct Python functions (distinct texts: no embedding-cache hits across tests)."""
+    files = {}
+    for i in range(n_files):
+        body = "\n\n".join(textwrap.dedent(f'''
+            def {tag}_handler_{i}_{j}(request, retries={j}):
+                """Handle request kind {i}.{j} for the {tag} service, retrying {j} times."""
+                total = {i} * {j} + len(request)
+                return {{"kind": "{tag}-{i}-{j}", "total": total, "retries": retries}}
+            ''').strip() for j in range(funcs_per_file))
+        files[f"pkg{i % 4}/mod_{tag}_{i}.py"] = body + "\n"
+    return write_tree(root, files)
+
+
+def test_tools_list_fast_with_schemas_and_descriptions(codii_home):
+    async def run():
+        async with server(codii_home) as s:
+            tools = {t.name: t for t in (await s.list_tools()).tools}
+        assert set(tools) == TOOLS
+        for t in tools.values():
+            assert len(t.description) > 60 and t.input_schema["type"] == "object"
+        search = tools["search_code"].input_schema["properties"]
+        assert search["limit"]["default"] == 10 and search["limit"]["maximum"] == 50
+        assert search["mode"]["enum"] == ["hybrid", "bm25", "vector"] and search["rerank"]["default"] is False
+        assert set(tools["index_codebase"].input_schema["properties"]) == {"path", "force", "customExtensions",
+                                                                          "ignorePatterns"}
+        assert "LIMITS" in tools["index_codebase"].description
+
+    asyncio.run(run())
+
+
+def test_index_poll_search_similar_content_chunk(codii_home, sample_repo):
+    root = str(sample_repo)
+
+    async def run():
+        async with server(codii_home) as s:
+            msg = await refused(s, "search_code", path=root, query="retry")
+            assert "not indexed" in msg and "index_codebase" in msg
+            assert (await call(s, "get_indexing_status", path=root))["status"] == "not_indexed"
+            assert (await call(s, "index_codebase", path=root))["status"] in ("started", "already up to date")
+            st = await wait_indexed(s, sample_repo)
+            assert st["percent"] == 100 and st["files"]["indexed"] == 4 and st["chunks"]["indexed"] > 4
+            assert st["last_indexed_at"] and st["last_error"] is None
+            assert (await call(s, "index_codebase", path=root))["status"] == "already up to date"
+
+            res = await call(s, "search_code", path=root, query="retry with exponential backoff", limit=3)
+            top = res["results"][0]
+            assert (top["path"], top["symbol"]) == ("app/http.py", "retry_with_backoff")
+            assert {"path", "start_line", "end_line", "score", "language", "kind", "symbol", "content",
+                    "stale"} <= set(top) and len(res["results"]) <= 3
+            bm25 = await call(s, "search_code", path=root, query="debounce", mode="bm25", extensionFilter=[".js"])
+            assert [r["path"] for r in bm25["results"]] == ["web/util.js"]
+            rr = await call(s, "search_code", path=root, query="redirects", rerank=True, limit=2)
+            assert len(rr["results"]) <= 2 and rr["rerank"]
+
+            sim = await call(s, "find_similar_code", path=root, file="app/http.py", start_line=5, end_line=13)
+            paths = [r["path"] for r in sim["results"]]
+            assert "app/http.py" not in paths and len(paths) == len(set(paths)) > 0
+
+            content = await call(s, "get_content", path=root, file="app/parse.py", start_line=1, end_line=2)
+            assert content["content"] == 'def parse_header(line):\n    """Split one \'Name: value\' header line."""\n'
+            assert content["total_lines"] == 8
+            raw = await s.call_tool("get_content", {"path": root, "file": "app/parse.py", "start_line": 2,
+                                                    "end_line": 2})
+            assert raw.content[1].text == '     2\t    """Split one \'Name: value\' header line."""'
+            chunk = await call(s, "get_chunk", path=root, chunk_id=top["id"])
+            assert chunk["content"] == top["content"] and chunk["stale"] is False
+
+            listed = (await call(s, "list_codebases"))["codebases"]
+            assert [(c["root"], c["status"]) for c in listed] == [(root, "indexed")]
+
+            (sample_repo / "app" / "parse.py").write_text("def parse_header(line):\n    return line\n")
+            assert (await call(s, "get_indexing_status", path=root))["status"] == "stale"
+            stale = await call(s, "search_code", path=root, query="parse_header", mode="bm25", limit=1)
+            assert stale["results"][0]["stale"] is True
+            assert (await call(s, "index_codebase", path=root))["status"] == "started"
+            await wait_indexed(s, sample_repo)
+
+            assert (await call(s, "clear_index", path=root))["cleared"] is True
+            assert (await call(s, "get_indexing_status", path=root))["status"] == "not_indexed"
+
+    asyncio.run(run())
+
+
+def test_every_escape_is_refused(codii_home, tmp_path, sample_repo):
+    outside = write_tree(tmp_path / "outside", {"secret.py": "TOPSECRET = 'do not read'\n"})
+    os.symlink(outside / "secret.py", sample_repo / "app" / "leak.py")
+    os.symlink(outside, sample_repo / "outdir")
+    write_tree(sample_repo, {".gitignore": "*.env\n", "creds.env": "TOPSECRET=1\n"})
+    os.mkfifo(sample_repo / "app" / "pipe.py")
+    root = str(sample_repo)
+    escapes = {
+        "../outside/secret.py": "'..' is not allowed",
+        "app/../../outside/secret.py": "'..' is not allowed",
+        str(outside / "secret.py"): "outside the codebase root",
+        "/etc/passwd": "outside the codebase root",
+        "app/leak.py": "resolves outside the codebase root",
+        "outdir/secret.py": "resolves outside the codebase root",
+        "app/http.py\0": "NUL byte",
+        "app/pipe.py": "not a regular file",
+        "creds.env": "ignore rules",
+    }
+
+    async def run():
+        async with server(codii_home) as s:
+            msg = await refused(s, "get_content", path=root, file="app/http.py")
+            assert "not indexed" in msg
+            await call(s, "index_codebase", path=root)
+            await wait_indexed(s, sample_repo)
+            for file, reason in escapes.items():
+                for tool in ("get_content", "find_similar_code"):
+                    msg = await refused(s, tool, path=root, file=file)
+                    assert reason in msg and "TOPSECRET" not in msg, (tool, file, msg)
+            msg = await refused(s, "search_code", path=root, query="x", limit=51)
+            assert "limit" in msg
+            hits = await call(s, "search_code", path=root, query="TOPSECRET do not read", mode="bm25")
+            assert all("TOPSECRET" not in r["content"] for r in hits["results"])
+
+    asyncio.run(run())
+
+
+def test_concurrent_index_calls_make_one_build(codii_home, tmp_path):
+    repo = generated_repo(tmp_path / "conc", n_files=12, funcs_per_file=4, tag="conc")
+
+    async def run():
+        async with server(codii_home) as a, server(codii_home) as b:
+            answers = await asyncio.gather(*(call(s, "index_codebase", path=str(repo)) for s in (a, a, b)))
+            assert sorted(x["status"] for x in answers) == ["already indexing", "already indexing", "started"]
+            await wait_indexed(a, repo)
+            assert (await call(b, "get_indexing_status", path=str(repo)))["status"] == "indexed"
+        c = assert_consistent(repo)
+        assert c["chunks"] == 12 * 4 and c["files"] == 12
+
+    asyncio.run(run())
+
+
+def test_server_killed_mid_build_leaves_a_repairable_index(codii_home, tmp_path):
+    repo = generated_repo(tmp_path / "killed", n_files=40, funcs_per_file=6, tag="kill")
+
+    async def run_and_kill():
+        with pytest.raises(BaseException):  # the client sees its server vanish
+            async with server(codii_home) as s:
+                assert (await call(s, "index_codebase", path=str(repo)))["status"] == "started"
+                st = await call(s, "get_indexing_status", path=str(repo))
+                assert st["status"] == "indexing", st
+                os.kill(st["indexer_pid"], signal.SIGKILL)
+                await call(s, "get_indexing_status", path=str(repo))
+
+    async def recover():
+        async with server(codii_home) as s:
+            st = await call(s, "get_indexing_status", path=str(repo))
+            assert st["status"] == "failed" and "stopped before it finished" in st["last_error"], st
+            listed = (await call(s, "list_codebases"))["codebases"]
+            assert [c["status"] for c in listed] == ["failed"]
+            assert (await call(s, "index_codebase", path=str(repo)))["status"] == "started"
+            await wait_indexed(s, repo)
+
+    asyncio.run(run_and_kill())
+    asyncio.run(recover())
+    c = assert_consistent(repo)
+    assert c["chunks"] == 40 * 6 and c["files"] == 40

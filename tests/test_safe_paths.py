@@ -1,0 +1,82 @@
+"""The MCP server's file boundary on real files: escapes, symlinks, NUL bytes, FIFOs, ignore rules."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from codii_sql import scan
+from codii_sql.safe_paths import FileSet, PathRefusedError, read_bytes, resolve_file
+from conftest import write_tree
+
+
+@pytest.fixture
+def tree(tmp_path):
+    outside = write_tree(tmp_path / "outside", {"secret.txt": "TOPSECRET\n"})
+    root = write_tree(tmp_path / "repo", {
+        "src/a.py": "def a():\n    return 1\n",
+        "src/b.py": "def b():\n    return 2\n",
+        "notes.env": "TOKEN=1\n",
+        ".gitignore": "*.env\n",
+    })
+    os.symlink(outside / "secret.txt", root / "leak.txt")
+    os.symlink(outside, root / "outdir")
+    os.symlink(root / "src" / "a.py", root / "alias.py")
+    os.mkfifo(root / "pipe.py")
+    return root
+
+
+def test_relative_and_absolute_paths_inside_the_root_resolve(tree):
+    f = resolve_file(tree, "src/a.py")
+    assert f.rel == "src/a.py" and f.real == tree / "src" / "a.py"
+    assert resolve_file(tree, str(tree / "src" / "b.py")).rel == "src/b.py"
+    assert resolve_file(tree, "./src//a.py").rel == "src/a.py"
+    assert read_bytes(f) == b"def a():\n    return 1\n"
+
+
+def test_symlink_inside_the_root_keeps_its_own_path(tree):
+    f = resolve_file(tree, "alias.py")
+    assert f.rel == "alias.py" and f.real == tree / "src" / "a.py"
+
+
+@pytest.mark.parametrize("path, reason", [
+    ("../outside/secret.txt", "'..' is not allowed"),
+    ("src/../../outside/secret.txt", "'..' is not allowed"),
+    ("src/../a.py", "'..' is not allowed"),
+    ("/etc/passwd", "outside the codebase root"),
+    ("leak.txt", "resolves outside the codebase root"),
+    ("outdir/secret.txt", "resolves outside the codebase root"),
+    ("src/a.py\0.txt", "NUL byte"),
+    ("pipe.py", "not a regular file"),
+    ("src", "is a directory"),
+    ("", "empty"),
+    ("missing.py", "no such file"),
+])
+def test_escapes_and_non_files_are_refused(tree, path, reason):
+    with pytest.raises(PathRefusedError, match=reason):
+        resolve_file(tree, path)
+
+
+def test_file_set_refuses_ignored_files(tree):
+    fileset = FileSet(tree, {"ignore_patterns": [], "extensions": None, "max_file_bytes": scan.DEFAULT_MAX_FILE_BYTES})
+    assert fileset.check("src/a.py").rel == "src/a.py"
+    with pytest.raises(PathRefusedError, match="ignore rules"):
+        fileset.check("notes.env")
+    only_b = FileSet(tree, {"ignore_patterns": ["src/a.py"], "extensions": (".py",), "max_file_bytes": 1 << 20})
+    with pytest.raises(PathRefusedError, match="ignore rules"):
+        only_b.check("src/a.py")
+    with pytest.raises(PathRefusedError, match="ignore rules"):
+        only_b.check(".gitignore")
+
+
+def test_read_refuses_a_file_swapped_after_the_check(tree):
+    f = resolve_file(tree, "src/b.py")
+    os.replace(tree / "src" / "a.py", tree / "src" / "b.py")
+    with pytest.raises(PathRefusedError, match="changed"):
+        read_bytes(f)
+
+
+def test_read_refuses_files_over_the_size_cap(tree):
+    with pytest.raises(PathRefusedError, match="larger than 4 bytes"):
+        read_bytes(resolve_file(tree, "src/a.py"), max_bytes=4)
