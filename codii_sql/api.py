@@ -224,11 +224,6 @@ def clear(codebase: Codebase) -> bool:
     return found
 
 
-#: Snapshot keys holding the scan options a build was asked for on top of ``.codii.yaml``
-#: (written by :func:`record_scan_options`; the indexer does not store them itself).
-SCAN_OPTION_KEYS = ("scan_ignore_patterns", "scan_extensions")
-
-
 def record_scan_options(codebase: Codebase, ignore_patterns: list[str] | None,
                         extensions: list[str] | None) -> bool:
     """Store the extra scan options of the build that just finished, so that staleness checks
