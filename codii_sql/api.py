@@ -18,6 +18,7 @@ from .doctor import examine
 from .embed import get_embedder
 from .errors import IndexBusyError, NotIndexedError, StorageError, UsageError
 from .index import BuildReport, Indexer, Progress, index_settings
+from .index import scan_rules as index_scan_rules
 from .search import Result, Searcher, SearchOptions
 from .store import Store
 
@@ -29,7 +30,7 @@ def build(codebase: Codebase, *, force: bool = False, wait: bool = True, progres
     cache = EmbeddingCache() if use_cache else None
     try:
         return Indexer(codebase, get_embedder(), progress=progress, cache=cache,
-                       ignore_patterns=ignore_patterns or (), extensions=extensions).build(force=force, wait=wait)
+                       ignore_patterns=ignore_patterns, extensions=extensions).build(force=force, wait=wait)
     finally:
         if cache is not None:
             cache.close()
@@ -118,11 +119,11 @@ def search(codebase: Codebase, query: str, opts: SearchOptions, *, update: bool 
         searcher.store.close()
 
 
-def status(codebase: Codebase) -> dict:
+def status(codebase: Codebase, *, check_stale: bool = True) -> dict:
     """The index's state: ``status`` is not_indexed, indexing, indexed, failed or stale.
 
-    ``stale`` means the Merkle root of the files on disk differs from the indexed one
-    (computed from stat hints and hashes of changed files only, like a no-change build).
+    ``stale`` means a build would change the index (see :func:`is_stale`; skipped when
+    ``check_stale`` is false). ``failed`` includes a build whose process died.
     """
     out = {"codebase": str(codebase.root), "db": str(codebase.db_path)}
     if not codebase.db_path.is_file():
@@ -136,6 +137,8 @@ def status(codebase: Codebase) -> dict:
     elif state == "indexing":
         state = "failed"
         meta["error"] = meta.get("error") or "the indexing process stopped before it finished; run build again"
+    elif state == "indexed" and check_stale and is_stale(codebase):
+        state = "stale"
     out.update(status=state, files=counts["files"], chunks=counts["chunks"], size_bytes=_db_size(codebase.db_path),
                **{k: meta.get(k) for k in ("phase", "files_done", "files_total", "skipped", "failed", "error",
                                               "last_indexed_at", "build_seconds", "model_id", "merkle_root")})
@@ -157,7 +160,10 @@ def list_codebases() -> list[dict]:
         except StorageError as err:
             out.append({"db": str(db), "status": "unreadable", "error": str(err)})
             continue
-        out.append({"root": meta.get("root"), "db": str(db), "status": meta.get("status"), "files": counts["files"],
+        state = meta.get("status")
+        if state == "indexing" and not is_locked(Codebase(Path(meta.get("root") or "."), db)):
+            state = "failed"
+        out.append({"root": meta.get("root"), "db": str(db), "status": state, "files": counts["files"],
                     "chunks": counts["chunks"], "size_bytes": _db_size(db),
                     "last_indexed_at": meta.get("last_indexed_at")})
     return out
@@ -224,79 +230,31 @@ def clear(codebase: Codebase) -> bool:
     return found
 
 
-def record_scan_options(codebase: Codebase, ignore_patterns: list[str] | None,
-                        extensions: list[str] | None) -> bool:
-    """Store the extra scan options of the build that just finished, so that staleness checks
-    and the MCP server's file boundary later apply the same file set.
+def scan_rules(codebase: Codebase) -> dict:
+    """The ``scan.scan`` arguments of ``codebase``'s last build (``.codii.yaml`` + its recorded options).
 
-    Written only while no indexer runs (the writer lock is taken for the write), so a newer
-    build's options are never overwritten by an older one's. Returns False when it was busy.
-    """
-    lock = filelock.FileLock(str(codebase.lock_path), timeout=0)
-    try:
-        lock.acquire()
-    except filelock.Timeout:
-        return False
-    try:
-        with Store(codebase.db_path, create=False) as store, store.transaction():
-            store.set_meta(scan_ignore_patterns=list(ignore_patterns or []), scan_extensions=extensions or None)
-    finally:
-        lock.release()
-    return True
-
-
-def scan_rules(codebase: Codebase, ignore_patterns: list[str] | None = None,
-               extensions: list[str] | None = None) -> dict:
-    """The scan arguments a build of ``codebase`` uses, merged as :class:`index.Indexer` merges them.
-
-    Returns:
-        ``{"ignore_patterns": [...], "extensions": tuple | None, "max_file_bytes": int}``:
-        ``.codii.yaml``'s patterns then ``ignore_patterns``; ``extensions`` if given, else the config's.
     Raises:
         UsageError: ``.codii.yaml`` is malformed.
     """
-    try:
-        config = scan.load_config(codebase.root)
-    except ValueError as err:
-        raise UsageError(str(err)) from None
-    return {"ignore_patterns": [*config.ignore_patterns, *(ignore_patterns or [])],
-            "extensions": extensions or config.extensions, "max_file_bytes": config.max_file_bytes}
-
-
-def stored_scan_options(codebase: Codebase) -> tuple[list[str], list[str] | None]:
-    """``(ignore_patterns, extensions)`` recorded by :func:`record_scan_options`; ``([], None)`` if none."""
-    if not codebase.db_path.is_file():
-        return [], None
-    with Store(codebase.db_path, create=False) as store:
-        meta = store.meta()
-    return list(meta.get("scan_ignore_patterns") or []), meta.get("scan_extensions") or None
+    meta = {}
+    if codebase.db_path.is_file():
+        with Store(codebase.db_path, create=False) as store:
+            meta = store.meta()
+    return index_scan_rules(codebase.root, list(meta.get("scan_ignore_patterns") or []),
+                            meta.get("scan_extensions") or None)
 
 
 def is_stale(codebase: Codebase, ignore_patterns: list[str] | None = None,
              extensions: list[str] | None = None) -> bool:
-    """True when the files a build would index now differ from the indexed ones.
+    """True when a build (with these options; None: the last build's) would change the index.
 
-    Compares path sets and sha256 content hashes; a file whose size and mtime equal its indexed
-    row counts as unchanged without being read (the indexer's hint), so an unchanged tree costs
-    one directory walk. Files a build would skip after reading them (binary) are left out, as the
-    indexer leaves them out. Raises like :func:`scan_rules`; NotIndexedError if there is no index.
+    The same scan, stat hints and Merkle diff as a build, without writing: an unchanged tree
+    costs one directory walk.
+
+    Raises:
+        NotIndexedError: no index file. UsageError: ``.codii.yaml`` is malformed.
     """
     if not codebase.db_path.is_file():
-        raise NotIndexedError(f"{codebase.root} is not indexed")
-    rules = scan_rules(codebase, ignore_patterns, extensions)
-    files = scan.scan(codebase.root, **rules).files
+        raise NotIndexedError(f"{codebase.root} is not indexed: run `codii-sql build {codebase.root}`")
     with Store(codebase.db_path, create=False) as store:
-        stored = {r["path"]: r for r in store.rows("files_all")}
-    seen = 0
-    for f in files:
-        row = stored.get(f.path)
-        if row is not None and row["size"] == f.size and row["mtime_ns"] == f.mtime_ns:
-            seen += 1
-            continue
-        data = scan.read_file(codebase.root, f, max_file_bytes=rules["max_file_bytes"])
-        if isinstance(data, str):
-            continue
-        if row is None or hashlib.sha256(data).hexdigest() != row["hash"]:
-            return True
-        seen += 1
-    return seen != len(stored)
+        return Indexer(codebase, None, ignore_patterns=ignore_patterns, extensions=extensions).plan(store).changed

@@ -82,7 +82,7 @@ def build(path, force, ignore_patterns, extensions, no_cache, db, as_json):
     """Build or update the index of the codebase at PATH (default: current directory)."""
     codebase = Codebase.open(path, db)
     with progress_bar(not as_json and err_console.is_terminal) as bar:
-        report = api.build(codebase, force=force, progress=bar, ignore_patterns=list(ignore_patterns),
+        report = api.build(codebase, force=force, progress=bar, ignore_patterns=list(ignore_patterns) or None,
                            extensions=list(extensions) or None, use_cache=not no_cache)
     if as_json:
         emit({"codebase": str(codebase.root), "db": str(codebase.db_path), **report.to_dict()})

@@ -51,6 +51,45 @@ class Prepared:
 
 
 @dataclass
+class Plan:
+    """What a build would do, from a scan and the hashes of changed files (see :meth:`Indexer.plan`)."""
+
+    files: dict[str, scan.SourceFile]
+    skipped: Counter
+    max_file_bytes: int
+    skipped_after_read: Counter = field(default_factory=Counter)
+    touched: list[scan.SourceFile] = field(default_factory=list)
+    old: merkle.Tree | None = None
+    new_root: str = ""
+    added: list[str] = field(default_factory=list)
+    modified: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    seconds: Counter = field(default_factory=Counter)
+
+    @property
+    def changed(self) -> bool:
+        """True when a build would write anything."""
+        return bool(self.added or self.modified or self.removed)
+
+
+def scan_rules(root: Path, ignore_patterns: list[str], extensions: list[str] | None) -> dict:
+    """``scan.scan`` keyword arguments: ``.codii.yaml`` merged with a build's own options.
+
+    The config's ignore patterns come first, then ``ignore_patterns``; ``extensions``
+    replaces the config's when given.
+
+    Raises:
+        UsageError: ``.codii.yaml`` is malformed.
+    """
+    try:
+        config = scan.load_config(root)
+    except ValueError as err:
+        raise UsageError(str(err)) from None
+    return {"ignore_patterns": [*config.ignore_patterns, *ignore_patterns],
+            "extensions": extensions or config.extensions, "max_file_bytes": config.max_file_bytes}
+
+
+@dataclass
 class BuildReport:
     """What a build did. Times are wall seconds; ``phase_seconds`` splits them by stage."""
 
@@ -90,11 +129,11 @@ def index_settings(embedder) -> dict:
     }
 
 
-def prepare_file(root: str, f: scan.SourceFile) -> Prepared:
+def prepare_file(root: str, f: scan.SourceFile, max_file_bytes: int) -> Prepared:
     """Read, hash, decode and chunk one file. Never raises: failures land in ``skip``/``error``."""
     out = Prepared(f.path, f.size, f.mtime_ns)
     try:
-        data = scan.read_file(Path(root), f)
+        data = scan.read_file(Path(root), f, max_file_bytes=max_file_bytes)
         if isinstance(data, str):
             out.skip = data
             return out
@@ -106,8 +145,8 @@ def prepare_file(root: str, f: scan.SourceFile) -> Prepared:
     return out
 
 
-def _hash_file(root: Path, f: scan.SourceFile) -> str:
-    data = scan.read_file(root, f)
+def _hash_file(root: Path, f: scan.SourceFile, max_file_bytes: int) -> str:
+    data = scan.read_file(root, f, max_file_bytes=max_file_bytes)
     return data if isinstance(data, str) else "sha256:" + hashlib.sha256(data).hexdigest()
 
 
@@ -120,18 +159,20 @@ class Indexer:
             ``embed(list[str]) -> float32[n, dims]`` (normally :func:`embed.get_embedder`).
         progress: optional callback, see :data:`Progress`.
         cache: the shared embedding cache; None disables it.
-        ignore_patterns, extensions: extra scan rules on top of ``.codii.yaml``.
+        ignore_patterns, extensions: extra scan rules on top of ``.codii.yaml``; None keeps
+            those recorded by the last build (so an update indexes the same file set).
     """
 
     def __init__(self, codebase: Codebase, embedder, *, progress: Progress | None = None,
-                 cache: EmbeddingCache | None = None, ignore_patterns: Iterable[str] = (),
+                 cache: EmbeddingCache | None = None, ignore_patterns: Iterable[str] | None = None,
                  extensions: Iterable[str] | None = None):
         self.codebase = codebase
         self.embedder = embedder
         self.progress = progress or (lambda phase, done, total: None)
         self.cache = cache
-        self.ignore_patterns = list(ignore_patterns)
-        self.extensions = list(extensions) if extensions else None
+        self.ignore_patterns = list(ignore_patterns) if ignore_patterns is not None else None
+        self.extensions = list(extensions) if extensions is not None else None
+        self.max_file_bytes = scan.DEFAULT_MAX_FILE_BYTES
 
     def build(self, *, force: bool = False, wait: bool = True) -> BuildReport:
         """Bring the index up to date with the files on disk and return what changed.
@@ -149,7 +190,8 @@ class Indexer:
             UsageError: ``.codii.yaml`` is malformed.
             StorageError: the index file cannot be opened or written.
         """
-        lock = filelock.FileLock(str(self.codebase.lock_path), timeout=-1 if wait else 0)
+        # Not 0 when not waiting: api.is_locked probes by taking the lock for an instant.
+        lock = filelock.FileLock(str(self.codebase.lock_path), timeout=-1 if wait else 1.0)
         self.codebase.db_path.parent.mkdir(parents=True, exist_ok=True)
         try:
             lock.acquire()
@@ -190,46 +232,62 @@ class Indexer:
 
     # -- the stages ---------------------------------------------------------------------
 
-    def _run(self, store: Store, report: BuildReport) -> None:
-        root = self.codebase.root
-        t = time.perf_counter()
-        try:
-            config = scan.load_config(root)
-        except ValueError as err:
-            raise UsageError(str(err)) from None
-        result = scan.scan(root, max_file_bytes=config.max_file_bytes,
-                           ignore_patterns=[*config.ignore_patterns, *self.ignore_patterns],
-                           extensions=self.extensions or config.extensions)
-        report.skipped.update(result.skipped)
-        self.progress("scan", len(result.files), len(result.files))
-        report.phase_seconds["scan"] += time.perf_counter() - t
+    def plan(self, store: Store) -> Plan:
+        """Scan and hash without writing: what a build would add, modify and remove.
 
+        Reads only files whose size or mtime differ from their indexed row. Also the basis
+        of ``status`` = stale.
+
+        Raises:
+            UsageError: ``.codii.yaml`` is malformed.
+        """
+        t = time.perf_counter()
+        rules = scan_rules(self.codebase.root, *self._options(store))
+        result = scan.scan(self.codebase.root, **rules)
+        self.progress("scan", len(result.files), len(result.files))
+        plan = Plan(files={f.path: f for f in result.files}, skipped=Counter(result.skipped),
+                    max_file_bytes=rules["max_file_bytes"])
+        plan.seconds["scan"] = time.perf_counter() - t
         t = time.perf_counter()
         stored = {r["path"]: r for r in store.rows("files_all")}
-        hashes, touched = self._hash(root, result.files, stored, report)
-        old = merkle.Tree({r["path"]: merkle.Node(r["path"], r["parent"], bool(r["is_dir"]), r["hash"])
-                           for r in store.rows("merkle_all")})
-        new = merkle.build(hashes)
-        added, modified, removed = merkle.changed_files(old.nodes, new.nodes)
-        report.phase_seconds["hash"] += time.perf_counter() - t
-        report.added, report.modified, report.removed = len(added), len(modified), len(removed)
-        report.unchanged = len(hashes) - len(added) - len(modified)
-        report.merkle_root = new.root_hash
+        hashes = self._hash(result.files, stored, plan)
+        plan.old = merkle.Tree({r["path"]: merkle.Node(r["path"], r["parent"], bool(r["is_dir"]), r["hash"])
+                                for r in store.rows("merkle_all")})
+        plan.new_root = (new := merkle.build(hashes)).root_hash
+        plan.added, plan.modified, plan.removed = merkle.changed_files(plan.old.nodes, new.nodes)
+        plan.seconds["hash"] = time.perf_counter() - t
+        return plan
 
+    def _options(self, store: Store) -> tuple[list[str], list[str] | None]:
+        """This build's extra ignore patterns and extensions; None means: those of the last build."""
+        meta = store.meta()
+        ignore = self.ignore_patterns if self.ignore_patterns is not None else meta.get("scan_ignore_patterns") or []
+        exts = self.extensions if self.extensions is not None else meta.get("scan_extensions")
+        return list(ignore), (list(exts) if exts else None)
+
+    def _run(self, store: Store, report: BuildReport) -> None:
+        plan = self.plan(store)
+        self.max_file_bytes = plan.max_file_bytes
+        report.skipped.update(plan.skipped)
+        report.phase_seconds.update(plan.seconds)
+        report.added, report.modified, report.removed = len(plan.added), len(plan.modified), len(plan.removed)
+        report.unchanged = len(plan.files) - sum(plan.skipped_after_read.values()) - report.added - report.modified
+        report.skipped.update(plan.skipped_after_read)
         with store.transaction():
-            for f in touched:
+            for f in plan.touched:
                 store.run("file_touch", {"path": f.path, "size": f.size, "mtime_ns": f.mtime_ns})
-            report.touched = len(touched)
-        by_path = {f.path: f for f in result.files}
-        todo = [by_path[p] for p in added + modified]
+            report.touched = len(plan.touched)
+            ignore, exts = self._options(store)
+            store.set_meta(scan_ignore_patterns=ignore, scan_extensions=exts)
+        todo = [plan.files[p] for p in plan.added + plan.modified]
         if todo:
-            self._index_files(store, old, todo, report)
+            self._index_files(store, plan.old, todo, report)
         # Removals last: a renamed file's new copy can still reuse the old copy's vectors.
         with store.transaction():
-            self._remove(store, old, removed)
-        report.merkle_root = old.root_hash
+            self._remove(store, plan.old, plan.removed)
+        report.merkle_root = plan.old.root_hash
 
-    def _hash(self, root: Path, files: list[scan.SourceFile], stored: dict, report: BuildReport):
+    def _hash(self, files: list[scan.SourceFile], stored: dict, plan: Plan) -> dict[str, str]:
         """Content hashes for the Merkle tree; size+mtime equal to the stored row means unchanged (a hint)."""
         hashes: dict[str, str] = {}
         need = []
@@ -239,19 +297,19 @@ class Indexer:
                 hashes[f.path] = row["hash"]
             else:
                 need.append(f)
-        touched = []
+        root, cap = self.codebase.root, plan.max_file_bytes
         with cf.ThreadPoolExecutor(max_workers=4) as pool:
-            for i, (f, digest) in enumerate(zip(need, pool.map(lambda f: _hash_file(root, f), need))):
+            for i, (f, digest) in enumerate(zip(need, pool.map(lambda f: _hash_file(root, f, cap), need))):
                 if not digest.startswith("sha256:"):
-                    report.skipped[digest] += 1
+                    plan.skipped_after_read[digest] += 1
                     continue
                 hashes[f.path] = digest[len("sha256:"):]
                 row = stored.get(f.path)
                 if row is not None and row["hash"] == hashes[f.path]:
-                    touched.append(f)
+                    plan.touched.append(f)
                 if i % 256 == 0:
                     self.progress("hash", i, len(need))
-        return hashes, touched
+        return hashes
 
     def _remove(self, store: Store, tree: merkle.Tree, paths: list[str]) -> None:
         for path in paths:
@@ -269,6 +327,9 @@ class Indexer:
 
     def _index_files(self, store: Store, tree: merkle.Tree, todo: list[scan.SourceFile], report: BuildReport) -> None:
         done = 0
+        self.progress("embed", 0, len(todo))
+        with store.transaction():
+            store.set_meta(phase="embed", files_done=0, files_total=len(todo))
         for batch in _batches(self._prepared(todo)):
             ok = []
             for p in batch:
@@ -300,20 +361,23 @@ class Indexer:
         root = str(self.codebase.root)
         if len(todo) < POOL_MIN_FILES:
             for f in todo:
-                yield prepare_file(root, f)
+                yield prepare_file(root, f, self.max_file_bytes)
             return
         workers = max(1, min(4, (os.cpu_count() or 2)))
-        ctx = multiprocessing.get_context("fork" if hasattr(os, "fork") else "spawn")
+        # forkserver/spawn, not fork: a forked worker would inherit the writer lock's file
+        # descriptor and keep the codebase locked after this process is killed.
+        methods = multiprocessing.get_all_start_methods()
+        ctx = multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
         with cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
             # A bounded window of futures: never the whole repository in memory at once.
             window = 4 * BATCH_FILES
-            futures = [pool.submit(prepare_file, root, f) for f in todo[:window]]
+            futures = [pool.submit(prepare_file, root, f, self.max_file_bytes) for f in todo[:window]]
             nxt = len(futures)
             for i in range(len(todo)):
                 yield futures[i].result()
                 futures[i] = None
                 if nxt < len(todo):
-                    futures.append(pool.submit(prepare_file, root, todo[nxt]))
+                    futures.append(pool.submit(prepare_file, root, todo[nxt], self.max_file_bytes))
                     nxt += 1
 
     def _vectors(self, store: Store, files: list[Prepared], report: BuildReport) -> list[np.ndarray]:

@@ -137,7 +137,7 @@ class Jobs:
         with self.guard(cb) as job:
             return (job is not None and job.alive) or api.is_locked(cb)
 
-    def start(self, cb: Codebase, force: bool, ignore_patterns: list[str], extensions: list[str] | None) -> str:
+    def start(self, cb: Codebase, force: bool, ignore_patterns: list[str] | None, extensions: list[str] | None) -> str:
         """Start a build unless one runs or the index is current: ``started``, ``already indexing``,
         ``already up to date``.
 
@@ -147,7 +147,8 @@ class Jobs:
         with self.guard(cb) as job:
             if (job is not None and job.alive) or api.is_locked(cb):
                 return "already indexing"
-            if not force and api.status(cb)["status"] == "indexed" and not api.is_stale(cb, ignore_patterns, extensions):
+            if not force and api.status(cb, check_stale=False)["status"] == "indexed" \
+                    and not api.is_stale(cb, ignore_patterns, extensions):
                 return "already up to date"
             job = Job(cb)
             job.thread = threading.Thread(target=self._run, args=(job, force, ignore_patterns, extensions),
@@ -161,7 +162,7 @@ class Jobs:
             raise ToolError(f"indexing failed: {job.error}")
         return "started"
 
-    def _run(self, job: Job, force: bool, ignore_patterns: list[str], extensions: list[str] | None) -> None:
+    def _run(self, job: Job, force: bool, ignore_patterns: list[str] | None, extensions: list[str] | None) -> None:
         def progress(phase: str, done: int, total: int) -> None:
             if self.cancel.is_set():
                 raise BuildCancelled("the MCP server shut down; call index_codebase to resume")
@@ -172,7 +173,6 @@ class Jobs:
             report = api.build(job.codebase, force=force, wait=False, progress=progress,
                                ignore_patterns=ignore_patterns, extensions=extensions)
             job.report = report.to_dict()
-            api.record_scan_options(job.codebase, ignore_patterns, extensions)
             job.outcome, job.phase = "indexed", "done"
         except IndexBusyError:
             job.outcome = "busy"
@@ -249,7 +249,7 @@ class OpenIndexes:
 
     def fileset(self, cb: Codebase) -> safe_paths.FileSet:
         """The boundary's file set for ``cb`` under its current rules (``.codii.yaml`` + last build's options)."""
-        rules = api.scan_rules(cb, *api.stored_scan_options(cb))
+        rules = api.scan_rules(cb)
         fingerprint = json.dumps(rules, sort_keys=True, default=list)
         key = str(cb.db_path)
         with self._lock:
@@ -319,16 +319,18 @@ def index_codebase(
     path: PathArg,
     force: Annotated[bool, Field(description="Empty the index and rebuild everything.")] = False,
     customExtensions: Annotated[list[str], Field(  # noqa: N803 - the name agents already use
-        max_length=100, description="Index ONLY files ending in these extensions, e.g. ['.py']; [] = all text files.")] = [],
+        max_length=100, description="Index ONLY files ending in these extensions, e.g. ['.py']; [] = as the last build "
+                    "(all text files at first).")] = [],
     ignorePatterns: Annotated[list[str], Field(  # noqa: N803
-        max_length=1000, description="Extra gitignore-style patterns to exclude, e.g. ['tests/fixtures/']")] = [],
+        max_length=1000, description="Extra gitignore-style patterns to exclude, e.g. ['tests/fixtures/']; [] = as the "
+                    "last build.")] = [],
 ) -> CallToolResult:
     cb = _open_codebase(path)
     try:
         extensions = list(scan.normalize_extensions(customExtensions)) if customExtensions else None
     except ValueError as err:
         raise ToolError(str(err)) from None
-    outcome = JOBS.start(cb, force, list(ignorePatterns), extensions)
+    outcome = JOBS.start(cb, force, list(ignorePatterns) or None, extensions)
     data = {"codebase": str(cb.root), "status": outcome}
     hint = {"started": "poll get_indexing_status", "already indexing": "poll get_indexing_status",
             "already up to date": "search_code is ready"}[outcome]
@@ -362,8 +364,6 @@ def get_indexing_status(path: PathArg) -> CallToolResult:
         (job.finished_at or 0) >= (st.get("last_indexed_at") or 0)
     if late_failure and status != "indexing":
         status, error = "failed", job.error
-    if status == "indexed" and api.is_stale(cb, *api.stored_scan_options(cb)):
-        status = "stale"
     prog = _progress(st, job)
     percent = 100 if status in ("indexed", "stale") else \
         min(99, round(100 * prog["done"] / prog["total"])) if status == "indexing" and prog["total"] else 0

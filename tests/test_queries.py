@@ -24,7 +24,7 @@ def test_every_statement_used_by_python_exists():
     names = set(queries.load())
     used = set()
     for py in PKG.glob("*.py"):
-        used |= set(re.findall(r'(?:run|rows|row|value|many|sql)\(\s*"([a-z_0-9]+)"', py.read_text()))
+        used |= set(re.findall(r'(?:store|self|queries)\.(?:run|rows|row|value|many|sql)\(\s*"([a-z_0-9]+)"', py.read_text()))
     assert used and used <= names, used - names
 
 
