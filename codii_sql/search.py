@@ -98,7 +98,7 @@ def query_terms(query: str) -> list[str]:
     """Distinct lower-case BM25 terms: each identifier as written plus its sub-tokens, stop words dropped.
 
     ``"where is getUserName called"`` -> ``["getusername", "user", "name", "called"]`` ("get" is a stop word).
-    Dotted paths and ``::`` split at the separators. At most :data:`MAX_FTS_TERMS`.
+    Dotted paths and ``::`` split at the separators. Not capped: see :meth:`Searcher.select_terms`.
     """
     terms: list[str] = []
     seen = set()
@@ -108,7 +108,7 @@ def query_terms(query: str) -> list[str]:
             if t not in seen and t not in STOP_WORDS and len(t) > 1:
                 seen.add(t)
                 terms.append(t)
-    return terms[:MAX_FTS_TERMS]
+    return terms
 
 
 def fts_query(terms: list[str]) -> str | None:
@@ -135,6 +135,20 @@ class Searcher:
         self.store = store
         self.root = Path(root)
         self.embedder = embedder
+        store.run("create_vocab")
+
+    def select_terms(self, terms: list[str]) -> list[str]:
+        """At most :data:`MAX_FTS_TERMS` terms: for a long query, those present in the index
+        with the fewest matching chunks (highest IDF), in query order.
+
+        An issue text has hundreds of words: OR-ing them all costs ~0.5 us per posting and
+        lets common words outvote the few that name the code.
+        """
+        if len(terms) <= MAX_FTS_TERMS:
+            return terms
+        df = {r["term"]: r["doc"] for r in self.store.rows("term_doc_counts", {"terms": json.dumps(terms)})}
+        keep = set(sorted((t for t in terms if t in df), key=lambda t: (df[t], terms.index(t)))[:MAX_FTS_TERMS])
+        return [t for t in terms if t in keep]
 
     def search(self, query: str, opts: SearchOptions | None = None) -> list[Result]:
         """The top ``opts.limit`` chunks (or files) for ``query``.
@@ -150,7 +164,7 @@ class Searcher:
             raise UsageError(f"unknown mode {opts.mode!r}: use one of {', '.join(MODES)}")
         if not 1 <= opts.limit <= MAX_LIMIT:
             raise UsageError(f"limit must be between 1 and {MAX_LIMIT}")
-        fq = fts_query(query_terms(query)) if opts.mode != "vector" else None
+        fq = fts_query(self.select_terms(query_terms(query))) if opts.mode != "vector" else None
         qvec = None
         if opts.mode != "bm25":
             qvec = self.embedder.embed([query])[0].astype(np.float32).tobytes()

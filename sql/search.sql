@@ -83,3 +83,11 @@ WHERE c.path = :path
   AND (:start_line IS NULL OR c.end_line >= :start_line)
   AND (:end_line IS NULL OR c.start_line <= :end_line)
 ORDER BY c.start_line;
+
+-- name: create_vocab
+-- Per-connection (temp) view of FTS5's term statistics: the .db itself stays unchanged.
+CREATE VIRTUAL TABLE IF NOT EXISTS temp.chunks_fts_vocab USING fts5vocab(main, 'chunks_fts', 'row');
+
+-- name: term_doc_counts
+-- How many chunks contain each term (:terms is a JSON array); absent terms are left out.
+SELECT term, doc FROM temp.chunks_fts_vocab WHERE term IN (SELECT value FROM json_each(:terms));
