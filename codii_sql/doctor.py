@@ -82,7 +82,9 @@ def _check_rows(store: Store, report: DoctorReport, *, repair: bool) -> None:
     stored = store.value("merkle_root")
     tree = merkle.build(files)
     nodes = {r["path"]: r["hash"] for r in store.rows("merkle_all")}
-    merkle_ok = stored == tree.root_hash and nodes == {p: n.hash for p, n in tree.nodes.items()}
+    # A new or just wiped (`build --force`) index has neither files nor a root node yet.
+    merkle_ok = (not files and not nodes) or (
+        stored == tree.root_hash and nodes == {p: n.hash for p, n in tree.nodes.items()})
     report.checks.append(Check("merkle tree matches files", merkle_ok, f"stored root {str(stored)[:12]}, "
                                f"recomputed {tree.root_hash[:12]}"))
     if not repair:
