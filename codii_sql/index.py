@@ -228,6 +228,8 @@ class Indexer:
             store.set_meta(status="indexed", phase="done", finished_at=time.time(), last_indexed_at=time.time(),
                            merkle_root=report.merkle_root, files=report.files, chunks=report.chunks,
                            skipped=dict(report.skipped), failed=report.failed, build_seconds=round(report.seconds, 3))
+        # Fold the WAL into the main file: a copied .db alone then holds the whole index.
+        store.run("wal_checkpoint")
         return report
 
     # -- the stages ---------------------------------------------------------------------
