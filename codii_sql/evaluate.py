@@ -229,10 +229,9 @@ def _run_get_corpus(ds: Dataset, dest: Path, log: Log) -> dict[str, Path]:
         subset.flush()
         args = ["--json"] if everything else ["--queries", subset.name]
         log(f"fetching source trees with {script} into {dest} ...")
+        # stderr passes through: the script reports fetch progress and per-release errors there.
         proc = subprocess.run([sys.executable, str(script), "--dir", str(dest), *args],
-                              capture_output=True, text=True)
-    if proc.returncode != 0:
-        log(proc.stderr.strip())
+                              stdout=subprocess.PIPE, text=True)
     out = {}
     for line in proc.stdout.splitlines():
         key, tab, directory = line.partition("\t")
@@ -249,7 +248,8 @@ def index_corpus(root: Path, label: str, log: Log) -> tuple[Codebase, dict]:
 
     Returns:
         the codebase and ``{"corpus", "root", "build": "cold"|"update", "seconds", "files",
-        "chunks", "chunks_embedded", "vectors_reused"}``; ``seconds`` is the build's wall time.
+        "chunks", "chunks_embedded", "vectors_reused", "failed"}``; ``seconds`` is the build's wall
+        time, ``failed`` the files it could not index.
     """
     codebase = Codebase.open(root)
     cold = not codebase.db_path.is_file()
@@ -257,7 +257,8 @@ def index_corpus(root: Path, label: str, log: Log) -> tuple[Codebase, dict]:
     report = api.build(codebase)
     return codebase, {"corpus": label, "root": str(codebase.root), "build": "cold" if cold else "update",
                       "seconds": round(report.seconds, 3), "files": report.files, "chunks": report.chunks,
-                      "chunks_embedded": report.chunks_embedded, "vectors_reused": report.vectors_reused}
+                      "chunks_embedded": report.chunks_embedded, "vectors_reused": report.vectors_reused,
+                      "failed": len(report.failed)}
 
 
 def _reranker(enabled: bool, model_path: str | None):
