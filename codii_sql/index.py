@@ -20,7 +20,7 @@ from . import merkle, roles, scan
 from .cache import EmbeddingCache, text_key
 from .chunk import CHUNKER_VERSION, Chunk, chunk_text
 from .codebase import Codebase
-from .errors import IndexBusyError, UsageError
+from .errors import IndexBusyError, StorageError, UsageError
 from .languages import detect_language
 from .store import SCHEMA_VERSION, Store
 from .text import decode_source, identifier_subtokens
@@ -192,11 +192,14 @@ class Indexer:
         """
         # Not 0 when not waiting: api.is_locked probes by taking the lock for an instant.
         lock = filelock.FileLock(str(self.codebase.lock_path), timeout=-1 if wait else 1.0)
-        self.codebase.db_path.parent.mkdir(parents=True, exist_ok=True)
         try:
+            self.codebase.db_path.parent.mkdir(parents=True, exist_ok=True)
             lock.acquire()
         except filelock.Timeout:
             raise IndexBusyError(f"{self.codebase.root} is being indexed by another process; try again when it finishes") from None
+        except OSError as err:  # a read-only or full index directory: say so in one line
+            raise StorageError(f"cannot write the index beside {self.codebase.db_path}: {err.strerror}; "
+                               "check the folder's permissions and free disk space") from None
         try:
             with Store(self.codebase.db_path) as store:
                 return self._build_locked(store, force)
