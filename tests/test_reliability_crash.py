@@ -1,0 +1,188 @@
+"""Crashes and faults lose nothing: SIGKILL mid-build, a failing model or parser, a model or
+chunker change, a full disk and a read-only index directory, through the real CLI."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from conftest import write_tree
+
+import codii_sql.api as api_mod
+import codii_sql.index as index_mod
+from codii_sql.cli import cli
+from codii_sql.codebase import Codebase
+from codii_sql.store import Store
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO_ROOT / "scripts"))
+import torture  # noqa: E402
+
+
+def run(*args):
+    return CliRunner().invoke(cli, [str(a) for a in args])
+
+
+def assert_one_line_error(res):
+    assert res.exit_code != 0 and "Traceback" not in res.output, res.output
+    assert res.output.startswith("Error: ") and res.output.strip().count("\n") == 0, res.output
+
+
+def unprivileged(cmd: list[str]) -> list[str]:
+    """``cmd`` run without root's power to ignore file modes (so chmod bites), or skip."""
+    if os.geteuid() != 0:
+        return cmd
+    if shutil.which("setpriv") is None:
+        pytest.skip("running as root and setpriv is missing: file modes cannot be enforced")
+    return ["setpriv", "--bounding-set=-all", "--inh-caps=-all", *cmd]
+
+
+def cli_process(home: Path, *args) -> subprocess.CompletedProcess:
+    """``python -m codii_sql.cli ARGS`` as a real process, without root privileges."""
+    env = {**os.environ, "CODII_SQL_HOME": str(home), "PYTHONPATH": str(REPO_ROOT), "CODII_SQL_THREADS": "1"}
+    cmd = unprivileged([sys.executable, "-m", "codii_sql.cli", *map(str, args)])
+    return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
+
+
+def test_sigkill_at_20_points_loses_nothing_and_the_next_build_converges(tmp_path, codii_home):
+    runs, failures = torture.run(tmp_path / "kill", codii_home, runs=20, seed=0)
+    assert runs == 20 and failures == []
+
+
+class FlakyEmbedder:
+    """The real embedder, except that call number ``fail_on`` (1-based) raises."""
+
+    def __init__(self, real, fail_on: int | None):
+        self.real, self.fail_on, self.calls = real, fail_on, 0
+        self.model_id, self.dims, self.sha256 = real.model_id, real.dims, real.sha256
+
+    def embed(self, texts, **kw):
+        self.calls += 1
+        if self.calls == self.fail_on:
+            raise RuntimeError("onnxruntime session crashed")
+        return self.real.embed(texts, **kw)
+
+
+def chunk_texts(repo) -> dict[str, str]:
+    with Store(Codebase.open(repo).db_path, create=False) as store:
+        rows = store.conn.execute("SELECT c.path, group_concat(c.content, '') FROM chunks c "
+                                  "JOIN chunks_vec v ON v.rowid = c.id GROUP BY c.path").fetchall()
+    return dict(rows)
+
+
+def test_embedding_or_parse_failure_mid_run_keeps_old_rows_and_is_retried(tmp_path, embedder, monkeypatch):
+    repo = write_tree(tmp_path / "r", {f"m{i}.py": f"def old_{i}(x):\n    return x * {i}\n" for i in range(6)})
+    assert run("build", repo).exit_code == 0
+    write_tree(repo, {f"m{i}.py": f"def new_{i}(y):\n    return y + {i}\n" for i in range(6)})
+    monkeypatch.setattr(index_mod, "BATCH_FILES", 2)  # three batches: m0-m1, m2-m3, m4-m5
+    flaky = FlakyEmbedder(embedder, fail_on=2)
+    monkeypatch.setattr(api_mod, "get_embedder", lambda: flaky)
+    real_chunk = index_mod.chunk_text
+    monkeypatch.setattr(index_mod, "chunk_text", lambda text, language, **kw: (
+        (_ for _ in ()).throw(ValueError("parser exploded")) if "new_5" in text else real_chunk(text, language, **kw)))
+
+    res = run("build", repo)
+    assert res.exit_code == 0, res.output
+    assert "failed: m2.py: embedding failed: RuntimeError: onnxruntime session crashed (retried on the next build)" \
+        in res.output
+    assert "failed: m5.py: ValueError: parser exploded (retried on the next build)" in res.output
+    texts = chunk_texts(repo)
+    assert [p for p in sorted(texts) if "old_" in texts[p]] == ["m2.py", "m3.py", "m5.py"]
+    assert all(f"new_{i}" in texts[f"m{i}.py"] for i in (0, 1, 4))
+    assert json.loads(run("doctor", repo, "--check-only", "--json").output)["consistent"]
+
+    flaky.fail_on = None
+    monkeypatch.setattr(index_mod, "chunk_text", real_chunk)
+    again = json.loads(run("build", repo, "--json").output)
+    assert again["modified"] == 3 and again["failed"] == {}
+    assert all(f"new_{i}" in t and "old_" not in t for i, t in enumerate(v for _, v in sorted(chunk_texts(repo).items())))
+
+
+def test_model_or_chunker_change_is_detected_and_build_force_rebuilds(sample_repo, embedder, monkeypatch):
+    assert run("build", sample_repo).exit_code == 0
+    monkeypatch.setattr(index_mod, "CHUNKER_VERSION", 99)
+    for args in (["build", sample_repo], ["search", "retry", "--path", sample_repo, "--no-update"]):
+        res = run(*args)
+        assert_one_line_error(res)
+        assert "chunker_version=1, this version uses 99: run `codii-sql build --force`" in res.output
+    forced = json.loads(run("build", sample_repo, "--force", "--json").output)
+    assert forced["added"] == 4 and forced["files"] == 4
+    assert json.loads(run("search", "retry", "--path", sample_repo, "--json").output)["results"]
+
+    other = FlakyEmbedder(embedder, fail_on=None)
+    other.dims = 512
+    monkeypatch.setattr(api_mod, "get_embedder", lambda: other)
+    res = run("build", sample_repo)
+    assert_one_line_error(res)
+    assert "dims=384, this version uses 512" in res.output
+
+
+@contextlib.contextmanager
+def full_disk(directory: Path, free_bytes: int):
+    """``directory`` on a small tmpfs with about ``free_bytes`` left, or skip (mounting needs root)."""
+    directory.mkdir()
+    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(directory)],
+                                           capture_output=True).returncode != 0:
+        pytest.skip("emulating a full disk needs a tmpfs mount (root with CAP_SYS_ADMIN)")
+    try:
+        yield
+    finally:
+        subprocess.run(["umount", "-l", str(directory)], check=False)
+
+
+def fill(directory: Path, free_bytes: int) -> Path:
+    """Leave about ``free_bytes`` free on the file system of ``directory``; returns the filler file."""
+    filler = directory / "filler"
+    st = os.statvfs(directory)
+    filler.write_bytes(b"\0" * max(0, st.f_bavail * st.f_frsize - free_bytes))
+    return filler
+
+
+def test_disk_full_is_a_one_line_error_and_the_old_index_survives(tmp_path, sample_repo):
+    mnt = tmp_path / "small-disk"
+    with full_disk(mnt, 0):
+        db = mnt / "index.db"
+        assert run("build", sample_repo, "--db", db).exit_code == 0
+        filler = fill(mnt, 8 * 1024)
+        write_tree(sample_repo, {"app/big.py": "".join(
+            f"def handler_{i}(request):\n    return request.get('key_{i}', {i})\n\n\n" for i in range(300))})
+        res = run("build", sample_repo, "--db", db)
+        assert_one_line_error(res)
+        filler.unlink()
+        old = json.loads(run("search", "parse_header", "--path", sample_repo, "--db", db, "--no-update",
+                             "--json").output)
+        assert old["results"][0]["path"] == "app/parse.py"
+        assert json.loads(run("doctor", sample_repo, "--db", db, "--check-only", "--json").output)["consistent"]
+        assert json.loads(run("build", sample_repo, "--db", db, "--json").output)["added"] == 1
+
+
+def test_read_only_index_directory_is_a_one_line_error_and_the_index_survives(tmp_path, sample_repo, codii_home):
+    assert run("build", sample_repo).exit_code == 0
+    db = Codebase.open(sample_repo).db_path
+    write_tree(sample_repo, {"app/extra.py": "def extra_handler():\n    return 1\n"})
+    modes = {p: p.stat().st_mode for p in db.parent.iterdir()}
+    for p in modes:
+        p.chmod(0o444)
+    db.parent.chmod(0o555)
+    try:
+        res = cli_process(codii_home, "build", sample_repo)
+        assert res.returncode != 0 and "Traceback" not in res.stderr, res.stderr
+        assert res.stderr.startswith("Error: ") and res.stderr.strip().count("\n") == 0, res.stderr
+        # A WAL index cannot be read where its -shm file cannot be created: also one line.
+        searched = cli_process(codii_home, "search", "parse_header", "--path", sample_repo, "--no-update")
+        assert searched.stderr.startswith("Error: ") and searched.stderr.strip().count("\n") == 0, searched.stderr
+    finally:
+        db.parent.chmod(0o755)
+        for p, mode in modes.items():
+            p.chmod(mode)
+    old = json.loads(run("search", "parse_header", "--path", sample_repo, "--no-update", "--json").output)
+    assert old["results"][0]["path"] == "app/parse.py"
+    assert json.loads(run("doctor", sample_repo, "--check-only", "--json").output)["consistent"]
+    assert json.loads(run("build", sample_repo, "--json").output)["added"] == 1
