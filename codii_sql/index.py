@@ -91,7 +91,13 @@ def scan_rules(root: Path, ignore_patterns: list[str], extensions: list[str] | N
 
 @dataclass
 class BuildReport:
-    """What a build did. Times are wall seconds; ``phase_seconds`` splits them by stage."""
+    """What a build did. Times are wall seconds; ``phase_seconds`` splits them by stage.
+
+    Phases: ``scan`` (directory walk), ``hash`` (reading and hashing changed files, Merkle
+    diff), ``chunk_wait`` (the main process blocked on the chunking workers), ``lookup``
+    (vectors reused from the index or the cache), ``embed`` (tokenizer + model), ``write``
+    (SQL transactions).
+    """
 
     files: int = 0
     chunks: int = 0
@@ -335,7 +341,14 @@ class Indexer:
         self.progress("embed", 0, len(todo))
         with store.transaction():
             store.set_meta(phase="embed", files_done=0, files_total=len(todo))
-        for batch in _batches(self._prepared(todo)):
+        batches = _batches(self._prepared(todo))
+        while True:
+            # Time blocked on the worker processes: zero when chunking hides behind the model.
+            t = time.perf_counter()
+            batch = next(batches, None)
+            report.phase_seconds["chunk_wait"] += time.perf_counter() - t
+            if batch is None:
+                break
             ok = []
             for p in batch:
                 if p.skip:
