@@ -1,0 +1,206 @@
+"""Bad input through the real CLI: odd encodings, sizes, shapes and file system entries are
+decided deterministically, reported by reason, and never stop the rest of the build."""
+
+from __future__ import annotations
+
+import codecs
+import json
+import os
+import socket
+
+import pytest
+from click.testing import CliRunner
+from conftest import write_tree
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_reliability_crash import cli_process
+
+from codii_sql import wordpiece
+from codii_sql.chunk import DEFAULT_MAX_TOKENS
+from codii_sql.cli import cli
+from codii_sql.codebase import Codebase
+from codii_sql.store import Store
+from codii_sql.text import decode_source
+
+PY = 'def greet(name):\n    """Say hello."""\n    return "héllo " + name\n'
+
+
+def run(*args):
+    return CliRunner().invoke(cli, [str(a) for a in args])
+
+
+def build_json(repo, *extra) -> dict:
+    res = run("build", repo, "--json", *extra)
+    assert res.exit_code == 0, res.output
+    return json.loads(res.output)
+
+
+def chunks(repo) -> dict[str, list[tuple[int, int, str]]]:
+    """{path: [(start_line, end_line, content)]} of the index, in file order."""
+    with Store(Codebase.open(repo).db_path, create=False) as store:
+        rows = store.conn.execute("SELECT path, start_line, end_line, content FROM chunks "
+                                  "ORDER BY path, start_byte").fetchall()
+    out: dict[str, list] = {}
+    for path, start, end, content in rows:
+        out.setdefault(path, []).append((start, end, content))
+    return out
+
+
+def assert_chunks_match_decoded_lines(repo, indexed):
+    """Every chunk is valid text within the model window, and its line numbers point at it."""
+    counts = wordpiece.count_tokens([c for cs in indexed.values() for _, _, c in cs])
+    assert max(counts) <= DEFAULT_MAX_TOKENS
+    for path, cs in indexed.items():
+        lines = decode_source((repo / path).read_bytes()).split("\n")
+        for start, end, content in cs:
+            content.encode("utf-8")  # raises on a lone surrogate
+            assert content.rstrip("\r\n") in "\n".join(lines[start - 1:end]), (path, start, end)
+
+
+def test_encodings_are_decided_deterministically_with_right_line_numbers(tmp_path):
+    repo = write_tree(tmp_path / "enc", {
+        "bom8.py": codecs.BOM_UTF8 + PY.encode(),
+        "bom16.py": PY.encode("utf-16"),
+        "latin1.py": "# café naïve façade\n".encode("latin-1") * 30 + PY.encode("latin-1"),
+        "bad_utf8.py": b"def bad():\n    return '\xff\xfe'\n\n\n" + PY.encode() * 20,
+        "fffd.py": ("REPLACEMENT = '\ufffd'\n\n\n" + PY).encode(),
+        "crlf.py": (PY + "\n\n").replace("\n", "\r\n").encode() * 3,
+        "lone_cr.py": (PY + "\n\n").replace("\n", "\r").encode() * 3,
+        "wide.txt": ("😀漢字" * 200 + "\n").encode() * 3,
+    })
+    report = build_json(repo)
+    assert report["files"] == 8 and report["failed"] == {} and report["skipped"] == {}
+    indexed = chunks(repo)
+    assert_chunks_match_decoded_lines(repo, indexed)
+    first = {p: cs[0][2] for p, cs in indexed.items()}
+    assert first["bom8.py"].startswith("def greet") and first["bom16.py"] == first["bom8.py"]
+    assert "café naïve" in first["latin1.py"]
+    assert first["bad_utf8.py"].count("\ufffd") == 2 and "héllo" in indexed["bad_utf8.py"][-1][2]
+    assert "'\ufffd'" in first["fffd.py"] and "héllo" in first["fffd.py"]  # stays UTF-8, not Latin-1
+    for name in ("crlf.py", "lone_cr.py"):
+        assert [(s, e) for s, e, _ in indexed[name] if "def greet" in _] == [(1, 3), (6, 8), (11, 13)]
+    assert {s for s, _, _ in indexed["wide.txt"]} == {1, 2, 3} and len(indexed["wide.txt"]) > 3
+    again = build_json(repo, "--force")  # the same decisions every time
+    assert chunks(repo) == indexed and again["chunks"] == report["chunks"]
+
+
+def test_sizes_and_shapes_stay_within_the_window_and_huge_files_are_not_read(tmp_path):
+    # Repetitive content keeps the model cost low: equal chunk texts are embedded once.
+    repo = write_tree(tmp_path / "shapes", {
+        "bundle.js": b"x=1;" * 75_000,  # a 300 KB single line
+        "big_class.py": "class Big:\n" + "    value = compute(1)\n" * 4999,  # 5,000 lines
+        "guide.md": "# Retries\n\n" + "The client retries failed requests with backoff.\n" * 1250,  # 60 KB
+        "empty.py": "",
+        "blank.py": "  \n\t\n\n   ",
+    })
+    (repo / "data.json").write_bytes(b"[" + b'{"k": 1},' * 2_300_000 + b"{}]")  # 20 MB
+    report = build_json(repo)
+    # The 20 MB file is skipped by its stat size, before any byte of it is read.
+    assert report["skipped"] == {"too-large": 1} and report["failed"] == {}
+    assert report["files"] == 5 and report["chunks_embedded"] < 20
+    indexed = chunks(repo)
+    assert_chunks_match_decoded_lines(repo, indexed)
+    assert {s for s, _, _ in indexed["bundle.js"]} == {1} and len(indexed["bundle.js"]) > 100
+    assert indexed["big_class.py"][0][0] == 1 and indexed["big_class.py"][-1][1] == 5000
+    assert indexed["guide.md"][-1][1] == 1252
+    assert "empty.py" not in indexed and "blank.py" not in indexed
+    res = run("build", repo)
+    assert "skipped: too-large 1" in res.output
+
+
+def test_file_system_oddities_are_skipped_by_reason(tmp_path):
+    root = tmp_path / "build" / "target" / "node_modules" / "repo"
+    repo = write_tree(root, {"src/main.py": PY, "src/sub/util.py": "def helper():\n    return 2\n"})
+    for name in ("with space.py", "quote'\"s.py", "new\nline.py", "naïve_日本.py"):
+        (repo / name).write_text(f"def odd_name_{len(name)}():\n    return 1\n")
+    (repo / "loop").symlink_to(repo)
+    (repo / "src/sub/back").symlink_to("..")
+    (repo / "outside.py").symlink_to(tmp_path / "elsewhere.py")
+    (tmp_path / "elsewhere.py").write_text(PY)
+    (repo / "dangling.py").symlink_to(repo / "nothing.py")
+    os.mkfifo(repo / "pipe")
+    sock = socket.socket(socket.AF_UNIX)
+    sock.bind(str(repo / "sock"))
+    try:
+        report = build_json(repo)
+    finally:
+        sock.close()
+    assert report["files"] == 6 and report["failed"] == {}
+    assert report["skipped"] == {"symlink-loop": 2, "symlink-outside-root": 1, "symlink-dangling": 1,
+                                 "not-regular-file": 2}
+    assert set(chunks(repo)) == {"src/main.py", "src/sub/util.py", "with space.py", "quote'\"s.py",
+                                 "new\nline.py", "naïve_日本.py"}
+    res = run("search", "odd_name", "--path", repo, "--json", "--mode", "bm25")
+    assert "new\nline.py" in {r["path"] for r in json.loads(res.output)["results"]}
+
+
+def test_unreadable_directory_and_file_are_reported(tmp_path, codii_home):
+    repo = write_tree(tmp_path / "perm", {"ok.py": PY, "secret/a.py": PY, "locked.py": PY})
+    (repo / "secret").chmod(0o000)
+    (repo / "locked.py").chmod(0o000)
+    try:
+        res = cli_process(codii_home, "build", repo, "--json")
+    finally:
+        (repo / "secret").chmod(0o755)
+        (repo / "locked.py").chmod(0o644)
+    assert res.returncode == 0, res.stderr
+    report = json.loads(res.stdout)
+    assert report["files"] == 1 and report["skipped"] == {"unreadable": 2}
+    assert build_json(repo)["added"] == 2  # readable again: picked up by the next build
+
+
+def test_files_deleted_or_rewritten_between_scan_and_read(tmp_path, embedder):
+    from codii_sql.index import Indexer
+
+    repo = write_tree(tmp_path / "race", {f"m{i}.py": f"def f{i}():\n    return {i}\n" for i in range(4)})
+
+    def progress(phase, done, total):
+        if phase == "scan":  # after the scan, before any file is read
+            (repo / "m0.py").unlink()
+            (repo / "m1.py").write_text("def rewritten_at_hash():\n    return 1\n")
+        if phase == "embed" and done == 0:  # after hashing, before chunking
+            (repo / "m2.py").unlink()
+            (repo / "m3.py").write_text("def rewritten_at_chunk():\n    return 3\n")
+
+    report = Indexer(Codebase.open(repo), embedder, progress=progress).build()
+    assert report.skipped == {"vanished": 2} and report.files == 2 and not report.failed
+    indexed = chunks(repo)
+    assert "rewritten_at_hash" in indexed["m1.py"][0][2] and "rewritten_at_chunk" in indexed["m3.py"][0][2]
+    assert json.loads(run("doctor", repo, "--check-only", "--json").output)["consistent"]
+    assert build_json(repo)["modified"] == 0  # the stored hashes are those of the indexed text
+
+
+def test_one_codebase_identity_for_every_spelling_of_a_path(sample_repo, tmp_path, monkeypatch):
+    build_json(sample_repo)
+    (tmp_path / "via").symlink_to(sample_repo)
+    monkeypatch.chdir(sample_repo / "app")
+    for spelling in ("..", "../", "./../web/..", str(tmp_path / "via"), str(tmp_path / "via" / "docs" / "..")):
+        again = build_json(spelling)
+        assert again["added"] == 0 and again["unchanged"] == 4 and again["codebase"] == str(sample_repo.resolve())
+    assert len(json.loads(run("list", "--json").output)) == 1
+    for bad, why in (("../missing", "no such directory"), ("parse.py", "is a file, not a directory")):
+        res = run("build", bad)
+        assert res.exit_code == 2 and res.output.startswith("Error: ") and why in res.output
+
+
+@pytest.fixture(scope="module")
+def indexed_repo(tmp_path_factory):
+    from conftest import SAMPLE
+
+    home = tmp_path_factory.mktemp("home")
+    repo = write_tree(tmp_path_factory.mktemp("q") / "repo", SAMPLE)
+    db = home / "q.db"
+    assert run("build", repo, "--db", db).exit_code == 0
+    return repo, db
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(query=st.text(min_size=1, max_size=40))
+def test_any_query_gives_valid_json_or_a_one_line_error(indexed_repo, query):
+    repo, db = indexed_repo
+    res = run("search", query, "--path", repo, "--db", db, "--no-update", "--json")
+    if res.exit_code == 0:
+        out = json.loads(res.output)
+        assert out["query"] == query and isinstance(out["results"], list)
+    else:
+        assert res.exit_code == 2 and res.output.startswith("Error: ") and "Traceback" not in res.output
