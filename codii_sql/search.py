@@ -20,8 +20,21 @@ MODES = ("hybrid", "bm25", "vector")
 
 #: RRF constant; 60 is the value of Cormack, Clarke & Buettcher (SIGIR 2009).
 RRF_K = 60
+#: Weight of the RRF term next to the convex combination of normalised scores (see
+#: sql/search.sql). Rank fusion alone loses to the better retriever on CoSQA dev (equal-weight
+#: RRF NDCG@10 0.51 vs vectors 0.60); scores carry the confidence that ranks throw away.
+RRF_WEIGHT = 2.0
 #: Candidates per retriever before fusion (vec0 allows k <= 4096).
 DEPTH = 50
+#: FTS5 column weights for bm25(): a hit on a chunk's symbol name or its path says more
+#: than one in its body; sub-tokens ("user name" from getUserName) say a little less.
+BM25_WEIGHTS = {"content": 1.0, "subtokens": 0.5, "symbol": 2.0, "path": 1.0}
+#: Vector weight (the BM25 weight is 1 - it) by query shape, tuned on the dev sets:
+#: natural-language questions are the model's strength, identifiers and long issue texts
+#: (names, paths, tracebacks) BM25's.
+VECTOR_WEIGHT = {"natural": 0.8, "identifier": 0.3, "long": 0.3}
+#: A query with more words than this is "long" (an issue or a stack trace, not a question).
+LONG_QUERY_WORDS = 40
 MAX_LIMIT = 200
 #: Bound on distinct FTS5 terms: an issue text has hundreds of words; OR-ing all of them is slow
 #: (~0.5 us per posting) and drowns the informative ones.
@@ -111,6 +124,21 @@ def query_terms(query: str) -> list[str]:
     return terms
 
 
+_CODE_TOKEN = re.compile(r"[A-Za-z]+_\w|[a-z][A-Z]|\w\.\w|::|\w\(|^\w+$")
+
+
+def query_shape(query: str) -> str:
+    """``identifier`` (a few tokens, at least one code-like: snake_case, camelCase, dotted,
+    ``::``, a call, or a single word), ``long`` (more than :data:`LONG_QUERY_WORDS` words),
+    else ``natural``."""
+    words = query.split()
+    if len(words) > LONG_QUERY_WORDS:
+        return "long"
+    if len(words) <= 3 and any(_CODE_TOKEN.search(w) for w in words):
+        return "identifier"
+    return "natural"
+
+
 def fts_query(terms: list[str]) -> str | None:
     """An FTS5 MATCH expression: every term quoted (raw user text is not valid FTS5 syntax), OR-ed.
 
@@ -168,25 +196,25 @@ class Searcher:
         qvec = None
         if opts.mode != "bm25":
             qvec = self.embedder.embed([query])[0].astype(np.float32).tobytes()
-        rows = self._run(fq, qvec, opts)
+        rows = self._run(fq, qvec, opts, VECTOR_WEIGHT[query_shape(query)])
         return self._results(rows, opts)
 
     def similar(self, vectors: np.ndarray, opts: SearchOptions) -> list[Result]:
         """Chunks nearest to the mean of ``vectors`` (float32[n, dims], from the index), by cosine KNN."""
         mean = vectors.mean(axis=0)
         mean = (mean / (np.linalg.norm(mean) or 1.0)).astype(np.float32)
-        rows = self._run(None, mean.tobytes(), opts)
+        rows = self._run(None, mean.tobytes(), opts, 1.0)
         return self._results(rows, opts)
 
-    def _run(self, fq: str | None, qvec: bytes | None, opts: SearchOptions) -> list[dict]:
+    def _run(self, fq: str | None, qvec: bytes | None, opts: SearchOptions, w_vec: float) -> list[dict]:
         limit = opts.limit * 5 if opts.group_by_file else opts.limit
         depth = max(DEPTH, limit)
         exts = [e if e.startswith(".") else "." + e for e in opts.exts] if opts.exts else None
         filtered = bool(exts or opts.glob or opts.language or opts.exclude_path)
         params = {
-            "fts_query": fq, "qvec": qvec, "depth": min(depth, 4096), "rrf_k": RRF_K,
-            "w_fts": 1.0, "w_vec": 1.0,
-            "bm25_content": 1.0, "bm25_subtokens": 0.5, "bm25_symbol": 2.0, "bm25_path": 1.0,
+            "fts_query": fq, "qvec": qvec, "depth": min(depth, 4096), "rrf_k": RRF_K, "rrf_weight": RRF_WEIGHT,
+            "w_fts": 1.0 - w_vec, "w_vec": w_vec,
+            **{f"bm25_{col}": w for col, w in BM25_WEIGHTS.items()},
             "filtered": int(filtered), "exts": json.dumps(exts) if exts else None, "glob": opts.glob,
             "language": opts.language, "exclude_path": opts.exclude_path,
             "role_weights": json.dumps(ROLE_WEIGHTS) if opts.role_prior else None, "limit": limit,

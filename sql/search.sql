@@ -1,13 +1,22 @@
 -- Hybrid retrieval in ONE statement: BM25 candidates from FTS5 and KNN candidates from vec0,
--- fused by weighted Reciprocal Rank Fusion, score(d) = sum_r w_r / (k + rank_r(d))
--- (Cormack, Clarke & Buettcher, SIGIR 2009; k = 60 there), times a soft prior by file role.
+-- fused by two terms, times a soft prior by file role:
+--   cc(d)  = sum_r w_r * norm_r(d)     convex combination of min-max normalised scores
+--            (Bruch, Gai & Ingber, "An Analysis of Fusion Functions for Hybrid Retrieval",
+--            ACM TOIS 2023: it beats RRF and needs one weight, tuned on few queries)
+--   rrf(d) = sum_r w_r / (k + rank_r(d))   Reciprocal Rank Fusion (Cormack, Clarke &
+--            Buettcher, SIGIR 2009; k = 60 there)
+--   score  = cc + :rrf_weight * rrf
+-- A chunk missing from one list gets nothing from it. norm_r is 1 for a list of one.
+-- bm25_hits is MATERIALIZED and has no window function: flattened into a window query,
+-- bm25() would be called outside the FTS5 scan, which FTS5 rejects ("unable to use
+-- function bm25 in the requested context").
 --
 -- Parameters:
 --   :fts_query    FTS5 MATCH expression, or NULL to skip BM25 (vector mode, no usable terms)
 --   :qvec         float32[384] query embedding as a blob, or NULL to skip KNN (bm25 mode)
 --   :depth        candidates taken from each retriever (<= 4096, sqlite-vec's k limit)
---   :rrf_k        RRF constant k
---   :w_fts :w_vec per-retriever RRF weights
+--   :rrf_k        RRF constant k;  :rrf_weight  weight of the RRF term
+--   :w_fts :w_vec per-retriever weights (query-adaptive, set by search.py)
 --   :bm25_*       FTS5 column weights for bm25(): content, subtokens, symbol, path
 --   :filtered     1 when any filter below is set; 0 lets KNN skip the rowid IN pushdown
 --                 (measured: the pushdown costs ~30 ms at 100k chunks when it filters nothing)
@@ -31,43 +40,52 @@ allowed AS (
       AND (:language IS NULL OR c.language = :language)
       AND (:exclude_path IS NULL OR c.path <> :exclude_path)
 ),
-bm25_hits AS (
-    SELECT rowid AS id,
-           row_number() OVER (ORDER BY bm25(chunks_fts, :bm25_content, :bm25_subtokens, :bm25_symbol, :bm25_path)) AS rnk
+bm25_hits AS MATERIALIZED (
+    SELECT rowid AS id, -bm25(chunks_fts, :bm25_content, :bm25_subtokens, :bm25_symbol, :bm25_path) AS raw
     FROM chunks_fts
     WHERE :fts_query IS NOT NULL AND chunks_fts MATCH :fts_query
       AND (:filtered = 0 OR rowid IN (SELECT id FROM allowed))
     ORDER BY bm25(chunks_fts, :bm25_content, :bm25_subtokens, :bm25_symbol, :bm25_path)
     LIMIT :depth
 ),
+bm25_ranked AS (
+    SELECT id, raw, row_number() OVER (ORDER BY raw DESC) AS rnk FROM bm25_hits
+),
 knn_all AS (
-    SELECT rowid AS id, distance, row_number() OVER (ORDER BY distance) AS rnk
-    FROM chunks_vec
+    SELECT rowid AS id, distance FROM chunks_vec
     WHERE :qvec IS NOT NULL AND :filtered = 0 AND embedding MATCH :qvec AND k = :depth
 ),
 knn_filtered AS (
-    SELECT rowid AS id, distance, row_number() OVER (ORDER BY distance) AS rnk
-    FROM chunks_vec
+    SELECT rowid AS id, distance FROM chunks_vec
     WHERE :qvec IS NOT NULL AND :filtered = 1 AND embedding MATCH :qvec AND k = :depth
       AND rowid IN (SELECT id FROM allowed)
 ),
 knn_hits AS (
-    SELECT * FROM knn_all UNION ALL SELECT * FROM knn_filtered
+    SELECT id, distance, 1.0 - distance AS raw, row_number() OVER (ORDER BY distance) AS rnk
+    FROM (SELECT * FROM knn_all UNION ALL SELECT * FROM knn_filtered)
+),
+candidates AS (
+    SELECT id, rnk, raw, NULL AS distance, :w_fts AS w, 'bm25' AS src FROM bm25_ranked
+    UNION ALL
+    SELECT id, rnk, raw, distance, :w_vec AS w, 'knn' AS src FROM knn_hits
+),
+normalised AS (
+    SELECT *, coalesce((raw - min(raw) OVER lst) / nullif(max(raw) OVER lst - min(raw) OVER lst, 0), 1.0) AS norm
+    FROM candidates WINDOW lst AS (PARTITION BY src)
 ),
 fused AS (
     SELECT id,
-           sum(CASE src WHEN 'bm25' THEN :w_fts ELSE :w_vec END / (:rrf_k + rnk)) AS rrf,
+           sum(w * norm) AS cc,
+           sum(w / (:rrf_k + rnk)) AS rrf,
            min(CASE src WHEN 'bm25' THEN rnk END) AS bm25_rank,
            min(CASE src WHEN 'knn' THEN rnk END) AS knn_rank,
            min(distance) AS distance
-    FROM (SELECT id, rnk, NULL AS distance, 'bm25' AS src FROM bm25_hits
-          UNION ALL
-          SELECT id, rnk, distance, 'knn' AS src FROM knn_hits)
+    FROM normalised
     GROUP BY id
 )
 SELECT c.id, c.path, c.start_line, c.end_line, c.language, c.kind, c.symbol, c.content,
-       fu.rrf * coalesce(json_extract(:role_weights, '$.' || f.role), 1.0) AS score,
-       fu.bm25_rank, fu.knn_rank, fu.distance, f.role,
+       (fu.cc + :rrf_weight * fu.rrf) * coalesce(json_extract(:role_weights, '$.' || f.role), 1.0) AS score,
+       fu.cc, fu.rrf, fu.bm25_rank, fu.knn_rank, fu.distance, f.role,
        f.hash AS file_hash, f.size AS file_size, f.mtime_ns AS file_mtime_ns
 FROM fused fu
 JOIN chunks c ON c.id = fu.id

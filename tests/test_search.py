@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 from codii_sql.codebase import Codebase
 from codii_sql.errors import UsageError
 from codii_sql.index import Indexer
-from codii_sql.search import RRF_K, Searcher, SearchOptions, fts_query, query_terms
+from codii_sql.search import (BM25_WEIGHTS, RRF_K, RRF_WEIGHT, VECTOR_WEIGHT, Searcher, SearchOptions,
+                               fts_query, query_shape, query_terms)
 from codii_sql.store import Store
 
 
@@ -25,24 +26,41 @@ def searcher(sample_repo, embedder):
     store.close()
 
 
+def test_query_shape():
+    assert query_shape("parse_header") == "identifier"
+    assert query_shape("Session.resolve_redirects") == "identifier"
+    assert query_shape("getUserName") == "identifier"
+    assert query_shape("where are retries handled") == "natural"
+    assert query_shape(" ".join(["word"] * 60)) == "long"
+
+
 def test_query_terms_split_identifiers_and_drop_stop_words():
     assert query_terms("where is getUserName called") == ["getusername", "user", "name", "called"]
     assert query_terms("std::vector foo.bar_baz") == ["std", "vector", "foo", "bar_baz", "bar", "baz"]
     assert fts_query(['a"b']) == '"a""b"' and fts_query([]) is None
 
 
-def test_rrf_matches_hand_computation(searcher):
+def test_fusion_matches_hand_computation(searcher, embedder):
+    """score = sum_r w_r * minmax(raw_r) + RRF_WEIGHT * sum_r w_r / (k + rank_r), recomputed here."""
     q = "follow http redirects"
-    opts = dict(limit=50, role_prior=False)
-    bm25 = [r.id for r in searcher.search(q, SearchOptions(mode="bm25", **opts))]
-    knn = [r.id for r in searcher.search(q, SearchOptions(mode="vector", **opts))]
-    expected = {}
-    for ranked in (bm25, knn):
-        for rank, cid in enumerate(ranked, 1):
-            expected[cid] = expected.get(cid, 0.0) + 1.0 / (RRF_K + rank)
-    got = searcher.search(q, SearchOptions(mode="hybrid", **opts))
-    assert {r.id: r.score for r in got} == pytest.approx({k: round(v, 6) for k, v in expected.items()}, abs=1e-6)
-    assert [r.id for r in got] == sorted(expected, key=lambda k: (-expected[k], k))
+    w_vec = VECTOR_WEIGHT[query_shape(q)]
+    conn = searcher.store.conn
+    fq = fts_query(searcher.select_terms(query_terms(q)))
+    weights = ", ".join(str(w) for w in BM25_WEIGHTS.values())
+    bm25 = conn.execute(f"SELECT rowid, -bm25(chunks_fts, {weights}) FROM chunks_fts WHERE chunks_fts MATCH ? "
+                        f"ORDER BY bm25(chunks_fts, {weights}) LIMIT 50", (fq,)).fetchall()
+    qvec = embedder.embed([q])[0].tobytes()
+    knn = conn.execute("SELECT rowid, 1.0 - distance FROM chunks_vec WHERE embedding MATCH ? AND k = 50 "
+                       "ORDER BY distance", (qvec,)).fetchall()
+    expected: dict[int, float] = {}
+    for w, ranked in ((1 - w_vec, bm25), (w_vec, knn)):
+        raws = [raw for _, raw in ranked]
+        for rank, (cid, raw) in enumerate(ranked, 1):
+            norm = (raw - min(raws)) / (max(raws) - min(raws)) if max(raws) > min(raws) else 1.0
+            expected[cid] = expected.get(cid, 0.0) + w * norm + RRF_WEIGHT * w / (RRF_K + rank)
+    got = searcher.search(q, SearchOptions(limit=50, role_prior=False))
+    assert {r.id: r.score for r in got} == pytest.approx({k: round(v, 6) for k, v in expected.items()}, abs=2e-6)
+    assert [r.id for r in got][:5] == sorted(expected, key=lambda k: (-expected[k], k))[:5]
 
 
 def test_identifier_and_natural_language_queries_find_the_function(searcher):
