@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from . import api
+from .cli_models import models
 from .codebase import Codebase
 from .errors import CodiiError, UsageError
 from .search import MAX_LIMIT, MODES, SearchOptions
@@ -99,9 +100,10 @@ def build(path, force, ignore_patterns, extensions, no_cache, db, as_json):
     click.echo(f"  time: {report.seconds:.2f} s")
 
 
-def _search_options(limit, mode, exts, glob, language, no_prior, group_by) -> SearchOptions:
+def _search_options(limit, mode, exts, glob, language, no_prior, group_by, rerank, rerank_model) -> SearchOptions:
     return SearchOptions(limit=limit, mode=mode, exts=list(exts), glob=glob, language=language,
-                         role_prior=not no_prior, group_by_file=group_by == "file")
+                         role_prior=not no_prior, group_by_file=group_by == "file",
+                         rerank=rerank or rerank_model is not None, rerank_model=rerank_model)
 
 
 @cli.command()
@@ -115,20 +117,23 @@ def _search_options(limit, mode, exts, glob, language, no_prior, group_by) -> Se
 @click.option("--group-by", type=click.Choice(["chunk", "file"]), default="chunk", show_default=True,
               help="file: one result per file, ranked by its best chunk.")
 @click.option("--no-prior", is_flag=True, help="Turn off the soft source-over-tests/docs ranking prior.")
+@click.option("--rerank", is_flag=True, help="Re-score the top 30 with a cross-encoder ($CODII_SQL_RERANK_MODEL).")
+@click.option("--rerank-model", type=click.Path(exists=True), default=None,
+              help="Cross-encoder for --rerank: an ONNX file/folder or a Hugging Face BERT folder (implies --rerank).")
 @click.option("--no-update", is_flag=True, help="Search the index as it is, without updating it first.")
 @click.option("--queries-file", type=click.File("r", encoding="utf-8"), default=None,
               help='Batch mode: JSONL lines {"id", "query"}; prints {"id", "results"} lines.')
 @db_option
 @json_option
 @click.option("--jsonl", is_flag=True, help="Print one JSON result per line.")
-def search(query, path, limit, mode, exts, glob, language, group_by, no_prior, no_update, queries_file, db,
-           as_json, jsonl):
+def search(query, path, limit, mode, exts, glob, language, group_by, no_prior, rerank, rerank_model, no_update,
+           queries_file, db, as_json, jsonl):
     """Search the codebase for QUERY (natural language or an identifier).
 
     Builds the index first if it is missing, and updates it if files changed.
     """
     codebase = Codebase.open(path, db)
-    opts = _search_options(limit, mode, exts, glob, language, no_prior, group_by)
+    opts = _search_options(limit, mode, exts, glob, language, no_prior, group_by, rerank, rerank_model)
     if queries_file is not None:
         return _batch_search(codebase, opts, queries_file, no_update)
     if query is None:
@@ -334,6 +339,9 @@ def eval_(dataset, mode, rerank, rerank_model, no_prior, repos, limit, top, benc
         return emit({**evaluate.summary(run), "saved": str(saved)})
     click.echo(evaluate.format_run(run))
     click.echo(f"saved: {saved}", err=True)
+
+
+cli.add_command(models)
 
 
 def main() -> None:

@@ -16,6 +16,7 @@ Files are read back only through :mod:`safe_paths`.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import datetime
 import functools
 import json
@@ -35,7 +36,7 @@ from pydantic import Field
 
 from . import api, safe_paths, scan
 from .codebase import Codebase
-from .errors import CodiiError, IndexBusyError, IndexMismatchError
+from .errors import CodiiError, IndexBusyError, IndexMismatchError, UsageError
 from .search import Result, Searcher, SearchOptions, StaleCheck
 from .store import Store
 from .text import decode_source
@@ -394,21 +395,6 @@ def _meta(cb: Codebase) -> dict:
         return store.meta()
 
 
-def _rerank(query: str, results: list[Result], limit: int) -> tuple[list[Result], str]:
-    """Reorder with the cross-encoder of ``codii_sql.rerank`` when it is installed.
-
-    Expects ``codii_sql.rerank.rerank(query: str, results: list[Result]) -> list[Result]``.
-    """
-    try:
-        from . import rerank as cross_encoder
-    except ImportError as err:
-        return results[:limit], f"unavailable: {err}"
-    fn = getattr(cross_encoder, "rerank", None)
-    if fn is None:
-        return results[:limit], "unavailable: codii_sql.rerank has no rerank(query, results)"
-    return list(fn(query, results))[:limit], "applied"
-
-
 def _result_lines(results: list[Result]) -> str:
     return "\n".join(f"{i}. {r.path}:{r.start_line}-{r.end_line} {r.symbol or r.kind} score={r.score:.4f}"
                      + (" [stale]" if r.stale else "") for i, r in enumerate(results, 1))
@@ -433,18 +419,25 @@ def search_code(
     pathGlob: Annotated[str | None, Field(  # noqa: N803
         max_length=1000, description="Glob over the relative path, e.g. 'src/*' or '*_test.go'; * also matches /.")] = None,
     mode: Annotated[Literal["hybrid", "bm25", "vector"], Field(description="Retrieval mode.")] = "hybrid",
-    rerank: Annotated[bool, Field(description="Reorder the top results with a cross-encoder, if installed.")] = False,
+    rerank: Annotated[bool, Field(description="Re-score the top 30 fused results with the cross-encoder of "
+                                              "$CODII_SQL_RERANK_MODEL, when the server has one.")] = False,
 ) -> CallToolResult:
     cb = _open_codebase(path)
     st = _require_index(cb)
-    fetch = min(MAX_SEARCH_LIMIT * 2, limit * 3) if rerank else limit
-    opts = SearchOptions(limit=fetch, mode=mode, exts=list(extensionFilter), glob=pathGlob or None)
+    opts = SearchOptions(limit=limit, mode=mode, exts=list(extensionFilter), glob=pathGlob or None, rerank=rerank)
     t = time.perf_counter()
-    with INDEXES.searcher(cb) as searcher:
-        results = searcher.search(query, opts)
     data: dict = {"query": query, "codebase": str(cb.root)}
-    if rerank:
-        results, data["rerank"] = _rerank(query, results, limit)
+    with INDEXES.searcher(cb) as searcher:
+        try:
+            results = searcher.search(query, opts)
+            if rerank:
+                data["rerank"] = "applied"
+        except UsageError as err:
+            if not rerank:
+                raise
+            # No cross-encoder configured: still answer, and say why the order is the fused one.
+            data["rerank"] = f"unavailable: {err}".replace("pass --rerank-model PATH or ", "")
+            results = searcher.search(query, dataclasses.replace(opts, rerank=False))
     data.update(results=[r.to_dict() for r in results], seconds=round(time.perf_counter() - t, 4))
     note = _freshness_note(st)
     if note:

@@ -333,3 +333,19 @@ def test_tokenizer_json_is_used_with_our_truncation_and_padding(tiny, tmp_path):
     tok.save(str(folder / "tokenizer.json"))
     expected = rr.CrossEncoder.load(tiny[0]).score(QUERY, TEXTS)
     np.testing.assert_allclose(rr.CrossEncoder.load(folder).score(QUERY, TEXTS), expected, atol=1e-6)
+
+
+def test_cli_search_reranks_the_fused_chunks_by_logit(tiny, sample_repo):
+    """--rerank-model goes through the same search path: the final order is the cross-encoder's."""
+    from codii_sql.cli import cli
+
+    folder, _ = tiny
+    args = ["search", "follow redirects", "--path", str(sample_repo), "--json", "--limit", "5"]
+    plain = json.loads(CliRunner().invoke(cli, args, catch_exceptions=False).output)["results"]
+    res = CliRunner().invoke(cli, [*args, "--rerank-model", str(folder)], catch_exceptions=False)
+    reranked = json.loads(res.output)["results"]
+    scores = [r["score"] for r in reranked]
+    assert scores == sorted(scores, reverse=True) and len(reranked) == 5
+    expected = rr.CrossEncoder.load(folder).score("follow redirects", [rr.passage_text(Result(**r)) for r in reranked])
+    assert scores == pytest.approx([float(x) for x in expected], abs=1e-4)
+    assert [r["id"] for r in plain] != [r["id"] for r in reranked]
