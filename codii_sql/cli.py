@@ -304,8 +304,9 @@ def serve():
 @cli.command(name="eval")
 @click.argument("dataset", required=False)
 @click.option("--mode", type=click.Choice(MODES), default="hybrid", show_default=True)
-@click.option("--rerank", is_flag=True, help="Rerank each query's results with codii_sql.rerank.")
-@click.option("--rerank-model", default=None, help="Cross-encoder for --rerank [default: $CODII_SQL_RERANK_MODEL].")
+@click.option("--rerank", is_flag=True, help="Re-score the top chunks with the cross-encoder, as search --rerank.")
+@click.option("--rerank-model", default=None,
+              help="Cross-encoder for --rerank (implies it) [default: $CODII_SQL_RERANK_MODEL].")
 @click.option("--no-prior", is_flag=True, help="Turn off the soft source-over-tests/docs ranking prior.")
 @click.option("--repos", default=None, help="SWE-bench: only these repositories, e.g. requests,flask.")
 @click.option("--limit", type=click.IntRange(1), default=None, help="Only the first N queries.")
@@ -319,7 +320,8 @@ def serve():
 @click.option("--compare", nargs=2, type=click.Path(exists=True, dir_okay=False), default=None,
               help="Print the metric deltas between two saved runs A B (B - A) instead of running.")
 @json_option
-def eval_(dataset, mode, rerank, rerank_model, no_prior, repos, limit, top, bench_dir, work_dir, compare, as_json):
+def eval_(dataset, mode, rerank, rerank_model, no_prior, repos, limit, top, bench_dir, work_dir, compare,
+          as_json):
     """Score search on a benchmark: DATASET is cosqa, swebench or a dataset folder (see docs/eval.md)."""
     from pathlib import Path
 
@@ -330,7 +332,8 @@ def eval_(dataset, mode, rerank, rerank_model, no_prior, repos, limit, top, benc
         return emit(cmp) if as_json else click.echo(evaluate.format_comparison(cmp))
     if dataset is None:
         raise UsageError("missing DATASET: codii-sql eval cosqa|swebench|DIR (or --compare A.json B.json)")
-    cfg = evaluate.EvalConfig(dataset, mode=mode, rerank=rerank, rerank_model=rerank_model, role_prior=not no_prior,
+    cfg = evaluate.EvalConfig(dataset, mode=mode, rerank=rerank or rerank_model is not None,
+                              rerank_model=rerank_model, role_prior=not no_prior,
                               repos=repos.split(",") if repos else [], limit=limit, top=top,
                               bench_dir=Path(bench_dir) if bench_dir else None, work_dir=Path(work_dir))
     run = evaluate.evaluate(cfg, log=lambda msg: click.echo(msg, err=True))

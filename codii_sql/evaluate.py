@@ -18,7 +18,6 @@ Two dataset kinds, in the formats of ``../shared/bench/README.md``:
 from __future__ import annotations
 
 import datetime
-import functools
 import json
 import os
 import subprocess
@@ -76,7 +75,7 @@ class EvalConfig:
     Attributes:
         dataset: ``cosqa``, ``swebench`` (under ``bench_dir``) or a dataset directory.
         mode: search mode: ``hybrid``, ``bm25`` or ``vector``.
-        rerank: pass each result list through ``codii_sql.rerank.rerank(query, results)``.
+        rerank: ``SearchOptions.rerank``: the cross-encoder re-scores the top fused chunks.
         rerank_model: the cross-encoder path for ``rerank``; None: ``$CODII_SQL_RERANK_MODEL``.
         role_prior: the search's soft source-over-tests/docs prior.
         repos: SWE-bench only: keep queries of these repositories (``requests``, ``psf/requests``
@@ -261,25 +260,25 @@ def index_corpus(root: Path, label: str, log: Log) -> tuple[Codebase, dict]:
                       "failed": len(report.failed)}
 
 
-def _reranker(enabled: bool, model_path: str | None):
-    if not enabled:
-        return None
+def check_reranker(model_path: str | None) -> None:
+    """Load the cross-encoder now, so a missing model fails before any indexing and its load
+    time stays out of the query latency.
+
+    Raises:
+        UsageError: ``codii_sql.rerank`` cannot be imported, or it has no usable model.
+    """
     try:
         from .rerank import rerank
     except ImportError as err:
         raise UsageError(f"rerank unavailable: {err}") from None
-    fn = functools.partial(rerank, model_path=model_path)
-    # Loads the cross-encoder now: a missing model fails before any indexing, and its load
-    # time stays out of the rerank latency.
-    fn("model check", [])
-    return fn
+    rerank("model check", [], model_path=model_path)
 
 
-def rank_queries(codebase: Codebase, queries: list[dict], opts: SearchOptions, rerank=None) -> list[dict]:
-    """Run each query and return ``{"id", "files", "ms"[, "rerank_ms"]}`` per query.
+def rank_queries(codebase: Codebase, queries: list[dict], opts: SearchOptions) -> list[dict]:
+    """Run each query and return ``{"id", "files", "ms"}`` per query.
 
     ``files`` are distinct paths in rank order (a file's rank is that of its best chunk);
-    ``ms`` is the wall time of :meth:`Searcher.search` alone, in milliseconds.
+    ``ms`` is the wall time of :meth:`Searcher.search` alone (re-rank included), in milliseconds.
     """
     searcher = api.open_searcher(codebase)
     out = []
@@ -290,13 +289,8 @@ def rank_queries(codebase: Codebase, queries: list[dict], opts: SearchOptions, r
         for q in queries:
             t = time.perf_counter()
             results = searcher.search(q["query"], opts)
-            row = {"id": q["id"], "ms": (time.perf_counter() - t) * 1000}
-            if rerank is not None:
-                t = time.perf_counter()
-                results = rerank(q["query"], results)
-                row["rerank_ms"] = (time.perf_counter() - t) * 1000
-            row["files"] = list(dict.fromkeys(r.path for r in results))
-            out.append(row)
+            ms = (time.perf_counter() - t) * 1000
+            out.append({"id": q["id"], "ms": ms, "files": list(dict.fromkeys(r.path for r in results))})
     finally:
         searcher.store.close()
     return out
@@ -358,7 +352,7 @@ def evaluate(cfg: EvalConfig, log: Log | None = None) -> dict:
 
     The record: ``{"dataset", "kind", "config", "started_at", "queries", "metrics" (micro means),
     "latency_ms", "index" (one entry per corpus), "index_seconds", "per_query"}``; SWE-bench adds
-    ``"macro"`` (mean of per-repository means) and ``"by_repo"``; with rerank, ``"rerank_latency_ms"``.
+    ``"macro"`` (mean of per-repository means) and ``"by_repo"``.
 
     Raises:
         UsageError: bad dataset, options, or ``rerank`` without ``codii_sql.rerank``.
@@ -372,16 +366,18 @@ def evaluate(cfg: EvalConfig, log: Log | None = None) -> dict:
     top = cfg.top or DEFAULT_TOP[ds.kind]
     if not 1 <= top <= MAX_LIMIT:
         raise UsageError(f"--top must be between 1 and {MAX_LIMIT}")
-    rerank = _reranker(cfg.rerank, cfg.rerank_model)
+    if cfg.rerank:
+        check_reranker(cfg.rerank_model)
     work = Path(cfg.work_dir).expanduser().absolute()
-    opts = SearchOptions(limit=top, mode=cfg.mode, role_prior=cfg.role_prior, group_by_file=ds.kind == "swebench")
+    opts = SearchOptions(limit=top, mode=cfg.mode, role_prior=cfg.role_prior, group_by_file=ds.kind == "swebench",
+                         rerank=cfg.rerank, rerank_model=cfg.rerank_model)
     started = datetime.datetime.now().astimezone().isoformat(timespec="seconds")
     index, ranked = [], []
     for label, root, queries in _corpora(ds, work, log):
         codebase, info = index_corpus(root, label, log)
         index.append(info)
         log(f"searching {len(queries)} queries in {label} ...")
-        ranked.extend(rank_queries(codebase, queries, opts, rerank))
+        ranked.extend(rank_queries(codebase, queries, opts))
     return _record(ds, cfg, top, started, index, ranked)
 
 
@@ -409,8 +405,6 @@ def _record(ds: Dataset, cfg: EvalConfig, top: int, started: str, index: list[di
            "started_at": started, "queries": len(ranked),
            "metrics": mean_metrics([per_q[r["id"]] for r in ranked], names),
            "latency_ms": latency([r["ms"] for r in ranked])}
-    if cfg.rerank:
-        run["rerank_latency_ms"] = latency([r["rerank_ms"] for r in ranked])
     if ds.kind == "swebench":
         repos = sorted({by_id[r["id"]]["repo"] for r in ranked})
         run["by_repo"] = {repo: {"queries": sum(by_id[r["id"]]["repo"] == repo for r in ranked),
@@ -471,9 +465,6 @@ def format_run(run: dict) -> str:
         lines.append(f"{name:<12}" + "".join(f"{vals[name]:>{width + 2}.4f}" for _, vals in columns))
     lat = run["latency_ms"]
     lines.append(f"query latency: p50 {lat['p50']:.1f} ms, p95 {lat['p95']:.1f} ms (search call only)")
-    if "rerank_latency_ms" in run:
-        rl = run["rerank_latency_ms"]
-        lines.append(f"rerank latency: p50 {rl['p50']:.1f} ms, p95 {rl['p95']:.1f} ms")
     cold = sum(i["build"] == "cold" for i in run["index"])
     embedded = sum(i["chunks_embedded"] for i in run["index"])
     chunks = sum(i["chunks"] for i in run["index"])
