@@ -10,15 +10,22 @@ from pathlib import Path
 _HEADER = re.compile(r"^--\s*name:\s*([A-Za-z_][A-Za-z0-9_]*)\s*$", re.MULTILINE)
 
 
-def _sql_dir() -> Path:
-    """``codii_sql/sql`` in an installed wheel; the repository's top-level ``sql/`` in a checkout."""
+def _sql_files() -> list[tuple[str, str]]:
+    """``(file name, text)`` of every ``.sql`` file, sorted by name.
+
+    Installed, they are the resources of ``codii_sql.sql`` (a namespace package in the
+    wheel, so read through ``importlib.resources`` Traversables, never ``str()`` paths); in a
+    source checkout that package does not exist and the top-level ``sql/`` folder is read.
+    """
     try:
-        packaged = Path(str(resources.files("codii_sql.sql")))
-        if any(packaged.glob("*.sql")):
-            return packaged
+        folder = resources.files("codii_sql.sql")
+        found = [(f.name, f.read_text(encoding="utf-8")) for f in folder.iterdir() if f.name.endswith(".sql")]
+        if found:
+            return sorted(found)
     except ModuleNotFoundError:
         pass
-    return Path(__file__).resolve().parent.parent / "sql"
+    checkout = Path(__file__).resolve().parent.parent / "sql"
+    return sorted((p.name, p.read_text(encoding="utf-8")) for p in checkout.glob("*.sql"))
 
 
 def parse(text: str) -> dict[str, str]:
@@ -48,11 +55,13 @@ def load() -> dict[str, str]:
         ValueError: the same name is defined in two files.
     """
     out: dict[str, str] = {}
-    for path in sorted(_sql_dir().glob("*.sql")):
-        for name, stmt in parse(path.read_text(encoding="utf-8")).items():
+    for file_name, text in _sql_files():
+        for name, stmt in parse(text).items():
             if name in out:
-                raise ValueError(f"SQL statement {name!r} defined twice ({path.name})")
+                raise ValueError(f"SQL statement {name!r} defined twice ({file_name})")
             out[name] = stmt
+    if not out:
+        raise RuntimeError("no SQL statements found: the codii-sql installation is incomplete; reinstall it")
     return out
 
 

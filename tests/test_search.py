@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from codii_sql.codebase import Codebase
 from codii_sql.errors import UsageError
 from codii_sql.index import Indexer
-from codii_sql.search import (BM25_WEIGHTS, RRF_K, RRF_WEIGHT, VECTOR_WEIGHT, Searcher, SearchOptions,
+from codii_sql.search import (BM25_WEIGHT, BM25_WEIGHTS, CONFIDENT_GAP, RRF_K, RRF_WEIGHT, Searcher, SearchOptions,
                                fts_query, query_shape, query_terms)
 from codii_sql.store import Store
 
@@ -40,10 +40,10 @@ def test_query_terms_split_identifiers_and_drop_stop_words():
     assert fts_query(['a"b']) == '"a""b"' and fts_query([]) is None
 
 
-def test_fusion_matches_hand_computation(searcher, embedder):
+@pytest.mark.parametrize("q", ["follow redirects until a final response arrives", "resolve_redirects is_redirect"])
+def test_fusion_matches_hand_computation(searcher, embedder, q):
     """score = sum_r w_r * minmax(raw_r) + RRF_WEIGHT * sum_r w_r / (k + rank_r), recomputed here."""
-    q = "follow http redirects"
-    w_vec = VECTOR_WEIGHT[query_shape(q)]
+    normal, confident = BM25_WEIGHT[query_shape(q)]
     conn = searcher.store.conn
     fq = fts_query(searcher.select_terms(query_terms(q)))
     weights = ", ".join(str(w) for w in BM25_WEIGHTS.values())
@@ -52,8 +52,10 @@ def test_fusion_matches_hand_computation(searcher, embedder):
     qvec = embedder.embed([q])[0].tobytes()
     knn = conn.execute("SELECT rowid, 1.0 - distance FROM chunks_vec WHERE embedding MATCH ? AND k = 50 "
                        "ORDER BY distance", (qvec,)).fetchall()
+    gap = (bm25[0][1] - bm25[1][1]) / bm25[0][1]
+    w_fts = confident if gap >= CONFIDENT_GAP else normal
     expected: dict[int, float] = {}
-    for w, ranked in ((1 - w_vec, bm25), (w_vec, knn)):
+    for w, ranked in ((w_fts, bm25), (1 - w_fts, knn)):
         raws = [raw for _, raw in ranked]
         for rank, (cid, raw) in enumerate(ranked, 1):
             norm = (raw - min(raws)) / (max(raws) - min(raws)) if max(raws) > min(raws) else 1.0
@@ -61,6 +63,7 @@ def test_fusion_matches_hand_computation(searcher, embedder):
     got = searcher.search(q, SearchOptions(limit=50, role_prior=False))
     assert {r.id: r.score for r in got} == pytest.approx({k: round(v, 6) for k, v in expected.items()}, abs=2e-6)
     assert [r.id for r in got][:5] == sorted(expected, key=lambda k: (-expected[k], k))[:5]
+    assert 0 < w_fts < 1 or q.startswith("follow")  # the identifier query mixes both retrievers
 
 
 def test_identifier_and_natural_language_queries_find_the_function(searcher):
