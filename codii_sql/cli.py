@@ -72,7 +72,7 @@ def cli():
 
 
 @cli.command()
-@click.argument("path", required=False, default=".")
+@click.argument("path", required=False, default=None)
 @click.option("--force", is_flag=True, help="Empty the index and rebuild it (after a model or chunker change).")
 @click.option("--ignore", "ignore_patterns", multiple=True, help="Extra gitignore-style pattern (repeatable).")
 @click.option("--ext", "extensions", multiple=True, help="Index only these extensions, e.g. --ext .py (repeatable).")
@@ -82,6 +82,8 @@ def cli():
 def build(path, force, ignore_patterns, extensions, no_cache, db, as_json):
     """Build or update the index of the codebase at PATH (default: current directory)."""
     codebase = Codebase.open(path, db)
+    if api.is_locked(codebase):
+        click.echo(f"Waiting for another process that is indexing {codebase.root} ...", err=True)
     with progress_bar(not as_json and err_console.is_terminal) as bar:
         report = api.build(codebase, force=force, progress=bar, ignore_patterns=list(ignore_patterns) or None,
                            extensions=list(extensions) or None, use_cache=not no_cache)
@@ -108,7 +110,8 @@ def _search_options(limit, mode, exts, glob, language, no_prior, group_by, reran
 
 @cli.command()
 @click.argument("query", required=False)
-@click.option("--path", "path", default=".", help="Codebase root (default: current directory).")
+@click.option("--path", "path", default=None,
+              help="Codebase root (default: the root recorded in --db, else the current directory).")
 @click.option("--limit", "-n", type=click.IntRange(1, MAX_LIMIT), default=10, show_default=True)
 @click.option("--mode", type=click.Choice(MODES), default="hybrid", show_default=True)
 @click.option("--ext", "exts", multiple=True, help="Only files ending in this extension (repeatable), e.g. --ext .py")
@@ -184,7 +187,7 @@ def _print_results(resp) -> None:
 
 
 @cli.command()
-@click.argument("path", required=False, default=".")
+@click.argument("path", required=False, default=None)
 @db_option
 @json_option
 def status(path, db, as_json):
@@ -218,7 +221,7 @@ def list_(as_json):
 
 
 @cli.command()
-@click.argument("path", required=False, default=".")
+@click.argument("path", required=False, default=None)
 @db_option
 @json_option
 def stats(path, db, as_json):
@@ -234,7 +237,7 @@ def stats(path, db, as_json):
 
 
 @cli.command()
-@click.argument("path", required=False, default=".")
+@click.argument("path", required=False, default=None)
 @click.option("--all", "all_", is_flag=True, help="Delete every index under $CODII_SQL_HOME.")
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
 @db_option
@@ -256,7 +259,7 @@ def clear(path, all_, yes, db, as_json):
 
 
 @cli.command()
-@click.argument("path", required=False, default=".")
+@click.argument("path", required=False, default=None)
 @click.option("--file", "file_", default=None, help="Also list the chunks of this file (relative path).")
 @db_option
 @json_option
@@ -273,7 +276,7 @@ def inspect(path, file_, db, as_json):
 
 
 @cli.command()
-@click.argument("path", required=False, default=".")
+@click.argument("path", required=False, default=None)
 @click.option("--check-only", is_flag=True, help="Report problems without repairing them.")
 @db_option
 @json_option

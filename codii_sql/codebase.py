@@ -51,6 +51,20 @@ def default_db_path(root: Path) -> Path:
     return indexes_dir() / f"{name[:40]}-{digest}.db"
 
 
+def _recorded_root(db_path: Path) -> str:
+    """The codebase root stored in an index's snapshot, for ``--db`` without a path."""
+    from .store import Store  # storage sits below this module only for this look-up
+
+    if not db_path.is_file():
+        raise UsageError(f"--db {db_path}: no such index file; pass an existing .db, or --path to build one")
+    with Store(db_path, create=False) as store:
+        root = store.meta().get("root")
+    if not root or not Path(root).is_dir():
+        raise UsageError(f"the index {db_path.name} was built for {root or 'an unknown folder'}, which is not here: "
+                         "pass the codebase folder too (--path or PATH)")
+    return root
+
+
 @dataclass(frozen=True)
 class Codebase:
     """A codebase root and the index file that belongs to it.
@@ -65,19 +79,27 @@ class Codebase:
 
     @classmethod
     def open(cls, path: str | os.PathLike[str] | None, db: str | os.PathLike[str] | None = None) -> Codebase:
-        """Resolve ``path`` (default: the current directory) and pick its index file.
+        """Resolve the codebase and pick its index file.
+
+        ``path`` None means: the root recorded in ``db`` when ``db`` is given (a copied
+        index opened with ``--db`` alone), else the current directory.
 
         Raises:
-            UsageError: see :func:`resolve_root`; or ``db`` is an existing directory.
+            UsageError: see :func:`resolve_root`; ``db`` is a directory, or ``db`` alone names
+                a missing index or one whose root is not on this machine; the root is ``/``
+                or the home directory (a whole file system is not a codebase).
         """
-        root = resolve_root(path)
-        if db is not None:
-            db_path = Path(db).expanduser().absolute()
-            if db_path.is_dir():
-                raise UsageError(f"--db {db} is a directory: pass a file path such as {db_path / 'index.db'}")
+        db_path = Path(db).expanduser().absolute() if db is not None else None
+        if db_path is not None and db_path.is_dir():
+            raise UsageError(f"--db {db} is a directory: pass a file path such as {db_path / 'index.db'}")
+        if path is None and db_path is not None:
+            root = resolve_root(_recorded_root(db_path))
         else:
-            db_path = default_db_path(root)
-        return cls(root, db_path)
+            root = resolve_root(path)
+        if root == Path(root.anchor) or root == Path.home().resolve():
+            raise UsageError(f"{root} is not a project folder (it would index a whole file system or home "
+                             "directory): pass the root of one codebase")
+        return cls(root, db_path or default_db_path(root))
 
     @property
     def lock_path(self) -> Path:

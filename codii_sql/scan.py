@@ -54,6 +54,11 @@ DEFAULT_MAX_FILE_BYTES = 1 << 20
 #: A NUL byte in this many leading bytes marks a file binary (Git looks at the first 8000
 #: bytes in ``buffer_is_binary``; the issue rounds to 8 KiB).
 SNIFF_BYTES = 8192
+#: A file longer than this whose lines average more than MINIFIED_MEAN_LINE bytes is a
+#: minified or generated bundle whatever its name (a 677 KB one-line app.js made 1,490
+#: one-line chunks of noise and cost minutes of model time).
+MINIFIED_MIN_BYTES = 16 * 1024
+MINIFIED_MEAN_LINE = 1000
 
 #: The optional per-codebase configuration file, at the root.
 CONFIG_FILE_NAME = ".codii.yaml"
@@ -571,7 +576,8 @@ def read_file(root: Path, f: SourceFile, *, max_file_bytes: int = DEFAULT_MAX_FI
         scan), ``"unreadable"``, ``"not-regular-file"`` (replaced by a FIFO or device since
         the scan; opened non-blocking, so it never hangs), ``"too-large"``, ``"binary"``
         (a NUL byte in the first :data:`SNIFF_BYTES`, unless the file starts with a UTF-16
-        byte-order mark).
+        byte-order mark), ``"minified"`` (over :data:`MINIFIED_MIN_BYTES` with lines of
+        :data:`MINIFIED_MEAN_LINE` bytes on average).
     """
     try:
         fd = os.open(os.path.join(root, f.path), os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
@@ -591,4 +597,6 @@ def read_file(root: Path, f: SourceFile, *, max_file_bytes: int = DEFAULT_MAX_FI
     head = data[:SNIFF_BYTES]
     if b"\0" in head and not head.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
         return "binary"
+    if len(data) > MINIFIED_MIN_BYTES and len(data) > MINIFIED_MEAN_LINE * (data.count(b"\n") + 1):
+        return "minified"
     return data

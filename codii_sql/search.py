@@ -28,8 +28,9 @@ DEPTH = 50
 #: Fused chunks the cross-encoder re-scores (the issue asks for 20-50; a MiniLM-L6
 #: cross-encoder costs about as much per pair as embedding one chunk).
 RERANK_DEPTH = 30
-#: With group_by_file, chunks fetched per file wanted: a file's best chunk must be among them.
-CHUNKS_PER_FILE = 5
+#: With group_by_file, chunks fetched per file wanted: files with many matching chunks must
+#: not crowd the others out of the candidates (5 gave 3 files for --limit 10 on click).
+CHUNKS_PER_FILE = 10
 #: FTS5 column weights for bm25(): a hit on a chunk's symbol name or its path says more
 #: than one in its body; sub-tokens ("user name" from getUserName) say a little less.
 BM25_WEIGHTS = {"content": 1.0, "subtokens": 0.5, "symbol": 2.0, "path": 1.0}
@@ -38,6 +39,8 @@ BM25_WEIGHTS = {"content": 1.0, "subtokens": 0.5, "symbol": 2.0, "path": 1.0}
 #: hit stands out (NDCG@10: vectors 0.606, fixed weights at best 0.605, this 0.609);
 #: identifiers and long issue texts (names, paths, tracebacks) are BM25's strength.
 BM25_WEIGHT = {"natural": (0.0, 0.4), "identifier": (0.7, 0.9), "long": (0.7, 0.9)}
+#: Score multiplier for a candidate whose symbol or path the query names (sql/search.sql).
+NAME_BOOST = 1.5
 #: BM25 is confident when (s1 - s2) / s1 of its two best scores reaches this (sql/search.sql).
 CONFIDENT_GAP = 0.25
 #: A query with more words than this is "long" (an issue or a stack trace, not a question).
@@ -135,6 +138,30 @@ def query_terms(query: str) -> list[str]:
     return terms
 
 
+_CODE_SHAPE = re.compile(r"[A-Za-z0-9]_[A-Za-z0-9]|^_+[A-Za-z]|[a-z][A-Z]|[A-Za-z]\.[A-Za-z_]|::")
+_PATH = re.compile(r"(?:[\w.-]+/)*[\w-]{2,}\.[A-Za-z]\w{0,5}\b")
+_IDENTIFIER = re.compile(r"[A-Za-z_][\w]*(?:(?:\.|::)[A-Za-z_]\w*)*")
+
+
+def named_in_query(query: str) -> tuple[list[str], list[str]]:
+    """Identifiers and file paths a query names, lower-cased: ``(names, paths)``.
+
+    A name is a code-shaped token (snake_case, camelCase, dotted or ``::`` path, or the whole
+    query when it is one word); a dotted name also contributes its last part
+    (``Session.resolve_redirects`` -> ``session.resolve_redirects``, ``resolve_redirects``).
+    A path is a token with a file extension (``sessions.py``, ``src/app/main.ts``); leading
+    ``./`` and ``/`` are dropped so it can match the end of an indexed relative path.
+    """
+    words = query.split()
+    names: list[str] = []
+    for token in _IDENTIFIER.findall(query):
+        if len(words) == 1 or _CODE_SHAPE.search(token):
+            parts = re.split(r"\.|::", token.lower())
+            names.extend({".".join(parts), parts[-1]} - {""})
+    paths = [p.lower().lstrip("./") for p in _PATH.findall(query) if "/" in p or not p[0].isupper()]
+    return sorted(set(names) - STOP_WORDS), sorted(set(paths))
+
+
 _CODE_TOKEN = re.compile(r"[A-Za-z]+_\w|[a-z][A-Z]|\w\.\w|::|\w\(|^\w+$")
 
 
@@ -207,7 +234,8 @@ class Searcher:
         qvec = None
         if opts.mode != "bm25":
             qvec = self.embedder.embed([query])[0].astype(np.float32).tobytes()
-        results = self._results(self._run(fq, qvec, opts, BM25_WEIGHT[query_shape(query)]))
+        names = named_in_query(query)
+        results = self._results(self._run(fq, qvec, opts, BM25_WEIGHT[query_shape(query)], names))
         if opts.rerank:
             from .rerank import rerank  # onnxruntime session and tokenizer only when asked for
 
@@ -218,9 +246,10 @@ class Searcher:
         """Chunks nearest to the mean of ``vectors`` (float32[n, dims], from the index), by cosine KNN."""
         mean = vectors.mean(axis=0)
         mean = (mean / (np.linalg.norm(mean) or 1.0)).astype(np.float32)
-        return _top(self._results(self._run(None, mean.tobytes(), opts, (0.0, 0.0))), opts)
+        return _top(self._results(self._run(None, mean.tobytes(), opts, (0.0, 0.0), ([], []))), opts)
 
-    def _run(self, fq: str | None, qvec: bytes | None, opts: SearchOptions, w_fts: tuple[float, float]) -> list[dict]:
+    def _run(self, fq: str | None, qvec: bytes | None, opts: SearchOptions, w_fts: tuple[float, float],
+             names: tuple[list[str], list[str]]) -> list[dict]:
         limit = opts.limit * CHUNKS_PER_FILE if opts.group_by_file else opts.limit
         if opts.rerank:
             limit = max(limit, RERANK_DEPTH)
@@ -233,6 +262,7 @@ class Searcher:
             "filtered": int(filtered), "exts": json.dumps(exts) if exts else None, "glob": opts.glob,
             "language": opts.language, "exclude_path": opts.exclude_path,
             "role_weights": json.dumps(ROLE_WEIGHTS) if opts.role_prior else None, "limit": limit,
+            "names": json.dumps(names[0]), "paths": json.dumps(names[1]), "name_boost": NAME_BOOST,
         }
         return self.store.rows("search_hybrid", params)
 

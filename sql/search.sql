@@ -27,6 +27,9 @@
 --   :language     language name, or NULL
 --   :exclude_path a path whose chunks are left out (find-similar), or NULL
 --   :role_weights JSON object role -> multiplier ('{"test": 0.5}'), or NULL for none
+--   :names :paths JSON arrays of identifiers (lower case) and file paths named in the query: a
+--                 candidate whose symbol (or its last dotted part) or path matches gets
+--                 :name_boost ("echo" must put `def echo` above chunks that call echo)
 --   :limit        rows returned
 -- Filters act inside both candidate lists, before fusion and before the limit: for FTS5 as a
 -- WHERE term, for vec0 as `rowid IN (...)`, which sqlite-vec pushes into its scan (a filter
@@ -94,7 +97,12 @@ fused AS (
     GROUP BY id
 )
 SELECT c.id, c.path, c.start_line, c.end_line, c.language, c.kind, c.symbol, c.content,
-       (fu.cc + :rrf_weight * fu.rrf) * coalesce(json_extract(:role_weights, '$.' || f.role), 1.0) AS score,
+       (fu.cc + :rrf_weight * fu.rrf) * coalesce(json_extract(:role_weights, '$.' || f.role), 1.0)
+       * CASE WHEN EXISTS (SELECT 1 FROM json_each(:names) n
+                           WHERE lower(c.symbol) = n.value OR lower(c.symbol) LIKE '%.' || n.value)
+                OR EXISTS (SELECT 1 FROM json_each(:paths) p
+                           WHERE c.path = p.value OR c.path LIKE '%/' || p.value OR p.value LIKE '%/' || c.path)
+              THEN :name_boost ELSE 1.0 END AS score,
        fu.cc, fu.rrf, fu.bm25_rank, fu.knn_rank, fu.distance, f.role,
        f.hash AS file_hash, f.size AS file_size, f.mtime_ns AS file_mtime_ns
 FROM fused fu

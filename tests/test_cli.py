@@ -78,3 +78,18 @@ def test_bad_input_is_one_line_without_traceback(sample_repo, tmp_path):
         assert res.exit_code != 0
         assert "Traceback" not in res.output and res.output.strip().count("\n") == 0, res.output
         assert res.output.startswith("Error: ")
+
+
+def test_db_alone_opens_the_recorded_codebase(sample_repo, tmp_path, monkeypatch):
+    db = tmp_path / "copy" / "index.db"
+    run("build", sample_repo, "--db", db)
+    monkeypatch.chdir(tmp_path)
+    out = json.loads(run("search", "parse_header", "--db", db, "--json", "--no-update").output)
+    assert out["codebase"] == str(sample_repo.resolve()) and out["results"][0]["stale"] is False
+    res = CliRunner().invoke(cli, ["status", "--db", str(tmp_path / "missing.db")])
+    assert res.exit_code == 2 and "no such index file" in res.output
+
+
+def test_file_system_root_and_home_are_refused():
+    res = CliRunner().invoke(cli, ["build", "/"])
+    assert res.exit_code == 2 and "not a project folder" in res.output

@@ -13,7 +13,7 @@ from codii_sql.codebase import Codebase
 from codii_sql.errors import UsageError
 from codii_sql.index import Indexer
 from codii_sql.search import (BM25_WEIGHT, BM25_WEIGHTS, CONFIDENT_GAP, RRF_K, RRF_WEIGHT, Searcher, SearchOptions,
-                               fts_query, query_shape, query_terms)
+                               fts_query, named_in_query, query_shape, query_terms)
 from codii_sql.store import Store
 
 
@@ -119,3 +119,23 @@ def test_any_query_text_is_safe(searcher, text):
             assert not text.strip()
             continue
         json.dumps([r.to_dict() for r in res])
+
+
+def test_names_and_paths_in_the_query():
+    assert named_in_query("Session.resolve_redirects") == (["resolve_redirects", "session.resolve_redirects"], [])
+    assert named_in_query("where is getUserName called") == (["getusername"], [])
+    assert named_in_query('File "/x/site-packages/app/http.py", line 3')[1] == ["x/site-packages/app/http.py"]
+    assert named_in_query("how to read a file") == ([], [])
+
+
+def test_a_named_symbol_beats_chunks_that_only_use_it(tmp_path, embedder):
+    callers = {f"src/caller{i}.py": f"def caller{i}():\n    send(1)\n    send(2)\n    send(3)\n    return send\n"
+               for i in range(5)}
+    repo = write_tree(tmp_path / "r", {**callers, "src/net.py": "def send(data):\n    return transmit(data)\n"})
+    cb = Codebase.open(repo)
+    Indexer(cb, embedder).build()
+    with Store(cb.db_path, create=False) as store:
+        s = Searcher(store, cb.root, embedder)
+        for mode in ("bm25", "hybrid"):
+            assert s.search("send", SearchOptions(limit=3, mode=mode))[0].symbol == "send", mode
+        assert s.search("bug in net.py", SearchOptions(limit=3, mode="bm25"))[0].path == "src/net.py"
