@@ -234,8 +234,9 @@ class Searcher:
         qvec = None
         if opts.mode != "bm25":
             qvec = self.embedder.embed([query])[0].astype(np.float32).tobytes()
-        names = named_in_query(query)
-        results = self._results(self._run(fq, qvec, opts, BM25_WEIGHT[query_shape(query)], names))
+        # A single retriever gets the whole weight: a zero weight would zero every score.
+        w_fts = {"bm25": (1.0, 1.0), "vector": (0.0, 0.0)}.get(opts.mode) or BM25_WEIGHT[query_shape(query)]
+        results = self._results(self._run(fq, qvec, opts, w_fts, named_in_query(query)))
         if opts.rerank:
             from .rerank import rerank  # onnxruntime session and tokenizer only when asked for
 

@@ -139,3 +139,9 @@ def test_a_named_symbol_beats_chunks_that_only_use_it(tmp_path, embedder):
         for mode in ("bm25", "hybrid"):
             assert s.search("send", SearchOptions(limit=3, mode=mode))[0].symbol == "send", mode
         assert s.search("bug in net.py", SearchOptions(limit=3, mode="bm25"))[0].path == "src/net.py"
+
+
+def test_single_retriever_modes_rank_by_their_own_scores(searcher):
+    """A natural-language query gives BM25 weight 0 in hybrid mode; bm25 mode must still rank."""
+    res = searcher.search("follow redirects until a final response arrives", SearchOptions(limit=3, mode="bm25"))
+    assert res[0].path == "app/http.py" and res[0].score > res[-1].score > 0
