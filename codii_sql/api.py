@@ -45,6 +45,8 @@ def is_locked(codebase: Codebase) -> bool:
         lock.acquire()
     except filelock.Timeout:
         return True
+    except OSError:  # a read-only index folder: nobody can be writing there
+        return False
     lock.release()
     return False
 
