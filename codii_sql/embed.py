@@ -201,6 +201,17 @@ def fused_graph_path(source: Path) -> Path:
     _fuse_attention(model.graph)
     model.opset_import.append(onnx.helper.make_opsetid("com.microsoft", 1))
     onnx.checker.check_model(model)
+    return save_graph(model, target)
+
+
+def save_graph(model, target: Path) -> Path:
+    """Write an ``onnx.ModelProto`` to ``target`` atomically (temp file + ``os.replace``).
+
+    Two processes building the same derived graph never see a half-written file.
+    Returns ``target``.
+    """
+    import onnx
+
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f"{target.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     try:

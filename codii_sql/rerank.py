@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from .codebase import home
-from .embed import default_threads, file_sha256
+from .embed import default_threads, file_sha256, save_graph
 from .errors import UsageError
 from .search import Result
 
@@ -322,17 +322,7 @@ def bert_onnx_path(folder: Path) -> Path:
         weights = load_file(str(folder / "model.safetensors"))
     except Exception as err:  # noqa: BLE001 - safetensors raises its own error types
         raise UsageError(f"cannot read {folder / 'model.safetensors'}: {_first_line(err)}") from None
-    model = build_bert_graph(_read_json(folder / "config.json"), weights)
-    import onnx
-
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f"{target.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    try:
-        onnx.save(model, str(tmp))
-        os.replace(tmp, target)
-    finally:
-        tmp.unlink(missing_ok=True)
-    return target
+    return save_graph(build_bert_graph(_read_json(folder / "config.json"), weights), target)
 
 
 class _BertWeights:
