@@ -221,8 +221,11 @@ class Indexer:
                 store.run("create_schema")
         store.check_compatible(settings)
         with store.transaction():
+            if store.meta().get("roles_version") != roles.VERSION:
+                store.many("file_set_role", [{"path": r["path"], "role": roles.classify(r["path"])}
+                                             for r in store.rows("files_all")])
             store.set_meta(**settings, root=str(self.codebase.root), status="indexing", pid=os.getpid(),
-                           started_at=time.time(), phase="scan", error=None)
+                           started_at=time.time(), phase="scan", error=None, roles_version=roles.VERSION)
         report = BuildReport()
         try:
             self._run(store, report)

@@ -5,6 +5,9 @@ from __future__ import annotations
 import re
 
 ROLES = ("source", "test", "docs", "config", "generated", "vendored")
+#: Bumped when the rules change: a build then re-classifies every indexed file (cheap, no
+#: re-chunking), since the role is stored in the files table.
+VERSION = 2
 
 _VENDORED_DIRS = {"vendor", "vendored", "_vendor", "third_party", "thirdparty", "third-party", "external", "extern"}
 _TEST_DIRS = {"test", "tests", "testing", "__tests__", "spec", "specs", "testdata", "test_data", "fixtures"}
@@ -17,6 +20,9 @@ _DOC_NAMES = {"readme", "changelog", "changes", "history", "news", "authors", "c
               "licence", "copying", "notice", "contributing", "code_of_conduct", "security", "todo"}
 _CONFIG_EXT = {".toml", ".cfg", ".ini", ".yaml", ".yml", ".json", ".lock", ".in", ".properties", ".xml",
                ".gradle", ".editorconfig", ".env"}
+#: Packaging metadata inside wheels and sdists (requests-2.3.0.dist-info/METADATA ranked first
+#: for an issue about sessions).
+_METADATA_DIR = re.compile(r"\.(dist|egg)-info$")
 _CONFIG_NAMES = {"pkg-info", "setup.cfg", "makefile", "dockerfile", "manifest.in", "tox.ini", "noxfile.py",
                  ".gitignore", ".gitattributes", ".pre-commit-config.yaml", "license.txt"}
 _GENERATED = re.compile(r"(_pb2(_grpc)?\.py$|\.pb\.go$|\.generated\.|\.g\.dart$|_generated\.|\.min\.)")
@@ -25,16 +31,18 @@ _GENERATED = re.compile(r"(_pb2(_grpc)?\.py$|\.pb\.go$|\.generated\.|\.g\.dart$|
 def classify(path: str) -> str:
     """The role of the file at relative POSIX ``path``: one of :data:`ROLES`.
 
-    Path rules only (no content is read): vendored directories first, then generated
-    names, tests (directories such as ``tests/`` or names such as ``test_x.py``,
+    Path rules only (no content is read): vendored directories first (``vendor/``,
+    ``third_party/``..., and a ``packages/`` directory nested inside another package, as in
+    ``requests/packages/urllib3``; a top-level ``packages/`` is a monorepo's own code), then
+    generated names, tests (directories such as ``tests/`` or names such as ``test_x.py``,
     ``x_test.go``, ``x.spec.ts``), docs (``docs/``, README/CHANGELOG, prose extensions),
-    packaging and config files; everything else is source.
+    packaging metadata and config files; everything else is source.
     """
     parts = path.lower().split("/")
     name = parts[-1]
     dirs = set(parts[:-1])
     ext = name[name.rfind("."):] if "." in name else ""
-    if dirs & _VENDORED_DIRS:
+    if dirs & _VENDORED_DIRS or "packages" in parts[1:-1] or "site-packages" in dirs:
         return "vendored"
     if _GENERATED.search(name):
         return "generated"
@@ -43,6 +51,6 @@ def classify(path: str) -> str:
     stem = name.split(".")[0]
     if dirs & _DOC_DIRS or ext in _DOC_EXT or stem in _DOC_NAMES:
         return "docs"
-    if name in _CONFIG_NAMES or ext in _CONFIG_EXT or name.startswith("."):
+    if name in _CONFIG_NAMES or ext in _CONFIG_EXT or name.startswith(".") or any(map(_METADATA_DIR.search, dirs)):
         return "config"
     return "source"

@@ -71,3 +71,7 @@ WHERE path = :path ORDER BY start_line;
 
 -- name: file_paths
 SELECT path FROM files ORDER BY path;
+
+-- name: file_set_role
+-- Re-classification after the role rules change (roles.VERSION): no re-chunking needed.
+UPDATE files SET role = :role WHERE path = :path;

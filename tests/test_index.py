@@ -145,3 +145,14 @@ def test_a_file_that_fails_to_chunk_is_reported_and_retried(sample_repo, embedde
     monkeypatch.setattr(index_mod, "chunk_text", real)
     again = build(sample_repo, embedder)
     assert again.added == 1 and again.files == 4 and not again.failed
+
+
+def test_changed_role_rules_reclassify_files_without_reindexing(sample_repo, embedder, monkeypatch):
+    import codii_sql.index as index_mod
+
+    build(sample_repo, embedder)
+    monkeypatch.setattr(index_mod.roles, "VERSION", index_mod.roles.VERSION + 1)
+    monkeypatch.setattr(index_mod.roles, "classify", lambda path: "vendored")
+    report = build(sample_repo, embedder)
+    assert report.chunks_written == 0
+    assert {r["role"] for r in rows(sample_repo, "stats_by_role")} == {"vendored"}
