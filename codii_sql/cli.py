@@ -138,6 +138,8 @@ def search(query, path, limit, mode, exts, glob, language, group_by, no_prior, r
     codebase = Codebase.open(path, db)
     opts = _search_options(limit, mode, exts, glob, language, no_prior, group_by, rerank, rerank_model)
     if queries_file is not None:
+        if query is not None:
+            raise UsageError("pass either QUERY or --queries-file, not both")
         return _batch_search(codebase, opts, queries_file, no_update)
     if query is None:
         raise UsageError("missing QUERY: codii-sql search \"where are retries handled\" --path REPO")
@@ -161,12 +163,16 @@ def _batch_search(codebase, opts, lines, no_update):
         for n, line in enumerate(lines, 1):
             if not line.strip():
                 continue
+            item: dict = {}
             try:
                 item = json.loads(line)
-                results = [r.to_dict() for r in searcher.search(str(item["query"]), opts)]
+                if not isinstance(item, dict) or not isinstance(item.get("query"), str):
+                    raise UsageError('each line must be a JSON object with a "query" string')
+                results = [r.to_dict() for r in searcher.search(item["query"], opts)]
                 click.echo(json.dumps({"id": item.get("id"), "results": results}, ensure_ascii=False))
-            except (ValueError, KeyError, TypeError, CodiiError) as err:
-                click.echo(json.dumps({"id": None, "line": n, "error": f"bad line {n}: {err}"}))
+            except (ValueError, CodiiError) as err:
+                qid = item.get("id") if isinstance(item, dict) else None
+                click.echo(json.dumps({"id": qid, "line": n, "error": f"line {n}: {err}"}, ensure_ascii=False))
     finally:
         searcher.store.close()
 

@@ -40,12 +40,13 @@ def test_jsonl_and_filters(sample_repo):
 
 def test_batch_queries_file(sample_repo, tmp_path):
     qfile = tmp_path / "q.jsonl"
-    qfile.write_text('{"id": "a", "query": "debounce"}\n{"id": "b", "query": "parse_header"}\nnot json\n')
+    qfile.write_text('{"id": "a", "query": "debounce"}\n{"id": "b", "query": "parse_header"}\nnot json\n'
+                     '{"id": "c"}\n')
     res = run("search", "--path", sample_repo, "--queries-file", qfile, "--jsonl")
     out = [json.loads(line) for line in res.output.splitlines()]
     assert [o["id"] for o in out[:2]] == ["a", "b"]
     assert out[0]["results"][0]["path"] == "web/util.js"
-    assert "error" in out[2]
+    assert "error" in out[2] and out[3]["id"] == "c" and '"query" string' in out[3]["error"]
 
 
 def test_status_list_stats_clear(sample_repo):
