@@ -221,7 +221,8 @@ class Searcher:
         """The top ``opts.limit`` chunks (or files) for ``query``.
 
         Raises:
-            UsageError: empty query, unknown mode, or a limit out of range.
+            UsageError: empty query, unknown mode, a limit out of range, or a language filter
+                that names no language of the index.
         """
         opts = opts or SearchOptions()
         query = (query or "").strip()
@@ -238,6 +239,8 @@ class Searcher:
         # A single retriever gets the whole weight: a zero weight would zero every score.
         w_fts = {"bm25": (1.0, 1.0), "vector": (0.0, 0.0)}.get(opts.mode) or BM25_WEIGHT[query_shape(query)]
         results = self._results(self._run(fq, qvec, opts, w_fts, named_in_query(query)))
+        if not results and opts.language:
+            self._check_language(opts.language)
         if opts.rerank:
             from .rerank import rerank  # onnxruntime session and tokenizer only when asked for
 
@@ -249,6 +252,12 @@ class Searcher:
         mean = vectors.mean(axis=0)
         mean = (mean / (np.linalg.norm(mean) or 1.0)).astype(np.float32)
         return _top(self._results(self._run(None, mean.tobytes(), opts, (0.0, 0.0), ([], []))), opts)
+
+    def _check_language(self, language: str) -> None:
+        """Raise when a language filter names no language of this index (a typo, not a miss)."""
+        present = [r["language"] for r in self.store.rows("stats_by_language")]
+        if language not in present:
+            raise UsageError(f"no {language!r} code in this index; its languages: {', '.join(present)}")
 
     def _run(self, fq: str | None, qvec: bytes | None, opts: SearchOptions, w_fts: tuple[float, float],
              names: tuple[list[str], list[str]]) -> list[dict]:

@@ -145,3 +145,9 @@ def test_single_retriever_modes_rank_by_their_own_scores(searcher):
     """A natural-language query gives BM25 weight 0 in hybrid mode; bm25 mode must still rank."""
     res = searcher.search("follow redirects until a final response arrives", SearchOptions(limit=3, mode="bm25"))
     assert res[0].path == "app/http.py" and res[0].score > res[-1].score > 0
+
+
+def test_unknown_language_filter_is_an_error_not_a_silent_miss(searcher):
+    with pytest.raises(UsageError, match="its languages: .*python"):
+        searcher.search("redirects", SearchOptions(language="cobol"))
+    assert searcher.search("redirects", SearchOptions(language="python"))
