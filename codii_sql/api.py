@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
 import time
 from dataclasses import dataclass
@@ -11,12 +10,11 @@ from pathlib import Path
 import filelock
 
 from . import codebase as cb
-from . import scan
 from .cache import EmbeddingCache
 from .codebase import Codebase
 from .doctor import examine
 from .embed import get_embedder
-from .errors import IndexBusyError, NotIndexedError, StorageError, UsageError
+from .errors import IndexBusyError, NotIndexedError, StorageError
 from .index import BuildReport, Indexer, Progress, index_settings
 from .index import scan_rules as index_scan_rules
 from .search import Result, Searcher, SearchOptions
