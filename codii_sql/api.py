@@ -14,7 +14,7 @@ from .cache import EmbeddingCache
 from .codebase import Codebase
 from .doctor import examine
 from .embed import get_embedder
-from .errors import IndexBusyError, NotIndexedError, StorageError
+from .errors import IndexBusyError, NotIndexedError, StorageError, UsageError
 from .index import BuildReport, Indexer, Progress, index_settings
 from .index import scan_rules as index_scan_rules
 from .search import Result, Searcher, SearchOptions
@@ -183,7 +183,7 @@ def inspect(codebase: Codebase, file: str | None = None) -> dict:
     """The snapshot (meta table) and, if ``file`` is given, that file's chunks (id, lines, kind, symbol).
 
     Raises:
-        NotIndexedError: no index file.
+        NotIndexedError: no index file. UsageError: ``file`` is not in the index.
     """
     if not codebase.db_path.is_file():
         raise NotIndexedError(f"{codebase.root} is not indexed: run `codii-sql build {codebase.root}`")
@@ -191,6 +191,9 @@ def inspect(codebase: Codebase, file: str | None = None) -> dict:
         out = {"codebase": str(codebase.root), "db": str(codebase.db_path), "snapshot": store.meta()}
         if file is not None:
             out["chunks"] = store.rows("chunks_of_file", {"path": file})
+            if not out["chunks"] and store.row("file_by_path", {"path": file}) is None:
+                raise UsageError(f"{file} is not in the index: pass a path relative to the codebase root, "
+                                 "as search results show it")
     return out
 
 

@@ -240,7 +240,7 @@ class Searcher:
         w_fts = {"bm25": (1.0, 1.0), "vector": (0.0, 0.0)}.get(opts.mode) or BM25_WEIGHT[query_shape(query)]
         results = self._results(self._run(fq, qvec, opts, w_fts, named_in_query(query)))
         if not results and opts.language:
-            self._check_language(opts.language)
+            self._check_language(opts.language.lower())
         if opts.rerank:
             from .rerank import rerank  # onnxruntime session and tokenizer only when asked for
 
@@ -255,7 +255,7 @@ class Searcher:
 
     def _check_language(self, language: str) -> None:
         """Raise when a language filter names no language of this index (a typo, not a miss)."""
-        present = [r["language"] for r in self.store.rows("stats_by_language")]
+        present = [r["language"] for r in self.store.rows("stats_by_language") if r["language"] != "(none)"]
         if language not in present:
             raise UsageError(f"no {language!r} code in this index; its languages: {', '.join(present)}")
 
@@ -271,7 +271,7 @@ class Searcher:
             "rrf_weight": RRF_WEIGHT, "w_fts": w_fts[0], "w_fts_confident": w_fts[1], "confident_gap": CONFIDENT_GAP,
             **{f"bm25_{col}": w for col, w in BM25_WEIGHTS.items()},
             "filtered": int(filtered), "exts": json.dumps(exts) if exts else None, "glob": opts.glob,
-            "language": opts.language, "exclude_path": opts.exclude_path,
+            "language": opts.language.lower() if opts.language else None, "exclude_path": opts.exclude_path,
             "role_weights": json.dumps(ROLE_WEIGHTS) if opts.role_prior else None, "limit": limit,
             "names": json.dumps(names[0]), "paths": json.dumps(names[1]), "name_boost": NAME_BOOST,
         }

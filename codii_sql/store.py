@@ -28,7 +28,8 @@ class Store:
         path: the ``.db`` file. Created (with its schema) unless ``create`` is false.
         create: create a missing file; when false a missing file raises ``StorageError``.
     Raises:
-        StorageError: the file cannot be opened or created, or is not a SQLite database.
+        StorageError: the file cannot be opened or created, is not a SQLite database, or
+            (with ``create`` false) is not a codii-sql index; nothing is written to it then.
     """
 
     def __init__(self, path: Path, *, create: bool = True):
@@ -44,6 +45,9 @@ class Store:
             self.conn.load_extension(sqlite_vec.loadable_path())
             self.conn.enable_load_extension(False)
             self.conn.set_busy_timeout(BUSY_TIMEOUT_MS)
+            if not create and self.value("is_index") != 3:
+                self.conn.close()
+                raise StorageError(f"{self.path} is not a codii-sql index: pass the .db that `codii-sql build` made")
             for name in ("pragmas_write", "pragma_synchronous", "pragma_mmap"):
                 self.run(name)
             self.run("create_schema")

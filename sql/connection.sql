@@ -38,3 +38,7 @@ COMMIT;
 
 -- name: rollback
 ROLLBACK;
+
+-- name: is_index
+-- 1 when this file already holds a codii-sql index (checked before anything is written).
+SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN ('meta', 'files', 'chunks');

@@ -94,3 +94,18 @@ def test_db_alone_opens_the_recorded_codebase(sample_repo, tmp_path, monkeypatch
 def test_file_system_root_and_home_are_refused():
     res = CliRunner().invoke(cli, ["build", "/"])
     assert res.exit_code == 2 and "not a project folder" in res.output
+
+
+def test_a_file_that_is_not_an_index_is_refused_and_left_untouched(sample_repo, tmp_path):
+    empty = tmp_path / "empty.db"
+    empty.write_bytes(b"")
+    res = CliRunner().invoke(cli, ["status", "--db", str(empty)])
+    assert res.exit_code != 0 and "not a codii-sql index" in res.output and empty.stat().st_size == 0
+
+
+def test_inspect_an_unknown_file_and_a_capitalised_language(sample_repo):
+    run("build", sample_repo)
+    res = CliRunner().invoke(cli, ["inspect", str(sample_repo), "--file", "nope.py"])
+    assert res.exit_code == 2 and "not in the index" in res.output
+    out = json.loads(run("search", "parse header", "--path", sample_repo, "--language", "Python", "--json").output)
+    assert out["results"] and all(r["language"] == "python" for r in out["results"])
