@@ -236,7 +236,7 @@ def stats(path, db, as_json):
     if as_json:
         return emit(st)
     click.echo(f"{st['codebase']}: {st['files']} files, {st['chunks']} chunks")
-    for title, key, name in (("language", "languages", "language"), ("kind", "kinds", "kind"), ("role", "roles", "role")):
+    for title, key in (("language", "languages"), ("kind", "kinds"), ("role", "roles")):
         click.echo(f"by {title}:")
         for row in st[key]:
             click.echo("  " + "  ".join(f"{k}={v:.1f}" if isinstance(v, float) else f"{k}={v}" for k, v in row.items()))
