@@ -21,7 +21,7 @@ err_console = Console(stderr=True)
 
 
 class CodiiGroup(click.Group):
-    """Turns every :class:`CodiiError` into one line on stderr and its exit code, never a traceback."""
+    """Turns every :class:`CodiiError` and bad option into one line on stderr and its exit code, never a traceback."""
 
     def invoke(self, ctx):
         try:
@@ -29,6 +29,10 @@ class CodiiGroup(click.Group):
         except CodiiError as err:
             click.echo(f"Error: {err}", err=True)
             ctx.exit(err.exit_code)
+        except click.UsageError as err:  # one line too, for a bad option or argument
+            where = f"codii-sql {err.ctx.info_name}" if err.ctx and err.ctx.info_name != ctx.info_name else "codii-sql"
+            click.echo(f"Error: {err.format_message()} (see `{where} --help`)", err=True)
+            ctx.exit(2)
         except KeyboardInterrupt:
             click.echo("Interrupted: the index keeps every file committed so far; run build again to finish.", err=True)
             ctx.exit(130)
@@ -134,6 +138,7 @@ def search(query, path, limit, mode, exts, glob, language, group_by, no_prior, r
     """Search the codebase for QUERY (natural language or an identifier).
 
     Builds the index first if it is missing, and updates it if files changed.
+    A QUERY that starts with "-" goes after "--": codii-sql search --path . -- "-v flag".
     """
     codebase = Codebase.open(path, db)
     opts = _search_options(limit, mode, exts, glob, language, no_prior, group_by, rerank, rerank_model)
@@ -143,6 +148,9 @@ def search(query, path, limit, mode, exts, glob, language, group_by, no_prior, r
         return _batch_search(codebase, opts, queries_file, no_update)
     if query is None:
         raise UsageError("missing QUERY: codii-sql search \"where are retries handled\" --path REPO")
+    if not (as_json or jsonl) and query.strip() and not codebase.db_path.is_file():
+        click.echo(f"Indexing {codebase.root} first: the model embeds every chunk once (minutes for a large "
+                   "codebase); later searches update only changed files.", err=True)
     with progress_bar(not (as_json or jsonl) and err_console.is_terminal) as bar:
         resp = api.search(codebase, query, opts, update=not no_update, progress=bar)
     if resp.note:

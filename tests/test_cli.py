@@ -109,3 +109,9 @@ def test_inspect_an_unknown_file_and_a_capitalised_language(sample_repo):
     assert res.exit_code == 2 and "not in the index" in res.output
     out = json.loads(run("search", "parse header", "--path", sample_repo, "--language", "Python", "--json").output)
     assert out["results"] and all(r["language"] == "python" for r in out["results"])
+
+
+def test_bad_options_are_one_line_errors(sample_repo):
+    for args in (["search", "-0", "--path", str(sample_repo)], ["search", "--limit", "999", "x"], ["nosuch"]):
+        res = CliRunner().invoke(cli, args)
+        assert res.exit_code == 2 and res.output.startswith("Error: ") and res.output.count("\n") == 1, res.output

@@ -199,7 +199,8 @@ def indexed_repo(tmp_path_factory):
 @given(query=st.text(min_size=1, max_size=40))
 def test_any_query_gives_valid_json_or_a_one_line_error(indexed_repo, query):
     repo, db = indexed_repo
-    res = run("search", query, "--path", repo, "--db", db, "--no-update", "--json")
+    # "--" ends the options, as for any POSIX command: a query may start with "-".
+    res = run("search", "--path", repo, "--db", db, "--no-update", "--json", "--", query)
     if res.exit_code == 0:
         out = json.loads(res.output)
         assert out["query"] == query and isinstance(out["results"], list)
