@@ -60,7 +60,6 @@ class Plan:
     skipped_after_read: Counter = field(default_factory=Counter)
     touched: list[scan.SourceFile] = field(default_factory=list)
     old: merkle.Tree | None = None
-    new_root: str = ""
     added: list[str] = field(default_factory=list)
     modified: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
@@ -267,7 +266,7 @@ class Indexer:
         hashes = self._hash(result.files, stored, plan)
         plan.old = merkle.Tree({r["path"]: merkle.Node(r["path"], r["parent"], bool(r["is_dir"]), r["hash"])
                                 for r in store.rows("merkle_all")})
-        plan.new_root = (new := merkle.build(hashes)).root_hash
+        new = merkle.build(hashes)
         plan.added, plan.modified, plan.removed = merkle.changed_files(plan.old.nodes, new.nodes)
         plan.seconds["hash"] = time.perf_counter() - t
         return plan
@@ -368,8 +367,8 @@ class Indexer:
                 ok, vectors = [], []
             t = time.perf_counter()
             with store.transaction():
-                for p, vecs in zip(ok, vectors):
-                    self._write_file(store, tree, p, vecs)
+                for p, (keys, vecs) in zip(ok, vectors):
+                    self._write_file(store, tree, p, keys, vecs)
                     report.chunks_written += len(p.chunks)
                 self._flush_tree(store, tree)
                 done += len(batch)
@@ -401,8 +400,10 @@ class Indexer:
                     futures.append(pool.submit(prepare_file, root, todo[nxt], self.max_file_bytes))
                     nxt += 1
 
-    def _vectors(self, store: Store, files: list[Prepared], report: BuildReport) -> list[np.ndarray]:
-        """float32[n_chunks, dims] per file: reused by text hash from this index or the cache, else embedded."""
+    def _vectors(self, store: Store, files: list[Prepared],
+                 report: BuildReport) -> list[tuple[list[str], np.ndarray]]:
+        """Per file: the chunks' text keys and their float32[n_chunks, dims] vectors, reused by key
+        from this index or the cache, else embedded."""
         t = time.perf_counter()
         model = self.embedder.model_id
         keys = [[text_key(model, c.content) for c in p.chunks] for p in files]
@@ -431,22 +432,22 @@ class Indexer:
             if self.cache is not None:
                 self.cache.put(fresh)
             found.update({k: v.astype(np.float32).tobytes() for k, v in fresh.items()})
-        return [np.frombuffer(b"".join(found[k] for k in ks), dtype=np.float32).reshape(len(ks), -1)
-                if ks else np.zeros((0, self.embedder.dims), np.float32) for ks in keys]
+        return [(ks, np.frombuffer(b"".join(found[k] for k in ks), dtype=np.float32).reshape(len(ks), -1)
+                 if ks else np.zeros((0, self.embedder.dims), np.float32)) for ks in keys]
 
-    def _write_file(self, store: Store, tree: merkle.Tree, p: Prepared, vecs: np.ndarray) -> None:
+    def _write_file(self, store: Store, tree: merkle.Tree, p: Prepared, keys: list[str], vecs: np.ndarray) -> None:
         _delete_file_rows(store, p.path)
         file_id = store.value("file_upsert", {
             "path": p.path, "size": p.size, "mtime_ns": p.mtime_ns, "hash": p.hash, "language": p.language,
             "role": roles.classify(p.path), "chunk_count": len(p.chunks), "indexed_at": time.time()})
         path_tokens = identifier_subtokens(p.path.replace("/", " ").replace(".", " "))
-        for c, vec in zip(p.chunks, vecs):
+        for c, key, vec in zip(p.chunks, keys, vecs):
             subtokens = " ".join(filter(None, (identifier_subtokens(c.symbol or ""), path_tokens,
                                                identifier_subtokens(c.content))))
             row = {"file_id": file_id, "path": p.path, "start_line": c.start_line, "end_line": c.end_line,
                    "start_byte": c.start_byte, "end_byte": c.end_byte, "kind": c.kind, "symbol": c.symbol,
                    "language": p.language, "content": c.content, "subtokens": subtokens,
-                   "text_hash": text_key(self.embedder.model_id, c.content)}
+                   "text_hash": key}
             cid = store.value("chunk_insert", row)
             store.run("chunk_insert_fts", {"id": cid, "content": c.content, "subtokens": subtokens,
                                            "symbol": c.symbol, "path": p.path})
