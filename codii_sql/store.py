@@ -14,8 +14,9 @@ import sqlite_vec
 from . import queries
 from .errors import IndexMismatchError, StorageError
 
-#: Bumped when the tables change shape; an index of another version must be rebuilt.
-SCHEMA_VERSION = 1
+#: Bumped when the tables change shape. 2 added chunks_bits (binary-quantised vectors); a
+#: version-1 index is migrated in place when opened. Other versions must be rebuilt.
+SCHEMA_VERSION = 2
 
 #: Milliseconds a connection waits on a lock held by another process before it gives up.
 BUSY_TIMEOUT_MS = 10_000
@@ -51,8 +52,16 @@ class Store:
             for name in ("pragmas_write", "pragma_synchronous", "pragma_mmap"):
                 self.run(name)
             self.run("create_schema")
+            self._migrate()
         except (apsw.Error, OSError) as err:
             raise StorageError(f"cannot open index {self.path}: {err}; check the path and free disk space") from None
+
+    def _migrate(self) -> None:
+        """Bring a schema-1 index to 2 in one transaction (a kill leaves it at 1, retried next open)."""
+        if self.value("meta_get", {"key": "schema_version"}) == "1":
+            with self.transaction():
+                self.run("bits_backfill")
+                self.set_meta(schema_version=SCHEMA_VERSION)
 
     def close(self) -> None:
         """Close the connection (idempotent)."""

@@ -2,10 +2,13 @@
 -- inside external-content FTS5 or vec0 shadow tables, so rows are compared by id here.
 
 -- name: chunks_without_vector
-SELECT c.id, c.path FROM chunks c WHERE c.id NOT IN (SELECT rowid FROM chunks_vec);
+SELECT c.id, c.path FROM chunks c
+WHERE c.id NOT IN (SELECT rowid FROM chunks_vec) OR c.id NOT IN (SELECT rowid FROM chunks_bits);
 
 -- name: vectors_without_chunk
-SELECT rowid AS id FROM chunks_vec WHERE rowid NOT IN (SELECT id FROM chunks);
+SELECT rowid AS id FROM chunks_vec WHERE rowid NOT IN (SELECT id FROM chunks)
+UNION
+SELECT rowid FROM chunks_bits WHERE rowid NOT IN (SELECT id FROM chunks);
 
 -- name: chunks_without_file
 SELECT id FROM chunks WHERE file_id NOT IN (SELECT id FROM files);
@@ -24,6 +27,7 @@ SELECT path, hash FROM files;
 
 -- name: vector_delete
 DELETE FROM chunks_vec WHERE rowid = :id;
+DELETE FROM chunks_bits WHERE rowid = :id;
 
 -- name: chunk_delete_by_id
 DELETE FROM chunks WHERE id = :id;

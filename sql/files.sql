@@ -34,6 +34,8 @@ WHERE file_id = (SELECT id FROM files WHERE path = :path);
 -- name: chunks_delete_vec
 DELETE FROM chunks_vec WHERE rowid IN (
     SELECT c.id FROM chunks c JOIN files f ON f.id = c.file_id WHERE f.path = :path);
+DELETE FROM chunks_bits WHERE rowid IN (
+    SELECT c.id FROM chunks c JOIN files f ON f.id = c.file_id WHERE f.path = :path);
 
 -- name: chunks_delete
 DELETE FROM chunks WHERE file_id = (SELECT id FROM files WHERE path = :path);
@@ -50,7 +52,9 @@ INSERT INTO chunks_fts(rowid, content, subtokens, symbol, path)
 VALUES (:id, :content, :subtokens, :symbol, :path);
 
 -- name: chunk_insert_vec
+-- The float vector and its sign bits (schema.sql: chunks_bits), always together.
 INSERT INTO chunks_vec(rowid, embedding) VALUES (:id, :embedding);
+INSERT INTO chunks_bits(rowid, embedding) VALUES (:id, vec_quantize_binary(:embedding));
 
 -- name: vectors_by_text_hash
 -- Vectors this codebase already holds for the same embedded texts (renames, moves, copies).

@@ -51,6 +51,13 @@ CREATE VIRTUAL TABLE IF NOT EXISTS chunks_vec USING vec0(
     embedding float[384] distance_metric=cosine
 );
 
+-- rowid = chunks.id. Sign bits of each chunks_vec embedding (sqlite-vec vec_quantize_binary):
+-- large indexes pick KNN candidates by hamming distance over these 48-byte rows, then re-score
+-- them with the float cosine above (measured at 100k: 66 ms float scan vs ~12 ms; sql/search.sql).
+CREATE VIRTUAL TABLE IF NOT EXISTS chunks_bits USING vec0(
+    embedding bit[384]
+);
+
 -- One row per file and directory; the root directory is ''.
 CREATE TABLE IF NOT EXISTS merkle_nodes (
     path   TEXT PRIMARY KEY,
@@ -63,7 +70,14 @@ CREATE TABLE IF NOT EXISTS merkle_nodes (
 -- Empties the index for `build --force` (one transaction: a crash leaves either state).
 DROP TABLE IF EXISTS chunks_fts;
 DROP TABLE IF EXISTS chunks_vec;
+DROP TABLE IF EXISTS chunks_bits;
 DELETE FROM chunks;
 DELETE FROM files;
 DELETE FROM merkle_nodes;
 DELETE FROM meta;
+
+-- name: bits_backfill
+-- Schema 1 -> 2 migration: sign bits for vectors written before chunks_bits existed.
+INSERT INTO chunks_bits(rowid, embedding)
+SELECT v.rowid, vec_quantize_binary(v.embedding) FROM chunks_vec v
+WHERE NOT EXISTS (SELECT 1 FROM chunks_bits b WHERE b.rowid = v.rowid);
