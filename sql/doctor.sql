@@ -38,3 +38,6 @@ UPDATE files SET hash = '', size = -1 WHERE path = :path;
 
 -- name: merkle_clear
 DELETE FROM merkle_nodes;
+
+-- name: counts_bits
+SELECT count(*) FROM chunks_bits;

@@ -77,7 +77,8 @@ DELETE FROM merkle_nodes;
 DELETE FROM meta;
 
 -- name: bits_backfill
--- Schema 1 -> 2 migration: sign bits for vectors written before chunks_bits existed.
-INSERT INTO chunks_bits(rowid, embedding)
-SELECT v.rowid, vec_quantize_binary(v.embedding) FROM chunks_vec v
-WHERE NOT EXISTS (SELECT 1 FROM chunks_bits b WHERE b.rowid = v.rowid);
+-- Schema 1 -> 2 migration: sign bits for vectors written before chunks_bits existed. A plain
+-- INSERT ... SELECT: any WHERE that reads chunks_bits makes SQLite stage the rows in a temp
+-- table, which drops the bit-vector subtype sqlite-vec needs (measured).
+DELETE FROM chunks_bits;
+INSERT INTO chunks_bits(rowid, embedding) SELECT rowid, vec_quantize_binary(embedding) FROM chunks_vec;

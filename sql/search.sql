@@ -19,6 +19,8 @@
 --   :w_fts        BM25's weight (the vectors' is 1 - it), set by search.py from the query's shape;
 --   :w_fts_confident, :confident_gap   BM25's weight when its best hit's lead is >= the gap
 --   :bm25_*       FTS5 column weights for bm25(): content, subtokens, symbol, path
+--   :coarse_depth 0 for an exact KNN scan; else candidates taken by hamming distance over the
+--                 sign bits before the float cosine re-scores them (search.py: large indexes)
 --   :filtered     1 when any filter below is set; 0 lets KNN skip the rowid IN pushdown
 --                 (measured: the pushdown costs ~30 ms at 100k chunks when it filters nothing)
 --   :exts         JSON array of file name endings ('.py'), or NULL
@@ -64,18 +66,36 @@ weights AS (
                 THEN :w_fts_confident ELSE :w_fts END AS w_fts
     FROM bm25_ranked
 ),
-knn_all AS (
+-- Small indexes: exact cosine scan of the float vectors.
+knn_exact AS (
     SELECT rowid AS id, distance FROM chunks_vec
-    WHERE :qvec IS NOT NULL AND :filtered = 0 AND embedding MATCH :qvec AND k = :depth
+    WHERE :qvec IS NOT NULL AND :coarse_depth = 0 AND :filtered = 0 AND embedding MATCH :qvec AND k = :depth
 ),
-knn_filtered AS (
+knn_exact_filtered AS (
     SELECT rowid AS id, distance FROM chunks_vec
-    WHERE :qvec IS NOT NULL AND :filtered = 1 AND embedding MATCH :qvec AND k = :depth
+    WHERE :qvec IS NOT NULL AND :coarse_depth = 0 AND :filtered = 1 AND embedding MATCH :qvec AND k = :depth
       AND rowid IN (SELECT id FROM allowed)
+),
+-- Large indexes: hamming KNN over the sign bits (chunks_bits) picks :coarse_depth candidates,
+-- the float cosine re-scores them and keeps :depth (binary quantisation with float rescoring).
+coarse AS (
+    SELECT rowid AS id FROM chunks_bits
+    WHERE :qvec IS NOT NULL AND :coarse_depth > 0 AND :filtered = 0
+      AND embedding MATCH vec_quantize_binary(:qvec) AND k = :coarse_depth
+    UNION ALL
+    SELECT rowid AS id FROM chunks_bits
+    WHERE :qvec IS NOT NULL AND :coarse_depth > 0 AND :filtered = 1
+      AND embedding MATCH vec_quantize_binary(:qvec) AND k = :coarse_depth
+      AND rowid IN (SELECT id FROM allowed)
+),
+knn_rescored AS (
+    SELECT co.id, vec_distance_cosine(v.embedding, :qvec) AS distance
+    FROM coarse co JOIN chunks_vec v ON v.rowid = co.id
+    ORDER BY distance LIMIT :depth
 ),
 knn_hits AS (
     SELECT id, distance, 1.0 - distance AS raw, row_number() OVER (ORDER BY distance) AS rnk
-    FROM (SELECT * FROM knn_all UNION ALL SELECT * FROM knn_filtered)
+    FROM (SELECT * FROM knn_exact UNION ALL SELECT * FROM knn_exact_filtered UNION ALL SELECT * FROM knn_rescored)
 ),
 candidates AS (
     SELECT id, rnk, raw, NULL AS distance, (SELECT w_fts FROM weights) AS w, 'bm25' AS src FROM bm25_ranked

@@ -9,6 +9,7 @@ from conftest import write_tree
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from codii_sql import search
 from codii_sql.codebase import Codebase
 from codii_sql.errors import UsageError
 from codii_sql.index import Indexer
@@ -151,3 +152,42 @@ def test_unknown_language_filter_is_an_error_not_a_silent_miss(searcher):
     with pytest.raises(UsageError, match="its languages: .*python"):
         searcher.search("redirects", SearchOptions(language="cobol"))
     assert searcher.search("redirects", SearchOptions(language="python"))
+
+
+def test_coarse_knn_matches_the_exact_scan(searcher, embedder, monkeypatch):
+    """Large indexes pick KNN candidates by hamming distance over sign bits, then re-score by cosine.
+
+    When the candidates cover the whole (small) index the result must equal the exact scan, in
+    every mode and with a filter; with 2 candidates the nearest chunk still wins; and the
+    candidates really come from chunks_bits.
+    """
+    queries = ["follow redirects until a final response arrives", "parse_header", "retry with backoff"]
+    variants = [SearchOptions(limit=20, mode=m) for m in ("hybrid", "vector")] + [
+        SearchOptions(limit=20, mode="vector", exts=[".py"])]
+    exact = [[(r.id, r.score) for r in searcher.search(q, o)] for q in queries for o in variants]
+    monkeypatch.setattr(search, "COARSE_MIN_CHUNKS", 0)
+    coarse = [[(r.id, r.score) for r in searcher.search(q, o)] for q in queries for o in variants]
+    assert coarse == exact
+    monkeypatch.setattr(search, "COARSE_CANDIDATES", 2)
+    monkeypatch.setattr(search, "DEPTH", 1)
+    row = searcher.store.row("chunk_by_id", {"id": 3})
+    vec = embedder.embed([row["content"]])[0][None, :]
+    assert searcher.store.row("counts")["chunks"] > 2
+    assert [r.id for r in searcher.similar(vec, SearchOptions(limit=1))] == [3]
+    searcher.store.conn.execute("DELETE FROM chunks_bits")
+    assert searcher.similar(vec, SearchOptions(limit=1)) == []
+
+
+def test_schema_1_index_is_migrated_in_place(searcher, embedder, monkeypatch):
+    """An index written before chunks_bits existed gets its sign bits on the next open."""
+    monkeypatch.setattr(search, "COARSE_MIN_CHUNKS", 0)
+    store = searcher.store
+    before = [r.id for r in searcher.search("parse a header", SearchOptions(limit=5, mode="vector"))]
+    store.conn.execute("DROP TABLE chunks_bits")
+    store.set_meta(schema_version=1)
+    store.close()
+    with Store(store.path, create=False) as reopened:
+        assert reopened.meta()["schema_version"] == 2
+        assert reopened.value("counts_bits") == reopened.row("counts")["chunks"]
+        s = Searcher(reopened, searcher.root, embedder)
+        assert [r.id for r in s.search("parse a header", SearchOptions(limit=5, mode="vector"))] == before
