@@ -172,6 +172,22 @@ def named_in_query(query: str) -> tuple[list[str], list[str]]:
     return sorted(set(names) - STOP_WORDS), sorted(set(paths))
 
 
+_CODE_SPAN = re.compile(r"`([^`\n]+)`")
+_HTML_COMMENT = re.compile(r"<!--.*?(?:-->|$)", re.S)
+_TASK_LIST_ITEM = re.compile(r"^[ \t]*[-*] \[[ xX]\].*$", re.M)
+
+
+def strip_issue_template(text: str) -> str:
+    """An issue text without its template's instructions: HTML comments (invisible once
+    rendered) and task-list lines (``- [x] a detailed description of the bug``).
+
+    Issue templates put the same boilerplate into every issue of a project, and it matches the
+    template file itself (``.github/ISSUE_TEMPLATE/bug_report.md``) better than any code.
+    Measured on 70 SWE-bench dev issues (hybrid, file level): Acc@1 0.429 -> 0.457.
+    """
+    return _TASK_LIST_ITEM.sub("", _HTML_COMMENT.sub("", text))
+
+
 _CODE_TOKEN = re.compile(r"[A-Za-z]+_\w|[a-z][A-Z]|\w\.\w|::|\w\(|^\w+$")
 
 
@@ -213,17 +229,29 @@ class Searcher:
         self.embedder = embedder
         store.run("create_vocab")
 
-    def select_terms(self, terms: list[str]) -> list[str]:
-        """At most :data:`MAX_FTS_TERMS` terms: for a long query, those present in the index
-        with the fewest matching chunks (highest IDF), in query order.
+    def select_terms(self, query: str) -> list[str]:
+        """The query's BM25 terms (:func:`query_terms`), at most :data:`MAX_FTS_TERMS` of them.
 
-        An issue text has hundreds of words: OR-ing them all costs ~0.5 us per posting and
-        lets common words outvote the few that name the code.
+        An issue text has hundreds of words: OR-ing them all costs ~0.5 us per posting and lets
+        common words outvote the few that name the code. A long query keeps, in this order,
+        the terms of its title (first line, when there are more lines), those of its code spans
+        (`` `name` ``), then the rest by fewest matching chunks (highest IDF); absent terms go.
+        Measured on 70 SWE-bench dev issues (hybrid, file level): IDF order alone Acc@5 0.643,
+        title first 0.714, title and code spans first 0.714 with Acc@1 0.457 -> 0.486.
         """
+        terms = query_terms(query)
         if len(terms) <= MAX_FTS_TERMS:
             return terms
         df = {r["term"]: r["doc"] for r in self.store.rows("term_doc_counts", {"terms": json.dumps(terms)})}
-        keep = set(sorted((t for t in terms if t in df), key=lambda t: (df[t], terms.index(t)))[:MAX_FTS_TERMS])
+        lines = query.strip().split("\n", 1)
+        title = set(query_terms(lines[0])) if len(lines) > 1 else set()
+        code = set(query_terms(" ".join(_CODE_SPAN.findall(query))))
+        pos = {t: i for i, t in enumerate(terms)}
+
+        def priority(t: str) -> tuple:
+            return (0, pos[t]) if t in title else (1 if t in code else 2, df[t], pos[t])
+
+        keep = set(sorted((t for t in terms if t in df), key=priority)[:MAX_FTS_TERMS])
         return [t for t in terms if t in keep]
 
     def search(self, query: str, opts: SearchOptions | None = None) -> list[Result]:
@@ -241,12 +269,15 @@ class Searcher:
             raise UsageError(f"unknown mode {opts.mode!r}: use one of {', '.join(MODES)}")
         if not 1 <= opts.limit <= MAX_LIMIT:
             raise UsageError(f"limit must be between 1 and {MAX_LIMIT}")
-        fq = fts_query(self.select_terms(query_terms(query))) if opts.mode != "vector" else None
+        shape = query_shape(query)
+        if shape == "long":
+            query = strip_issue_template(query).strip() or query
+        fq = fts_query(self.select_terms(query)) if opts.mode != "vector" else None
         qvec = None
         if opts.mode != "bm25":
             qvec = self.embedder.embed([query])[0].astype(np.float32).tobytes()
         # A single retriever gets the whole weight: a zero weight would zero every score.
-        w_fts = {"bm25": (1.0, 1.0), "vector": (0.0, 0.0)}.get(opts.mode) or BM25_WEIGHT[query_shape(query)]
+        w_fts = {"bm25": (1.0, 1.0), "vector": (0.0, 0.0)}.get(opts.mode) or BM25_WEIGHT[shape]
         results = self._results(self._run(fq, qvec, opts, w_fts, named_in_query(query)))
         if not results and opts.language:
             self._check_language(opts.language.lower())

@@ -13,8 +13,9 @@ from codii_sql import search
 from codii_sql.codebase import Codebase
 from codii_sql.errors import UsageError
 from codii_sql.index import Indexer
-from codii_sql.search import (BM25_WEIGHT, BM25_WEIGHTS, CONFIDENT_GAP, RRF_K, RRF_WEIGHT, Searcher, SearchOptions,
-                               fts_query, named_in_query, query_shape, query_terms)
+from codii_sql.search import (BM25_WEIGHT, BM25_WEIGHTS, CONFIDENT_GAP, MAX_FTS_TERMS, RRF_K, RRF_WEIGHT, Searcher,
+                               SearchOptions, STOP_WORDS, fts_query, named_in_query, query_shape, query_terms,
+                               strip_issue_template)
 from codii_sql.store import Store
 
 
@@ -46,7 +47,7 @@ def test_fusion_matches_hand_computation(searcher, embedder, q):
     """score = sum_r w_r * minmax(raw_r) + RRF_WEIGHT * sum_r w_r / (k + rank_r), recomputed here."""
     normal, confident = BM25_WEIGHT[query_shape(q)]
     conn = searcher.store.conn
-    fq = fts_query(searcher.select_terms(query_terms(q)))
+    fq = fts_query(searcher.select_terms(q))
     weights = ", ".join(str(w) for w in BM25_WEIGHTS.values())
     bm25 = conn.execute(f"SELECT rowid, -bm25(chunks_fts, {weights}) FROM chunks_fts WHERE chunks_fts MATCH ? "
                         f"ORDER BY bm25(chunks_fts, {weights}) LIMIT 50", (fq,)).fetchall()
@@ -191,3 +192,23 @@ def test_schema_1_index_is_migrated_in_place(searcher, embedder, monkeypatch):
         assert reopened.value("counts_bits") == reopened.row("counts")["chunks"]
         s = Searcher(reopened, searcher.root, embedder)
         assert [r.id for r in s.search("parse a header", SearchOptions(limit=5, mode="vector"))] == before
+
+
+def test_issue_template_boilerplate_is_stripped():
+    issue = ("Crash in parse_header\n<!-- Thanks for submitting an issue!\nPlease fill in -->\n"
+             "- [x] a detailed description of the bug\n * [ ] output of pip list\nThe header parser fails.\n")
+    assert strip_issue_template(issue) == "Crash in parse_header\n\n\n\nThe header parser fails.\n"
+    assert strip_issue_template("text <!-- unterminated comment") == "text "
+    assert strip_issue_template("- [link](x) stays") == "- [link](x) stays"
+
+
+def test_long_query_keeps_title_and_code_span_terms_first(searcher):
+    """Of an issue's many terms the title's and the code spans' win over rarer body words."""
+    rows = searcher.store.conn.execute("SELECT term, doc FROM temp.chunks_fts_vocab ORDER BY doc DESC, term").fetchall()
+    words = [t for t, _ in rows if t.isalpha() and len(t) > 3 and t not in STOP_WORDS]
+    title, body = words[:2], words[2:MAX_FTS_TERMS + 12]  # the title's words are the most common
+    issue = f"{title[0]} {title[1]}\nSome text {' '.join(body)} and `retry_with_backoff` here."
+    terms = searcher.select_terms(issue)
+    assert len(terms) == MAX_FTS_TERMS
+    assert {*title, "retry_with_backoff"} <= set(terms)
+    assert searcher.select_terms(issue.replace("\n", " ")) != terms  # one line: no title, IDF order
