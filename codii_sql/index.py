@@ -38,7 +38,11 @@ Progress = Callable[[str, int, int], None]
 
 @dataclass
 class Prepared:
-    """One file read, hashed and chunked (in a worker process). ``error`` set means: not indexed this run."""
+    """One file read, hashed and chunked (in a worker process). ``error`` set means: not indexed this run.
+
+    ``subtokens[i]`` is the FTS5 ``subtokens`` text of ``chunks[i]`` (see :func:`chunk_subtokens`),
+    computed in the worker so the writer only inserts.
+    """
 
     path: str
     size: int
@@ -46,6 +50,7 @@ class Prepared:
     hash: str = ""
     language: str | None = None
     chunks: list[Chunk] = field(default_factory=list)
+    subtokens: list[str] = field(default_factory=list)
     skip: str | None = None
     error: str | None = None
 
@@ -145,9 +150,22 @@ def prepare_file(root: str, f: scan.SourceFile, max_file_bytes: int) -> Prepared
         out.hash = hashlib.sha256(data).hexdigest()
         out.language = detect_language(f.path)
         out.chunks = chunk_text(decode_source(data), out.language)
+        out.subtokens = chunk_subtokens(f.path, out.chunks)
     except Exception as err:  # one bad file must not stop the build; it is retried next run
         out.error = f"{type(err).__name__}: {err}"
     return out
+
+
+def chunk_subtokens(path: str, chunks: list[Chunk]) -> list[str]:
+    """Per chunk, its FTS5 ``subtokens`` text: the identifier sub-tokens of its symbol, of the
+    file's ``path`` and of its content, space-separated (:func:`text.identifier_subtokens`).
+
+    The path's parts are included so a query word found only in a file name (``sessions.py``)
+    still matches that file's chunks.
+    """
+    path_tokens = identifier_subtokens(path.replace("/", " ").replace(".", " "))
+    return [" ".join(filter(None, (identifier_subtokens(c.symbol or ""), path_tokens, identifier_subtokens(c.content))))
+            for c in chunks]
 
 
 def _hash_file(root: Path, f: scan.SourceFile, max_file_bytes: int) -> str:
@@ -207,6 +225,7 @@ class Indexer:
                                "check the folder's permissions and free disk space") from None
         try:
             with Store(self.codebase.db_path) as store:
+                store.run("pragma_write_cache")
                 return self._build_locked(store, force)
         finally:
             lock.release()
@@ -367,9 +386,8 @@ class Indexer:
                 ok, vectors = [], []
             t = time.perf_counter()
             with store.transaction():
-                for p, (keys, vecs) in zip(ok, vectors):
-                    self._write_file(store, tree, p, keys, vecs)
-                    report.chunks_written += len(p.chunks)
+                _write_files(store, tree, ok, vectors)
+                report.chunks_written += sum(len(p.chunks) for p in ok)
                 self._flush_tree(store, tree)
                 done += len(batch)
                 store.set_meta(phase="embed", files_done=done, files_total=len(todo))
@@ -435,25 +453,48 @@ class Indexer:
         return [(ks, np.frombuffer(b"".join(found[k] for k in ks), dtype=np.float32).reshape(len(ks), -1)
                  if ks else np.zeros((0, self.embedder.dims), np.float32)) for ks in keys]
 
-    def _write_file(self, store: Store, tree: merkle.Tree, p: Prepared, keys: list[str], vecs: np.ndarray) -> None:
-        _delete_file_rows(store, p.path)
+
+def _write_files(store: Store, tree: merkle.Tree, files: list[Prepared],
+                 vectors: list[tuple[list[str], np.ndarray]]) -> None:
+    """Replace the rows of ``files`` (chunks, FTS5, vectors, file and Merkle rows) in the caller's transaction.
+
+    ``vectors[i]`` is ``(text keys, float32[n_chunks, dims])`` of ``files[i]``. Each table gets
+    one bulk statement per batch (``executemany``, FTS5 by id range) instead of one statement
+    per chunk, which made the write phase the slowest stage of a build (issue 4).
+    """
+    _delete_old_rows(store, [p.path for p in files])
+    # Ids chosen here as SQLite would (max + 1: chunks.id is not AUTOINCREMENT), so the chunk,
+    # FTS5 and vector rows of the whole batch go in as three bulk statements.
+    first = next_id = store.value("chunk_next_id")
+    chunks, vec_rows, nodes = [], [], []
+    for p, (keys, vecs) in zip(files, vectors, strict=True):
         file_id = store.value("file_upsert", {
             "path": p.path, "size": p.size, "mtime_ns": p.mtime_ns, "hash": p.hash, "language": p.language,
             "role": roles.classify(p.path), "chunk_count": len(p.chunks), "indexed_at": time.time()})
-        path_tokens = identifier_subtokens(p.path.replace("/", " ").replace(".", " "))
-        for c, key, vec in zip(p.chunks, keys, vecs):
-            subtokens = " ".join(filter(None, (identifier_subtokens(c.symbol or ""), path_tokens,
-                                               identifier_subtokens(c.content))))
-            row = {"file_id": file_id, "path": p.path, "start_line": c.start_line, "end_line": c.end_line,
-                   "start_byte": c.start_byte, "end_byte": c.end_byte, "kind": c.kind, "symbol": c.symbol,
-                   "language": p.language, "content": c.content, "subtokens": subtokens,
-                   "text_hash": key}
-            cid = store.value("chunk_insert", row)
-            store.run("chunk_insert_fts", {"id": cid, "content": c.content, "subtokens": subtokens,
-                                           "symbol": c.symbol, "path": p.path})
-            store.run("chunk_insert_vec", {"id": cid, "embedding": vec.tobytes()})
-        store.run("merkle_upsert", {"path": p.path, "parent": merkle.parent_of(p.path), "is_dir": 0, "hash": p.hash})
+        for c, subtokens, key, vec in zip(p.chunks, p.subtokens, keys, vecs, strict=True):
+            chunks.append({"id": next_id, "file_id": file_id, "path": p.path, "start_line": c.start_line,
+                           "end_line": c.end_line, "start_byte": c.start_byte, "end_byte": c.end_byte,
+                           "kind": c.kind, "symbol": c.symbol, "language": p.language, "content": c.content,
+                           "subtokens": subtokens, "text_hash": key})
+            vec_rows.append({"id": next_id, "embedding": vec.tobytes()})
+            next_id += 1
+        nodes.append({"path": p.path, "parent": merkle.parent_of(p.path), "is_dir": 0, "hash": p.hash})
         tree.set_file(p.path, p.hash)
+    store.many("chunk_insert_with_id", chunks)
+    store.run("chunks_insert_fts_range", {"first": first, "last": next_id - 1})
+    store.many("chunk_insert_vec", vec_rows)
+    store.many("merkle_upsert", nodes)
+
+
+def _delete_old_rows(store: Store, paths: list[str]) -> None:
+    """Delete the chunk rows of those ``paths`` that are indexed already.
+
+    New files skip the delete statements: ``chunks_delete_vec`` scans the whole vec0 table
+    (``rowid IN (subquery)``), so on a cold build it grew with the index, per file.
+    """
+    present = store.rows("files_present", {"paths": json.dumps(paths)})
+    for path in sorted(r["path"] for r in present):
+        _delete_file_rows(store, path)
 
 
 def _delete_file_rows(store: Store, path: str) -> None:

@@ -1,0 +1,56 @@
+"""The bulk writer: chunk, FTS5, float-vector and sign-bit rows of one batch stay aligned by chunk id."""
+
+from __future__ import annotations
+
+import numpy as np
+from conftest import write_tree
+
+import codii_sql.index as index_mod
+from codii_sql.codebase import Codebase
+from codii_sql.index import Indexer, chunk_subtokens
+from codii_sql.store import Store
+
+
+def _rows_by_id(repo) -> tuple[dict, dict, set, set]:
+    """``({chunk id: content}, {chunk id: float32[384]}, bits rowids, FTS5 ids matching 'fetch')``."""
+    with Store(Codebase.open(repo).db_path, create=False) as store:
+        store.run("fts_integrity_check")
+        q = store.conn.execute
+        chunks = dict(q("SELECT id, content FROM chunks").fetchall())
+        vecs = {i: np.frombuffer(b, np.float32) for i, b in q("SELECT rowid, embedding FROM chunks_vec").fetchall()}
+        bits = {i for (i,) in q("SELECT rowid FROM chunks_bits").fetchall()}
+        fts = {i for (i,) in q("SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH 'subtokens:fetch'").fetchall()}
+    return chunks, vecs, bits, fts
+
+
+def test_a_batch_replacing_the_newest_chunks_keeps_every_table_aligned(tmp_path, embedder, monkeypatch):
+    # Worker processes even for three files, so sub-tokens travel back from them as in a large build.
+    monkeypatch.setattr(index_mod, "POOL_MIN_FILES", 1)
+    repo = write_tree(tmp_path / "r", {
+        "a.py": "def alpha(x):\n    return x + 1\n",
+        "b.py": "def beta(y):\n    return y * 2\n",
+    })
+    Indexer(Codebase.open(repo), embedder).build()
+    # b.py was written last, so it holds the highest chunk ids: the next batch reuses them.
+    write_tree(repo, {
+        "b.py": "def beta(y):\n    return y * 3\n\n\ndef gamma(z):\n    return z - 3\n",
+        "c.py": "def fetchRemoteUser(session):\n    return session.get('/user')\n",
+    })
+    report = Indexer(Codebase.open(repo), embedder).build()
+    assert (report.added, report.modified, report.failed) == (1, 1, {})
+
+    chunks, vecs, bits, fts = _rows_by_id(repo)
+    assert set(chunks) == set(vecs) == bits
+    ids = sorted(chunks)
+    expected = embedder.embed([chunks[i] for i in ids])
+    assert np.allclose(np.stack([vecs[i] for i in ids]), expected, atol=1e-5)
+    assert {chunks[i] for i in fts} == {"def fetchRemoteUser(session):\n    return session.get('/user')\n"}
+    assert not any("y * 2" in c for c in chunks.values())
+
+
+def test_chunk_subtokens_join_symbol_path_and_content(tmp_path):
+    from codii_sql.chunk import Chunk
+
+    chunk = Chunk(1, 2, 0, 40, "function", "HttpClient.sendRequest", "def sendRequest(self):\n    pass\n")
+    assert chunk_subtokens("net/http_client.py", [chunk]) == [
+        "http client send request http client send request"]
