@@ -90,7 +90,7 @@ def _check_rows(store: Store, report: DoctorReport, *, repair: bool) -> None:
     if not repair:
         return
     for cid in orphans:
-        store.run("vector_delete", {"id": cid})
+        store.run("vectors_delete", {"id": cid})
     for cid in no_file:
         store.run("chunk_delete_by_id", {"id": cid})
     for path in forget:

@@ -489,8 +489,7 @@ def _write_files(store: Store, tree: merkle.Tree, files: list[Prepared],
 def _delete_old_rows(store: Store, paths: list[str]) -> None:
     """Delete the chunk rows of those ``paths`` that are indexed already.
 
-    New files skip the delete statements: ``chunks_delete_vec`` scans the whole vec0 table
-    (``rowid IN (subquery)``), so on a cold build it grew with the index, per file.
+    New files skip the delete statements (a cold build has nothing to delete).
     """
     present = store.rows("files_present", {"paths": json.dumps(paths)})
     for path in sorted(r["path"] for r in present):
@@ -498,8 +497,10 @@ def _delete_old_rows(store: Store, paths: list[str]) -> None:
 
 
 def _delete_file_rows(store: Store, path: str) -> None:
-    for name in ("chunks_delete_fts", "chunks_delete_vec", "chunks_delete"):
-        store.run(name, {"path": path})
+    ids = [{"id": r["id"]} for r in store.rows("chunk_ids_of_file", {"path": path})]
+    store.run("chunks_delete_fts", {"path": path})
+    store.many("vectors_delete", ids)
+    store.run("chunks_delete", {"path": path})
 
 
 def _node_params(n: merkle.Node) -> dict:

@@ -103,8 +103,13 @@ class Store:
         return None
 
     def many(self, name: str, seq: Any) -> None:
-        """Execute statement ``name`` once per parameter mapping in ``seq``."""
-        self.conn.executemany(queries.sql(name), seq)
+        """Execute statement ``name`` once per parameter mapping in ``seq``.
+
+        The cursor is read to the end: apsw runs the next parameter set only when the rows of
+        the previous one have been read (a ``RETURNING`` statement would stop after one).
+        """
+        for _ in self.conn.executemany(queries.sql(name), seq):
+            pass
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[None]:

@@ -25,10 +25,6 @@ SELECT count(*) FROM chunks_fts_docsize;
 -- name: file_hashes
 SELECT path, hash FROM files;
 
--- name: vector_delete
-DELETE FROM chunks_vec WHERE rowid = :id;
-DELETE FROM chunks_bits WHERE rowid = :id;
-
 -- name: chunk_delete_by_id
 DELETE FROM chunks WHERE id = :id;
 

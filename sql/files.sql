@@ -37,11 +37,14 @@ INSERT INTO chunks_fts(chunks_fts, rowid, content, subtokens, symbol, path)
 SELECT 'delete', id, content, subtokens, symbol, path FROM chunks
 WHERE file_id = (SELECT id FROM files WHERE path = :path);
 
--- name: chunks_delete_vec
-DELETE FROM chunks_vec WHERE rowid IN (
-    SELECT c.id FROM chunks c JOIN files f ON f.id = c.file_id WHERE f.path = :path);
-DELETE FROM chunks_bits WHERE rowid IN (
-    SELECT c.id FROM chunks c JOIN files f ON f.id = c.file_id WHERE f.path = :path);
+-- name: chunk_ids_of_file
+SELECT id FROM chunks WHERE file_id = (SELECT id FROM files WHERE path = :path);
+
+-- name: vectors_delete
+-- One chunk's vector and sign bits, by rowid: vec0 answers `rowid IN (subquery)` with a scan
+-- of the whole table (measured: 8 ms per call at 20k rows, against 23 us for `rowid = ?`).
+DELETE FROM chunks_vec WHERE rowid = :id;
+DELETE FROM chunks_bits WHERE rowid = :id;
 
 -- name: chunks_delete
 DELETE FROM chunks WHERE file_id = (SELECT id FROM files WHERE path = :path);
