@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import codecs
+import functools
 import re
 
 #: Above this share of undecodable bytes a file is taken to be Latin-1, not broken UTF-8.
@@ -11,6 +12,7 @@ _MAX_INVALID_UTF8_SHARE = 0.01
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
 _WORD = re.compile(r"[^\W_]+|_+", re.UNICODE)
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_SEPARATORS = re.compile(r"[_\W]+")
 
 
 def decode_source(data: bytes) -> str:
@@ -43,19 +45,24 @@ def decode_source(data: bytes) -> str:
     return text.replace("\x00", "\ufffd")
 
 
+@functools.lru_cache(maxsize=65536)
+def _split_cached(word: str) -> tuple[str, ...]:
+    parts: list[str] = []
+    for piece in _SEPARATORS.split(word):
+        if not piece:
+            continue
+        found = _CAMEL.findall(piece)
+        parts.extend(p.lower() for p in (found if "".join(found) == piece else [piece]))
+    return tuple(parts)
+
+
 def split_identifier(word: str) -> list[str]:
     """Split one identifier into lower-case sub-tokens.
 
     ``getUserName`` -> ``["get", "user", "name"]``; ``HTTPServer2`` -> ``["http", "server", "2"]``;
     ``parse_header`` -> ``["parse", "header"]``. Non-ASCII letters stay inside their word.
     """
-    parts: list[str] = []
-    for piece in re.split(r"[_\W]+", word):
-        if not piece:
-            continue
-        found = _CAMEL.findall(piece)
-        parts.extend(p.lower() for p in (found if "".join(found) == piece else [piece]))
-    return parts
+    return list(_split_cached(word))
 
 
 def identifier_subtokens(text: str) -> str:
@@ -67,7 +74,7 @@ def identifier_subtokens(text: str) -> str:
     """
     out: list[str] = []
     for ident in _IDENT.findall(text):
-        parts = split_identifier(ident)
+        parts = _split_cached(ident)  # code repeats its identifiers: memoised
         if len(parts) > 1:
             out.extend(parts)
     return " ".join(out)
