@@ -167,6 +167,7 @@ def search(query, path, limit, mode, exts, glob, language, group_by, no_prior, r
 def _batch_search(codebase, opts, lines, no_update):
     api.ensure_index(codebase, update=not no_update)
     searcher = api.open_searcher(codebase)
+    failed = 0
     try:
         for n, line in enumerate(lines, 1):
             if not line.strip():
@@ -181,8 +182,13 @@ def _batch_search(codebase, opts, lines, no_update):
             except (ValueError, CodiiError) as err:
                 qid = item.get("id") if isinstance(item, dict) else None
                 click.echo(json.dumps({"id": qid, "line": n, "error": f"line {n}: {err}"}, ensure_ascii=False))
+                failed += 1
     finally:
         searcher.store.close()
+    if failed:
+        # Every line was answered; the exit status tells a script that some answers are errors.
+        click.echo(f"Error: {failed} queries failed (their lines carry an \"error\" key)", err=True)
+        raise SystemExit(1)
 
 
 def _print_results(resp) -> None:

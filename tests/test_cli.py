@@ -43,10 +43,13 @@ def test_batch_queries_file(sample_repo, tmp_path):
     qfile.write_text('{"id": "a", "query": "debounce"}\n{"id": "b", "query": "parse_header"}\nnot json\n'
                      '{"id": "c"}\n')
     res = run("search", "--path", sample_repo, "--queries-file", qfile, "--jsonl")
-    out = [json.loads(line) for line in res.output.splitlines()]
+    out = [json.loads(line) for line in res.stdout.splitlines()]
     assert [o["id"] for o in out[:2]] == ["a", "b"]
     assert out[0]["results"][0]["path"] == "web/util.js"
     assert "error" in out[2] and out[3]["id"] == "c" and '"query" string' in out[3]["error"]
+    assert res.exit_code == 1 and "2 queries failed" in res.stderr
+    qfile.write_text('{"id": "a", "query": "debounce"}\n')
+    assert run("search", "--path", sample_repo, "--queries-file", qfile, "--jsonl").exit_code == 0
 
 
 def test_status_list_stats_clear(sample_repo):
