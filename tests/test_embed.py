@@ -99,9 +99,32 @@ def test_fused_graph_is_built_once_and_matches_shipped(embedder, reference, refe
     assert np.all(np.sum(vectors * reference_vectors[picks], axis=1) > 0.99999)
 
 
+def test_token_batches_respect_both_limits_and_sort_by_length():
+    lengths = [256, 3, 40, 256, 17, 128, 3, 90, 256, 5, 200, 64, 130, 2, 255]
+    batches = embed.token_batches(lengths, 4, 512)
+    flat = [i for b in batches for i in b]
+    assert sorted(flat) == list(range(len(lengths)))
+    assert [lengths[i] for i in flat] == sorted(lengths)
+    assert [i for i in flat if lengths[i] == 3] == [1, 6]  # ties keep input order
+    for batch in batches:
+        assert 1 <= len(batch) <= 4
+        assert len(batch) * max(lengths[i] for i in batch) <= 512
+    assert [len(b) for b in batches] == [4, 4, 2, 2, 2, 1]
+    assert embed.token_batches([300, 10], 32, 256) == [[1], [0]]  # too long for the budget: alone
+    assert embed.token_batches([], 32, 4096) == []
+
+
+def test_token_budget_changes_no_vector(embedder, reference, reference_vectors):
+    texts = [r["text"] for r in reference]
+    tight = embedder.embed(texts, max_batch_tokens=64)
+    assert np.all(np.sum(tight * reference_vectors, axis=1) > 0.99999)
+
+
 def test_invalid_arguments(embedder):
     with pytest.raises(ValueError):
         embedder.embed(["a"], batch_size=0)
+    with pytest.raises(ValueError):
+        embedder.embed(["a"], max_batch_tokens=0)
     with pytest.raises(ValueError):
         embed.Embedder(graph="fp16")
 
