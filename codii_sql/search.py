@@ -29,11 +29,12 @@ DEPTH = 50
 #: sign bits and re-scores them with the float cosine (sql/search.sql); below it the exact
 #: float scan is fast enough (measured, idle: 31 ms at 50k, 66 ms at 100k chunks).
 COARSE_MIN_CHUNKS = 20_000
-#: Hamming candidates re-scored: at least this many and twice the KNN depth. Measured on 66k
-#: real chunk vectors with 210 CoSQA and SWE-bench queries: the exact top 10 is recovered
-#: 93% of the time from 2 x 50 candidates, 96.5% from 4 x 50; larger k slows vec0's scan
-#: (64k rows: 9.5 ms at k=100, 18 ms at 200, 42 ms at 400).
-COARSE_CANDIDATES = 200
+#: Hamming candidates re-scored: at least this many and twice the KNN depth. vec0's top-k
+#: costs grow with k (50k rows, load 4: 7.6 ms at k=50, 13 at 100, 25 at 200, 54 at 400;
+#: the exact float scan 32 ms), so 2 x depth it is. Quality, measured: on 66k real chunk
+#: vectors with 210 CoSQA and SWE-bench queries the exact top 10 is recovered 93% of the time
+#: from 2 x 50 candidates (96.5% from 4 x 50); CoSQA vector NDCG@10 is unchanged (0.6057).
+COARSE_CANDIDATES = 100
 #: Fused chunks the cross-encoder re-scores (the issue asks for 20-50; a MiniLM-L6
 #: cross-encoder costs about as much per pair as embedding one chunk).
 RERANK_DEPTH = 30
