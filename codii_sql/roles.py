@@ -7,7 +7,7 @@ import re
 ROLES = ("source", "test", "docs", "config", "generated", "vendored")
 #: Bumped when the rules change: a build then re-classifies every indexed file (cheap, no
 #: re-chunking), since the role is stored in the files table.
-VERSION = 2
+VERSION = 3
 
 _VENDORED_DIRS = {"vendor", "vendored", "_vendor", "third_party", "thirdparty", "third-party", "external", "extern"}
 _TEST_DIRS = {"test", "tests", "testing", "__tests__", "spec", "specs", "testdata", "test_data", "fixtures"}
@@ -24,7 +24,8 @@ _CONFIG_EXT = {".toml", ".cfg", ".ini", ".yaml", ".yml", ".json", ".lock", ".in"
 #: for an issue about sessions).
 _METADATA_DIR = re.compile(r"\.(dist|egg)-info$")
 _CONFIG_NAMES = {"pkg-info", "setup.cfg", "makefile", "dockerfile", "manifest.in", "tox.ini", "noxfile.py",
-                 ".gitignore", ".gitattributes", ".pre-commit-config.yaml", "license.txt"}
+                 ".gitignore", ".gitattributes", ".pre-commit-config.yaml", "license.txt", "build", "workspace",
+                 "jenkinsfile", "procfile", "vagrantfile", "gemfile", "rakefile"}
 _GENERATED = re.compile(r"(_pb2(_grpc)?\.py$|\.pb\.go$|\.generated\.|\.g\.dart$|_generated\.|\.min\.)")
 
 
@@ -35,7 +36,8 @@ def classify(path: str) -> str:
     ``third_party/``..., and a ``packages/`` directory nested inside another package, as in
     ``requests/packages/urllib3``; a top-level ``packages/`` is a monorepo's own code), then
     generated names, tests (directories such as ``tests/`` or names such as ``test_x.py``,
-    ``x_test.go``, ``x.spec.ts``), docs (``docs/``, README/CHANGELOG, prose extensions),
+    ``x_test.go``, ``x.spec.ts``), docs (``docs/``, README/CHANGELOG, prose extensions,
+    upper-case names without extension such as ``INSTALL``),
     packaging metadata and config files; everything else is source.
     """
     parts = path.lower().split("/")
@@ -49,8 +51,13 @@ def classify(path: str) -> str:
     if dirs & _TEST_DIRS or _TEST_FILE.search(path.rpartition("/")[2]):
         return "test"
     stem = name.split(".")[0]
-    if dirs & _DOC_DIRS or ext in _DOC_EXT or stem in _DOC_NAMES:
+    # An upper-case name without extension is a project's prose by convention (INSTALL, THANKS,
+    # EXAMPLES in Sphinx's sdist ranked above its code for issues).
+    metadata = any(map(_METADATA_DIR.search, dirs))
+    shouting = (not ext and len(name) > 2 and name not in _CONFIG_NAMES and not metadata
+                and path.rpartition("/")[2] == name.upper() and any(ch.isalpha() for ch in name))
+    if dirs & _DOC_DIRS or ext in _DOC_EXT or stem in _DOC_NAMES or shouting:
         return "docs"
-    if name in _CONFIG_NAMES or ext in _CONFIG_EXT or name.startswith(".") or any(map(_METADATA_DIR.search, dirs)):
+    if name in _CONFIG_NAMES or ext in _CONFIG_EXT or name.startswith(".") or metadata:
         return "config"
     return "source"

@@ -1,0 +1,21 @@
+"""File roles from paths: the soft ranking prior's input."""
+
+from __future__ import annotations
+
+import pytest
+
+from codii_sql.roles import classify
+
+
+@pytest.mark.parametrize("path, role", [
+    ("src/app/views.py", "source"), ("bin/run", "source"), ("src/X", "source"),
+    ("tests/test_views.py", "test"), ("pkg/views_test.go", "test"), ("web/a.spec.ts", "test"),
+    ("docs/index.rst", "docs"), ("README.md", "docs"), ("CHANGES", "docs"), ("EXAMPLES", "docs"),
+    ("utils/INSTALL", "docs"), ("LICENSE", "docs"),
+    ("setup.cfg", "config"), ("Makefile", "config"), ("BUILD", "config"), (".github/workflows/ci.yml", "config"),
+    ("requests-2.3.0.dist-info/METADATA", "config"),
+    ("requests/packages/urllib3/poolmanager.py", "vendored"), ("third_party/x/y.c", "vendored"),
+    ("api/service_pb2.py", "generated"), ("static/app.min.js", "generated"),
+])
+def test_roles(path, role):
+    assert classify(path) == role
