@@ -75,9 +75,14 @@ def ensure_index(codebase: Codebase, *, update: bool = True, progress: Progress 
 
     Returns:
         a note for the user when the index could not be brought up to date, else None.
+    Raises:
+        NotIndexedError: no index yet and ``update`` is false (nothing may be built then).
     """
     exists = codebase.db_path.is_file()
-    if exists and not update:
+    if not update:
+        if not exists:
+            raise NotIndexedError(f"{codebase.root} is not indexed and --no-update builds nothing: "
+                                  f"run `codii-sql build {codebase.root}` first")
         return None
     try:
         build(codebase, wait=False, progress=progress)
@@ -221,7 +226,10 @@ def clear(codebase: Codebase) -> bool:
 
     Raises:
         IndexBusyError: an indexer is running on it.
+        StorageError: the file is not a codii-sql index (it is left alone).
     """
+    if codebase.db_path.is_file():
+        Store(codebase.db_path, create=False).close()
     if is_locked(codebase):
         raise IndexBusyError(f"{codebase.root} is being indexed; try again when it finishes")
     found = False

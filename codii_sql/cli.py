@@ -259,7 +259,7 @@ def stats(path, db, as_json):
 @cli.command()
 @click.argument("path", required=False, default=None)
 @click.option("--all", "all_", is_flag=True, help="Delete every index under $CODII_SQL_HOME.")
-@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation (required with --json, which never prompts).")
 @db_option
 @json_option
 def clear(path, all_, yes, db, as_json):
@@ -269,13 +269,32 @@ def clear(path, all_, yes, db, as_json):
     if all_:
         targets = [Codebase(Path(r.get("root") or "."), Path(r["db"])) for r in api.list_codebases()]
     else:
-        targets = [Codebase.open(path, db)]
-    if not yes and not as_json and targets:
+        targets = [_clear_target(path, db)]
+    if not yes and targets:
+        if as_json:
+            raise UsageError("clear --json does not prompt: add --yes to delete the index")
         click.confirm(f"Delete {len(targets)} index file(s)?", abort=True, err=True)
     removed = [str(c.db_path) for c in targets if api.clear(c)]
     if as_json:
         return emit({"removed": removed})
     click.echo(f"Removed {len(removed)} index file(s)." if removed else "Nothing to remove.")
+
+
+def _clear_target(path, db) -> Codebase:
+    """The codebase to clear. Only its index file matters, so an index whose folder is gone is
+    found by ``--db`` alone or by the root that ``codii-sql list`` shows."""
+    from pathlib import Path
+
+    if db is not None and path is None:
+        return Codebase(Path("."), Path(db).expanduser().absolute())
+    try:
+        return Codebase.open(path, db)
+    except UsageError:
+        wanted = str(Path(path or ".").expanduser().absolute())
+        for r in api.list_codebases():
+            if r.get("root") == wanted:
+                return Codebase(Path(wanted), Path(r["db"]))
+        raise
 
 
 @cli.command()

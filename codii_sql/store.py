@@ -29,8 +29,9 @@ class Store:
         path: the ``.db`` file. Created (with its schema) unless ``create`` is false.
         create: create a missing file; when false a missing file raises ``StorageError``.
     Raises:
-        StorageError: the file cannot be opened or created, is not a SQLite database, or
-            (with ``create`` false) is not a codii-sql index; nothing is written to it then.
+        StorageError: the file cannot be opened or created, is not a SQLite database, is
+            not a codii-sql index (with ``create`` false), or holds tables none of which is
+            ours (someone else's database); nothing is written to it then.
     """
 
     def __init__(self, path: Path, *, create: bool = True):
@@ -46,9 +47,11 @@ class Store:
             self.conn.load_extension(sqlite_vec.loadable_path())
             self.conn.enable_load_extension(False)
             self.conn.set_busy_timeout(BUSY_TIMEOUT_MS)
-            if not create and self.value("is_index") != 3:
+            ours = self.value("is_index")
+            if (not create and ours != 3) or (ours == 0 and self.value("table_count") > 0):
                 self.conn.close()
-                raise StorageError(f"{self.path} is not a codii-sql index: pass the .db that `codii-sql build` made")
+                raise StorageError(f"{self.path} is not a codii-sql index: pass the .db that `codii-sql build` made"
+                                   " (or a new file name)")
             for name in ("pragmas_write", "pragma_synchronous", "pragma_mmap"):
                 self.run(name)
             self.run("create_schema")

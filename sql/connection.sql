@@ -39,6 +39,10 @@ COMMIT;
 -- name: rollback
 ROLLBACK;
 
+-- name: table_count
+-- A file with tables of its own that are none of ours is someone else's database: never write to it.
+SELECT count(*) FROM sqlite_master WHERE type IN ('table', 'view');
+
 -- name: is_index
 -- 1 when this file already holds a codii-sql index (checked before anything is written).
 SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN ('meta', 'files', 'chunks');

@@ -61,7 +61,9 @@ def test_status_list_stats_clear(sample_repo):
     assert [r["root"] for r in listed] == [str(sample_repo.resolve())]
     stats = json.loads(run("stats", sample_repo, "--json").output)
     assert {r["language"] for r in stats["languages"]} >= {"python", "javascript", "markdown"}
-    assert json.loads(run("clear", sample_repo, "--json").output)["removed"]
+    res = CliRunner().invoke(cli, ["clear", str(sample_repo), "--json"])
+    assert res.exit_code == 2 and "--yes" in res.output  # --json never prompts, so it never deletes alone
+    assert json.loads(run("clear", sample_repo, "--json", "--yes").output)["removed"]
     assert json.loads(run("status", sample_repo, "--json").output)["status"] == "not_indexed"
 
 
@@ -104,6 +106,32 @@ def test_a_file_that_is_not_an_index_is_refused_and_left_untouched(sample_repo, 
     empty.write_bytes(b"")
     res = CliRunner().invoke(cli, ["status", "--db", str(empty)])
     assert res.exit_code != 0 and "not a codii-sql index" in res.output and empty.stat().st_size == 0
+
+
+def test_someone_elses_sqlite_file_is_never_written_or_deleted(sample_repo, tmp_path):
+    import apsw
+
+    theirs = tmp_path / "theirs.db"
+    apsw.Connection(str(theirs)).execute("CREATE TABLE t(x); INSERT INTO t VALUES (1)")
+    before = theirs.read_bytes()
+    for args in (["search", "foo", "--path", str(sample_repo), "--db", str(theirs)],
+                 ["clear", "--db", str(theirs), "--yes"]):
+        res = CliRunner().invoke(cli, args)
+        assert res.exit_code != 0 and "not a codii-sql index" in res.output, args
+        assert theirs.read_bytes() == before
+
+
+def test_no_update_never_builds_and_a_gone_folder_can_be_cleared(sample_repo, tmp_path):
+    import shutil
+
+    res = CliRunner().invoke(cli, ["search", "foo", "--path", str(sample_repo), "--no-update"])
+    assert res.exit_code != 0 and "not indexed" in res.output
+    assert json.loads(run("status", sample_repo, "--json").output)["status"] == "not_indexed"
+    gone = shutil.copytree(sample_repo, tmp_path / "gone")
+    run("build", gone)
+    shutil.rmtree(gone)
+    assert json.loads(run("clear", gone, "--yes", "--json").output)["removed"]
+    assert run("list", "--json").output.strip() == "[]"
 
 
 def test_inspect_an_unknown_file_and_a_capitalised_language(sample_repo):
