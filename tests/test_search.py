@@ -33,6 +33,8 @@ def test_query_shape():
     assert query_shape("Session.resolve_redirects") == "identifier"
     assert query_shape("getUserName") == "identifier"
     assert query_shape("where are retries handled") == "natural"
+    assert query_shape("where is __repr__ generated for attrs classes") == "mixed"
+    assert query_shape("how does Session.send follow redirects") == "mixed"
     assert query_shape(" ".join(["word"] * 60)) == "long"
 
 
