@@ -5,4 +5,4 @@ store (apsw + sql/*.sql) -> index (Merkle diff, batches); query -> search (the o
 SQL statement, optional cross-encoder re-rank) -> cli / mcp_server.
 """
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"

@@ -140,6 +140,8 @@ def search(query, path, limit, mode, exts, glob, language, group_by, no_prior, r
     Builds the index first if it is missing, and updates it if files changed.
     A QUERY that starts with "-" goes after "--": codii-sql search --path . -- "-v flag".
     """
+    if as_json and jsonl:
+        raise UsageError("pass either --json (one object) or --jsonl (one result per line), not both")
     codebase = Codebase.open(path, db)
     opts = _search_options(limit, mode, exts, glob, language, no_prior, group_by, rerank, rerank_model)
     if queries_file is not None:
@@ -330,7 +332,9 @@ def doctor(path, check_only, db, as_json):
             click.echo(f"{mark:>8}  {c['name']}: {c['detail']}")
         if out.get("rebuild"):
             click.echo(f"re-indexed {len(out['forgotten'])} file(s) whose rows were incomplete")
-        click.echo("consistent" if out["consistent"] else "was inconsistent" + ("" if check_only else " (repaired)"))
+        click.echo("consistent" if out["consistent"] else
+                   "inconsistent (run doctor without --check-only to repair)" if check_only else
+                   "was inconsistent (repaired)")
     if check_only and not out["consistent"]:
         sys.exit(1)
 

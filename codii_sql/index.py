@@ -29,6 +29,9 @@ from .text import decode_source, identifier_subtokens
 #: vanishes, small enough that a kill loses little work and readers see progress.
 BATCH_CHUNKS = 512
 BATCH_FILES = 256
+#: Texts per embedder call within a batch: progress moves while a 512-chunk batch is embedded
+#: (~50 s at 10 chunks/s; an MCP client polling get_indexing_status saw 0% until the commit).
+EMBED_STEP = 128
 #: Below this many files to chunk, worker processes cost more to start than they save.
 POOL_MIN_FILES = 64
 
@@ -248,8 +251,10 @@ class Indexer:
         try:
             self._run(store, report)
         except BaseException as err:
+            why = ("interrupted; every file committed so far is kept, run build again to finish"
+                   if isinstance(err, KeyboardInterrupt) else f"{type(err).__name__}: {err}")
             with store.transaction():
-                store.set_meta(status="failed", error=f"{type(err).__name__}: {err}", finished_at=time.time())
+                store.set_meta(status="failed", error=why, finished_at=time.time())
             raise
         report.seconds = time.perf_counter() - started
         counts = store.row("counts")
@@ -378,8 +383,11 @@ class Indexer:
                     report.failed[p.path] = p.error
                 else:
                     ok.append(p)
+            def step(embedded: int, total: int, base: int = done, n: int = len(batch)) -> None:
+                self.progress("embed", base + n * embedded // total, len(todo))
+
             try:
-                vectors = self._vectors(store, ok, report)
+                vectors = self._vectors(store, ok, report, step)
             except Exception as err:  # the model failed on this batch: keep old rows, retry next run
                 for p in ok:
                     report.failed[p.path] = f"embedding failed: {type(err).__name__}: {err}"
@@ -418,10 +426,11 @@ class Indexer:
                     futures.append(pool.submit(prepare_file, root, todo[nxt], self.max_file_bytes))
                     nxt += 1
 
-    def _vectors(self, store: Store, files: list[Prepared],
-                 report: BuildReport) -> list[tuple[list[str], np.ndarray]]:
+    def _vectors(self, store: Store, files: list[Prepared], report: BuildReport,
+                 step: Callable[[int, int], None]) -> list[tuple[list[str], np.ndarray]]:
         """Per file: the chunks' text keys and their float32[n_chunks, dims] vectors, reused by key
-        from this index or the cache, else embedded."""
+        from this index or the cache, else embedded in steps of :data:`EMBED_STEP` texts, after
+        each of which ``step(texts embedded, texts to embed)`` reports progress."""
         t = time.perf_counter()
         model = self.embedder.model_id
         keys = [[text_key(model, c.content) for c in p.chunks] for p in files]
@@ -443,7 +452,11 @@ class Indexer:
         if texts:
             t = time.perf_counter()
             order = list(texts)
-            embedded = self.embedder.embed([texts[k] for k in order])
+            parts = []
+            for start in range(0, len(order), EMBED_STEP):
+                parts.append(self.embedder.embed([texts[k] for k in order[start:start + EMBED_STEP]]))
+                step(min(start + EMBED_STEP, len(order)), len(order))
+            embedded = np.concatenate(parts)
             report.phase_seconds["embed"] += time.perf_counter() - t
             report.chunks_embedded += len(order)
             fresh = dict(zip(order, embedded))

@@ -281,6 +281,7 @@ class Searcher:
             raise UsageError(f"unknown mode {opts.mode!r}: use one of {', '.join(MODES)}")
         if not 1 <= opts.limit <= MAX_LIMIT:
             raise UsageError(f"limit must be between 1 and {MAX_LIMIT}")
+        _check_filters(opts)
         shape = query_shape(query)
         if shape == "long":
             query = strip_issue_template(query).strip() or query
@@ -342,6 +343,16 @@ class Searcher:
                    stale=stale(r), id=r["id"], role=r["role"], bm25_rank=r["bm25_rank"], knn_rank=r["knn_rank"])
             for r in rows
         ]
+
+
+def _check_filters(opts: SearchOptions) -> None:
+    """Raise on a filter that can only match nothing by mistake (a typo, not a miss)."""
+    if any(e.strip(". ") == "" for e in opts.exts):
+        raise UsageError("an empty extension filter matches nothing: pass one such as .py")
+    glob = opts.glob
+    if glob is not None and (glob.count("[") > glob.count("]") or glob.startswith("/")):
+        raise UsageError(f"bad path glob {glob!r}: close every '[' and write paths relative to the "
+                         "codebase root, e.g. 'src/*.py'")
 
 
 def _top(results: list[Result], opts: SearchOptions) -> list[Result]:

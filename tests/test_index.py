@@ -156,3 +156,15 @@ def test_changed_role_rules_reclassify_files_without_reindexing(sample_repo, emb
     report = build(sample_repo, embedder)
     assert report.chunks_written == 0
     assert {r["role"] for r in rows(sample_repo, "stats_by_role")} == {"vendored"}
+
+
+def test_embed_progress_moves_within_a_batch(sample_repo, embedder, monkeypatch):
+    """A batch is embedded in steps, so a polling client sees progress before the batch commits."""
+    from codii_sql import index as index_mod
+
+    monkeypatch.setattr(index_mod, "EMBED_STEP", 2)
+    seen = []
+    Indexer(Codebase.open(sample_repo), embedder, progress=lambda *a: seen.append(a)).build()
+    embed = [done for phase, done, total in seen if phase == "embed"]
+    assert embed[0] == 0 and embed[-1] == 4
+    assert any(0 < d < 4 for d in embed) and embed == sorted(embed)

@@ -214,3 +214,10 @@ def test_long_query_keeps_title_and_code_span_terms_first(searcher):
     assert len(terms) == MAX_FTS_TERMS
     assert {*title, "retry_with_backoff"} <= set(terms)
     assert searcher.select_terms(issue.replace("\n", " ")) != terms  # one line: no title, IDF order
+
+
+@pytest.mark.parametrize("opts", [SearchOptions(exts=[""]), SearchOptions(exts=["."]), SearchOptions(glob="["),
+                                  SearchOptions(glob="/abs/*")])
+def test_filters_that_can_only_match_nothing_are_errors(searcher, opts):
+    with pytest.raises(UsageError):
+        searcher.search("parse_header", opts)
