@@ -168,6 +168,8 @@ def list_codebases() -> list[dict]:
         state = meta.get("status")
         if state == "indexing" and not is_locked(Codebase(Path(meta.get("root") or "."), db)):
             state = "failed"
+        if meta.get("root") and not Path(meta["root"]).is_dir():
+            state = "missing"  # the folder is gone: `clear ROOT --yes` removes the index
         out.append({"root": meta.get("root"), "db": str(db), "status": state, "files": counts["files"],
                     "chunks": counts["chunks"], "size_bytes": _db_size(db),
                     "last_indexed_at": meta.get("last_indexed_at")})

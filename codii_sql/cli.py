@@ -150,7 +150,7 @@ def search(query, path, limit, mode, exts, glob, language, group_by, no_prior, r
         return _batch_search(codebase, opts, queries_file, no_update)
     if query is None:
         raise UsageError("missing QUERY: codii-sql search \"where are retries handled\" --path REPO")
-    if not (as_json or jsonl) and query.strip() and not codebase.db_path.is_file():
+    if not (as_json or jsonl or no_update) and query.strip() and not codebase.db_path.is_file():
         click.echo(f"Indexing {codebase.root} first: the model embeds every chunk once (minutes for a large "
                    "codebase); later searches update only changed files.", err=True)
     with progress_bar(not (as_json or jsonl) and err_console.is_terminal) as bar:
@@ -275,7 +275,8 @@ def clear(path, all_, yes, db, as_json):
     if not yes and targets:
         if as_json:
             raise UsageError("clear --json does not prompt: add --yes to delete the index")
-        click.confirm(f"Delete {len(targets)} index file(s)?", abort=True, err=True)
+        names = ", ".join(str(c.db_path) for c in targets[:3]) + (f" and {len(targets) - 3} more" if len(targets) > 3 else "")
+        click.confirm(f"Delete {names}?", abort=True, err=True)
     removed = [str(c.db_path) for c in targets if api.clear(c)]
     if as_json:
         return emit({"removed": removed})

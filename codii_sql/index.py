@@ -216,6 +216,9 @@ class Indexer:
             UsageError: ``.codii.yaml`` is malformed.
             StorageError: the index file cannot be opened or written.
         """
+        db = self.codebase.db_path
+        if db.is_file() and db.stat().st_size > 0:
+            Store(db, create=False).close()  # refuse someone else's database before leaving a lock beside it
         # Not 0 when not waiting: api.is_locked probes by taking the lock for an instant.
         lock = filelock.FileLock(str(self.codebase.lock_path), timeout=-1 if wait else 1.0)
         try:
@@ -452,16 +455,16 @@ class Indexer:
         if texts:
             t = time.perf_counter()
             order = list(texts)
-            parts = []
+            fresh = {}
             for start in range(0, len(order), EMBED_STEP):
-                parts.append(self.embedder.embed([texts[k] for k in order[start:start + EMBED_STEP]]))
+                keys_now = order[start:start + EMBED_STEP]
+                vecs = dict(zip(keys_now, self.embedder.embed([texts[k] for k in keys_now])))
+                if self.cache is not None:  # each step at once: an interrupted build keeps its model time
+                    self.cache.put(vecs)
+                fresh.update(vecs)
                 step(min(start + EMBED_STEP, len(order)), len(order))
-            embedded = np.concatenate(parts)
             report.phase_seconds["embed"] += time.perf_counter() - t
             report.chunks_embedded += len(order)
-            fresh = dict(zip(order, embedded))
-            if self.cache is not None:
-                self.cache.put(fresh)
             found.update({k: v.astype(np.float32).tobytes() for k, v in fresh.items()})
         return [(ks, np.frombuffer(b"".join(found[k] for k in ks), dtype=np.float32).reshape(len(ks), -1)
                  if ks else np.zeros((0, self.embedder.dims), np.float32)) for ks in keys]

@@ -349,10 +349,17 @@ def _check_filters(opts: SearchOptions) -> None:
     """Raise on a filter that can only match nothing by mistake (a typo, not a miss)."""
     if any(e.strip(". ") == "" for e in opts.exts):
         raise UsageError("an empty extension filter matches nothing: pass one such as .py")
+    if opts.language is not None and not opts.language.strip():
+        raise UsageError("the language filter is empty: pass one such as python")
     glob = opts.glob
-    if glob is not None and (glob.count("[") > glob.count("]") or glob.startswith("/")):
-        raise UsageError(f"bad path glob {glob!r}: close every '[' and write paths relative to the "
-                         "codebase root, e.g. 'src/*.py'")
+    if glob is None:
+        return
+    if not glob.strip():
+        raise UsageError("the path glob is empty: pass one such as 'src/*.py'")
+    if glob.startswith("/"):
+        raise UsageError(f"bad path glob {glob!r}: paths are relative to the codebase root, e.g. 'src/*.py'")
+    if glob.count("[") > glob.count("]"):
+        raise UsageError(f"bad path glob {glob!r}: close every '[' (or match a literal one with '[[]')")
 
 
 def _top(results: list[Result], opts: SearchOptions) -> list[Result]:

@@ -115,21 +115,23 @@ def test_someone_elses_sqlite_file_is_never_written_or_deleted(sample_repo, tmp_
     apsw.Connection(str(theirs)).execute("CREATE TABLE t(x); INSERT INTO t VALUES (1)")
     before = theirs.read_bytes()
     for args in (["search", "foo", "--path", str(sample_repo), "--db", str(theirs)],
-                 ["clear", "--db", str(theirs), "--yes"]):
+                 ["build", str(sample_repo), "--db", str(theirs)], ["clear", "--db", str(theirs), "--yes"]):
         res = CliRunner().invoke(cli, args)
         assert res.exit_code != 0 and "not a codii-sql index" in res.output, args
         assert theirs.read_bytes() == before
+    assert not list(tmp_path.glob("theirs.db?*"))  # no lock, WAL or SHM file left beside it
 
 
 def test_no_update_never_builds_and_a_gone_folder_can_be_cleared(sample_repo, tmp_path):
     import shutil
 
     res = CliRunner().invoke(cli, ["search", "foo", "--path", str(sample_repo), "--no-update"])
-    assert res.exit_code != 0 and "not indexed" in res.output
+    assert res.exit_code != 0 and "not indexed" in res.output and "Indexing" not in res.output
     assert json.loads(run("status", sample_repo, "--json").output)["status"] == "not_indexed"
     gone = shutil.copytree(sample_repo, tmp_path / "gone")
     run("build", gone)
     shutil.rmtree(gone)
+    assert [r["status"] for r in json.loads(run("list", "--json").output)] == ["missing"]
     assert json.loads(run("clear", gone, "--yes", "--json").output)["removed"]
     assert run("list", "--json").output.strip() == "[]"
 

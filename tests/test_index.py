@@ -168,3 +168,27 @@ def test_embed_progress_moves_within_a_batch(sample_repo, embedder, monkeypatch)
     embed = [done for phase, done, total in seen if phase == "embed"]
     assert embed[0] == 0 and embed[-1] == 4
     assert any(0 < d < 4 for d in embed) and embed == sorted(embed)
+
+
+def test_vectors_reach_the_cache_before_the_batch_commits(sample_repo, embedder, monkeypatch, tmp_path):
+    """A build stopped mid-batch keeps the model time it spent: each embedding step is cached."""
+    from codii_sql import index as index_mod
+    from codii_sql.cache import EmbeddingCache
+
+    class StopsAfterOneStep:
+        model_id, dims, sha256 = embedder.model_id, embedder.dims, embedder.sha256
+        calls = 0
+
+        def embed(self, texts, **kw):
+            self.calls += 1
+            if self.calls > 1:
+                raise KeyboardInterrupt
+            return embedder.embed(texts, **kw)
+
+    monkeypatch.setattr(index_mod, "EMBED_STEP", 2)
+    cache = EmbeddingCache(tmp_path / "cache.db")
+    with pytest.raises(KeyboardInterrupt):
+        Indexer(Codebase.open(sample_repo), StopsAfterOneStep(), cache=cache).build()
+    report = Indexer(Codebase.open(sample_repo), embedder, cache=cache).build()
+    cache.close()
+    assert report.vectors_reused == 2 and report.chunks_embedded == report.chunks - 2

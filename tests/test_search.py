@@ -217,7 +217,7 @@ def test_long_query_keeps_title_and_code_span_terms_first(searcher):
 
 
 @pytest.mark.parametrize("opts", [SearchOptions(exts=[""]), SearchOptions(exts=["."]), SearchOptions(glob="["),
-                                  SearchOptions(glob="/abs/*")])
+                                  SearchOptions(glob="/abs/*"), SearchOptions(glob=""), SearchOptions(language=" ")])
 def test_filters_that_can_only_match_nothing_are_errors(searcher, opts):
     with pytest.raises(UsageError):
         searcher.search("parse_header", opts)
