@@ -224,7 +224,7 @@ def status(path, db, as_json):
 
 def _fmt(key: str, value):
     if key.endswith("_at") and isinstance(value, (int, float)):
-        return datetime.datetime.fromtimestamp(value).isoformat(timespec="seconds")
+        return datetime.datetime.fromtimestamp(value).astimezone().isoformat(timespec="seconds")
     return json.dumps(value) if isinstance(value, (dict, list)) else value
 
 

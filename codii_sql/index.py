@@ -262,10 +262,12 @@ class Indexer:
         report.seconds = time.perf_counter() - started
         counts = store.row("counts")
         report.files, report.chunks = counts["files"], counts["chunks"]
+        # A no-op update keeps the last real build's duration (status shows how long a build took).
+        took = {"build_seconds": round(report.seconds, 3)} if report.added or report.modified or report.removed else {}
         with store.transaction():
             store.set_meta(status="indexed", phase="done", finished_at=time.time(), last_indexed_at=time.time(),
                            merkle_root=report.merkle_root, files=report.files, chunks=report.chunks,
-                           skipped=dict(report.skipped), failed=report.failed, build_seconds=round(report.seconds, 3))
+                           skipped=dict(report.skipped), failed=report.failed, **took)
         # Fold the WAL into the main file: a copied .db alone then holds the whole index.
         store.run("wal_checkpoint")
         return report

@@ -192,3 +192,12 @@ def test_vectors_reach_the_cache_before_the_batch_commits(sample_repo, embedder,
     report = Indexer(Codebase.open(sample_repo), embedder, cache=cache).build()
     cache.close()
     assert report.vectors_reused == 2 and report.chunks_embedded == report.chunks - 2
+
+
+def test_a_no_op_update_keeps_the_last_build_duration(sample_repo, embedder):
+    build(sample_repo, embedder)
+    with Store(Codebase.open(sample_repo).db_path, create=False) as store:
+        took = store.meta()["build_seconds"]
+    build(sample_repo, embedder)
+    with Store(Codebase.open(sample_repo).db_path, create=False) as store:
+        assert store.meta()["build_seconds"] == took

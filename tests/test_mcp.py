@@ -206,7 +206,10 @@ def test_concurrent_index_calls_make_one_build(codii_home, tmp_path):
     async def run():
         async with server(codii_home) as a, server(codii_home) as b:
             answers = await asyncio.gather(*(call(s, "index_codebase", path=str(repo)) for s in (a, a, b)))
-            assert sorted(x["status"] for x in answers) == ["already indexing", "already indexing", "started"]
+            statuses = sorted(x["status"] for x in answers)
+            # One build; a call that lands after it finished (a loaded CI machine) finds it done.
+            assert statuses.count("started") == 1, statuses
+            assert set(statuses) - {"started"} <= {"already indexing", "already up to date"}, statuses
             await wait_indexed(a, repo)
             assert (await call(b, "get_indexing_status", path=str(repo)))["status"] == "indexed"
         c = assert_consistent(repo)
