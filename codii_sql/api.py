@@ -98,13 +98,14 @@ def open_searcher(codebase: Codebase) -> Searcher:
 
     Raises:
         NotIndexedError: no index file yet.
-        IndexMismatchError: built by another model or chunker.
+        IndexMismatchError: built by another model (older chunking rules are fine: the next build re-chunks).
     """
     if not codebase.db_path.is_file():
         raise NotIndexedError(f"{codebase.root} is not indexed: run `codii-sql build {codebase.root}`")
     store = Store(codebase.db_path, create=False)
     try:
-        store.check_compatible(index_settings(get_embedder()))
+        # Chunks of older chunking rules are still valid search results; the next build re-chunks.
+        store.check_compatible({k: v for k, v in index_settings(get_embedder()).items() if k != "chunker_version"})
     except Exception:
         store.close()
         raise

@@ -38,8 +38,10 @@ import tree_sitter_language_pack
 from codii_sql import wordpiece
 from codii_sql.languages import AST_LANGUAGES
 
-#: Stored in the index; bump whenever the chunks produced for the same input change.
-CHUNKER_VERSION = 1
+#: Stored in the index; bump whenever the chunks produced for the same input change (the next
+#: build then re-chunks every file, reusing the vectors of unchanged chunk texts).
+#: 2: a window split no longer leaves a tiny last piece (a lone ``)`` of a long signature).
+CHUNKER_VERSION = 2
 
 #: ``max_tokens`` default: the model's 256-piece window minus room for the path/symbol header
 #: the embedder may prepend to each chunk.
@@ -443,10 +445,24 @@ class _Chunker:
                 j += 1
             keep_cut = j <= last and cut is not None and 2 * (cut - i) >= j - i
             end = cut - 1 if keep_cut else j - 1
+            if j <= last and lines.count(j, last) < self.tiny:
+                end = min(self._halfway(i, last), j - 1)  # a tiny rest would be a junk chunk: split evenly
             a, b = lines.trim(i, end)
             pieces.append(_Piece(a, b, kind, symbol, lines.count(a, b), mergeable=False))
             i = lines.trim(end + 1, last)[0]
         return pieces
+
+    def _halfway(self, first: int, last: int) -> int:
+        """The line ending the most even split (by tokens) of lines ``first..last`` into two
+        pieces of at most ``max_tokens`` each; ``last`` when there is none."""
+        total, best, best_gap = self.lines.count(first, last), last, None
+        for k in range(first, last):
+            head = self.lines.count(first, k)
+            if head <= self.max_tokens and total - head <= self.max_tokens:
+                gap = abs(2 * head - total)
+                if best_gap is None or gap < best_gap:
+                    best, best_gap = k, gap
+        return best
 
     def chunks(self, pieces: list[_Piece]) -> list[Chunk]:
         """The public records: 1-based lines, byte offsets, content sliced from the lines."""

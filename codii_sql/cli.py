@@ -77,7 +77,7 @@ def cli():
 
 @cli.command()
 @click.argument("path", required=False, default=None)
-@click.option("--force", is_flag=True, help="Empty the index and rebuild it (after a model or chunker change).")
+@click.option("--force", is_flag=True, help="Empty the index and rebuild it (after a model change; a chunker change re-chunks by itself).")
 @click.option("--ignore", "ignore_patterns", multiple=True, help="Extra gitignore-style pattern (repeatable).")
 @click.option("--ext", "extensions", multiple=True, help="Index only these extensions, e.g. --ext .py (repeatable).")
 @click.option("--no-cache", is_flag=True, help="Do not use the shared embedding cache.")

@@ -208,11 +208,11 @@ class Indexer:
         old or its new state; the next build finishes the job.
 
         Args:
-            force: empty the index first (needed after a model or chunker change).
+            force: empty the index first (needed after a model change; a chunker change re-chunks every file by itself).
             wait: wait for another process's build to finish; if false raise instead.
         Raises:
             IndexBusyError: ``wait`` is false and another process holds the writer lock.
-            IndexMismatchError: the index was built with another model/chunker/schema.
+            IndexMismatchError: the index was built with another model or schema.
             UsageError: ``.codii.yaml`` is malformed.
             StorageError: the index file cannot be opened or written.
         """
@@ -243,6 +243,12 @@ class Indexer:
             with store.transaction():
                 store.run("wipe")
                 store.run("create_schema")
+        if store.meta().get("chunker_version") not in (None, CHUNKER_VERSION):
+            # New chunking rules: re-chunk every file instead of refusing the index. Chunk texts
+            # that did not change keep their vectors (looked up by text hash), so it is cheap.
+            with store.transaction():
+                store.run("files_forget_all")
+                store.set_meta(chunker_version=CHUNKER_VERSION)
         store.check_compatible(settings)
         with store.transaction():
             if store.meta().get("roles_version") != roles.VERSION:

@@ -110,3 +110,9 @@ SELECT path FROM files ORDER BY path;
 -- name: file_set_role
 -- Re-classification after the role rules change (roles.VERSION): no re-chunking needed.
 UPDATE files SET role = :role WHERE path = :path;
+
+-- name: files_forget_all
+-- Makes the next plan re-read and re-chunk every file (a chunker upgrade): no stored hash
+-- matches '' and the Merkle tree is rebuilt from scratch.
+UPDATE files SET hash = '', size = -1;
+DELETE FROM merkle_nodes;

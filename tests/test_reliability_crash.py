@@ -1,5 +1,5 @@
-"""Crashes and faults lose nothing: SIGKILL mid-build, a failing model or parser, a model or
-chunker change, a full disk and a read-only index directory, through the real CLI."""
+"""Crashes and faults lose nothing: SIGKILL mid-build, a failing model or parser, a model
+change, a chunker change (re-chunks), a full disk and a read-only index directory, through the real CLI."""
 
 from __future__ import annotations
 
@@ -105,13 +105,17 @@ def test_embedding_or_parse_failure_mid_run_keeps_old_rows_and_is_retried(tmp_pa
     assert all(f"new_{i}" in t and "old_" not in t for i, t in enumerate(v for _, v in sorted(chunk_texts(repo).items())))
 
 
-def test_model_or_chunker_change_is_detected_and_build_force_rebuilds(sample_repo, embedder, monkeypatch):
+def test_a_chunker_change_rechunks_and_a_model_change_needs_force(sample_repo, embedder, monkeypatch):
     assert run("build", sample_repo).exit_code == 0
     monkeypatch.setattr(index_mod, "CHUNKER_VERSION", 99)
-    for args in (["build", sample_repo], ["search", "retry", "--path", sample_repo, "--no-update"]):
-        res = run(*args)
-        assert_one_line_error(res)
-        assert "chunker_version=1, this version uses 99: run `codii-sql build --force`" in res.output
+    res = run("search", "retry", "--path", sample_repo, "--no-update", "--json")
+    assert res.exit_code == 0 and json.loads(res.output)["results"]  # older chunks stay searchable
+    rebuilt = json.loads(run("build", sample_repo, "--json").output)
+    assert rebuilt["added"] == 4 and rebuilt["files"] == 4
+    assert rebuilt["chunks_embedded"] == 0  # every chunk text kept its vector
+    assert json.loads(run("inspect", sample_repo, "--json").output)["snapshot"]["chunker_version"] == 99
+    again = json.loads(run("build", sample_repo, "--json").output)
+    assert again["added"] == again["modified"] == 0
     forced = json.loads(run("build", sample_repo, "--force", "--json").output)
     assert forced["added"] == 4 and forced["files"] == 4
     assert json.loads(run("search", "retry", "--path", sample_repo, "--json").output)["results"]
