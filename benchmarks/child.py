@@ -154,6 +154,7 @@ def task_synth(source: str, db: str, n: int) -> dict:
     t = time.perf_counter()
     with Store(Path(db)) as store, store.transaction():
         store.set_meta(**index_settings(FakeEmbedder()), root=source, status="indexed")
+        chunks, vec_rows = [], []
         for start in range(0, n, 20):
             path = f"synthetic/pkg{start // 2000}/mod{start // 20}.py"
             fid = store.value("file_upsert", {"path": path, "size": 0, "mtime_ns": 0, "hash": "0" * 64,
@@ -163,14 +164,15 @@ def task_synth(source: str, db: str, n: int) -> dict:
             vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
             for j, vec in enumerate(vecs):
                 content = texts[(start + j) % len(texts)]
-                sub = identifier_subtokens(content)
-                cid = store.value("chunk_insert", {
-                    "file_id": fid, "path": path, "start_line": 1, "end_line": 1, "start_byte": 0, "end_byte": 0,
-                    "kind": "function", "symbol": None, "language": "python", "content": content,
-                    "subtokens": sub, "text_hash": f"{start + j}"})
-                store.run("chunk_insert_fts", {"id": cid, "content": content, "subtokens": sub, "symbol": None,
-                                               "path": path})
-                store.run("chunk_insert_vec", {"id": cid, "embedding": vec.tobytes()})
+                chunks.append({"id": start + j + 1, "file_id": fid, "path": path, "start_line": 1, "end_line": 1,
+                               "start_byte": 0, "end_byte": 0, "kind": "function", "symbol": None,
+                               "language": "python", "content": content, "subtokens": identifier_subtokens(content),
+                               "text_hash": f"{start + j}"})
+                vec_rows.append({"id": start + j + 1, "embedding": vec.tobytes()})
+        # The indexer's bulk statements (index._write_files), on an empty index: ids 1..n.
+        store.many("chunk_insert_with_id", chunks)
+        store.run("chunks_insert_fts_range", {"first": 1, "last": n})
+        store.many("chunk_insert_vec", vec_rows)
     return {"chunks": n, "seconds": time.perf_counter() - t, "db_bytes": Path(db).stat().st_size}
 
 

@@ -6,6 +6,7 @@ import contextlib
 import datetime
 import json
 import sys
+from pathlib import Path
 
 import click
 from rich.console import Console
@@ -266,8 +267,6 @@ def stats(path, db, as_json):
 @json_option
 def clear(path, all_, yes, db, as_json):
     """Delete the index of PATH (the files of the codebase are never touched)."""
-    from pathlib import Path
-
     if all_:
         targets = [Codebase(Path(r.get("root") or "."), Path(r["db"])) for r in api.list_codebases()]
     else:
@@ -286,8 +285,6 @@ def clear(path, all_, yes, db, as_json):
 def _clear_target(path, db) -> Codebase:
     """The codebase to clear. Only its index file matters, so an index whose folder is gone is
     found by ``--db`` alone or by the root that ``codii-sql list`` shows."""
-    from pathlib import Path
-
     if db is not None and path is None:
         return Codebase(Path("."), Path(db).expanduser().absolute())
     try:
@@ -370,8 +367,6 @@ def serve():
 def eval_(dataset, mode, rerank, rerank_model, no_prior, repos, limit, top, bench_dir, work_dir, compare,
           as_json):
     """Score search on a benchmark: DATASET is cosqa, swebench or a dataset folder (see docs/eval.md)."""
-    from pathlib import Path
-
     from . import evaluate
 
     if compare:

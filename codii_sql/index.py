@@ -216,25 +216,24 @@ class Indexer:
             UsageError: ``.codii.yaml`` is malformed.
             StorageError: the index file cannot be opened or written.
         """
-        db = self.codebase.db_path
-        if db.is_file() and db.stat().st_size > 0:
-            Store(db, create=False).close()  # refuse someone else's database before leaving a lock beside it
-        # Not 0 when not waiting: api.is_locked probes by taking the lock for an instant.
-        lock = filelock.FileLock(str(self.codebase.lock_path), timeout=-1 if wait else 1.0)
-        try:
-            self.codebase.db_path.parent.mkdir(parents=True, exist_ok=True)
-            lock.acquire()
-        except filelock.Timeout:
-            raise IndexBusyError(f"{self.codebase.root} is being indexed by another process; try again when it finishes") from None
-        except OSError as err:  # a read-only or full index directory: say so in one line
-            raise StorageError(f"cannot write the index beside {self.codebase.db_path}: {err.strerror}; "
-                               "check the folder's permissions and free disk space") from None
-        try:
-            with Store(self.codebase.db_path) as store:
+        # The store opens first: it refuses someone else's database before a lock file is left
+        # beside it (opening only creates the idempotent schema, as every reader does).
+        with Store(self.codebase.db_path) as store:
+            # Not 0 when not waiting: api.is_locked probes by taking the lock for an instant.
+            lock = filelock.FileLock(str(self.codebase.lock_path), timeout=-1 if wait else 1.0)
+            try:
+                lock.acquire()
+            except filelock.Timeout:
+                raise IndexBusyError(f"{self.codebase.root} is being indexed by another process; "
+                                     "try again when it finishes") from None
+            except OSError as err:  # a read-only or full index directory: say so in one line
+                raise StorageError(f"cannot write the index beside {self.codebase.db_path}: {err.strerror}; "
+                                   "check the folder's permissions and free disk space") from None
+            try:
                 store.run("pragma_write_cache")
                 return self._build_locked(store, force)
-        finally:
-            lock.release()
+            finally:
+                lock.release()
 
     def _build_locked(self, store: Store, force: bool) -> BuildReport:
         started = time.perf_counter()

@@ -49,16 +49,8 @@ DELETE FROM chunks_bits WHERE rowid = :id;
 -- name: chunks_delete
 DELETE FROM chunks WHERE file_id = (SELECT id FROM files WHERE path = :path);
 
--- name: chunk_insert
--- One row at a time (benchmarks/child.py's synthetic indexes); the indexer writes in bulk.
-INSERT INTO chunks(file_id, path, start_line, end_line, start_byte, end_byte, kind, symbol,
-                   language, content, subtokens, text_hash)
-VALUES (:file_id, :path, :start_line, :end_line, :start_byte, :end_byte, :kind, :symbol,
-        :language, :content, :subtokens, :text_hash)
-RETURNING id;
-
 -- name: chunk_insert_with_id
--- Bulk form (executemany) of chunk_insert: the writer picks ids from chunk_next_id.
+-- Chunk rows in bulk (executemany): the writer picks ids from chunk_next_id.
 INSERT INTO chunks(id, file_id, path, start_line, end_line, start_byte, end_byte, kind, symbol,
                    language, content, subtokens, text_hash)
 VALUES (:id, :file_id, :path, :start_line, :end_line, :start_byte, :end_byte, :kind, :symbol,
@@ -76,11 +68,6 @@ SELECT id, content, subtokens, symbol, path FROM chunks WHERE id BETWEEN :first 
 -- name: files_present
 -- Which of the paths in the JSON array :paths already have a file row (so old chunks to delete).
 SELECT path FROM files WHERE path IN (SELECT value FROM json_each(:paths));
-
--- name: chunk_insert_fts
--- One row at a time (benchmarks/child.py's synthetic indexes); the indexer writes in bulk.
-INSERT INTO chunks_fts(rowid, content, subtokens, symbol, path)
-VALUES (:id, :content, :subtokens, :symbol, :path);
 
 -- name: chunk_insert_vec
 -- The float vector and its sign bits (schema.sql: chunks_bits), always together.
