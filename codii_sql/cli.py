@@ -78,7 +78,7 @@ def cli():
 
 @cli.command()
 @click.argument("path", required=False, default=None)
-@click.option("--force", is_flag=True, help="Empty the index and rebuild it (after a model change; a chunker change re-chunks by itself).")
+@click.option("--force", is_flag=True, help="Re-read and re-chunk every file; searches keep working meanwhile (after a model change the index is emptied first).")
 @click.option("--ignore", "ignore_patterns", multiple=True, help="Extra gitignore-style pattern (repeatable).")
 @click.option("--ext", "extensions", multiple=True, help="Index only these extensions, e.g. --ext .py (repeatable).")
 @click.option("--no-cache", is_flag=True, help="Do not use the shared embedding cache.")
@@ -97,7 +97,7 @@ def build(path, force, ignore_patterns, extensions, no_cache, db, as_json):
         return
     click.echo(f"Indexed {codebase.root} -> {codebase.db_path}")
     click.echo(f"  files: {report.files} ({report.added} added, {report.modified} modified, {report.removed} removed, "
-               f"{report.unchanged} unchanged)")
+               f"{report.reindexed} re-indexed, {report.unchanged} unchanged)")
     click.echo(f"  chunks: {report.chunks} ({report.chunks_written} written, {report.chunks_embedded} embedded, "
                f"{report.vectors_reused} vectors reused)")
     if report.skipped:

@@ -20,7 +20,7 @@ from . import merkle, roles, scan
 from .cache import EmbeddingCache, text_key
 from .chunk import CHUNKER_VERSION, Chunk, chunk_text
 from .codebase import Codebase
-from .errors import IndexBusyError, StorageError, UsageError
+from .errors import IndexBusyError, IndexMismatchError, StorageError, UsageError
 from .languages import detect_language
 from .store import SCHEMA_VERSION, Store
 from .text import decode_source, identifier_subtokens
@@ -32,6 +32,9 @@ BATCH_FILES = 256
 #: Texts per embedder call within a batch: progress moves while a 512-chunk batch is embedded
 #: (~50 s at 10 chunks/s; an MCP client polling get_indexing_status saw 0% until the commit).
 EMBED_STEP = 128
+#: ``files.size`` of a file marked for re-chunking (``build --force``, a chunker change): it
+#: never equals a real size, so the file is read, and the plan re-indexes it even if unchanged.
+REINDEX_SIZE = -1
 #: Below this many files to chunk, worker processes cost more to start than they save.
 POOL_MIN_FILES = 64
 
@@ -71,12 +74,13 @@ class Plan:
     added: list[str] = field(default_factory=list)
     modified: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
+    reindexed: list[str] = field(default_factory=list)
     seconds: Counter = field(default_factory=Counter)
 
     @property
     def changed(self) -> bool:
         """True when a build would write anything."""
-        return bool(self.added or self.modified or self.removed)
+        return bool(self.added or self.modified or self.removed or self.reindexed)
 
 
 def scan_rules(root: Path, ignore_patterns: list[str], extensions: list[str] | None) -> dict:
@@ -111,6 +115,7 @@ class BuildReport:
     added: int = 0
     modified: int = 0
     removed: int = 0
+    reindexed: int = 0
     touched: int = 0
     unchanged: int = 0
     chunks_written: int = 0
@@ -208,7 +213,7 @@ class Indexer:
         old or its new state; the next build finishes the job.
 
         Args:
-            force: empty the index first (needed after a model change; a chunker change re-chunks every file by itself).
+            force: re-read and re-chunk every file (in place; after a model change the index is emptied first).
             wait: wait for another process's build to finish; if false raise instead.
         Raises:
             IndexBusyError: ``wait`` is false and another process holds the writer lock.
@@ -239,14 +244,12 @@ class Indexer:
         started = time.perf_counter()
         settings = index_settings(self.embedder)
         if force:
-            with store.transaction():
-                store.run("wipe")
-                store.run("create_schema")
+            self._start_over(store, settings)
         if store.meta().get("chunker_version") not in (None, CHUNKER_VERSION):
             # New chunking rules: re-chunk every file instead of refusing the index. Chunk texts
             # that did not change keep their vectors (looked up by text hash), so it is cheap.
             with store.transaction():
-                store.run("files_forget_all")
+                store.run("files_mark_reindex")
                 store.set_meta(chunker_version=CHUNKER_VERSION)
         store.check_compatible(settings)
         with store.transaction():
@@ -277,6 +280,24 @@ class Indexer:
         store.run("wal_checkpoint")
         return report
 
+    @staticmethod
+    def _start_over(store: Store, settings: dict) -> None:
+        """``--force``: every file is read, chunked and written again.
+
+        With the same model this happens in place, file by file, so a search during the
+        rebuild, or after a kill, still sees every file (old or new state). Another model's
+        vectors cannot share the vec0 tables, so only then is the index emptied first.
+        """
+        try:
+            store.check_compatible(settings | {"chunker_version": store.meta().get("chunker_version")})
+        except IndexMismatchError:
+            with store.transaction():
+                store.run("wipe")
+                store.run("create_schema")
+            return
+        with store.transaction():
+            store.run("files_mark_reindex")
+
     # -- the stages ---------------------------------------------------------------------
 
     def plan(self, store: Store) -> Plan:
@@ -302,6 +323,9 @@ class Indexer:
                                 for r in store.rows("merkle_all")})
         new = merkle.build(hashes)
         plan.added, plan.modified, plan.removed = merkle.changed_files(plan.old.nodes, new.nodes)
+        changed = {*plan.added, *plan.modified}
+        plan.reindexed = sorted(p for p, r in stored.items()
+                                if r["size"] == REINDEX_SIZE and p in hashes and p not in changed)
         plan.seconds["hash"] = time.perf_counter() - t
         return plan
 
@@ -318,7 +342,9 @@ class Indexer:
         report.skipped.update(plan.skipped)
         report.phase_seconds.update(plan.seconds)
         report.added, report.modified, report.removed = len(plan.added), len(plan.modified), len(plan.removed)
-        report.unchanged = len(plan.files) - sum(plan.skipped_after_read.values()) - report.added - report.modified
+        report.reindexed = len(plan.reindexed)
+        report.unchanged = (len(plan.files) - sum(plan.skipped_after_read.values()) - report.added - report.modified
+                            - report.reindexed)
         report.skipped.update(plan.skipped_after_read)
         with store.transaction():
             for f in plan.touched:
@@ -326,7 +352,7 @@ class Indexer:
             report.touched = len(plan.touched)
             ignore, exts = self._options(store)
             store.set_meta(scan_ignore_patterns=ignore, scan_extensions=exts)
-        todo = [plan.files[p] for p in plan.added + plan.modified]
+        todo = [plan.files[p] for p in plan.added + plan.modified + plan.reindexed]
         if todo:
             self._index_files(store, plan.old, todo, report)
         # Removals last: a renamed file's new copy can still reuse the old copy's vectors.
@@ -352,7 +378,7 @@ class Indexer:
                     continue
                 hashes[f.path] = digest[len("sha256:"):]
                 row = stored.get(f.path)
-                if row is not None and row["hash"] == hashes[f.path]:
+                if row is not None and row["hash"] == hashes[f.path] and row["size"] != REINDEX_SIZE:
                     plan.touched.append(f)
                 if i % 256 == 0:
                     self.progress("hash", i, len(need))

@@ -309,7 +309,7 @@ _READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempo
         "Index a codebase for search_code, in the background: returns at once with status 'started', "
         "'already indexing' (a build is running, maybe in another process) or 'already up to date'. Poll "
         "get_indexing_status until 'indexed'. Re-run after code changes: only changed files are re-embedded. "
-        "force=true rebuilds from scratch. customExtensions LIMITS indexing to files with those extensions "
+        "force=true re-reads and re-chunks every file (search keeps working meanwhile). customExtensions LIMITS indexing to files with those extensions "
         "(e.g. ['.py', '.md']); by default every text file not ignored is indexed. ignorePatterns adds "
         "gitignore-style patterns on top of .gitignore/.codiiignore."),
     annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True,
@@ -318,7 +318,7 @@ _READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempo
 @_agent_errors
 def index_codebase(
     path: PathArg,
-    force: Annotated[bool, Field(description="Empty the index and rebuild everything.")] = False,
+    force: Annotated[bool, Field(description="Re-read and re-chunk every file (in place; emptied first only after a model change).")] = False,
     customExtensions: Annotated[list[str], Field(  # noqa: N803 - the name agents already use
         max_length=100, description="Index ONLY files ending in these extensions, e.g. ['.py']; [] = as the last build "
                     "(all text files at first).")] = [],

@@ -98,8 +98,9 @@ SELECT path FROM files ORDER BY path;
 -- Re-classification after the role rules change (roles.VERSION): no re-chunking needed.
 UPDATE files SET role = :role WHERE path = :path;
 
--- name: files_forget_all
--- Makes the next plan re-read and re-chunk every file (a chunker upgrade): no stored hash
--- matches '' and the Merkle tree is rebuilt from scratch.
-UPDATE files SET hash = '', size = -1;
-DELETE FROM merkle_nodes;
+-- name: files_mark_reindex
+-- Makes the next plan re-read and re-chunk every file (a chunker upgrade, `build --force`):
+-- size -1 forces a read and marks the file for re-chunking even when its hash is unchanged.
+-- Hash and Merkle nodes stay: until its file is written again they still describe the
+-- content whose chunks are indexed, so a kill halfway leaves a consistent index.
+UPDATE files SET size = -1;

@@ -100,7 +100,6 @@ def test_removed_file_leaves_no_rows(sample_repo, embedder):
 
 
 def test_second_checkout_costs_no_model_time(sample_repo, tmp_path, embedder):
-    build(sample_repo, embedder)
     from codii_sql.cache import EmbeddingCache
 
     clone = write_tree(tmp_path / "clone", {})
@@ -108,7 +107,7 @@ def test_second_checkout_costs_no_model_time(sample_repo, tmp_path, embedder):
 
     shutil.copytree(sample_repo, clone, dirs_exist_ok=True)
     cache = EmbeddingCache()
-    Indexer(Codebase.open(sample_repo), embedder, cache=cache).build(force=True)
+    Indexer(Codebase.open(sample_repo), embedder, cache=cache).build()
     report = Indexer(Codebase.open(clone), embedder, cache=cache).build()
     cache.close()
     assert report.chunks_embedded == 0 and report.vectors_reused == report.chunks_written > 0

@@ -105,19 +105,40 @@ def test_embedding_or_parse_failure_mid_run_keeps_old_rows_and_is_retried(tmp_pa
     assert all(f"new_{i}" in t and "old_" not in t for i, t in enumerate(v for _, v in sorted(chunk_texts(repo).items())))
 
 
+def test_an_interrupted_force_rebuild_keeps_every_file_searchable(tmp_path, monkeypatch):
+    repo = write_tree(tmp_path / "r", {f"m{i}.py": f"def handler_{i}(x):\n    return x * {i}\n" for i in range(6)})
+    assert run("build", repo).exit_code == 0
+    monkeypatch.setattr(index_mod, "BATCH_FILES", 2)  # three transactions: m0-m1, m2-m3, m4-m5
+    real_chunk = index_mod.chunk_text
+    monkeypatch.setattr(index_mod, "chunk_text", lambda text, language, **kw: (
+        (_ for _ in ()).throw(KeyboardInterrupt) if "handler_3" in text else real_chunk(text, language, **kw)))
+
+    res = run("build", repo, "--force")
+    assert res.exit_code == 130 and "Interrupted" in res.output
+    assert sorted(chunk_texts(repo)) == [f"m{i}.py" for i in range(6)]  # nothing was emptied
+    assert json.loads(run("doctor", repo, "--check-only", "--json").output)["consistent"]
+    found = json.loads(run("search", "handler_5", "--path", repo, "--no-update", "--json").output)["results"]
+    assert found[0]["path"] == "m5.py"
+
+    monkeypatch.setattr(index_mod, "chunk_text", real_chunk)
+    again = json.loads(run("build", repo, "--json").output)
+    assert (again["reindexed"], again["added"], again["modified"]) == (4, 0, 0)  # m2.. m5 were still marked
+    assert json.loads(run("build", repo, "--json").output)["reindexed"] == 0
+
+
 def test_a_chunker_change_rechunks_and_a_model_change_needs_force(sample_repo, embedder, monkeypatch):
     assert run("build", sample_repo).exit_code == 0
     monkeypatch.setattr(index_mod, "CHUNKER_VERSION", 99)
     res = run("search", "retry", "--path", sample_repo, "--no-update", "--json")
     assert res.exit_code == 0 and json.loads(res.output)["results"]  # older chunks stay searchable
     rebuilt = json.loads(run("build", sample_repo, "--json").output)
-    assert rebuilt["added"] == 4 and rebuilt["files"] == 4
+    assert rebuilt["reindexed"] == 4 and rebuilt["files"] == 4 and rebuilt["added"] == 0
     assert rebuilt["chunks_embedded"] == 0  # every chunk text kept its vector
     assert json.loads(run("inspect", sample_repo, "--json").output)["snapshot"]["chunker_version"] == 99
     again = json.loads(run("build", sample_repo, "--json").output)
-    assert again["added"] == again["modified"] == 0
+    assert again["added"] == again["modified"] == again["reindexed"] == 0
     forced = json.loads(run("build", sample_repo, "--force", "--json").output)
-    assert forced["added"] == 4 and forced["files"] == 4
+    assert forced["reindexed"] == 4 and forced["files"] == 4
     assert json.loads(run("search", "retry", "--path", sample_repo, "--json").output)["results"]
 
     other = FlakyEmbedder(embedder, fail_on=None)
