@@ -51,18 +51,26 @@ def is_locked(codebase: Codebase) -> bool:
 
 @dataclass
 class SearchResponse:
-    """What a search returns: results plus how fresh the index was (``note`` says why if not)."""
+    """What a search returns: results plus how fresh the index was (``note`` says why if not).
+
+    ``scope`` is the folder (relative to ``codebase``) the results were kept to, when the
+    search came from a subfolder of an indexed codebase (:meth:`Codebase.find`).
+    """
 
     query: str
     codebase: str
     results: list[Result]
     seconds: float
     note: str | None = None
+    scope: str | None = None
 
     def to_dict(self) -> dict:
-        """The documented JSON shape: ``{"query", "codebase", "results": [...]}`` plus ``seconds``/``note``."""
+        """The documented JSON shape: ``{"query", "codebase", "results": [...]}`` plus ``seconds``,
+        and ``note``/``scope`` when set."""
         out = {"query": self.query, "codebase": self.codebase, "results": [r.to_dict() for r in self.results],
                "seconds": round(self.seconds, 4)}
+        if self.scope:
+            out["scope"] = self.scope
         if self.note:
             out["note"] = self.note
         return out
@@ -120,7 +128,7 @@ def search(codebase: Codebase, query: str, opts: SearchOptions, *, update: bool 
     try:
         t = time.perf_counter()
         results = searcher.search(query, opts)
-        return SearchResponse(query, str(codebase.root), results, time.perf_counter() - t, note)
+        return SearchResponse(query, str(codebase.root), results, time.perf_counter() - t, note, opts.under or None)
     finally:
         searcher.store.close()
 

@@ -116,7 +116,8 @@ def _search_options(limit, mode, exts, glob, language, no_prior, group_by, reran
 @cli.command()
 @click.argument("query", required=False)
 @click.option("--path", "path", default=None,
-              help="Codebase root (default: the root recorded in --db, else the current directory).")
+              help="Codebase root (default: the root recorded in --db, else the current directory); a subfolder "
+                   "of an indexed codebase searches that index, keeping files under the subfolder.")
 @click.option("--limit", "-n", type=click.IntRange(1, MAX_LIMIT), default=10, show_default=True)
 @click.option("--mode", type=click.Choice(MODES), default="hybrid", show_default=True)
 @click.option("--ext", "exts", multiple=True, help="Only files ending in this extension (repeatable), e.g. --ext .py")
@@ -143,8 +144,9 @@ def search(query, path, limit, mode, exts, glob, language, group_by, no_prior, r
     """
     if as_json and jsonl:
         raise UsageError("pass either --json (one object) or --jsonl (one result per line), not both")
-    codebase = Codebase.open(path, db)
+    codebase, scope = Codebase.find(path, db)
     opts = _search_options(limit, mode, exts, glob, language, no_prior, group_by, rerank, rerank_model)
+    opts.under = scope or None
     if queries_file is not None:
         if query is not None:
             raise UsageError("pass either QUERY or --queries-file, not both")
@@ -156,6 +158,8 @@ def search(query, path, limit, mode, exts, glob, language, group_by, no_prior, r
                    "codebase); later searches update only changed files.", err=True)
     with progress_bar(not (as_json or jsonl) and err_console.is_terminal) as bar:
         resp = api.search(codebase, query, opts, update=not no_update, progress=bar)
+    if scope and not (as_json or jsonl):
+        click.echo(f"Note: searching the index of {codebase.root}, files under {scope}/ only", err=True)
     if resp.note:
         click.echo(f"Note: {resp.note}", err=True)
     if as_json:

@@ -101,6 +101,30 @@ class Codebase:
                              "directory): pass the root of one codebase")
         return cls(root, db_path or default_db_path(root))
 
+    @classmethod
+    def find(cls, path: str | os.PathLike[str] | None, db: str | os.PathLike[str] | None = None
+             ) -> tuple[Codebase, str]:
+        """The codebase whose index answers a search from ``path``, and ``path`` relative to its root.
+
+        As git finds its repository from a subfolder: ``path``'s own index when it has one,
+        else that of the nearest enclosing folder that has one (stopping below ``/`` and the
+        home directory), with the scope ``path`` relative to that root as a POSIX path
+        (``src/pkg``); else ``path`` itself with scope ``""`` (its index is built on first
+        use). With ``db`` given this is :meth:`open` with scope ``""``.
+
+        Raises:
+            UsageError: as :meth:`open`.
+        """
+        here = cls.open(path, db)
+        if db is not None or here.db_path.is_file():
+            return here, ""
+        for parent in here.root.parents:
+            if parent == Path(parent.anchor) or parent == Path.home().resolve():
+                break
+            if default_db_path(parent).is_file():
+                return cls(parent, default_db_path(parent)), here.root.relative_to(parent).as_posix()
+        return here, ""
+
     @property
     def lock_path(self) -> Path:
         """The writer lock beside the index (an OS file lock: released when its process dies)."""

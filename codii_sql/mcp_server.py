@@ -404,7 +404,8 @@ def _result_lines(results: list[Result]) -> str:
     description=(
         "Search an indexed codebase with natural language or identifiers (hybrid BM25 + embedding search, "
         "fused by RRF). Returns chunks with path, start_line/end_line (1-based, inclusive), score, language, "
-        "kind, symbol, content and stale (file changed since indexing). Does not index: if the codebase is "
+        "kind, symbol, content and stale (file changed since indexing). A path inside an indexed codebase "
+        "searches that codebase's files under it. Does not index: if the codebase is "
         "not indexed, call index_codebase first; while indexing runs, results come from the last committed "
         "state. mode: hybrid (default), bm25 (exact words/identifiers) or vector (meaning)."),
     annotations=_READ_ONLY,
@@ -422,11 +423,12 @@ def search_code(
     rerank: Annotated[bool, Field(description="Re-score the top 30 fused results with the cross-encoder of "
                                               "$CODII_SQL_RERANK_MODEL, when the server has one.")] = False,
 ) -> CallToolResult:
-    cb = _open_codebase(path)
+    cb, scope = Codebase.find(path)
     st = _require_index(cb)
-    opts = SearchOptions(limit=limit, mode=mode, exts=list(extensionFilter), glob=pathGlob or None, rerank=rerank)
+    opts = SearchOptions(limit=limit, mode=mode, exts=list(extensionFilter), glob=pathGlob or None, rerank=rerank,
+                         under=scope or None)
     t = time.perf_counter()
-    data: dict = {"query": query, "codebase": str(cb.root)}
+    data: dict = {"query": query, "codebase": str(cb.root), **({"scope": scope} if scope else {})}
     with INDEXES.searcher(cb) as searcher:
         try:
             results = searcher.search(query, opts)
@@ -442,7 +444,8 @@ def search_code(
     note = _freshness_note(st)
     if note:
         data["note"] = note
-    summary = f"{len(results)} results for {query!r} in {cb.root} ({data['seconds'] * 1000:.0f} ms)"
+    where = f"{cb.root}/{scope}" if scope else cb.root
+    summary = f"{len(results)} results for {query!r} in {where} ({data['seconds'] * 1000:.0f} ms)"
     if note:
         summary += f"\nNote: {note}"
     if results:

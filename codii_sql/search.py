@@ -110,6 +110,8 @@ class SearchOptions:
             without ``/`` is also matched against the file name.
         language: keep only this language.
         exclude_path: leave this file out.
+        under: keep only files under this folder (relative POSIX path, e.g. ``src/pkg``); a
+            search from a subfolder of an indexed codebase sets it (:meth:`Codebase.find`).
         role_prior: multiply scores by :data:`ROLE_WEIGHTS` (:data:`LONG_QUERY_ROLE_WEIGHTS` for long
             queries): a soft prior for source files.
         group_by_file: one result per file, ranked by its best chunk.
@@ -123,6 +125,7 @@ class SearchOptions:
     glob: str | None = None
     language: str | None = None
     exclude_path: str | None = None
+    under: str | None = None
     role_prior: bool = True
     group_by_file: bool = False
     rerank: bool = False
@@ -320,7 +323,8 @@ class Searcher:
         if opts.rerank:
             limit = max(limit, RERANK_DEPTH)
         exts = [e if e.startswith(".") else "." + e for e in opts.exts] if opts.exts else None
-        filtered = bool(exts or opts.glob or opts.language or opts.exclude_path)
+        under = (opts.under or "").strip("/") or None
+        filtered = bool(exts or opts.glob or opts.language or opts.exclude_path or under)
         depth = min(max(DEPTH, limit), 4096)
         coarse = qvec is not None and self.store.row("counts")["chunks"] >= COARSE_MIN_CHUNKS
         params = {
@@ -330,6 +334,7 @@ class Searcher:
             **{f"bm25_{col}": w for col, w in BM25_WEIGHTS.items()},
             "filtered": int(filtered), "exts": json.dumps(exts) if exts else None, "glob": opts.glob,
             "language": opts.language.lower() if opts.language else None, "exclude_path": opts.exclude_path,
+            "under": under,
             "role_weights": json.dumps(prior) if prior else None, "limit": limit,
             "names": json.dumps(names[0]), "paths": json.dumps(names[1]), "name_boost": NAME_BOOST,
         }

@@ -28,6 +28,7 @@
 --                 a pattern without '/' is also tried against the file name
 --   :language     language name, or NULL
 --   :exclude_path a path whose chunks are left out (find-similar), or NULL
+--   :under        a folder (relative, no trailing '/') whose files alone are kept, or NULL
 --   :role_weights JSON object role -> multiplier ('{"test": 0.5}'), or NULL for none
 --   :names :paths JSON arrays of identifiers (lower case) and file paths named in the query: a
 --                 candidate whose symbol (or its last dotted part) or path matches gets
@@ -45,6 +46,7 @@ allowed AS (
       AND (:glob IS NULL OR c.path GLOB :glob OR (instr(:glob, '/') = 0 AND c.path GLOB '*/' || :glob))
       AND (:language IS NULL OR c.language = :language)
       AND (:exclude_path IS NULL OR c.path <> :exclude_path)
+      AND (:under IS NULL OR substr(c.path, 1, length(:under) + 1) = :under || '/')
 ),
 bm25_hits AS MATERIALIZED (
     SELECT rowid AS id, -bm25(chunks_fts, :bm25_content, :bm25_subtokens, :bm25_symbol, :bm25_path) AS raw

@@ -75,6 +75,20 @@ def test_same_directory_through_other_spellings_is_one_codebase(sample_repo, tmp
         assert json.loads(run("status", spelling, "--json").output)["status"] == "indexed"
 
 
+def test_a_subfolder_searches_the_enclosing_index_kept_to_its_files(sample_repo, codii_home):
+    run("build", sample_repo)
+    indexes = sorted((codii_home / "indexes").glob("*.db"))
+    out = json.loads(run("search", "parse header", "--path", sample_repo / "app", "--json").output)
+    assert out["codebase"] == str(sample_repo.resolve()) and out["scope"] == "app"
+    assert out["results"] and all(r["path"].startswith("app/") for r in out["results"])
+    assert sorted((codii_home / "indexes").glob("*.db")) == indexes  # no second index was built
+    text = CliRunner().invoke(cli, ["search", "parse header", "--path", str(sample_repo / "app")])
+    assert f"searching the index of {sample_repo.resolve()}, files under app/ only" in text.output
+    # A folder with its own index keeps it; one outside any index still gets its own.
+    alone = json.loads(run("search", "parse header", "--path", sample_repo, "--json").output)
+    assert "scope" not in alone and {r["path"].split("/")[0] for r in alone["results"]} > {"app"}
+
+
 def test_bad_input_is_one_line_without_traceback(sample_repo, tmp_path):
     for args in (["search", "x", "--path", tmp_path / "missing"],
                  ["search", "x", "--path", sample_repo / "app/parse.py"],

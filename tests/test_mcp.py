@@ -131,6 +131,8 @@ def test_index_poll_search_similar_content_chunk(codii_home, sample_repo):
                     "stale"} <= set(top) and len(res["results"]) <= 3
             bm25 = await call(s, "search_code", path=root, query="debounce", mode="bm25", extensionFilter=[".js"])
             assert [r["path"] for r in bm25["results"]] == ["web/util.js"]
+            sub = await call(s, "search_code", path=f"{root}/web", query="retry with exponential backoff")
+            assert sub["scope"] == "web" and [r["path"] for r in sub["results"]] == ["web/util.js"]
             rr = await call(s, "search_code", path=root, query="redirects", rerank=True, limit=2)
             assert len(rr["results"]) <= 2 and rr["rerank"]
 
