@@ -14,7 +14,7 @@ from .cache import EmbeddingCache
 from .codebase import Codebase
 from .doctor import examine
 from .embed import get_embedder
-from .errors import IndexBusyError, NotIndexedError, StorageError, UsageError
+from .errors import DamagedIndexError, IndexBusyError, NotIndexedError, StorageError, UsageError
 from .index import BuildReport, Indexer, Progress, index_settings
 from .index import scan_rules as index_scan_rules
 from .search import Result, Searcher, SearchOptions
@@ -24,7 +24,12 @@ from .store import Store
 def build(codebase: Codebase, *, force: bool = False, wait: bool = True, progress: Progress | None = None,
           ignore_patterns: list[str] | None = None, extensions: list[str] | None = None,
           use_cache: bool = True) -> BuildReport:
-    """Build or update the index of ``codebase`` (see :meth:`index.Indexer.build` for errors)."""
+    """Build or update the index of ``codebase`` (see :meth:`index.Indexer.build` for errors).
+
+    ``force`` on an index SQLite reports damaged deletes it first (see :func:`_discard_damaged`).
+    """
+    if force:
+        _discard_damaged(codebase)
     cache = EmbeddingCache() if use_cache else None
     try:
         return Indexer(codebase, get_embedder(), progress=progress, cache=cache,
@@ -235,12 +240,49 @@ def doctor(codebase: Codebase, *, repair: bool = True, rebuild: bool = True) -> 
 def clear(codebase: Codebase) -> bool:
     """Delete the index file (and its WAL, SHM and lock files). Returns False if there was none.
 
+    A damaged file is deleted only where it is provably an index: under ``$CODII_SQL_HOME/indexes``.
+
     Raises:
         IndexBusyError: an indexer is running on it.
         StorageError: the file is not a codii-sql index (it is left alone).
+        DamagedIndexError: a damaged file elsewhere (``--db``): it may not be ours, so it stays.
     """
     if codebase.db_path.is_file():
-        Store(codebase.db_path, create=False).close()
+        try:
+            Store(codebase.db_path, create=False).close()
+        except DamagedIndexError:
+            _check_in_home(codebase.db_path)
+    return _remove_index_files(codebase)
+
+
+def _check_in_home(db_path: Path) -> None:
+    """Raise unless a damaged ``db_path`` is provably an index: one in ``$CODII_SQL_HOME/indexes``."""
+    if db_path.resolve().parent != cb.indexes_dir().resolve():
+        raise DamagedIndexError(f"{db_path} is damaged or not a SQLite database, so it cannot be recognised as a "
+                                "codii-sql index: if it is one, delete it by hand") from None
+
+
+def _discard_damaged(codebase: Codebase) -> None:
+    """``build --force`` on an index that SQLite reports corrupt: delete it so the build starts a new
+    file (rewriting rows in place cannot mend broken pages). A healthy index is kept.
+
+    Raises:
+        DamagedIndexError: the damaged file is outside ``$CODII_SQL_HOME/indexes`` (see :func:`clear`).
+        IndexBusyError: an indexer is running on it.
+    """
+    if not codebase.db_path.is_file():
+        return
+    try:
+        with Store(codebase.db_path, create=False) as store:
+            # quick_check reads every page without the index cross-checks: ~1 s for a 200 MB index.
+            if [next(iter(r.values())) for r in store.rows("pragma_quick_check")] == ["ok"]:
+                return
+    except DamagedIndexError:
+        _check_in_home(codebase.db_path)
+    _remove_index_files(codebase)
+
+
+def _remove_index_files(codebase: Codebase) -> bool:
     if is_locked(codebase):
         raise IndexBusyError(f"{codebase.root} is being indexed; try again when it finishes")
     found = False

@@ -8,6 +8,7 @@ import json
 import sys
 from pathlib import Path
 
+import apsw
 import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -15,7 +16,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from . import api
 from .cli_models import models
 from .codebase import Codebase
-from .errors import CodiiError, UsageError
+from .errors import CodiiError, IndexBusyError, UsageError
 from .search import MAX_LIMIT, MODES, SearchOptions
 
 err_console = Console(stderr=True)
@@ -34,6 +35,10 @@ class CodiiGroup(click.Group):
             where = f"codii-sql {err.ctx.info_name}" if err.ctx and err.ctx.info_name != ctx.info_name else "codii-sql"
             click.echo(f"Error: {err.format_message()} (see `{where} --help`)", err=True)
             ctx.exit(2)
+        except apsw.Error as err:  # broken pages found while reading rows, not when opening
+            click.echo(f"Error: reading the index failed ({err}): `codii-sql doctor` checks it and "
+                       "`codii-sql build --force` replaces a damaged index", err=True)
+            ctx.exit(1)
         except KeyboardInterrupt:
             click.echo("Interrupted: the index keeps every file committed so far; run build again to finish.", err=True)
             ctx.exit(130)
@@ -271,8 +276,13 @@ def stats(path, db, as_json):
 @json_option
 def clear(path, all_, yes, db, as_json):
     """Delete the index of PATH (the files of the codebase are never touched)."""
+    if all_ and (path is not None or db is not None):
+        raise UsageError("pass PATH (or --db) to delete one index, or --all for every index, not both")
     if all_:
         targets = [Codebase(Path(r.get("root") or "."), Path(r["db"])) for r in api.list_codebases()]
+        busy = [c for c in targets if api.is_locked(c)]
+        if busy:  # all or nothing: a half-done --all would leave the user guessing what is left
+            raise IndexBusyError(f"{busy[0].root} is being indexed: nothing was deleted; try again when it finishes")
     else:
         targets = [_clear_target(path, db)]
     if not yes and targets:
@@ -280,10 +290,23 @@ def clear(path, all_, yes, db, as_json):
             raise UsageError("clear --json does not prompt: add --yes to delete the index")
         names = ", ".join(str(c.db_path) for c in targets[:3]) + (f" and {len(targets) - 3} more" if len(targets) > 3 else "")
         click.confirm(f"Delete {names}?", abort=True, err=True)
-    removed = [str(c.db_path) for c in targets if api.clear(c)]
+    removed, failed = [], {}
+    for c in targets:
+        try:
+            if api.clear(c):
+                removed.append(str(c.db_path))
+        except CodiiError as err:
+            if not all_:
+                raise
+            failed[str(c.db_path)] = str(err)
     if as_json:
-        return emit({"removed": removed})
-    click.echo(f"Removed {len(removed)} index file(s)." if removed else "Nothing to remove.")
+        emit({"removed": removed, **({"failed": failed} if failed else {})})
+    else:
+        click.echo(f"Removed {len(removed)} index file(s)." if removed else "Nothing to remove.")
+        for name, why in failed.items():
+            click.echo(f"Not removed: {name}: {why}", err=True)
+    if failed:
+        sys.exit(1)
 
 
 def _clear_target(path, db) -> Codebase:
@@ -335,9 +358,11 @@ def doctor(path, check_only, db, as_json):
         if out.get("rebuild"):
             click.echo(f"re-indexed {len(out['forgotten'])} file(s) whose rows were incomplete")
         click.echo("consistent" if out["consistent"] else
+                   f"damaged: SQLite pages are broken; `codii-sql build {out['codebase']} --force` replaces the index"
+                   if out["damaged"] else
                    "inconsistent (run doctor without --check-only to repair)" if check_only else
                    "was inconsistent (repaired)")
-    if check_only and not out["consistent"]:
+    if out["damaged"] or (check_only and not out["consistent"]):
         sys.exit(1)
 
 

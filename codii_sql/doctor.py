@@ -22,10 +22,14 @@ class Check:
 
 @dataclass
 class DoctorReport:
-    """All checks, and the files the next build must re-index (their rows were incomplete)."""
+    """All checks, and the files the next build must re-index (their rows were incomplete).
+
+    ``damaged``: SQLite's integrity_check failed; only ``build --force`` (a new file) mends that.
+    """
 
     checks: list[Check] = field(default_factory=list)
     forgotten: list[str] = field(default_factory=list)
+    damaged: bool = False
 
     @property
     def consistent(self) -> bool:
@@ -34,8 +38,8 @@ class DoctorReport:
 
     def to_dict(self) -> dict:
         """JSON-ready dict."""
-        return {"consistent": self.consistent, "checks": [c.__dict__ for c in self.checks],
-                "forgotten": self.forgotten}
+        return {"consistent": self.consistent, "damaged": self.damaged,
+                "checks": [c.__dict__ for c in self.checks], "forgotten": self.forgotten}
 
 
 def examine(store: Store, *, repair: bool) -> DoctorReport:
@@ -48,6 +52,10 @@ def examine(store: Store, *, repair: bool) -> DoctorReport:
     report = DoctorReport()
     integrity = [next(iter(r.values())) for r in store.rows("pragma_integrity_check")]
     report.checks.append(Check("sqlite integrity_check", integrity == ["ok"], "; ".join(integrity[:5])))
+    if integrity != ["ok"]:
+        # Broken pages: reading rows may fail or lie, and no row repair mends them.
+        report.damaged = True
+        return report
     if repair:
         with store.transaction():
             _check_rows(store, report, repair=True)
@@ -106,5 +114,5 @@ def _check_rows(store: Store, report: DoctorReport, *, repair: bool) -> None:
                                      for n in tree.nodes.values()])
     for check in report.checks:
         if not check.ok:
-            check.repaired = "repaired" if check.name != "sqlite integrity_check" else ""
+            check.repaired = "repaired"
     report.forgotten = forget

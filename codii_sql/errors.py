@@ -27,3 +27,7 @@ class IndexBusyError(CodiiError):
 
 class StorageError(CodiiError):
     """The index file cannot be opened or written (disk full, read-only, not a codii-sql index)."""
+
+
+class DamagedIndexError(StorageError):
+    """The index file is corrupt (SQLite cannot read it); ``build --force`` replaces it."""

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Literal
 
+import apsw
 import numpy as np
 from mcp.server import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -36,7 +37,7 @@ from pydantic import Field
 
 from . import api, safe_paths, scan
 from .codebase import Codebase
-from .errors import CodiiError, IndexBusyError, IndexMismatchError, UsageError
+from .errors import CodiiError, DamagedIndexError, IndexBusyError, IndexMismatchError, UsageError
 from .search import Result, Searcher, SearchOptions, StaleCheck
 from .store import Store
 from .text import decode_source
@@ -63,10 +64,13 @@ def _agent_errors(fn):
     def wrapper(*args, **kwargs):
         try:
             return fn(*args, **kwargs)
-        except IndexMismatchError as err:
+        except (IndexMismatchError, DamagedIndexError) as err:
             raise ToolError(f"{err} (over MCP: call index_codebase with force=true)") from None
         except CodiiError as err:
             raise ToolError(str(err)) from None
+        except apsw.Error as err:  # broken pages found while reading rows
+            raise ToolError(f"reading the index failed ({err}): call index_codebase with force=true to "
+                            "replace a damaged index") from None
 
     return wrapper
 

@@ -12,7 +12,7 @@ import apsw
 import sqlite_vec
 
 from . import queries
-from .errors import IndexMismatchError, StorageError
+from .errors import DamagedIndexError, IndexMismatchError, StorageError
 
 #: Bumped when the tables change shape. 2 added chunks_bits (binary-quantised vectors); a
 #: version-1 index is migrated in place when opened. Other versions must be rebuilt.
@@ -29,9 +29,10 @@ class Store:
         path: the ``.db`` file. Created (with its schema) unless ``create`` is false.
         create: create a missing file; when false a missing file raises ``StorageError``.
     Raises:
-        StorageError: the file cannot be opened or created, is not a SQLite database, is
-            not a codii-sql index (with ``create`` false), or holds tables none of which is
-            ours (someone else's database); nothing is written to it then.
+        DamagedIndexError: SQLite reports the file corrupt or not a database.
+        StorageError: the file cannot be opened or created, is not a codii-sql index (with
+            ``create`` false), or holds tables that are not ours (someone else's database);
+            nothing is written to it then.
     """
 
     def __init__(self, path: Path, *, create: bool = True):
@@ -48,7 +49,7 @@ class Store:
             self.conn.enable_load_extension(False)
             self.conn.set_busy_timeout(BUSY_TIMEOUT_MS)
             ours = self.value("is_index")
-            if (not create and ours != 3) or (ours == 0 and self.value("table_count") > 0):
+            if (not create and ours != 3) or self.value("foreign_tables") > 0:
                 self.conn.close()
                 raise StorageError(f"{self.path} is not a codii-sql index: pass the .db that `codii-sql build` made"
                                    " (or a new file name)")
@@ -56,6 +57,10 @@ class Store:
                 self.run(name)
             self.run("create_schema")
             self._migrate()
+        except (apsw.CorruptError, apsw.NotADBError) as err:
+            raise DamagedIndexError(f"{self.path} is damaged or not a SQLite database ({err}): if it is a codii-sql "
+                                    "index, `codii-sql build --force` replaces it and `codii-sql clear --yes` deletes it"
+                                    ) from None
         except (apsw.Error, OSError) as err:
             raise StorageError(f"cannot open index {self.path}: {err}; check the path and free disk space") from None
 

@@ -39,9 +39,17 @@ COMMIT;
 -- name: rollback
 ROLLBACK;
 
--- name: table_count
--- A file with tables of its own that are none of ours is someone else's database: never write to it.
-SELECT count(*) FROM sqlite_master WHERE type IN ('table', 'view');
+-- name: foreign_tables
+-- Tables that are not ours, or are named like ours with another shape: someone else's database,
+-- never written to. Ours: meta, files, chunks, merkle_nodes and the FTS5/vec0 shadow tables
+-- chunks_*; the column checks catch another tool's `meta`/`files`/`chunks`.
+SELECT count(*) FROM sqlite_master m
+WHERE m.type IN ('table', 'view')
+  AND ((m.name NOT IN ('meta', 'files', 'chunks', 'merkle_nodes')
+        AND m.name NOT LIKE 'chunks\_%' ESCAPE '\' AND m.name NOT LIKE 'sqlite\_%' ESCAPE '\')
+       OR (m.name = 'meta' AND NOT EXISTS (SELECT 1 FROM pragma_table_info('meta') WHERE name = 'value'))
+       OR (m.name = 'files' AND NOT EXISTS (SELECT 1 FROM pragma_table_info('files') WHERE name = 'mtime_ns'))
+       OR (m.name = 'chunks' AND NOT EXISTS (SELECT 1 FROM pragma_table_info('chunks') WHERE name = 'text_hash')));
 
 -- name: is_index
 -- 1 when this file already holds a codii-sql index (checked before anything is written).

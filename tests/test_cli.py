@@ -7,6 +7,7 @@ import json
 from click.testing import CliRunner
 
 from codii_sql.cli import cli
+from codii_sql.codebase import Codebase
 
 
 def run(*args, input=None):
@@ -127,13 +128,34 @@ def test_someone_elses_sqlite_file_is_never_written_or_deleted(sample_repo, tmp_
 
     theirs = tmp_path / "theirs.db"
     apsw.Connection(str(theirs)).execute("CREATE TABLE t(x); INSERT INTO t VALUES (1)")
-    before = theirs.read_bytes()
-    for args in (["search", "foo", "--path", str(sample_repo), "--db", str(theirs)],
-                 ["build", str(sample_repo), "--db", str(theirs)], ["clear", "--db", str(theirs), "--yes"]):
-        res = CliRunner().invoke(cli, args)
-        assert res.exit_code != 0 and "not a codii-sql index" in res.output, args
-        assert theirs.read_bytes() == before
-    assert not list(tmp_path.glob("theirs.db?*"))  # no lock, WAL or SHM file left beside it
+    # Tables named like ours but of another shape are someone else's too.
+    lookalike = tmp_path / "lookalike.db"
+    apsw.Connection(str(lookalike)).execute("CREATE TABLE meta(key, value); CREATE TABLE files(path, sha1)")
+    for db in (theirs, lookalike):
+        before = db.read_bytes()
+        for args in (["search", "foo", "--path", str(sample_repo), "--db", str(db)],
+                     ["build", str(sample_repo), "--db", str(db)], ["clear", "--db", str(db), "--yes"]):
+            res = CliRunner().invoke(cli, args)
+            assert res.exit_code != 0 and "not a codii-sql index" in res.output, args
+            assert db.read_bytes() == before
+    assert not list(tmp_path.glob("*.db?*"))  # no lock, WAL or SHM file left beside them
+
+
+def test_clear_all_takes_no_path_and_deletes_nothing_while_one_index_is_busy(sample_repo, tmp_path):
+    import filelock
+
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "a.py").write_text("def a():\n    return 1\n")
+    run("build", sample_repo)
+    run("build", other)
+    res = CliRunner().invoke(cli, ["clear", str(sample_repo), "--all", "--yes"])
+    assert res.exit_code == 2 and "not both" in res.output
+    with filelock.FileLock(str(Codebase.open(other).lock_path)):
+        res = CliRunner().invoke(cli, ["clear", "--all", "--yes"])
+        assert res.exit_code == 1 and "nothing was deleted" in res.output
+    assert len(json.loads(run("list", "--json").output)) == 2
+    assert len(json.loads(run("clear", "--all", "--yes", "--json").output)["removed"]) == 2
 
 
 def test_no_update_never_builds_and_a_gone_folder_can_be_cleared(sample_repo, tmp_path):

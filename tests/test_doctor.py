@@ -48,3 +48,39 @@ def test_damaged_fts_is_rebuilt(sample_repo):
     assert json.loads(run("doctor", sample_repo, "--json").output)["consistent"]
     res = json.loads(run("search", "parse_header", "--path", sample_repo, "--json", "--mode", "bm25").output)
     assert res["results"][0]["symbol"] == "parse_header"
+
+
+def test_broken_pages_are_reported_damaged_and_build_force_replaces_the_file(sample_repo, codii_home):
+    run("build", sample_repo)
+    db = Codebase.open(sample_repo).db_path
+    data = bytearray(db.read_bytes())
+    page = 4096
+    data[2 * page:len(data) - page] = bytes(range(256)) * ((len(data) - 3 * page) // 256) + bytes(
+        (len(data) - 3 * page) % 256)
+    db.write_bytes(bytes(data))
+    res = CliRunner().invoke(cli, ["doctor", str(sample_repo)])
+    assert res.exit_code == 1 and "damaged" in res.output and "build" in res.output and "--force" in res.output
+    res = CliRunner().invoke(cli, ["build", str(sample_repo), "--force", "--json"])
+    assert res.exit_code == 0, res.output
+    assert json.loads(run("doctor", sample_repo, "--check-only", "--json").output)["consistent"]
+    assert json.loads(run("search", "retry", "--path", sample_repo, "--json").output)["results"]
+
+
+def test_a_truncated_index_is_one_line_and_can_be_cleared_or_rebuilt(sample_repo, tmp_path):
+    run("build", sample_repo)
+    db = Codebase.open(sample_repo).db_path
+    with open(db, "r+b") as fh:
+        fh.truncate(20_000)
+    for args in (["search", "retry", "--path", sample_repo, "--no-update"], ["status", sample_repo]):
+        res = CliRunner().invoke(cli, [str(a) for a in args])
+        assert res.exit_code != 0 and "damaged" in res.output and "Traceback" not in res.output, res.output
+    res = CliRunner().invoke(cli, ["build", str(sample_repo), "--force", "--json"])
+    assert res.exit_code == 0 and json.loads(res.output)["added"] == 4, res.output
+    with open(db, "r+b") as fh:
+        fh.truncate(20_000)
+    assert json.loads(run("clear", sample_repo, "--yes", "--json").output)["removed"] == [str(db)]
+    # A damaged file outside $CODII_SQL_HOME may not be ours: it stays.
+    elsewhere = tmp_path / "copy.db"
+    elsewhere.write_bytes(b"SQLite format 3\x00" + bytes(5000))
+    res = CliRunner().invoke(cli, ["clear", "--db", str(elsewhere), "--yes"])
+    assert res.exit_code != 0 and "delete it by hand" in res.output and elsewhere.exists()
