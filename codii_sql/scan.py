@@ -21,7 +21,8 @@ so as in Git a negation cannot re-include a file under it. Not read: Git's globa
 root, and any other ``.*ignore`` file (``.dockerignore``, ``.npmignore``...).
 
 After the ignore rules come the default exclusions (VCS metadata, dependency, virtualenv,
-cache and build directories; lock files; minified bundles; binary extensions). They match
+cache and build directories; lock files; minified bundles; binary extensions; files that
+usually hold credentials, such as ``.env``, ``*.pem``, ``id_rsa``). They match
 names of path components relative to the root only, so a root that itself lives under
 ``build/`` is indexed. A negation in a ``.codiiignore`` or in ``ignore_patterns`` (for
 example ``!src/build/``) re-includes a default-excluded path; a ``.gitignore`` negation does
@@ -68,7 +69,7 @@ IGNORE_FILE_NAMES = (".gitignore", ".codiiignore")
 
 #: Every reason :func:`scan` counts in :attr:`ScanResult.skipped`.
 SKIP_REASONS = (
-    "ignored", "default-excluded", "too-large", "binary-extension", "lock-file", "minified",
+    "ignored", "default-excluded", "too-large", "binary-extension", "lock-file", "minified", "secret",
     "extension-filter", "symlink-outside-root", "symlink-loop", "symlink-dangling",
     "unreadable", "not-regular-file", "undecodable-name",
 )
@@ -85,6 +86,15 @@ _LOCK_FILES = frozenset({
     "go.sum",
 })
 _MINIFIED_SUFFIXES = (".min.js", ".min.mjs", ".min.css", ".map")
+#: Files that usually hold credentials: never indexed, embedded, cached or served to an agent
+#: unless a ``.codiiignore``/``ignore_patterns`` negation asks for them (``!.env.test``).
+#: Templates of them (``.env.example``) carry no secrets and stay.
+_SECRET_NAMES = frozenset({
+    ".env", ".envrc", ".netrc", ".pgpass", ".pypirc", ".npmrc", ".git-credentials", "credentials.json",
+    "id_rsa", "id_dsa", "id_ecdsa", "id_ed25519",
+})
+_SECRET_SUFFIXES = (".pem", ".key", ".p12", ".pfx", ".jks", ".keystore", ".kdbx", ".ovpn")
+_SECRET_TEMPLATE_SUFFIXES = (".example", ".sample", ".template", ".dist", ".defaults")
 _BINARY_EXTENSIONS = frozenset(
     "png jpg jpeg gif bmp ico icns webp tif tiff psd heic avif "
     "zip tar gz tgz bz2 xz zst 7z rar lz4 jar war ear whl egg apk dmg iso deb rpm "
@@ -531,6 +541,9 @@ def _default_file_reason(name: str) -> str | None:
     lower = name.lower()
     if lower.endswith(_MINIFIED_SUFFIXES):
         return "minified"
+    if (lower in _SECRET_NAMES or lower.endswith(_SECRET_SUFFIXES)
+            or (lower.startswith(".env.") and not lower.endswith(_SECRET_TEMPLATE_SUFFIXES))):
+        return "secret"
     if lower.rpartition(".")[2] in _BINARY_EXTENSIONS and "." in lower:
         return "binary-extension"
     return None

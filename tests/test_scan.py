@@ -108,9 +108,11 @@ def test_default_exclusions(tmp_path):
     minified = ["app.min.js", "site.min.css", "app.js.map"]
     binaries = ["logo.PNG", "a.zip", "f.woff2", "s.mp3", "m.pyc", "lib.so", "x.dll", "y.exe", "C.class",
                 "j.jar", "d.pdf", "d.db", "d.sqlite", "m.onnx", "a.npy"]
-    for rel in locks + minified + binaries:
+    secrets = [".env", ".env.local", "id_rsa", "server.pem", "tls.KEY", ".netrc", "credentials.json"]
+    for rel in locks + minified + binaries + secrets:
         write(tmp_path, f"deep/{rel}")
-    kept = {"src/app.py", "lib/build", "deep/target.py", "deep/app.js", "Makefile"}
+    kept = {"src/app.py", "lib/build", "deep/target.py", "deep/app.js", "Makefile", "deep/.env.example",
+            "deep/id_rsa.pub", "deep/keys.py"}
     for rel in kept:
         write(tmp_path, rel)
 
@@ -118,15 +120,15 @@ def test_default_exclusions(tmp_path):
 
     assert {f.path for f in result.files} == kept
     assert result.skipped == {"default-excluded": len(excluded_dirs), "lock-file": len(locks),
-                              "minified": len(minified), "binary-extension": len(binaries)}
+                              "minified": len(minified), "binary-extension": len(binaries), "secret": len(secrets)}
 
 
 def test_codiiignore_negation_rescues_a_default_exclusion_gitignore_does_not(tmp_path):
-    write(tmp_path, ".codiiignore", "!src/build/\n!*.lock\n")
+    write(tmp_path, ".codiiignore", "!src/build/\n!*.lock\n!.env.test\n")
     write(tmp_path, ".gitignore", "!*/\n")
-    for rel in ["src/build/__init__.py", "node_modules/m.js", "poetry.lock", "build/out.py"]:
+    for rel in ["src/build/__init__.py", "node_modules/m.js", "poetry.lock", "build/out.py", ".env.test", ".env"]:
         write(tmp_path, rel)
-    assert paths(tmp_path) == {".codiiignore", ".gitignore", "src/build/__init__.py"}
+    assert paths(tmp_path) == {".codiiignore", ".gitignore", "src/build/__init__.py", ".env.test"}
 
 
 def test_root_under_a_default_excluded_name_is_indexed(tmp_path):
