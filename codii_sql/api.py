@@ -133,7 +133,13 @@ def search(codebase: Codebase, query: str, opts: SearchOptions, *, update: bool 
     try:
         t = time.perf_counter()
         results = searcher.search(query, opts)
-        return SearchResponse(query, str(codebase.root), results, time.perf_counter() - t, note, opts.under or None)
+        seconds = time.perf_counter() - t
+        exts = searcher.store.meta().get("scan_extensions")
+        if exts:  # an agent's or an earlier build's --ext silently narrows every later search
+            narrowed = (f"this index holds only {' '.join(exts)} files (an earlier build's filter; "
+                        "`codii-sql build --reset-filters` indexes every file)")
+            note = f"{note}; {narrowed}" if note else narrowed
+        return SearchResponse(query, str(codebase.root), results, seconds, note, opts.under or None)
     finally:
         searcher.store.close()
 
@@ -292,6 +298,17 @@ def _remove_index_files(codebase: Codebase) -> bool:
             os.remove(p)
             found = found or suffix == ""
     return found
+
+
+def recorded_filters(codebase: Codebase) -> dict:
+    """``{"extensions": [...], "ignore_patterns": [...]}`` that the last build recorded (a later
+    build without options keeps them); empty lists when none or not indexed."""
+    meta = {}
+    if codebase.db_path.is_file():
+        with Store(codebase.db_path, create=False) as store:
+            meta = store.meta()
+    return {"extensions": list(meta.get("scan_extensions") or []),
+            "ignore_patterns": list(meta.get("scan_ignore_patterns") or [])}
 
 
 def scan_rules(codebase: Codebase) -> dict:

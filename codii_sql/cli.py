@@ -86,19 +86,23 @@ def cli():
 @click.option("--force", is_flag=True, help="Re-read and re-chunk every file; searches keep working meanwhile (after a model change the index is emptied first).")
 @click.option("--ignore", "ignore_patterns", multiple=True, help="Extra gitignore-style pattern (repeatable).")
 @click.option("--ext", "extensions", multiple=True, help="Index only these extensions, e.g. --ext .py (repeatable).")
+@click.option("--reset-filters", is_flag=True,
+              help="Forget --ext/--ignore options that earlier builds (CLI or MCP) recorded; a plain build keeps them.")
 @click.option("--no-cache", is_flag=True, help="Do not use the shared embedding cache.")
 @db_option
 @json_option
-def build(path, force, ignore_patterns, extensions, no_cache, db, as_json):
+def build(path, force, ignore_patterns, extensions, reset_filters, no_cache, db, as_json):
     """Build or update the index of the codebase at PATH (default: current directory)."""
     codebase = Codebase.open(path, db)
     if api.is_locked(codebase):
         click.echo(f"Waiting for another process that is indexing {codebase.root} ...", err=True)
     with progress_bar(not as_json and err_console.is_terminal) as bar:
-        report = api.build(codebase, force=force, progress=bar, ignore_patterns=list(ignore_patterns) or None,
-                           extensions=list(extensions) or None, use_cache=not no_cache)
+        report = api.build(codebase, force=force, progress=bar, use_cache=not no_cache,
+                           ignore_patterns=list(ignore_patterns) if ignore_patterns or reset_filters else None,
+                           extensions=list(extensions) if extensions or reset_filters else None)
+    filters = api.recorded_filters(codebase)
     if as_json:
-        emit({"codebase": str(codebase.root), "db": str(codebase.db_path), **report.to_dict()})
+        emit({"codebase": str(codebase.root), "db": str(codebase.db_path), **report.to_dict(), "filters": filters})
         return
     click.echo(f"Indexed {codebase.root} -> {codebase.db_path}")
     click.echo(f"  files: {report.files} ({report.added} added, {report.modified} modified, {report.removed} removed, "
@@ -110,6 +114,14 @@ def build(path, force, ignore_patterns, extensions, no_cache, db, as_json):
     for p, why in sorted(report.failed.items()):
         click.echo(f"  failed: {p}: {why} (retried on the next build)")
     click.echo(f"  time: {report.seconds:.2f} s")
+    if filters["extensions"] or filters["ignore_patterns"]:
+        click.echo(f"  filters kept for later builds: {_describe_filters(filters)} (--reset-filters drops them)")
+
+
+def _describe_filters(filters: dict) -> str:
+    parts = [f"only {' '.join(filters['extensions'])}"] if filters["extensions"] else []
+    parts += [f"ignore {' '.join(filters['ignore_patterns'])}"] if filters["ignore_patterns"] else []
+    return "; ".join(parts)
 
 
 def _search_options(limit, mode, exts, glob, language, no_prior, group_by, rerank, rerank_model) -> SearchOptions:

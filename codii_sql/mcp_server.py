@@ -329,13 +329,17 @@ def index_codebase(
     ignorePatterns: Annotated[list[str], Field(  # noqa: N803
         max_length=1000, description="Extra gitignore-style patterns to exclude, e.g. ['tests/fixtures/']; [] = as the "
                     "last build.")] = [],
+    resetFilters: Annotated[bool, Field(  # noqa: N803
+        description="Forget customExtensions/ignorePatterns recorded by earlier builds; [] then means all files.")] = False,
 ) -> CallToolResult:
     cb = _open_codebase(path)
     try:
-        extensions = list(scan.normalize_extensions(customExtensions)) if customExtensions else None
+        extensions = list(scan.normalize_extensions(customExtensions)) if customExtensions else (
+            [] if resetFilters else None)
     except ValueError as err:
         raise ToolError(str(err)) from None
-    outcome = JOBS.start(cb, force, list(ignorePatterns) or None, extensions)
+    ignore = list(ignorePatterns) if ignorePatterns or resetFilters else None
+    outcome = JOBS.start(cb, force, ignore, extensions)
     data = {"codebase": str(cb.root), "status": outcome}
     hint = {"started": "poll get_indexing_status", "already indexing": "poll get_indexing_status",
             "already up to date": "search_code is ready"}[outcome]

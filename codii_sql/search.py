@@ -8,10 +8,12 @@ import os
 import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
 from .errors import UsageError
+from .languages import detect_language
 from .store import Store
 from .text import split_identifier
 
@@ -52,6 +54,7 @@ BM25_WEIGHTS = {"content": 1.0, "subtokens": 0.5, "symbol": 2.0, "path": 1.0}
 #: is, so its weight is set between the two, not tuned (with 0, `__repr__` was ignored).
 BM25_WEIGHT = {"natural": (0.0, 0.4), "mixed": (0.5, 0.8), "identifier": (0.7, 0.9), "long": (0.85, 0.95)}
 #: Score multiplier for a candidate whose symbol or path the query names (sql/search.sql).
+#: Short queries also rank such chunks first (:meth:`Searcher.search`, ``:tiered``).
 NAME_BOOST = 1.5
 #: BM25 is confident when (s1 - s2) / s1 of its two best scores reaches this (sql/search.sql).
 CONFIDENT_GAP = 0.25
@@ -63,7 +66,10 @@ MAX_LIMIT = 200
 #: (~0.5 us per posting) and drowns the informative ones.
 MAX_FTS_TERMS = 32
 
-_WORD = re.compile(r"[^\W\d_][\w]*|\d+[A-Za-z_]\w*", re.UNICODE)
+#: A word may start with underscores: FTS5 keeps ``_auth`` and ``__init__`` whole (``_`` is a
+#: token character, sql/schema.sql), so only the word as written matches a path ``httpx/_auth.py``
+#: or a private name; its sub-tokens (``auth``) still match the subtokens column.
+_WORD = re.compile(r"_*[^\W\d_]\w*|\d+[A-Za-z_]\w*", re.UNICODE)
 #: Stop words dropped on the BM25 side only (the model still sees the whole query): common
 #: English function words and question words that carry no code signal.
 STOP_WORDS = frozenset("""
@@ -147,14 +153,14 @@ LONG_QUERY_ROLE_WEIGHTS = {"source": 1.0, "test": 0.4, "docs": 0.4, "config": 0.
 def query_terms(query: str) -> list[str]:
     """Distinct lower-case BM25 terms: each identifier as written plus its sub-tokens, stop words dropped.
 
-    ``"where is getUserName called"`` -> ``["getusername", "user", "name", "called"]`` ("get" is a stop word).
+    ``"where is getUserName called"`` -> ``["getusername", "user", "name", "called"]`` ("get" is a stop word);
+    ``"httpx/_auth.py"`` -> ``["httpx", "_auth", "auth", "py"]``.
     Dotted paths and ``::`` split at the separators. Not capped: see :meth:`Searcher.select_terms`.
     """
     terms: list[str] = []
     seen = set()
     for word in _WORD.findall(query):
-        parts = split_identifier(word)
-        for t in ([word.lower()] if len(parts) > 1 else []) + parts:
+        for t in [word.lower(), *split_identifier(word)]:
             if t not in seen and t not in STOP_WORDS and len(t) > 1:
                 seen.add(t)
                 terms.append(t)
@@ -164,25 +170,63 @@ def query_terms(query: str) -> list[str]:
 _CODE_SHAPE = re.compile(r"[A-Za-z0-9]_[A-Za-z0-9]|^_+[A-Za-z]|[a-z][A-Z]|[A-Za-z]\.[A-Za-z_]|::")
 _PATH = re.compile(r"(?:[\w.-]+/)*[\w-]{2,}\.[A-Za-z]\w{0,5}\b")
 _IDENTIFIER = re.compile(r"[A-Za-z_][\w]*(?:(?:\.|::)[A-Za-z_]\w*)*")
+_PATH_PREFIX = re.compile(r"^(?:\.?/)+")
 
 
-def named_in_query(query: str) -> tuple[list[str], list[str]]:
-    """Identifiers and file paths a query names, lower-cased: ``(names, paths)``.
+class Named(NamedTuple):
+    """What a query names, lower-cased (:func:`named_in_query`).
+
+    Attributes:
+        names: identifiers as written, dotted ones joined by ``.`` (``console.print``, ``print``):
+            a symbol matches when it is the name or ends with ``.`` + the name.
+        tails: the last part of each dotted name that is not itself named (``print``): weaker
+            evidence, since ``rich/jupyter.py print`` is not ``Console.print``.
+        paths: file paths and file names with a known extension (``httpx/_auth.py``, ``auth.py``).
+    """
+
+    names: list[str]
+    tails: list[str]
+    paths: list[str]
+
+
+def named_in_query(query: str) -> Named:
+    """Identifiers and file paths a query names (see :class:`Named`).
 
     A name is a code-shaped token (snake_case, camelCase, dotted or ``::`` path, or the whole
-    query when it is one word); a dotted name also contributes its last part
-    (``Session.resolve_redirects`` -> ``session.resolve_redirects``, ``resolve_redirects``).
-    A path is a token with a file extension (``sessions.py``, ``src/app/main.ts``); leading
-    ``./`` and ``/`` are dropped so it can match the end of an indexed relative path.
+    query when it is one word). A path is a token with a ``/`` or with an extension
+    :func:`~codii_sql.languages.detect_language` knows (``_auth.py``, not ``Session.send``);
+    leading ``./`` and ``/`` are dropped so it can match the end of an indexed relative path,
+    and a path is not also a name (``auth.py`` names no symbol ``py``).
     """
-    words = query.split()
-    names: list[str] = []
-    for token in _IDENTIFIER.findall(query):
-        if len(words) == 1 or _CODE_SHAPE.search(token):
-            parts = re.split(r"\.|::", token.lower())
-            names.extend({".".join(parts), parts[-1]} - {""})
-    paths = [p.lower().lstrip("./") for p in _PATH.findall(query) if "/" in p or not p[0].isupper()]
-    return sorted(set(names) - STOP_WORDS), sorted(set(paths))
+    paths: list[str] = []
+
+    def take_path(m: re.Match) -> str:
+        if "/" not in m.group(0) and detect_language(m.group(0)) is None:
+            return m.group(0)
+        paths.append(_PATH_PREFIX.sub("", m.group(0).lower()))
+        return " "
+
+    rest = _PATH.sub(take_path, query)
+    one_word = len(query.split()) == 1
+    names: set[str] = set()
+    tails: set[str] = set()
+    for token in _IDENTIFIER.findall(rest):
+        if one_word or _CODE_SHAPE.search(token):
+            parts = [p for p in re.split(r"\.|::", token.lower()) if p]
+            names.add(".".join(parts))
+            tails.update(parts[-1:] if len(parts) > 1 else [])
+    names -= STOP_WORDS
+    return Named(sorted(names), sorted(tails - names - STOP_WORDS), sorted(set(paths) - {""}))
+
+
+def symbol_match(names: list[str]) -> str | None:
+    """An FTS5 expression finding the chunks whose ``symbol`` column holds a name's parts as a
+    phrase (``console.print`` -> ``symbol : ("console print")``), or None for no names.
+
+    A superset: sql/search.sql keeps the chunks whose symbol is exactly the name or ends with it.
+    """
+    phrases = ['"' + " ".join(n.split(".")) + '"' for n in names]
+    return f"symbol : ({' OR '.join(phrases)})" if phrases else None
 
 
 _CODE_SPAN = re.compile(r"`([^`\n]+)`")
@@ -295,7 +339,9 @@ class Searcher:
         # A single retriever gets the whole weight: a zero weight would zero every score.
         w_fts = {"bm25": (1.0, 1.0), "vector": (0.0, 0.0)}.get(opts.mode) or BM25_WEIGHT[shape]
         prior = (LONG_QUERY_ROLE_WEIGHTS if shape == "long" else ROLE_WEIGHTS) if opts.role_prior else None
-        results = self._results(self._run(fq, qvec, opts, w_fts, named_in_query(query), prior))
+        named = named_in_query(query)
+        rows = self._run(fq, qvec, opts, w_fts, named, prior, tiered=shape != "long")
+        results = self._results(rows)
         if not results and opts.language:
             self._check_language(opts.language.lower())
         if opts.rerank:
@@ -309,7 +355,8 @@ class Searcher:
         mean = vectors.mean(axis=0)
         mean = (mean / (np.linalg.norm(mean) or 1.0)).astype(np.float32)
         prior = ROLE_WEIGHTS if opts.role_prior else None
-        return _top(self._results(self._run(None, mean.tobytes(), opts, (0.0, 0.0), ([], []), prior)), opts)
+        rows = self._run(None, mean.tobytes(), opts, (0.0, 0.0), Named([], [], []), prior, tiered=False)
+        return _top(self._results(rows), opts)
 
     def _check_language(self, language: str) -> None:
         """Raise when a language filter names no language of this index (a typo, not a miss)."""
@@ -318,7 +365,12 @@ class Searcher:
             raise UsageError(f"no {language!r} code in this index; its languages: {', '.join(present)}")
 
     def _run(self, fq: str | None, qvec: bytes | None, opts: SearchOptions, w_fts: tuple[float, float],
-             names: tuple[list[str], list[str]], prior: dict[str, float] | None) -> list[dict]:
+             named: Named, prior: dict[str, float] | None, tiered: bool) -> list[dict]:
+        """Rows of ``search_hybrid``. ``tiered``: chunks defining a named symbol, and the chunks of
+        a named file, come first, fetched even when neither retriever found them. Off for long
+        queries: an issue or a traceback names many symbols and files, most of them not the
+        answer, so there a name only multiplies the score by :data:`NAME_BOOST`.
+        """
         limit = opts.limit * CHUNKS_PER_FILE if opts.group_by_file else opts.limit
         if opts.rerank:
             limit = max(limit, RERANK_DEPTH)
@@ -336,7 +388,9 @@ class Searcher:
             "language": opts.language.lower() if opts.language else None, "exclude_path": opts.exclude_path,
             "under": under,
             "role_weights": json.dumps(prior) if prior else None, "limit": limit,
-            "names": json.dumps(names[0]), "paths": json.dumps(names[1]), "name_boost": NAME_BOOST,
+            "names": json.dumps(named.names), "tails": json.dumps(named.tails), "paths": json.dumps(named.paths),
+            "name_boost": NAME_BOOST, "tiered": int(tiered),
+            "symbol_match": symbol_match(named.names) if tiered else None,
         }
         return self.store.rows("search_hybrid", params)
 

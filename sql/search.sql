@@ -30,9 +30,23 @@
 --   :exclude_path a path whose chunks are left out (find-similar), or NULL
 --   :under        a folder (relative, no trailing '/') whose files alone are kept, or NULL
 --   :role_weights JSON object role -> multiplier ('{"test": 0.5}'), or NULL for none
---   :names :paths JSON arrays of identifiers (lower case) and file paths named in the query: a
---                 candidate whose symbol (or its last dotted part) or path matches gets
---                 :name_boost ("echo" must put `def echo` above chunks that call echo)
+--   :names :tails :paths  JSON arrays (lower case, search.py named_in_query) of identifiers
+--                 (`console.print`, `print`), last parts of dotted ones (`print`) and file paths
+--                 or names named in the query; a candidate whose symbol, symbol tail or path
+--                 matches gets :name_boost ("echo" must put `def echo` above chunks that call echo)
+--   :tiered       1 (short queries): rank by named tier first, then score. Tier = 2 when the
+--                 symbol is a name of :names, or ends with '.' + it (`Console.print`, also
+--                 `Outer.Console.print`), + 2 when the file is a path of :paths (the whole path,
+--                 or its end at a '/': `_auth.py`, `httpx/_auth.py`), or 1 when only its file
+--                 name matches with leading underscores ignored (`auth.py` names `_auth.py`:
+--                 Python's private-module convention; never above an exact name). A tail alone
+--                 earns no tier: `print` of `Console.print` is not any `print`. Within the
+--                 symbol tier the first chunk of a symbol cut into windows (its signature and
+--                 docstring) comes first. Chunks with a tier are candidates even when neither
+--                 retriever found them (score 0 from fusion); the returned score stays the
+--                 fused one, so with a tier it is not monotonic down the list.
+--   :symbol_match FTS5 expression over the symbol column finding the chunks :names may match,
+--                 or NULL (search.py symbol_match; exact matches kept here)
 --   :limit        rows returned
 -- Filters act inside both candidate lists, before fusion and before the limit: for FTS5 as a
 -- WHERE term, for vec0 as `rowid IN (...)`, which sqlite-vec pushes into its scan (a filter
@@ -117,20 +131,62 @@ fused AS (
            min(distance) AS distance
     FROM normalised
     GROUP BY id
+),
+-- Files the query names, with their path tier; lp is the lower-case path, its file name the
+-- part after the last '/' (rtrim of every non-'/' character leaves the folder).
+file_paths AS (
+    SELECT id, lower(path) AS lp FROM files WHERE json_array_length(:paths) > 0
+),
+named_files AS (
+    SELECT fp.id AS file_id,
+           max(CASE WHEN fp.lp = p.value OR substr(fp.lp, -length(p.value) - 1) = '/' || p.value
+                         OR substr(p.value, -length(fp.lp) - 1) = '/' || fp.lp THEN 2 ELSE 1 END) AS tier
+    FROM file_paths fp JOIN json_each(:paths) p
+      ON fp.lp = p.value OR substr(fp.lp, -length(p.value) - 1) = '/' || p.value
+         OR substr(p.value, -length(fp.lp) - 1) = '/' || fp.lp
+         OR (instr(p.value, '/') = 0
+             AND ltrim(substr(fp.lp, length(rtrim(fp.lp, replace(fp.lp, '/', ''))) + 1), '_') = ltrim(p.value, '_'))
+    GROUP BY fp.id
+),
+named_symbols AS (
+    SELECT c.id FROM chunks_fts JOIN chunks c ON c.id = chunks_fts.rowid
+    WHERE :symbol_match IS NOT NULL AND chunks_fts MATCH :symbol_match
+      AND (:filtered = 0 OR c.id IN (SELECT id FROM allowed))
+      AND EXISTS (SELECT 1 FROM json_each(:names) n
+                  WHERE lower(c.symbol) = n.value OR substr(lower(c.symbol), -length(n.value) - 1) = '.' || n.value)
+    LIMIT :depth
+),
+pool AS (
+    SELECT id FROM fused
+    UNION SELECT id FROM named_symbols
+    UNION SELECT c.id FROM named_files nf JOIN chunks c ON c.file_id = nf.file_id
+          WHERE :tiered = 1 AND (:filtered = 0 OR c.id IN (SELECT id FROM allowed))
+),
+named AS (
+    SELECT pool.id,
+           2 * EXISTS (SELECT 1 FROM json_each(:names) n
+                       WHERE lower(c.symbol) = n.value
+                          OR substr(lower(c.symbol), -length(n.value) - 1) = '.' || n.value) AS symbol_tier,
+           EXISTS (SELECT 1 FROM json_each(:tails) t
+                   WHERE lower(c.symbol) = t.value
+                      OR substr(lower(c.symbol), -length(t.value) - 1) = '.' || t.value) AS tail_named,
+           coalesce((SELECT tier FROM named_files nf WHERE nf.file_id = c.file_id), 0) AS path_tier
+    FROM pool JOIN chunks c ON c.id = pool.id
 )
 SELECT c.id, c.path, c.start_line, c.end_line, c.language, c.kind, c.symbol, c.content,
-       (fu.cc + :rrf_weight * fu.rrf) * coalesce(json_extract(:role_weights, '$.' || f.role), 1.0)
-       * CASE WHEN EXISTS (SELECT 1 FROM json_each(:names) n
-                           WHERE lower(c.symbol) = n.value OR lower(c.symbol) LIKE '%.' || n.value)
-                OR EXISTS (SELECT 1 FROM json_each(:paths) p
-                           WHERE c.path = p.value OR c.path LIKE '%/' || p.value OR p.value LIKE '%/' || c.path)
-              THEN :name_boost ELSE 1.0 END AS score,
+       (coalesce(fu.cc, 0) + :rrf_weight * coalesce(fu.rrf, 0))
+       * coalesce(json_extract(:role_weights, '$.' || f.role), 1.0)
+       * CASE WHEN nm.symbol_tier + nm.path_tier > 0 OR nm.tail_named THEN :name_boost ELSE 1.0 END AS score,
        fu.cc, fu.rrf, fu.bm25_rank, fu.knn_rank, fu.distance, f.role,
        f.hash AS file_hash, f.size AS file_size, f.mtime_ns AS file_mtime_ns
-FROM fused fu
-JOIN chunks c ON c.id = fu.id
+FROM named nm
+JOIN chunks c ON c.id = nm.id
 JOIN files f ON f.id = c.file_id
-ORDER BY score DESC, c.id
+LEFT JOIN fused fu ON fu.id = nm.id
+ORDER BY :tiered * (nm.symbol_tier + nm.path_tier) DESC,
+         :tiered * nm.symbol_tier * NOT EXISTS (SELECT 1 FROM chunks h WHERE h.file_id = c.file_id
+                                                AND h.symbol = c.symbol AND h.start_line < c.start_line) DESC,
+         score DESC, c.id
 LIMIT :limit;
 
 -- name: file_vectors

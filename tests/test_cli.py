@@ -90,6 +90,18 @@ def test_a_subfolder_searches_the_enclosing_index_kept_to_its_files(sample_repo,
     assert "scope" not in alone and {r["path"].split("/")[0] for r in alone["results"]} > {"app"}
 
 
+def test_recorded_filters_are_shown_kept_and_reset(sample_repo):
+    only_md = json.loads(run("build", sample_repo, "--ext", ".md", "--json").output)
+    assert only_md["files"] == 1 and only_md["filters"] == {"extensions": [".md"], "ignore_patterns": []}
+    text = run("build", sample_repo).output  # a plain build keeps the filter, and says so
+    assert "filters kept for later builds: only .md" in text
+    res = CliRunner().invoke(cli, ["search", "retry", "--path", str(sample_repo), "--json"])
+    assert "only .md files" in json.loads(res.stdout)["note"]
+    reset = json.loads(run("build", sample_repo, "--reset-filters", "--json").output)
+    assert reset["files"] == 4 and reset["filters"] == {"extensions": [], "ignore_patterns": []}
+    assert "note" not in json.loads(run("search", "retry", "--path", sample_repo, "--json").output)
+
+
 def test_bad_input_is_one_line_without_traceback(sample_repo, tmp_path):
     for args in (["search", "x", "--path", tmp_path / "missing"],
                  ["search", "x", "--path", sample_repo / "app/parse.py"],

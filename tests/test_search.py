@@ -126,10 +126,92 @@ def test_any_query_text_is_safe(searcher, text):
 
 
 def test_names_and_paths_in_the_query():
-    assert named_in_query("Session.resolve_redirects") == (["resolve_redirects", "session.resolve_redirects"], [])
-    assert named_in_query("where is getUserName called") == (["getusername"], [])
-    assert named_in_query('File "/x/site-packages/app/http.py", line 3')[1] == ["x/site-packages/app/http.py"]
-    assert named_in_query("how to read a file") == ([], [])
+    assert named_in_query("Session.resolve_redirects") == (["session.resolve_redirects"], ["resolve_redirects"], [])
+    assert named_in_query("where is getUserName called") == (["getusername"], [], [])
+    assert named_in_query('File "/x/site-packages/app/http.py", line 3').paths == ["x/site-packages/app/http.py"]
+    assert named_in_query("how to read a file") == ([], [], [])
+    assert named_in_query("auth.py") == ([], [], ["auth.py"])  # a file name, not a symbol `py`
+    assert named_in_query("./httpx/_auth.py") == ([], [], ["httpx/_auth.py"])
+    assert named_in_query("response.json()").names == []  # .json is a known extension: a path
+    assert named_in_query("Session.send").paths == []  # .send is not
+
+
+def test_query_terms_keep_leading_underscores():
+    """FTS5 indexes `_auth` and `__init__` whole ('_' is a token character): the term must be too."""
+    assert query_terms("httpx/_auth.py") == ["httpx", "_auth", "auth", "py"]
+    assert query_terms("__init__") == ["__init__", "init"]
+
+
+def _searcher_for(tmp_path, embedder, files: dict[str, str]) -> tuple[Store, Searcher]:
+    cb = Codebase.open(write_tree(tmp_path / "r", files))
+    Indexer(cb, embedder).build()
+    store = Store(cb.db_path, create=False)
+    return store, Searcher(store, cb.root, embedder)
+
+
+#: A method long enough to be cut into windows (its first holds the signature), a function of
+#: the same last name whose body says "console" and "print" far more often, and callers (a
+#: class this small is one chunk, symbol ``Printer``).
+QUALIFIED = {
+    "lib/console.py": "class Console:\n    \"\"\"A terminal.\"\"\"\n\n"
+                      "    def print(self, *objects, sep=' ', end='\\n'):\n"
+                      "        \"\"\"Render objects to the terminal.\"\"\"\n"
+                      + "".join(f"        step_{i} = render_segment(objects, {i}, sep, end)\n" for i in range(90))
+                      + "        return end\n\n    def log(self, *objects):\n        return objects\n",
+    "lib/jupyter.py": "def print(*args):\n    \"\"\"Print to the console.\"\"\"\n"
+                      "    console = get_console()\n    console.print(*args)\n    # console print console print\n",
+    "lib/other.py": "class Printer:\n    def print(self, text):\n        return text\n",
+    "lib/use.py": "def show(console):\n    console.print('a')\n    console.print('b')\n    return console\n",
+}
+
+
+@pytest.mark.parametrize("mode", ["hybrid", "bm25", "vector"])
+def test_a_qualified_name_ranks_that_symbol_first(tmp_path, embedder, mode):
+    """`Console.print` is that method, not every `print`; its signature window leads; `print` is every print."""
+    store, s = _searcher_for(tmp_path, embedder, QUALIFIED)
+    with store:
+        res = s.search("Console.print", SearchOptions(limit=10, mode=mode))
+        windows = [r for r in res if r.symbol == "Console.print"]
+        assert len(windows) > 1 and res[:len(windows)] == windows, [(r.symbol, r.start_line) for r in res]
+        assert res[0].start_line == 4 and "def print" in res[0].content
+        bare = s.search("print", SearchOptions(limit=10, mode=mode))
+        assert {r.symbol for r in bare[:len(windows) + 1]} == {"Console.print", "print"}
+
+
+AUTH = {
+    "pkg/_auth.py": "class BasicAuth:\n    def __init__(self, user, password):\n        self.user = user\n\n\n"
+                    "class DigestAuth:\n    def sign(self, request):\n        return request\n",
+    "pkg/_client.py": "from ._auth import BasicAuth\n\n\ndef _build_auth(auth):\n"
+                      "    # auth auth auth: the client's auth handling\n    auth = BasicAuth(auth, auth)\n    return auth\n",
+    "pkg/_models.py": "class Request:\n    def read(self):\n        return b''\n",
+    "tests/models/test_models.py": "def test_models():\n    from pkg import _models\n    assert _models.Request\n",
+    "tests/test_auth.py": "def test_auth():\n    auth = 'auth'\n    assert auth\n",
+}
+
+
+@pytest.mark.parametrize("mode", ["hybrid", "bm25", "vector"])
+def test_a_named_file_comes_first(tmp_path, embedder, mode):
+    """A path or file name puts that file's chunks first; `auth.py` names `_auth.py` (leading '_' ignored)."""
+    store, s = _searcher_for(tmp_path, embedder, AUTH)
+    with store:
+        for query, path in [("pkg/_auth.py", "pkg/_auth.py"), ("_auth.py", "pkg/_auth.py"),
+                            ("auth.py", "pkg/_auth.py"), ("_models.py", "pkg/_models.py"),
+                            ("test_auth.py", "tests/test_auth.py")]:
+            res = s.search(query, SearchOptions(limit=10, mode=mode))
+            n = sum(r.path == path for r in res)
+            assert n and {r.path for r in res[:n]} == {path}, (query, [r.path for r in res])
+            assert s.search(query, SearchOptions(limit=3, mode=mode, group_by_file=True))[0].path == path
+        assert all(r.path != "pkg/_auth.py" for r in s.search("auth.py", SearchOptions(mode=mode, glob="tests/*")))
+
+
+def test_bm25_finds_a_file_by_its_path(tmp_path, embedder):
+    """The FTS5 expression alone (no name tiers) ranks the file a path names first."""
+    store, s = _searcher_for(tmp_path, embedder, AUTH)
+    with store:
+        fq = fts_query(s.select_terms("pkg/_auth.py"))
+        rows = store.conn.execute("SELECT c.path FROM chunks_fts JOIN chunks c ON c.id = chunks_fts.rowid "
+                                  "WHERE chunks_fts MATCH ? ORDER BY bm25(chunks_fts) LIMIT 1", (fq,)).fetchall()
+        assert rows == [("pkg/_auth.py",)]
 
 
 def test_a_named_symbol_beats_chunks_that_only_use_it(tmp_path, embedder):
