@@ -96,6 +96,12 @@ def ensure_index(codebase: Codebase, *, update: bool = True, progress: Progress 
         if not exists:
             raise NotIndexedError(f"{codebase.root} is not indexed and --no-update builds nothing: "
                                   f"run `codii-sql build {codebase.root}` first")
+        st = status(codebase, check_stale=False)
+        if st["status"] == "failed":
+            return (f"the last build did not finish ({st.get('error')}): results come from the "
+                    f"{st['files']} files it committed; run `codii-sql build {codebase.root}` to complete it")
+        if st["status"] == "indexing":
+            return "another process is indexing this codebase: results come from the last committed state"
         return None
     try:
         build(codebase, wait=False, progress=progress)

@@ -88,7 +88,8 @@ def cli():
 @click.option("--ext", "extensions", multiple=True, help="Index only these extensions, e.g. --ext .py (repeatable).")
 @click.option("--reset-filters", is_flag=True,
               help="Forget --ext/--ignore options that earlier builds (CLI or MCP) recorded; a plain build keeps them.")
-@click.option("--no-cache", is_flag=True, help="Do not use the shared embedding cache.")
+@click.option("--no-cache", is_flag=True,
+              help="Do not use the shared embedding cache; with --force, embed every chunk again.")
 @db_option
 @json_option
 def build(path, force, ignore_patterns, extensions, reset_filters, no_cache, db, as_json):
@@ -167,7 +168,7 @@ def search(query, path, limit, mode, exts, glob, language, group_by, no_prior, r
     if queries_file is not None:
         if query is not None:
             raise UsageError("pass either QUERY or --queries-file, not both")
-        return _batch_search(codebase, opts, queries_file, no_update)
+        return _batch_search(codebase, opts, queries_file, no_update, as_json)
     if query is None:
         raise UsageError("missing QUERY: codii-sql search \"where are retries handled\" --path REPO")
     if not (as_json or jsonl or no_update) and query.strip() and not codebase.db_path.is_file():
@@ -188,9 +189,12 @@ def search(query, path, limit, mode, exts, glob, language, group_by, no_prior, r
         _print_results(resp)
 
 
-def _batch_search(codebase, opts, lines, no_update):
+def _batch_search(codebase, opts, lines, no_update, as_json):
+    """One answer line per query line (streamed); with ``as_json`` one array of them at the end."""
     api.ensure_index(codebase, update=not no_update)
     searcher = api.open_searcher(codebase)
+    answers: list[dict] = []
+    out = answers.append if as_json else (lambda answer: click.echo(json.dumps(answer, ensure_ascii=False)))
     failed = 0
     try:
         for n, line in enumerate(lines, 1):
@@ -201,14 +205,15 @@ def _batch_search(codebase, opts, lines, no_update):
                 item = json.loads(line)
                 if not isinstance(item, dict) or not isinstance(item.get("query"), str):
                     raise UsageError('each line must be a JSON object with a "query" string')
-                results = [r.to_dict() for r in searcher.search(item["query"], opts)]
-                click.echo(json.dumps({"id": item.get("id"), "results": results}, ensure_ascii=False))
+                out({"id": item.get("id"), "results": [r.to_dict() for r in searcher.search(item["query"], opts)]})
             except (ValueError, CodiiError) as err:
                 qid = item.get("id") if isinstance(item, dict) else None
-                click.echo(json.dumps({"id": qid, "line": n, "error": f"line {n}: {err}"}, ensure_ascii=False))
+                out({"id": qid, "line": n, "error": f"line {n}: {err}"})
                 failed += 1
     finally:
         searcher.store.close()
+    if as_json:
+        emit(answers)
     if failed:
         # Every line was answered; the exit status tells a script that some answers are errors.
         click.echo(f"Error: {failed} queries failed (their lines carry an \"error\" key)", err=True)

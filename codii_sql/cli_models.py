@@ -37,7 +37,8 @@ def models():
 @click.argument("name")
 @click.option("--dir", "target_dir", type=click.Path(file_okay=False), default=None,
               help="Folder to download into instead of $CODII_SQL_HOME/models/hf/NAME.")
-def pull(name: str, target_dir: str | None) -> None:
+@click.option("--json", "as_json", is_flag=True, help='Print one JSON object {"model", "path"}.')
+def pull(name: str, target_dir: str | None, as_json: bool) -> None:
     """Download the Hugging Face cross-encoder NAME, e.g. cross-encoder/ms-marco-MiniLM-L-6-v2."""
     if not _REPO_ID.match(name) or ".." in name:
         raise UsageError(f"{name!r} is not a Hugging Face model id like cross-encoder/ms-marco-MiniLM-L-6-v2")
@@ -52,6 +53,9 @@ def pull(name: str, target_dir: str | None) -> None:
     except Exception as err:  # noqa: BLE001 - network, auth and missing-repo errors all end here
         first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         raise UsageError(f"could not download {name}: {first}") from None
+    if as_json:
+        click.echo(json.dumps({"model": name, "path": str(target.resolve())}))
+        return
     click.echo(str(target.resolve()))
     click.echo(f"use it with: --rerank-model {target.resolve()}  (or export {ENV_MODEL}={target.resolve()})",
                err=True)

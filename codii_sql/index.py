@@ -204,6 +204,7 @@ class Indexer:
         self.ignore_patterns = list(ignore_patterns) if ignore_patterns is not None else None
         self.extensions = list(extensions) if extensions is not None else None
         self.max_file_bytes = scan.DEFAULT_MAX_FILE_BYTES
+        self.reuse_index_vectors = True
 
     def build(self, *, force: bool = False, wait: bool = True) -> BuildReport:
         """Bring the index up to date with the files on disk and return what changed.
@@ -213,7 +214,8 @@ class Indexer:
         old or its new state; the next build finishes the job.
 
         Args:
-            force: re-read and re-chunk every file (in place; after a model change the index is emptied first).
+            force: re-read and re-chunk every file (in place; after a model change the index is emptied first);
+                with no ``cache`` every chunk is embedded again.
             wait: wait for another process's build to finish; if false raise instead.
         Raises:
             IndexBusyError: ``wait`` is false and another process holds the writer lock.
@@ -245,6 +247,8 @@ class Indexer:
         settings = index_settings(self.embedder)
         if force:
             self._start_over(store, settings)
+            # --force --no-cache is the way to embed every chunk again: reuse no vector at all.
+            self.reuse_index_vectors = self.cache is not None
         if store.meta().get("chunker_version") not in (None, CHUNKER_VERSION):
             # New chunking rules: re-chunk every file instead of refusing the index. Chunk texts
             # that did not change keep their vectors (looked up by text hash), so it is cheap.
@@ -472,7 +476,7 @@ class Indexer:
         keys = [[text_key(model, c.content) for c in p.chunks] for p in files]
         flat = sorted({k for ks in keys for k in ks})
         found: dict[str, bytes] = {}
-        if flat:
+        if flat and self.reuse_index_vectors:
             found.update({r["text_hash"]: r["embedding"]
                           for r in store.rows("vectors_by_text_hash", {"keys": json.dumps(flat)})})
         missing = [k for k in flat if k not in found]

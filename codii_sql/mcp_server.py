@@ -421,7 +421,7 @@ def _result_lines(results: list[Result]) -> str:
 @_agent_errors
 def search_code(
     path: PathArg,
-    query: Annotated[str, Field(min_length=1, max_length=10_000, description="What to look for: words, identifiers or a question.")],
+    query: Annotated[str, Field(min_length=1, max_length=100_000, description="What to look for: words, identifiers or a question.")],
     limit: Annotated[int, Field(ge=1, le=MAX_SEARCH_LIMIT, description="Number of results.")] = 10,
     extensionFilter: Annotated[list[str], Field(  # noqa: N803
         max_length=50, description="Keep only files with these extensions, e.g. ['.ts', '.tsx']; [] = all.")] = [],

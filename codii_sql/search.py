@@ -324,6 +324,10 @@ class Searcher:
         query = (query or "").strip()
         if not query:
             raise UsageError("the query is empty: pass some words or an identifier to search for")
+        if not any(ch.isalnum() for ch in query):
+            # FTS5 drops punctuation and the model embeds it as noise: any answer would be arbitrary.
+            raise UsageError(f"the query {query[:40]!r} has no letters or digits; punctuation is not indexed: "
+                             "search for a word or an identifier")
         if opts.mode not in MODES:
             raise UsageError(f"unknown mode {opts.mode!r}: use one of {', '.join(MODES)}")
         if not 1 <= opts.limit <= MAX_LIMIT:

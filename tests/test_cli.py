@@ -49,6 +49,8 @@ def test_batch_queries_file(sample_repo, tmp_path):
     assert out[0]["results"][0]["path"] == "web/util.js"
     assert "error" in out[2] and out[3]["id"] == "c" and '"query" string' in out[3]["error"]
     assert res.exit_code == 1 and "2 queries failed" in res.stderr
+    whole = run("search", "--path", sample_repo, "--queries-file", qfile, "--json")
+    assert json.loads(whole.stdout) == out and whole.exit_code == 1  # --json: one array, same answers
     qfile.write_text('{"id": "a", "query": "debounce"}\n')
     assert run("search", "--path", sample_repo, "--queries-file", qfile, "--jsonl").exit_code == 0
 
@@ -111,6 +113,9 @@ def test_bad_input_is_one_line_without_traceback(sample_repo, tmp_path):
         assert res.exit_code != 0
         assert "Traceback" not in res.output and res.output.strip().count("\n") == 0, res.output
         assert res.output.startswith("Error: ")
+    run("build", sample_repo)
+    res = CliRunner().invoke(cli, ["search", '*"', "--path", str(sample_repo)])
+    assert res.exit_code == 2 and "no letters or digits" in res.output
 
 
 def test_db_alone_opens_the_recorded_codebase(sample_repo, tmp_path, monkeypatch):

@@ -117,8 +117,8 @@ def test_an_interrupted_force_rebuild_keeps_every_file_searchable(tmp_path, monk
     assert res.exit_code == 130 and "Interrupted" in res.output
     assert sorted(chunk_texts(repo)) == [f"m{i}.py" for i in range(6)]  # nothing was emptied
     assert json.loads(run("doctor", repo, "--check-only", "--json").output)["consistent"]
-    found = json.loads(run("search", "handler_5", "--path", repo, "--no-update", "--json").output)["results"]
-    assert found[0]["path"] == "m5.py"
+    found = json.loads(run("search", "handler_5", "--path", repo, "--no-update", "--json").stdout)
+    assert found["results"][0]["path"] == "m5.py" and "the last build did not finish" in found["note"]
 
     monkeypatch.setattr(index_mod, "chunk_text", real_chunk)
     again = json.loads(run("build", repo, "--json").output)
@@ -138,7 +138,9 @@ def test_a_chunker_change_rechunks_and_a_model_change_needs_force(sample_repo, e
     again = json.loads(run("build", sample_repo, "--json").output)
     assert again["added"] == again["modified"] == again["reindexed"] == 0
     forced = json.loads(run("build", sample_repo, "--force", "--json").output)
-    assert forced["reindexed"] == 4 and forced["files"] == 4
+    assert forced["reindexed"] == 4 and forced["files"] == 4 and forced["chunks_embedded"] == 0
+    again = json.loads(run("build", sample_repo, "--force", "--no-cache", "--json").output)
+    assert again["vectors_reused"] == 0 and again["chunks_embedded"] > 0  # the way to embed everything again
     assert json.loads(run("search", "retry", "--path", sample_repo, "--json").output)["results"]
 
     other = FlakyEmbedder(embedder, fail_on=None)
