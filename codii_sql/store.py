@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -62,6 +63,11 @@ class Store:
                                     "index, `codii-sql build --force` replaces it and `codii-sql clear --yes` deletes it"
                                     ) from None
         except (apsw.Error, OSError) as err:
+            if self.path.parent.is_dir() and not os.access(self.path.parent, os.W_OK):
+                # SQLite's WAL mode writes -wal/-shm files beside the .db even to read it.
+                raise StorageError(f"cannot open index {self.path}: its folder is read-only and SQLite needs to "
+                                   "write beside it: set CODII_SQL_HOME to a writable folder, or copy the .db "
+                                   "somewhere writable and pass --db") from None
             raise StorageError(f"cannot open index {self.path}: {err}; check the path and free disk space") from None
 
     def _migrate(self) -> None:
