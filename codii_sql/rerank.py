@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from .codebase import home
-from .embed import default_threads, file_sha256, save_graph
+from .embed import MAX_BATCH_TOKENS, default_threads, file_sha256, save_graph, session_options, token_batches
 from .errors import UsageError
 from .search import Result
 
@@ -38,7 +38,8 @@ ENV_MODEL = "CODII_SQL_RERANK_MODEL"
 MAX_LENGTH = 512
 #: Candidates re-scored by default: the MCP server fetches up to 3x the requested results.
 DEFAULT_TOP_N = 50
-#: Pairs per onnxruntime call; pairs are sorted by length so padding stays small.
+#: Most pairs per onnxruntime call; pairs are sorted by length and batches also hold at most
+#: ``embed.MAX_BATCH_TOKENS`` padded word pieces, as the embedder's do (peak memory bounded).
 BATCH_SIZE = 16
 #: Bump when :func:`build_bert_graph` changes, so cached graphs from an older recipe are rebuilt.
 _RECIPE = "bert-seqcls-1"
@@ -132,7 +133,8 @@ class CrossEncoder:
         self._inputs = _input_types(self._session, self.graph_path)
         self._output = _logits_output(self._session)
 
-    def score(self, query: str, texts: Sequence[str], *, batch_size: int = BATCH_SIZE) -> np.ndarray:
+    def score(self, query: str, texts: Sequence[str], *, batch_size: int = BATCH_SIZE,
+              max_batch_tokens: int = MAX_BATCH_TOKENS) -> np.ndarray:
         """Relevance logits of ``(query, text)`` pairs: float32[len(texts)], higher = more relevant.
 
         Pairs are ``[CLS] query [SEP] text [SEP]`` (token types 0 then 1); the query is cut at
@@ -152,9 +154,7 @@ class CrossEncoder:
             return out
         query = self._cut_query(query)
         encodings = self._pairs.encode_batch([(query, t) for t in texts])
-        order = sorted(range(len(encodings)), key=lambda i: len(encodings[i].ids))
-        for start in range(0, len(order), batch_size):
-            rows = order[start:start + batch_size]
+        for rows in token_batches([len(e.ids) for e in encodings], batch_size, max_batch_tokens):
             out[rows] = self._run([encodings[i] for i in rows])
         return out
 
@@ -252,12 +252,8 @@ def _load_tokenizer(folder: Path):
 def _make_session(path: Path, threads: int):
     import onnxruntime as ort
 
-    opts = ort.SessionOptions()
-    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    opts.intra_op_num_threads = threads
-    opts.inter_op_num_threads = 1
     try:
-        return ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
+        return ort.InferenceSession(str(path), session_options(threads), providers=["CPUExecutionProvider"])
     except Exception as err:  # noqa: BLE001 - onnxruntime raises several unrelated types
         raise UsageError(f"onnxruntime cannot load {path}: {_first_line(err)}") from None
 

@@ -173,6 +173,8 @@ def test_score_tokenizes_pairs_and_batches(tiny):
     expected = [reference_logits(TINY, tensors, *pair_tokens(QUERY, text, encoder.max_length))[0] for text in TEXTS]
     np.testing.assert_allclose(logits, expected, atol=1e-4)
     np.testing.assert_allclose(encoder.score(QUERY, TEXTS, batch_size=16), logits, atol=1e-5)
+    # A token budget below one pair's length runs each pair alone: same logits, in input order.
+    np.testing.assert_allclose(encoder.score(QUERY, TEXTS, max_batch_tokens=1), logits, atol=1e-5)
     assert encoder.score(QUERY, []).shape == (0,)
 
 
