@@ -83,7 +83,11 @@ get gets got find finds use uses using used way ways code function method file f
 
 @dataclass
 class Result:
-    """One chunk hit. Lines are 1-based inclusive; ``score`` is the fused score (higher is better)."""
+    """One chunk hit. Lines are 1-based inclusive; ``score`` is the fused score (higher is better).
+
+    Results come in score order, except that a short query's named symbols and files come first
+    (:meth:`Searcher._run`), so a named chunk may lead with a lower score.
+    """
 
     path: str
     start_line: int
@@ -316,6 +320,10 @@ class Searcher:
     def search(self, query: str, opts: SearchOptions | None = None) -> list[Result]:
         """The top ``opts.limit`` chunks (or files) for ``query``.
 
+        A query that is not long (:func:`query_shape`) puts first the chunks defining a symbol it
+        names exactly (``Console.print``: not every ``print``) and the chunks of a file it names
+        (``httpx/_auth.py``, ``_auth.py``, ``auth.py``); see sql/search.sql ``:tiered``.
+
         Raises:
             UsageError: empty query, unknown mode, a limit out of range, or a language filter
                 that names no language of the index.
@@ -352,6 +360,8 @@ class Searcher:
             from .rerank import rerank  # onnxruntime session and tokenizer only when asked for
 
             results = rerank(query, results, model_path=opts.rerank_model, top_n=RERANK_DEPTH)
+            tier = {r["id"]: r["tier"] for r in rows}  # the cross-encoder orders within a name tier
+            results.sort(key=lambda r: -tier[r.id])
         return _top(results, opts)
 
     def similar(self, vectors: np.ndarray, opts: SearchOptions) -> list[Result]:

@@ -41,10 +41,10 @@
 --                 name matches with leading underscores ignored (`auth.py` names `_auth.py`:
 --                 Python's private-module convention; never above an exact name). A tail alone
 --                 earns no tier: `print` of `Console.print` is not any `print`. Within the
---                 symbol tier the first chunk of a symbol cut into windows (its signature and
---                 docstring) comes first. Chunks with a tier are candidates even when neither
---                 retriever found them (score 0 from fusion); the returned score stays the
---                 fused one, so with a tier it is not monotonic down the list.
+--                 symbol tier a symbol's chunks stay together, in line order (below). Chunks
+--                 with a tier are candidates even when neither retriever found them (score 0
+--                 from fusion); the returned score stays the fused one, so with a tier it is
+--                 not monotonic down the list. 0 (long queries): a name only boosts.
 --   :symbol_match FTS5 expression over the symbol column finding the chunks :names may match,
 --                 or NULL (search.py symbol_match; exact matches kept here)
 --   :limit        rows returned
@@ -132,21 +132,20 @@ fused AS (
     FROM normalised
     GROUP BY id
 ),
--- Files the query names, with their path tier; lp is the lower-case path, its file name the
--- part after the last '/' (rtrim of every non-'/' character leaves the folder).
-file_paths AS (
-    SELECT id, lower(path) AS lp FROM files WHERE json_array_length(:paths) > 0
-),
+-- Files the query names, with their path tier (lp: the lower-case path; its file name is the
+-- part after the last '/', as rtrim of every non-'/' character leaves the folder). CROSS JOIN
+-- keeps json_each outermost: no paths, no work. Untiered, only the candidates' files matter.
 named_files AS (
-    SELECT fp.id AS file_id,
-           max(CASE WHEN fp.lp = p.value OR substr(fp.lp, -length(p.value) - 1) = '/' || p.value
-                         OR substr(p.value, -length(fp.lp) - 1) = '/' || fp.lp THEN 2 ELSE 1 END) AS tier
-    FROM file_paths fp JOIN json_each(:paths) p
-      ON fp.lp = p.value OR substr(fp.lp, -length(p.value) - 1) = '/' || p.value
-         OR substr(p.value, -length(fp.lp) - 1) = '/' || fp.lp
-         OR (instr(p.value, '/') = 0
-             AND ltrim(substr(fp.lp, length(rtrim(fp.lp, replace(fp.lp, '/', ''))) + 1), '_') = ltrim(p.value, '_'))
-    GROUP BY fp.id
+    SELECT f.id AS file_id,
+           max(CASE WHEN f.lp = p.value OR substr(f.lp, -length(p.value) - 1) = '/' || p.value
+                         OR substr(p.value, -length(f.lp) - 1) = '/' || f.lp THEN 2 ELSE 1 END) AS tier
+    FROM json_each(:paths) p CROSS JOIN (SELECT id, lower(path) AS lp FROM files) f
+    WHERE (f.lp = p.value OR substr(f.lp, -length(p.value) - 1) = '/' || p.value
+           OR substr(p.value, -length(f.lp) - 1) = '/' || f.lp
+           OR (instr(p.value, '/') = 0
+               AND ltrim(substr(f.lp, length(rtrim(f.lp, replace(f.lp, '/', ''))) + 1), '_') = ltrim(p.value, '_')))
+      AND (:tiered = 1 OR f.id IN (SELECT c.file_id FROM fused JOIN chunks c ON c.id = fused.id))
+    GROUP BY f.id
 ),
 named_symbols AS (
     SELECT c.id FROM chunks_fts JOIN chunks c ON c.id = chunks_fts.rowid
@@ -162,8 +161,8 @@ pool AS (
     UNION SELECT c.id FROM named_files nf JOIN chunks c ON c.file_id = nf.file_id
           WHERE :tiered = 1 AND (:filtered = 0 OR c.id IN (SELECT id FROM allowed))
 ),
-named AS (
-    SELECT pool.id,
+named AS MATERIALIZED (  -- once per row: scored reads each flag several times
+    SELECT pool.id, c.file_id, c.symbol, c.start_line, f.role,
            2 * EXISTS (SELECT 1 FROM json_each(:names) n
                        WHERE lower(c.symbol) = n.value
                           OR substr(lower(c.symbol), -length(n.value) - 1) = '.' || n.value) AS symbol_tier,
@@ -171,23 +170,35 @@ named AS (
                    WHERE lower(c.symbol) = t.value
                       OR substr(lower(c.symbol), -length(t.value) - 1) = '.' || t.value) AS tail_named,
            coalesce((SELECT tier FROM named_files nf WHERE nf.file_id = c.file_id), 0) AS path_tier
-    FROM pool JOIN chunks c ON c.id = pool.id
+    FROM pool JOIN chunks c ON c.id = pool.id JOIN files f ON f.id = c.file_id
+),
+scored AS (
+    SELECT nm.id, nm.file_id, nm.symbol, nm.start_line,
+           (coalesce(fu.cc, 0) + :rrf_weight * coalesce(fu.rrf, 0))
+           * coalesce(json_extract(:role_weights, '$.' || nm.role), 1.0)
+           * CASE WHEN nm.symbol_tier + nm.path_tier > 0 OR nm.tail_named THEN :name_boost ELSE 1.0 END AS score,
+           :tiered * (nm.symbol_tier + nm.path_tier) AS tier, :tiered * nm.symbol_tier AS in_symbol_tier
+    FROM named nm LEFT JOIN fused fu ON fu.id = nm.id
+),
+-- A named symbol cut into windows reads top-down: its chunks rank by their best score, then
+-- by line, so the window holding the signature and docstring leads. Ranked on ids and scores
+-- alone: the text of a chunk joins in only for the rows returned.
+ranked AS (
+    SELECT id, score, tier, row_number() OVER (ORDER BY tier DESC, group_score DESC,
+                                         CASE WHEN in_symbol_tier > 0 THEN start_line END, score DESC, id) AS pos
+    FROM (SELECT *, CASE WHEN in_symbol_tier > 0 THEN max(score) OVER (PARTITION BY file_id, symbol)
+                         ELSE score END AS group_score
+          FROM scored)
 )
-SELECT c.id, c.path, c.start_line, c.end_line, c.language, c.kind, c.symbol, c.content,
-       (coalesce(fu.cc, 0) + :rrf_weight * coalesce(fu.rrf, 0))
-       * coalesce(json_extract(:role_weights, '$.' || f.role), 1.0)
-       * CASE WHEN nm.symbol_tier + nm.path_tier > 0 OR nm.tail_named THEN :name_boost ELSE 1.0 END AS score,
+SELECT c.id, c.path, c.start_line, c.end_line, c.language, c.kind, c.symbol, c.content, r.score, r.tier,
        fu.cc, fu.rrf, fu.bm25_rank, fu.knn_rank, fu.distance, f.role,
        f.hash AS file_hash, f.size AS file_size, f.mtime_ns AS file_mtime_ns
-FROM named nm
-JOIN chunks c ON c.id = nm.id
+FROM ranked r
+JOIN chunks c ON c.id = r.id
 JOIN files f ON f.id = c.file_id
-LEFT JOIN fused fu ON fu.id = nm.id
-ORDER BY :tiered * (nm.symbol_tier + nm.path_tier) DESC,
-         :tiered * nm.symbol_tier * NOT EXISTS (SELECT 1 FROM chunks h WHERE h.file_id = c.file_id
-                                                AND h.symbol = c.symbol AND h.start_line < c.start_line) DESC,
-         score DESC, c.id
-LIMIT :limit;
+LEFT JOIN fused fu ON fu.id = r.id
+WHERE r.pos <= :limit
+ORDER BY r.pos;
 
 -- name: file_vectors
 -- The stored chunk vectors of a file's line range (find-similar: no re-embedding).
