@@ -140,11 +140,8 @@ def search(codebase: Codebase, query: str, opts: SearchOptions, *, update: bool 
         t = time.perf_counter()
         results = searcher.search(query, opts)
         seconds = time.perf_counter() - t
-        exts = searcher.store.meta().get("scan_extensions")
-        if exts:  # an agent's or an earlier build's --ext silently narrows every later search
-            narrowed = (f"this index holds only {' '.join(exts)} files (an earlier build's filter; "
-                        "`codii-sql build --reset-filters` indexes every file)")
-            note = f"{note}; {narrowed}" if note else narrowed
+        narrowed = filter_note(searcher.store)
+        note = f"{note}; {narrowed}" if note and narrowed else note or narrowed
         return SearchResponse(query, str(codebase.root), results, seconds, note, opts.under or None)
     finally:
         searcher.store.close()
@@ -304,6 +301,19 @@ def _remove_index_files(codebase: Codebase) -> bool:
             os.remove(p)
             found = found or suffix == ""
     return found
+
+
+def filter_note(store: Store) -> str | None:
+    """Why results may be missing that the user expects: the index holds only some extensions
+    (an earlier build's filter, perhaps an agent's, silently narrows every later search), or no
+    file at all; else None."""
+    exts = store.meta().get("scan_extensions")
+    reset = "`codii-sql build --reset-filters` (MCP: index_codebase resetFilters=true) indexes every file"
+    if store.row("counts")["files"] == 0:
+        return f"this index holds no files: its filters or ignore rules exclude everything; {reset}"
+    if exts:
+        return f"this index holds only {' '.join(exts)} files (an earlier build's filter); {reset}"
+    return None
 
 
 def recorded_filters(codebase: Codebase) -> dict:

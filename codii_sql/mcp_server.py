@@ -448,14 +448,17 @@ def search_code(
             # No cross-encoder configured: still answer, and say why the order is the fused one.
             data["rerank"] = f"unavailable: {err}".replace("pass --rerank-model PATH or ", "")
             results = searcher.search(query, dataclasses.replace(opts, rerank=False))
+        narrowed = api.filter_note(searcher.store)
     data.update(results=[r.to_dict() for r in results], seconds=round(time.perf_counter() - t, 4))
-    note = _freshness_note(st)
+    note = "; ".join(filter(None, (_freshness_note(st), narrowed)))
     if note:
         data["note"] = note
     where = f"{cb.root}/{scope}" if scope else cb.root
     summary = f"{len(results)} results for {query!r} in {where} ({data['seconds'] * 1000:.0f} ms)"
     if note:
         summary += f"\nNote: {note}"
+    if data.get("rerank", "applied") != "applied":
+        summary += f"\nRe-rank {data['rerank']}"
     if results:
         summary += "\n" + _result_lines(results)
     return _answer(summary, data)

@@ -50,13 +50,20 @@ class Store:
             self.conn.enable_load_extension(False)
             self.conn.set_busy_timeout(BUSY_TIMEOUT_MS)
             ours = self.value("is_index")
-            if (not create and ours != 3) or self.value("foreign_tables") > 0:
+            # Our schema is created in one transaction, so a file with tables but not all three of
+            # ours (a key/value `meta` is common) was made by someone else.
+            fresh = ours == 0 and self.value("table_count") == 0
+            if not (ours == 3 or (create and fresh)) or self.value("foreign_tables") > 0:
                 self.conn.close()
                 raise StorageError(f"{self.path} is not a codii-sql index: pass the .db that `codii-sql build` made"
                                    " (or a new file name)")
             for name in ("pragmas_write", "pragma_synchronous", "pragma_mmap"):
                 self.run(name)
-            self.run("create_schema")
+            if fresh:
+                with self.transaction():
+                    self.run("create_schema")
+            else:  # IF NOT EXISTS: adds tables a newer schema brought (then _migrate fills them)
+                self.run("create_schema")
             self._migrate()
         except (apsw.CorruptError, apsw.NotADBError) as err:
             raise DamagedIndexError(f"{self.path} is damaged or not a SQLite database ({err}): if it is a codii-sql "

@@ -51,6 +51,9 @@ WHERE m.type IN ('table', 'view')
        OR (m.name = 'files' AND NOT EXISTS (SELECT 1 FROM pragma_table_info('files') WHERE name = 'mtime_ns'))
        OR (m.name = 'chunks' AND NOT EXISTS (SELECT 1 FROM pragma_table_info('chunks') WHERE name = 'text_hash')));
 
+-- name: table_count
+SELECT count(*) FROM sqlite_master WHERE type IN ('table', 'view');
+
 -- name: is_index
 -- 1 when this file already holds a codii-sql index (checked before anything is written).
 SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN ('meta', 'files', 'chunks');

@@ -148,7 +148,10 @@ def test_someone_elses_sqlite_file_is_never_written_or_deleted(sample_repo, tmp_
     # Tables named like ours but of another shape are someone else's too.
     lookalike = tmp_path / "lookalike.db"
     apsw.Connection(str(lookalike)).execute("CREATE TABLE meta(key, value); CREATE TABLE files(path, sha1)")
-    for db in (theirs, lookalike):
+    keyvalue = tmp_path / "kv.db"  # a key/value table alone, even with keys like ours
+    apsw.Connection(str(keyvalue)).execute("CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT);"
+                                           "INSERT INTO meta VALUES ('schema_version', '1.0'), ('root', 'alice')")
+    for db in (theirs, lookalike, keyvalue):
         before = db.read_bytes()
         for args in (["search", "foo", "--path", str(sample_repo), "--db", str(db)],
                      ["build", str(sample_repo), "--db", str(db)], ["clear", "--db", str(db), "--yes"]):

@@ -159,6 +159,15 @@ def test_index_poll_search_similar_content_chunk(codii_home, sample_repo):
             assert (await call(s, "index_codebase", path=root))["status"] == "started"
             await wait_indexed(s, sample_repo)
 
+            # An extension filter narrows every later search: the answer says so until reset.
+            assert (await call(s, "index_codebase", path=root, customExtensions=[".js"]))["status"] == "started"
+            await wait_indexed(s, sample_repo)
+            narrowed = await s.call_tool("search_code", {"path": root, "query": "parse header"})
+            assert "only .js files" in narrowed.structured_content["note"] and "resetFilters" in narrowed.content[0].text
+            assert (await call(s, "index_codebase", path=root, resetFilters=True))["status"] == "started"
+            await wait_indexed(s, sample_repo)
+            assert "note" not in await call(s, "search_code", path=root, query="parse header")
+
             assert (await call(s, "clear_index", path=root))["cleared"] is True
             assert (await call(s, "get_indexing_status", path=root))["status"] == "not_indexed"
 
