@@ -81,6 +81,16 @@ class SearchResponse:
         return out
 
 
+def not_indexed(codebase: Codebase) -> NotIndexedError:
+    """The error for a codebase without an index; inside an indexed folder it names that one
+    (building the subfolder would make a second, nested index)."""
+    outer = codebase.enclosing()
+    if outer is not None:
+        return NotIndexedError(f"{codebase.root} has no index of its own but lies inside the indexed codebase "
+                               f"{outer.root}: pass that folder (search accepts the subfolder as it is)")
+    return NotIndexedError(f"{codebase.root} is not indexed: run `codii-sql build {codebase.root}`")
+
+
 def ensure_index(codebase: Codebase, *, update: bool = True, progress: Progress | None = None) -> str | None:
     """Make the index usable for search: build it if missing, update it if ``update``.
 
@@ -120,7 +130,7 @@ def open_searcher(codebase: Codebase) -> Searcher:
         IndexMismatchError: built by another model (older chunking rules are fine: the next build re-chunks).
     """
     if not codebase.db_path.is_file():
-        raise NotIndexedError(f"{codebase.root} is not indexed: run `codii-sql build {codebase.root}`")
+        raise not_indexed(codebase)
     store = Store(codebase.db_path, create=False)
     try:
         # Chunks of older chunking rules are still valid search results; the next build re-chunks.
@@ -155,7 +165,8 @@ def status(codebase: Codebase, *, check_stale: bool = True) -> dict:
     """
     out = {"codebase": str(codebase.root), "db": str(codebase.db_path)}
     if not codebase.db_path.is_file():
-        return {**out, "status": "not_indexed"}
+        outer = codebase.enclosing()
+        return {**out, "status": "not_indexed", **({"inside_indexed": str(outer.root)} if outer else {})}
     with Store(codebase.db_path, create=False) as store:
         meta = store.meta()
         counts = store.row("counts")
@@ -202,7 +213,7 @@ def list_codebases() -> list[dict]:
 def stats(codebase: Codebase) -> dict:
     """Counts by language, chunk kind and file role."""
     if not codebase.db_path.is_file():
-        raise NotIndexedError(f"{codebase.root} is not indexed: run `codii-sql build {codebase.root}`")
+        raise not_indexed(codebase)
     with Store(codebase.db_path, create=False) as store:
         return {"codebase": str(codebase.root), **store.row("counts"),
                 "languages": store.rows("stats_by_language"), "kinds": store.rows("stats_by_kind"),
@@ -216,7 +227,7 @@ def inspect(codebase: Codebase, file: str | None = None) -> dict:
         NotIndexedError: no index file. UsageError: ``file`` is not in the index.
     """
     if not codebase.db_path.is_file():
-        raise NotIndexedError(f"{codebase.root} is not indexed: run `codii-sql build {codebase.root}`")
+        raise not_indexed(codebase)
     with Store(codebase.db_path, create=False) as store:
         out = {"codebase": str(codebase.root), "db": str(codebase.db_path), "snapshot": store.meta()}
         if file is not None:
@@ -234,12 +245,21 @@ def doctor(codebase: Codebase, *, repair: bool = True, rebuild: bool = True) -> 
 
     Raises:
         NotIndexedError: no index file.
+        StorageError: the index folder is read-only (the writer lock cannot be taken).
     """
     if not codebase.db_path.is_file():
-        raise NotIndexedError(f"{codebase.root} is not indexed: run `codii-sql build {codebase.root}`")
-    with filelock.FileLock(str(codebase.lock_path)):
+        raise not_indexed(codebase)
+    try:
+        lock = filelock.FileLock(str(codebase.lock_path))
+        lock.acquire()
+    except OSError as err:  # a read-only index folder: the writer lock cannot be taken there
+        raise StorageError(f"cannot lock the index beside {codebase.db_path}: {err.strerror}; doctor needs a "
+                           "writable index folder (copy the .db somewhere writable and pass --db)") from None
+    try:
         with Store(codebase.db_path, create=False) as store:
             report = examine(store, repair=repair)
+    finally:
+        lock.release()
     out = {"codebase": str(codebase.root), "db": str(codebase.db_path), **report.to_dict()}
     if repair and rebuild and report.forgotten:
         out["rebuild"] = build(codebase).to_dict()
@@ -352,6 +372,6 @@ def is_stale(codebase: Codebase, ignore_patterns: list[str] | None = None,
         NotIndexedError: no index file. UsageError: ``.codii.yaml`` is malformed.
     """
     if not codebase.db_path.is_file():
-        raise NotIndexedError(f"{codebase.root} is not indexed: run `codii-sql build {codebase.root}`")
+        raise not_indexed(codebase)
     with Store(codebase.db_path, create=False) as store:
         return Indexer(codebase, None, ignore_patterns=ignore_patterns, extensions=extensions).plan(store).changed

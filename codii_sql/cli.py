@@ -35,6 +35,10 @@ class CodiiGroup(click.Group):
             where = f"codii-sql {err.ctx.info_name}" if err.ctx and err.ctx.info_name != ctx.info_name else "codii-sql"
             click.echo(f"Error: {err.format_message()} (see `{where} --help`)", err=True)
             ctx.exit(2)
+        except apsw.ReadOnlyError as err:
+            click.echo(f"Error: the index file is read-only ({err}): make it writable, or copy it and pass --db",
+                       err=True)
+            ctx.exit(1)
         except apsw.Error as err:  # broken pages found while reading rows, not when opening
             click.echo(f"Error: reading the index failed ({err}): `codii-sql doctor` checks it and "
                        "`codii-sql build --force` replaces a damaged index", err=True)

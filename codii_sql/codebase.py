@@ -118,12 +118,18 @@ class Codebase:
         here = cls.open(path, db)
         if db is not None or here.db_path.is_file():
             return here, ""
-        for parent in here.root.parents:
+        outer = here.enclosing()
+        return (outer, here.root.relative_to(outer.root).as_posix()) if outer else (here, "")
+
+    def enclosing(self) -> Codebase | None:
+        """The nearest folder above this root that has an index in the default place, or None
+        (the walk stops below ``/`` and the home directory)."""
+        for parent in self.root.parents:
             if parent == Path(parent.anchor) or parent == Path.home().resolve():
-                break
+                return None
             if default_db_path(parent).is_file():
-                return cls(parent, default_db_path(parent)), here.root.relative_to(parent).as_posix()
-        return here, ""
+                return Codebase(parent, default_db_path(parent))
+        return None
 
     @property
     def lock_path(self) -> Path:

@@ -51,7 +51,9 @@ def examine(store: Store, *, repair: bool) -> DoctorReport:
     """
     report = DoctorReport()
     integrity = [next(iter(r.values())) for r in store.rows("pragma_integrity_check")]
-    report.checks.append(Check("sqlite integrity_check", integrity == ["ok"], "; ".join(integrity[:5])))
+    lines = "\n".join(integrity).splitlines()
+    detail = "; ".join(lines[:3]) + (f" (and {len(lines) - 3} more lines)" if len(lines) > 3 else "")
+    report.checks.append(Check("sqlite integrity_check", integrity == ["ok"], detail))
     if integrity != ["ok"]:
         # Broken pages: reading rows may fail or lie, and no row repair mends them.
         report.damaged = True

@@ -285,6 +285,10 @@ def _require_index(cb: Codebase) -> dict:
     if job is not None and job.alive:
         raise ToolError(f"{cb.root} is being indexed for the first time and has no committed chunks yet: "
                         "poll get_indexing_status and retry when it reports progress")
+    outer = cb.enclosing()
+    if outer is not None:
+        raise ToolError(f"{cb.root} has no index of its own but lies inside the indexed codebase {outer.root}: "
+                        f"pass path={str(outer.root)!r} (search_code accepts the subfolder as it is)")
     raise ToolError(f"{cb.root} is not indexed: call index_codebase with path={str(cb.root)!r} first, "
                     "then poll get_indexing_status until it reports 'indexed'")
 

@@ -112,8 +112,8 @@ def read_bytes(f: SafeFile, max_bytes: int = scan.DEFAULT_MAX_FILE_BYTES) -> byt
     followed nor blocks the read.
 
     Raises:
-        PathRefusedError: the file changed into something else since the check, or is larger
-            than ``max_bytes``.
+        PathRefusedError: the file changed into something else since the check, is larger
+            than ``max_bytes``, or holds a private key.
     """
     flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
     try:
@@ -126,7 +126,10 @@ def read_bytes(f: SafeFile, max_bytes: int = scan.DEFAULT_MAX_FILE_BYTES) -> byt
             raise PathRefusedError(f"{f.rel!r} changed while it was being opened: try again")
         if st.st_size > max_bytes:
             raise PathRefusedError(f"{f.rel!r} is larger than {max_bytes} bytes: not served")
-        return fh.read(max_bytes + 1)[:max_bytes]
+        data = fh.read(max_bytes + 1)[:max_bytes]
+    if scan.is_private_key(data[:scan.SNIFF_BYTES]):
+        raise PathRefusedError(f"{f.rel!r} holds a private key: not served")
+    return data
 
 
 class FileSet:

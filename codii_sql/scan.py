@@ -90,9 +90,11 @@ _MINIFIED_SUFFIXES = (".min.js", ".min.mjs", ".min.css", ".map")
 #: unless a ``.codiiignore``/``ignore_patterns`` negation asks for them (``!.env.test``).
 #: Templates of them (``.env.example``) carry no secrets and stay.
 _SECRET_NAMES = frozenset({
-    ".env", ".envrc", ".netrc", ".pgpass", ".pypirc", ".npmrc", ".git-credentials", "credentials.json",
-    "id_rsa", "id_dsa", "id_ecdsa", "id_ed25519",
+    ".env", ".envrc", ".netrc", ".pgpass", ".pypirc", ".npmrc", ".git-credentials", ".htpasswd",
+    "credentials", "credentials.json", "id_rsa", "id_dsa", "id_ecdsa", "id_ed25519",
 })
+#: A private key whatever the file is called (``deploy_key``): PEM/OpenSSH armour (RFC 7468).
+_PRIVATE_KEY = re.compile(rb"\A\s*-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----")
 _SECRET_SUFFIXES = (".pem", ".key", ".p12", ".pfx", ".jks", ".keystore", ".kdbx", ".ovpn")
 _SECRET_TEMPLATE_SUFFIXES = (".example", ".sample", ".template", ".dist", ".defaults")
 _BINARY_EXTENSIONS = frozenset(
@@ -590,7 +592,7 @@ def read_file(root: Path, f: SourceFile, *, max_file_bytes: int = DEFAULT_MAX_FI
         the scan; opened non-blocking, so it never hangs), ``"too-large"``, ``"binary"``
         (a NUL byte in the first :data:`SNIFF_BYTES`, unless the file starts with a UTF-16
         byte-order mark), ``"minified"`` (over :data:`MINIFIED_MIN_BYTES` with lines of
-        :data:`MINIFIED_MEAN_LINE` bytes on average).
+        :data:`MINIFIED_MEAN_LINE` bytes on average), ``"secret"`` (a private key).
     """
     try:
         fd = os.open(os.path.join(root, f.path), os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
@@ -612,4 +614,11 @@ def read_file(root: Path, f: SourceFile, *, max_file_bytes: int = DEFAULT_MAX_FI
         return "binary"
     if len(data) > MINIFIED_MIN_BYTES and len(data) > MINIFIED_MEAN_LINE * (data.count(b"\n") + 1):
         return "minified"
+    if is_private_key(head):
+        return "secret"
     return data
+
+
+def is_private_key(data: bytes) -> bool:
+    """True when ``data`` (a file's first bytes) opens with a PEM or OpenSSH private-key header."""
+    return _PRIVATE_KEY.match(data) is not None

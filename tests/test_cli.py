@@ -85,6 +85,10 @@ def test_a_subfolder_searches_the_enclosing_index_kept_to_its_files(sample_repo,
     assert out["codebase"] == str(sample_repo.resolve()) and out["scope"] == "app"
     assert out["results"] and all(r["path"].startswith("app/") for r in out["results"])
     assert sorted((codii_home / "indexes").glob("*.db")) == indexes  # no second index was built
+    st = json.loads(run("status", sample_repo / "app", "--json").output)
+    assert st["status"] == "not_indexed" and st["inside_indexed"] == str(sample_repo.resolve())
+    res = CliRunner().invoke(cli, ["stats", str(sample_repo / "app")])
+    assert res.exit_code == 1 and "lies inside the indexed codebase" in res.output
     text = CliRunner().invoke(cli, ["search", "parse header", "--path", str(sample_repo / "app")])
     assert f"searching the index of {sample_repo.resolve()}, files under app/ only" in text.output
     # A folder with its own index keeps it; one outside any index still gets its own.

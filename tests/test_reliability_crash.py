@@ -206,6 +206,8 @@ def test_read_only_index_directory_is_a_one_line_error_and_the_index_survives(tm
         searched = cli_process(codii_home, "search", "parse_header", "--path", sample_repo, "--no-update")
         assert searched.stderr.startswith("Error: ") and searched.stderr.strip().count("\n") == 0, searched.stderr
         assert "folder is read-only" in searched.stderr and "CODII_SQL_HOME" in searched.stderr
+        doctored = cli_process(codii_home, "doctor", sample_repo)
+        assert doctored.stderr.startswith("Error: ") and doctored.stderr.strip().count("\n") == 0, doctored.stderr
     finally:
         db.parent.chmod(0o755)
         for p, mode in modes.items():

@@ -108,7 +108,8 @@ def test_default_exclusions(tmp_path):
     minified = ["app.min.js", "site.min.css", "app.js.map"]
     binaries = ["logo.PNG", "a.zip", "f.woff2", "s.mp3", "m.pyc", "lib.so", "x.dll", "y.exe", "C.class",
                 "j.jar", "d.pdf", "d.db", "d.sqlite", "m.onnx", "a.npy"]
-    secrets = [".env", ".env.local", "id_rsa", "server.pem", "tls.KEY", ".netrc", "credentials.json"]
+    secrets = [".env", ".env.local", "id_rsa", "server.pem", "tls.KEY", ".netrc", "credentials.json", "credentials",
+               ".htpasswd"]
     for rel in locks + minified + binaries + secrets:
         write(tmp_path, f"deep/{rel}")
     kept = {"src/app.py", "lib/build", "deep/target.py", "deep/app.js", "Makefile", "deep/.env.example",
@@ -203,6 +204,14 @@ def test_read_file_sniffs_binary(tmp_path):
     assert read_file(tmp_path, files["late_nul.py"]) == b"a" * 8192 + b"\x00"
     assert read_file(tmp_path, files["utf16.py"]) == utf16
     assert read_file(tmp_path, files["plain.py"]) == "héllo\n".encode()
+
+
+def test_read_file_refuses_a_private_key_whatever_its_name(tmp_path):
+    write(tmp_path, "deploy_key", "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXk=\n")
+    write(tmp_path, "notes.md", "Keys look like `-----BEGIN RSA PRIVATE KEY-----`.\n")
+    files = {f.path: f for f in scan(tmp_path).files}
+    assert read_file(tmp_path, files["deploy_key"]) == "secret"
+    assert isinstance(read_file(tmp_path, files["notes.md"]), bytes)  # only a file that opens with one
 
 
 def test_read_file_vanished(tmp_path):
