@@ -54,7 +54,7 @@ BM25_WEIGHTS = {"content": 1.0, "subtokens": 0.5, "symbol": 2.0, "path": 1.0}
 #: is, so its weight is set between the two, not tuned (with 0, `__repr__` was ignored).
 BM25_WEIGHT = {"natural": (0.0, 0.4), "mixed": (0.5, 0.8), "identifier": (0.7, 0.9), "long": (0.85, 0.95)}
 #: Score multiplier for a candidate whose symbol or path the query names (sql/search.sql).
-#: Short queries also rank such chunks first (:meth:`Searcher.search`, ``:tiered``).
+#: Identifier-shaped queries also rank such chunks first (:meth:`Searcher.search`, ``:tiered``).
 NAME_BOOST = 1.5
 #: BM25 is confident when (s1 - s2) / s1 of its two best scores reaches this (sql/search.sql).
 CONFIDENT_GAP = 0.25
@@ -320,9 +320,12 @@ class Searcher:
     def search(self, query: str, opts: SearchOptions | None = None) -> list[Result]:
         """The top ``opts.limit`` chunks (or files) for ``query``.
 
-        A query that is not long (:func:`query_shape`) puts first the chunks defining a symbol it
+        An identifier-shaped query (:func:`query_shape`) puts first the chunks defining a symbol it
         names exactly (``Console.print``: not every ``print``) and the chunks of a file it names
-        (``httpx/_auth.py``, ``_auth.py``, ``auth.py``); see sql/search.sql ``:tiered``.
+        (``httpx/_auth.py``, ``_auth.py``, ``auth.py``); see sql/search.sql ``:tiered``. In a
+        question or an issue, named things only get :data:`NAME_BOOST`: "where is __repr__
+        generated" asks for the generator, not every ``__repr__`` (on 70 SWE-bench issue
+        titles as queries, tiering questions too lowered NDCG@10 0.557 -> 0.544).
 
         Raises:
             UsageError: empty query, unknown mode, a limit out of range, or a language filter
@@ -352,7 +355,7 @@ class Searcher:
         w_fts = {"bm25": (1.0, 1.0), "vector": (0.0, 0.0)}.get(opts.mode) or BM25_WEIGHT[shape]
         prior = (LONG_QUERY_ROLE_WEIGHTS if shape == "long" else ROLE_WEIGHTS) if opts.role_prior else None
         named = named_in_query(query)
-        rows = self._run(fq, qvec, opts, w_fts, named, prior, tiered=shape != "long")
+        rows = self._run(fq, qvec, opts, w_fts, named, prior, tiered=shape == "identifier")
         results = self._results(rows)
         if not results and opts.language:
             self._check_language(opts.language.lower())
