@@ -347,6 +347,10 @@ def index_codebase(
     data = {"codebase": str(cb.root), "status": outcome}
     hint = {"started": "poll get_indexing_status", "already indexing": "poll get_indexing_status",
             "already up to date": "search_code is ready"}[outcome]
+    if outcome == "already indexing" and (force or extensions is not None or ignore is not None):
+        # The running build keeps its own options: say so rather than drop the request silently.
+        hint += "; this call's force/filters were not applied: call index_codebase again when it finishes"
+        data["options_applied"] = False
     return _answer(f"{cb.root}: {outcome}; {hint}.", data)
 
 

@@ -229,6 +229,22 @@ def test_concurrent_index_calls_make_one_build(codii_home, tmp_path):
     asyncio.run(run())
 
 
+def test_a_forced_call_during_another_build_says_its_options_were_not_applied(codii_home, tmp_path):
+    import filelock
+
+    repo = write_tree(tmp_path / "busy", {"a.py": "def a():\n    return 1\n"})
+    lock = filelock.FileLock(str(Codebase.open(repo).lock_path))  # another process's build
+
+    async def run():
+        async with server(codii_home) as s:
+            with lock:
+                res = await s.call_tool("index_codebase", {"path": str(repo), "force": True})
+            assert res.structured_content["status"] == "already indexing"
+            assert res.structured_content["options_applied"] is False and "not applied" in res.content[0].text
+
+    asyncio.run(run())
+
+
 def test_server_killed_mid_build_leaves_a_repairable_index(codii_home, tmp_path):
     repo = generated_repo(tmp_path / "killed", n_files=40, funcs_per_file=6, tag="kill")
 
