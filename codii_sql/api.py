@@ -15,7 +15,7 @@ from .codebase import Codebase
 from .doctor import examine
 from .embed import get_embedder
 from .errors import DamagedIndexError, IndexBusyError, NotIndexedError, StorageError, UsageError
-from .index import BuildReport, Indexer, Progress, index_settings
+from .index import BuildReport, Indexer, Progress, index_settings, writer_lock
 from .index import scan_rules as index_scan_rules
 from .search import Result, Searcher, SearchOptions
 from .store import Store
@@ -150,8 +150,7 @@ def search(codebase: Codebase, query: str, opts: SearchOptions, *, update: bool 
         t = time.perf_counter()
         results = searcher.search(query, opts)
         seconds = time.perf_counter() - t
-        narrowed = filter_note(searcher.store)
-        note = f"{note}; {narrowed}" if note and narrowed else note or narrowed
+        note = "; ".join(filter(None, (note, filter_note(searcher.store)))) or None
         return SearchResponse(query, str(codebase.root), results, seconds, note, opts.under or None)
     finally:
         searcher.store.close()
@@ -249,17 +248,8 @@ def doctor(codebase: Codebase, *, repair: bool = True, rebuild: bool = True) -> 
     """
     if not codebase.db_path.is_file():
         raise not_indexed(codebase)
-    try:
-        lock = filelock.FileLock(str(codebase.lock_path))
-        lock.acquire()
-    except OSError as err:  # a read-only index folder: the writer lock cannot be taken there
-        raise StorageError(f"cannot lock the index beside {codebase.db_path}: {err.strerror}; doctor needs a "
-                           "writable index folder (copy the .db somewhere writable and pass --db)") from None
-    try:
-        with Store(codebase.db_path, create=False) as store:
-            report = examine(store, repair=repair)
-    finally:
-        lock.release()
+    with writer_lock(codebase), Store(codebase.db_path, create=False) as store:
+        report = examine(store, repair=repair)
     out = {"codebase": str(codebase.root), "db": str(codebase.db_path), **report.to_dict()}
     if repair and rebuild and report.forgotten:
         out["rebuild"] = build(codebase).to_dict()
@@ -329,7 +319,7 @@ def filter_note(store: Store) -> str | None:
     file at all; else None."""
     exts = store.meta().get("scan_extensions")
     reset = "`codii-sql build --reset-filters` (MCP: index_codebase resetFilters=true) indexes every file"
-    if store.row("counts")["files"] == 0:
+    if not store.value("has_files"):
         return f"this index holds no files: its filters or ignore rules exclude everything; {reset}"
     if exts:
         return f"this index holds only {' '.join(exts)} files (an earlier build's filter); {reset}"

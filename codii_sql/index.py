@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import concurrent.futures as cf
+import contextlib
 import hashlib
 import json
 import multiprocessing
@@ -136,6 +137,31 @@ class BuildReport:
         return out
 
 
+@contextlib.contextmanager
+def writer_lock(codebase: Codebase, *, wait: bool = True) -> Iterator[None]:
+    """Hold the codebase's writer lock (an OS file lock beside the .db) for the ``with`` block.
+
+    Raises:
+        IndexBusyError: ``wait`` is false and another process held the lock for 1 s.
+        StorageError: the lock file cannot be created (a read-only or full index folder).
+    """
+    # Not 0 when not waiting: api.is_locked probes by taking the lock for an instant.
+    lock = filelock.FileLock(str(codebase.lock_path), timeout=-1 if wait else 1.0)
+    try:
+        lock.acquire()
+    except filelock.Timeout:
+        raise IndexBusyError(f"{codebase.root} is being indexed by another process; "
+                             "try again when it finishes") from None
+    except OSError as err:
+        raise StorageError(f"cannot write the index beside {codebase.db_path}: {err.strerror}; "
+                           "check the folder's permissions and free disk space (or copy the .db "
+                           "somewhere writable and pass --db)") from None
+    try:
+        yield
+    finally:
+        lock.release()
+
+
 def index_settings(embedder) -> dict:
     """The snapshot keys that must match between an index and this build (else rebuild)."""
     return {
@@ -225,30 +251,17 @@ class Indexer:
         """
         # The store opens first: it refuses someone else's database before a lock file is left
         # beside it (opening only creates the idempotent schema, as every reader does).
-        with Store(self.codebase.db_path) as store:
-            # Not 0 when not waiting: api.is_locked probes by taking the lock for an instant.
-            lock = filelock.FileLock(str(self.codebase.lock_path), timeout=-1 if wait else 1.0)
-            try:
-                lock.acquire()
-            except filelock.Timeout:
-                raise IndexBusyError(f"{self.codebase.root} is being indexed by another process; "
-                                     "try again when it finishes") from None
-            except OSError as err:  # a read-only or full index directory: say so in one line
-                raise StorageError(f"cannot write the index beside {self.codebase.db_path}: {err.strerror}; "
-                                   "check the folder's permissions and free disk space") from None
-            try:
-                store.run("pragma_write_cache")
-                return self._build_locked(store, force)
-            finally:
-                lock.release()
+        with Store(self.codebase.db_path) as store, writer_lock(self.codebase, wait=wait):
+            store.run("pragma_write_cache")
+            return self._build_locked(store, force)
 
     def _build_locked(self, store: Store, force: bool) -> BuildReport:
         started = time.perf_counter()
         settings = index_settings(self.embedder)
+        # --force --no-cache is the way to embed every chunk again: reuse no vector at all.
+        self.reuse_index_vectors = not (force and self.cache is None)
         if force:
             self._start_over(store, settings)
-            # --force --no-cache is the way to embed every chunk again: reuse no vector at all.
-            self.reuse_index_vectors = self.cache is not None
         if store.meta().get("chunker_version") not in (None, CHUNKER_VERSION):
             # New chunking rules: re-chunk every file instead of refusing the index. Chunk texts
             # that did not change keep their vectors (looked up by text hash), so it is cheap.
@@ -275,7 +288,8 @@ class Indexer:
         counts = store.row("counts")
         report.files, report.chunks = counts["files"], counts["chunks"]
         # A no-op update keeps the last real build's duration (status shows how long a build took).
-        took = {"build_seconds": round(report.seconds, 3)} if report.added or report.modified or report.removed else {}
+        wrote = report.added or report.modified or report.removed or report.reindexed
+        took = {"build_seconds": round(report.seconds, 3)} if wrote else {}
         with store.transaction():
             store.set_meta(status="indexed", phase="done", finished_at=time.time(), last_indexed_at=time.time(),
                            merkle_root=report.merkle_root, files=report.files, chunks=report.chunks,

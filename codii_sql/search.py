@@ -85,7 +85,7 @@ get gets got find finds use uses using used way ways code function method file f
 class Result:
     """One chunk hit. Lines are 1-based inclusive; ``score`` is the fused score (higher is better).
 
-    Results come in score order, except that a short query's named symbols and files come first
+    Results come in score order, except that an identifier query's named symbols and files come first
     (:meth:`Searcher._run`), so a named chunk may lead with a lower score.
     """
 
@@ -384,9 +384,9 @@ class Searcher:
     def _run(self, fq: str | None, qvec: bytes | None, opts: SearchOptions, w_fts: tuple[float, float],
              named: Named, prior: dict[str, float] | None, tiered: bool) -> list[dict]:
         """Rows of ``search_hybrid``. ``tiered``: chunks defining a named symbol, and the chunks of
-        a named file, come first, fetched even when neither retriever found them. Off for long
-        queries: an issue or a traceback names many symbols and files, most of them not the
-        answer, so there a name only multiplies the score by :data:`NAME_BOOST`.
+        a named file, come first, fetched even when neither retriever found them (identifier
+        queries only, see :meth:`search`); otherwise a name only multiplies the score by
+        :data:`NAME_BOOST`.
         """
         limit = opts.limit * CHUNKS_PER_FILE if opts.group_by_file else opts.limit
         if opts.rerank:

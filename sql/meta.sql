@@ -14,6 +14,10 @@ ON CONFLICT(key) DO UPDATE SET value = excluded.value;
 SELECT (SELECT count(*) FROM files)  AS files,
        (SELECT count(*) FROM chunks) AS chunks;
 
+-- name: has_files
+-- 1 when any file is indexed (cheap: stops at the first row; counts reads them all).
+SELECT EXISTS (SELECT 1 FROM files);
+
 -- name: stats_by_language
 SELECT coalesce(language, '(none)') AS language, count(DISTINCT file_id) AS files, count(*) AS chunks
 FROM chunks GROUP BY 1 ORDER BY chunks DESC;

@@ -34,7 +34,7 @@
 --                 (`console.print`, `print`), last parts of dotted ones (`print`) and file paths
 --                 or names named in the query; a candidate whose symbol, symbol tail or path
 --                 matches gets :name_boost ("echo" must put `def echo` above chunks that call echo)
---   :tiered       1 (short queries): rank by named tier first, then score. Tier = 2 when the
+--   :tiered       1 (identifier-shaped queries): rank by named tier first, then score. Tier = 2 when the
 --                 symbol is a name of :names, or ends with '.' + it (`Console.print`, also
 --                 `Outer.Console.print`), + 2 when the file is a path of :paths (the whole path,
 --                 or its end at a '/': `_auth.py`, `httpx/_auth.py`), or 1 when only its file
@@ -44,7 +44,7 @@
 --                 symbol tier a symbol's chunks stay together, in line order (below). Chunks
 --                 with a tier are candidates even when neither retriever found them (score 0
 --                 from fusion); the returned score stays the fused one, so with a tier it is
---                 not monotonic down the list. 0 (long queries): a name only boosts.
+--                 not monotonic down the list. 0 (questions, issues): a name only boosts.
 --   :symbol_match FTS5 expression over the symbol column finding the chunks :names may match,
 --                 or NULL (search.py symbol_match; exact matches kept here)
 --   :limit        rows returned
@@ -132,27 +132,35 @@ fused AS (
     FROM normalised
     GROUP BY id
 ),
--- Files the query names, with their path tier (lp: the lower-case path; its file name is the
--- part after the last '/', as rtrim of every non-'/' character leaves the folder). CROSS JOIN
--- keeps json_each outermost: no paths, no work. Untiered, only the candidates' files matter.
+-- Files the query names, with their path tier: 2 for the whole path or its end at a '/', 1
+-- when only the file name matches with leading underscores ignored (lp: the lower-case path;
+-- rtrim of every non-'/' character leaves its folder). CROSS JOIN keeps json_each outermost:
+-- no paths, no work. Untiered, only the candidates' files matter.
 named_files AS (
-    SELECT f.id AS file_id,
-           max(CASE WHEN f.lp = p.value OR substr(f.lp, -length(p.value) - 1) = '/' || p.value
-                         OR substr(p.value, -length(f.lp) - 1) = '/' || f.lp THEN 2 ELSE 1 END) AS tier
-    FROM json_each(:paths) p CROSS JOIN (SELECT id, lower(path) AS lp FROM files) f
-    WHERE (f.lp = p.value OR substr(f.lp, -length(p.value) - 1) = '/' || p.value
-           OR substr(p.value, -length(f.lp) - 1) = '/' || f.lp
-           OR (instr(p.value, '/') = 0
-               AND ltrim(substr(f.lp, length(rtrim(f.lp, replace(f.lp, '/', ''))) + 1), '_') = ltrim(p.value, '_')))
-      AND (:tiered = 1 OR f.id IN (SELECT c.file_id FROM fused JOIN chunks c ON c.id = fused.id))
-    GROUP BY f.id
+    SELECT file_id, 1 + max(exact) AS tier
+    FROM (SELECT f.id AS file_id,
+                 (f.lp = p.value OR substr(f.lp, -length(p.value) - 1) = '/' || p.value
+                  OR substr(p.value, -length(f.lp) - 1) = '/' || f.lp) AS exact,
+                 (instr(p.value, '/') = 0 AND ltrim(substr(f.lp, length(rtrim(f.lp, replace(f.lp, '/', ''))) + 1), '_')
+                                              = ltrim(p.value, '_')) AS by_name
+          FROM json_each(:paths) p CROSS JOIN (SELECT id, lower(path) AS lp FROM files) f)
+    WHERE (exact OR by_name)
+      AND (:tiered = 1 OR file_id IN (SELECT c.file_id FROM fused JOIN chunks c ON c.id = fused.id))
+    GROUP BY file_id
+),
+-- Identifiers the query names (is_name 1) and the last parts of dotted ones (is_name 0); a
+-- symbol matches one when it is the identifier or ends with '.' + it.
+wanted AS (
+    SELECT value, 1 AS is_name FROM json_each(:names)
+    UNION ALL SELECT value, 0 FROM json_each(:tails)
 ),
 named_symbols AS (
     SELECT c.id FROM chunks_fts JOIN chunks c ON c.id = chunks_fts.rowid
     WHERE :symbol_match IS NOT NULL AND chunks_fts MATCH :symbol_match
       AND (:filtered = 0 OR c.id IN (SELECT id FROM allowed))
-      AND EXISTS (SELECT 1 FROM json_each(:names) n
-                  WHERE lower(c.symbol) = n.value OR substr(lower(c.symbol), -length(n.value) - 1) = '.' || n.value)
+      AND EXISTS (SELECT 1 FROM wanted w
+                  WHERE w.is_name = 1 AND (lower(c.symbol) = w.value
+                                           OR substr(lower(c.symbol), -length(w.value) - 1) = '.' || w.value))
     LIMIT :depth
 ),
 pool AS (
@@ -161,16 +169,16 @@ pool AS (
     UNION SELECT c.id FROM named_files nf JOIN chunks c ON c.file_id = nf.file_id
           WHERE :tiered = 1 AND (:filtered = 0 OR c.id IN (SELECT id FROM allowed))
 ),
+-- match: 1 when the symbol is a named identifier, 0 when only a tail, NULL for neither.
 named AS MATERIALIZED (  -- once per row: scored reads each flag several times
-    SELECT pool.id, c.file_id, c.symbol, c.start_line, f.role,
-           2 * EXISTS (SELECT 1 FROM json_each(:names) n
-                       WHERE lower(c.symbol) = n.value
-                          OR substr(lower(c.symbol), -length(n.value) - 1) = '.' || n.value) AS symbol_tier,
-           EXISTS (SELECT 1 FROM json_each(:tails) t
-                   WHERE lower(c.symbol) = t.value
-                      OR substr(lower(c.symbol), -length(t.value) - 1) = '.' || t.value) AS tail_named,
-           coalesce((SELECT tier FROM named_files nf WHERE nf.file_id = c.file_id), 0) AS path_tier
-    FROM pool JOIN chunks c ON c.id = pool.id JOIN files f ON f.id = c.file_id
+    SELECT id, file_id, symbol, start_line, role, 2 * coalesce(match = 1, 0) AS symbol_tier,
+           coalesce(match = 0, 0) AS tail_named, path_tier
+    FROM (SELECT pool.id, c.file_id, c.symbol, c.start_line, f.role,
+                 (SELECT max(w.is_name) FROM wanted w
+                  WHERE lower(c.symbol) = w.value OR substr(lower(c.symbol), -length(w.value) - 1) = '.' || w.value
+                 ) AS match,
+                 coalesce((SELECT tier FROM named_files nf WHERE nf.file_id = c.file_id), 0) AS path_tier
+          FROM pool JOIN chunks c ON c.id = pool.id JOIN files f ON f.id = c.file_id)
 ),
 scored AS (
     SELECT nm.id, nm.file_id, nm.symbol, nm.start_line,

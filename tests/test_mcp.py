@@ -217,10 +217,13 @@ def test_concurrent_index_calls_make_one_build(codii_home, tmp_path):
     async def run():
         async with server(codii_home) as a, server(codii_home) as b:
             answers = await asyncio.gather(*(call(s, "index_codebase", path=str(repo)) for s in (a, a, b)))
-            statuses = sorted(x["status"] for x in answers)
-            # One build; a call that lands after it finished (a loaded CI machine) finds it done.
-            assert statuses.count("started") == 1, statuses
-            assert set(statuses) - {"started"} <= {"already indexing", "already up to date"}, statuses
+            statuses = [x["status"] for x in answers]
+            # One server starts at most one build, and some build starts. The other process's
+            # call either sees it running, or (on a loaded machine, when its probe or its 1 s wait
+            # for the writer lock falls outside that build) runs its own update after it; the
+            # writer lock keeps them from ever writing at once (checked below: a consistent index).
+            assert statuses[:2].count("started") <= 1 and "started" in statuses, statuses
+            assert set(statuses) <= {"started", "already indexing", "already up to date"}, statuses
             await wait_indexed(a, repo)
             assert (await call(b, "get_indexing_status", path=str(repo)))["status"] == "indexed"
         c = assert_consistent(repo)
