@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -49,18 +50,17 @@ class Store:
             self.conn.load_extension(sqlite_vec.loadable_path())
             self.conn.enable_load_extension(False)
             self.conn.set_busy_timeout(BUSY_TIMEOUT_MS)
-            ours = self.value("is_index")
-            # Our schema is created in one transaction, so a file with tables but not all three of
-            # ours (a key/value `meta` is common) was made by someone else.
-            fresh = ours == 0 and self.value("table_count") == 0
-            if not (ours == 3 or (create and fresh)) or self.value("foreign_tables") > 0:
-                self.conn.close()
-                raise StorageError(f"{self.path} is not a codii-sql index: pass the .db that `codii-sql build` made"
-                                   " (or a new file name)")
-            for name in ("pragmas_write", "pragma_synchronous", "pragma_mmap"):
+            shape = self.row("index_shape")
+            self._refuse_foreign(shape, create)
+            self._retry_busy("pragmas_write")
+            for name in ("pragma_synchronous", "pragma_mmap"):
                 self.run(name)
-            if fresh:
+            if shape["tables"] == 0:
+                # Another process may be creating the same fresh file: decide again under the
+                # write lock, so one of them creates the schema and the others find it.
                 with self.transaction():
+                    shape = self.row("index_shape")
+                    self._refuse_foreign(shape, create)
                     self.run("create_schema")
             else:  # IF NOT EXISTS: adds tables a newer schema brought (then _migrate fills them)
                 self.run("create_schema")
@@ -76,6 +76,33 @@ class Store:
                                    "write beside it: set CODII_SQL_HOME to a writable folder, or copy the .db "
                                    "somewhere writable and pass --db") from None
             raise StorageError(f"cannot open index {self.path}: {err}; check the path and free disk space") from None
+
+    def _refuse_foreign(self, shape: dict[str, int], create: bool) -> None:
+        """Raise ``StorageError`` unless the file is our index, or empty and ``create`` is set."""
+        # Our schema is created in one transaction, so a file with tables but not all three of
+        # ours (a key/value `meta` is common) was made by someone else.
+        fresh = shape["tables"] == 0
+        if (shape["ours"] == 3 or (create and fresh)) and shape["foreign_tables"] == 0:
+            return
+        self.conn.close()
+        raise StorageError(f"{self.path} is not a codii-sql index: pass the .db that `codii-sql build` made"
+                           " (or a new file name)")
+
+    def _retry_busy(self, name: str) -> None:
+        """Run statement ``name``, retrying SQLITE_BUSY for up to ``BUSY_TIMEOUT_MS``.
+
+        Switching a fresh file to WAL returns SQLITE_BUSY at once, without calling the busy
+        handler, while another connection is switching it too (seen with three processes opening
+        one new file: about 1 open in 20 failed).
+        """
+        deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+        while True:
+            try:
+                return self.run(name)
+            except apsw.BusyError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.01)
 
     def _migrate(self) -> None:
         """Bring a schema-1 index to 2 in one transaction (a kill leaves it at 1, retried next open)."""
