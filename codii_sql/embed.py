@@ -138,6 +138,17 @@ class Embedder:
             out[rows] = _run_batch(session, [ids[i] for i in rows])
         return out
 
+    @property
+    def loaded(self) -> bool:
+        """True once the ONNX session exists."""
+        return self._session is not None
+
+    def load(self) -> None:
+        """Load the tokenizer and the ONNX session now (idempotent, thread-safe); :meth:`embed`
+        otherwise loads them on first use. Raises as :meth:`embed` does."""
+        get_tokenizer()
+        self._get_session()
+
     def _get_session(self):
         with self._lock:
             if self._session is None:

@@ -142,9 +142,11 @@ def test_singleton_and_cheap_import():
         "from codii_sql.embed import get_embedder\n"
         "e = get_embedder()\n"
         "assert e is get_embedder()\n"
-        "assert e._session is None and e.graph_path is None\n"
+        "assert not e.loaded and e.graph_path is None\n"
         "assert 'onnxruntime' not in sys.modules and 'onnx' not in sys.modules\n"
         "assert (e.dims, len(e.sha256)) == (384, 64) and e.model_id\n"
+        "e.load(); e.load()\n"
+        "assert e.loaded and e.graph_path is not None\n"
     )
     root = Path(__file__).resolve().parents[1]
     subprocess.run([sys.executable, "-c", code], check=True, cwd=root)
