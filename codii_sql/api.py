@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,14 +25,16 @@ from .store import Store
 
 def build(codebase: Codebase, *, force: bool = False, wait: bool = True, progress: Progress | None = None,
           ignore_patterns: list[str] | None = None, extensions: list[str] | None = None,
-          use_cache: bool = True) -> BuildReport:
+          use_cache: bool = True, warn: Callable[[str], None] | None = None) -> BuildReport:
     """Build or update the index of ``codebase`` (see :meth:`index.Indexer.build` for errors).
 
     ``force`` on an index SQLite reports damaged deletes it first (see :func:`_discard_damaged`).
+    ``warn`` receives one-line warnings that do not stop the build (a damaged embedding cache
+    replaced by an empty one: without a word, the user would only see every chunk re-embedded).
     """
     if force:
         _discard_damaged(codebase)
-    cache = EmbeddingCache() if use_cache else None
+    cache = EmbeddingCache(on_warning=warn) if use_cache else None
     try:
         return Indexer(codebase, get_embedder(), progress=progress, cache=cache,
                        ignore_patterns=ignore_patterns, extensions=extensions).build(force=force, wait=wait)
@@ -98,11 +101,13 @@ def ensure_index(codebase: Codebase, *, update: bool = True, progress: Progress 
     Never waits for another process's build: it searches the last committed state then.
 
     Returns:
-        a note for the user when the index could not be brought up to date, else None.
+        a note for the user when the index could not be brought up to date, or the update
+        warned (see :func:`build`), else None.
     Raises:
         NotIndexedError: no index yet and ``update`` is false (nothing may be built then).
     """
     exists = codebase.db_path.is_file()
+    warnings: list[str] = []
     if not update:
         if not exists:
             raise NotIndexedError(f"{codebase.root} is not indexed and --no-update builds nothing: "
@@ -115,12 +120,12 @@ def ensure_index(codebase: Codebase, *, update: bool = True, progress: Progress 
             return "another process is indexing this codebase: results come from the last committed state"
         return None
     try:
-        build(codebase, wait=False, progress=progress)
+        build(codebase, wait=False, progress=progress, warn=warnings.append)
     except IndexBusyError:
         if not exists:
             raise IndexBusyError(f"{codebase.root} is being indexed for the first time; try again shortly") from None
         return "another process is indexing this codebase: results come from the last committed state"
-    return None
+    return "; ".join(warnings) or None
 
 
 def open_searcher(codebase: Codebase) -> Searcher:

@@ -101,13 +101,20 @@ def build(path, force, ignore_patterns, extensions, reset_filters, no_cache, db,
     codebase = Codebase.open(path, db)
     if api.is_locked(codebase):
         click.echo(f"Waiting for another process that is indexing {codebase.root} ...", err=True)
+    warnings: list[str] = []
+
+    def warn(message: str) -> None:
+        warnings.append(message)
+        click.echo(f"Warning: {message}", err=True)
+
     with progress_bar(not as_json and err_console.is_terminal) as bar:
-        report = api.build(codebase, force=force, progress=bar, use_cache=not no_cache,
+        report = api.build(codebase, force=force, progress=bar, use_cache=not no_cache, warn=warn,
                            ignore_patterns=list(ignore_patterns) if ignore_patterns or reset_filters else None,
                            extensions=list(extensions) if extensions or reset_filters else None)
     filters = api.recorded_filters(codebase)
     if as_json:
-        emit({"codebase": str(codebase.root), "db": str(codebase.db_path), **report.to_dict(), "filters": filters})
+        emit({"codebase": str(codebase.root), "db": str(codebase.db_path), **report.to_dict(), "filters": filters,
+              **({"warnings": warnings} if warnings else {})})
         return
     click.echo(f"Indexed {codebase.root} -> {codebase.db_path}")
     click.echo(f"  files: {report.files} ({report.added} added, {report.modified} modified, {report.removed} removed, "

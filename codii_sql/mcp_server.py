@@ -102,6 +102,7 @@ class Job:
     error: str | None = None
     finished_at: float | None = None
     report: dict | None = None
+    warnings: list[str] = field(default_factory=list)
     signal: threading.Event = field(default_factory=threading.Event)
     thread: threading.Thread | None = None
 
@@ -175,7 +176,7 @@ class Jobs:
             job.signal.set()
 
         try:
-            report = api.build(job.codebase, force=force, wait=False, progress=progress,
+            report = api.build(job.codebase, force=force, wait=False, progress=progress, warn=job.warnings.append,
                                ignore_patterns=ignore_patterns, extensions=extensions)
             job.report = report.to_dict()
             job.outcome, job.phase = "indexed", "done"
@@ -396,6 +397,8 @@ def get_indexing_status(path: PathArg) -> CallToolResult:
     }
     if status == "indexing":
         data["indexer_pid"] = _meta(cb).get("pid")
+    if job is not None and job.warnings:  # this server's latest build went on past them
+        data["note"] = "; ".join(job.warnings)
     summary = f"{cb.root}: {status}"
     if status == "indexing":
         summary += f" ({data['phase']}, {prog['done']}/{prog['total']} files, {percent}%)"
@@ -403,6 +406,8 @@ def get_indexing_status(path: PathArg) -> CallToolResult:
         summary += f" ({data['files']['indexed']} files, {data['chunks']['indexed']} chunks)"
     elif status == "failed":
         summary += f": {error}; call index_codebase to resume"
+    if data.get("note"):
+        summary += f"\nNote: {data['note']}"
     return _answer(summary, data)
 
 

@@ -208,3 +208,24 @@ def test_bad_options_are_one_line_errors(sample_repo):
     for args in (["search", "-0", "--path", str(sample_repo)], ["search", "--limit", "999", "x"], ["nosuch"]):
         res = CliRunner().invoke(cli, args)
         assert res.exit_code == 2 and res.output.startswith("Error: ") and res.output.count("\n") == 1, res.output
+
+
+def test_a_damaged_embedding_cache_is_replaced_with_one_warning(sample_repo, tmp_path, codii_home):
+    import shutil
+
+    cache = codii_home / "cache" / "embeddings.db"
+    cache.parent.mkdir(parents=True)
+    cache.write_bytes(b"not a database " * 4096)
+    res = CliRunner().invoke(cli, ["build", str(sample_repo)])
+    assert res.exit_code == 0, res.output
+    warnings = [line for line in res.stderr.splitlines() if line.startswith("Warning:")]
+    assert len(warnings) == 1 and "embedding cache" in warnings[0] and "damaged" in warnings[0], res.stderr
+    # The cache works again: another codebase with the same files embeds nothing.
+    clone = json.loads(run("build", shutil.copytree(sample_repo, tmp_path / "clone"), "--json").stdout)
+    assert clone["chunks_embedded"] == 0 and clone["vectors_reused"] == clone["chunks"] > 0
+    assert "warnings" not in clone
+    # A search that builds first says it too, in its note.
+    cache.write_bytes(b"not a database " * 4096)
+    out = json.loads(run("search", "retry", "--path", shutil.copytree(sample_repo, tmp_path / "third"),
+                         "--json").stdout)
+    assert "embedding cache" in out["note"] and "damaged" in out["note"]
