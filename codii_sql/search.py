@@ -175,6 +175,10 @@ _CODE_SHAPE = re.compile(r"[A-Za-z0-9]_[A-Za-z0-9]|^_+[A-Za-z]|[a-z][A-Z]|[A-Za-
 _PATH = re.compile(r"(?:[\w.-]+/)*[\w-]{2,}\.[A-Za-z]\w{0,5}\b")
 _IDENTIFIER = re.compile(r"[A-Za-z_][\w]*(?:(?:\.|::)[A-Za-z_]\w*)*")
 _PATH_PREFIX = re.compile(r"^(?:\.?/)+")
+#: Longest whitespace-free token searched for a file path. _PATH backtracks, so its cost grows
+#: with the square of a token's length: one 100,000-character token took 89 s, and blocked
+#: the MCP server meanwhile. Real paths are far shorter.
+MAX_PATH_TOKEN = 512
 
 
 class Named(NamedTuple):
@@ -210,7 +214,7 @@ def named_in_query(query: str) -> Named:
         paths.append(_PATH_PREFIX.sub("", m.group(0).lower()))
         return " "
 
-    rest = _PATH.sub(take_path, query)
+    rest = " ".join(_PATH.sub(take_path, t) if len(t) <= MAX_PATH_TOKEN else t for t in query.split())
     one_word = len(query.split()) == 1
     names: set[str] = set()
     tails: set[str] = set()

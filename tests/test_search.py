@@ -14,7 +14,7 @@ from codii_sql.codebase import Codebase
 from codii_sql.errors import UsageError
 from codii_sql.index import Indexer
 from codii_sql.search import (BM25_WEIGHT, BM25_WEIGHTS, CONFIDENT_GAP, MAX_FTS_TERMS, MODES, RRF_K, RRF_WEIGHT, Searcher,
-                               SearchOptions, STOP_WORDS, fts_query, named_in_query, query_shape, query_terms,
+                               SearchOptions, STOP_WORDS, MAX_PATH_TOKEN, fts_query, named_in_query, query_shape, query_terms,
                                strip_issue_template)
 from codii_sql.store import Store
 
@@ -134,6 +134,14 @@ def test_names_and_paths_in_the_query():
     assert named_in_query("./httpx/_auth.py") == ([], [], ["httpx/_auth.py"])
     assert named_in_query("response.json()").names == []  # .json is a known extension: a path
     assert named_in_query("Session.send").paths == []  # .send is not
+
+
+def test_a_huge_token_is_not_searched_for_paths():
+    # The path pattern backtracks: a 100,000-character token took 89 s before tokens longer than
+    # MAX_PATH_TOKEN were skipped; paths in the rest of the query are still found.
+    long = "a/" * MAX_PATH_TOKEN + "http.py"
+    assert named_in_query(f"{long} see app/http.py").paths == ["app/http.py"]
+    assert named_in_query(long[-401:]).paths == [long[-400:]]  # leading "/" dropped
 
 
 def test_query_terms_keep_leading_underscores():
