@@ -52,6 +52,19 @@ class EvalError(CodiiError):
     """The benchmark data could not be prepared (e.g. get_corpus.py failed to fetch a release)."""
 
 
+def require_metrics() -> None:
+    """Check that ir-measures (the ``bench`` extra) imports, before any indexing or query runs.
+
+    Raises:
+        UsageError: it is missing; the message says how to install it.
+    """
+    try:
+        import ir_measures  # noqa: F401
+    except ImportError:
+        raise UsageError('eval needs ir-measures for its metrics: install it with `pip install "codii-sql[bench]"` '
+                         '(from a checkout: `pip install ".[bench]"`)') from None
+
+
 def _measures(kind: str) -> dict:
     """Report name -> ir-measures measure. MRR@10 is the mean of ir-measures' per-query RR@10."""
     from ir_measures import RR, R, nDCG
@@ -355,11 +368,13 @@ def evaluate(cfg: EvalConfig, log: Log | None = None) -> dict:
     ``"macro"`` (mean of per-repository means) and ``"by_repo"``.
 
     Raises:
-        UsageError: bad dataset, options, or ``rerank`` without ``codii_sql.rerank``.
+        UsageError: bad dataset, options, ``rerank`` without ``codii_sql.rerank``, or no
+            ir-measures (the ``[bench]`` extra).
         EvalError: a corpus could not be prepared.
-        ImportError: ir-measures is missing (install the ``[bench]`` extra).
     """
     log = log or (lambda msg: None)
+    # Scoring comes last: without this check a missing extra surfaced after every query had run.
+    require_metrics()
     ds = load_dataset(cfg)
     if not ds.queries:
         raise UsageError("no queries left to evaluate: check --repos and --limit")

@@ -126,3 +126,11 @@ def test_named_dataset_without_bench_dir(tmp_path, monkeypatch):
     monkeypatch.delenv("CODII_SQL_BENCH", raising=False)
     res = CliRunner().invoke(cli, ["eval", "cosqa", "--work-dir", str(tmp_path)])
     assert res.exit_code == 2 and "--bench-dir" in res.stderr
+
+
+def test_without_the_bench_extra_eval_fails_before_indexing(tmp_path, monkeypatch, codii_home):
+    monkeypatch.setitem(sys.modules, "ir_measures", None)  # makes the import fail, as when it is not installed
+    res = CliRunner().invoke(cli, ["eval", str(FIXTURES / "cosqa_tiny"), "--work-dir", str(tmp_path), "--mode", "bm25"])
+    assert res.exit_code == 2, res.exception
+    assert res.stderr.count("\n") == 1 and 'pip install "codii-sql[bench]"' in res.stderr, res.stderr
+    assert not (codii_home / "indexes").exists() and not (tmp_path / "runs").exists()  # nothing was run
