@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import apsw
 import filelock
 
 from . import codebase as cb
@@ -16,7 +18,7 @@ from .cache import EmbeddingCache
 from .codebase import Codebase
 from .doctor import examine
 from .embed import get_embedder
-from .errors import DamagedIndexError, IndexBusyError, NotIndexedError, StorageError, UsageError
+from .errors import DamagedIndexError, DiskFullError, IndexBusyError, NotIndexedError, StorageError, UsageError
 from .index import BuildReport, Indexer, Progress, index_settings, writer_lock
 from .index import scan_rules as index_scan_rules
 from .search import Result, Searcher, SearchOptions
@@ -36,11 +38,42 @@ def build(codebase: Codebase, *, force: bool = False, wait: bool = True, progres
         _discard_damaged(codebase)
     cache = EmbeddingCache(on_warning=warn) if use_cache else None
     try:
-        return Indexer(codebase, get_embedder(), progress=progress, cache=cache,
-                       ignore_patterns=ignore_patterns, extensions=extensions).build(force=force, wait=wait)
+        with _disk_full(codebase):
+            return Indexer(codebase, get_embedder(), progress=progress, cache=cache,
+                           ignore_patterns=ignore_patterns, extensions=extensions).build(force=force, wait=wait)
     finally:
         if cache is not None:
             cache.close()
+
+
+@contextlib.contextmanager
+def _disk_full(codebase: Codebase) -> Iterator[None]:
+    """Turn SQLITE_FULL while writing ``codebase``'s index into :class:`DiskFullError`.
+
+    Without it the error reached the CLI's catch-all for read failures, which blamed a damaged
+    index; every batch commits whole, so the index is intact at its last commit.
+    """
+    try:
+        yield
+    except apsw.Error as err:
+        if not disk_was_full(err):
+            raise
+        raise DiskFullError(f"the disk is full writing {codebase.db_path}: free some space, then run "
+                            "`codii-sql build` again (the index keeps its last committed state)") from None
+
+
+def disk_was_full(err: BaseException) -> bool:
+    """True when ``err`` is SQLITE_FULL, or was raised while handling one.
+
+    SQLite rolls a transaction back by itself on SQLITE_FULL, so the ROLLBACK that follows
+    fails with "no transaction is active" and that error, not the FullError, propagates.
+    """
+    seen: BaseException | None = err
+    while seen is not None:
+        if isinstance(seen, apsw.FullError):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
 
 
 def is_locked(codebase: Codebase) -> bool:
@@ -265,7 +298,7 @@ def doctor(codebase: Codebase, *, repair: bool = True, rebuild: bool = True) -> 
     """
     if not codebase.db_path.is_file():
         raise not_indexed(codebase)
-    with writer_lock(codebase), Store(codebase.db_path, create=False) as store:
+    with _disk_full(codebase), writer_lock(codebase), Store(codebase.db_path, create=False) as store:
         report = examine(store, repair=repair)
     out = {"codebase": str(codebase.root), "db": str(codebase.db_path), **report.to_dict()}
     if repair and rebuild and report.forgotten:

@@ -40,6 +40,10 @@ class CodiiGroup(click.Group):
                        err=True)
             ctx.exit(1)
         except apsw.Error as err:  # broken pages found while reading rows, not when opening
+            if api.disk_was_full(err):  # a write outside api.build (which names the file): not a damaged index
+                click.echo("Error: the disk is full (SQLite could not write): free some space, then run the "
+                           "command again (the index keeps its last committed state)", err=True)
+                ctx.exit(1)
             click.echo(f"Error: reading the index failed ({err}): `codii-sql doctor` checks it and "
                        "`codii-sql build --force` replaces a damaged index", err=True)
             ctx.exit(1)

@@ -29,5 +29,9 @@ class StorageError(CodiiError):
     """The index file cannot be opened or written (disk full, read-only, not a codii-sql index)."""
 
 
+class DiskFullError(StorageError):
+    """SQLite could not write the index: the disk is full (SQLITE_FULL)."""
+
+
 class DamagedIndexError(StorageError):
     """The index file is corrupt (SQLite cannot read it); ``build --force`` replaces it."""

@@ -69,6 +69,9 @@ def _agent_errors(fn):
         except CodiiError as err:
             raise ToolError(str(err)) from None
         except apsw.Error as err:  # broken pages found while reading rows
+            if api.disk_was_full(err):  # a write failure, not a damaged index
+                raise ToolError("the disk is full (SQLite could not write): free some space, then call the tool "
+                                "again (the index keeps its last committed state)") from None
             raise ToolError(f"reading the index failed ({err}): call index_codebase with force=true to "
                             "replace a damaged index") from None
 

@@ -229,3 +229,26 @@ def test_a_damaged_embedding_cache_is_replaced_with_one_warning(sample_repo, tmp
     out = json.loads(run("search", "retry", "--path", shutil.copytree(sample_repo, tmp_path / "third"),
                          "--json").stdout)
     assert "embedding cache" in out["note"] and "damaged" in out["note"]
+
+
+def test_a_full_disk_during_build_is_a_write_failure_not_a_damaged_index(sample_repo, monkeypatch):
+    import apsw
+    from conftest import write_tree
+
+    run("build", sample_repo)
+    db = Codebase.open(sample_repo).db_path
+    write_tree(sample_repo, {f"more/m{i}.py": "".join(f"def more_{i}_{j}(x):\n    return x * {i} + {j}\n\n\n"
+                                                       for j in range(10)) for i in range(6)})
+
+    def full_disk(conn):  # SQLite's own SQLITE_FULL: the index may not grow past its current pages
+        if conn.filename == str(db):
+            pages = next(iter(conn.execute("PRAGMA page_count")))[0]
+            conn.execute(f"PRAGMA max_page_count = {pages}")
+
+    monkeypatch.setattr(apsw, "connection_hooks", [full_disk])
+    res = CliRunner().invoke(cli, ["build", str(sample_repo)])
+    assert res.exit_code == 1 and res.output.count("\n") == 1, res.output
+    assert res.output.startswith(f"Error: the disk is full writing {db}: free some space"), res.output
+    assert "`codii-sql build` again" in res.output and "damaged" not in res.output
+    monkeypatch.setattr(apsw, "connection_hooks", [])
+    assert json.loads(run("status", sample_repo, "--json").output)["files"] == 4  # the last committed state
