@@ -193,7 +193,8 @@ def search(codebase: Codebase, query: str, opts: SearchOptions, *, update: bool 
         t = time.perf_counter()
         results = searcher.search(query, opts)
         seconds = time.perf_counter() - t
-        note = "; ".join(filter(None, (note, filter_note(searcher.store)))) or None
+        note = "; ".join(filter(None, (note, filter_note(searcher.store, indexing=lambda: is_locked(codebase))))) \
+            or None
         return SearchResponse(query, str(codebase.root), results, seconds, note, opts.under or None)
     finally:
         searcher.store.close()
@@ -363,13 +364,26 @@ def _remove_index_files(codebase: Codebase) -> bool:
     return found
 
 
-def filter_note(store: Store) -> str | None:
+def filter_note(store: Store, *, indexing: bool | Callable[[], bool] = False) -> str | None:
     """Why results may be missing that the user expects: the index holds only some extensions
     (an earlier build's filter, perhaps an agent's, silently narrows every later search), or no
-    file at all; else None."""
-    exts = store.meta().get("scan_extensions")
+    file at all; else None.
+
+    An index without files is blamed on filters only after a build finished: while its first
+    build runs (``indexing``: a bool, or a callable asked only for an empty index), or after
+    none finished, it is empty because nothing has been committed yet.
+    """
+    meta = store.meta()
+    exts = meta.get("scan_extensions")
     reset = "`codii-sql build --reset-filters` (MCP: index_codebase resetFilters=true) indexes every file"
     if not store.value("has_files"):
+        first = "" if meta.get("last_indexed_at") else " for the first time"
+        if indexing if isinstance(indexing, bool) else indexing():
+            return (f"this codebase is being indexed{first} and no file is committed yet: poll get_indexing_status "
+                    "(CLI: `codii-sql status`) and search again when it reports files indexed")
+        if first:
+            return ("this index holds no files yet: no build of it has finished; call index_codebase "
+                    "(CLI: `codii-sql build`) to index the codebase")
         return f"this index holds no files: its filters or ignore rules exclude everything; {reset}"
     if exts:
         return f"this index holds only {' '.join(exts)} files (an earlier build's filter); {reset}"

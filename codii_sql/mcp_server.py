@@ -464,9 +464,12 @@ def search_code(
             # No cross-encoder configured: still answer, and say why the order is the fused one.
             data["rerank"] = f"unavailable: {err}".replace("pass --rerank-model PATH or ", "")
             results = searcher.search(query, dataclasses.replace(opts, rerank=False))
-        narrowed = api.filter_note(searcher.store)
+        indexing = st["status"] == "indexing"
+        narrowed = api.filter_note(searcher.store, indexing=indexing)
     data.update(results=[r.to_dict() for r in results], seconds=round(time.perf_counter() - t, 4))
-    note = "; ".join(filter(None, (_freshness_note(st), narrowed)))
+    # A running build with nothing committed yet: filter_note's first-build note says it all.
+    fresh = None if indexing and not st.get("files") else _freshness_note(st)
+    note = "; ".join(filter(None, (fresh, narrowed)))
     if note:
         data["note"] = note
     where = f"{cb.root}/{scope}" if scope else cb.root

@@ -7,6 +7,7 @@ import os
 import signal
 import sys
 import textwrap
+import time
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -273,3 +274,27 @@ def test_server_killed_mid_build_leaves_a_repairable_index(codii_home, tmp_path)
     asyncio.run(recover())
     c = assert_consistent(repo)
     assert c["chunks"] == 40 * 6 and c["files"] == 40
+
+
+def test_search_during_a_first_build_does_not_blame_filters(codii_home, tmp_path):
+    import filelock
+
+    repo = write_tree(tmp_path / "first", {"a.py": "def alpha():\n    return 1\n"})
+    cb = Codebase.open(repo)
+    # Another process's first build before its first commit: the new file, its schema, its snapshot.
+    with Store(cb.db_path) as store, store.transaction():
+        store.set_meta(root=str(repo), status="indexing", phase="scan", pid=os.getpid(), started_at=time.time())
+
+    async def run():
+        async with server(codii_home) as s:
+            with filelock.FileLock(str(cb.lock_path)):
+                res = await s.call_tool("search_code", {"path": str(repo), "query": "alpha", "mode": "bm25"})
+                note = res.structured_content["note"]
+                assert "being indexed for the first time" in note and "get_indexing_status" in note, note
+                assert "filters" not in note and res.structured_content["results"] == []
+                assert "first time" in res.content[0].text
+            # That build died before committing anything: filters are not blamed either.
+            note = (await call(s, "search_code", path=str(repo), query="alpha", mode="bm25"))["note"]
+            assert "no build of it has finished" in note and "filters" not in note, note
+
+    asyncio.run(run())
