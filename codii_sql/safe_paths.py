@@ -7,13 +7,15 @@ A file is readable only when all of these hold:
 3. it is a regular file (never a device, FIFO or socket: opening one could block or read
    hardware), checked again on the open descriptor, which must be the very inode checked;
 4. a scan of the codebase with its ignore rules and file filters (``.gitignore``,
-   ``.codiiignore``, ``.codii.yaml``, the options of the last build) lists it.
+   ``.codiiignore``, ``.codii.yaml``, the options of the last build) lists it;
+5. its content is not one the indexer skips as binary or as a private key.
 
 Refusals raise :class:`PathRefusedError`, whose one-line message the server hands to the agent.
 """
 
 from __future__ import annotations
 
+import codecs
 import os
 import stat
 import threading
@@ -113,7 +115,7 @@ def read_bytes(f: SafeFile, max_bytes: int = scan.DEFAULT_MAX_FILE_BYTES) -> byt
 
     Raises:
         PathRefusedError: the file changed into something else since the check, is larger
-            than ``max_bytes``, or holds a private key.
+            than ``max_bytes``, is binary, or holds a private key.
     """
     flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
     try:
@@ -127,7 +129,13 @@ def read_bytes(f: SafeFile, max_bytes: int = scan.DEFAULT_MAX_FILE_BYTES) -> byt
         if st.st_size > max_bytes:
             raise PathRefusedError(f"{f.rel!r} is larger than {max_bytes} bytes: not served")
         data = fh.read(max_bytes + 1)[:max_bytes]
-    if scan.is_private_key(data[:scan.SNIFF_BYTES]):
+    head = data[:scan.SNIFF_BYTES]
+    if b"\0" in head and not head.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        # The indexer's binary sniff (scan.read_file): decoded, it would reach the agent as
+        # U+FFFD noise, and the index does not hold it either.
+        raise PathRefusedError(f"{f.rel!r} is binary (a NUL byte in its first {scan.SNIFF_BYTES} bytes), so it "
+                               "was not indexed: not served")
+    if scan.is_private_key(head):
         raise PathRefusedError(f"{f.rel!r} holds a private key: not served")
     return data
 

@@ -181,6 +181,7 @@ def test_every_escape_is_refused(codii_home, tmp_path, sample_repo):
     os.symlink(outside, sample_repo / "outdir")
     write_tree(sample_repo, {".gitignore": "*.env\n", "creds.env": "TOPSECRET=1\n"})
     os.mkfifo(sample_repo / "app" / "pipe.py")
+    write_tree(sample_repo, {"app/blob.py": b"x = 1\n\0\0\0TOPSECRET\xff\n"})  # skipped as binary
     root = str(sample_repo)
     escapes = {
         "../outside/secret.py": "'..' is not allowed",
@@ -204,6 +205,8 @@ def test_every_escape_is_refused(codii_home, tmp_path, sample_repo):
                 for tool in ("get_content", "find_similar_code"):
                     msg = await refused(s, tool, path=root, file=file)
                     assert reason in msg and "TOPSECRET" not in msg, (tool, file, msg)
+            msg = await refused(s, "get_content", path=root, file="app/blob.py")
+            assert "is binary" in msg and "TOPSECRET" not in msg, msg
             msg = await refused(s, "search_code", path=root, query="x", limit=51)
             assert "limit" in msg
             hits = await call(s, "search_code", path=root, query="TOPSECRET do not read", mode="bm25")
