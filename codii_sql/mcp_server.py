@@ -277,8 +277,16 @@ JOBS = Jobs()
 INDEXES = OpenIndexes()
 
 
+def _check_path(path: str) -> str:
+    """``path`` unless it is empty: Path("") is the server's own working directory, which the
+    agent never meant (and would index or read back that folder)."""
+    if not path.strip():
+        raise ToolError("path is empty: pass the codebase's absolute path")
+    return path
+
+
 def _open_codebase(path: str) -> Codebase:
-    return Codebase.open(path)
+    return Codebase.open(_check_path(path))
 
 
 def _require_index(cb: Codebase) -> dict:
@@ -447,7 +455,7 @@ def search_code(
     rerank: Annotated[bool, Field(description="Re-score the top 30 fused results with the cross-encoder of "
                                               "$CODII_SQL_RERANK_MODEL, when the server has one.")] = False,
 ) -> CallToolResult:
-    cb, scope = Codebase.find(path)
+    cb, scope = Codebase.find(_check_path(path))
     st = _require_index(cb)
     opts = SearchOptions(limit=limit, mode=mode, exts=list(extensionFilter), glob=pathGlob or None, rerank=rerank,
                          under=scope or None)

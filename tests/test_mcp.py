@@ -301,3 +301,19 @@ def test_search_during_a_first_build_does_not_blame_filters(codii_home, tmp_path
             assert "no build of it has finished" in note and "filters" not in note, note
 
     asyncio.run(run())
+
+
+def test_an_empty_path_is_refused_not_taken_as_the_servers_folder(codii_home):
+    calls = {"get_indexing_status": {}, "search_code": {"query": "x"}, "get_content": {"file": "README.md"},
+             "find_similar_code": {"file": "README.md"}, "get_chunk": {"chunk_id": 1}, "clear_index": {},
+             "index_codebase": {}}
+
+    async def run():
+        async with server(codii_home) as s:
+            for tool, args in calls.items():
+                for empty in ("", "  "):
+                    msg = await refused(s, tool, path=empty, **args)
+                    assert msg.endswith(": path is empty: pass the codebase's absolute path"), (tool, msg)
+        assert not (codii_home / "indexes").exists()  # nothing was indexed, not even the server's folder
+
+    asyncio.run(run())
