@@ -239,15 +239,22 @@ def _db_size(path: Path) -> int:
 
 
 def list_codebases() -> list[dict]:
-    """Every index under ``$CODII_SQL_HOME/indexes``: root, status, files, chunks, size, last indexed."""
+    """Every index under ``$CODII_SQL_HOME/indexes``: root, status, files, chunks, size, last indexed.
+
+    An index that cannot be read has ``status`` ``damaged`` (SQLite reports it corrupt: ``clear``
+    deletes it) or ``unreadable`` (permissions, not an index...), its real ``size_bytes`` and
+    an ``error``; its root, files and chunks are unknown, so absent.
+    """
     out = []
     for db in sorted(cb.indexes_dir().glob("*.db")):
         try:
             with Store(db, create=False) as store:
                 meta = store.meta()
                 counts = store.row("counts")
-        except StorageError as err:
-            out.append({"db": str(db), "status": "unreadable", "error": str(err)})
+        except (StorageError, apsw.Error) as err:  # apsw: broken pages met past the header
+            damaged = isinstance(err, (DamagedIndexError, apsw.CorruptError, apsw.NotADBError))
+            out.append({"db": str(db), "status": "damaged" if damaged else "unreadable", "size_bytes": _db_size(db),
+                        "error": str(err)})
             continue
         state = meta.get("status")
         if state == "indexing" and not is_locked(Codebase(Path(meta.get("root") or "."), db)):

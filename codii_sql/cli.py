@@ -280,8 +280,12 @@ def list_(as_json):
     if not rows:
         click.echo("No indexes yet: run `codii-sql build PATH`.")
     for r in rows:
-        click.echo(f"{r.get('root') or r['db']}  {r.get('status')}  files={r.get('files')} chunks={r.get('chunks')} "
-                   f"size={r.get('size_bytes', 0) / 1e6:.1f} MB")
+        size = f"size={r['size_bytes'] / 1e6:.1f} MB"
+        if "files" not in r:  # damaged or unreadable: counts are unknown, say what to do instead
+            hint = f"`codii-sql clear --db {r['db']} --yes` deletes it" if r["status"] == "damaged" else r.get("error")
+            click.echo(f"{r['db']}  {r['status']}  {size}  ({hint})")
+            continue
+        click.echo(f"{r.get('root') or r['db']}  {r.get('status')}  files={r['files']} chunks={r['chunks']} {size}")
 
 
 @cli.command()

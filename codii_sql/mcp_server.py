@@ -532,7 +532,8 @@ def list_codebases() -> CallToolResult:
         rows.append(row)
     data = {"codebases": rows}
     summary = f"{len(rows)} indexed codebases" + "".join(
-        f"\n- {r.get('root') or r['db']}: {r.get('status')}, {r.get('files')} files, {r.get('chunks')} chunks"
+        f"\n- {r.get('root') or r['db']}: {r.get('status')}, " + (
+            f"{r['files']} files, {r['chunks']} chunks" if "files" in r else f"{r['size_bytes']} bytes: {r.get('error')}")
         for r in rows)
     return _answer(summary, data)
 

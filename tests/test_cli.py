@@ -252,3 +252,15 @@ def test_a_full_disk_during_build_is_a_write_failure_not_a_damaged_index(sample_
     assert "`codii-sql build` again" in res.output and "damaged" not in res.output
     monkeypatch.setattr(apsw, "connection_hooks", [])
     assert json.loads(run("status", sample_repo, "--json").output)["files"] == 4  # the last committed state
+
+
+def test_list_shows_a_damaged_index_with_its_real_size(sample_repo):
+    run("build", sample_repo)
+    db = Codebase.open(sample_repo).db_path
+    db.write_bytes(b"\x5a" * 2_200_000)  # overwritten: SQLite finds no database in it
+    [row] = json.loads(run("list", "--json").output)
+    assert (row["db"], row["status"], row["size_bytes"]) == (str(db), "damaged", 2_200_000) and "files" not in row
+    text = run("list").output
+    assert text.startswith(f"{db}  damaged  size=2.2 MB") and "None" not in text, text
+    assert f"clear --db {db} --yes" in text
+    assert json.loads(run("clear", "--db", db, "--yes", "--json").output)["removed"] == [str(db)]
