@@ -16,9 +16,10 @@ import sqlite_vec
 from . import queries
 from .errors import DamagedIndexError, IndexMismatchError, StorageError
 
-#: Bumped when the tables change shape. 2 added chunks_bits (binary-quantised vectors); a
-#: version-1 index is migrated in place when opened. Other versions must be rebuilt.
-SCHEMA_VERSION = 2
+#: Bumped when the tables change shape. 2 added chunks_bits (binary-quantised vectors), 3
+#: partitioned it by rowid % 8; older indexes are migrated in place when opened. Other
+#: versions must be rebuilt.
+SCHEMA_VERSION = 3
 
 #: Milliseconds a connection waits on a lock held by another process before it gives up.
 BUSY_TIMEOUT_MS = 10_000
@@ -105,11 +106,20 @@ class Store:
                 time.sleep(0.01)
 
     def _migrate(self) -> None:
-        """Bring a schema-1 index to 2 in one transaction (a kill leaves it at 1, retried next open)."""
-        if self.value("meta_get", {"key": "schema_version"}) == "1":
+        """Bring a schema-1 or -2 index to 3 in one transaction (a kill leaves it as it was,
+        retried next open); decided again under the write lock, as another process may have
+        migrated it meanwhile. Raises ``StorageError`` when the file is read-only."""
+        if self.value("meta_get", {"key": "schema_version"}) not in ("1", "2"):
+            return
+        try:
             with self.transaction():
-                self.run("bits_backfill")
-                self.set_meta(schema_version=SCHEMA_VERSION)
+                if self.value("meta_get", {"key": "schema_version"}) in ("1", "2"):
+                    self.run("bits_rebuild")
+                    self.set_meta(schema_version=SCHEMA_VERSION)
+        except apsw.ReadOnlyError:
+            self.conn.close()
+            raise StorageError(f"{self.path} was built by an older codii-sql and is read-only, so it cannot be "
+                               "upgraded in place: copy it somewhere writable and pass --db, or rebuild it") from None
 
     def close(self) -> None:
         """Close the connection (idempotent)."""
@@ -170,7 +180,8 @@ class Store:
         try:
             yield
         except BaseException:
-            self.run("rollback")
+            if self.conn.in_transaction:  # SQLite itself rolls back on SQLITE_FULL, IOERR, NOMEM...
+                self.run("rollback")
             raise
         self.run("commit")
 

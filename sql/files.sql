@@ -72,7 +72,7 @@ SELECT path FROM files WHERE path IN (SELECT value FROM json_each(:paths));
 -- name: chunk_insert_vec
 -- The float vector and its sign bits (schema.sql: chunks_bits), always together.
 INSERT INTO chunks_vec(rowid, embedding) VALUES (:id, :embedding);
-INSERT INTO chunks_bits(rowid, embedding) VALUES (:id, vec_quantize_binary(:embedding));
+INSERT INTO chunks_bits(rowid, part, embedding) VALUES (:id, :id % 8, vec_quantize_binary(:embedding));
 
 -- name: vectors_by_text_hash
 -- Vectors this codebase already holds for the same embedded texts (renames, moves, copies).

@@ -54,7 +54,10 @@ CREATE VIRTUAL TABLE IF NOT EXISTS chunks_vec USING vec0(
 -- rowid = chunks.id. Sign bits of each chunks_vec embedding (sqlite-vec vec_quantize_binary):
 -- large indexes pick KNN candidates by hamming distance over these 48-byte rows, then re-score
 -- them with the float cosine above (measured at 100k: 66 ms float scan vs ~12 ms; sql/search.sql).
+-- part = rowid % 8: search.sql takes the top k of each of the 8 partitions, since vec0's top-k
+-- selection costs grow with k faster than its scan (sql/search.sql `coarse`).
 CREATE VIRTUAL TABLE IF NOT EXISTS chunks_bits USING vec0(
+    part integer partition key,
     embedding bit[384]
 );
 
@@ -76,9 +79,14 @@ DELETE FROM files;
 DELETE FROM merkle_nodes;
 DELETE FROM meta;
 
--- name: bits_backfill
--- Schema 1 -> 2 migration: sign bits for vectors written before chunks_bits existed. A plain
--- INSERT ... SELECT: any WHERE that reads chunks_bits makes SQLite stage the rows in a temp
--- table, which drops the bit-vector subtype sqlite-vec needs (measured).
-DELETE FROM chunks_bits;
-INSERT INTO chunks_bits(rowid, embedding) SELECT rowid, vec_quantize_binary(embedding) FROM chunks_vec;
+-- name: bits_rebuild
+-- Schema 1/2 -> 3 migration: chunks_bits again, partitioned, from the float vectors (a vec0
+-- table cannot gain a partition key in place). A plain INSERT ... SELECT: any WHERE that reads
+-- chunks_bits makes SQLite stage the rows in a temp table, which drops the bit-vector subtype
+-- sqlite-vec needs (measured).
+DROP TABLE IF EXISTS chunks_bits;
+CREATE VIRTUAL TABLE chunks_bits USING vec0(
+    part integer partition key,
+    embedding bit[384]
+);
+INSERT INTO chunks_bits(rowid, part, embedding) SELECT rowid, rowid % 8, vec_quantize_binary(embedding) FROM chunks_vec;

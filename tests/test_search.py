@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from codii_sql import search
 from codii_sql.codebase import Codebase
-from codii_sql.errors import UsageError
+from codii_sql.errors import StorageError, UsageError
 from codii_sql.index import Indexer
 from codii_sql.search import (BM25_WEIGHT, BM25_WEIGHTS, CONFIDENT_GAP, MAX_FTS_TERMS, MODES, RRF_K, RRF_WEIGHT, Searcher,
                                SearchOptions, STOP_WORDS, MAX_PATH_TOKEN, fts_query, named_in_query, query_shape, query_terms,
@@ -272,8 +272,8 @@ def test_coarse_knn_matches_the_exact_scan(searcher, embedder, monkeypatch):
     """Large indexes pick KNN candidates by hamming distance over sign bits, then re-score by cosine.
 
     When the candidates cover the whole (small) index the result must equal the exact scan, in
-    every mode and with a filter; with 2 candidates the nearest chunk still wins; and the
-    candidates really come from chunks_bits.
+    every mode (a filtered search always scans exactly); with one candidate per partition of
+    chunks_bits the nearest chunk still wins; and the candidates really come from chunks_bits.
     """
     queries = ["follow redirects until a final response arrives", "parse_header", "retry with backoff"]
     variants = [SearchOptions(limit=20, mode=m) for m in ("hybrid", "vector")] + [
@@ -282,7 +282,7 @@ def test_coarse_knn_matches_the_exact_scan(searcher, embedder, monkeypatch):
     monkeypatch.setattr(search, "COARSE_MIN_CHUNKS", 0)
     coarse = [[(r.id, r.score) for r in searcher.search(q, o)] for q in queries for o in variants]
     assert coarse == exact
-    monkeypatch.setattr(search, "COARSE_CANDIDATES", 2)
+    monkeypatch.setattr(search, "COARSE_FACTOR", 1)
     monkeypatch.setattr(search, "DEPTH", 1)
     row = searcher.store.row("chunk_by_id", {"id": 3})
     vec = embedder.embed([row["content"]])[0][None, :]
@@ -292,17 +292,25 @@ def test_coarse_knn_matches_the_exact_scan(searcher, embedder, monkeypatch):
     assert searcher.similar(vec, SearchOptions(limit=1)) == []
 
 
-def test_schema_1_index_is_migrated_in_place(searcher, embedder, monkeypatch):
-    """An index written before chunks_bits existed gets its sign bits on the next open."""
+@pytest.mark.parametrize("version", [1, 2])
+def test_older_index_is_migrated_in_place(searcher, embedder, monkeypatch, version):
+    """An index written before chunks_bits existed (1), or before it was partitioned (2), gets
+    partitioned sign bits on the next open, and searches as before."""
     monkeypatch.setattr(search, "COARSE_MIN_CHUNKS", 0)
     store = searcher.store
     before = [r.id for r in searcher.search("parse a header", SearchOptions(limit=5, mode="vector"))]
     store.conn.execute("DROP TABLE chunks_bits")
-    store.set_meta(schema_version=1)
+    if version == 2:
+        store.conn.execute("CREATE VIRTUAL TABLE chunks_bits USING vec0(embedding bit[384])")
+        store.conn.execute("INSERT INTO chunks_bits(rowid, embedding) "
+                           "SELECT rowid, vec_quantize_binary(embedding) FROM chunks_vec")
+    store.set_meta(schema_version=version)
     store.close()
     with Store(store.path, create=False) as reopened:
-        assert reopened.meta()["schema_version"] == 2
+        assert reopened.meta()["schema_version"] == 3
         assert reopened.value("counts_bits") == reopened.row("counts")["chunks"]
+        parts = reopened.conn.execute("SELECT DISTINCT part FROM chunks_bits WHERE rowid % 8 = part").fetchall()
+        assert len(parts) == min(8, reopened.row("counts")["chunks"])
         s = Searcher(reopened, searcher.root, embedder)
         assert [r.id for r in s.search("parse a header", SearchOptions(limit=5, mode="vector"))] == before
 
@@ -332,3 +340,28 @@ def test_long_query_keeps_title_and_code_span_terms_first(searcher):
 def test_filters_that_can_only_match_nothing_are_errors(searcher, opts):
     with pytest.raises(UsageError):
         searcher.search("parse_header", opts)
+
+
+def test_an_older_read_only_index_says_how_to_upgrade_it(searcher, monkeypatch):
+    """A read-only schema-2 copy cannot get partitioned sign bits: one line says what to do,
+    and the file is unchanged."""
+    import apsw
+
+    store = searcher.store
+    store.conn.execute("DROP TABLE chunks_bits")
+    store.conn.execute("CREATE VIRTUAL TABLE chunks_bits USING vec0(embedding bit[384])")
+    store.set_meta(schema_version=2)
+    store.close()
+    run = Store.run
+
+    def read_only(self, name, params=None):
+        if name == "bits_rebuild":  # what SQLite says writing a read-only file (root ignores chmod)
+            raise apsw.ReadOnlyError("attempt to write a readonly database")
+        return run(self, name, params)
+
+    monkeypatch.setattr(Store, "run", read_only)
+    with pytest.raises(StorageError, match="older codii-sql and is read-only.*copy it somewhere writable"):
+        Store(store.path, create=False)
+    monkeypatch.setattr(Store, "run", run)
+    with Store(store.path, create=False) as writable:  # migrated once it can be
+        assert writable.meta()["schema_version"] == 3
