@@ -247,7 +247,8 @@ def _print_results(resp) -> None:
             click.echo(f"  {n:>5}  {text}")
         if len(lines) > 12:
             click.echo(f"         ... {len(lines) - 12} more lines")
-    click.echo(f"({len(resp.results)} results in {resp.seconds * 1000:.0f} ms)", err=True)
+    n = len(resp.results)
+    click.echo(f"({n} result{'' if n == 1 else 's'} in {resp.seconds * 1000:.0f} ms)", err=True)
 
 
 @cli.command()

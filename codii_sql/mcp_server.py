@@ -460,7 +460,9 @@ def search_code(
     opts = SearchOptions(limit=limit, mode=mode, exts=list(extensionFilter), glob=pathGlob or None, rerank=rerank,
                          under=scope or None)
     t = time.perf_counter()
-    data: dict = {"query": query, "codebase": str(cb.root), **({"scope": scope} if scope else {})}
+    # An issue pasted as the query can be 100k characters: the agent has it, echo its start.
+    shown = query if len(query) <= 200 else query[:200] + "…"
+    data: dict = {"query": shown, "codebase": str(cb.root), **({"scope": scope} if scope else {})}
     with INDEXES.searcher(cb) as searcher:
         try:
             results = searcher.search(query, opts)
@@ -481,7 +483,8 @@ def search_code(
     if note:
         data["note"] = note
     where = f"{cb.root}/{scope}" if scope else cb.root
-    summary = f"{len(results)} results for {query!r} in {where} ({data['seconds'] * 1000:.0f} ms)"
+    summary = (f"{len(results)} result{'' if len(results) == 1 else 's'} for {shown!r} in {where} "
+               f"({data['seconds'] * 1000:.0f} ms)")
     if note:
         summary += f"\nNote: {note}"
     if data.get("rerank", "applied") != "applied":

@@ -134,6 +134,10 @@ def test_index_poll_search_similar_content_chunk(codii_home, sample_repo):
             assert [r["path"] for r in bm25["results"]] == ["web/util.js"]
             sub = await call(s, "search_code", path=f"{root}/web", query="retry with exponential backoff")
             assert sub["scope"] == "web" and [r["path"] for r in sub["results"]] == ["web/util.js"]
+            pasted = "retry with exponential backoff " + "x" * 60_000  # an issue pasted whole
+            long = await s.call_tool("search_code", {"path": root, "query": pasted, "limit": 1})
+            assert long.structured_content["query"] == pasted[:200] + "…"
+            assert len(long.content[0].text) < 5_000 and "1 result for " in long.content[0].text
             rr = await call(s, "search_code", path=root, query="redirects", rerank=True, limit=2)
             assert len(rr["results"]) <= 2 and rr["rerank"]
 
