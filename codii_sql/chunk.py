@@ -10,7 +10,10 @@ Rules (all sizes in word pieces of the embedding model, see :mod:`codii_sql.word
   symbol. A definition without nested definitions is cut into token-bounded line windows
   (preferring blank lines as cut points). Lines outside definitions are ``module`` chunks.
   AST chunks never overlap and cover every line that is not whitespace-only.
-* Markdown is split at headings in the same way (kind ``section``, symbol ``A > B``).
+  JavaScript/TypeScript assignments of a function or class (``res.send = function ...``,
+  ``X.prototype.m = () => ...``) are definitions named by their target (``res.send``, ``X.m``).
+* Markdown is split at headings in the same way (kind ``section``, symbol ``A > B``); ATX
+  (``#``, ``##``) and setext (a line underlined with ``===`` or ``---``) headings alike.
 * Other text (and a failed parse) is cut into token-bounded line windows that overlap by up
   to ``max_tokens // 4`` word pieces, a few lines (kind ``text``).
 * Merge rule: neighbouring whole units with the same parent (an import block and the function
@@ -41,7 +44,8 @@ from codii_sql.languages import AST_LANGUAGES
 #: Stored in the index; bump whenever the chunks produced for the same input change (the next
 #: build then re-chunks every file, reusing the vectors of unchanged chunk texts).
 #: 2: a window split no longer leaves a tiny last piece (a lone ``)`` of a long signature).
-CHUNKER_VERSION = 2
+#: 3: JS/TS assignments of functions are definitions; Markdown setext headings start sections.
+CHUNKER_VERSION = 3
 
 #: ``max_tokens`` default: the model's 256-piece window minus room for the path/symbol header
 #: the embedder may prepend to each chunk.
@@ -98,16 +102,62 @@ def _first_child_name(*types: str) -> Callable[[tree_sitter.Node], str | None]:
     return name
 
 
+#: Values that make a JS/TS variable or assignment a definition.
+_JS_FUNCTION_VALUES = frozenset({
+    "arrow_function", "function_expression", "function", "generator_function", "class"})
+
+#: Parts of an assignment target that no one types when searching: ``X.prototype.m`` is
+#: ``X.m`` (the name an ES2015 class method gets, and ``m`` or ``X.m`` then both find it),
+#: ``this.m = function`` inside ``function X`` is ``X.m`` (the parent adds the ``X``).
+_JS_SILENT_PARTS = frozenset({"prototype", "this"})
+
+
 def _js_variable_name(node: tree_sitter.Node) -> str | None:
     """``const f = () => {}``: a definition only if its single declarator binds a function/class."""
     declarators = [c for c in node.named_children if c.type == "variable_declarator"]
     if len(declarators) != 1:
         return None
     value = declarators[0].child_by_field_name("value")
-    if value is None or value.type not in {
-            "arrow_function", "function_expression", "function", "generator_function", "class"}:
+    if value is None or value.type not in _JS_FUNCTION_VALUES:
         return None
     return _field_name(declarators[0])
+
+
+def _js_target_parts(node: tree_sitter.Node) -> list[str] | None:
+    """``a.b.c`` -> ``["a", "b", "c"]``; ``None`` for computed targets (``a[k]``, ``f().x``)."""
+    parts: list[str] = []
+    while node.type == "member_expression":
+        prop = node.child_by_field_name("property")
+        if prop is None or prop.type not in ("property_identifier", "private_property_identifier"):
+            return None
+        parts.append(_text(prop))
+        node = node.child_by_field_name("object")
+        if node is None:
+            return None
+    if node.type not in ("identifier", "this"):
+        return None
+    return [_text(node)] + parts[::-1]
+
+
+def _js_assignment_name(node: tree_sitter.Node) -> str | None:
+    """``res.send = function send() {}`` (an expression statement): a definition when it assigns
+    a function or class to a name or member; named by the target (``res.send``)."""
+    expression = node.named_children[0] if node.named_child_count else None
+    if expression is None or expression.type != "assignment_expression":
+        return None
+    target, value = expression.child_by_field_name("left"), expression.child_by_field_name("right")
+    # ``res.type = res.contentType = function type()``: the first target is the main name.
+    while value is not None and value.type == "assignment_expression":
+        value = value.child_by_field_name("right")
+    if target is None or value is None or value.type not in _JS_FUNCTION_VALUES:
+        return None
+    parts = _js_target_parts(target)
+    if parts is None:
+        return None
+    own = _field_name(value)
+    if parts in (["module", "exports"], ["exports"]) and own:
+        return own  # ``module.exports = function debounce()``: searched for as ``debounce``
+    return ".".join(p for p in parts if p not in _JS_SILENT_PARTS) or None
 
 
 def _go_method_name(node: tree_sitter.Node) -> str | None:
@@ -157,13 +207,75 @@ def _impl_name(node: tree_sitter.Node) -> str | None:
     return _text(target) if target is not None else None
 
 
-def _markdown_heading(node: tree_sitter.Node) -> str | None:
-    """A ``section`` is a definition when it starts with a heading; its name is the heading text."""
-    first = node.named_children[0] if node.named_child_count else None
-    if first is None or first.type not in ("atx_heading", "setext_heading"):
-        return None
-    content = first.child_by_field_name("heading_content")
-    return _text(content) if content is not None else None
+@dataclass(frozen=True, slots=True)
+class _Span:
+    """A definition found in the tree, not yet nested: bytes ``start..end`` decide the nesting,
+    0-based rows ``head..last`` are its lines (without the comments above it)."""
+
+    start: int
+    end: int
+    head: int
+    last: int
+    kind: str
+    name: str
+
+
+#: Heading level of a setext underline; ATX levels come from the ``atx_hN_marker`` child.
+_SETEXT_LEVELS = {"setext_h1_underline": 1, "setext_h2_underline": 2}
+
+
+def _heading_level(heading: tree_sitter.Node) -> int:
+    """1..6 for ``#``..``######``, 1 for a ``===`` and 2 for a ``---`` underline."""
+    for child in heading.children:
+        if child.type in _SETEXT_LEVELS:
+            return _SETEXT_LEVELS[child.type]
+        if child.type.startswith("atx_h") and child.type.endswith("_marker"):
+            return int(child.type[len("atx_h")])
+    return 1
+
+
+def _heading_container(heading: tree_sitter.Node) -> tree_sitter.Node:
+    """The document, block quote or list item holding the heading (sections are skipped)."""
+    node = heading.parent
+    while node.type == "section" and node.parent is not None:
+        node = node.parent
+    return node
+
+
+def _markdown_spans(root: tree_sitter.Node) -> list[_Span]:
+    """One section per heading, up to the next heading of the same or a higher level in the
+    same container (document, block quote, list item) or to the container's end.
+
+    The grammar's ``section`` nodes follow ATX headings only: a setext heading is a plain
+    child of the section before it. So sections are rebuilt from the headings of both styles,
+    the way the grammar builds them for ATX.
+    """
+    by_container: dict[int, tuple[tree_sitter.Node, list[tree_sitter.Node]]] = {}
+    for heading in _capture("markdown", ("atx_heading", "setext_heading"), root):
+        container = _heading_container(heading)
+        by_container.setdefault(container.id, (container, []))[1].append(heading)
+    return [span for container, headings in by_container.values()
+            for span in _container_sections(container, headings)]
+
+
+def _container_sections(container: tree_sitter.Node,
+                        headings: list[tree_sitter.Node]) -> list[_Span]:
+    """The sections of one container's headings. A heading without text ends sections like
+    any other but is no definition: its lines stay with the enclosing section."""
+    ends = [(h, h.start_byte, h.start_point[0] - 1, _heading_level(h))
+            for h in sorted(headings, key=lambda h: h.start_byte)]
+    ends.append((None, container.end_byte, _last_row(container), 0))
+    spans: list[_Span] = []
+    open_: list[tuple[int, tree_sitter.Node, str]] = []  # (level, heading, name), outermost first
+    for heading, end, last, level in ends:
+        while open_ and open_[-1][0] >= level:
+            _, opener, name = open_.pop()
+            row = opener.start_point[0]
+            spans.append(_Span(opener.start_byte, end, row, max(last, row), "section", name))
+        content = heading.child_by_field_name("heading_content") if heading is not None else None
+        if content is not None and _text(content):
+            open_.append((level, heading, _text(content)))
+    return spans
 
 
 @dataclass(frozen=True)
@@ -174,7 +286,8 @@ class _Grammar:
     ``names`` overrides the default ``name``-field lookup and may reject a node (``None``);
     ``wrappers`` are parents that belong to the definition (decorators, ``export``,
     ``template<>``); ``prefixes`` are node types kept with the definition below them when they
-    sit on their own lines (comments, Rust ``#[attributes]``).
+    sit on their own lines (comments, Rust ``#[attributes]``). ``spans`` replaces the lookup
+    by node type where definitions are no nodes of their own (Markdown sections).
     """
 
     defs: dict[str, str]
@@ -183,14 +296,17 @@ class _Grammar:
     prefixes: tuple[str, ...] = ("comment",)
     separator: str = "."
     module_kind: str = "module"
+    spans: Callable[[tree_sitter.Node], list[_Span]] | None = None
 
 
 _JS_DEFS = {
     "function_declaration": "function", "generator_function_declaration": "function",
     "lexical_declaration": "function", "variable_declaration": "function",
     "class_declaration": "class", "method_definition": "function",
+    "expression_statement": "function",
 }
-_JS_NAMES = {"lexical_declaration": _js_variable_name, "variable_declaration": _js_variable_name}
+_JS_NAMES = {"lexical_declaration": _js_variable_name, "variable_declaration": _js_variable_name,
+             "expression_statement": _js_assignment_name}
 _TS_DEFS = _JS_DEFS | {
     "abstract_class_declaration": "class", "interface_declaration": "class",
     "enum_declaration": "class",
@@ -253,9 +369,8 @@ _GRAMMARS: dict[str, _Grammar] = {
          "deinit_declaration": "function"},
         {"init_declaration": lambda _: "init", "deinit_declaration": lambda _: "deinit"}),
     "bash": _Grammar({"function_definition": "function"}),
-    "markdown": _Grammar(
-        {"section": "section"}, {"section": _markdown_heading}, prefixes=(),
-        separator=" > ", module_kind="section"),
+    "markdown": _Grammar({}, prefixes=(), separator=" > ", module_kind="section",
+                         spans=_markdown_spans),
 }
 
 assert set(_GRAMMARS) == AST_LANGUAGES
@@ -605,35 +720,43 @@ def _last_row(node: tree_sitter.Node) -> int:
     return row - 1 if column == 0 and row > node.start_point[0] else row
 
 
+def _node_spans(language: str, root: tree_sitter.Node) -> list[_Span]:
+    """Definitions found by node type (``grammar.defs``), each with its wrappers' lines."""
+    grammar = _GRAMMARS[language]
+    spans = []
+    for node in _capture(language, tuple(grammar.defs), root):
+        name = grammar.names.get(node.type, _field_name)(node)
+        if not name:
+            continue
+        outer = node
+        while outer.parent is not None and outer.parent.type in grammar.wrappers:
+            outer = outer.parent
+        spans.append(_Span(node.start_byte, node.end_byte, outer.start_point[0],
+                           _last_row(outer), grammar.defs[node.type], name))
+    return spans
+
+
 def _definitions(language: str, root: tree_sitter.Node, lines: _Lines) -> list[_Def]:
     """The top-level definitions of the tree, each with its nested ones, sorted by line."""
     grammar = _GRAMMARS[language]
     prefix_rows = _own_line_rows(lines, _capture(language, grammar.prefixes, root))
-    nodes = sorted(_capture(language, tuple(grammar.defs), root),
-                   key=lambda n: (n.start_byte, -n.end_byte))
+    spans = grammar.spans(root) if grammar.spans is not None else _node_spans(language, root)
     top: list[_Def] = []
     stack: list[tuple[int, _Def]] = []  # (end byte, definition) of the enclosing definitions
-    for node in nodes:
-        name = grammar.names.get(node.type, _field_name)(node)
-        if not name:
-            continue
-        while stack and stack[-1][0] <= node.start_byte:
+    for span in sorted(spans, key=lambda s: (s.start, -s.end)):
+        while stack and stack[-1][0] <= span.start:
             stack.pop()
         parent = stack[-1][1] if stack else None
-        outer = node
-        while outer.parent is not None and outer.parent.type in grammar.wrappers:
-            outer = outer.parent
-        head = outer.start_point[0]
-        first = head
+        first = span.head
         while first - 1 in prefix_rows:
             first -= 1
-        kind = grammar.defs[node.type]
+        kind = span.kind
         if kind == "function" and parent is not None and parent.kind == "class":
             kind = "method"
-        symbol = f"{parent.symbol}{grammar.separator}{name}" if parent is not None else name
-        d = _Def(first, _last_row(outer), head, kind, symbol, [])
+        symbol = span.name if parent is None else f"{parent.symbol}{grammar.separator}{span.name}"
+        d = _Def(first, span.last, span.head, kind, symbol, [])
         (parent.children if parent is not None else top).append(d)
-        stack.append((node.end_byte, d))
+        stack.append((span.end, d))
     return top
 
 

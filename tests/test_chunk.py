@@ -126,6 +126,47 @@ def test_members_become_chunks_when_their_class_does_not_fit(name):
     assert_valid(text, chunks, 24, ast=True)
 
 
+# assign.js: express-style methods assigned to an object (``res.sendFile = function ...``).
+ASSIGNED_FUNCTIONS = [
+    (1, "module", None), (11, "function", "res.sendFile"), (19, "function", "res.cookie"),
+    (26, "function", "res.contentType"), (30, "function", "res.locals.helpers.format"),
+    (32, "function", "Router.handle"), (37, "function", "exports.compile"),
+    (41, "function", "exports.View"), (52, "function", "sendfile"),
+    (58, "function", "createApplication")]
+
+
+@pytest.mark.parametrize("language", ["javascript", "typescript", "tsx"])
+def test_assigned_functions_are_definitions_named_by_their_target(language):
+    """``res.sendFile = function sendFile()`` is found as ``res.sendFile``, not as ``module``
+    code; ``a[k] = function`` (no name to search for) and ``res.charset = 'x'`` stay module code."""
+    text = read("assign.js")
+    chunks = chunk_text(text, language)
+    assert kinds_and_symbols(chunks) == ASSIGNED_FUNCTIONS
+    assert chunk_named(chunks, "res.sendFile").content.startswith(
+        "res.sendFile = function sendFile(path, options, callback) {\n")
+    assert "res.handlers[kind] = function" in chunks[-3].content
+    assert_valid(text, chunks, DEFAULT_MAX_TOKENS, ast=True)
+
+
+def test_functions_assigned_to_this_are_members_of_the_enclosing_function():
+    text = ("function Queue(limit) {\n  this.limit = limit;\n  this.items = [];\n"
+            "  this.push = function push(item) {\n    this.items.push(item);\n"
+            "    return this.items.length <= this.limit;\n  };\n}\n")
+    chunks = chunk_text(text, "javascript", max_tokens=24)
+    assert ("function", "Queue.push") in {(c.kind, c.symbol) for c in chunks}
+    assert_valid(text, chunks, 24, ast=True)
+
+
+@pytest.mark.parametrize(("text", "symbol"), [
+    ("module.exports = function () {\n  return 1;\n};\n", "module.exports"),
+    ("module.exports = async function serve(port) {\n  return port;\n};\n", "serve"),
+    ("Cache.prototype.get = (key) => {\n  return key;\n};\n", "Cache.get"),
+    ("handler = function () {\n  return 1;\n};\n", "handler"),
+])
+def test_assignment_symbols(text, symbol):
+    assert [(c.kind, c.symbol) for c in chunk_text(text, "javascript")] == [("function", symbol)]
+
+
 def test_small_class_is_one_chunk_at_the_default_budget():
     text = read("sample.java")
     chunks = chunk_text(text, "java")
@@ -240,8 +281,37 @@ def test_markdown_sections_follow_the_heading_path():
     chunks = chunk_text(text, "markdown", max_tokens=20)
     assert kinds_and_symbols(chunks) == [
         (1, "section", None), (3, "section", "Project"), (7, "section", "Project > Install"),
-        (11, "section", "Project > Install > Linux"), (19, "section", "Project > Usage")]
+        (11, "section", "Project > Install > Linux"), (19, "section", "Project > Usage"),
+        (21, "section", "Project > Setext")]
     assert "# not a heading" in chunks[3].content
+    assert_valid(text, chunks, 20, ast=True)
+
+
+# setext.md: three ``===`` sections (an express-style History.md), a ``---`` subsection in the
+# second and an ATX ``###`` subsection in the third.
+SETEXT_SECTIONS = {
+    1: "4.19.2 / 2024-03-25", 6: "4.19.1 / 2024-03-20",
+    11: "4.19.1 / 2024-03-20 > Security", 16: "4.18.3 / 2024-02-29",
+    19: "4.18.3 / 2024-02-29 > Deps",
+}
+
+
+def test_setext_headings_start_sections_like_atx_headings():
+    text = read("setext.md")
+    chunks = chunk_text(text, "markdown")
+    assert kinds_and_symbols(chunks) == [
+        (1, "section", "4.19.2 / 2024-03-25"), (6, "section", "4.19.1 / 2024-03-20"),
+        (16, "section", "4.18.3 / 2024-02-29")]
+    assert_valid(text, chunks, DEFAULT_MAX_TOKENS, ast=True)
+
+
+def test_each_setext_section_labels_its_own_chunks():
+    text = read("setext.md")
+    chunks = chunk_text(text, "markdown", max_tokens=20)
+    for chunk in chunks:
+        section = max(line for line in SETEXT_SECTIONS if line <= chunk.start_line)
+        assert chunk.symbol == SETEXT_SECTIONS[section], chunk
+    assert {c.symbol for c in chunks} == set(SETEXT_SECTIONS.values())
     assert_valid(text, chunks, 20, ast=True)
 
 
