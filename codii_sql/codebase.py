@@ -109,8 +109,10 @@ class Codebase:
         As git finds its repository from a subfolder: ``path``'s own index when it has one,
         else that of the nearest enclosing folder that has one (stopping below ``/`` and the
         home directory), with the scope ``path`` relative to that root as a POSIX path
-        (``src/pkg``); else ``path`` itself with scope ``""`` (its index is built on first
-        use). With ``db`` given this is :meth:`open` with scope ``""``.
+        (``src/pkg``); else, inside a git work tree, its top folder with that scope (a search
+        from ``src/`` indexes the repository once, not each subfolder again); else ``path``
+        itself with scope ``""``. Indexes are built on first use. With ``db`` given this is
+        :meth:`open` with scope ``""``.
 
         Raises:
             UsageError: as :meth:`open`.
@@ -118,7 +120,7 @@ class Codebase:
         here = cls.open(path, db)
         if db is not None or here.db_path.is_file():
             return here, ""
-        outer = here.enclosing()
+        outer = here.enclosing() or here.work_tree()
         return (outer, here.root.relative_to(outer.root).as_posix()) if outer else (here, "")
 
     def enclosing(self) -> Codebase | None:
@@ -129,6 +131,17 @@ class Codebase:
                 return None
             if default_db_path(parent).is_file():
                 return Codebase(parent, default_db_path(parent))
+        return None
+
+    def work_tree(self) -> Codebase | None:
+        """The git work tree above this root (nearest folder with a ``.git`` entry: a repository,
+        or a linked worktree's ``.git`` file), or None when this root is its top or there is none
+        (the walk stops below ``/`` and the home directory)."""
+        for folder in (self.root, *self.root.parents):
+            if folder == Path(folder.anchor) or folder == Path.home().resolve():
+                return None
+            if (folder / ".git").exists():
+                return None if folder == self.root else Codebase(folder, default_db_path(folder))
         return None
 
     @property

@@ -96,6 +96,16 @@ def test_a_subfolder_searches_the_enclosing_index_kept_to_its_files(sample_repo,
     assert "scope" not in alone and {r["path"].split("/")[0] for r in alone["results"]} > {"app"}
 
 
+def test_a_subfolder_of_an_unindexed_git_repository_indexes_the_repository(sample_repo, codii_home):
+    (sample_repo / ".git").mkdir()
+    out = json.loads(run("search", "parse header", "--path", sample_repo / "app", "--json").output)
+    assert out["codebase"] == str(sample_repo.resolve()) and out["scope"] == "app"
+    assert out["results"] and all(r["path"].startswith("app/") for r in out["results"])
+    assert len(list((codii_home / "indexes").glob("*.db"))) == 1
+    whole = json.loads(run("search", "debounce", "--path", sample_repo, "--json", "--no-update").output)
+    assert [r["path"] for r in whole["results"]][:1] == ["web/util.js"]  # the same index, all files
+
+
 def test_recorded_filters_are_shown_kept_and_reset(sample_repo):
     only_md = json.loads(run("build", sample_repo, "--ext", ".md", "--json").output)
     assert only_md["files"] == 1 and only_md["filters"] == {"extensions": [".md"], "ignore_patterns": []}
