@@ -155,7 +155,7 @@ def test_a_chunker_change_rechunks_and_a_model_change_needs_force(sample_repo, e
 def full_disk(directory: Path, free_bytes: int):
     """``directory`` on a small tmpfs with about ``free_bytes`` left, or skip (mounting needs root)."""
     directory.mkdir()
-    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(directory)],
+    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(directory)],
                                            capture_output=True).returncode != 0:
         pytest.skip("emulating a full disk needs a tmpfs mount (root with CAP_SYS_ADMIN)")
     try:
