@@ -9,7 +9,8 @@ Rules (all sizes in word pieces of the embedding model, see :mod:`codii_sql.word
   chunks (``Class.method``) and the lines between them chunks of the definition's own kind and
   symbol. A definition without nested definitions is cut into token-bounded line windows
   (preferring blank lines as cut points). Lines outside definitions are ``module`` chunks.
-  AST chunks never overlap and cover every line that is not whitespace-only.
+  AST chunks never overlap and cover every line that holds a letter or digit (a run of
+  lines of punctuation alone, such as the ``};`` closing a split definition, is left out).
   JavaScript/TypeScript assignments of a function or class (``res.send = function ...``,
   ``X.prototype.m = () => ...``) are definitions named by their target (``res.send``, ``X.m``).
 * Markdown is split at headings in the same way (kind ``section``, symbol ``A > B``); ATX
@@ -648,7 +649,8 @@ class _Chunker:
 
     def gap(self, first: int, last: int, kind: str, symbol: str | None) -> list[_Piece]:
         first, last = self.lines.trim(first, last)
-        if first > last:
+        if first > last or not any(ch.isalnum() for line in self.lines.lines[first:last + 1] for ch in line):
+            # A lone `};` after a split definition: nothing to find, yet it ranked for any query.
             return []
         tokens = self.lines.count(first, last)
         if tokens <= self.max_tokens:
@@ -782,8 +784,8 @@ def chunk_text(text: str, language: str | None, *, max_tokens: int = DEFAULT_MAX
         count_tokens: word pieces of each text of a batch. The chunker counts each line once
             and adds lines up, so the counter must be additive over lines (true for WordPiece).
     Returns:
-        list[Chunk]: sorted by position. AST chunks never overlap and cover every line that
-        is not whitespace-only; text windows overlap. Empty for blank text.
+        list[Chunk]: sorted by position. AST chunks never overlap and cover every line with a
+        letter or digit; text windows overlap. Empty for blank text.
     Raises:
         ValueError: if ``max_tokens < 8``.
     """

@@ -35,7 +35,8 @@ def assert_valid(text: str, chunks: list[Chunk], max_tokens: int, *, ast: bool) 
             assert chunk.start_line == chunk.end_line and chunk.content in whole
         assert chunk.content.strip(), "a chunk of blank lines only"
     covered = {n for c in chunks for n in range(c.start_line, c.end_line + 1)}
-    assert all(n in covered for n, line in enumerate(lines, 1) if line.strip())
+    must = (lambda line: any(ch.isalnum() for ch in line)) if ast else str.strip
+    assert all(n in covered for n, line in enumerate(lines, 1) if must(line))
     if ast:
         for before, after in zip(chunks, chunks[1:]):
             assert before.end_byte <= after.start_byte, (before, after)
@@ -372,6 +373,18 @@ def test_pathological_nesting_falls_back_to_line_windows():
     chunks = chunk_text(text, "python", max_tokens=16)
     assert {c.kind for c in chunks} == {"text"}
     assert_valid(text, chunks, 16, ast=False)
+
+
+def test_no_chunk_of_punctuation_alone_after_a_split_definition():
+    # express's router: `proto.handle = function handle(...) { ...long... };` left `};` as its own
+    # one-line chunk, which then ranked for any query (a user's report).
+    body = "".join(f"    var step{i} = stack[{i}].handle(req, res, next);\n" for i in range(40))
+    text = (f"proto.handle = function handle(req, res, out) {{\n  var idx = 0;\n  next();\n\n"
+            f"  function next(err) {{\n{body}  }}\n}};\n\nproto.use = function use(fn) {{\n  return fn;\n}};\n")
+    chunks = chunk_text(text, "javascript", max_tokens=64)
+    assert_valid(text, chunks, 64, ast=True)
+    assert all(any(ch.isalnum() for ch in c.content) for c in chunks), [c.content for c in chunks]
+    assert {c.symbol for c in chunks} == {"proto.handle", "proto.handle.next", "proto.use"}
 
 
 def test_budget_below_eight_is_rejected():
