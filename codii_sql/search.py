@@ -156,23 +156,27 @@ LONG_QUERY_ROLE_WEIGHTS = {"source": 1.0, "test": 0.4, "docs": 0.4, "config": 0.
                            "vendored": 0.3}
 
 
-def query_terms(query: str) -> list[str]:
+def query_terms(query: str, *, numbers: bool = False) -> list[str]:
     """Distinct lower-case BM25 terms: each identifier as written plus its sub-tokens, stop words dropped.
 
     ``"where is getUserName called"`` -> ``["getusername", "user", "name", "called"]`` ("get" is a stop word);
     ``"httpx/_auth.py"`` -> ``["httpx", "_auth", "auth", "py"]``.
     Dotted paths and ``::`` split at the separators. Not capped: see :meth:`Searcher.select_terms`.
+    With ``numbers``, standalone numbers of two or more characters are terms too (``304``,
+    ``8080``, ``4.17.2``: fts_query quotes it, so FTS5 matches the tokens 4 17 2 in a row).
     """
     terms: list[str] = []
     seen = set()
-    for word in _WORD.findall(query):
-        for t in [word.lower(), *split_identifier(word)]:
+    whole = _NUMBER.findall(query) if numbers else []
+    for word in _WORD.findall(query) + whole:
+        for t in [word.lower(), *(split_identifier(word) if word not in whole else [])]:
             if t not in seen and t not in STOP_WORDS and len(t) > 1:
                 seen.add(t)
                 terms.append(t)
     return terms
 
 
+_NUMBER = re.compile(r"(?<![\w.-])\d+(?:[._-]\d+)*(?![\w-])")
 _CODE_SHAPE = re.compile(r"[A-Za-z0-9]_[A-Za-z0-9]|^_+[A-Za-z]|[a-z][A-Z]|[A-Za-z]\.[A-Za-z_]|::")
 _PATH = re.compile(r"(?:[\w.-]+/)*[\w-]{2,}\.[A-Za-z]\w{0,5}\b")
 _IDENTIFIER = re.compile(r"[A-Za-z_][\w]*(?:(?:\.|::)[A-Za-z_]\w*)*")
@@ -298,7 +302,7 @@ class Searcher:
         self.embedder = embedder
         store.run("create_vocab")
 
-    def select_terms(self, query: str) -> list[str]:
+    def select_terms(self, query: str, *, numbers: bool = False) -> list[str]:
         """The query's BM25 terms (:func:`query_terms`), at most :data:`MAX_FTS_TERMS` of them.
 
         An issue text has hundreds of words: OR-ing them all costs ~0.5 us per posting and lets
@@ -308,7 +312,7 @@ class Searcher:
         Measured on 70 SWE-bench dev issues (hybrid, file level): IDF order alone Acc@5 0.643,
         title first 0.714, title and code spans first 0.714 with Acc@1 0.457 -> 0.486.
         """
-        terms = query_terms(query)
+        terms = query_terms(query, numbers=numbers)
         if len(terms) <= MAX_FTS_TERMS:
             return terms
         df = {r["term"]: r["doc"] for r in self.store.rows("term_doc_counts", {"terms": json.dumps(terms)})}
@@ -353,7 +357,9 @@ class Searcher:
         shape = query_shape(query)
         if shape == "long":
             query = strip_issue_template(query).strip() or query
-        fq = fts_query(self.select_terms(query)) if opts.mode != "vector" else None
+        # Numbers name things in a short query (HTTP 304, port 8080, version 4.17.2); in an
+        # issue text they are mostly line numbers and versions of pasted output.
+        fq = fts_query(self.select_terms(query, numbers=shape != "long")) if opts.mode != "vector" else None
         qvec = None
         if opts.mode != "bm25":
             qvec = self.embedder.embed([query])[0].astype(np.float32).tobytes()

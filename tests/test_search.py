@@ -144,6 +144,14 @@ def test_a_huge_token_is_not_searched_for_paths():
     assert named_in_query(long[-401:]).paths == [long[-401:]]
 
 
+def test_numbers_are_terms_of_short_queries(searcher):
+    assert query_terms("HTTP 304 not modified", numbers=True) == ["http", "modified", "304"]
+    assert query_terms("release 4.17.2 on 2021-12-16", numbers=True) == ["release", "4.17.2", "2021-12-16"]
+    assert query_terms("port 8080") == ["port"]  # issue texts: line numbers and versions stay out
+    hits = searcher.search("30", SearchOptions(mode="bm25", limit=3))  # max_redirects=30
+    assert hits and "max_redirects=30" in hits[0].content
+
+
 def test_query_terms_keep_leading_underscores():
     """FTS5 indexes `_auth` and `__init__` whole ('_' is a token character): the term must be too."""
     assert query_terms("httpx/_auth.py") == ["httpx", "_auth", "auth", "py"]
