@@ -15,7 +15,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from . import api
 from .cli_models import models
-from .codebase import Codebase
+from .codebase import Codebase, indexes_dir
 from .errors import CodiiError, IndexBusyError, UsageError
 from .search import MAX_LIMIT, MODES, SearchOptions
 
@@ -378,6 +378,15 @@ def inspect(path, file_, db, as_json):
         click.echo(f"  {c['start_line']:>5}-{c['end_line']:<5} {c['kind']:<9} {c['symbol'] or ''}  (id {c['id']})")
 
 
+def _replace_damaged(codebase: Codebase, db) -> str:
+    """How to replace a damaged index: build --force replaces files of $CODII_SQL_HOME/indexes
+    only (api.build); another --db file may not be ours, so it is deleted by hand."""
+    at = f" --db {codebase.db_path}" if db is not None else ""
+    if codebase.db_path.resolve().parent == indexes_dir().resolve():
+        return f"`codii-sql build {codebase.root}{at} --force` replaces the index"
+    return f"delete {codebase.db_path} by hand, then `codii-sql build {codebase.root}{at}` makes a new one"
+
+
 @cli.command()
 @click.argument("path", required=False, default=None)
 @click.option("--check-only", is_flag=True, help="Report problems without repairing them.")
@@ -385,7 +394,8 @@ def inspect(path, file_, db, as_json):
 @json_option
 def doctor(path, check_only, db, as_json):
     """Check the index (SQLite, FTS5, vec0 rows, Merkle tree) and repair what it can."""
-    out = api.doctor(Codebase.open(path, db), repair=not check_only)
+    codebase = Codebase.open(path, db)
+    out = api.doctor(codebase, repair=not check_only)
     if as_json:
         emit(out)
     else:
@@ -395,7 +405,7 @@ def doctor(path, check_only, db, as_json):
         if out.get("rebuild"):
             click.echo(f"re-indexed {len(out['forgotten'])} file(s) whose rows were incomplete")
         click.echo("consistent" if out["consistent"] else
-                   f"damaged: SQLite pages are broken; `codii-sql build {out['codebase']} --force` replaces the index"
+                   f"damaged: SQLite pages are broken; {_replace_damaged(codebase, db)}"
                    if out["damaged"] else
                    "inconsistent (run doctor without --check-only to repair)" if check_only else
                    "was inconsistent (repaired)")

@@ -14,6 +14,7 @@ import apsw
 import sqlite_vec
 
 from . import queries
+from .codebase import indexes_dir
 from .errors import DamagedIndexError, IndexMismatchError, StorageError
 
 #: Bumped when the tables change shape. 2 added chunks_bits (binary-quantised vectors), 3
@@ -67,9 +68,12 @@ class Store:
                 self.run("create_schema")
             self._migrate()
         except (apsw.CorruptError, apsw.NotADBError) as err:
-            raise DamagedIndexError(f"{self.path} is damaged or not a SQLite database ({err}): if it is a codii-sql "
-                                    "index, `codii-sql build --force` replaces it and `codii-sql clear --yes` deletes it"
-                                    ) from None
+            # build --force and clear act on damaged files only in $CODII_SQL_HOME/indexes (api.py):
+            # a damaged file elsewhere may not be ours.
+            ours = self.path.resolve().parent == indexes_dir().resolve()
+            raise DamagedIndexError(f"{self.path} is damaged or not a SQLite database ({err}): " + (
+                "`codii-sql build --force` replaces it and `codii-sql clear --yes` deletes it" if ours else
+                "if it is a codii-sql index, delete it by hand and build again")) from None
         except (apsw.Error, OSError) as err:
             if self.path.parent.is_dir() and not os.access(self.path.parent, os.W_OK):
                 # SQLite's WAL mode writes -wal/-shm files beside the .db even to read it.

@@ -61,6 +61,10 @@ def test_broken_pages_are_reported_damaged_and_build_force_replaces_the_file(sam
     res = CliRunner().invoke(cli, ["doctor", str(sample_repo)])
     assert res.exit_code == 1 and "damaged" in res.output and "build" in res.output and "--force" in res.output
     assert len(res.output.splitlines()) <= 3  # the integrity check's page list is cut, not dumped
+    copy = codii_home.parent / "elsewhere.db"  # a damaged --db copy: its own path in the advice
+    copy.write_bytes(db.read_bytes())
+    res = CliRunner().invoke(cli, ["doctor", str(sample_repo), "--db", str(copy)])
+    assert res.exit_code == 1 and "delete it by hand" in res.output and "--force" not in res.output, res.output
     res = CliRunner().invoke(cli, ["build", str(sample_repo), "--force", "--json"])
     assert res.exit_code == 0, res.output
     assert json.loads(run("doctor", sample_repo, "--check-only", "--json").output)["consistent"]
