@@ -193,8 +193,8 @@ def search(codebase: Codebase, query: str, opts: SearchOptions, *, update: bool 
         t = time.perf_counter()
         results = searcher.search(query, opts)
         seconds = time.perf_counter() - t
-        note = "; ".join(filter(None, (note, filter_note(searcher.store, indexing=lambda: is_locked(codebase))))) \
-            or None
+        note = "; ".join(filter(None, (note, filter_note(searcher.store, indexing=lambda: is_locked(codebase)),
+                                       None if results else scope_note(searcher.store, opts.under)))) or None
         return SearchResponse(query, str(codebase.root), results, seconds, note, opts.under or None)
     finally:
         searcher.store.close()
@@ -395,6 +395,15 @@ def filter_note(store: Store, *, indexing: bool | Callable[[], bool] = False) ->
     if exts:
         return f"this index holds only {' '.join(exts)} files (an earlier build's filter); {reset}"
     return None
+
+
+def scope_note(store: Store, under: str | None) -> str | None:
+    """Why a search kept to the subfolder ``under`` can find nothing there: none of its files
+    is indexed (ignored, filtered out, or no text files); else None."""
+    if not under or store.value("has_files_under", {"under": under}):
+        return None
+    return (f"no file under {under}/ is indexed: it is ignored (.gitignore, .codiiignore), left out by the "
+            "index's filters, or holds no text files")
 
 
 def recorded_filters(codebase: Codebase) -> dict:

@@ -336,10 +336,14 @@ def clear(path, all_, yes, db, as_json):
             if not all_:
                 raise
             failed[str(c.db_path)] = str(err)
+    # From a subfolder, "nothing to remove" reads as "no index": name the one it lies in.
+    outer = targets[0].enclosing() if not (removed or all_ or db is not None) and targets else None
+    note = (f"{targets[0].root} has no index of its own; it lies inside the indexed codebase {outer.root}: "
+            f"`codii-sql clear {outer.root}` deletes that one") if outer else None
     if as_json:
-        emit({"removed": removed, **({"failed": failed} if failed else {})})
+        emit({"removed": removed, **({"failed": failed} if failed else {}), **({"note": note} if note else {})})
     else:
-        click.echo(f"Removed {len(removed)} index file(s)." if removed else "Nothing to remove.")
+        click.echo(f"Removed {len(removed)} index file(s)." if removed else note or "Nothing to remove.")
         for name, why in failed.items():
             click.echo(f"Not removed: {name}: {why}", err=True)
     if failed:

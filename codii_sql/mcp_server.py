@@ -475,7 +475,8 @@ def search_code(
             data["rerank"] = f"unavailable: {err}".replace("pass --rerank-model PATH or ", "")
             results = searcher.search(query, dataclasses.replace(opts, rerank=False))
         indexing = st["status"] == "indexing"
-        narrowed = api.filter_note(searcher.store, indexing=indexing)
+        narrowed = "; ".join(filter(None, (api.filter_note(searcher.store, indexing=indexing),
+                                           None if results else api.scope_note(searcher.store, scope)))) or None
     data.update(results=[r.to_dict() for r in results], seconds=round(time.perf_counter() - t, 4))
     # A running build with nothing committed yet: filter_note's first-build note says it all.
     fresh = None if indexing and not st.get("files") else _freshness_note(st)

@@ -18,6 +18,10 @@ SELECT (SELECT count(*) FROM files)  AS files,
 -- 1 when any file is indexed (cheap: stops at the first row; counts reads them all).
 SELECT EXISTS (SELECT 1 FROM files);
 
+-- name: has_files_under
+-- 1 when any file under the folder :under (relative, no trailing '/') is indexed.
+SELECT EXISTS (SELECT 1 FROM files WHERE substr(path, 1, length(:under) + 1) = :under || '/');
+
 -- name: stats_by_language
 SELECT coalesce(language, '(none)') AS language, count(DISTINCT file_id) AS files, count(*) AS chunks
 FROM chunks GROUP BY 1 ORDER BY chunks DESC;

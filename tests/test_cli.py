@@ -89,6 +89,13 @@ def test_a_subfolder_searches_the_enclosing_index_kept_to_its_files(sample_repo,
     assert st["status"] == "not_indexed" and st["inside_indexed"] == str(sample_repo.resolve())
     res = CliRunner().invoke(cli, ["stats", str(sample_repo / "app")])
     assert res.exit_code == 1 and "lies inside the indexed codebase" in res.output
+    res = CliRunner().invoke(cli, ["clear", str(sample_repo / "app"), "--yes"])
+    assert res.exit_code == 0 and f"`codii-sql clear {sample_repo.resolve()}` deletes that one" in res.output
+    assert sorted((codii_home / "indexes").glob("*.db")) == indexes  # and nothing was deleted
+    (sample_repo / "build").mkdir()  # a folder of nothing indexed: say so, not just "no results"
+    res = run("search", "parse header", "--path", sample_repo / "build", "--json", "--no-update")
+    empty = json.loads(res.output[res.output.index("{"):])
+    assert empty["results"] == [] and "no file under build/ is indexed" in empty["note"]
     text = CliRunner().invoke(cli, ["search", "parse header", "--path", str(sample_repo / "app")])
     assert f"searching the index of {sample_repo.resolve()}, files under app/ only" in text.output
     # A folder with its own index keeps it; one outside any index still gets its own.
