@@ -334,7 +334,7 @@ def clear(codebase: Codebase) -> bool:
 
 def _check_in_home(db_path: Path) -> None:
     """Raise unless a damaged ``db_path`` is provably an index: one in ``$CODII_SQL_HOME/indexes``."""
-    if db_path.resolve().parent != cb.indexes_dir().resolve():
+    if not cb.in_indexes_dir(db_path):
         raise DamagedIndexError(f"{db_path} is damaged or not a SQLite database, so it cannot be recognised as a "
                                 "codii-sql index: if it is one, delete it by hand") from None
 

@@ -15,7 +15,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from . import api
 from .cli_models import models
-from .codebase import Codebase, indexes_dir
+from .codebase import Codebase, in_indexes_dir
 from .errors import CodiiError, IndexBusyError, UsageError
 from .search import MAX_LIMIT, MODES, SearchOptions
 
@@ -386,7 +386,7 @@ def _replace_damaged(codebase: Codebase, db) -> str:
     """How to replace a damaged index: build --force replaces files of $CODII_SQL_HOME/indexes
     only (api.build); another --db file may not be ours, so it is deleted by hand."""
     at = f" --db {codebase.db_path}" if db is not None else ""
-    if codebase.db_path.resolve().parent == indexes_dir().resolve():
+    if in_indexes_dir(codebase.db_path):
         return f"`codii-sql build {codebase.root}{at} --force` replaces the index"
     return f"delete {codebase.db_path} by hand, then `codii-sql build {codebase.root}{at}` makes a new one"
 

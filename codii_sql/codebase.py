@@ -44,6 +44,12 @@ def resolve_root(path: str | os.PathLike[str] | None) -> Path:
     return root
 
 
+def in_indexes_dir(db_path: Path) -> bool:
+    """True when ``db_path`` lies directly in :func:`indexes_dir`: provably a codii-sql index, so
+    a damaged one may be deleted or replaced (a ``--db`` file elsewhere may be someone else's)."""
+    return db_path.resolve().parent == indexes_dir().resolve()
+
+
 def default_db_path(root: Path) -> Path:
     """``$CODII_SQL_HOME/indexes/<dirname>-<first 12 hex of sha256(resolved root)>.db``."""
     name = re.sub(r"[^A-Za-z0-9._-]+", "_", root.name or "root").strip("._") or "root"

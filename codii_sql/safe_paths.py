@@ -15,7 +15,6 @@ Refusals raise :class:`PathRefusedError`, whose one-line message the server hand
 
 from __future__ import annotations
 
-import codecs
 import os
 import stat
 import threading
@@ -130,9 +129,9 @@ def read_bytes(f: SafeFile, max_bytes: int = scan.DEFAULT_MAX_FILE_BYTES) -> byt
             raise PathRefusedError(f"{f.rel!r} is larger than {max_bytes} bytes: not served")
         data = fh.read(max_bytes + 1)[:max_bytes]
     head = data[:scan.SNIFF_BYTES]
-    if b"\0" in head and not head.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
-        # The indexer's binary sniff (scan.read_file): decoded, it would reach the agent as
-        # U+FFFD noise, and the index does not hold it either.
+    if scan.is_binary(head):
+        # The indexer skips it (scan.read_file): decoded, it would reach the agent as U+FFFD
+        # noise, and the index does not hold it either.
         raise PathRefusedError(f"{f.rel!r} is binary (a NUL byte in its first {scan.SNIFF_BYTES} bytes), so it "
                                "was not indexed: not served")
     if scan.is_private_key(head):

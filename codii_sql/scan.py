@@ -610,13 +610,19 @@ def read_file(root: Path, f: SourceFile, *, max_file_bytes: int = DEFAULT_MAX_FI
     if len(data) > max_file_bytes:
         return "too-large"
     head = data[:SNIFF_BYTES]
-    if b"\0" in head and not head.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+    if is_binary(head):
         return "binary"
     if len(data) > MINIFIED_MIN_BYTES and len(data) > MINIFIED_MEAN_LINE * (data.count(b"\n") + 1):
         return "minified"
     if is_private_key(head):
         return "secret"
     return data
+
+
+def is_binary(data: bytes) -> bool:
+    """True when ``data`` (a file's first :data:`SNIFF_BYTES`) holds a NUL byte and is not UTF-16
+    (which has NULs in every ASCII character and opens with a byte-order mark)."""
+    return b"\0" in data and not data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE))
 
 
 def is_private_key(data: bytes) -> bool:

@@ -14,7 +14,7 @@ import apsw
 import sqlite_vec
 
 from . import queries
-from .codebase import indexes_dir
+from .codebase import in_indexes_dir
 from .errors import DamagedIndexError, IndexMismatchError, StorageError
 
 #: Bumped when the tables change shape. 2 added chunks_bits (binary-quantised vectors), 3
@@ -70,7 +70,7 @@ class Store:
         except (apsw.CorruptError, apsw.NotADBError) as err:
             # build --force and clear act on damaged files only in $CODII_SQL_HOME/indexes (api.py):
             # a damaged file elsewhere may not be ours.
-            ours = self.path.resolve().parent == indexes_dir().resolve()
+            ours = in_indexes_dir(self.path)
             raise DamagedIndexError(f"{self.path} is damaged or not a SQLite database ({err}): " + (
                 "`codii-sql build --force` replaces it and `codii-sql clear --yes` deletes it" if ours else
                 "if it is a codii-sql index, delete it by hand and build again")) from None

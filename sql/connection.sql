@@ -56,6 +56,3 @@ SELECT
           OR (m.name = 'files' AND NOT EXISTS (SELECT 1 FROM pragma_table_info('files') WHERE name = 'mtime_ns'))
           OR (m.name = 'chunks' AND NOT EXISTS (SELECT 1 FROM pragma_table_info('chunks') WHERE name = 'text_hash')))
   ) AS foreign_tables;
-
--- name: journal_mode
-PRAGMA journal_mode;

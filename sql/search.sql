@@ -99,30 +99,32 @@ knn_exact_filtered AS (
 -- :depth (binary quantisation with float rescoring). Eight small top-k's, not one large one:
 -- vec0's top-k selection grows with k faster than its scan (50k rows: 11-15 ms for one k=100,
 -- 9 ms for 8 x k=13, 12 ms for 8 x k=25), and 8 x 25 candidates keep more of the exact top 10
--- than 100 (0.90 vs 0.83 on Sphinx 5.1.1's 27.9k real vectors, 180 queries).
+-- than 100 (0.90 vs 0.83 on Sphinx 5.1.1's 27.9k real vectors, 180 queries). Eight literal
+-- arms: vec0 uses a partition key only as a constant (joined to a list of part numbers it
+-- scanned the whole table each time, measured). search.py sets :coarse_k = 0 when filtered.
 coarse AS (
-    SELECT rowid AS id FROM chunks_bits WHERE :coarse_k > 0 AND :filtered = 0 AND part = 0
+    SELECT rowid AS id FROM chunks_bits WHERE :coarse_k > 0 AND part = 0
       AND embedding MATCH vec_quantize_binary(:qvec) AND k = :coarse_k
     UNION ALL
-    SELECT rowid AS id FROM chunks_bits WHERE :coarse_k > 0 AND :filtered = 0 AND part = 1
+    SELECT rowid AS id FROM chunks_bits WHERE :coarse_k > 0 AND part = 1
       AND embedding MATCH vec_quantize_binary(:qvec) AND k = :coarse_k
     UNION ALL
-    SELECT rowid AS id FROM chunks_bits WHERE :coarse_k > 0 AND :filtered = 0 AND part = 2
+    SELECT rowid AS id FROM chunks_bits WHERE :coarse_k > 0 AND part = 2
       AND embedding MATCH vec_quantize_binary(:qvec) AND k = :coarse_k
     UNION ALL
-    SELECT rowid AS id FROM chunks_bits WHERE :coarse_k > 0 AND :filtered = 0 AND part = 3
+    SELECT rowid AS id FROM chunks_bits WHERE :coarse_k > 0 AND part = 3
       AND embedding MATCH vec_quantize_binary(:qvec) AND k = :coarse_k
     UNION ALL
-    SELECT rowid AS id FROM chunks_bits WHERE :coarse_k > 0 AND :filtered = 0 AND part = 4
+    SELECT rowid AS id FROM chunks_bits WHERE :coarse_k > 0 AND part = 4
       AND embedding MATCH vec_quantize_binary(:qvec) AND k = :coarse_k
     UNION ALL
-    SELECT rowid AS id FROM chunks_bits WHERE :coarse_k > 0 AND :filtered = 0 AND part = 5
+    SELECT rowid AS id FROM chunks_bits WHERE :coarse_k > 0 AND part = 5
       AND embedding MATCH vec_quantize_binary(:qvec) AND k = :coarse_k
     UNION ALL
-    SELECT rowid AS id FROM chunks_bits WHERE :coarse_k > 0 AND :filtered = 0 AND part = 6
+    SELECT rowid AS id FROM chunks_bits WHERE :coarse_k > 0 AND part = 6
       AND embedding MATCH vec_quantize_binary(:qvec) AND k = :coarse_k
     UNION ALL
-    SELECT rowid AS id FROM chunks_bits WHERE :coarse_k > 0 AND :filtered = 0 AND part = 7
+    SELECT rowid AS id FROM chunks_bits WHERE :coarse_k > 0 AND part = 7
       AND embedding MATCH vec_quantize_binary(:qvec) AND k = :coarse_k
 ),
 knn_rescored AS (
