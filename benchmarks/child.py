@@ -107,7 +107,7 @@ def _pct(values: list[float], q: float) -> float:
 def task_search(root: str, db: str, repeats: int) -> dict:
     """Warm in-process latency (ms) per mode over :data:`QUERIES`, and query-embedding latency."""
     from codii_sql.search import Searcher, SearchOptions
-    from codii_sql.store import Store
+    from codii_sql.storage.store import Store
 
     emb = embedder_for("real")
     emb.embed(["warm up"])
@@ -145,7 +145,7 @@ def task_synth(source: str, db: str, n: int) -> dict:
     from codii_sql import roles
     from codii_sql.embed import DIMS
     from codii_sql.index import index_settings
-    from codii_sql.store import Store
+    from codii_sql.storage.store import Store
     from codii_sql.text import identifier_subtokens
     from fake_embed import FakeEmbedder
 

@@ -11,18 +11,18 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import apsw
-import filelock
 
-from . import codebase as cb
+from . import paths
 from .cache import EmbeddingCache
 from .codebase import Codebase
 from .doctor import examine
 from .embed import get_embedder
 from .errors import DamagedIndexError, DiskFullError, IndexBusyError, NotIndexedError, StorageError, UsageError
-from .index import BuildReport, Indexer, Progress, index_settings, writer_lock
+from .index import BuildReport, Indexer, Progress, index_settings
 from .index import scan_rules as index_scan_rules
 from .search import Result, Searcher, SearchOptions
-from .store import Store
+from .storage.lock import is_locked, writer_lock
+from .storage.store import Store
 
 
 def build(codebase: Codebase, *, force: bool = False, wait: bool = True, progress: Progress | None = None,
@@ -73,21 +73,6 @@ def disk_was_full(err: BaseException) -> bool:
         if isinstance(seen, apsw.FullError):
             return True
         seen = seen.__cause__ or seen.__context__
-    return False
-
-
-def is_locked(codebase: Codebase) -> bool:
-    """True while some process holds the codebase's writer lock (an indexer is running)."""
-    if not codebase.lock_path.exists():
-        return False
-    lock = filelock.FileLock(str(codebase.lock_path), timeout=0)
-    try:
-        lock.acquire()
-    except filelock.Timeout:
-        return True
-    except OSError:  # a read-only index folder: nobody can be writing there
-        return False
-    lock.release()
     return False
 
 
@@ -246,7 +231,7 @@ def list_codebases() -> list[dict]:
     an ``error``; its root, files and chunks are unknown, so absent.
     """
     out = []
-    for db in sorted(cb.indexes_dir().glob("*.db")):
+    for db in sorted(paths.indexes_dir().glob("*.db")):
         try:
             with Store(db, create=False) as store:
                 meta = store.meta()
@@ -334,7 +319,7 @@ def clear(codebase: Codebase) -> bool:
 
 def _check_in_home(db_path: Path) -> None:
     """Raise unless a damaged ``db_path`` is provably an index: one in ``$CODII_SQL_HOME/indexes``."""
-    if not cb.in_indexes_dir(db_path):
+    if not paths.in_indexes_dir(db_path):
         raise DamagedIndexError(f"{db_path} is damaged or not a SQLite database, so it cannot be recognised as a "
                                 "codii-sql index: if it is one, delete it by hand") from None
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import apsw
 import numpy as np
 
-from . import queries
-from .codebase import home
+from .paths import cache_path
+from .storage import queries
 
 
 def text_key(model_id: str, text: str) -> str:
@@ -36,7 +36,7 @@ class EmbeddingCache:
     """
 
     def __init__(self, path: Path | None = None, on_warning: Callable[[str], None] | None = None):
-        self.path = path or home() / "cache" / "embeddings.db"
+        self.path = path or cache_path()
         self.conn: apsw.Connection | None = None
         self.warning: str | None = None
         self._on_warning = on_warning

@@ -15,7 +15,9 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from . import api
 from .cli_models import models
-from .codebase import Codebase, in_indexes_dir
+from .codebase import Codebase
+from .paths import in_indexes_dir
+from .service.codebases import find_codebase, open_codebase
 from .errors import CodiiError, IndexBusyError, UsageError
 from .search import MAX_LIMIT, MODES, SearchOptions
 
@@ -102,7 +104,7 @@ def cli():
 @json_option
 def build(path, force, ignore_patterns, extensions, reset_filters, no_cache, db, as_json):
     """Build or update the index of the codebase at PATH (default: current directory)."""
-    codebase = Codebase.open(path, db)
+    codebase = open_codebase(path, db)
     if api.is_locked(codebase):
         click.echo(f"Waiting for another process that is indexing {codebase.root} ...", err=True)
     warnings: list[str] = []
@@ -177,7 +179,7 @@ def search(query, path, limit, mode, exts, glob, language, group_by, no_prior, r
     """
     if as_json and jsonl:
         raise UsageError("pass either --json (one object) or --jsonl (one result per line), not both")
-    codebase, scope = Codebase.find(path, db)
+    codebase, scope = find_codebase(path, db)
     opts = _search_options(limit, mode, exts, glob, language, no_prior, group_by, rerank, rerank_model)
     opts.under = scope or None
     if queries_file is not None:
@@ -257,7 +259,7 @@ def _print_results(resp) -> None:
 @json_option
 def status(path, db, as_json):
     """Show whether PATH is indexed, being indexed, failed or stale."""
-    st = api.status(Codebase.open(path, db))
+    st = api.status(open_codebase(path, db))
     if as_json:
         return emit(st)
     for key, value in st.items():
@@ -295,7 +297,7 @@ def list_(as_json):
 @json_option
 def stats(path, db, as_json):
     """Files and chunks by language, chunk kind and file role."""
-    st = api.stats(Codebase.open(path, db))
+    st = api.stats(open_codebase(path, db))
     if as_json:
         return emit(st)
     click.echo(f"{st['codebase']}: {st['files']} files, {st['chunks']} chunks")
@@ -356,7 +358,7 @@ def _clear_target(path, db) -> Codebase:
     if db is not None and path is None:
         return Codebase(Path("."), Path(db).expanduser().absolute())
     try:
-        return Codebase.open(path, db)
+        return open_codebase(path, db)
     except UsageError:
         wanted = str(Path(path or ".").expanduser().absolute())
         for r in api.list_codebases():
@@ -372,7 +374,7 @@ def _clear_target(path, db) -> Codebase:
 @json_option
 def inspect(path, file_, db, as_json):
     """Show the index's snapshot (model, chunker, Merkle root, counts) and optionally one file's chunks."""
-    codebase = Codebase.open(path, db)
+    codebase = open_codebase(path, db)
     info = api.inspect(codebase, file_)
     if as_json:
         return emit(info)
@@ -398,7 +400,7 @@ def _replace_damaged(codebase: Codebase, db) -> str:
 @json_option
 def doctor(path, check_only, db, as_json):
     """Check the index (SQLite, FTS5, vec0 rows, Merkle tree) and repair what it can."""
-    codebase = Codebase.open(path, db)
+    codebase = open_codebase(path, db)
     out = api.doctor(codebase, repair=not check_only)
     if as_json:
         emit(out)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import click
 
-from .codebase import home
+from .paths import models_dir
 from .errors import UsageError
 from .rerank import ENV_MODEL
 
@@ -21,11 +21,6 @@ _REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[A-Za-z0-9][\w.-]*)?$")
 #: Only the files :mod:`codii_sql.rerank` reads (no PyTorch .bin, no TF/Flax weights).
 PULL_FILES = ["config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json",
               "vocab.txt", "special_tokens_map.json"]
-
-
-def models_dir() -> Path:
-    """``$CODII_SQL_HOME/models``: converted graphs (``*.onnx``) and pulled folders (``hf/<repo id>``)."""
-    return home() / "models"
 
 
 @click.group()

@@ -1,24 +1,13 @@
-"""Where things live: a codebase's identity (its resolved root) and the path of its index file."""
+"""A codebase: its identity (the resolved root) and the index file that belongs to it."""
 
 from __future__ import annotations
 
-import hashlib
 import os
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import UsageError
-
-
-def home() -> Path:
-    """``$CODII_SQL_HOME``, default ``~/.codii-sql``: indexes, the embedding cache and derived models."""
-    return Path(os.environ.get("CODII_SQL_HOME") or Path.home() / ".codii-sql").expanduser()
-
-
-def indexes_dir() -> Path:
-    """The folder holding one ``.db`` per codebase."""
-    return home() / "indexes"
+from .paths import default_db_path
 
 
 def resolve_root(path: str | os.PathLike[str] | None) -> Path:
@@ -44,33 +33,6 @@ def resolve_root(path: str | os.PathLike[str] | None) -> Path:
     return root
 
 
-def in_indexes_dir(db_path: Path) -> bool:
-    """True when ``db_path`` lies directly in :func:`indexes_dir`: provably a codii-sql index, so
-    a damaged one may be deleted or replaced (a ``--db`` file elsewhere may be someone else's)."""
-    return db_path.resolve().parent == indexes_dir().resolve()
-
-
-def default_db_path(root: Path) -> Path:
-    """``$CODII_SQL_HOME/indexes/<dirname>-<first 12 hex of sha256(resolved root)>.db``."""
-    name = re.sub(r"[^A-Za-z0-9._-]+", "_", root.name or "root").strip("._") or "root"
-    digest = hashlib.sha256(os.fsencode(str(root))).hexdigest()[:12]
-    return indexes_dir() / f"{name[:40]}-{digest}.db"
-
-
-def _recorded_root(db_path: Path) -> str:
-    """The codebase root stored in an index's snapshot, for ``--db`` without a path."""
-    from .store import Store  # storage sits below this module only for this look-up
-
-    if not db_path.is_file():
-        raise UsageError(f"--db {db_path}: no such index file; pass an existing .db, or --path to build one")
-    with Store(db_path, create=False) as store:
-        root = store.meta().get("root")
-    if not root or not Path(root).is_dir():
-        raise UsageError(f"the index {db_path.name} was built for {root or 'an unknown folder'}, which is not here: "
-                         "pass the codebase folder too (--path or PATH)")
-    return root
-
-
 @dataclass(frozen=True)
 class Codebase:
     """A codebase root and the index file that belongs to it.
@@ -85,23 +47,19 @@ class Codebase:
 
     @classmethod
     def open(cls, path: str | os.PathLike[str] | None, db: str | os.PathLike[str] | None = None) -> Codebase:
-        """Resolve the codebase and pick its index file.
+        """Resolve the codebase at ``path`` (None: the current directory) and pick its index file.
 
-        ``path`` None means: the root recorded in ``db`` when ``db`` is given (a copied
-        index opened with ``--db`` alone), else the current directory.
+        A copied index opened with ``--db`` alone (no path) needs the root its snapshot records:
+        :func:`codii_sql.service.codebases.open_codebase` reads it, then calls this.
 
         Raises:
-            UsageError: see :func:`resolve_root`; ``db`` is a directory, or ``db`` alone names
-                a missing index or one whose root is not on this machine; the root is ``/``
-                or the home directory (a whole file system is not a codebase).
+            UsageError: see :func:`resolve_root`; ``db`` is a directory; the root is ``/`` or the
+                home directory (a whole file system is not a codebase).
         """
         db_path = Path(db).expanduser().absolute() if db is not None else None
         if db_path is not None and db_path.is_dir():
             raise UsageError(f"--db {db} is a directory: pass a file path such as {db_path / 'index.db'}")
-        if path is None and db_path is not None:
-            root = resolve_root(_recorded_root(db_path))
-        else:
-            root = resolve_root(path)
+        root = resolve_root(path)
         if root == Path(root.anchor) or root == Path.home().resolve():
             raise UsageError(f"{root} is not a project folder (it would index a whole file system or home "
                              "directory): pass the root of one codebase")

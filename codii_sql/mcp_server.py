@@ -39,7 +39,7 @@ from . import api, safe_paths, scan
 from .codebase import Codebase
 from .errors import CodiiError, DamagedIndexError, IndexBusyError, IndexMismatchError, UsageError
 from .search import Result, Searcher, SearchOptions, StaleCheck
-from .store import Store
+from .storage.store import Store
 from .text import decode_source
 
 #: search_code's result bound: enough for an agent to pick from, small enough for its context.

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .codebase import home
+from .paths import models_dir
 from .embed import MAX_BATCH_TOKENS, default_threads, file_sha256, save_graph, session_options, token_batches
 from .errors import UsageError
 from .search import Result
@@ -306,7 +306,7 @@ def bert_onnx_path(folder: Path) -> Path:
     h = hashlib.sha256(_RECIPE.encode())
     h.update(hashlib.sha256(config_bytes).digest())
     h.update(bytes.fromhex(file_sha256(folder / "model.safetensors")))
-    target = home() / "models" / f"rerank-{h.hexdigest()[:16]}.onnx"
+    target = models_dir() / f"rerank-{h.hexdigest()[:16]}.onnx"
     if target.exists():
         return target
     try:

@@ -14,7 +14,7 @@ import numpy as np
 
 from .errors import UsageError
 from .languages import detect_language
-from .store import Store
+from .storage.store import Store
 from .text import split_identifier
 
 MODES = ("hybrid", "bm25", "vector")

@@ -259,7 +259,7 @@ class KillLoop:
     @staticmethod
     def rows(sql: str, db: Path) -> list[tuple]:
         """All rows of ``sql`` on ``db``, read-only (sqlite-vec loaded for ``chunks_vec``)."""
-        from codii_sql.store import Store
+        from codii_sql.storage.store import Store
 
         with Store(db, create=False) as store:
             return store.conn.execute(sql).fetchall()

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from test_reliability_crash import REPO_ROOT, torture
 
 from codii_sql.cli import cli
-from codii_sql.store import Store
+from codii_sql.storage.store import Store
 
 
 def run(*args):

@@ -8,7 +8,7 @@ from click.testing import CliRunner
 
 from codii_sql.cli import cli
 from codii_sql.codebase import Codebase
-from codii_sql.store import Store
+from codii_sql.storage.store import Store
 
 
 def run(*args):

@@ -10,7 +10,7 @@ from conftest import write_tree
 from codii_sql.codebase import Codebase
 from codii_sql.errors import IndexMismatchError
 from codii_sql.index import Indexer
-from codii_sql.store import Store
+from codii_sql.storage.store import Store
 
 
 def build(repo, embedder, **kw):

@@ -8,7 +8,7 @@ from conftest import write_tree
 import codii_sql.index as index_mod
 from codii_sql.codebase import Codebase
 from codii_sql.index import Indexer, chunk_subtokens
-from codii_sql.store import Store
+from codii_sql.storage.store import Store
 
 
 def _rows_by_id(repo) -> tuple[dict, dict, set, set]:

@@ -16,7 +16,7 @@ from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from codii_sql.codebase import Codebase
-from codii_sql.store import Store
+from codii_sql.storage.store import Store
 from conftest import write_tree
 
 REPO_ROOT = Path(__file__).resolve().parents[1]

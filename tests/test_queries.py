@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from codii_sql import queries
+from codii_sql.storage import queries
 
 PKG = Path(__file__).resolve().parent.parent / "codii_sql"
 

@@ -19,7 +19,7 @@ import codii_sql.api as api_mod
 import codii_sql.index as index_mod
 from codii_sql.cli import cli
 from codii_sql.codebase import Codebase
-from codii_sql.store import Store
+from codii_sql.storage.store import Store
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT / "scripts"))

@@ -19,7 +19,7 @@ from codii_sql import wordpiece
 from codii_sql.chunk import DEFAULT_MAX_TOKENS
 from codii_sql.cli import cli
 from codii_sql.codebase import Codebase
-from codii_sql.store import Store
+from codii_sql.storage.store import Store
 from codii_sql.text import decode_source
 
 PY = 'def greet(name):\n    """Say hello."""\n    return "héllo " + name\n'

@@ -16,7 +16,7 @@ from codii_sql.index import Indexer
 from codii_sql.search import (BM25_WEIGHT, BM25_WEIGHTS, CONFIDENT_GAP, MAX_FTS_TERMS, MODES, RRF_K, RRF_WEIGHT, Searcher,
                                SearchOptions, STOP_WORDS, MAX_PATH_TOKEN, fts_query, named_in_query, query_shape, query_terms,
                                strip_issue_template)
-from codii_sql.store import Store
+from codii_sql.storage.store import Store
 
 
 @pytest.fixture

@@ -24,7 +24,7 @@ def _sql_files() -> list[tuple[str, str]]:
             return sorted(found)
     except ModuleNotFoundError:
         pass
-    checkout = Path(__file__).resolve().parent.parent / "sql"
+    checkout = Path(__file__).resolve().parents[2] / "sql"
     return sorted((p.name, p.read_text(encoding="utf-8")) for p in checkout.glob("*.sql"))
 
 

@@ -13,9 +13,9 @@ from typing import Any
 import apsw
 import sqlite_vec
 
+from ..paths import in_indexes_dir
 from . import queries
-from .codebase import in_indexes_dir
-from .errors import DamagedIndexError, IndexMismatchError, StorageError
+from ..errors import DamagedIndexError, IndexMismatchError, StorageError
 
 #: Bumped when the tables change shape. 2 added chunks_bits (binary-quantised vectors), 3
 #: partitioned it by rowid % 8; older indexes are migrated in place when opened. Other
@@ -68,7 +68,7 @@ class Store:
                 self.run("create_schema")
             self._migrate()
         except (apsw.CorruptError, apsw.NotADBError) as err:
-            # build --force and clear act on damaged files only in $CODII_SQL_HOME/indexes (api.py):
+            # build --force and clear act on damaged files only in $CODII_SQL_HOME/indexes (the service):
             # a damaged file elsewhere may not be ours.
             ours = in_indexes_dir(self.path)
             raise DamagedIndexError(f"{self.path} is damaged or not a SQLite database ({err}): " + (

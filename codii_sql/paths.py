@@ -1,0 +1,41 @@
+"""Where things live under ``$CODII_SQL_HOME``: index files, the embedding cache, derived models."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from pathlib import Path
+
+
+def home() -> Path:
+    """``$CODII_SQL_HOME``, default ``~/.codii-sql``: indexes, the embedding cache and derived models."""
+    return Path(os.environ.get("CODII_SQL_HOME") or Path.home() / ".codii-sql").expanduser()
+
+
+def indexes_dir() -> Path:
+    """The folder holding one ``.db`` per codebase."""
+    return home() / "indexes"
+
+
+def models_dir() -> Path:
+    """``$CODII_SQL_HOME/models``: derived ONNX graphs (``*.onnx``) and pulled folders (``hf/<repo id>``)."""
+    return home() / "models"
+
+
+def cache_path() -> Path:
+    """The embedding cache shared by every codebase: ``$CODII_SQL_HOME/cache/embeddings.db``."""
+    return home() / "cache" / "embeddings.db"
+
+
+def in_indexes_dir(db_path: Path) -> bool:
+    """True when ``db_path`` lies directly in :func:`indexes_dir`: provably a codii-sql index, so
+    a damaged one may be deleted or replaced (a ``--db`` file elsewhere may be someone else's)."""
+    return db_path.resolve().parent == indexes_dir().resolve()
+
+
+def default_db_path(root: Path) -> Path:
+    """``$CODII_SQL_HOME/indexes/<dirname>-<first 12 hex of sha256(resolved root)>.db``."""
+    name = re.sub(r"[^A-Za-z0-9._-]+", "_", root.name or "root").strip("._") or "root"
+    digest = hashlib.sha256(os.fsencode(str(root))).hexdigest()[:12]
+    return indexes_dir() / f"{name[:40]}-{digest}.db"

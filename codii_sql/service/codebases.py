@@ -1,0 +1,53 @@
+"""Which codebase a user means: a path, or a copied index whose snapshot names its root."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from ..codebase import Codebase
+from ..errors import UsageError
+from ..storage.store import Store
+
+
+def recorded_root(db: str | os.PathLike[str]) -> str:
+    """The codebase root stored in an index's snapshot, for ``--db`` without a path.
+
+    Raises:
+        UsageError: ``db`` is a directory or no index file, or the root it records is not here.
+    """
+    db_path = Path(db).expanduser().absolute()
+    if db_path.is_dir():
+        raise UsageError(f"--db {db} is a directory: pass a file path such as {db_path / 'index.db'}")
+    if not db_path.is_file():
+        raise UsageError(f"--db {db_path}: no such index file; pass an existing .db, or --path to build one")
+    with Store(db_path, create=False) as store:
+        root = store.meta().get("root")
+    if not root or not Path(root).is_dir():
+        raise UsageError(f"the index {db_path.name} was built for {root or 'an unknown folder'}, which is not here: "
+                         "pass the codebase folder too (--path or PATH)")
+    return root
+
+
+def open_codebase(path: str | os.PathLike[str] | None, db: str | os.PathLike[str] | None = None) -> Codebase:
+    """:meth:`Codebase.open`, where ``path`` None with ``db`` given means the root ``db`` records.
+
+    Raises:
+        UsageError: see :meth:`Codebase.open` and :func:`recorded_root`.
+    """
+    if path is None and db is not None:
+        path = recorded_root(db)
+    return Codebase.open(path, db)
+
+
+def find_codebase(path: str | os.PathLike[str] | None, db: str | os.PathLike[str] | None = None
+                  ) -> tuple[Codebase, str]:
+    """:meth:`Codebase.find` (the index answering a search from ``path``, and the scope), where
+    ``path`` None with ``db`` given means the root ``db`` records.
+
+    Raises:
+        UsageError: see :meth:`Codebase.open` and :func:`recorded_root`.
+    """
+    if path is None and db is not None:
+        path = recorded_root(db)
+    return Codebase.find(path, db)
