@@ -24,7 +24,7 @@ import numpy as np  # noqa: E402
 from codii_sql import scan  # noqa: E402
 from codii_sql.codebase import Codebase  # noqa: E402
 from codii_sql.index import Indexer, prepare_file  # noqa: E402
-from codii_sql.wordpiece import MAX_TOKENS, get_tokenizer  # noqa: E402
+from codii_sql.models.wordpiece import MAX_TOKENS, get_tokenizer  # noqa: E402
 
 #: Queries for latency: natural-language and identifier queries of the kinds users type.
 QUERIES = [
@@ -42,8 +42,8 @@ def embedder_for(kind: str):
     if kind == "fake":
         from fake_embed import FakeEmbedder
         return FakeEmbedder()
-    from codii_sql.embed import Embedder
-    return Embedder()
+    from codii_sql.models.minilm import MiniLM
+    return MiniLM()
 
 
 def peak_rss_self() -> int:
@@ -106,7 +106,8 @@ def _pct(values: list[float], q: float) -> float:
 
 def task_search(root: str, db: str, repeats: int) -> dict:
     """Warm in-process latency (ms) per mode over :data:`QUERIES`, and query-embedding latency."""
-    from codii_sql.search import Searcher, SearchOptions
+    from codii_sql.search.results import SearchOptions
+    from codii_sql.search.searcher import Searcher
     from codii_sql.storage.store import Store
 
     emb = embedder_for("real")
@@ -143,7 +144,7 @@ def task_synth(source: str, db: str, n: int) -> dict:
     (a linear scan does not depend on the values) but vector rankings are meaningless.
     """
     from codii_sql import roles
-    from codii_sql.embed import DIMS
+    from codii_sql.models.minilm import DIMS
     from codii_sql.index import index_settings
     from codii_sql.storage.store import Store
     from codii_sql.text import identifier_subtokens

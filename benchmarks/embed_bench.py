@@ -17,8 +17,10 @@ import importlib.util
 import time
 from pathlib import Path
 
-from codii_sql.embed import GRAPH_FUSED, GRAPH_SHIPPED, Embedder, default_threads
-from codii_sql.wordpiece import MAX_TOKENS, count_tokens
+from codii_sql.models.minilm import GRAPH_FUSED, GRAPH_SHIPPED
+from codii_sql.models.minilm import MiniLM as Embedder
+from codii_sql.models.runtime import default_threads
+from codii_sql.models.wordpiece import MAX_TOKENS, count_tokens
 
 CHUNK_LINES = 40
 

@@ -43,7 +43,7 @@ SETTINGS = {
     "budget3072_no_pattern": (True, False, 32, 3072),
     "budget2048_no_pattern": (True, False, 32, 2048),
     "no_arena_budget4096": (False, True, 32, 4096),
-    "default": None,  # whatever codii_sql.embed ships
+    "default": None,  # whatever codii_sql.models.minilm ships
 }
 
 
@@ -55,8 +55,8 @@ def rss_mib() -> float:
 
 def child(setting: str, texts_path: str, vectors_path: str) -> dict:
     """Embed the texts at ``texts_path`` under ``setting``; save the vectors; return measurements."""
-    from codii_sql import embed
-    from codii_sql.wordpiece import MAX_TOKENS, get_tokenizer
+    from codii_sql.models import minilm, runtime
+    from codii_sql.models.wordpiece import MAX_TOKENS, get_tokenizer
 
     import onnxruntime  # noqa: F401 - counted in the import baseline, not in the model's share
 
@@ -66,15 +66,15 @@ def child(setting: str, texts_path: str, vectors_path: str) -> dict:
     if SETTINGS[setting] is not None:
         arena, pattern, batch_size, budget = SETTINGS[setting]
         kwargs = {"batch_size": batch_size, "max_batch_tokens": budget}
-        base = embed.session_options
+        base = runtime.session_options
 
         def options(threads: int):
             opts = base(threads)
             opts.enable_cpu_mem_arena = arena
             opts.enable_mem_pattern = pattern
             return opts
-        embed.session_options = options
-    emb = embed.Embedder()
+        runtime.session_options = options
+    emb = minilm.MiniLM()
     emb.embed(["warm up"])
     out["rss_loaded_mib"] = rss_mib()
     tokens = sum(min(len(e.ids), MAX_TOKENS) for e in get_tokenizer().encode_batch(texts))
@@ -93,7 +93,7 @@ def child(setting: str, texts_path: str, vectors_path: str) -> dict:
 def sample(corpus: Path, stride: int, longest: int) -> list[str]:
     """Every ``stride``-th distinct chunk text of ``corpus`` by token count, plus the ``longest``."""
     from child import corpus_chunks
-    from codii_sql.wordpiece import count_tokens
+    from codii_sql.models.wordpiece import count_tokens
 
     texts, _ = corpus_chunks(corpus)
     order = sorted(range(len(texts)), key=count_tokens(texts).__getitem__)

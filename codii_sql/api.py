@@ -13,14 +13,15 @@ from pathlib import Path
 import apsw
 
 from . import paths
-from .cache import EmbeddingCache
+from .models.cache import EmbeddingCache
 from .codebase import Codebase
 from .doctor import examine
-from .embed import get_embedder
+from .models.embedder import get_embedder
 from .errors import DamagedIndexError, DiskFullError, IndexBusyError, NotIndexedError, StorageError, UsageError
 from .index import BuildReport, Indexer, Progress, index_settings
 from .index import scan_rules as index_scan_rules
-from .search import Result, Searcher, SearchOptions
+from .search.results import Result, SearchOptions
+from .search.searcher import Searcher
 from .storage.lock import is_locked, writer_lock
 from .storage.store import Store
 

@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 import tree_sitter
 import tree_sitter_language_pack
 
-from codii_sql import wordpiece
+from codii_sql.models import wordpiece
 from codii_sql.languages import AST_LANGUAGES
 
 #: Stored in the index; bump whenever the chunks produced for the same input change (the next

@@ -19,7 +19,7 @@ from .codebase import Codebase
 from .paths import in_indexes_dir
 from .service.codebases import find_codebase, open_codebase
 from .errors import CodiiError, IndexBusyError, UsageError
-from .search import MAX_LIMIT, MODES, SearchOptions
+from .search.results import MAX_LIMIT, MODES, SearchOptions
 
 err_console = Console(stderr=True)
 

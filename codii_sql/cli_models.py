@@ -14,7 +14,7 @@ import click
 
 from .paths import models_dir
 from .errors import UsageError
-from .rerank import ENV_MODEL
+from .models.cross_encoder import ENV_MODEL
 
 #: A Hugging Face repository id: ``name`` or ``owner/name``.
 _REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[A-Za-z0-9][\w.-]*)?$")

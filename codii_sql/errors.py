@@ -35,3 +35,9 @@ class DiskFullError(StorageError):
 
 class DamagedIndexError(StorageError):
     """The index file is corrupt (SQLite cannot read it); ``build --force`` replaces it."""
+
+
+def first_line(err: BaseException) -> str:
+    """The first line of ``err``'s message, or its type name when the message is empty."""
+    text = str(err).strip()
+    return text.splitlines()[0] if text else type(err).__name__

@@ -33,7 +33,7 @@ import numpy as np
 from . import api
 from .codebase import Codebase
 from .errors import CodiiError, UsageError
-from .search import MAX_LIMIT, SearchOptions
+from .search.results import MAX_LIMIT, SearchOptions
 
 Log = Callable[[str], None]
 
@@ -281,7 +281,7 @@ def check_reranker(model_path: str | None) -> None:
         UsageError: ``codii_sql.rerank`` cannot be imported, or it has no usable model.
     """
     try:
-        from .rerank import rerank
+        from .search.rerank import rerank
     except ImportError as err:
         raise UsageError(f"rerank unavailable: {err}") from None
     rerank("model check", [], model_path=model_path)

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from . import merkle, roles, scan
-from .cache import EmbeddingCache, text_key
+from .models.cache import EmbeddingCache, text_key
 from .chunk import CHUNKER_VERSION, Chunk, chunk_text
 from .codebase import Codebase
 from .errors import IndexMismatchError, UsageError

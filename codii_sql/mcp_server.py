@@ -38,7 +38,9 @@ from pydantic import Field
 from . import api, safe_paths, scan
 from .codebase import Codebase
 from .errors import CodiiError, DamagedIndexError, IndexBusyError, IndexMismatchError, UsageError
-from .search import Result, Searcher, SearchOptions, StaleCheck
+from .search.results import Result, SearchOptions
+from .search.searcher import Searcher
+from .search.staleness import StaleCheck
 from .storage.store import Store
 from .text import decode_source
 

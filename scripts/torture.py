@@ -216,7 +216,7 @@ class KillLoop:
     def check(self) -> list[str]:
         """Problems of the index as a kill left it (empty list: none)."""
         from codii_sql import api
-        from codii_sql.search import SearchOptions
+        from codii_sql.search.results import SearchOptions
 
         problems = []
         doctor = api.doctor(self.codebase, repair=False, rebuild=False)

@@ -19,7 +19,7 @@ def codii_home(tmp_path_factory, monkeypatch) -> Path:
 @pytest.fixture(scope="session")
 def embedder():
     """The real ONNX embedder, loaded once for the whole run."""
-    from codii_sql.embed import get_embedder
+    from codii_sql.models.embedder import get_embedder
 
     return get_embedder()
 

@@ -9,7 +9,7 @@ import pytest
 
 from codii_sql.chunk import CHUNKER_VERSION, DEFAULT_MAX_TOKENS, Chunk, chunk_text
 from codii_sql.languages import AST_LANGUAGES, detect_language
-from codii_sql.wordpiece import count_tokens
+from codii_sql.models.wordpiece import count_tokens
 
 FIXTURES = Path(__file__).parent / "fixtures" / "chunk"
 

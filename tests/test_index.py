@@ -100,7 +100,7 @@ def test_removed_file_leaves_no_rows(sample_repo, embedder):
 
 
 def test_second_checkout_costs_no_model_time(sample_repo, tmp_path, embedder):
-    from codii_sql.cache import EmbeddingCache
+    from codii_sql.models.cache import EmbeddingCache
 
     clone = write_tree(tmp_path / "clone", {})
     import shutil
@@ -172,7 +172,7 @@ def test_embed_progress_moves_within_a_batch(sample_repo, embedder, monkeypatch)
 def test_vectors_reach_the_cache_before_the_batch_commits(sample_repo, embedder, monkeypatch, tmp_path):
     """A build stopped mid-batch keeps the model time it spent: each embedding step is cached."""
     from codii_sql import index as index_mod
-    from codii_sql.cache import EmbeddingCache
+    from codii_sql.models.cache import EmbeddingCache
 
     class StopsAfterOneStep:
         model_id, dims, sha256 = embedder.model_id, embedder.dims, embedder.sha256

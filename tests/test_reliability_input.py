@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_reliability_crash import cli_process
 
-from codii_sql import wordpiece
+from codii_sql.models import wordpiece
 from codii_sql.chunk import DEFAULT_MAX_TOKENS
 from codii_sql.cli import cli
 from codii_sql.codebase import Codebase

@@ -23,11 +23,13 @@ from tokenizers import BertWordPieceTokenizer
 
 safetensors_numpy = pytest.importorskip("safetensors.numpy")
 
-from codii_sql import rerank as rr  # noqa: E402
+from codii_sql.models import bert_graph  # noqa: E402
+from codii_sql.models import cross_encoder as ce  # noqa: E402
+from codii_sql.search import rerank as rr  # noqa: E402
 from codii_sql.cli_models import models  # noqa: E402
 from codii_sql.errors import UsageError  # noqa: E402
-from codii_sql.search import Result  # noqa: E402
-from codii_sql.wordpiece import vocab_path  # noqa: E402
+from codii_sql.search.results import Result  # noqa: E402
+from codii_sql.models.wordpiece import vocab_path  # noqa: E402
 
 TINY = {"architectures": ["BertForSequenceClassification"], "model_type": "bert", "hidden_size": 32,
         "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 64,
@@ -125,8 +127,8 @@ def reference_logits(config: dict, t: dict[str, np.ndarray], ids, type_ids) -> n
 @pytest.fixture(autouse=True)
 def fresh_instances(monkeypatch):
     """Each test loads its own CrossEncoder instances (the process-wide cache is per test)."""
-    monkeypatch.setattr(rr.CrossEncoder, "_instances", {})
-    monkeypatch.delenv(rr.ENV_MODEL, raising=False)
+    monkeypatch.setattr(ce.CrossEncoder, "_instances", {})
+    monkeypatch.delenv(ce.ENV_MODEL, raising=False)
 
 
 @pytest.fixture(scope="module")
@@ -145,7 +147,7 @@ def pair_tokens(query: str, text: str, max_length: int) -> tuple[list[int], list
 
 def test_converted_graph_matches_numpy_with_padding(tiny):
     folder, tensors = tiny
-    encoder = rr.CrossEncoder.load(folder)
+    encoder = ce.CrossEncoder.load(folder)
     session = ort.InferenceSession(str(encoder.graph_path), providers=["CPUExecutionProvider"])
     rng = np.random.default_rng(1)
     lengths = [3, 17, 9, 40]
@@ -166,7 +168,7 @@ def test_converted_graph_matches_numpy_with_padding(tiny):
 
 def test_score_tokenizes_pairs_and_batches(tiny):
     folder, tensors = tiny
-    encoder = rr.CrossEncoder.load(folder)
+    encoder = ce.CrossEncoder.load(folder)
     assert encoder.max_length == TINY["max_position_embeddings"]
     logits = encoder.score(QUERY, TEXTS, batch_size=2)
     assert logits.shape == (len(TEXTS),) and logits.dtype == np.float32
@@ -179,7 +181,7 @@ def test_score_tokenizes_pairs_and_batches(tiny):
 
 
 def test_long_inputs_are_truncated(tiny):
-    encoder = rr.CrossEncoder.load(tiny[0])
+    encoder = ce.CrossEncoder.load(tiny[0])
     long_query = " ".join(["backoff"] * 300)
     long_text = " ".join(f"word{i}" for i in range(400))
     a, b = encoder.score(long_query, [long_text, long_text + " and more words past the cut"])
@@ -197,7 +199,7 @@ def test_rerank_orders_by_logit_and_keeps_the_tail(tiny):
     results = results_for(TEXTS)
     before = [replace(r) for r in results]
     out = rr.rerank(QUERY, results, model_path=folder, top_n=4)
-    logits = rr.CrossEncoder.load(folder).score(QUERY, [rr.passage_text(r) for r in results[:4]])
+    logits = ce.CrossEncoder.load(folder).score(QUERY, [rr.passage_text(r) for r in results[:4]])
     assert [r.id for r in out[:4]] == [results[i].id for i in np.argsort(-logits, kind="stable")]
     assert [r.score for r in out[:4]] == pytest.approx(sorted(logits.tolist(), reverse=True), abs=1e-6)
     assert all(isinstance(r.score, float) for r in out)
@@ -207,7 +209,7 @@ def test_rerank_orders_by_logit_and_keeps_the_tail(tiny):
 
 
 def test_rerank_reads_the_environment_variable(tiny, monkeypatch):
-    monkeypatch.setenv(rr.ENV_MODEL, str(tiny[0]))
+    monkeypatch.setenv(ce.ENV_MODEL, str(tiny[0]))
     assert len(rr.rerank(QUERY, results_for(TEXTS[:2]))) == 2
 
 
@@ -227,8 +229,8 @@ def assert_one_line_usage_error(excinfo, *fragments: str) -> None:
 def test_missing_model_says_what_to_do():
     with pytest.raises(UsageError) as excinfo:
         rr.rerank(QUERY, results_for(TEXTS))
-    assert str(excinfo.value) == rr.NO_MODEL
-    assert_one_line_usage_error(excinfo, "--rerank-model", rr.ENV_MODEL)
+    assert str(excinfo.value) == ce.NO_MODEL
+    assert_one_line_usage_error(excinfo, "--rerank-model", ce.ENV_MODEL)
 
 
 def test_bad_model_paths_are_one_line_usage_errors(tmp_path, tiny):
@@ -260,7 +262,7 @@ def test_bad_model_paths_are_one_line_usage_errors(tmp_path, tiny):
 
 
 def test_onnx_folder_and_file_forms_score_like_the_hf_folder(tiny, tmp_path):
-    hf = rr.CrossEncoder.load(tiny[0])
+    hf = ce.CrossEncoder.load(tiny[0])
     folder = tmp_path / "onnx-model"
     folder.mkdir()
     shutil.copy(hf.graph_path, folder / "model.onnx")
@@ -268,7 +270,7 @@ def test_onnx_folder_and_file_forms_score_like_the_hf_folder(tiny, tmp_path):
     (folder / "config.json").write_text(json.dumps(TINY), encoding="utf-8")  # max_length 128, as the HF form
     expected = hf.score(QUERY, TEXTS)
     for path in (folder, folder / "model.onnx"):
-        encoder = rr.CrossEncoder.load(path)
+        encoder = ce.CrossEncoder.load(path)
         assert encoder.graph_path == folder / "model.onnx"
         np.testing.assert_allclose(encoder.score(QUERY, TEXTS), expected, atol=1e-6)
 
@@ -276,7 +278,7 @@ def test_onnx_folder_and_file_forms_score_like_the_hf_folder(tiny, tmp_path):
 def test_two_label_output_scores_the_log_odds_of_label_1(tmp_path):
     tensors = random_bert(TINY, labels=2, seed=3, prefix="")  # also the variant without the bert. prefix
     folder = write_model(tmp_path / "two-labels", TINY, tensors)
-    encoder = rr.CrossEncoder.load(folder)
+    encoder = ce.CrossEncoder.load(folder)
     got = encoder.score(QUERY, TEXTS[:3])
     for text, value in zip(TEXTS[:3], got):
         logits = reference_logits(TINY, tensors, *pair_tokens(QUERY, text, encoder.max_length))
@@ -286,7 +288,7 @@ def test_two_label_output_scores_the_log_odds_of_label_1(tmp_path):
 def test_conversion_is_cached_and_instances_are_shared(tiny, monkeypatch, codii_home):
     folder = tiny[0]
     loaded = []
-    threads = [threading.Thread(target=lambda: loaded.append(rr.CrossEncoder.load(folder))) for _ in range(4)]
+    threads = [threading.Thread(target=lambda: loaded.append(ce.CrossEncoder.load(folder))) for _ in range(4)]
     for t in threads:
         t.start()
     for t in threads:
@@ -300,9 +302,9 @@ def test_conversion_is_cached_and_instances_are_shared(tiny, monkeypatch, codii_
     def no_rebuild(*args):
         raise AssertionError("converted again")
 
-    monkeypatch.setattr(rr, "build_bert_graph", no_rebuild)
-    monkeypatch.setattr(rr.CrossEncoder, "_instances", {})
-    again = rr.CrossEncoder.load(folder)
+    monkeypatch.setattr(bert_graph, "build_bert_graph", no_rebuild)
+    monkeypatch.setattr(ce.CrossEncoder, "_instances", {})
+    again = ce.CrossEncoder.load(folder)
     assert again is not loaded[0] and again.graph_path == graph and graph.stat().st_mtime_ns == mtime
 
 
@@ -316,7 +318,7 @@ def test_models_pull_without_huggingface_hub(monkeypatch):
 
 
 def test_models_list_shows_pulled_folders_and_graphs(tiny, codii_home):
-    rr.CrossEncoder.load(tiny[0])
+    ce.CrossEncoder.load(tiny[0])
     pulled = codii_home / "models" / "hf" / "cross-encoder" / "tiny"
     shutil.copytree(tiny[0], pulled)
     result = CliRunner().invoke(models, ["list", "--json"])
@@ -333,8 +335,8 @@ def test_tokenizer_json_is_used_with_our_truncation_and_padding(tiny, tmp_path):
     tok.enable_padding(length=512)  # settings a saved tokenizer.json may carry; score() must override them
     tok.enable_truncation(8)
     tok.save(str(folder / "tokenizer.json"))
-    expected = rr.CrossEncoder.load(tiny[0]).score(QUERY, TEXTS)
-    np.testing.assert_allclose(rr.CrossEncoder.load(folder).score(QUERY, TEXTS), expected, atol=1e-6)
+    expected = ce.CrossEncoder.load(tiny[0]).score(QUERY, TEXTS)
+    np.testing.assert_allclose(ce.CrossEncoder.load(folder).score(QUERY, TEXTS), expected, atol=1e-6)
 
 
 def test_cli_search_reranks_the_fused_chunks_by_logit(tiny, sample_repo):
@@ -348,6 +350,6 @@ def test_cli_search_reranks_the_fused_chunks_by_logit(tiny, sample_repo):
     reranked = json.loads(res.output)["results"]
     scores = [r["score"] for r in reranked]
     assert scores == sorted(scores, reverse=True) and len(reranked) == 5
-    expected = rr.CrossEncoder.load(folder).score("follow redirects", [rr.passage_text(Result(**r)) for r in reranked])
+    expected = ce.CrossEncoder.load(folder).score("follow redirects", [rr.passage_text(Result(**r)) for r in reranked])
     assert scores == pytest.approx([float(x) for x in expected], abs=1e-4)
     assert [r["id"] for r in plain] != [r["id"] for r in reranked]

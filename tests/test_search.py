@@ -9,13 +9,15 @@ from conftest import write_tree
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from codii_sql import search
+from codii_sql.search import searcher as search
 from codii_sql.codebase import Codebase
 from codii_sql.errors import StorageError, UsageError
 from codii_sql.index import Indexer
-from codii_sql.search import (BM25_WEIGHT, BM25_WEIGHTS, CONFIDENT_GAP, MAX_FTS_TERMS, MODES, RRF_K, RRF_WEIGHT, Searcher,
-                               SearchOptions, STOP_WORDS, MAX_PATH_TOKEN, fts_query, named_in_query, query_shape, query_terms,
-                               strip_issue_template)
+from codii_sql.search.query import (MAX_PATH_TOKEN, STOP_WORDS, fts_query, named_in_query, query_shape, query_terms,
+                                     strip_issue_template)
+from codii_sql.search.results import MODES, SearchOptions
+from codii_sql.search.searcher import (BM25_WEIGHT, BM25_WEIGHTS, CONFIDENT_GAP, MAX_FTS_TERMS, RRF_K, RRF_WEIGHT,
+                                        Searcher)
 from codii_sql.storage.store import Store
 
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import apsw
 import numpy as np
 
-from .paths import cache_path
-from .storage import queries
+from ..paths import cache_path
+from ..storage import queries
 
 
 def text_key(model_id: str, text: str) -> str:

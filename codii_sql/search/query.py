@@ -1,0 +1,158 @@
+"""Query analysis: BM25 terms, the query's shape, the identifiers and paths it names, FTS5 syntax."""
+
+from __future__ import annotations
+
+import re
+from typing import NamedTuple
+
+from ..languages import detect_language
+from ..text import split_identifier
+
+#: A query with more words than this is "long": an issue or a stack trace, not a question
+#: (the 500 CoSQA web questions have at most 14 words; the 127 SWE-bench issues at least 26).
+LONG_QUERY_WORDS = 20
+
+#: A word may start with underscores: FTS5 keeps ``_auth`` and ``__init__`` whole (``_`` is a
+#: token character, sql/schema.sql), so only the word as written matches a path ``httpx/_auth.py``
+#: or a private name; its sub-tokens (``auth``) still match the subtokens column.
+_WORD = re.compile(r"_*[^\W\d_]\w*|\d+[A-Za-z_]\w*", re.UNICODE)
+#: Stop words dropped on the BM25 side only (the model still sees the whole query): common
+#: English function words and question words that carry no code signal.
+STOP_WORDS = frozenset("""
+a an the and or not no of to in on at by for from with without into onto as is are was were be been being
+it its this that these those there here what which who whom whose where when why how do does did done
+can could should would will shall may might must i me my we our you your he she they them their
+if then else than so such very too also just only any some all each every both either neither
+get gets got find finds use uses using used way ways code function method file files want need
+""".split())
+
+
+def query_terms(query: str, *, numbers: bool = False) -> list[str]:
+    """Distinct lower-case BM25 terms: each identifier as written plus its sub-tokens, stop words dropped.
+
+    ``"where is getUserName called"`` -> ``["getusername", "user", "name", "called"]`` ("get" is a stop word);
+    ``"httpx/_auth.py"`` -> ``["httpx", "_auth", "auth", "py"]``.
+    Dotted paths and ``::`` split at the separators. Not capped: see :meth:`Searcher.select_terms`.
+    With ``numbers``, standalone numbers of two or more characters are terms too (``304``,
+    ``8080``, ``4.17.2``: fts_query quotes it, so FTS5 matches the tokens 4 17 2 in a row).
+    """
+    terms: list[str] = []
+    seen = set()
+    whole = _NUMBER.findall(query) if numbers else []
+    for word in _WORD.findall(query) + whole:
+        for t in [word.lower(), *(split_identifier(word) if word not in whole else [])]:
+            if t not in seen and t not in STOP_WORDS and len(t) > 1:
+                seen.add(t)
+                terms.append(t)
+    return terms
+
+
+_NUMBER = re.compile(r"(?<![\w.-])\d+(?:[._-]\d+)*(?![\w-])")
+_CODE_SHAPE = re.compile(r"[A-Za-z0-9]_[A-Za-z0-9]|^_+[A-Za-z]|[a-z][A-Z]|[A-Za-z]\.[A-Za-z_]|::")
+_PATH = re.compile(r"(?:[\w.-]+/)*[\w-]{2,}\.[A-Za-z]\w{0,5}\b")
+_IDENTIFIER = re.compile(r"[A-Za-z_][\w]*(?:(?:\.|::)[A-Za-z_]\w*)*")
+_PATH_PREFIX = re.compile(r"^(?:\.?/)+")
+#: Longest whitespace-free token searched for a file path. _PATH backtracks, so its cost grows
+#: with the square of a token's length: one 100,000-character token took 89 s, and blocked
+#: the MCP server meanwhile. Real paths are far shorter.
+MAX_PATH_TOKEN = 512
+
+
+class Named(NamedTuple):
+    """What a query names, lower-cased (:func:`named_in_query`).
+
+    Attributes:
+        names: identifiers as written, dotted ones joined by ``.`` (``console.print``, ``print``):
+            a symbol matches when it is the name or ends with ``.`` + the name.
+        tails: the last part of each dotted name that is not itself named (``print``): weaker
+            evidence, since ``rich/jupyter.py print`` is not ``Console.print``.
+        paths: file paths and file names with a known extension (``httpx/_auth.py``, ``auth.py``).
+    """
+
+    names: list[str]
+    tails: list[str]
+    paths: list[str]
+
+
+def named_in_query(query: str) -> Named:
+    """Identifiers and file paths a query names (see :class:`Named`).
+
+    A name is a code-shaped token (snake_case, camelCase, dotted or ``::`` path, or the whole
+    query when it is one word). A path is a token with a ``/`` or with an extension
+    :func:`~codii_sql.languages.detect_language` knows (``_auth.py``, not ``Session.send``);
+    leading ``./`` and ``/`` are dropped so it can match the end of an indexed relative path,
+    and a path is not also a name (``auth.py`` names no symbol ``py``).
+    """
+    paths: list[str] = []
+
+    def take_path(m: re.Match) -> str:
+        if "/" not in m.group(0) and detect_language(m.group(0)) is None:
+            return m.group(0)
+        paths.append(_PATH_PREFIX.sub("", m.group(0).lower()))
+        return " "
+
+    rest = " ".join(_PATH.sub(take_path, t) if len(t) <= MAX_PATH_TOKEN else t for t in query.split())
+    one_word = len(query.split()) == 1
+    names: set[str] = set()
+    tails: set[str] = set()
+    for token in _IDENTIFIER.findall(rest):
+        if one_word or _CODE_SHAPE.search(token):
+            parts = [p for p in re.split(r"\.|::", token.lower()) if p]
+            names.add(".".join(parts))
+            tails.update(parts[-1:] if len(parts) > 1 else [])
+    names -= STOP_WORDS
+    return Named(sorted(names), sorted(tails - names - STOP_WORDS), sorted(set(paths) - {""}))
+
+
+def symbol_match(names: list[str]) -> str | None:
+    """An FTS5 expression finding the chunks whose ``symbol`` column holds a name's parts as a
+    phrase (``console.print`` -> ``symbol : ("console print")``), or None for no names.
+
+    A superset: sql/search.sql keeps the chunks whose symbol is exactly the name or ends with it.
+    """
+    phrases = ['"' + " ".join(n.split(".")) + '"' for n in names]
+    return f"symbol : ({' OR '.join(phrases)})" if phrases else None
+
+
+CODE_SPAN = re.compile(r"`([^`\n]+)`")
+_HTML_COMMENT = re.compile(r"<!--.*?(?:-->|$)", re.S)
+_TASK_LIST_ITEM = re.compile(r"^[ \t]*[-*] \[[ xX]\].*$", re.M)
+
+
+def strip_issue_template(text: str) -> str:
+    """An issue text without its template's instructions: HTML comments (invisible once
+    rendered) and task-list lines (``- [x] a detailed description of the bug``).
+
+    Issue templates put the same boilerplate into every issue of a project, and it matches the
+    template file itself (``.github/ISSUE_TEMPLATE/bug_report.md``) better than any code.
+    Measured on 70 SWE-bench dev issues (hybrid, file level): Acc@1 0.429 -> 0.457.
+    """
+    return _TASK_LIST_ITEM.sub("", _HTML_COMMENT.sub("", text))
+
+
+_CODE_TOKEN = re.compile(r"[A-Za-z]+_\w|[a-z][A-Z]|\w\.\w|::|\w\(|^\w+$")
+
+
+def query_shape(query: str) -> str:
+    """``identifier`` (a few tokens, at least one code-like: snake_case, camelCase, dotted,
+    ``::``, a call, or a single word), ``long`` (more than :data:`LONG_QUERY_WORDS` words),
+    ``mixed`` (a question naming code: ``where is __repr__ generated``), else ``natural``."""
+    words = query.split()
+    if len(words) > LONG_QUERY_WORDS:
+        return "long"
+    if len(words) <= 3 and any(_CODE_TOKEN.search(w) for w in words):
+        return "identifier"
+    if any(_CODE_SHAPE.search(t) for t in _IDENTIFIER.findall(query)):
+        return "mixed"
+    return "natural"
+
+
+def fts_query(terms: list[str]) -> str | None:
+    """An FTS5 MATCH expression: every term quoted (raw user text is not valid FTS5 syntax), OR-ed.
+
+    OR, not AND: BM25 already ranks chunks matching more terms higher, and AND of a long
+    query matches nothing. None when there are no terms.
+    """
+    if not terms:
+        return None
+    return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)

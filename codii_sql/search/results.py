@@ -1,0 +1,69 @@
+"""What a search takes and gives: its options and its result records."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+MODES = ("hybrid", "bm25", "vector")
+MAX_LIMIT = 200
+
+
+@dataclass
+class Result:
+    """One chunk hit. Lines are 1-based inclusive; ``score`` is the fused score (higher is better).
+
+    Results come in score order, except that an identifier query's named symbols and files come first
+    (:meth:`Searcher._run`), so a named chunk may lead with a lower score.
+    """
+
+    path: str
+    start_line: int
+    end_line: int
+    score: float
+    language: str | None
+    kind: str
+    symbol: str | None
+    content: str
+    stale: bool
+    id: int
+    role: str
+    bm25_rank: int | None = None
+    knn_rank: int | None = None
+
+    def to_dict(self) -> dict:
+        """JSON-ready dict with the documented result keys first."""
+        return asdict(self)
+
+
+@dataclass
+class SearchOptions:
+    """Everything that shapes one search besides the query text.
+
+    Attributes:
+        limit: results returned (1..200).
+        mode: ``hybrid``, ``bm25`` or ``vector``.
+        exts: file name endings to keep, e.g. ``[".py"]``; empty keeps all.
+        glob: SQLite GLOB over the relative path (``*`` also matches ``/``); a pattern
+            without ``/`` is also matched against the file name.
+        language: keep only this language.
+        exclude_path: leave this file out.
+        under: keep only files under this folder (relative POSIX path, e.g. ``src/pkg``); a
+            search from a subfolder of an indexed codebase sets it (:meth:`Codebase.find`).
+        role_prior: multiply scores by :data:`~codii_sql.search.searcher.ROLE_WEIGHTS` (``LONG_QUERY_ROLE_WEIGHTS`` for
+            long queries): a soft prior for source files.
+        group_by_file: one result per file, ranked by its best chunk.
+        rerank: re-score the top ``searcher.RERANK_DEPTH`` fused chunks with the cross-encoder.
+        rerank_model: its path; None: ``$CODII_SQL_RERANK_MODEL`` (see :mod:`codii_sql.search.rerank`).
+    """
+
+    limit: int = 10
+    mode: str = "hybrid"
+    exts: list[str] = field(default_factory=list)
+    glob: str | None = None
+    language: str | None = None
+    exclude_path: str | None = None
+    under: str | None = None
+    role_prior: bool = True
+    group_by_file: bool = False
+    rerank: bool = False
+    rerank_model: str | None = None

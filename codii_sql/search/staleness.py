@@ -1,0 +1,36 @@
+"""Whether a result's file changed on disk since it was indexed."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+
+class StaleCheck:
+    """Whether a result's file on disk still matches the indexed content (memoised per path).
+
+    size + mtime equal to the indexed row is taken as unchanged (a hint, as in the indexer);
+    otherwise the content sha256 decides. A missing or unreadable file is stale.
+    """
+
+    def __init__(self, root: Path):
+        self.root = root
+        self.memo: dict[str, bool] = {}
+
+    def __call__(self, row: dict) -> bool:
+        path = row["path"]
+        if path not in self.memo:
+            self.memo[path] = self._stale(path, row)
+        return self.memo[path]
+
+    def _stale(self, path: str, row: dict) -> bool:
+        full = self.root / path
+        try:
+            st = os.stat(full)
+            if st.st_size == row["file_size"] and st.st_mtime_ns == row["file_mtime_ns"]:
+                return False
+            with open(full, "rb") as fh:
+                return hashlib.sha256(fh.read()).hexdigest() != row["file_hash"]
+        except OSError:
+            return True
