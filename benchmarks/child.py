@@ -21,9 +21,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import numpy as np  # noqa: E402
 
-from codii_sql import scan  # noqa: E402
+from codii_sql.ingest import walk as scan  # noqa: E402
+from codii_sql.ingest.config import DEFAULT_MAX_FILE_BYTES  # noqa: E402
 from codii_sql.codebase import Codebase  # noqa: E402
-from codii_sql.index import Indexer, prepare_file  # noqa: E402
+from codii_sql.ingest.indexer import Indexer  # noqa: E402
+from codii_sql.ingest.prepare import prepare_file  # noqa: E402
 from codii_sql.models.wordpiece import MAX_TOKENS, get_tokenizer  # noqa: E402
 
 #: Queries for latency: natural-language and identifier queries of the kinds users type.
@@ -70,7 +72,7 @@ def corpus_chunks(root: Path) -> tuple[list[str], dict]:
     t = time.perf_counter()
     texts: dict[str, None] = {}
     for f in files:
-        for c in prepare_file(str(root), f, scan.DEFAULT_MAX_FILE_BYTES).chunks:
+        for c in prepare_file(str(root), f, DEFAULT_MAX_FILE_BYTES).chunks:
             texts.setdefault(c.content)
     times["read_hash_chunk_1proc"] = time.perf_counter() - t
     return list(texts), {"files": len(files), **times}
@@ -143,9 +145,9 @@ def task_synth(source: str, db: str, n: int) -> dict:
     Files hold 20 chunks each. Vectors are Gaussian (seeded), so KNN cost is realistic
     (a linear scan does not depend on the values) but vector rankings are meaningless.
     """
-    from codii_sql import roles
+    from codii_sql.ingest import roles
     from codii_sql.models.minilm import DIMS
-    from codii_sql.index import index_settings
+    from codii_sql.ingest.indexer import index_settings
     from codii_sql.storage.store import Store
     from codii_sql.text import identifier_subtokens
     from fake_embed import FakeEmbedder

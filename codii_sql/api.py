@@ -15,11 +15,12 @@ import apsw
 from . import paths
 from .models.cache import EmbeddingCache
 from .codebase import Codebase
-from .doctor import examine
+from .ingest.doctor import examine
 from .models.embedder import get_embedder
 from .errors import DamagedIndexError, DiskFullError, IndexBusyError, NotIndexedError, StorageError, UsageError
-from .index import BuildReport, Indexer, Progress, index_settings
-from .index import scan_rules as index_scan_rules
+from .ingest.config import scan_rules as index_scan_rules
+from .ingest.indexer import Indexer, index_settings
+from .ingest.report import BuildReport, Progress
 from .search.results import Result, SearchOptions
 from .search.searcher import Searcher
 from .storage.lock import is_locked, writer_lock
@@ -29,7 +30,7 @@ from .storage.store import Store
 def build(codebase: Codebase, *, force: bool = False, wait: bool = True, progress: Progress | None = None,
           ignore_patterns: list[str] | None = None, extensions: list[str] | None = None,
           use_cache: bool = True, warn: Callable[[str], None] | None = None) -> BuildReport:
-    """Build or update the index of ``codebase`` (see :meth:`index.Indexer.build` for errors).
+    """Build or update the index of ``codebase`` (see :meth:`Indexer.build` for errors).
 
     ``force`` on an index SQLite reports damaged deletes it first (see :func:`_discard_damaged`).
     ``warn`` receives one-line warnings that do not stop the build (a damaged embedding cache

@@ -35,7 +35,8 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
-from . import api, safe_paths, scan
+from . import api, safe_paths
+from .ingest.config import normalize_extensions
 from .codebase import Codebase
 from .errors import CodiiError, DamagedIndexError, IndexBusyError, IndexMismatchError, UsageError
 from .search.results import Result, SearchOptions
@@ -352,7 +353,7 @@ def index_codebase(
 ) -> CallToolResult:
     cb = _open_codebase(path)
     try:
-        extensions = list(scan.normalize_extensions(customExtensions)) if customExtensions else (
+        extensions = list(normalize_extensions(customExtensions)) if customExtensions else (
             [] if resetFilters else None)
     except ValueError as err:
         raise ToolError(str(err)) from None

@@ -22,7 +22,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from . import scan
+from .ingest.config import DEFAULT_MAX_FILE_BYTES
+from .ingest.read import SNIFF_BYTES, is_binary, is_private_key
+from .ingest.walk import scan
 from .errors import UsageError
 
 #: Seconds a scan of the allowed file set is reused. A scan walks the whole tree, so every
@@ -106,7 +108,7 @@ def resolve_file(root: Path, file: str) -> SafeFile:
     return SafeFile(rel, Path(real), st.st_dev, st.st_ino, st.st_size)
 
 
-def read_bytes(f: SafeFile, max_bytes: int = scan.DEFAULT_MAX_FILE_BYTES) -> bytes:
+def read_bytes(f: SafeFile, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> bytes:
     """The content of a checked file, read through a descriptor verified to be the checked inode.
 
     ``O_NOFOLLOW | O_NONBLOCK``: a symlink or FIFO swapped in after the check neither gets
@@ -128,13 +130,13 @@ def read_bytes(f: SafeFile, max_bytes: int = scan.DEFAULT_MAX_FILE_BYTES) -> byt
         if st.st_size > max_bytes:
             raise PathRefusedError(f"{f.rel!r} is larger than {max_bytes} bytes: not served")
         data = fh.read(max_bytes + 1)[:max_bytes]
-    head = data[:scan.SNIFF_BYTES]
-    if scan.is_binary(head):
+    head = data[:SNIFF_BYTES]
+    if is_binary(head):
         # The indexer skips it (scan.read_file): decoded, it would reach the agent as U+FFFD
         # noise, and the index does not hold it either.
-        raise PathRefusedError(f"{f.rel!r} is binary (a NUL byte in its first {scan.SNIFF_BYTES} bytes), so it "
+        raise PathRefusedError(f"{f.rel!r} is binary (a NUL byte in its first {SNIFF_BYTES} bytes), so it "
                                "was not indexed: not served")
-    if scan.is_private_key(head):
+    if is_private_key(head):
         raise PathRefusedError(f"{f.rel!r} holds a private key: not served")
     return data
 
@@ -144,7 +146,7 @@ class FileSet:
 
     Args:
         root: the codebase root.
-        rules: keyword arguments for :func:`scan.scan` (``ignore_patterns``, ``extensions``,
+        rules: keyword arguments for :func:`~codii_sql.ingest.walk.scan` (``ignore_patterns``, ``extensions``,
             ``max_file_bytes``), normally from ``api.scan_rules``.
     """
 
@@ -159,7 +161,7 @@ class FileSet:
         """The relative POSIX paths a build would index now (rescanned when older than the TTL)."""
         with self._lock:
             if time.monotonic() - self._at > FILE_SET_TTL_SECONDS:
-                self._paths = frozenset(f.path for f in scan.scan(self.root, **self.rules).files)
+                self._paths = frozenset(f.path for f in scan(self.root, **self.rules).files)
                 self._at = time.monotonic()
             return self._paths
 

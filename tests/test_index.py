@@ -9,7 +9,7 @@ from conftest import write_tree
 
 from codii_sql.codebase import Codebase
 from codii_sql.errors import IndexMismatchError
-from codii_sql.index import Indexer
+from codii_sql.ingest.indexer import Indexer
 from codii_sql.storage.store import Store
 
 
@@ -129,25 +129,25 @@ def test_model_change_is_detected_and_force_rebuilds(sample_repo, embedder):
 
 
 def test_a_file_that_fails_to_chunk_is_reported_and_retried(sample_repo, embedder, monkeypatch):
-    import codii_sql.index as index_mod
+    import codii_sql.ingest.prepare as prepare_mod
 
-    real = index_mod.chunk_text
+    real = prepare_mod.chunk_text
 
     def flaky(text, language, **kw):
         if "debounce" in text:
             raise RuntimeError("parser exploded")
         return real(text, language, **kw)
 
-    monkeypatch.setattr(index_mod, "chunk_text", flaky)
+    monkeypatch.setattr(prepare_mod, "chunk_text", flaky)
     report = build(sample_repo, embedder)
     assert list(report.failed) == ["web/util.js"] and report.files == 3
-    monkeypatch.setattr(index_mod, "chunk_text", real)
+    monkeypatch.setattr(prepare_mod, "chunk_text", real)
     again = build(sample_repo, embedder)
     assert again.added == 1 and again.files == 4 and not again.failed
 
 
 def test_changed_role_rules_reclassify_files_without_reindexing(sample_repo, embedder, monkeypatch):
-    import codii_sql.index as index_mod
+    import codii_sql.ingest.indexer as index_mod
 
     build(sample_repo, embedder)
     monkeypatch.setattr(index_mod.roles, "VERSION", index_mod.roles.VERSION + 1)
@@ -159,9 +159,9 @@ def test_changed_role_rules_reclassify_files_without_reindexing(sample_repo, emb
 
 def test_embed_progress_moves_within_a_batch(sample_repo, embedder, monkeypatch):
     """A batch is embedded in steps, so a polling client sees progress before the batch commits."""
-    from codii_sql import index as index_mod
+    from codii_sql.ingest import vectors as vectors_mod
 
-    monkeypatch.setattr(index_mod, "EMBED_STEP", 2)
+    monkeypatch.setattr(vectors_mod, "EMBED_STEP", 2)
     seen = []
     Indexer(Codebase.open(sample_repo), embedder, progress=lambda *a: seen.append(a)).build()
     embed = [done for phase, done, total in seen if phase == "embed"]
@@ -171,7 +171,7 @@ def test_embed_progress_moves_within_a_batch(sample_repo, embedder, monkeypatch)
 
 def test_vectors_reach_the_cache_before_the_batch_commits(sample_repo, embedder, monkeypatch, tmp_path):
     """A build stopped mid-batch keeps the model time it spent: each embedding step is cached."""
-    from codii_sql import index as index_mod
+    from codii_sql.ingest import vectors as vectors_mod
     from codii_sql.models.cache import EmbeddingCache
 
     class StopsAfterOneStep:
@@ -184,7 +184,7 @@ def test_vectors_reach_the_cache_before_the_batch_commits(sample_repo, embedder,
                 raise KeyboardInterrupt
             return embedder.embed(texts, **kw)
 
-    monkeypatch.setattr(index_mod, "EMBED_STEP", 2)
+    monkeypatch.setattr(vectors_mod, "EMBED_STEP", 2)
     cache = EmbeddingCache(tmp_path / "cache.db")
     with pytest.raises(KeyboardInterrupt):
         Indexer(Codebase.open(sample_repo), StopsAfterOneStep(), cache=cache).build()

@@ -5,9 +5,10 @@ from __future__ import annotations
 import numpy as np
 from conftest import write_tree
 
-import codii_sql.index as index_mod
+import codii_sql.ingest.prepare as prepare_mod
 from codii_sql.codebase import Codebase
-from codii_sql.index import Indexer, chunk_subtokens
+from codii_sql.ingest.indexer import Indexer
+from codii_sql.ingest.prepare import chunk_subtokens
 from codii_sql.storage.store import Store
 
 
@@ -25,7 +26,7 @@ def _rows_by_id(repo) -> tuple[dict, dict, set, set]:
 
 def test_a_batch_replacing_the_newest_chunks_keeps_every_table_aligned(tmp_path, embedder, monkeypatch):
     # Worker processes even for three files, so sub-tokens travel back from them as in a large build.
-    monkeypatch.setattr(index_mod, "POOL_MIN_FILES", 1)
+    monkeypatch.setattr(prepare_mod, "POOL_MIN_FILES", 1)
     repo = write_tree(tmp_path / "r", {
         "a.py": "def alpha(x):\n    return x + 1\n",
         "b.py": "def beta(y):\n    return y * 2\n",
@@ -49,7 +50,7 @@ def test_a_batch_replacing_the_newest_chunks_keeps_every_table_aligned(tmp_path,
 
 
 def test_chunk_subtokens_join_symbol_path_and_content(tmp_path):
-    from codii_sql.chunk import Chunk
+    from codii_sql.ingest.chunking import Chunk
 
     chunk = Chunk(1, 2, 0, 40, "function", "HttpClient.sendRequest", "def sendRequest(self):\n    pass\n")
     assert chunk_subtokens("net/http_client.py", [chunk]) == [

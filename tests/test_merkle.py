@@ -1,6 +1,6 @@
 """The Merkle tree: directory hashes, diffs that skip equal subtrees, incremental flushes."""
 
-from codii_sql import merkle
+from codii_sql.ingest import merkle
 
 
 def test_diff_reports_added_modified_removed():

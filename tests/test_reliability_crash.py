@@ -16,7 +16,8 @@ from click.testing import CliRunner
 from conftest import write_tree
 
 import codii_sql.api as api_mod
-import codii_sql.index as index_mod
+import codii_sql.ingest.indexer as index_mod
+import codii_sql.ingest.prepare as prepare_mod
 from codii_sql.cli import cli
 from codii_sql.codebase import Codebase
 from codii_sql.storage.store import Store
@@ -84,8 +85,8 @@ def test_embedding_or_parse_failure_mid_run_keeps_old_rows_and_is_retried(tmp_pa
     monkeypatch.setattr(index_mod, "BATCH_FILES", 2)  # three batches: m0-m1, m2-m3, m4-m5
     flaky = FlakyEmbedder(embedder, fail_on=2)
     monkeypatch.setattr(api_mod, "get_embedder", lambda: flaky)
-    real_chunk = index_mod.chunk_text
-    monkeypatch.setattr(index_mod, "chunk_text", lambda text, language, **kw: (
+    real_chunk = prepare_mod.chunk_text
+    monkeypatch.setattr(prepare_mod, "chunk_text", lambda text, language, **kw: (
         (_ for _ in ()).throw(ValueError("parser exploded")) if "new_5" in text else real_chunk(text, language, **kw)))
 
     res = run("build", repo)
@@ -99,7 +100,7 @@ def test_embedding_or_parse_failure_mid_run_keeps_old_rows_and_is_retried(tmp_pa
     assert json.loads(run("doctor", repo, "--check-only", "--json").output)["consistent"]
 
     flaky.fail_on = None
-    monkeypatch.setattr(index_mod, "chunk_text", real_chunk)
+    monkeypatch.setattr(prepare_mod, "chunk_text", real_chunk)
     again = json.loads(run("build", repo, "--json").output)
     assert again["modified"] == 3 and again["failed"] == {}
     assert all(f"new_{i}" in t and "old_" not in t for i, t in enumerate(v for _, v in sorted(chunk_texts(repo).items())))
@@ -109,8 +110,8 @@ def test_an_interrupted_force_rebuild_keeps_every_file_searchable(tmp_path, monk
     repo = write_tree(tmp_path / "r", {f"m{i}.py": f"def handler_{i}(x):\n    return x * {i}\n" for i in range(6)})
     assert run("build", repo).exit_code == 0
     monkeypatch.setattr(index_mod, "BATCH_FILES", 2)  # three transactions: m0-m1, m2-m3, m4-m5
-    real_chunk = index_mod.chunk_text
-    monkeypatch.setattr(index_mod, "chunk_text", lambda text, language, **kw: (
+    real_chunk = prepare_mod.chunk_text
+    monkeypatch.setattr(prepare_mod, "chunk_text", lambda text, language, **kw: (
         (_ for _ in ()).throw(KeyboardInterrupt) if "handler_3" in text else real_chunk(text, language, **kw)))
 
     res = run("build", repo, "--force")
@@ -120,7 +121,7 @@ def test_an_interrupted_force_rebuild_keeps_every_file_searchable(tmp_path, monk
     found = json.loads(run("search", "handler_5", "--path", repo, "--no-update", "--json").stdout)
     assert found["results"][0]["path"] == "m5.py" and "the last build did not finish" in found["note"]
 
-    monkeypatch.setattr(index_mod, "chunk_text", real_chunk)
+    monkeypatch.setattr(prepare_mod, "chunk_text", real_chunk)
     again = json.loads(run("build", repo, "--json").output)
     assert (again["reindexed"], again["added"], again["modified"]) == (4, 0, 0)  # m2.. m5 were still marked
     assert json.loads(run("build", repo, "--json").output)["reindexed"] == 0

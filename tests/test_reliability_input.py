@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from test_reliability_crash import cli_process
 
 from codii_sql.models import wordpiece
-from codii_sql.chunk import DEFAULT_MAX_TOKENS
+from codii_sql.ingest.chunking import DEFAULT_MAX_TOKENS
 from codii_sql.cli import cli
 from codii_sql.codebase import Codebase
 from codii_sql.storage.store import Store
@@ -151,7 +151,7 @@ def test_unreadable_directory_and_file_are_reported(tmp_path, codii_home):
 
 
 def test_files_deleted_or_rewritten_between_scan_and_read(tmp_path, embedder):
-    from codii_sql.index import Indexer
+    from codii_sql.ingest.indexer import Indexer
 
     repo = write_tree(tmp_path / "race", {f"m{i}.py": f"def f{i}():\n    return {i}\n" for i in range(4)})
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from codii_sql.roles import classify
+from codii_sql.ingest.roles import classify
 
 
 @pytest.mark.parametrize("path, role", [

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from codii_sql import scan
+from codii_sql.ingest.config import DEFAULT_MAX_FILE_BYTES
 from codii_sql.safe_paths import FileSet, PathRefusedError, read_bytes, resolve_file
 from conftest import write_tree
 
@@ -59,7 +59,7 @@ def test_escapes_and_non_files_are_refused(tree, path, reason):
 
 
 def test_file_set_refuses_ignored_files(tree):
-    fileset = FileSet(tree, {"ignore_patterns": [], "extensions": None, "max_file_bytes": scan.DEFAULT_MAX_FILE_BYTES})
+    fileset = FileSet(tree, {"ignore_patterns": [], "extensions": None, "max_file_bytes": DEFAULT_MAX_FILE_BYTES})
     assert fileset.check("src/a.py").rel == "src/a.py"
     with pytest.raises(PathRefusedError, match="ignore rules"):
         fileset.check("notes.env")

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from codii_sql.scan import (
-    CONFIG_FILE_NAME, CodebaseConfig, SourceFile, load_config, read_file, scan,
-)
+from codii_sql.ingest.config import CONFIG_FILE_NAME, CodebaseConfig, load_config
+from codii_sql.ingest.read import read_file
+from codii_sql.ingest.walk import SourceFile, scan
 
 GIT_ENV = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
 AS_ROOT = pytest.mark.skipif(os.geteuid() == 0, reason="running as root: file permissions do not apply")

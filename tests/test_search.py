@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from codii_sql.search import searcher as search
 from codii_sql.codebase import Codebase
 from codii_sql.errors import StorageError, UsageError
-from codii_sql.index import Indexer
+from codii_sql.ingest.indexer import Indexer
 from codii_sql.search.query import (MAX_PATH_TOKEN, STOP_WORDS, fts_query, named_in_query, query_shape, query_terms,
                                      strip_issue_template)
 from codii_sql.search.results import MODES, SearchOptions

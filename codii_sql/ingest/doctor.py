@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 import apsw
 
 from . import merkle
-from .storage.store import Store
+from ..storage.store import Store
 
 
 @dataclass

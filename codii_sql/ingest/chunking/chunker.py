@@ -1,0 +1,139 @@
+"""Split a source file into chunks of whole lines: AST units for code, sections for Markdown.
+
+Rules (all sizes in word pieces of the embedding model, see :mod:`codii_sql.wordpiece`):
+
+* Code in :data:`~codii_sql.languages.AST_LANGUAGES` is parsed with tree-sitter. Every
+  definition (function, method, class-like type) spans whole lines, from its decorators and the
+  own-line comments directly above it to its last line. A definition that fits ``max_tokens``
+  is one chunk; a larger one is laid out like a file: its nested definitions become their own
+  chunks (``Class.method``) and the lines between them chunks of the definition's own kind and
+  symbol. A definition without nested definitions is cut into token-bounded line windows
+  (preferring blank lines as cut points). Lines outside definitions are ``module`` chunks.
+  AST chunks never overlap and cover every line that holds a letter or digit (a run of
+  lines of punctuation alone, such as the ``};`` closing a split definition, is left out).
+  JavaScript/TypeScript assignments of a function or class (``res.send = function ...``,
+  ``X.prototype.m = () => ...``) are definitions named by their target (``res.send``, ``X.m``).
+* Markdown is split at headings in the same way (kind ``section``, symbol ``A > B``); ATX
+  (``#``, ``##``) and setext (a line underlined with ``===`` or ``---``) headings alike.
+* Other text (and a failed parse) is cut into token-bounded line windows that overlap by up
+  to ``max_tokens // 4`` word pieces, a few lines (kind ``text``).
+* Merge rule: neighbouring whole units with the same parent (an import block and the function
+  after it, a class's closing brace and its last method) are merged while the merged chunk
+  fits ``max_tokens`` and either side is below ``max_tokens // 8`` word pieces (about three
+  lines of code): a one-line chunk is a poor search result. A merged chunk holds at most one
+  definition, so every function keeps its own symbol (a search for a one-line function's name
+  must name that function); it takes that definition's kind and symbol.
+* A single line above ``max_tokens`` (minified code) is cut into pieces on character
+  boundaries, preferring word boundaries; these chunks share the line number and have
+  distinct byte ranges.
+"""
+
+from __future__ import annotations
+
+import tree_sitter
+
+from ...languages import AST_LANGUAGES
+from ...models import wordpiece
+from .grammars import GRAMMARS
+from .layout import Chunk, Definition, Layout, Lines, Piece, TokenCounter
+from .nodes import Span, capture, field_name, last_row, parser_for
+
+#: Stored in the index; bump whenever the chunks produced for the same input change (the next
+#: build then re-chunks every file, reusing the vectors of unchanged chunk texts).
+#: 2: a window split no longer leaves a tiny last piece (a lone ``)`` of a long signature).
+#: 3: JS/TS assignments of functions are definitions; Markdown setext headings start sections.
+CHUNKER_VERSION = 3
+
+#: ``max_tokens`` default: the model's 256-piece window minus room for the path/symbol header
+#: the embedder may prepend to each chunk.
+DEFAULT_MAX_TOKENS = wordpiece.MAX_TOKENS - 16
+
+
+def _own_line_rows(lines: Lines, nodes: list[tree_sitter.Node]) -> set[int]:
+    """Rows of ``nodes`` (comments, attributes) that hold nothing else: no code before or after."""
+    rows: set[int] = set()
+    data = [line.encode("utf-8") for line in lines.lines] if nodes else []
+    for node in nodes:
+        (sr, sc), (er, ec) = node.start_point, node.end_point
+        if ec == 0 and er > sr:
+            er, ec = er - 1, len(data[er - 1])
+        if er >= len(data) or data[sr][:sc].strip() or data[er][ec:].strip():
+            continue
+        rows.update(range(sr, er + 1))
+    return rows
+
+
+def _node_spans(language: str, root: tree_sitter.Node) -> list[Span]:
+    """Definitions found by node type (``grammar.defs``), each with its wrappers' lines."""
+    grammar = GRAMMARS[language]
+    spans = []
+    for node in capture(language, tuple(grammar.defs), root):
+        name = grammar.names.get(node.type, field_name)(node)
+        if not name:
+            continue
+        outer = node
+        while outer.parent is not None and outer.parent.type in grammar.wrappers:
+            outer = outer.parent
+        spans.append(Span(node.start_byte, node.end_byte, outer.start_point[0],
+                           last_row(outer), grammar.defs[node.type], name))
+    return spans
+
+
+def _definitions(language: str, root: tree_sitter.Node, lines: Lines) -> list[Definition]:
+    """The top-level definitions of the tree, each with its nested ones, sorted by line."""
+    grammar = GRAMMARS[language]
+    prefix_rows = _own_line_rows(lines, capture(language, grammar.prefixes, root))
+    spans = grammar.spans(root) if grammar.spans is not None else _node_spans(language, root)
+    top: list[Definition] = []
+    stack: list[tuple[int, Definition]] = []  # (end byte, definition) of the enclosing definitions
+    for span in sorted(spans, key=lambda s: (s.start, -s.end)):
+        while stack and stack[-1][0] <= span.start:
+            stack.pop()
+        parent = stack[-1][1] if stack else None
+        first = span.head
+        while first - 1 in prefix_rows:
+            first -= 1
+        kind = span.kind
+        if kind == "function" and parent is not None and parent.kind == "class":
+            kind = "method"
+        symbol = span.name if parent is None else f"{parent.symbol}{grammar.separator}{span.name}"
+        d = Definition(first, span.last, span.head, kind, symbol, [])
+        (parent.children if parent is not None else top).append(d)
+        stack.append((span.end, d))
+    return top
+
+
+def _ast_pieces(layout: Layout, language: str) -> list[Piece]:
+    """Pieces from the syntax tree; raises ``RecursionError`` on absurdly nested definitions."""
+    lines = layout.lines
+    tree = parser_for(language).parse(layout.text.encode("utf-8"))
+    definitions = _definitions(language, tree.root_node, lines)
+    kind = GRAMMARS[language].module_kind
+    return layout.layout(0, len(lines) - 1, definitions, kind, None)
+
+
+def chunk_text(text: str, language: str | None, *, max_tokens: int = DEFAULT_MAX_TOKENS,
+               count_tokens: TokenCounter = wordpiece.count_tokens) -> list[Chunk]:
+    """Split ``text`` into chunks of whole lines, following the rules of the module docstring.
+
+    Args:
+        text: the decoded file (see :func:`codii_sql.text.decode_source`); any line endings.
+        language: a name from :func:`codii_sql.languages.detect_language`, or ``None``.
+            Languages outside :data:`~codii_sql.languages.AST_LANGUAGES` get line windows.
+        max_tokens: upper bound on ``count_tokens([chunk.content])`` of every chunk, in word
+            pieces (default: the model's 256 minus 16 for a header); at least 8.
+        count_tokens: word pieces of each text of a batch. The chunker counts each line once
+            and adds lines up, so the counter must be additive over lines (true for WordPiece).
+    Returns:
+        list[Chunk]: sorted by position. AST chunks never overlap and cover every line with a
+        letter or digit; text windows overlap. Empty for blank text.
+    Raises:
+        ValueError: if ``max_tokens < 8``.
+    """
+    layout = Layout(text, max_tokens, count_tokens)
+    if language in AST_LANGUAGES:
+        try:
+            return layout.chunks(_ast_pieces(layout, language))
+        except RecursionError:
+            pass  # pathological nesting: line windows below still index the file
+    return layout.chunks(layout.text_windows())

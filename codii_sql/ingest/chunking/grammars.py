@@ -1,0 +1,158 @@
+"""Per language: which tree-sitter nodes are definitions, how each is named, what belongs to it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import tree_sitter
+
+from ...languages import AST_LANGUAGES
+from .javascript import assignment_name, variable_name
+from .markdown import markdown_spans
+from .nodes import Span, field_name, first_child_name, node_text
+
+
+def _go_method_name(node: tree_sitter.Node) -> str | None:
+    """``func (s *Server) Start()`` -> ``Server.Start``."""
+    method = field_name(node)
+    receiver = node.child_by_field_name("receiver")
+    stack = [receiver] if receiver is not None else []
+    while stack:
+        current = stack.pop()
+        if current.type == "type_identifier":
+            return f"{node_text(current)}.{method}"
+        stack.extend(reversed(current.named_children))
+    return method
+
+
+def _go_type_name(node: tree_sitter.Node) -> str | None:
+    """A ``type`` declaration is a definition when it declares exactly one type."""
+    specs = [c for c in node.named_children if c.type in ("type_spec", "type_alias")]
+    return field_name(specs[0]) if len(specs) == 1 else None
+
+
+def _c_function_name(node: tree_sitter.Node) -> str | None:
+    """Follow ``declarator`` fields through pointer/function declarators to the identifier."""
+    current = node.child_by_field_name("declarator")
+    while current is not None:
+        inner = current.child_by_field_name("declarator")
+        if inner is None:
+            return node_text(current)
+        current = inner
+    return None
+
+
+def _c_type_name(node: tree_sitter.Node) -> str | None:
+    """``struct s {...}`` with a body; an anonymous one takes its ``typedef`` name."""
+    if node.child_by_field_name("body") is None:
+        return None
+    name = field_name(node)
+    parent = node.parent
+    if name is None and parent is not None and parent.type == "type_definition":
+        declarator = parent.child_by_field_name("declarator")
+        name = node_text(declarator) if declarator is not None else None
+    return name
+
+
+def _impl_name(node: tree_sitter.Node) -> str | None:
+    target = node.child_by_field_name("type")
+    return node_text(target) if target is not None else None
+
+
+@dataclass(frozen=True)
+class Grammar:
+    """How to find definitions in one tree-sitter grammar (node types found by parsing samples).
+
+    ``defs`` maps a node type to its kind (``function`` becomes ``method`` inside a class);
+    ``names`` overrides the default ``name``-field lookup and may reject a node (``None``);
+    ``wrappers`` are parents that belong to the definition (decorators, ``export``,
+    ``template<>``); ``prefixes`` are node types kept with the definition below them when they
+    sit on their own lines (comments, Rust ``#[attributes]``). ``spans`` replaces the lookup
+    by node type where definitions are no nodes of their own (Markdown sections).
+    """
+
+    defs: dict[str, str]
+    names: dict[str, Callable[[tree_sitter.Node], str | None]] = field(default_factory=dict)
+    wrappers: frozenset[str] = frozenset()
+    prefixes: tuple[str, ...] = ("comment",)
+    separator: str = "."
+    module_kind: str = "module"
+    spans: Callable[[tree_sitter.Node], list[Span]] | None = None
+
+
+_JS_DEFS = {
+    "function_declaration": "function", "generator_function_declaration": "function",
+    "lexical_declaration": "function", "variable_declaration": "function",
+    "class_declaration": "class", "method_definition": "function",
+    "expression_statement": "function",
+}
+_JS_NAMES = {"lexical_declaration": variable_name, "variable_declaration": variable_name,
+             "expression_statement": assignment_name}
+_TS_DEFS = _JS_DEFS | {
+    "abstract_class_declaration": "class", "interface_declaration": "class",
+    "enum_declaration": "class",
+}
+_C_TYPES = {"struct_specifier": "class", "union_specifier": "class", "enum_specifier": "class"}
+_C_NAMES = {"function_definition": _c_function_name} | dict.fromkeys(_C_TYPES, _c_type_name)
+_KOTLIN_NAME = first_child_name("type_identifier", "simple_identifier")
+
+GRAMMARS: dict[str, Grammar] = {
+    "python": Grammar(
+        {"function_definition": "function", "class_definition": "class"},
+        wrappers=frozenset({"decorated_definition"})),
+    "javascript": Grammar(_JS_DEFS, _JS_NAMES, frozenset({"export_statement"})),
+    "typescript": Grammar(_TS_DEFS, _JS_NAMES, frozenset({"export_statement"})),
+    "tsx": Grammar(_TS_DEFS, _JS_NAMES, frozenset({"export_statement"})),
+    "go": Grammar(
+        {"function_declaration": "function", "method_declaration": "method",
+         "type_declaration": "class"},
+        {"method_declaration": _go_method_name, "type_declaration": _go_type_name}),
+    "rust": Grammar(
+        {"function_item": "function", "impl_item": "class", "trait_item": "class",
+         "struct_item": "class", "enum_item": "class", "union_item": "class",
+         "macro_definition": "function"},
+        {"impl_item": _impl_name},
+        prefixes=("line_comment", "block_comment", "attribute_item")),
+    "java": Grammar(
+        {"class_declaration": "class", "interface_declaration": "class",
+         "enum_declaration": "class", "record_declaration": "class",
+         "annotation_type_declaration": "class", "method_declaration": "function",
+         "constructor_declaration": "function"},
+        prefixes=("line_comment", "block_comment")),
+    "c": Grammar({"function_definition": "function"} | _C_TYPES, _C_NAMES,
+                  frozenset({"type_definition"})),
+    "cpp": Grammar(
+        {"function_definition": "function", "class_specifier": "class"} | _C_TYPES,
+        _C_NAMES | {"class_specifier": _c_type_name},
+        frozenset({"type_definition", "template_declaration"})),
+    "csharp": Grammar(
+        {"class_declaration": "class", "struct_declaration": "class",
+         "interface_declaration": "class", "enum_declaration": "class",
+         "record_declaration": "class", "method_declaration": "function",
+         "constructor_declaration": "function", "destructor_declaration": "function",
+         "operator_declaration": "function", "local_function_statement": "function"}),
+    "ruby": Grammar(
+        {"class": "class", "module": "class", "method": "function",
+         "singleton_method": "function"}),
+    "php": Grammar(
+        {"class_declaration": "class", "interface_declaration": "class",
+         "trait_declaration": "class", "enum_declaration": "class",
+         "function_definition": "function", "method_declaration": "function"}),
+    "kotlin": Grammar(
+        {"class_declaration": "class", "object_declaration": "class",
+         "function_declaration": "function", "secondary_constructor": "function"},
+        {"class_declaration": _KOTLIN_NAME, "object_declaration": _KOTLIN_NAME,
+         "function_declaration": _KOTLIN_NAME, "secondary_constructor": lambda _: "constructor"},
+        prefixes=("line_comment", "multiline_comment")),
+    "swift": Grammar(
+        {"class_declaration": "class", "protocol_declaration": "class",
+         "function_declaration": "function", "init_declaration": "function",
+         "deinit_declaration": "function"},
+        {"init_declaration": lambda _: "init", "deinit_declaration": lambda _: "deinit"}),
+    "bash": Grammar({"function_definition": "function"}),
+    "markdown": Grammar({}, prefixes=(), separator=" > ", module_kind="section",
+                         spans=markdown_spans),
+}
+
+assert set(GRAMMARS) == AST_LANGUAGES

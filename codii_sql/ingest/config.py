@@ -1,0 +1,130 @@
+"""A codebase's settings: the optional ``.codii.yaml`` at its root, merged with a build's own options."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+from pathspec.patterns.gitignore.spec import GitIgnoreSpecPattern
+
+from ..errors import UsageError
+
+#: Files larger than this many bytes are skipped (the issue's default: 1 MiB).
+DEFAULT_MAX_FILE_BYTES = 1 << 20
+
+
+#: The optional per-codebase configuration file, at the root.
+CONFIG_FILE_NAME = ".codii.yaml"
+
+
+@dataclass(frozen=True, slots=True)
+class CodebaseConfig:
+    """The settings of ``ROOT/.codii.yaml``; every key is optional.
+
+    Attributes:
+        ignore_patterns: gitignore-style patterns relative to the root.
+        extensions: lower-case suffixes such as ``(".py", ".md")``; when set, only files
+            ending in one of them are indexed. ``None`` indexes every extension.
+        max_file_bytes: files larger than this many bytes are skipped.
+    """
+
+    ignore_patterns: tuple[str, ...] = ()
+    extensions: tuple[str, ...] | None = None
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
+
+
+def load_config(root: Path) -> CodebaseConfig:
+    """Read ``ROOT/.codii.yaml``; a missing or empty file gives the defaults.
+
+    Raises:
+        ValueError: the file cannot be read, is not valid YAML, is not a mapping, has an
+            unknown key or a value of the wrong type. The message is one line naming the file.
+    """
+    path = Path(root) / CONFIG_FILE_NAME
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return CodebaseConfig()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{path}: cannot be read: {exc}") from None
+    except yaml.YAMLError as exc:
+        raise ValueError(f"{path}: invalid YAML{_yaml_where(exc)}") from None
+    if data is None:
+        return CodebaseConfig()
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: expected a mapping of settings, got {type(data).__name__}")
+    unknown = sorted(map(str, set(data) - {"ignore_patterns", "extensions", "max_file_bytes"}))
+    if unknown:
+        raise ValueError(f"{path}: unknown key(s) {', '.join(unknown)}; "
+                         "allowed: ignore_patterns, extensions, max_file_bytes")
+    try:
+        return CodebaseConfig(
+            ignore_patterns=_patterns(data.get("ignore_patterns") or []),
+            extensions=normalize_extensions(data.get("extensions")),
+            max_file_bytes=positive_int(data.get("max_file_bytes", DEFAULT_MAX_FILE_BYTES)),
+        )
+    except ValueError as exc:
+        raise ValueError(f"{path}: {exc}") from None
+
+
+def _yaml_where(exc: yaml.YAMLError) -> str:
+    """`` at line N: problem`` from a PyYAML error, on one line."""
+    mark = getattr(exc, "problem_mark", None)
+    problem = getattr(exc, "problem", None) or str(exc)
+    where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+    return f"{where}: {' '.join(str(problem).split())}"
+
+
+def _string_list(value: object, key: str) -> tuple[str, ...]:
+    if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+        raise ValueError(f"{key} must be a list of strings, got {value!r}")
+    return tuple(value)
+
+
+def _patterns(value: object) -> tuple[str, ...]:
+    patterns = _string_list(value, "ignore_patterns")
+    for pattern in patterns:
+        try:
+            GitIgnoreSpecPattern(pattern)
+        except ValueError:
+            raise ValueError(f"ignore_patterns: {pattern!r} is not a valid gitignore pattern") from None
+    return patterns
+
+
+def positive_int(value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise ValueError(f"max_file_bytes must be a positive integer (bytes), got {value!r}")
+    return value
+
+
+def normalize_extensions(extensions: Sequence[str] | None) -> tuple[str, ...] | None:
+    """``["py", ".MD"]`` -> ``(".py", ".md")``; ``None`` stays ``None`` (no filter).
+
+    Raises:
+        ValueError: not a list of non-empty strings, or an empty list (it would index nothing).
+    """
+    if extensions is None:
+        return None
+    names = _string_list(extensions, "extensions")
+    if not names or not all(n.strip(".") for n in names):
+        raise ValueError(f"extensions must be a non-empty list like ['.py', '.md'], got {extensions!r}")
+    return tuple("." + n.lower().lstrip(".") for n in names)
+
+
+def scan_rules(root: Path, ignore_patterns: list[str], extensions: list[str] | None) -> dict:
+    """:func:`codii_sql.ingest.walk.scan` keyword arguments: ``.codii.yaml`` merged with a build's options.
+
+    The config's ignore patterns come first, then ``ignore_patterns``; ``extensions``
+    replaces the config's when given.
+
+    Raises:
+        UsageError: ``.codii.yaml`` is malformed.
+    """
+    try:
+        config = load_config(root)
+    except ValueError as err:
+        raise UsageError(str(err)) from None
+    return {"ignore_patterns": [*config.ignore_patterns, *ignore_patterns],
+            "extensions": extensions or config.extensions, "max_file_bytes": config.max_file_bytes}

@@ -1,0 +1,105 @@
+"""What a build would do: scan, hash the files whose stat changed, diff the Merkle trees. Writes nothing."""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import hashlib
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..storage.store import Store
+from . import merkle
+from .read import read_file
+from .walk import SourceFile, scan
+
+#: ``files.size`` of a file marked for re-chunking (``build --force``, a chunker change): it
+#: never equals a real size, so the file is read, and the plan re-indexes it even if unchanged.
+REINDEX_SIZE = -1
+
+
+@dataclass
+class Plan:
+    """What a build would do, from a scan and the hashes of changed files (see :func:`make_plan`)."""
+
+    files: dict[str, SourceFile]
+    skipped: Counter
+    max_file_bytes: int
+    skipped_after_read: Counter = field(default_factory=Counter)
+    touched: list[SourceFile] = field(default_factory=list)
+    old: merkle.Tree | None = None
+    added: list[str] = field(default_factory=list)
+    modified: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    reindexed: list[str] = field(default_factory=list)
+    seconds: Counter = field(default_factory=Counter)
+
+    @property
+    def changed(self) -> bool:
+        """True when a build would write anything."""
+        return bool(self.added or self.modified or self.removed or self.reindexed)
+
+
+def make_plan(store: Store, root: Path, rules: dict, progress: Callable[[str, int, int], None]) -> Plan:
+    """Scan ``root`` with ``rules`` (:func:`~codii_sql.ingest.config.scan_rules`) and hash without writing:
+    what a build would add, modify, remove and re-index.
+
+    Reads only files whose size or mtime differ from their indexed row. Also the basis of
+    ``status`` = stale. ``progress(phase, done, total)`` hears the ``scan`` and ``hash`` phases.
+    """
+    t = time.perf_counter()
+    result = scan(root, **rules)
+    progress("scan", len(result.files), len(result.files))
+    plan = Plan(files={f.path: f for f in result.files}, skipped=Counter(result.skipped),
+                max_file_bytes=rules["max_file_bytes"])
+    plan.seconds["scan"] = time.perf_counter() - t
+    t = time.perf_counter()
+    stored = {r["path"]: r for r in store.rows("files_all")}
+    hashes = _hashes(root, result.files, stored, plan, progress)
+    plan.old = merkle.Tree({r["path"]: merkle.Node(r["path"], r["parent"], bool(r["is_dir"]), r["hash"])
+                            for r in store.rows("merkle_all")})
+    new = merkle.build(hashes)
+    plan.added, plan.modified, plan.removed = merkle.changed_files(plan.old.nodes, new.nodes)
+    changed = {*plan.added, *plan.modified}
+    plan.reindexed = sorted(p for p, r in stored.items()
+                            if r["size"] == REINDEX_SIZE and p in hashes and p not in changed)
+    plan.seconds["hash"] = time.perf_counter() - t
+    return plan
+
+
+def _hashes(root: Path, files: list[SourceFile], stored: dict, plan: Plan,
+            progress: Callable[[str, int, int], None]) -> dict[str, str]:
+    """Content hashes for the Merkle tree; size+mtime equal to the stored row means unchanged (a hint).
+
+    A file whose content is unchanged but whose stat differs goes to ``plan.touched`` (its row
+    gets the new stat without re-indexing); one that cannot be read goes to ``skipped_after_read``.
+    """
+    hashes: dict[str, str] = {}
+    need = []
+    for f in files:
+        row = stored.get(f.path)
+        if row is not None and row["size"] == f.size and row["mtime_ns"] == f.mtime_ns:
+            hashes[f.path] = row["hash"]
+        else:
+            need.append(f)
+    cap = plan.max_file_bytes
+    with cf.ThreadPoolExecutor(max_workers=4) as pool:
+        for i, (f, digest) in enumerate(zip(need, pool.map(lambda f: _hash_file(root, f, cap), need))):
+            if not digest.startswith("sha256:"):
+                plan.skipped_after_read[digest] += 1
+                continue
+            hashes[f.path] = digest[len("sha256:"):]
+            row = stored.get(f.path)
+            if row is not None and row["hash"] == hashes[f.path] and row["size"] != REINDEX_SIZE:
+                plan.touched.append(f)
+            if i % 256 == 0:
+                progress("hash", i, len(need))
+    return hashes
+
+
+def _hash_file(root: Path, f: SourceFile, max_file_bytes: int) -> str:
+    """``"sha256:<hex>"`` of the file's content, or the reason it cannot be read (:func:`read_file`)."""
+    data = read_file(root, f, max_file_bytes=max_file_bytes)
+    return data if isinstance(data, str) else "sha256:" + hashlib.sha256(data).hexdigest()

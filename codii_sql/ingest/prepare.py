@@ -1,0 +1,92 @@
+"""One file read, hashed and chunked, in worker processes while the model works on earlier files."""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import hashlib
+import multiprocessing
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..languages import detect_language
+from ..text import decode_source, identifier_subtokens
+from .chunking import Chunk, chunk_text
+from .read import read_file
+from .walk import SourceFile
+
+#: Below this many files to chunk, worker processes cost more to start than they save.
+POOL_MIN_FILES = 64
+
+
+@dataclass
+class Prepared:
+    """One file read, hashed and chunked (in a worker process). ``error`` set means: not indexed this run.
+
+    ``subtokens[i]`` is the FTS5 ``subtokens`` text of ``chunks[i]`` (see :func:`chunk_subtokens`),
+    computed in the worker so the writer only inserts.
+    """
+
+    path: str
+    size: int
+    mtime_ns: int
+    hash: str = ""
+    language: str | None = None
+    chunks: list[Chunk] = field(default_factory=list)
+    subtokens: list[str] = field(default_factory=list)
+    skip: str | None = None
+    error: str | None = None
+
+
+def prepare_file(root: str, f: SourceFile, max_file_bytes: int) -> Prepared:
+    """Read, hash, decode and chunk one file. Never raises: failures land in ``skip``/``error``."""
+    out = Prepared(f.path, f.size, f.mtime_ns)
+    try:
+        data = read_file(Path(root), f, max_file_bytes=max_file_bytes)
+        if isinstance(data, str):
+            out.skip = data
+            return out
+        out.hash = hashlib.sha256(data).hexdigest()
+        out.language = detect_language(f.path)
+        out.chunks = chunk_text(decode_source(data), out.language)
+        out.subtokens = chunk_subtokens(f.path, out.chunks)
+    except Exception as err:  # one bad file must not stop the build; it is retried next run
+        out.error = f"{type(err).__name__}: {err}"
+    return out
+
+
+def chunk_subtokens(path: str, chunks: list[Chunk]) -> list[str]:
+    """Per chunk, its FTS5 ``subtokens`` text: the identifier sub-tokens of its symbol, of the
+    file's ``path`` and of its content, space-separated (:func:`text.identifier_subtokens`).
+
+    The path's parts are included so a query word found only in a file name (``sessions.py``)
+    still matches that file's chunks.
+    """
+    path_tokens = identifier_subtokens(path.replace("/", " ").replace(".", " "))
+    return [" ".join(filter(None, (identifier_subtokens(c.symbol or ""), path_tokens, identifier_subtokens(c.content))))
+            for c in chunks]
+
+
+def prepared_files(root: Path, todo: list[SourceFile], max_file_bytes: int, *, window: int) -> Iterator[Prepared]:
+    """:func:`prepare_file` of each of ``todo``, in order; in worker processes from
+    :data:`POOL_MIN_FILES` files on, at most ``window`` files ahead of the consumer (never the
+    whole repository in memory at once)."""
+    if len(todo) < POOL_MIN_FILES:
+        for f in todo:
+            yield prepare_file(str(root), f, max_file_bytes)
+        return
+    workers = max(1, min(4, (os.cpu_count() or 2)))
+    # forkserver/spawn, not fork: a forked worker would inherit the writer lock's file
+    # descriptor and keep the codebase locked after this process is killed.
+    methods = multiprocessing.get_all_start_methods()
+    ctx = multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
+    with cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+        futures = [pool.submit(prepare_file, str(root), f, max_file_bytes) for f in todo[:window]]
+        nxt = len(futures)
+        for i in range(len(todo)):
+            yield futures[i].result()
+            futures[i] = None
+            if nxt < len(todo):
+                futures.append(pool.submit(prepare_file, str(root), todo[nxt], max_file_bytes))
+                nxt += 1

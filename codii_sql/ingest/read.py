@@ -1,0 +1,74 @@
+"""Reading one scanned file for indexing: the size cap and binary, minified and private-key sniffing."""
+
+from __future__ import annotations
+
+import codecs
+import os
+import re
+import stat
+from pathlib import Path
+
+from .config import DEFAULT_MAX_FILE_BYTES
+from .walk import SourceFile
+
+#: A NUL byte in this many leading bytes marks a file binary (Git looks at the first 8000
+#: bytes in ``buffer_is_binary``; the issue rounds to 8 KiB).
+SNIFF_BYTES = 8192
+#: A file longer than this whose lines average more than MINIFIED_MEAN_LINE bytes is a
+#: minified or generated bundle whatever its name (a 677 KB one-line app.js made 1,490
+#: one-line chunks of noise and cost minutes of model time).
+MINIFIED_MIN_BYTES = 16 * 1024
+MINIFIED_MEAN_LINE = 1000
+
+#: A private key whatever the file is called (``deploy_key``): PEM/OpenSSH armour (RFC 7468).
+_PRIVATE_KEY = re.compile(rb"\A\s*-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----")
+
+def read_file(root: Path, f: SourceFile, *, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES) -> bytes | str:
+    """The bytes of one scanned file, or why it cannot be indexed.
+
+    Args:
+        root: the root that was scanned.
+        f: a file from :func:`scan`.
+        max_file_bytes: the size cap (bytes) used for the scan; the file may have grown since.
+    Returns:
+        bytes: the whole content, or a reason string: ``"vanished"`` (deleted since the
+        scan), ``"unreadable"``, ``"not-regular-file"`` (replaced by a FIFO or device since
+        the scan; opened non-blocking, so it never hangs), ``"too-large"``, ``"binary"``
+        (a NUL byte in the first :data:`SNIFF_BYTES`, unless the file starts with a UTF-16
+        byte-order mark), ``"minified"`` (over :data:`MINIFIED_MIN_BYTES` with lines of
+        :data:`MINIFIED_MEAN_LINE` bytes on average), ``"secret"`` (a private key).
+    """
+    try:
+        fd = os.open(os.path.join(root, f.path), os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except (FileNotFoundError, NotADirectoryError):
+        return "vanished"
+    except OSError:
+        return "unreadable"
+    with open(fd, "rb") as fh:
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return "not-regular-file"
+            data = fh.read(max_file_bytes + 1)
+        except OSError:
+            return "unreadable"
+    if len(data) > max_file_bytes:
+        return "too-large"
+    head = data[:SNIFF_BYTES]
+    if is_binary(head):
+        return "binary"
+    if len(data) > MINIFIED_MIN_BYTES and len(data) > MINIFIED_MEAN_LINE * (data.count(b"\n") + 1):
+        return "minified"
+    if is_private_key(head):
+        return "secret"
+    return data
+
+
+def is_binary(data: bytes) -> bool:
+    """True when ``data`` (a file's first :data:`SNIFF_BYTES`) holds a NUL byte and is not UTF-16
+    (which has NULs in every ASCII character and opens with a byte-order mark)."""
+    return b"\0" in data and not data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE))
+
+
+def is_private_key(data: bytes) -> bool:
+    """True when ``data`` (a file's first bytes) opens with a PEM or OpenSSH private-key header."""
+    return _PRIVATE_KEY.match(data) is not None

@@ -1,0 +1,46 @@
+"""What a build did, by count and by phase, as the CLI, the MCP server and benchmarks report it."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+Progress = Callable[[str, int, int], None]
+"""``progress(phase, done, total)``; phases: scan, hash, chunk, embed, write."""
+
+
+@dataclass
+class BuildReport:
+    """What a build did. Times are wall seconds; ``phase_seconds`` splits them by stage.
+
+    Phases: ``scan`` (directory walk), ``hash`` (reading and hashing changed files, Merkle
+    diff), ``chunk_wait`` (the main process blocked on the chunking workers), ``lookup``
+    (vectors reused from the index or the cache), ``embed`` (tokenizer + model), ``write``
+    (SQL transactions).
+    """
+
+    files: int = 0
+    chunks: int = 0
+    added: int = 0
+    modified: int = 0
+    removed: int = 0
+    reindexed: int = 0
+    touched: int = 0
+    unchanged: int = 0
+    chunks_written: int = 0
+    chunks_embedded: int = 0
+    vectors_reused: int = 0
+    skipped: Counter = field(default_factory=Counter)
+    failed: dict[str, str] = field(default_factory=dict)
+    seconds: float = 0.0
+    phase_seconds: Counter = field(default_factory=Counter)
+    merkle_root: str = ""
+
+    def to_dict(self) -> dict:
+        """JSON-ready dict."""
+        out = dict(self.__dict__)
+        out["skipped"] = dict(self.skipped)
+        out["phase_seconds"] = {k: round(v, 3) for k, v in self.phase_seconds.items()}
+        out["seconds"] = round(self.seconds, 3)
+        return out

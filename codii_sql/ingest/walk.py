@@ -1,0 +1,325 @@
+"""Which files of a codebase to index: a directory walk that honours Git's ignore rules.
+
+The walk reads only directory listings, ``stat`` results and ignore files, never file
+contents, so re-scanning an unchanged tree costs no reads; :func:`read_file` reads one file
+later and does the binary sniffing.
+
+Ignore rules (Git's ``gitignore(5)`` semantics, compiled by pathspec's ``GitIgnoreSpecPattern``), from
+lowest to highest precedence:
+
+1. ``$GIT_DIR/info/exclude`` of the repository at the root (``ROOT/.git`` as a directory, or
+   a ``gitdir:`` file as in worktrees and submodules), relative to the root;
+2. ``.gitignore`` then ``.codiiignore`` in each directory, relative to that directory; a
+   deeper directory's files override its parents'. ``.codiiignore`` uses the same syntax and
+   overrides ``.gitignore`` of the same directory (ripgrep's ``.ignore`` convention);
+3. ``ignore_patterns`` (from ``.codii.yaml`` or the argument), relative to the root, like
+   patterns given to ``git`` on the command line.
+
+Within one file the last matching pattern wins. An ignored directory is not descended into,
+so as in Git a negation cannot re-include a file under it. Not read: Git's global
+``core.excludesFile`` (the user's machine config, not the codebase's), ignore files above the
+root, and any other ``.*ignore`` file (``.dockerignore``, ``.npmignore``...).
+
+After the ignore rules come the default exclusions (VCS metadata, dependency, virtualenv,
+cache and build directories; lock files; minified bundles; binary extensions; files that
+usually hold credentials, such as ``.env``, ``*.pem``, ``id_rsa``). They match
+names of path components relative to the root only, so a root that itself lives under
+``build/`` is indexed. A negation in a ``.codiiignore`` or in ``ignore_patterns`` (for
+example ``!src/build/``) re-includes a default-excluded path; a ``.gitignore`` negation does
+not, because whitelist idioms such as ``!*/`` would otherwise re-include ``node_modules``.
+
+Symlinks are followed only when their real path stays inside the root's real path. A file
+or directory reachable both directly and through a symlink is listed under each path the
+walk reaches it by (the path is the identity the index stores); a symlinked directory whose
+real path is already on the current walk chain is a loop and is not entered.
+"""
+
+from __future__ import annotations
+
+import collections
+import errno
+import os
+import stat
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .config import DEFAULT_MAX_FILE_BYTES, normalize_extensions, positive_int
+from .ignore import IGNORE_FILE_NAMES, IgnoreLevel, Rule, compile_level, git_info_exclude, read_ignore_file
+
+#: Every reason :func:`scan` counts in :attr:`ScanResult.skipped`.
+SKIP_REASONS = (
+    "ignored", "default-excluded", "too-large", "binary-extension", "lock-file", "minified", "secret",
+    "extension-filter", "symlink-outside-root", "symlink-loop", "symlink-dangling",
+    "unreadable", "not-regular-file", "undecodable-name",
+)
+
+_DEFAULT_EXCLUDED_DIRS = frozenset({
+    ".git", ".hg", ".svn", "node_modules", ".venv", "venv", "__pycache__", ".mypy_cache",
+    ".pytest_cache", ".ruff_cache", ".tox", ".nox", "dist", "build", "target", ".next",
+    ".gradle", ".idea", ".vscode",
+})
+_VIRTUALENV_MARKER = "pyvenv.cfg"
+_LOCK_FILES = frozenset({
+    "package-lock.json", "npm-shrinkwrap.json", "yarn.lock", "pnpm-lock.yaml", "bun.lockb",
+    "poetry.lock", "Pipfile.lock", "uv.lock", "Cargo.lock", "Gemfile.lock", "composer.lock",
+    "go.sum",
+})
+_MINIFIED_SUFFIXES = (".min.js", ".min.mjs", ".min.css", ".map")
+#: Files that usually hold credentials: never indexed, embedded, cached or served to an agent
+#: unless a ``.codiiignore``/``ignore_patterns`` negation asks for them (``!.env.test``).
+#: Templates of them (``.env.example``) carry no secrets and stay.
+_SECRET_NAMES = frozenset({
+    ".env", ".envrc", ".netrc", ".pgpass", ".pypirc", ".npmrc", ".git-credentials", ".htpasswd",
+    "credentials", "credentials.json", "id_rsa", "id_dsa", "id_ecdsa", "id_ed25519",
+})
+_SECRET_SUFFIXES = (".pem", ".key", ".p12", ".pfx", ".jks", ".keystore", ".kdbx", ".ovpn")
+_SECRET_TEMPLATE_SUFFIXES = (".example", ".sample", ".template", ".dist", ".defaults")
+_BINARY_EXTENSIONS = frozenset(
+    "png jpg jpeg gif bmp ico icns webp tif tiff psd heic avif "
+    "zip tar gz tgz bz2 xz zst 7z rar lz4 jar war ear whl egg apk dmg iso deb rpm "
+    "ttf otf woff woff2 eot "
+    "mp3 mp4 m4a aac wav flac ogg opus avi mov mkv webm wmv "
+    "pyc pyo pyd so dylib dll exe o a lib obj class wasm bin "
+    "pdf doc docx xls xlsx ppt pptx odt "
+    "db sqlite sqlite3 onnx npy npz pkl pickle parquet h5 hdf5 pt pth ckpt safetensors "
+    "tflite pb feather arrow".split()
+)
+
+
+@dataclass(frozen=True, slots=True)
+class SourceFile:
+    """One file to index.
+
+    Attributes:
+        path: POSIX path relative to the codebase root, e.g. ``"src/pkg/mod.py"``.
+        size: bytes, from ``stat`` (of the target, for a symlink).
+        mtime_ns: modification time in nanoseconds since the epoch, from ``stat``.
+    """
+
+    path: str
+    size: int
+    mtime_ns: int
+
+
+@dataclass
+class ScanResult:
+    """The outcome of :func:`scan`.
+
+    Attributes:
+        files: the files to index, sorted by ``path``.
+        skipped: reason (one of :data:`SKIP_REASONS`) -> number of skipped paths. A pruned
+            directory counts once, whatever it holds. Besides the obvious ones:
+            ``"symlink-dangling"`` is a symlink to nothing; ``"symlink-loop"`` a symlinked
+            directory already on the walk chain, or a symlink cycle (ELOOP);
+            ``"undecodable-name"`` a name that is not UTF-8; ``"unreadable"`` a directory
+            that cannot be listed or an entry that cannot be stat-ed.
+    """
+
+    files: list[SourceFile]
+    skipped: collections.Counter[str] = field(default_factory=collections.Counter)
+
+
+@dataclass(slots=True)
+class _Dir:
+    """A directory on the walk: as reached (``abs``, ``rel``) and where it really is."""
+
+    abs: str
+    rel: str  # "" for the root, else "dir/sub/"
+    real: str
+    levels: tuple[IgnoreLevel, ...]  # lowest precedence first
+    parent: _Dir | None
+
+    def chain_reals(self) -> Iterator[str]:
+        d: _Dir | None = self
+        while d is not None:
+            yield d.real
+            d = d.parent
+
+
+class _Walker:
+    """One scan: the root's settings, the skip counter and the files found so far."""
+
+    def __init__(self, root: Path, max_file_bytes: int, ignore_patterns: Sequence[str],
+                 extensions: tuple[str, ...] | None) -> None:
+        self.root = os.path.abspath(root)
+        self.root_real = os.path.realpath(self.root)
+        self.max_file_bytes = max_file_bytes
+        self.extensions = extensions
+        top = compile_level(list(ignore_patterns), "", can_rescue=True)
+        self.top = (top,) if top else ()
+        self.files: list[SourceFile] = []
+        self.skipped: collections.Counter[str] = collections.Counter()
+
+    def run(self) -> ScanResult:
+        exclude_path = git_info_exclude(self.root)
+        exclude = read_ignore_file(exclude_path, "", can_rescue=False) if exclude_path else None
+        stack = [_Dir(self.root, "", self.root_real, (exclude,) if exclude else (), None)]
+        while stack:
+            stack.extend(self._visit(stack.pop()))
+        self.files.sort(key=lambda f: f.path)
+        return ScanResult(self.files, self.skipped)
+
+    def _visit(self, d: _Dir) -> list[_Dir]:
+        """List one directory: record its files, return its subdirectories to walk."""
+        try:
+            with os.scandir(d.abs) as it:
+                entries = list(it)
+        except OSError:
+            self.skipped["unreadable"] += 1
+            return []
+        names = {e.name: e for e in entries}
+        if d.parent is not None and _VIRTUALENV_MARKER in names:
+            self.skipped["default-excluded"] += 1
+            return []
+        d.levels = self._with_ignore_files(d, names)
+        subdirs = []
+        for entry in entries:
+            child = self._visit_entry(d, entry)
+            if child is not None:
+                subdirs.append(child)
+        return subdirs
+
+    def _with_ignore_files(self, d: _Dir, names: dict[str, os.DirEntry]) -> tuple[IgnoreLevel, ...]:
+        levels = list(d.levels)
+        for name in IGNORE_FILE_NAMES:
+            entry = names.get(name)
+            # Git (>= 2.32) does not follow a symlinked .gitignore in the working tree.
+            if entry is not None and entry.is_file(follow_symlinks=False):
+                level = read_ignore_file(entry.path, d.rel, can_rescue=name != ".gitignore")
+                if level:
+                    levels.append(level)
+        return tuple(levels)
+
+    def _verdict(self, d: _Dir, rel: str, is_dir: bool) -> Rule | None:
+        """The deciding rule for a path: the highest-precedence level with a matching rule."""
+        for level in (*self.top, *reversed(d.levels)):
+            rule = level.verdict(rel, is_dir)
+            if rule is not None:
+                return rule
+        return None
+
+    def _visit_entry(self, d: _Dir, entry: os.DirEntry) -> _Dir | None:
+        name = entry.name
+        if not _encodable(name):
+            self.skipped["undecodable-name"] += 1
+            return None
+        rel = d.rel + name
+        try:
+            is_dir = entry.is_dir()  # follows symlinks; False for a dangling one
+        except OSError:
+            is_dir = False
+        rule = self._verdict(d, rel, is_dir)
+        if rule is not None and rule.excludes:
+            self.skipped["ignored"] += 1
+            return None
+        rescued = rule is not None and rule.rescues
+        if name == ".git":
+            self.skipped["default-excluded"] += 1
+            return None
+        if is_dir:
+            return self._enter_dir(d, entry, rel, rescued)
+        self._add_file(entry, rel, rescued)
+        return None
+
+    def _enter_dir(self, d: _Dir, entry: os.DirEntry, rel: str, rescued: bool) -> _Dir | None:
+        name = entry.name
+        if not rescued and (name in _DEFAULT_EXCLUDED_DIRS or name.endswith(".egg-info")):
+            self.skipped["default-excluded"] += 1
+            return None
+        real = os.path.join(d.real, name)
+        if entry.is_symlink():
+            real = os.path.realpath(entry.path)
+            reason = self._symlink_reason(real)
+            if reason is None and real in d.chain_reals():
+                reason = "symlink-loop"
+            if reason:
+                self.skipped[reason] += 1
+                return None
+        return _Dir(entry.path, rel + "/", real, d.levels, d)
+
+    def _add_file(self, entry: os.DirEntry, rel: str, rescued: bool) -> None:
+        name = entry.name
+        reason = None if rescued else _default_file_reason(name)
+        if reason is None and self.extensions is not None and not name.lower().endswith(self.extensions):
+            reason = "extension-filter"
+        checked = reason or self._stat_file(entry)
+        if isinstance(checked, str):
+            self.skipped[checked] += 1
+        else:
+            self.files.append(SourceFile(rel, checked.st_size, checked.st_mtime_ns))
+
+    def _stat_file(self, entry: os.DirEntry) -> str | os.stat_result:
+        """The target's stat, or a skip reason; never opens the file (a FIFO would block)."""
+        is_link = entry.is_symlink()
+        try:
+            st = entry.stat()
+        except OSError as exc:
+            if not is_link:
+                return "unreadable"
+            return ("symlink-loop" if exc.errno == errno.ELOOP
+                    else "symlink-dangling" if exc.errno in (errno.ENOENT, errno.ENOTDIR)
+                    else "unreadable")
+        if is_link and (reason := self._symlink_reason(os.path.realpath(entry.path))):
+            return reason
+        if not stat.S_ISREG(st.st_mode):
+            return "not-regular-file"
+        return "too-large" if st.st_size > self.max_file_bytes else st
+
+    def _symlink_reason(self, real: str) -> str | None:
+        inside = real == self.root_real or real.startswith(self.root_real.rstrip("/") + "/")
+        return None if inside else "symlink-outside-root"
+
+
+def _encodable(name: str) -> bool:
+    """False for names holding bytes that are not UTF-8 (``os`` maps them to lone surrogates,
+    which cannot be stored as SQLite TEXT)."""
+    if name.isascii():
+        return True
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _default_file_reason(name: str) -> str | None:
+    if name in _LOCK_FILES:
+        return "lock-file"
+    lower = name.lower()
+    if lower.endswith(_MINIFIED_SUFFIXES):
+        return "minified"
+    if (lower in _SECRET_NAMES or lower.endswith(_SECRET_SUFFIXES)
+            or (lower.startswith(".env.") and not lower.endswith(_SECRET_TEMPLATE_SUFFIXES))):
+        return "secret"
+    if lower.rpartition(".")[2] in _BINARY_EXTENSIONS and "." in lower:
+        return "binary-extension"
+    return None
+
+
+def scan(root: Path, *, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+         ignore_patterns: Sequence[str] = (), extensions: Sequence[str] | None = None) -> ScanResult:
+    """List the files to index under ``root`` (see the module docstring for the rules).
+
+    Reads directory listings, ``stat`` results and ignore files only, never file contents.
+    The settings usually come from :func:`load_config`.
+
+    Args:
+        root: the codebase root directory.
+        max_file_bytes: files larger than this (bytes) are skipped as ``"too-large"``.
+        ignore_patterns: gitignore-style patterns relative to the root, with the highest
+            precedence; a negation here also re-includes a default-excluded path.
+        extensions: suffixes such as ``[".py", ".md"]`` (case-insensitive); when given,
+            only files ending in one of them are indexed.
+    Returns:
+        ScanResult: files sorted by path, and skip counts by reason.
+    Raises:
+        FileNotFoundError / NotADirectoryError: ``root`` is not a directory.
+        ValueError: ``extensions`` is empty or ``max_file_bytes`` is not a positive integer.
+    """
+    if not os.path.isdir(root):
+        raise (NotADirectoryError if os.path.exists(root) else FileNotFoundError)(
+            f"{root}: not a directory")
+    walker = _Walker(root, positive_int(max_file_bytes), ignore_patterns,
+                     normalize_extensions(extensions))
+    return walker.run()
