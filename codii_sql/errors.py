@@ -21,6 +21,10 @@ class IndexMismatchError(CodiiError):
     """The index was built by another model, chunker or schema; ``build --force`` rebuilds it."""
 
 
+class BuildFailedError(CodiiError):
+    """A background build stopped at once (a bad ``.codii.yaml``, an index of another model...)."""
+
+
 class IndexBusyError(CodiiError):
     """Another process is writing this codebase's index."""
 
@@ -31,6 +35,10 @@ class StorageError(CodiiError):
 
 class DiskFullError(StorageError):
     """SQLite could not write the index: the disk is full (SQLITE_FULL)."""
+
+
+class ReadOnlyIndexError(StorageError):
+    """SQLite could not write the index: the file or its folder is read-only."""
 
 
 class DamagedIndexError(StorageError):

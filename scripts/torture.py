@@ -215,7 +215,7 @@ class KillLoop:
 
     def check(self) -> list[str]:
         """Problems of the index as a kill left it (empty list: none)."""
-        from codii_sql import api
+        from codii_sql import service as api
         from codii_sql.search.results import SearchOptions
 
         problems = []

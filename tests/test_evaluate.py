@@ -20,7 +20,7 @@ import pytest
 from click.testing import CliRunner
 
 from codii_sql.cli import cli
-from codii_sql.evaluate import score
+from codii_sql.eval.metrics import score
 
 FIXTURES = Path(__file__).parent / "fixtures" / "eval"
 NDCG_RANK2 = 1 / math.log2(3)

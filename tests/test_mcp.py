@@ -26,8 +26,8 @@ TOOLS = {"index_codebase", "get_indexing_status", "search_code", "clear_index", 
 
 @asynccontextmanager
 async def server(home: Path):
-    """A fresh ``python -m codii_sql.mcp_server`` process and an initialised client session."""
-    params = StdioServerParameters(command=sys.executable, args=["-m", "codii_sql.mcp_server"], cwd=str(REPO_ROOT),
+    """A fresh ``python -m codii_sql.mcp`` process and an initialised client session."""
+    params = StdioServerParameters(command=sys.executable, args=["-m", "codii_sql.mcp"], cwd=str(REPO_ROOT),
                                    env={"CODII_SQL_HOME": str(home), "PYTHONPATH": str(REPO_ROOT),
                                         "CODII_SQL_THREADS": "1"})
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:

@@ -15,7 +15,7 @@ import pytest
 from click.testing import CliRunner
 from conftest import write_tree
 
-import codii_sql.api as api_mod
+import codii_sql.service.builds as builds_mod
 import codii_sql.ingest.indexer as index_mod
 import codii_sql.ingest.prepare as prepare_mod
 from codii_sql.cli import cli
@@ -84,7 +84,7 @@ def test_embedding_or_parse_failure_mid_run_keeps_old_rows_and_is_retried(tmp_pa
     write_tree(repo, {f"m{i}.py": f"def new_{i}(y):\n    return y + {i}\n" for i in range(6)})
     monkeypatch.setattr(index_mod, "BATCH_FILES", 2)  # three batches: m0-m1, m2-m3, m4-m5
     flaky = FlakyEmbedder(embedder, fail_on=2)
-    monkeypatch.setattr(api_mod, "get_embedder", lambda: flaky)
+    monkeypatch.setattr(builds_mod, "get_embedder", lambda: flaky)
     real_chunk = prepare_mod.chunk_text
     monkeypatch.setattr(prepare_mod, "chunk_text", lambda text, language, **kw: (
         (_ for _ in ()).throw(ValueError("parser exploded")) if "new_5" in text else real_chunk(text, language, **kw)))
@@ -146,7 +146,7 @@ def test_a_chunker_change_rechunks_and_a_model_change_needs_force(sample_repo, e
 
     other = FlakyEmbedder(embedder, fail_on=None)
     other.dims = 512
-    monkeypatch.setattr(api_mod, "get_embedder", lambda: other)
+    monkeypatch.setattr(builds_mod, "get_embedder", lambda: other)
     res = run("build", sample_repo)
     assert_one_line_error(res)
     assert "dims=384, this version uses 512" in res.output

@@ -7,7 +7,7 @@ import os
 import pytest
 
 from codii_sql.ingest.config import DEFAULT_MAX_FILE_BYTES
-from codii_sql.safe_paths import FileSet, PathRefusedError, read_bytes, resolve_file
+from codii_sql.service.boundary import FileSet, PathRefusedError, read_bytes, resolve_file
 from conftest import write_tree
 
 

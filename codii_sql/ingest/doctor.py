@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import apsw
-
 from . import merkle
+from ..errors import StorageError
 from ..storage.store import Store
 
 
@@ -71,7 +70,7 @@ def _check_rows(store: Store, report: DoctorReport, *, repair: bool) -> None:
     fts_ok, detail = True, ""
     try:
         store.run("fts_integrity_check")
-    except apsw.Error as err:
+    except StorageError as err:
         fts_ok, detail = False, str(err)
     n_fts = store.value("fts_row_count")
     fts_ok = fts_ok and n_fts == n_chunks

@@ -1,1 +1,25 @@
-"""The one face of the engine: build, search, status and the rest, for the CLI, the MCP server and any other face."""
+"""The one face of the engine: build, search, status and the rest, for the CLI, the MCP server and any other face.
+
+Faces import from here only (and from the leaves: errors, paths, codebase); they never touch
+apsw, the named SQL, numpy or the stages below.
+"""
+
+from ..codebase import Codebase
+from ..ingest.report import BuildReport, Progress
+from ..search.results import MAX_LIMIT, MODES, Result, SearchOptions
+from ..storage.lock import is_locked
+from .builds import build, ensure_index
+from .codebases import find_codebase, open_codebase
+from .doctor import doctor
+from .maintenance import clear
+from .models import ENV_MODEL, cached_models, check_reranker, models_dir, pull_model
+from .searching import SearchResponse, batch_searcher, open_searcher, search
+from .session import Session, iso
+from .status import inspect, is_stale, list_codebases, recorded_filters, stats, status
+
+__all__ = [
+    "BuildReport", "Codebase", "ENV_MODEL", "MAX_LIMIT", "MODES", "Progress", "Result", "SearchOptions",
+    "SearchResponse", "Session", "batch_searcher", "build", "cached_models", "check_reranker", "clear", "doctor", "ensure_index",
+    "find_codebase", "inspect", "is_locked", "is_stale", "iso", "list_codebases", "models_dir", "open_codebase",
+    "open_searcher", "pull_model", "recorded_filters", "search", "stats", "status",
+]

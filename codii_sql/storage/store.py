@@ -15,7 +15,7 @@ import sqlite_vec
 
 from ..paths import in_indexes_dir
 from . import queries
-from ..errors import DamagedIndexError, IndexMismatchError, StorageError
+from ..errors import CodiiError, DamagedIndexError, DiskFullError, IndexMismatchError, ReadOnlyIndexError, StorageError
 
 #: Bumped when the tables change shape. 2 added chunks_bits (binary-quantised vectors), 3
 #: partitioned it by rowid % 8; older indexes are migrated in place when opened. Other
@@ -37,10 +37,14 @@ class Store:
         StorageError: the file cannot be opened or created, is not a codii-sql index (with
             ``create`` false), or holds tables that are not ours (someone else's database);
             nothing is written to it then.
+
+    Once open, every apsw error of a statement reaches the caller as an :mod:`codii_sql.errors`
+    type (:func:`translate`): no layer above storage sees apsw.
     """
 
     def __init__(self, path: Path, *, create: bool = True):
         self.path = Path(path)
+        self._translate = False  # opening words its own errors, below
         if not create and not self.path.is_file():
             raise StorageError(f"no index at {self.path}: run `codii-sql build` first")
         flags = apsw.SQLITE_OPEN_READWRITE | (apsw.SQLITE_OPEN_CREATE if create else 0)
@@ -67,6 +71,7 @@ class Store:
             else:  # IF NOT EXISTS: adds tables a newer schema brought (then _migrate fills them)
                 self.run("create_schema")
             self._migrate()
+            self._translate = True
         except (apsw.CorruptError, apsw.NotADBError) as err:
             # build --force and clear act on damaged files only in $CODII_SQL_HOME/indexes (the service):
             # a damaged file elsewhere may not be ours.
@@ -137,20 +142,32 @@ class Store:
 
     # -- running named statements -------------------------------------------------------
 
+    @contextlib.contextmanager
+    def _sqlite(self) -> Iterator[None]:
+        """apsw errors inside the block become :func:`translate`'s errors (once the file is open)."""
+        try:
+            yield
+        except apsw.Error as err:
+            if not self._translate:
+                raise
+            raise translate(err, self.path) from None
+
     def run(self, name: str, params: Mapping[str, Any] | None = None) -> None:
         """Execute statement ``name`` (all of it, if it is a script) and discard rows."""
-        for _ in self.conn.execute(queries.sql(name), params):
-            pass
+        with self._sqlite():
+            for _ in self.conn.execute(queries.sql(name), params):
+                pass
 
     def rows(self, name: str, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
         """Every row of statement ``name`` as dicts keyed by column name."""
-        cur = self.conn.execute(queries.sql(name), params)
         out = []
-        names: list[str] | None = None
-        for row in cur:
-            if names is None:
-                names = [d[0] for d in cur.get_description()]
-            out.append(dict(zip(names, row)))
+        with self._sqlite():
+            cur = self.conn.execute(queries.sql(name), params)
+            names: list[str] | None = None
+            for row in cur:
+                if names is None:
+                    names = [d[0] for d in cur.get_description()]
+                out.append(dict(zip(names, row)))
         return out
 
     def row(self, name: str, params: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
@@ -160,8 +177,9 @@ class Store:
 
     def value(self, name: str, params: Mapping[str, Any] | None = None) -> Any:
         """The first column of the first row of statement ``name``, or None."""
-        for row in self.conn.execute(queries.sql(name), params):
-            return row[0]
+        with self._sqlite():
+            for row in self.conn.execute(queries.sql(name), params):
+                return row[0]
         return None
 
     def many(self, name: str, seq: Any) -> None:
@@ -170,8 +188,9 @@ class Store:
         The cursor is read to the end: apsw runs the next parameter set only when the rows of
         the previous one have been read (a ``RETURNING`` statement would stop after one).
         """
-        for _ in self.conn.executemany(queries.sql(name), seq):
-            pass
+        with self._sqlite():
+            for _ in self.conn.executemany(queries.sql(name), seq):
+                pass
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[None]:
@@ -219,3 +238,20 @@ class Store:
                     f"index {self.path.name} was built with {key}={have!r}, this version uses {want!r}: "
                     "run `codii-sql build --force` to rebuild it"
                 )
+
+
+def translate(err: apsw.Error, path: Path) -> CodiiError:
+    """The :mod:`codii_sql.errors` type a user can act on for an apsw error met on the index ``path``.
+
+    SQLITE_FULL is :class:`DiskFullError` (SQLite rolled the transaction back: the index keeps
+    its last commit); a read-only file :class:`ReadOnlyIndexError`; broken pages found while
+    reading rows (opening succeeded) :class:`DamagedIndexError`; anything else :class:`StorageError`.
+    """
+    if isinstance(err, apsw.FullError):
+        return DiskFullError("the disk is full (SQLite could not write): free some space, then run the command "
+                             "again (the index keeps its last committed state)")
+    if isinstance(err, apsw.ReadOnlyError):
+        return ReadOnlyIndexError(f"the index file is read-only ({err}): make it writable, or copy it and pass --db")
+    kind = DamagedIndexError if isinstance(err, (apsw.CorruptError, apsw.NotADBError)) else StorageError
+    return kind(f"reading the index failed ({err}): `codii-sql doctor` checks it and `codii-sql build --force` "
+                "replaces a damaged index")

@@ -1,4 +1,4 @@
-"""The MCP server's security boundary: which files an agent may have read back through it.
+"""The file boundary: which files an agent (or any face) may have read back, and reading them safely.
 
 A file is readable only when all of these hold:
 
@@ -22,10 +22,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from .ingest.config import DEFAULT_MAX_FILE_BYTES
-from .ingest.read import SNIFF_BYTES, is_binary, is_private_key
-from .ingest.walk import scan
-from .errors import UsageError
+from ..ingest.config import DEFAULT_MAX_FILE_BYTES
+from ..ingest.read import SNIFF_BYTES, is_binary, is_private_key
+from ..ingest.walk import scan
+from ..errors import UsageError
 
 #: Seconds a scan of the allowed file set is reused. A scan walks the whole tree, so every
 #: get_content call cannot afford one on a large repository; a file newly added to an
@@ -147,7 +147,7 @@ class FileSet:
     Args:
         root: the codebase root.
         rules: keyword arguments for :func:`~codii_sql.ingest.walk.scan` (``ignore_patterns``, ``extensions``,
-            ``max_file_bytes``), normally from ``api.scan_rules``.
+            ``max_file_bytes``), normally from :func:`codii_sql.service.status.scan_rules`.
     """
 
     def __init__(self, root: Path, rules: dict):

@@ -1,0 +1,5 @@
+"""The ``codii-sql`` command line: click commands over the service, and their output."""
+
+from .main import cli, main
+
+__all__ = ["cli", "main"]

@@ -1,0 +1,52 @@
+"""``eval``: score search on a benchmark, or compare two saved runs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from ..errors import UsageError
+from ..service import MAX_LIMIT, MODES
+from .output import emit, json_option
+
+
+@click.command(name="eval")
+@click.argument("dataset", required=False)
+@click.option("--mode", type=click.Choice(MODES), default="hybrid", show_default=True)
+@click.option("--rerank", is_flag=True, help="Re-score the top chunks with the cross-encoder, as search --rerank.")
+@click.option("--rerank-model", default=None,
+              help="Cross-encoder for --rerank (implies it) [default: $CODII_SQL_RERANK_MODEL].")
+@click.option("--no-prior", is_flag=True, help="Turn off the soft source-over-tests/docs ranking prior.")
+@click.option("--repos", default=None, help="SWE-bench: only these repositories, e.g. requests,flask.")
+@click.option("--limit", type=click.IntRange(1), default=None, help="Only the first N queries.")
+@click.option("--top", type=click.IntRange(1, MAX_LIMIT), default=None,
+              help="Results per query [default: 100 for CoSQA, 10 files for SWE-bench].")
+@click.option("--bench-dir", envvar="CODII_SQL_BENCH", type=click.Path(file_okay=False), default=None,
+              help="Folder with cosqa/ and swebench/ [env CODII_SQL_BENCH; default ../shared/bench].")
+@click.option("--work-dir", envvar="CODII_SQL_BENCH_WORK", type=click.Path(file_okay=False),
+              default="~/.cache/codii-bench", show_default=True,
+              help="Snippets, source trees and saved runs [env CODII_SQL_BENCH_WORK].")
+@click.option("--compare", nargs=2, type=click.Path(exists=True, dir_okay=False), default=None,
+              help="Print the metric deltas between two saved runs A B (B - A) instead of running.")
+@json_option
+def eval_(dataset, mode, rerank, rerank_model, no_prior, repos, limit, top, bench_dir, work_dir, compare,
+          as_json):
+    """Score search on a benchmark: DATASET is cosqa, swebench or a dataset folder (see docs/eval.md)."""
+    from .. import eval as evaluate
+
+    if compare:
+        cmp = evaluate.compare_runs(evaluate.load_run(compare[0]), evaluate.load_run(compare[1]))
+        return emit(cmp) if as_json else click.echo(evaluate.format_comparison(cmp))
+    if dataset is None:
+        raise UsageError("missing DATASET: codii-sql eval cosqa|swebench|DIR (or --compare A.json B.json)")
+    cfg = evaluate.EvalConfig(dataset, mode=mode, rerank=rerank or rerank_model is not None,
+                              rerank_model=rerank_model, role_prior=not no_prior,
+                              repos=repos.split(",") if repos else [], limit=limit, top=top,
+                              bench_dir=Path(bench_dir) if bench_dir else None, work_dir=Path(work_dir))
+    run = evaluate.evaluate(cfg, log=lambda msg: click.echo(msg, err=True))
+    saved = evaluate.save_run(run, cfg.work_dir)
+    if as_json:
+        return emit({**evaluate.summary(run), "saved": str(saved)})
+    click.echo(evaluate.format_run(run))
+    click.echo(f"saved: {saved}", err=True)

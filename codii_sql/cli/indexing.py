@@ -1,0 +1,148 @@
+"""``build`` and ``search``: index a codebase, and ask it questions."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from .. import service
+from ..errors import CodiiError, UsageError
+from ..service import MAX_LIMIT, MODES, SearchOptions
+from .output import db_option, describe_filters, emit, err_console, json_option, print_results, progress_bar
+
+
+@click.command()
+@click.argument("path", required=False, default=None)
+@click.option("--force", is_flag=True, help="Re-read and re-chunk every file; searches keep working meanwhile (after a model change the index is emptied first).")
+@click.option("--ignore", "ignore_patterns", multiple=True, help="Extra gitignore-style pattern (repeatable).")
+@click.option("--ext", "extensions", multiple=True, help="Index only these extensions, e.g. --ext .py (repeatable).")
+@click.option("--reset-filters", is_flag=True,
+              help="Forget --ext/--ignore options that earlier builds (CLI or MCP) recorded; a plain build keeps them.")
+@click.option("--no-cache", is_flag=True,
+              help="Do not use the shared embedding cache; with --force, embed every chunk again.")
+@db_option
+@json_option
+def build(path, force, ignore_patterns, extensions, reset_filters, no_cache, db, as_json):
+    """Build or update the index of the codebase at PATH (default: current directory)."""
+    codebase = service.open_codebase(path, db)
+    if service.is_locked(codebase):
+        click.echo(f"Waiting for another process that is indexing {codebase.root} ...", err=True)
+    warnings: list[str] = []
+
+    def warn(message: str) -> None:
+        warnings.append(message)
+        click.echo(f"Warning: {message}", err=True)
+
+    with progress_bar(not as_json and err_console.is_terminal) as bar:
+        report = service.build(codebase, force=force, progress=bar, use_cache=not no_cache, warn=warn,
+                           ignore_patterns=list(ignore_patterns) if ignore_patterns or reset_filters else None,
+                           extensions=list(extensions) if extensions or reset_filters else None)
+    filters = service.recorded_filters(codebase)
+    if as_json:
+        emit({"codebase": str(codebase.root), "db": str(codebase.db_path), **report.to_dict(), "filters": filters,
+              **({"warnings": warnings} if warnings else {})})
+        return
+    click.echo(f"Indexed {codebase.root} -> {codebase.db_path}")
+    click.echo(f"  files: {report.files} ({report.added} added, {report.modified} modified, {report.removed} removed, "
+               f"{report.reindexed} re-indexed, {report.unchanged} unchanged)")
+    click.echo(f"  chunks: {report.chunks} ({report.chunks_written} written, {report.chunks_embedded} embedded, "
+               f"{report.vectors_reused} vectors reused)")
+    if report.skipped:
+        click.echo("  skipped: " + ", ".join(f"{k} {v}" for k, v in report.skipped.most_common()))
+    for p, why in sorted(report.failed.items()):
+        click.echo(f"  failed: {p}: {why} (retried on the next build)")
+    click.echo(f"  time: {report.seconds:.2f} s")
+    if filters["extensions"] or filters["ignore_patterns"]:
+        click.echo(f"  filters kept for later builds: {describe_filters(filters)} (--reset-filters drops them)")
+
+
+def _search_options(limit, mode, exts, glob, language, no_prior, group_by, rerank, rerank_model) -> SearchOptions:
+    return SearchOptions(limit=limit, mode=mode, exts=list(exts), glob=glob, language=language,
+                         role_prior=not no_prior, group_by_file=group_by == "file",
+                         rerank=rerank or rerank_model is not None, rerank_model=rerank_model)
+
+
+@click.command()
+@click.argument("query", required=False)
+@click.option("--path", "path", default=None,
+              help="Codebase root (default: the root recorded in --db, else the current directory); a subfolder "
+                   "of an indexed codebase searches that index, keeping files under the subfolder.")
+@click.option("--limit", "-n", type=click.IntRange(1, MAX_LIMIT), default=10, show_default=True)
+@click.option("--mode", type=click.Choice(MODES), default="hybrid", show_default=True)
+@click.option("--ext", "exts", multiple=True, help="Only files ending in this extension (repeatable), e.g. --ext .py")
+@click.option("--glob", default=None, help="Only paths matching this glob, e.g. 'src/*.py' (* also matches /).")
+@click.option("--language", default=None, help="Only chunks of this language, e.g. python.")
+@click.option("--group-by", type=click.Choice(["chunk", "file"]), default="chunk", show_default=True,
+              help="file: one result per file, ranked by its best chunk.")
+@click.option("--no-prior", is_flag=True, help="Turn off the soft source-over-tests/docs ranking prior.")
+@click.option("--rerank", is_flag=True, help="Re-score the top 30 with a cross-encoder ($CODII_SQL_RERANK_MODEL).")
+@click.option("--rerank-model", type=click.Path(exists=True), default=None,
+              help="Cross-encoder for --rerank: an ONNX file/folder or a Hugging Face BERT folder (implies --rerank).")
+@click.option("--no-update", is_flag=True, help="Search the index as it is, without updating it first.")
+@click.option("--queries-file", type=click.File("r", encoding="utf-8"), default=None,
+              help='Batch mode: JSONL lines {"id", "query"}; prints {"id", "results"} lines.')
+@db_option
+@json_option
+@click.option("--jsonl", is_flag=True, help="Print one JSON result per line.")
+def search(query, path, limit, mode, exts, glob, language, group_by, no_prior, rerank, rerank_model, no_update,
+           queries_file, db, as_json, jsonl):
+    """Search the codebase for QUERY (natural language or an identifier).
+
+    Builds the index first if it is missing, and updates it if files changed.
+    A QUERY that starts with "-" goes after "--": codii-sql search --path . -- "-v flag".
+    """
+    if as_json and jsonl:
+        raise UsageError("pass either --json (one object) or --jsonl (one result per line), not both")
+    codebase, scope = service.find_codebase(path, db)
+    opts = _search_options(limit, mode, exts, glob, language, no_prior, group_by, rerank, rerank_model)
+    opts.under = scope or None
+    if queries_file is not None:
+        if query is not None:
+            raise UsageError("pass either QUERY or --queries-file, not both")
+        return _batch_search(codebase, opts, queries_file, no_update, as_json)
+    if query is None:
+        raise UsageError("missing QUERY: codii-sql search \"where are retries handled\" --path REPO")
+    if not (as_json or jsonl or no_update) and query.strip() and not codebase.db_path.is_file():
+        click.echo(f"Indexing {codebase.root} first: the model embeds every chunk once (minutes for a large "
+                   "codebase); later searches update only changed files.", err=True)
+    with progress_bar(not (as_json or jsonl) and err_console.is_terminal) as bar:
+        resp = service.search(codebase, query, opts, update=not no_update, progress=bar)
+    if scope and not (as_json or jsonl):
+        click.echo(f"Note: searching the index of {codebase.root}, files under {scope}/ only", err=True)
+    if resp.note:
+        click.echo(f"Note: {resp.note}", err=True)
+    if as_json:
+        emit(resp.to_dict())
+    elif jsonl:
+        for r in resp.results:
+            click.echo(json.dumps(r.to_dict(), ensure_ascii=False))
+    else:
+        print_results(resp)
+
+
+def _batch_search(codebase, opts, lines, no_update, as_json):
+    """One answer line per query line (streamed); with ``as_json`` one array of them at the end."""
+    answers: list[dict] = []
+    out = answers.append if as_json else (lambda answer: click.echo(json.dumps(answer, ensure_ascii=False)))
+    failed = 0
+    with service.batch_searcher(codebase, opts, update=not no_update) as search_one:
+        for n, line in enumerate(lines, 1):
+            if not line.strip():
+                continue
+            item: dict = {}
+            try:
+                item = json.loads(line)
+                if not isinstance(item, dict) or not isinstance(item.get("query"), str):
+                    raise UsageError('each line must be a JSON object with a "query" string')
+                out({"id": item.get("id"), "results": [r.to_dict() for r in search_one(item["query"])]})
+            except (ValueError, CodiiError) as err:
+                qid = item.get("id") if isinstance(item, dict) else None
+                out({"id": qid, "line": n, "error": f"line {n}: {err}"})
+                failed += 1
+    if as_json:
+        emit(answers)
+    if failed:
+        # Every line was answered; the exit status tells a script that some answers are errors.
+        click.echo(f"Error: {failed} queries failed (their lines carry an \"error\" key)", err=True)
+        raise SystemExit(1)

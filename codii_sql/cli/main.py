@@ -1,0 +1,57 @@
+"""The ``codii-sql`` command line: a thin click layer over :mod:`codii_sql.service` (every command has ``--json``)."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from ..errors import CodiiError
+from . import evaluation, indexing, info, maintenance
+from .models import models
+
+
+class CodiiGroup(click.Group):
+    """Turns every :class:`CodiiError` and bad option into one line on stderr and its exit code, never a traceback."""
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except CodiiError as err:
+            click.echo(f"Error: {err}", err=True)
+            ctx.exit(err.exit_code)
+        except click.UsageError as err:  # one line too, for a bad option or argument
+            where = f"codii-sql {err.ctx.info_name}" if err.ctx and err.ctx.info_name != ctx.info_name else "codii-sql"
+            click.echo(f"Error: {err.format_message()} (see `{where} --help`)", err=True)
+            ctx.exit(2)
+        except KeyboardInterrupt:
+            click.echo("Interrupted: the index keeps every file committed so far; run build again to finish.", err=True)
+            ctx.exit(130)
+
+
+@click.group(cls=CodiiGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="codii-sql")
+def cli():
+    """Local hybrid code search: BM25 (FTS5) + vectors (sqlite-vec) fused by RRF, one .db per codebase."""
+
+
+@click.command()
+def serve():
+    """Run the MCP server on stdio (for Claude Code, Cursor and other MCP clients)."""
+    from ..mcp import main as serve_main
+
+    serve_main()
+
+
+for command in (indexing.build, indexing.search, info.status, info.list_, info.stats, maintenance.clear,
+                info.inspect, maintenance.doctor, serve, evaluation.eval_, models):
+    cli.add_command(command)
+
+
+def main() -> None:
+    """Console-script entry point."""
+    cli(prog_name="codii-sql")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,109 @@
+"""``clear`` and ``doctor``: delete indexes, check and repair them."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from .. import service
+from ..codebase import Codebase
+from ..errors import CodiiError, IndexBusyError, UsageError
+from ..paths import in_indexes_dir
+from .output import db_option, emit, json_option
+
+
+@click.command()
+@click.argument("path", required=False, default=None)
+@click.option("--all", "all_", is_flag=True, help="Delete every index under $CODII_SQL_HOME.")
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation (required with --json, which never prompts).")
+@db_option
+@json_option
+def clear(path, all_, yes, db, as_json):
+    """Delete the index of PATH (the files of the codebase are never touched)."""
+    if all_ and (path is not None or db is not None):
+        raise UsageError("pass PATH (or --db) to delete one index, or --all for every index, not both")
+    if all_:
+        targets = [Codebase(Path(r.get("root") or "."), Path(r["db"])) for r in service.list_codebases()]
+        busy = [c for c in targets if service.is_locked(c)]
+        if busy:  # all or nothing: a half-done --all would leave the user guessing what is left
+            raise IndexBusyError(f"{busy[0].root} is being indexed: nothing was deleted; try again when it finishes")
+    else:
+        targets = [_clear_target(path, db)]
+    if not yes and targets:
+        if as_json:
+            raise UsageError("clear --json does not prompt: add --yes to delete the index")
+        names = ", ".join(str(c.db_path) for c in targets[:3]) + (f" and {len(targets) - 3} more" if len(targets) > 3 else "")
+        click.confirm(f"Delete {names}?", abort=True, err=True)
+    removed, failed = [], {}
+    for c in targets:
+        try:
+            if service.clear(c):
+                removed.append(str(c.db_path))
+        except CodiiError as err:
+            if not all_:
+                raise
+            failed[str(c.db_path)] = str(err)
+    # From a subfolder, "nothing to remove" reads as "no index": name the one it lies in.
+    outer = targets[0].enclosing() if not (removed or all_ or db is not None) and targets else None
+    note = (f"{targets[0].root} has no index of its own; it lies inside the indexed codebase {outer.root}: "
+            f"`codii-sql clear {outer.root}` deletes that one") if outer else None
+    if as_json:
+        emit({"removed": removed, **({"failed": failed} if failed else {}), **({"note": note} if note else {})})
+    else:
+        click.echo(f"Removed {len(removed)} index file(s)." if removed else note or "Nothing to remove.")
+        for name, why in failed.items():
+            click.echo(f"Not removed: {name}: {why}", err=True)
+    if failed:
+        sys.exit(1)
+
+
+def _clear_target(path, db) -> Codebase:
+    """The codebase to clear. Only its index file matters, so an index whose folder is gone is
+    found by ``--db`` alone or by the root that ``codii-sql list`` shows."""
+    if db is not None and path is None:
+        return Codebase(Path("."), Path(db).expanduser().absolute())
+    try:
+        return service.open_codebase(path, db)
+    except UsageError:
+        wanted = str(Path(path or ".").expanduser().absolute())
+        for r in service.list_codebases():
+            if r.get("root") == wanted:
+                return Codebase(Path(wanted), Path(r["db"]))
+        raise
+
+
+def _replace_damaged(codebase: Codebase, db) -> str:
+    """How to replace a damaged index: build --force replaces files of $CODII_SQL_HOME/indexes
+    only (service.build); another --db file may not be ours, so it is deleted by hand."""
+    at = f" --db {codebase.db_path}" if db is not None else ""
+    if in_indexes_dir(codebase.db_path):
+        return f"`codii-sql build {codebase.root}{at} --force` replaces the index"
+    return f"delete {codebase.db_path} by hand, then `codii-sql build {codebase.root}{at}` makes a new one"
+
+
+@click.command()
+@click.argument("path", required=False, default=None)
+@click.option("--check-only", is_flag=True, help="Report problems without repairing them.")
+@db_option
+@json_option
+def doctor(path, check_only, db, as_json):
+    """Check the index (SQLite, FTS5, vec0 rows, Merkle tree) and repair what it can."""
+    codebase = service.open_codebase(path, db)
+    out = service.doctor(codebase, repair=not check_only)
+    if as_json:
+        emit(out)
+    else:
+        for c in out["checks"]:
+            mark = "ok" if c["ok"] else ("REPAIRED" if c["repaired"] else "PROBLEM")
+            click.echo(f"{mark:>8}  {c['name']}: {c['detail']}")
+        if out.get("rebuild"):
+            click.echo(f"re-indexed {len(out['forgotten'])} file(s) whose rows were incomplete")
+        click.echo("consistent" if out["consistent"] else
+                   f"damaged: SQLite pages are broken; {_replace_damaged(codebase, db)}"
+                   if out["damaged"] else
+                   "inconsistent (run doctor without --check-only to repair)" if check_only else
+                   "was inconsistent (repaired)")
+    if out["damaged"] or (check_only and not out["consistent"]):
+        sys.exit(1)

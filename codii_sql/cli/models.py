@@ -1,0 +1,46 @@
+"""``codii-sql models``: fetch a cross-encoder for ``--rerank`` and list the models cached locally.
+
+Registered by :mod:`.main`; errors are :class:`UsageError`, which the top-level group prints as one line.
+"""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from .. import service
+
+@click.group()
+def models():
+    """Cross-encoder models for --rerank: pull one from Hugging Face, list cached ones."""
+
+
+@models.command()
+@click.argument("name")
+@click.option("--dir", "target_dir", type=click.Path(file_okay=False), default=None,
+              help="Folder to download into instead of $CODII_SQL_HOME/models/hf/NAME.")
+@click.option("--json", "as_json", is_flag=True, help='Print one JSON object {"model", "path"}.')
+def pull(name: str, target_dir: str | None, as_json: bool) -> None:
+    """Download the Hugging Face cross-encoder NAME, e.g. cross-encoder/ms-marco-MiniLM-L-6-v2."""
+    target = service.pull_model(name, target_dir)
+    if as_json:
+        click.echo(json.dumps({"model": name, "path": str(target)}))
+        return
+    click.echo(str(target))
+    click.echo(f"use it with: --rerank-model {target}  (or export {service.ENV_MODEL}={target})",
+               err=True)
+
+
+@models.command("list")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+def list_models(as_json: bool) -> None:
+    """Show the pulled model folders and converted ONNX graphs under $CODII_SQL_HOME/models."""
+    entries = service.cached_models()
+    if as_json:
+        click.echo(json.dumps({"models": entries}, indent=2))
+        return
+    if not entries:
+        click.echo(f"no models under {service.models_dir()}")
+    for e in entries:
+        click.echo(f"{e['kind']:<6} {e['bytes'] / 1e6:8.1f} MB  {e['path']}")

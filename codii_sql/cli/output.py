@@ -1,0 +1,78 @@
+"""Output of the CLI: shared options, JSON, progress bars on stderr, result listings."""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import json
+
+import click
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+err_console = Console(stderr=True)
+
+
+def db_option(f):
+    """The ``--db FILE`` option of every command."""
+    return click.option("--db", type=click.Path(dir_okay=False), default=None,
+                        help="Index file to use instead of $CODII_SQL_HOME/indexes/<name>-<hash>.db.")(f)
+
+
+def json_option(f):
+    """The ``--json`` flag of every command."""
+    return click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")(f)
+
+
+def emit(obj) -> None:
+    """Print ``obj`` as indented JSON (non-ASCII kept as is)."""
+    click.echo(json.dumps(obj, ensure_ascii=False, indent=2, default=str))
+
+
+@contextlib.contextmanager
+def progress_bar(enabled: bool):
+    """A rich progress bar by phase on stderr, or a no-op callback when output is not a terminal."""
+    if not enabled:
+        yield None
+        return
+    with Progress(TextColumn("{task.description:<6}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=err_console, transient=True) as bar:
+        tasks: dict[str, int] = {}
+
+        def update(phase: str, done: int, total: int) -> None:
+            if phase not in tasks:
+                tasks[phase] = bar.add_task(phase, total=total)
+            bar.update(tasks[phase], completed=done, total=total)
+
+        yield update
+
+
+def fmt_value(key: str, value):
+    """A status or snapshot value for text output: times (``*_at``) as local ISO 8601, containers as JSON."""
+    if key.endswith("_at") and isinstance(value, (int, float)):
+        return datetime.datetime.fromtimestamp(value).astimezone().isoformat(timespec="seconds")
+    return json.dumps(value) if isinstance(value, (dict, list)) else value
+
+
+def print_results(resp) -> None:
+    """Numbered results with their first 12 lines, then a count and the time on stderr."""
+    if not resp.results:
+        click.echo("No results.")
+    for i, r in enumerate(resp.results, 1):
+        where = f"{r.path}:{r.start_line}-{r.end_line}"
+        label = f"{r.kind} {r.symbol}" if r.symbol else r.kind
+        click.secho(f"{i}. {where}  {label}  score={r.score:.4f}{'  [stale]' if r.stale else ''}", bold=True)
+        lines = r.content.splitlines()
+        for n, text in enumerate(lines[:12], r.start_line):
+            click.echo(f"  {n:>5}  {text}")
+        if len(lines) > 12:
+            click.echo(f"         ... {len(lines) - 12} more lines")
+    n = len(resp.results)
+    click.echo(f"({n} result{'' if n == 1 else 's'} in {resp.seconds * 1000:.0f} ms)", err=True)
+
+
+def describe_filters(filters: dict) -> str:
+    """``only .py .md; ignore tests/`` for the filters a build recorded."""
+    parts = [f"only {' '.join(filters['extensions'])}"] if filters["extensions"] else []
+    parts += [f"ignore {' '.join(filters['ignore_patterns'])}"] if filters["ignore_patterns"] else []
+    return "; ".join(parts)

@@ -1,0 +1,98 @@
+"""The MCP server object, the session its tools share, and how their answers and errors are shaped.
+
+Every tool returns ``structured_content`` (JSON) plus two text blocks: a short summary and the
+same JSON (clients that only read text content still see every field); ``get_content`` and
+``get_chunk`` send the line-numbered code as the second block instead.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from typing import Annotated
+
+from mcp.server import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import Field
+
+from ..codebase import Codebase
+from ..errors import CodiiError, DamagedIndexError, DiskFullError, IndexMismatchError
+from ..service import Session, open_codebase
+
+#: search_code's result bound: enough for an agent to pick from, small enough for its context.
+MAX_SEARCH_LIMIT = 50
+
+SESSION = Session()
+
+server = MCPServer(
+    name="codii-sql",
+    instructions=(
+        "Local hybrid code search (BM25 + embeddings) over indexed codebases. Call index_codebase once per "
+        "repository (it returns at once; poll get_indexing_status), then search_code with natural language or "
+        "identifiers. Results carry path and 1-based inclusive line ranges; read more with get_content."),
+    log_level="WARNING",
+)
+
+PathArg = Annotated[str, Field(description="Absolute path of the codebase root directory.")]
+FileArg = Annotated[str, Field(description="File path relative to the codebase root (as search_code returns it), "
+                                           "or an absolute path inside the root.")]
+LineArg = Annotated[int | None, Field(ge=1, description="1-based line number, inclusive; null for the file's start/end.")]
+
+READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
+
+
+def agent_errors(fn):
+    """Turn :class:`CodiiError` into :class:`ToolError`, whose one-line message reaches the agent."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except (IndexMismatchError, DamagedIndexError) as err:
+            raise ToolError(f"{err} (over MCP: call index_codebase with force=true)") from None
+        except DiskFullError:
+            raise ToolError("the disk is full (SQLite could not write): free some space, then call the tool "
+                            "again (the index keeps its last committed state)") from None
+        except CodiiError as err:
+            raise ToolError(str(err)) from None
+
+    return wrapper
+
+
+def answer(summary: str, data: dict, body: str | None = None) -> CallToolResult:
+    """A tool result: ``data`` as structured content, and text blocks ``summary`` then ``body`` (default: the JSON)."""
+    text = body if body is not None else json.dumps(data, ensure_ascii=False, indent=1, default=str)
+    return CallToolResult(content=[TextContent(type="text", text=summary), TextContent(type="text", text=text)],
+                          structured_content=data)
+
+
+def check_path(path: str) -> str:
+    """``path`` unless it is empty: Path("") is the server's own working directory, which the
+    agent never meant (and would index or read back that folder)."""
+    if not path.strip():
+        raise ToolError("path is empty: pass the codebase's absolute path")
+    return path
+
+
+def codebase_at(path: str) -> Codebase:
+    """The codebase rooted at the agent's ``path`` (see :func:`check_path`)."""
+    return open_codebase(check_path(path))
+
+
+def result_lines(results: list[dict]) -> str:
+    """``1. path:start-end symbol score=...`` per result (``Result.to_dict`` rows)."""
+    return "\n".join(f"{i}. {r['path']}:{r['start_line']}-{r['end_line']} {r['symbol'] or r['kind']} "
+                     f"score={r['score']:.4f}" + (" [stale]" if r["stale"] else "") for i, r in enumerate(results, 1))
+
+
+def numbered(content: str, first_line: int) -> str:
+    """``cat -n`` style: right-aligned 1-based line number, a tab, the line."""
+    lines = content.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return "\n".join(f"{n:>6}\t{line}" for n, line in enumerate(lines, first_line))
+
+
+__all__ = ["FileArg", "LineArg", "MAX_SEARCH_LIMIT", "PathArg", "READ_ONLY", "SESSION", "agent_errors",
+           "answer", "check_path", "codebase_at", "numbered", "result_lines", "server"]

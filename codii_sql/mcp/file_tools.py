@@ -1,0 +1,41 @@
+"""MCP tools that read code back through the file boundary: get_content and get_chunk."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from mcp.types import CallToolResult
+from pydantic import Field
+
+from .app import READ_ONLY, SESSION, FileArg, LineArg, PathArg, agent_errors, answer, codebase_at, numbered, server
+
+
+@server.tool(
+    description=(
+        "Read a file of an indexed codebase, whole or a line range, as exact text plus a line-numbered view. "
+        "Lines are 1-based and inclusive; at most 2000 lines per call (next_start_line says where to go on). "
+        "Only files inside the codebase root and not excluded by its ignore rules can be read."),
+    annotations=READ_ONLY,
+)
+@agent_errors
+def get_content(path: PathArg, file: FileArg, start_line: LineArg = None, end_line: LineArg = None) -> CallToolResult:
+    data = SESSION.content(codebase_at(path), file, start_line, end_line)
+    start, end, total = data["start_line"], data["end_line"], data["total_lines"]
+    summary = f"{data['path']} lines {start}-{end} of {total}" + (
+        f" (truncated: continue at start_line={end + 1})" if "next_start_line" in data else "")
+    return answer(summary, data, numbered(data["content"], start))
+
+
+@server.tool(
+    description=(
+        "Get one indexed chunk by its id (the 'id' field of search_code results): exact indexed text with line "
+        "numbers, path, lines, kind, symbol and stale (the file changed since indexing). Ids change when a "
+        "file is re-indexed: search again if one is gone."),
+    annotations=READ_ONLY,
+)
+@agent_errors
+def get_chunk(path: PathArg, chunk_id: Annotated[int, Field(ge=1, description="Chunk id from search_code.")]) -> CallToolResult:
+    data = SESSION.chunk(codebase_at(path), chunk_id)
+    summary = (f"chunk {data['id']}: {data['path']}:{data['start_line']}-{data['end_line']} "
+               f"{data['symbol'] or data['kind']}" + (" [stale: the file changed since indexing]" if data["stale"] else ""))
+    return answer(summary, data, numbered(data["content"], data["start_line"]))

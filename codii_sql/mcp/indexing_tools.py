@@ -1,0 +1,89 @@
+"""MCP tools that build and manage indexes: index_codebase, get_indexing_status, clear_index, list_codebases."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from mcp.types import CallToolResult, ToolAnnotations
+from pydantic import Field
+
+from .app import READ_ONLY, SESSION, PathArg, agent_errors, answer, codebase_at, server
+
+
+@server.tool(
+    description=(
+        "Index a codebase for search_code, in the background: returns at once with status 'started', "
+        "'already indexing' (a build is running, maybe in another process) or 'already up to date'. Poll "
+        "get_indexing_status until 'indexed'. Re-run after code changes: only changed files are re-embedded. "
+        "force=true re-reads and re-chunks every file (search keeps working meanwhile). customExtensions LIMITS indexing to files with those extensions "
+        "(e.g. ['.py', '.md']); by default every text file not ignored is indexed. ignorePatterns adds "
+        "gitignore-style patterns on top of .gitignore/.codiiignore."),
+    annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True,
+                                open_world_hint=False),
+)
+@agent_errors
+def index_codebase(
+    path: PathArg,
+    force: Annotated[bool, Field(description="Re-read and re-chunk every file (in place; emptied first only after a model change).")] = False,
+    customExtensions: Annotated[list[str], Field(  # noqa: N803 - the name agents already use
+        max_length=100, description="Index ONLY files ending in these extensions, e.g. ['.py']; [] = as the last build "
+                    "(all text files at first).")] = [],
+    ignorePatterns: Annotated[list[str], Field(  # noqa: N803
+        max_length=1000, description="Extra gitignore-style patterns to exclude, e.g. ['tests/fixtures/']; [] = as the "
+                    "last build.")] = [],
+    resetFilters: Annotated[bool, Field(  # noqa: N803
+        description="Forget customExtensions/ignorePatterns recorded by earlier builds; [] then means all files.")] = False,
+) -> CallToolResult:
+    data, hint = SESSION.index(codebase_at(path), force=force, extensions=customExtensions,
+                               ignore_patterns=ignorePatterns, reset_filters=resetFilters)
+    return answer(f"{data['codebase']}: {data['status']}; {hint}.", data)
+
+
+@server.tool(
+    description=(
+        "Indexing state of a codebase: status is not_indexed, indexing, indexed, failed or stale (files changed "
+        "since the last build: call index_codebase to update). Includes phase, percent, files and chunks "
+        "done/total, skipped files by reason, last error and last indexed time. A build killed mid-way shows "
+        "'failed'; index_codebase then resumes it."),
+    annotations=READ_ONLY,
+)
+@agent_errors
+def get_indexing_status(path: PathArg) -> CallToolResult:
+    data = SESSION.indexing_status(codebase_at(path))
+    summary = f"{data['codebase']}: {data['status']}"
+    if data["status"] == "indexing":
+        files = data["files"]
+        summary += f" ({data['phase']}, {files['done']}/{files['total']} files, {data['percent']}%)"
+    elif data["status"] in ("indexed", "stale"):
+        summary += f" ({data['files']['indexed']} files, {data['chunks']['indexed']} chunks)"
+    elif data["status"] == "failed":
+        summary += f": {data['last_error']}; call index_codebase to resume"
+    if data.get("note"):
+        summary += f"\nNote: {data['note']}"
+    return answer(summary, data)
+
+
+@server.tool(
+    description="Delete a codebase's index (its .db file). Refused while it is being indexed. Source files are not touched.",
+    annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False),
+)
+@agent_errors
+def clear_index(path: PathArg) -> CallToolResult:
+    cb = codebase_at(path)
+    cleared = SESSION.clear(cb)
+    data = {"codebase": str(cb.root), "cleared": cleared}
+    return answer(f"{cb.root}: {'index deleted' if cleared else 'was not indexed'}.", data)
+
+
+@server.tool(
+    description="List every indexed codebase: root, status, files, chunks, index size in bytes and last indexed time.",
+    annotations=READ_ONLY,
+)
+@agent_errors
+def list_codebases() -> CallToolResult:
+    rows = SESSION.list_codebases()
+    summary = f"{len(rows)} indexed codebases" + "".join(
+        f"\n- {r.get('root') or r['db']}: {r.get('status')}, " + (
+            f"{r['files']} files, {r['chunks']} chunks" if "files" in r else f"{r['size_bytes']} bytes: {r.get('error')}")
+        for r in rows)
+    return answer(summary, {"codebases": rows})

@@ -1,0 +1,75 @@
+"""MCP tools that search: search_code (hybrid, BM25 or vector) and find_similar_code."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from mcp.types import CallToolResult
+from pydantic import Field
+
+from ..service import SearchOptions, find_codebase
+from .app import (MAX_SEARCH_LIMIT, READ_ONLY, SESSION, FileArg, LineArg, PathArg, agent_errors, answer, check_path,
+                  codebase_at, result_lines, server)
+
+
+@server.tool(
+    description=(
+        "Search an indexed codebase with natural language or identifiers (hybrid BM25 + embedding search, "
+        "fused by RRF). Returns chunks with path, start_line/end_line (1-based, inclusive), score, language, "
+        "kind, symbol, content and stale (file changed since indexing). A path inside an indexed codebase "
+        "searches that codebase's files under it. Does not index: if the codebase is "
+        "not indexed, call index_codebase first; while indexing runs, results come from the last committed "
+        "state. mode: hybrid (default), bm25 (exact words/identifiers) or vector (meaning)."),
+    annotations=READ_ONLY,
+)
+@agent_errors
+def search_code(
+    path: PathArg,
+    query: Annotated[str, Field(min_length=1, max_length=100_000, description="What to look for: words, identifiers or a question.")],
+    limit: Annotated[int, Field(ge=1, le=MAX_SEARCH_LIMIT, description="Number of results.")] = 10,
+    extensionFilter: Annotated[list[str], Field(  # noqa: N803
+        max_length=50, description="Keep only files with these extensions, e.g. ['.ts', '.tsx']; [] = all.")] = [],
+    pathGlob: Annotated[str | None, Field(  # noqa: N803
+        max_length=1000, description="Glob over the relative path, e.g. 'src/*' or '*_test.go'; * also matches /.")] = None,
+    mode: Annotated[Literal["hybrid", "bm25", "vector"], Field(description="Retrieval mode.")] = "hybrid",
+    rerank: Annotated[bool, Field(description="Re-score the top 30 fused results with the cross-encoder of "
+                                              "$CODII_SQL_RERANK_MODEL, when the server has one.")] = False,
+) -> CallToolResult:
+    cb, scope = find_codebase(check_path(path))
+    opts = SearchOptions(limit=limit, mode=mode, exts=list(extensionFilter), glob=pathGlob or None, rerank=rerank,
+                         under=scope or None)
+    data = SESSION.search(cb, scope, query, opts)
+    results, note = data["results"], data.get("note")
+    where = f"{cb.root}/{scope}" if scope else cb.root
+    summary = (f"{len(results)} result{'' if len(results) == 1 else 's'} for {data['query']!r} in {where} "
+               f"({data['seconds'] * 1000:.0f} ms)")
+    if note:
+        summary += f"\nNote: {note}"
+    if data.get("rerank", "applied") != "applied":
+        summary += f"\nRe-rank {data['rerank']}"
+    if results:
+        summary += "\n" + result_lines(results)
+    return answer(summary, data)
+
+
+@server.tool(
+    description=(
+        "Find code most similar to a file, or to a line range of it, in the same indexed codebase (embedding "
+        "similarity over the file's stored chunk vectors). Returns at most one result per file, the query file "
+        "excluded, each with path, lines, score and content. The file must be indexed."),
+    annotations=READ_ONLY,
+)
+@agent_errors
+def find_similar_code(
+    path: PathArg,
+    file: FileArg,
+    start_line: LineArg = None,
+    end_line: LineArg = None,
+    limit: Annotated[int, Field(ge=1, le=MAX_SEARCH_LIMIT, description="Number of files returned.")] = 10,
+) -> CallToolResult:
+    data = SESSION.similar(codebase_at(path), file, start_line, end_line, limit)
+    span = f" lines {start_line or 1}-{end_line or 'end'}" if start_line or end_line else ""
+    summary = f"{len(data['results'])} files similar to {data['file']}{span}"
+    if data["results"]:
+        summary += "\n" + result_lines(data["results"])
+    return answer(summary, data)

@@ -1,0 +1,29 @@
+"""``doctor``: check an index's consistency, repair it, and re-index the files it had to forget."""
+
+from __future__ import annotations
+
+from ..codebase import Codebase
+from ..ingest.doctor import examine
+from ..storage.lock import writer_lock
+from ..storage.store import Store
+from .builds import reword_disk_full, build
+from .status import not_indexed
+
+
+def doctor(codebase: Codebase, *, repair: bool = True, rebuild: bool = True) -> dict:
+    """Check (and with ``repair``, fix) the index's consistency; see :func:`codii_sql.ingest.doctor.examine`.
+
+    With ``rebuild``, files whose rows were incomplete are re-indexed right away.
+
+    Raises:
+        NotIndexedError: no index file.
+        StorageError: the index folder is read-only (the writer lock cannot be taken).
+    """
+    if not codebase.db_path.is_file():
+        raise not_indexed(codebase)
+    with reword_disk_full(codebase), writer_lock(codebase), Store(codebase.db_path, create=False) as store:
+        report = examine(store, repair=repair)
+    out = {"codebase": str(codebase.root), "db": str(codebase.db_path), **report.to_dict()}
+    if repair and rebuild and report.forgotten:
+        out["rebuild"] = build(codebase).to_dict()
+    return out

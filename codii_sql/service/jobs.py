@@ -1,0 +1,136 @@
+"""Background builds in this process, one per codebase, beside the writer lock that spans processes."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from ..codebase import Codebase
+from ..errors import BuildFailedError, CodiiError, IndexBusyError
+from ..storage.lock import is_locked
+from .builds import build
+from .status import is_stale, status
+
+#: Seconds :meth:`Jobs.start` waits for its build thread to take the writer lock (or learn that
+#: another process holds it), so that the answer says which of the two happened.
+START_WAIT_SECONDS = 2.0
+#: Seconds :meth:`Jobs.shutdown` waits for a cancelled build to commit its current batch.
+SHUTDOWN_WAIT_SECONDS = 5.0
+
+
+class BuildCancelled(Exception):
+    """Raised from the progress callback to stop a build at a batch boundary (server exit)."""
+
+
+@dataclass
+class Job:
+    """One background build in this process. ``outcome``: running, indexed, failed, busy, cancelled."""
+
+    codebase: Codebase
+    started_at: float = field(default_factory=time.time)
+    phase: str = "scan"
+    done: int = 0
+    total: int = 0
+    outcome: str = "running"
+    error: str | None = None
+    finished_at: float | None = None
+    report: dict | None = None
+    warnings: list[str] = field(default_factory=list)
+    signal: threading.Event = field(default_factory=threading.Event)
+    thread: threading.Thread | None = None
+
+    @property
+    def alive(self) -> bool:
+        return self.outcome == "running"
+
+
+class Jobs:
+    """Background builds and every writer-lock probe of this process.
+
+    ``is_locked`` probes by taking the lock for an instant, which would make a build starting
+    in that instant fail as busy; so probes and build starts of one codebase are serialised here.
+    """
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._jobs: dict[str, Job] = {}
+        self._codebase_locks: dict[str, threading.Lock] = {}
+        self.cancel = threading.Event()
+
+    @contextlib.contextmanager
+    def guard(self, cb: Codebase) -> Iterator[Job | None]:
+        """Hold ``cb``'s lock; yields its latest in-process job (or None)."""
+        key = str(cb.db_path)
+        with self._lock:
+            lock = self._codebase_locks.setdefault(key, threading.Lock())
+        with lock:
+            yield self._jobs.get(key)
+
+    def status(self, cb: Codebase) -> tuple[dict, Job | None]:
+        """:func:`status` (probing the lock safely) and the latest in-process job."""
+        with self.guard(cb) as job:
+            return status(cb), job
+
+    def locked(self, cb: Codebase) -> bool:
+        """Whether any process is indexing ``cb``."""
+        with self.guard(cb) as job:
+            return (job is not None and job.alive) or is_locked(cb)
+
+    def start(self, cb: Codebase, force: bool, ignore_patterns: list[str] | None, extensions: list[str] | None) -> str:
+        """Start a build unless one runs or the index is current: ``started``, ``already indexing``,
+        ``already up to date``.
+
+        Raises:
+            BuildFailedError: the build failed at once (bad ``.codii.yaml``, model/index mismatch...).
+        """
+        with self.guard(cb) as job:
+            if (job is not None and job.alive) or is_locked(cb):
+                return "already indexing"
+            if not force and status(cb, check_stale=False)["status"] == "indexed" \
+                    and not is_stale(cb, ignore_patterns, extensions):
+                return "already up to date"
+            job = Job(cb)
+            job.thread = threading.Thread(target=self._run, args=(job, force, ignore_patterns, extensions),
+                                          name=f"codii-build-{cb.root.name}", daemon=True)
+            self._jobs[str(cb.db_path)] = job
+            job.thread.start()
+            job.signal.wait(START_WAIT_SECONDS)
+        if job.outcome == "busy":
+            return "already indexing"
+        if job.outcome == "failed":
+            raise BuildFailedError(f"indexing failed: {job.error}")
+        return "started"
+
+    def _run(self, job: Job, force: bool, ignore_patterns: list[str] | None, extensions: list[str] | None) -> None:
+        def progress(phase: str, done: int, total: int) -> None:
+            if self.cancel.is_set():
+                raise BuildCancelled("the MCP server shut down; call index_codebase to resume")
+            job.phase, job.done, job.total = phase, done, total
+            job.signal.set()
+
+        try:
+            report = build(job.codebase, force=force, wait=False, progress=progress, warn=job.warnings.append,
+                               ignore_patterns=ignore_patterns, extensions=extensions)
+            job.report = report.to_dict()
+            job.outcome, job.phase = "indexed", "done"
+        except IndexBusyError:
+            job.outcome = "busy"
+        except BuildCancelled as err:
+            job.outcome, job.error = "cancelled", str(err)
+        except Exception as err:  # reported through get_indexing_status; the thread must not die silently
+            job.outcome = "failed"
+            job.error = str(err) if isinstance(err, CodiiError) else f"{type(err).__name__}: {err}"
+        finally:
+            job.finished_at = time.time()
+            job.signal.set()
+
+    def shutdown(self) -> None:
+        """Stop running builds at their next batch commit; wait a little for them."""
+        self.cancel.set()
+        deadline = time.monotonic() + SHUTDOWN_WAIT_SECONDS
+        for job in list(self._jobs.values()):
+            if job.thread is not None:
+                job.thread.join(max(0.0, deadline - time.monotonic()))

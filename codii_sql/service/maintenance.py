@@ -1,0 +1,69 @@
+"""Deleting indexes: ``clear``, and the damaged file that ``build --force`` replaces."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from .. import paths
+from ..codebase import Codebase
+from ..errors import DamagedIndexError, IndexBusyError
+from ..storage.lock import is_locked
+from ..storage.store import Store
+
+
+def clear(codebase: Codebase) -> bool:
+    """Delete the index file (and its WAL, SHM and lock files). Returns False if there was none.
+
+    A damaged file is deleted only where it is provably an index: under ``$CODII_SQL_HOME/indexes``.
+
+    Raises:
+        IndexBusyError: an indexer is running on it.
+        StorageError: the file is not a codii-sql index (it is left alone).
+        DamagedIndexError: a damaged file elsewhere (``--db``): it may not be ours, so it stays.
+    """
+    if codebase.db_path.is_file():
+        try:
+            Store(codebase.db_path, create=False).close()
+        except DamagedIndexError:
+            _check_in_home(codebase.db_path)
+    return _remove_index_files(codebase)
+
+
+def _check_in_home(db_path: Path) -> None:
+    """Raise unless a damaged ``db_path`` is provably an index: one in ``$CODII_SQL_HOME/indexes``."""
+    if not paths.in_indexes_dir(db_path):
+        raise DamagedIndexError(f"{db_path} is damaged or not a SQLite database, so it cannot be recognised as a "
+                                "codii-sql index: if it is one, delete it by hand") from None
+
+
+def discard_damaged(codebase: Codebase) -> None:
+    """``build --force`` on an index that SQLite reports corrupt: delete it so the build starts a new
+    file (rewriting rows in place cannot mend broken pages). A healthy index is kept.
+
+    Raises:
+        DamagedIndexError: the damaged file is outside ``$CODII_SQL_HOME/indexes`` (see :func:`clear`).
+        IndexBusyError: an indexer is running on it.
+    """
+    if not codebase.db_path.is_file():
+        return
+    try:
+        with Store(codebase.db_path, create=False) as store:
+            # quick_check reads every page without the index cross-checks: ~1 s for a 200 MB index.
+            if [next(iter(r.values())) for r in store.rows("pragma_quick_check")] == ["ok"]:
+                return
+    except DamagedIndexError:
+        _check_in_home(codebase.db_path)
+    _remove_index_files(codebase)
+
+
+def _remove_index_files(codebase: Codebase) -> bool:
+    if is_locked(codebase):
+        raise IndexBusyError(f"{codebase.root} is being indexed; try again when it finishes")
+    found = False
+    for suffix in ("", "-wal", "-shm", ".lock"):
+        p = Path(f"{codebase.db_path}{suffix}")
+        if p.exists():
+            os.remove(p)
+            found = found or suffix == ""
+    return found

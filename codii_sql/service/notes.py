@@ -1,0 +1,42 @@
+"""The notes a search answer carries: why results may be missing that the user expects."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ..storage.store import Store
+
+
+def filter_note(store: Store, *, indexing: bool | Callable[[], bool] = False) -> str | None:
+    """Why results may be missing that the user expects: the index holds only some extensions
+    (an earlier build's filter, perhaps an agent's, silently narrows every later search), or no
+    file at all; else None.
+
+    An index without files is blamed on filters only after a build finished: while its first
+    build runs (``indexing``: a bool, or a callable asked only for an empty index), or after
+    none finished, it is empty because nothing has been committed yet.
+    """
+    meta = store.meta()
+    exts = meta.get("scan_extensions")
+    reset = "`codii-sql build --reset-filters` (MCP: index_codebase resetFilters=true) indexes every file"
+    if not store.value("has_files"):
+        first = "" if meta.get("last_indexed_at") else " for the first time"
+        if indexing if isinstance(indexing, bool) else indexing():
+            return (f"this codebase is being indexed{first} and no file is committed yet: poll get_indexing_status "
+                    "(CLI: `codii-sql status`) and search again when it reports files indexed")
+        if first:
+            return ("this index holds no files yet: no build of it has finished; call index_codebase "
+                    "(CLI: `codii-sql build`) to index the codebase")
+        return f"this index holds no files: its filters or ignore rules exclude everything; {reset}"
+    if exts:
+        return f"this index holds only {' '.join(exts)} files (an earlier build's filter); {reset}"
+    return None
+
+
+def scope_note(store: Store, under: str | None) -> str | None:
+    """Why a search kept to the subfolder ``under`` can find nothing there: none of its files
+    is indexed (ignored, filtered out, or no text files); else None."""
+    if not under or store.value("has_files_under", {"under": under}):
+        return None
+    return (f"no file under {under}/ is indexed: it is ignored (.gitignore, .codiiignore), left out by the "
+            "index's filters, or holds no text files")

@@ -1,0 +1,266 @@
+"""A long-lived face's state (the MCP server's): background builds and open indexes, answers worded for an agent.
+
+Every method returns JSON-ready data; the face only formats it. Messages name tools
+(``index_codebase``, ``get_indexing_status``), not CLI commands. Errors are
+:mod:`codii_sql.errors` types whose one-line messages the face hands on.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import os
+import time
+from pathlib import Path
+
+from ..codebase import Codebase
+from ..errors import IndexBusyError, NotIndexedError, UsageError
+from ..ingest.config import normalize_extensions
+from ..search.results import SearchOptions
+from ..search.staleness import StaleCheck
+from ..text import decode_source
+from . import boundary
+from .indexes import OpenIndexes
+from .jobs import Job, Jobs
+from .maintenance import clear
+from .notes import filter_note, scope_note
+from .searching import similar_code
+from .status import inspect, list_codebases
+
+#: get_content returns at most this many lines per call (then ``next_start_line``).
+MAX_CONTENT_LINES = 2000
+#: A query echoed back longer than this is cut: an issue pasted as the query can be 100k characters.
+SHOWN_QUERY_CHARS = 200
+
+
+def iso(ts: float | None) -> str | None:
+    """``ts`` (epoch seconds) as ISO 8601 in UTC, or None."""
+    return datetime.datetime.fromtimestamp(ts, datetime.timezone.utc).isoformat(timespec="seconds") if ts else None
+
+
+class Session:
+    """Background builds (:class:`Jobs`) and open indexes (:class:`OpenIndexes`) shared by every call."""
+
+    def __init__(self) -> None:
+        self.jobs = Jobs()
+        self.indexes = OpenIndexes()
+
+    def shutdown(self) -> None:
+        """Stop running builds at their next batch commit (see :meth:`Jobs.shutdown`)."""
+        self.jobs.shutdown()
+
+    # -- building -----------------------------------------------------------------------
+
+    def index(self, cb: Codebase, *, force: bool, extensions: list[str], ignore_patterns: list[str],
+              reset_filters: bool) -> tuple[dict, str]:
+        """Start a background build: ``({"codebase", "status", ["options_applied"]}, hint)``.
+
+        Empty ``extensions``/``ignore_patterns`` keep the last build's, unless ``reset_filters``.
+
+        Raises:
+            UsageError: a malformed extension list. BuildFailedError: the build failed at once.
+        """
+        try:
+            exts = list(normalize_extensions(extensions)) if extensions else ([] if reset_filters else None)
+        except ValueError as err:
+            raise UsageError(str(err)) from None
+        ignore = list(ignore_patterns) if ignore_patterns or reset_filters else None
+        outcome = self.jobs.start(cb, force, ignore, exts)
+        data = {"codebase": str(cb.root), "status": outcome}
+        hint = {"started": "poll get_indexing_status", "already indexing": "poll get_indexing_status",
+                "already up to date": "search_code is ready"}[outcome]
+        if outcome == "already indexing" and (force or exts is not None or ignore is not None):
+            # The running build keeps its own options: say so rather than drop the request silently.
+            hint += "; this call's force/filters were not applied: call index_codebase again when it finishes"
+            data["options_applied"] = False
+        return data, hint
+
+    def indexing_status(self, cb: Codebase) -> dict:
+        """``status`` (not_indexed, indexing, indexed, failed, stale), ``phase``, ``percent``, files and
+        chunks done/total, skips, failures, last error, times (ISO 8601), size, and a ``note``."""
+        st, job = self.jobs.status(cb)
+        status = st["status"]
+        error = st.get("error")
+        if job is not None and job.alive and status == "not_indexed":
+            status = "indexing"
+        late_failure = job is not None and job.outcome in ("failed", "cancelled") and \
+            (job.finished_at or 0) >= (st.get("last_indexed_at") or 0)
+        if late_failure and status != "indexing":
+            status, error = "failed", job.error
+        prog = _progress(st, job)
+        percent = 100 if status in ("indexed", "stale") else \
+            min(99, round(100 * prog["done"] / prog["total"])) if status == "indexing" and prog["total"] else 0
+        data = {
+            "codebase": str(cb.root), "status": status,
+            "phase": prog["phase"] if status == "indexing" else st.get("phase"), "percent": percent,
+            "files": {"done": prog["done"], "total": prog["total"], "indexed": st.get("files", 0)},
+            "chunks": {"indexed": st.get("chunks", 0),
+                       "total": st.get("chunks") if status in ("indexed", "stale") else None},
+            "skipped": st.get("skipped") or {}, "failed_files": st.get("failed") or {},
+            "last_error": error if status in ("failed", "indexing") else None,
+            "last_indexed_at": iso(st.get("last_indexed_at")), "build_seconds": st.get("build_seconds"),
+            "size_bytes": st.get("size_bytes", 0), "db": st["db"],
+        }
+        if status == "indexing":
+            data["indexer_pid"] = inspect(cb)["snapshot"].get("pid")
+        if job is not None and job.warnings:  # this server's latest build went on past them
+            data["note"] = "; ".join(job.warnings)
+        return data
+
+    def require_index(self, cb: Codebase) -> dict:
+        """The codebase's status, unless it has no index yet.
+
+        Raises:
+            NotIndexedError: telling the agent to index it first (or that its first build runs,
+                or which indexed codebase encloses it).
+        """
+        st, job = self.jobs.status(cb)
+        if st["status"] != "not_indexed":
+            return st
+        if job is not None and job.alive:
+            raise NotIndexedError(f"{cb.root} is being indexed for the first time and has no committed chunks yet: "
+                                  "poll get_indexing_status and retry when it reports progress")
+        outer = cb.enclosing()
+        if outer is not None:
+            raise NotIndexedError(f"{cb.root} has no index of its own but lies inside the indexed codebase "
+                                  f"{outer.root}: pass path={str(outer.root)!r} (search_code accepts the subfolder "
+                                  "as it is)")
+        raise NotIndexedError(f"{cb.root} is not indexed: call index_codebase with path={str(cb.root)!r} first, "
+                              "then poll get_indexing_status until it reports 'indexed'")
+
+    def clear(self, cb: Codebase) -> bool:
+        """Delete the index (True) or say there was none (False).
+
+        Raises:
+            IndexBusyError: this server is building it; see also :func:`clear`.
+        """
+        with self.jobs.guard(cb) as job:
+            if job is not None and job.alive:
+                raise IndexBusyError(f"{cb.root} is being indexed: wait until get_indexing_status reports it "
+                                     "finished")
+            self.indexes.forget(cb)
+            return clear(cb)
+
+    def list_codebases(self) -> list[dict]:
+        """Every index (see :func:`list_codebases`), a dead indexer's ``indexing`` shown as ``failed``."""
+        rows = []
+        for row in list_codebases():
+            if row.get("status") == "indexing" and row.get("root"):
+                # The snapshot says indexing even after its indexer died: ask the lock.
+                if not self.jobs.locked(Codebase(Path(row["root"]), Path(row["db"]))):
+                    row["status"] = "failed"
+            row["last_indexed_at"] = iso(row.get("last_indexed_at"))
+            rows.append(row)
+        return rows
+
+    # -- reading ------------------------------------------------------------------------
+
+    def search(self, cb: Codebase, scope: str, query: str, opts: SearchOptions) -> dict:
+        """Search the last committed state: ``{"query" (its start), "codebase", ["scope"], "results",
+        "seconds", ["note"], ["rerank"]}``. Without a cross-encoder a ``rerank`` request still answers,
+        in fused order, and says why.
+
+        Raises:
+            NotIndexedError: see :meth:`require_index`. UsageError: a bad query or option.
+        """
+        st = self.require_index(cb)
+        t = time.perf_counter()
+        shown = query if len(query) <= SHOWN_QUERY_CHARS else query[:SHOWN_QUERY_CHARS] + "…"
+        data: dict = {"query": shown, "codebase": str(cb.root), **({"scope": scope} if scope else {})}
+        with self.indexes.searcher(cb) as searcher:
+            try:
+                results = searcher.search(query, opts)
+                if opts.rerank:
+                    data["rerank"] = "applied"
+            except UsageError as err:
+                if not opts.rerank:
+                    raise
+                data["rerank"] = f"unavailable: {err}".replace("pass --rerank-model PATH or ", "")
+                results = searcher.search(query, dataclasses.replace(opts, rerank=False))
+            indexing = st["status"] == "indexing"
+            narrowed = "; ".join(filter(None, (filter_note(searcher.store, indexing=indexing),
+                                               None if results else scope_note(searcher.store, scope)))) or None
+        data.update(results=[r.to_dict() for r in results], seconds=round(time.perf_counter() - t, 4))
+        # A running build with nothing committed yet: filter_note's first-build note says it all.
+        fresh = None if indexing and not st.get("files") else _freshness_note(st)
+        note = "; ".join(filter(None, (fresh, narrowed)))
+        if note:
+            data["note"] = note
+        return data
+
+    def similar(self, cb: Codebase, file: str, start_line: int | None, end_line: int | None, limit: int) -> dict:
+        """Code most like ``file`` or its line range (see :func:`similar_code`).
+
+        Raises:
+            UsageError: the range is reversed, the file is refused by the boundary or has no chunks.
+        """
+        self.require_index(cb)
+        if start_line and end_line and end_line < start_line:
+            raise UsageError(f"end_line {end_line} is before start_line {start_line}")
+        f = self.indexes.fileset(cb).check(file)
+        with self.indexes.searcher(cb) as searcher:
+            used, results = similar_code(searcher, f.rel, start_line, end_line, limit)
+        if not used:
+            span = f" lines {start_line or 1}-{end_line or 'end'}" if start_line or end_line else ""
+            raise UsageError(f"{f.rel}{span} has no indexed chunks: call index_codebase if the file is new")
+        return {"codebase": str(cb.root), "file": f.rel, "start_line": start_line, "end_line": end_line,
+                "query_chunks": used, "results": [r.to_dict() for r in results]}
+
+    def content(self, cb: Codebase, file: str, start_line: int | None, end_line: int | None) -> dict:
+        """The exact text of a file or a line range (1-based, inclusive), at most
+        :data:`MAX_CONTENT_LINES` lines; ``next_start_line`` says where to go on.
+
+        Raises:
+            UsageError: the boundary refuses the file (:mod:`.boundary`) or the range is off the file.
+        """
+        self.require_index(cb)
+        fileset = self.indexes.fileset(cb)
+        f = fileset.check(file)
+        text = decode_source(boundary.read_bytes(f, fileset.rules["max_file_bytes"]))
+        lines = text.split("\n")
+        lines = [line + "\n" for line in lines[:-1]] + ([lines[-1]] if lines[-1] else [])
+        total = len(lines)
+        start = start_line or 1
+        if start > max(total, 1):
+            raise UsageError(f"start_line {start} is past the end of {f.rel} ({total} lines)")
+        end = min(end_line or total, total, start + MAX_CONTENT_LINES - 1)
+        if end < start and total:
+            raise UsageError(f"end_line {end_line} is before start_line {start}")
+        data = {"codebase": str(cb.root), "path": f.rel, "start_line": start, "end_line": end, "total_lines": total,
+                "content": "".join(lines[start - 1:end])}
+        if end < min(end_line or total, total):
+            data["next_start_line"] = end + 1
+        return data
+
+    def chunk(self, cb: Codebase, chunk_id: int) -> dict:
+        """One indexed chunk by id, with ``stale`` (its file changed since indexing).
+
+        Raises:
+            UsageError: no such chunk, or the boundary now refuses its file.
+        """
+        self.require_index(cb)
+        with self.indexes.searcher(cb) as searcher:
+            row = searcher.store.row("chunk_by_id", {"id": chunk_id})
+        if row is None:
+            raise UsageError(f"no chunk {chunk_id} in the index of {cb.root}: ids change on re-indexing; search again")
+        if os.path.lexists(cb.root / row["path"]):
+            self.indexes.fileset(cb).check(row["path"])
+        return {"codebase": str(cb.root), "id": row["id"], "path": row["path"], "start_line": row["start_line"],
+                "end_line": row["end_line"], "kind": row["kind"], "symbol": row["symbol"],
+                "language": row["language"], "content": row["content"], "stale": StaleCheck(cb.root)(row)}
+
+
+def _progress(st: dict, job: Job | None) -> dict:
+    """Phase and file counts of a running build: the in-process job's (fresher) or the index's snapshot."""
+    if job is not None and job.alive:
+        return {"phase": job.phase, "done": job.done, "total": job.total}
+    return {"phase": st.get("phase"), "done": st.get("files_done") or 0, "total": st.get("files_total") or 0}
+
+
+def _freshness_note(st: dict) -> str | None:
+    if st["status"] == "indexing":
+        return (f"indexing is running ({st.get('files_done') or 0}/{st.get('files_total') or 0} files of this build "
+                "committed): results come from the last committed state")
+    if st["status"] == "failed":
+        return f"the last indexing run did not finish ({st.get('error')}): call index_codebase to complete the index"
+    return None

@@ -1,0 +1,152 @@
+"""What an index holds and how fresh it is: status, the list of indexes, stats, the snapshot, staleness."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .. import paths
+from ..codebase import Codebase
+from ..errors import DamagedIndexError, NotIndexedError, StorageError, UsageError
+from ..ingest.config import scan_rules as index_scan_rules
+from ..ingest.indexer import Indexer
+from ..storage.lock import is_locked
+from ..storage.store import Store
+
+
+def not_indexed(codebase: Codebase) -> NotIndexedError:
+    """The error for a codebase without an index; inside an indexed folder it names that one
+    (building the subfolder would make a second, nested index)."""
+    outer = codebase.enclosing()
+    if outer is not None:
+        return NotIndexedError(f"{codebase.root} has no index of its own but lies inside the indexed codebase "
+                               f"{outer.root}: pass that folder (search accepts the subfolder as it is)")
+    return NotIndexedError(f"{codebase.root} is not indexed: run `codii-sql build {codebase.root}`")
+
+
+def status(codebase: Codebase, *, check_stale: bool = True) -> dict:
+    """The index's state: ``status`` is not_indexed, indexing, indexed, failed or stale.
+
+    ``stale`` means a build would change the index (see :func:`is_stale`; skipped when
+    ``check_stale`` is false). ``failed`` includes a build whose process died.
+    """
+    out = {"codebase": str(codebase.root), "db": str(codebase.db_path)}
+    if not codebase.db_path.is_file():
+        outer = codebase.enclosing()
+        return {**out, "status": "not_indexed", **({"inside_indexed": str(outer.root)} if outer else {})}
+    with Store(codebase.db_path, create=False) as store:
+        meta = store.meta()
+        counts = store.row("counts")
+    state = meta.get("status", "not_indexed")
+    if is_locked(codebase):
+        state = "indexing"
+    elif state == "indexing":
+        state = "failed"
+        meta["error"] = meta.get("error") or "the indexing process stopped before it finished; run build again"
+    elif state == "indexed" and check_stale and is_stale(codebase):
+        state = "stale"
+    out.update(status=state, files=counts["files"], chunks=counts["chunks"], size_bytes=_db_size(codebase.db_path),
+               **{k: meta.get(k) for k in ("phase", "files_done", "files_total", "skipped", "failed", "error",
+                                              "last_indexed_at", "build_seconds", "model_id", "merkle_root")})
+    return out
+
+
+def _db_size(path: Path) -> int:
+    return sum(p.stat().st_size for p in (path, Path(f"{path}-wal")) if p.exists())
+
+
+def list_codebases() -> list[dict]:
+    """Every index under ``$CODII_SQL_HOME/indexes``: root, status, files, chunks, size, last indexed.
+
+    An index that cannot be read has ``status`` ``damaged`` (SQLite reports it corrupt: ``clear``
+    deletes it) or ``unreadable`` (permissions, not an index...), its real ``size_bytes`` and
+    an ``error``; its root, files and chunks are unknown, so absent.
+    """
+    out = []
+    for db in sorted(paths.indexes_dir().glob("*.db")):
+        try:
+            with Store(db, create=False) as store:
+                meta = store.meta()
+                counts = store.row("counts")
+        except StorageError as err:  # also broken pages met past the header
+            damaged = isinstance(err, DamagedIndexError)
+            out.append({"db": str(db), "status": "damaged" if damaged else "unreadable", "size_bytes": _db_size(db),
+                        "error": str(err)})
+            continue
+        state = meta.get("status")
+        if state == "indexing" and not is_locked(Codebase(Path(meta.get("root") or "."), db)):
+            state = "failed"
+        if meta.get("root") and not Path(meta["root"]).is_dir():
+            state = "missing"  # the folder is gone: `clear ROOT --yes` removes the index
+        out.append({"root": meta.get("root"), "db": str(db), "status": state, "files": counts["files"],
+                    "chunks": counts["chunks"], "size_bytes": _db_size(db),
+                    "last_indexed_at": meta.get("last_indexed_at")})
+    return out
+
+
+def stats(codebase: Codebase) -> dict:
+    """Counts by language, chunk kind and file role."""
+    if not codebase.db_path.is_file():
+        raise not_indexed(codebase)
+    with Store(codebase.db_path, create=False) as store:
+        return {"codebase": str(codebase.root), **store.row("counts"),
+                "languages": store.rows("stats_by_language"), "kinds": store.rows("stats_by_kind"),
+                "roles": store.rows("stats_by_role")}
+
+
+def inspect(codebase: Codebase, file: str | None = None) -> dict:
+    """The snapshot (meta table) and, if ``file`` is given, that file's chunks (id, lines, kind, symbol).
+
+    Raises:
+        NotIndexedError: no index file. UsageError: ``file`` is not in the index.
+    """
+    if not codebase.db_path.is_file():
+        raise not_indexed(codebase)
+    with Store(codebase.db_path, create=False) as store:
+        out = {"codebase": str(codebase.root), "db": str(codebase.db_path), "snapshot": store.meta()}
+        if file is not None:
+            out["chunks"] = store.rows("chunks_of_file", {"path": file})
+            if not out["chunks"] and store.row("file_by_path", {"path": file}) is None:
+                raise UsageError(f"{file} is not in the index: pass a path relative to the codebase root, "
+                                 "as search results show it")
+    return out
+
+
+def recorded_filters(codebase: Codebase) -> dict:
+    """``{"extensions": [...], "ignore_patterns": [...]}`` that the last build recorded (a later
+    build without options keeps them); empty lists when none or not indexed."""
+    meta = {}
+    if codebase.db_path.is_file():
+        with Store(codebase.db_path, create=False) as store:
+            meta = store.meta()
+    return {"extensions": list(meta.get("scan_extensions") or []),
+            "ignore_patterns": list(meta.get("scan_ignore_patterns") or [])}
+
+
+def scan_rules(codebase: Codebase) -> dict:
+    """The :func:`~codii_sql.ingest.walk.scan` arguments of ``codebase``'s last build (``.codii.yaml`` + its recorded options).
+
+    Raises:
+        UsageError: ``.codii.yaml`` is malformed.
+    """
+    meta = {}
+    if codebase.db_path.is_file():
+        with Store(codebase.db_path, create=False) as store:
+            meta = store.meta()
+    return index_scan_rules(codebase.root, list(meta.get("scan_ignore_patterns") or []),
+                            meta.get("scan_extensions") or None)
+
+
+def is_stale(codebase: Codebase, ignore_patterns: list[str] | None = None,
+             extensions: list[str] | None = None) -> bool:
+    """True when a build (with these options; None: the last build's) would change the index.
+
+    The same scan, stat hints and Merkle diff as a build, without writing: an unchanged tree
+    costs one directory walk.
+
+    Raises:
+        NotIndexedError: no index file. UsageError: ``.codii.yaml`` is malformed.
+    """
+    if not codebase.db_path.is_file():
+        raise not_indexed(codebase)
+    with Store(codebase.db_path, create=False) as store:
+        return Indexer(codebase, None, ignore_patterns=ignore_patterns, extensions=extensions).plan(store).changed
