@@ -1,8 +1,9 @@
 """codii-sql: local hybrid code search in one SQLite file per codebase.
 
-Data flows one way: scan (files, ignore rules) -> chunk (tree-sitter) -> embed (ONNX) ->
-store (apsw + sql/*.sql) -> index (Merkle diff, batches); query -> search (the one hybrid
-SQL statement, optional cross-encoder re-rank) -> cli / mcp_server.
+The package is laid out by stages, data flowing one way (README "How it works"): ``ingest``
+(files -> chunks -> index rows) and ``search`` (query -> the one hybrid SQL statement ->
+results) over ``models`` (embedders, cross-encoder) and ``storage`` (apsw + ``sql/*.sql``),
+reached by the faces (``cli``, ``mcp``, ``eval``) through ``service`` only.
 """
 
 __version__ = "0.2.0"

@@ -250,7 +250,7 @@ def test_a_damaged_embedding_cache_is_replaced_with_one_warning(sample_repo, tmp
 
 def test_a_full_disk_during_build_is_a_write_failure_not_a_damaged_index(sample_repo, monkeypatch):
     import apsw
-    from conftest import write_tree
+    from support.trees import write_tree
 
     run("build", sample_repo)
     db = Codebase.open(sample_repo).db_path

@@ -10,11 +10,15 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
-from test_reliability_crash import REPO_ROOT, torture
+from support import torture
+from support.trees import REPO_ROOT
 
 from codii_sql.cli import cli
 from codii_sql.storage.store import Store
+
+pytestmark = pytest.mark.slow
 
 
 def run(*args):
@@ -72,42 +76,65 @@ def test_writers_wait_their_turn_readers_see_whole_files_others_untouched(tmp_pa
     assert hashlib.sha256(other_db.read_bytes()).hexdigest() == other_bytes
 
 
+def _hold_writer_lock(root: str, db: str, held, release) -> None:
+    """In a child process: take the codebase's writer lock, say so, keep it until ``release``."""
+    from codii_sql.codebase import Codebase
+    from codii_sql.storage.lock import writer_lock
+
+    with writer_lock(Codebase(Path(root), Path(db))):
+        held.set()
+        release.wait(120)
+
+
 def test_a_search_during_a_build_answers_from_committed_state(tmp_path, codii_home):
-    """A search does not wait for a running build (it waits at most 1 s for the writer lock)."""
+    """A search does not wait for a running build (it waits at most 1 s for the writer lock) and says so."""
     loop = torture.KillLoop(tmp_path / "busy", codii_home, seed=3)
     loop.warm_up()
     for _ in range(4):
         loop.mutate()
-    writer = start(loop, "--force")
-    loop._wait_for_share(writer, 0.0)
-    res = run("search", "handle request kind", "--path", loop.repo, "--json")
-    writer.communicate()
-    assert res.exit_code == 0 and writer.returncode == 0, res.output
+    ctx = multiprocessing.get_context("spawn")
+    held, release = ctx.Event(), ctx.Event()
+    holder = ctx.Process(target=_hold_writer_lock, args=(str(loop.codebase.root), str(loop.codebase.db_path),
+                                                         held, release))
+    holder.start()
+    try:
+        assert held.wait(60), "the lock holder did not start"
+        res = run("search", "handle request kind", "--path", loop.repo, "--json")
+    finally:
+        release.set()
+        holder.join(60)
+    assert res.exit_code == 0, res.output
     out = json.loads(res.output[res.output.index("{"):])
-    assert out.get("note", "another process is indexing this codebase").startswith("another process is indexing")
+    assert out["note"].startswith("another process is indexing"), out
+    assert out["results"] and any(r["stale"] for r in out["results"])  # the files changed since the last commit
     loop.complete_chunks(problems := [])
-    assert problems == [] and out["results"]
+    assert problems == []
 
 
-def _open_at(db: str, start_at: float) -> str:
-    while time.time() < start_at:  # line the processes up on one instant
-        pass
+def _open_at_once(db: str, barrier, results) -> None:
+    """In a child process: wait for the others at ``barrier``, then open (create) the index ``db``."""
+    barrier.wait(60)
     try:
         Store(Path(db)).close()
-        return "ok"
+        results.put("ok")
     except Exception as err:  # noqa: BLE001 - reported to the test
-        return repr(err)
+        results.put(repr(err))
 
 
 def test_processes_opening_one_new_index_at_once_all_succeed(tmp_path):
     # Before: switching a new file to WAL returned SQLITE_BUSY without waiting, and the two
     # shape checks could straddle another process's schema commit (about 1 open in 20 failed).
     dbs = [str(tmp_path / f"new{i}.db") for i in range(12)]
-    with multiprocessing.get_context("spawn").Pool(3) as pool:
-        for db in dbs:
-            start_at = time.time() + 0.3
-            results = pool.starmap(_open_at, [(db, start_at)] * 3)
-            assert results == ["ok"] * 3, (db, results)
+    ctx = multiprocessing.get_context("spawn")
+    for db in dbs:
+        barrier, results = ctx.Barrier(3), ctx.Queue()
+        procs = [ctx.Process(target=_open_at_once, args=(db, barrier, results)) for _ in range(3)]
+        for proc in procs:
+            proc.start()
+        outcomes = [results.get(timeout=120) for _ in procs]
+        for proc in procs:
+            proc.join(60)
+        assert outcomes == ["ok"] * 3, (db, outcomes)
     for db in dbs:
         with Store(Path(db), create=False) as store:
             assert store.meta() == {} and store.row("index_shape")["ours"] == 3

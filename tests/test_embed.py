@@ -139,7 +139,7 @@ def test_threads_from_environment(monkeypatch):
 def test_singleton_and_cheap_import():
     code = (
         "import sys\n"
-        "from codii_sql.models.embedder import get_embedder\n"
+        "from codii_sql.models.registry import get_embedder\n"
         "e = get_embedder()\n"
         "assert e is get_embedder()\n"
         "assert not e.loaded and e.graph_path is None\n"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 import pytest
-from conftest import write_tree
+from support.trees import write_tree
 
 from codii_sql.codebase import Codebase
 from codii_sql.errors import IndexMismatchError

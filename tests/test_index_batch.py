@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
-from conftest import write_tree
+from support.trees import write_tree
 
 import codii_sql.ingest.prepare as prepare_mod
 from codii_sql.codebase import Codebase

@@ -17,9 +17,10 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from codii_sql.codebase import Codebase
 from codii_sql.storage.store import Store
-from conftest import write_tree
+from support.trees import REPO_ROOT, write_tree
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.slow
+
 TOOLS = {"index_codebase", "get_indexing_status", "search_code", "clear_index", "list_codebases",
          "find_similar_code", "get_content", "get_chunk"}
 

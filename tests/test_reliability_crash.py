@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import write_tree
+from support import torture
+from support.trees import REPO_ROOT, write_tree
 
 import codii_sql.service.builds as builds_mod
 import codii_sql.ingest.indexer as index_mod
@@ -22,9 +23,6 @@ from codii_sql.cli import cli
 from codii_sql.codebase import Codebase
 from codii_sql.storage.store import Store
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO_ROOT / "scripts"))
-import torture  # noqa: E402
 
 
 def run(*args):
@@ -52,6 +50,7 @@ def cli_process(home: Path, *args) -> subprocess.CompletedProcess:
     return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
 
 
+@pytest.mark.slow
 def test_sigkill_at_20_points_loses_nothing_and_the_next_build_converges(tmp_path, codii_home):
     runs, failures = torture.run(tmp_path / "kill", codii_home, runs=20, seed=0)
     assert runs == 20 and failures == []

@@ -10,7 +10,7 @@ import socket
 
 import pytest
 from click.testing import CliRunner
-from conftest import write_tree
+from support.trees import write_tree
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_reliability_crash import cli_process
@@ -186,7 +186,7 @@ def test_one_codebase_identity_for_every_spelling_of_a_path(sample_repo, tmp_pat
 
 @pytest.fixture(scope="module")
 def indexed_repo(tmp_path_factory):
-    from conftest import SAMPLE
+    from support.trees import SAMPLE
 
     home = tmp_path_factory.mktemp("home")
     repo = write_tree(tmp_path_factory.mktemp("q") / "repo", SAMPLE)

@@ -8,7 +8,7 @@ import pytest
 
 from codii_sql.ingest.config import DEFAULT_MAX_FILE_BYTES
 from codii_sql.service.boundary import FileSet, PathRefusedError, read_bytes, resolve_file
-from conftest import write_tree
+from support.trees import write_tree
 
 
 @pytest.fixture

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import write_tree
+from support.trees import write_tree
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

@@ -23,7 +23,7 @@ from .output import emit, json_option
 @click.option("--top", type=click.IntRange(1, MAX_LIMIT), default=None,
               help="Results per query [default: 100 for CoSQA, 10 files for SWE-bench].")
 @click.option("--bench-dir", envvar="CODII_SQL_BENCH", type=click.Path(file_okay=False), default=None,
-              help="Folder with cosqa/ and swebench/ [env CODII_SQL_BENCH; default ../shared/bench].")
+              help="Folder with cosqa/ and swebench/ [env CODII_SQL_BENCH]; needed for the named datasets.")
 @click.option("--work-dir", envvar="CODII_SQL_BENCH_WORK", type=click.Path(file_okay=False),
               default="~/.cache/codii-bench", show_default=True,
               help="Snippets, source trees and saved runs [env CODII_SQL_BENCH_WORK].")

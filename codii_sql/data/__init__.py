@@ -1,0 +1,1 @@
+"""Package data: the BERT uncased WordPiece vocabulary of the bundled model, and its NOTICE."""

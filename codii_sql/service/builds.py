@@ -10,7 +10,8 @@ from ..errors import DiskFullError, IndexBusyError, NotIndexedError
 from ..ingest.indexer import Indexer
 from ..ingest.report import BuildReport, Progress
 from ..models.cache import EmbeddingCache
-from ..models.embedder import Embedder, get_embedder
+from ..models.embedder import Embedder
+from ..models.registry import get_embedder
 from .maintenance import discard_damaged
 from .status import status
 

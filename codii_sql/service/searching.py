@@ -13,7 +13,7 @@ import numpy as np
 from ..codebase import Codebase
 from ..ingest.indexer import index_settings
 from ..ingest.report import Progress
-from ..models.embedder import get_embedder
+from ..models.registry import get_embedder
 from ..search.results import Result, SearchOptions
 from ..search.searcher import Searcher
 from ..storage.lock import is_locked

@@ -21,7 +21,7 @@ any two of them.
 
 Usage::
 
-    python scripts/torture.py --runs 200 [--seed 0] [--workdir DIR]
+    python tests/support/torture.py --runs 200 [--seed 0] [--workdir DIR]
 
 Prints one line per run and ``runs: N, failures: F``; exits 1 when F > 0.
 """
@@ -42,7 +42,7 @@ from pathlib import Path
 import apsw
 import numpy as np
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 

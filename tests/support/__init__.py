@@ -1,0 +1,1 @@
+"""Helpers shared by the tests: sample trees, the kill loop."""
