@@ -112,3 +112,18 @@ class Codebase:
     def lock_path(self) -> Path:
         """The writer lock beside the index (an OS file lock: released when its process dies)."""
         return self.db_path.with_name(self.db_path.name + ".lock")
+
+    @property
+    def daemon_lock_path(self) -> Path:
+        """The lock of the background build process (``build --daemon``) beside the index."""
+        return self.db_path.with_name(self.db_path.name + ".daemon.lock")
+
+    @property
+    def daemon_info_path(self) -> Path:
+        """What that process writes about itself (JSON: pid, start time, log file)."""
+        return self.db_path.with_name(self.db_path.name + ".daemon.json")
+
+    @property
+    def vector_lock_path(self) -> Path:
+        """The vector worker's lock beside the index (see :mod:`codii_sql.storage.lock`)."""
+        return self.db_path.with_name(self.db_path.name + ".vectors.lock")

@@ -25,8 +25,18 @@ class BuildFailedError(CodiiError):
     """A background build stopped at once (a bad ``.codii.yaml``, an index of another model...)."""
 
 
+class EmbeddingFailedError(CodiiError):
+    """The model failed during a build's vector phase; the chunks embedded so far are kept."""
+
+
 class IndexBusyError(CodiiError):
     """Another process is writing this codebase's index."""
+
+
+class DaemonRunningError(IndexBusyError):
+    """A background build of this codebase is already running (the exit status says so: 3)."""
+
+    exit_code = 3
 
 
 class StorageError(CodiiError):

@@ -23,6 +23,11 @@ def models_dir() -> Path:
     return home() / "models"
 
 
+def logs_dir() -> Path:
+    """``$CODII_SQL_HOME/logs``: one log per background build (``<index name>.log``)."""
+    return home() / "logs"
+
+
 def cache_path() -> Path:
     """The embedding cache shared by every codebase: ``$CODII_SQL_HOME/cache/embeddings.db``."""
     return home() / "cache" / "embeddings.db"

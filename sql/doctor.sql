@@ -2,8 +2,15 @@
 -- inside external-content FTS5 or vec0 shadow tables, so rows are compared by id here.
 
 -- name: chunks_without_vector
+-- Chunks missing a vector (or its sign bits) that are not waiting for one in vector_queue.
 SELECT c.id, c.path FROM chunks c
-WHERE c.id NOT IN (SELECT rowid FROM chunks_vec) OR c.id NOT IN (SELECT rowid FROM chunks_bits);
+WHERE (c.id NOT IN (SELECT rowid FROM chunks_vec) OR c.id NOT IN (SELECT rowid FROM chunks_bits))
+  AND c.id NOT IN (SELECT chunk_id FROM vector_queue);
+
+-- name: queued_with_vector_or_without_chunk
+-- Queue rows that are no longer true: the chunk is gone, or it has its vector already.
+SELECT chunk_id AS id FROM vector_queue
+WHERE chunk_id NOT IN (SELECT id FROM chunks) OR chunk_id IN (SELECT rowid FROM chunks_vec);
 
 -- name: vectors_without_chunk
 SELECT rowid AS id FROM chunks_vec WHERE rowid NOT IN (SELECT id FROM chunks)

@@ -47,6 +47,7 @@ DELETE FROM chunks_vec WHERE rowid = :id;
 DELETE FROM chunks_bits WHERE rowid = :id;
 
 -- name: chunks_delete
+DELETE FROM vector_queue WHERE chunk_id IN (SELECT id FROM chunks WHERE file_id = (SELECT id FROM files WHERE path = :path));
 DELETE FROM chunks WHERE file_id = (SELECT id FROM files WHERE path = :path);
 
 -- name: chunk_insert_with_id
@@ -73,6 +74,38 @@ SELECT path FROM files WHERE path IN (SELECT value FROM json_each(:paths));
 -- The float vector and its sign bits (schema.sql: chunks_bits), always together.
 INSERT INTO chunks_vec(rowid, embedding) VALUES (:id, :embedding);
 INSERT INTO chunks_bits(rowid, part, embedding) VALUES (:id, :id % 8, vec_quantize_binary(:embedding));
+
+-- name: vector_queue_add
+-- A chunk written without its vector (executemany): the vector phase embeds it later.
+INSERT OR REPLACE INTO vector_queue(chunk_id, priority) VALUES (:id, :priority);
+
+-- name: vector_queue_next
+-- The next :n queued chunks to embed: those of the files in the JSON array :paths first (files an
+-- agent is searching), then by priority (source first), then in chunk order.
+SELECT q.chunk_id AS id, c.text_hash, c.content, c.path
+FROM vector_queue q JOIN chunks c ON c.id = q.chunk_id
+ORDER BY (:paths IS NOT NULL AND c.path IN (SELECT value FROM json_each(:paths))) DESC, q.priority, q.chunk_id
+LIMIT :n;
+
+-- name: vector_queue_still_wanted
+-- Which of the chunks in the JSON array :chunks ({"id", "text_hash"}) are still queued with that
+-- text: a build may have replaced a file's chunks (and even reused a chunk id) while its old
+-- texts were being embedded. Run inside the transaction that writes their vectors.
+SELECT q.chunk_id AS id
+FROM json_each(:chunks) j
+JOIN vector_queue q ON q.chunk_id = j.value ->> 'id'
+JOIN chunks c ON c.id = q.chunk_id AND c.text_hash = j.value ->> 'text_hash';
+
+-- name: vector_queue_done
+DELETE FROM vector_queue WHERE chunk_id = :id;
+
+-- name: vectors_pending
+-- 1 when any chunk still waits for its vector (cheap: stops at the first queue row).
+SELECT EXISTS (SELECT 1 FROM vector_queue);
+
+-- name: vector_counts
+-- chunks: every chunk; pending: those still waiting for their vector.
+SELECT (SELECT count(*) FROM chunks) AS chunks, (SELECT count(*) FROM vector_queue) AS pending;
 
 -- name: vectors_by_text_hash
 -- Vectors this codebase already holds for the same embedded texts (renames, moves, copies).

@@ -61,6 +61,16 @@ CREATE VIRTUAL TABLE IF NOT EXISTS chunks_bits USING vec0(
     embedding bit[384]
 );
 
+-- Chunks still waiting for their vector. A build commits a file's chunks, FTS5 rows and Merkle
+-- node first (BM25 and symbols find them at once); the vector phase then embeds the queued
+-- chunks in priority order and deletes their rows here as their vectors commit. A killed vector
+-- phase resumes from this table; search ranks a queued chunk by BM25 alone (sql/search.sql).
+CREATE TABLE IF NOT EXISTS vector_queue (
+    chunk_id INTEGER PRIMARY KEY,          -- chunks.id
+    priority INTEGER NOT NULL              -- lower first: source, tests, docs, config, generated/vendored
+);
+CREATE INDEX IF NOT EXISTS vector_queue_order ON vector_queue(priority, chunk_id);
+
 -- One row per file and directory; the root directory is ''.
 CREATE TABLE IF NOT EXISTS merkle_nodes (
     path   TEXT PRIMARY KEY,
@@ -74,6 +84,7 @@ CREATE TABLE IF NOT EXISTS merkle_nodes (
 DROP TABLE IF EXISTS chunks_fts;
 DROP TABLE IF EXISTS chunks_vec;
 DROP TABLE IF EXISTS chunks_bits;
+DELETE FROM vector_queue;
 DELETE FROM chunks;
 DELETE FROM files;
 DELETE FROM merkle_nodes;

@@ -48,6 +48,8 @@
 --                 not monotonic down the list. 0 (questions, issues): a name only boosts.
 --   :symbol_match FTS5 expression over the symbol column finding the chunks :names may match,
 --                 or NULL (search.py symbol_match; exact matches kept here)
+--   :pending      1 when some chunks still wait for their vector (vector_queue): they are ranked
+--                 by BM25 in the vectors' place too (`imputed`); 0 skips that look-up
 --   :limit        rows returned
 -- Filters act inside both candidate lists, before fusion and before the limit: for FTS5 as a
 -- WHERE term, for vec0 as `rowid IN (...)`, which sqlite-vec pushes into its scan (a filter
@@ -145,6 +147,16 @@ normalised AS (
     SELECT *, coalesce((raw - min(raw) OVER lst) / nullif(max(raw) OVER lst - min(raw) OVER lst, 0), 1.0) AS norm
     FROM candidates WINDOW lst AS (PARTITION BY src)
 ),
+-- A chunk still waiting for its vector (vector_queue: a build's vector phase has not reached it)
+-- is not irrelevant to the vectors, only unseen by them: in the KNN list's place it takes its
+-- BM25 rank and normalised score, so the files the phase has reached do not push the others
+-- down. Once its vector commits it competes as any other chunk.
+imputed AS (
+    SELECT n.id, n.rnk, n.raw, NULL AS distance, 1.0 - coalesce((SELECT w_fts FROM weights), 0.0) AS w,
+           'imputed' AS src, n.norm
+    FROM normalised n JOIN vector_queue q ON q.chunk_id = n.id
+    WHERE :pending = 1 AND :qvec IS NOT NULL AND n.src = 'bm25'
+),
 fused AS (
     SELECT id,
            sum(w * norm) AS cc,
@@ -152,7 +164,7 @@ fused AS (
            min(CASE src WHEN 'bm25' THEN rnk END) AS bm25_rank,
            min(CASE src WHEN 'knn' THEN rnk END) AS knn_rank,
            min(distance) AS distance
-    FROM normalised
+    FROM (SELECT * FROM normalised UNION ALL SELECT * FROM imputed)
     GROUP BY id
 ),
 -- Files the query names, with their path tier: 2 for the whole path or its end at a '/', 1

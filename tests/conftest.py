@@ -10,9 +10,11 @@ from support.trees import SAMPLE, write_tree
 
 @pytest.fixture(autouse=True)
 def codii_home(tmp_path_factory, monkeypatch) -> Path:
-    """Every test gets its own index folder and embedding cache."""
+    """Every test gets its own index folder and embedding cache, and no search leaves its vector
+    phase to a background process (tests of that set CODII_SQL_BACKGROUND themselves)."""
     home = tmp_path_factory.mktemp("codii-home")
     monkeypatch.setenv("CODII_SQL_HOME", str(home))
+    monkeypatch.setenv("CODII_SQL_BACKGROUND", "0")
     return home
 
 

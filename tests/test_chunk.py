@@ -7,7 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from codii_sql.ingest.chunking import CHUNKER_VERSION, DEFAULT_MAX_TOKENS, Chunk, chunk_text
+from codii_sql.ingest.chunking import (
+    CHUNKER_VERSION,
+    DEFAULT_MAX_TOKENS,
+    Chunk,
+    chunk_text,
+)
 from codii_sql.languages import AST_LANGUAGES, detect_language
 from codii_sql.models.wordpiece import count_tokens
 

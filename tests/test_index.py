@@ -157,21 +157,24 @@ def test_changed_role_rules_reclassify_files_without_reindexing(sample_repo, emb
     assert {r["role"] for r in rows(sample_repo, "stats_by_role")} == {"vendored"}
 
 
-def test_embed_progress_moves_within_a_batch(sample_repo, embedder, monkeypatch):
-    """A batch is embedded in steps, so a polling client sees progress before the batch commits."""
-    from codii_sql.ingest import vectors as vectors_mod
+def test_progress_moves_within_each_phase(sample_repo, embedder, monkeypatch):
+    """Files count up as they are chunked, and chunks as they are embedded, within one batch:
+    a polling client sees progress before any batch commits."""
+    from codii_sql.ingest import embedding as vectors_mod
 
     monkeypatch.setattr(vectors_mod, "EMBED_STEP", 2)
     seen = []
-    Indexer(Codebase.open(sample_repo), embedder, progress=lambda *a: seen.append(a)).build()
-    embed = [done for phase, done, total in seen if phase == "embed"]
-    assert embed[0] == 0 and embed[-1] == 4
-    assert any(0 < d < 4 for d in embed) and embed == sorted(embed)
+    report = Indexer(Codebase.open(sample_repo), embedder, progress=lambda *a: seen.append(a)).build()
+    chunked = [done for phase, done, total in seen if phase == "chunk"]
+    assert chunked == [0, 1, 2, 3, 4]
+    embedded = [(done, total) for phase, done, total in seen if phase == "vectors"]
+    assert embedded[-1] == (report.chunks, report.chunks) and report.vectors_pending == 0
+    assert any(0 < d < report.chunks for d, _ in embedded) and embedded == sorted(embedded)
 
 
 def test_vectors_reach_the_cache_before_the_batch_commits(sample_repo, embedder, monkeypatch, tmp_path):
     """A build stopped mid-batch keeps the model time it spent: each embedding step is cached."""
-    from codii_sql.ingest import vectors as vectors_mod
+    from codii_sql.ingest import embedding as vectors_mod
     from codii_sql.models.cache import EmbeddingCache
 
     class StopsAfterOneStep:

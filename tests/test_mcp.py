@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
+from support.trees import REPO_ROOT, write_tree
 
 from codii_sql.codebase import Codebase
 from codii_sql.storage.store import Store
-from support.trees import REPO_ROOT, write_tree
 
 pytestmark = pytest.mark.slow
 

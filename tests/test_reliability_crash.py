@@ -16,13 +16,14 @@ from click.testing import CliRunner
 from support import torture
 from support.trees import REPO_ROOT, write_tree
 
-import codii_sql.service.builds as builds_mod
+import codii_sql.ingest.embedding as embedding_mod
 import codii_sql.ingest.indexer as index_mod
+import codii_sql.ingest.lexical as lexical_mod
 import codii_sql.ingest.prepare as prepare_mod
+import codii_sql.service.builds as builds_mod
 from codii_sql.cli import cli
 from codii_sql.codebase import Codebase
 from codii_sql.storage.store import Store
-
 
 
 def run(*args):
@@ -77,11 +78,13 @@ def chunk_texts(repo) -> dict[str, str]:
     return dict(rows)
 
 
-def test_embedding_or_parse_failure_mid_run_keeps_old_rows_and_is_retried(tmp_path, embedder, monkeypatch):
+def test_embedding_or_parse_failure_mid_run_keeps_what_is_committed_and_is_retried(tmp_path, embedder, monkeypatch):
+    """A parser failure keeps that file's old rows; a model failure in the vector phase keeps every
+    file searchable by BM25 and every vector committed before it; the next build finishes both."""
     repo = write_tree(tmp_path / "r", {f"m{i}.py": f"def old_{i}(x):\n    return x * {i}\n" for i in range(6)})
     assert run("build", repo).exit_code == 0
     write_tree(repo, {f"m{i}.py": f"def new_{i}(y):\n    return y + {i}\n" for i in range(6)})
-    monkeypatch.setattr(index_mod, "BATCH_FILES", 2)  # three batches: m0-m1, m2-m3, m4-m5
+    monkeypatch.setattr(embedding_mod, "VECTOR_BATCH", 2)  # commits of two chunks each
     flaky = FlakyEmbedder(embedder, fail_on=2)
     monkeypatch.setattr(builds_mod, "get_embedder", lambda: flaky)
     real_chunk = prepare_mod.chunk_text
@@ -89,26 +92,28 @@ def test_embedding_or_parse_failure_mid_run_keeps_old_rows_and_is_retried(tmp_pa
         (_ for _ in ()).throw(ValueError("parser exploded")) if "new_5" in text else real_chunk(text, language, **kw)))
 
     res = run("build", repo)
-    assert res.exit_code == 0, res.output
-    assert "failed: m2.py: embedding failed: RuntimeError: onnxruntime session crashed (retried on the next build)" \
-        in res.output
-    assert "failed: m5.py: ValueError: parser exploded (retried on the next build)" in res.output
-    texts = chunk_texts(repo)
-    assert [p for p in sorted(texts) if "old_" in texts[p]] == ["m2.py", "m3.py", "m5.py"]
-    assert all(f"new_{i}" in texts[f"m{i}.py"] for i in (0, 1, 4))
+    assert res.exit_code == 1 and res.output.count("\n") == 1, res.output
+    assert res.output.startswith("Error: embedding failed: RuntimeError: onnxruntime session crashed"), res.output
+    texts = chunk_texts(repo)  # files whose chunks have a vector
+    assert sorted(texts) == ["m0.py", "m1.py", "m5.py"] and "old_5" in texts["m5.py"]
+    found = json.loads(run("search", "new_3", "--path", repo, "--mode", "bm25", "--no-update", "--json").stdout)
+    assert found["results"][0]["path"] == "m3.py"  # searchable by BM25 before its vector exists
+    status = json.loads(run("status", repo, "--json").output)
+    assert status["vectors"]["done"] == status["vectors"]["total"] - 3 and "onnxruntime" in status["vectors"]["error"]
     assert json.loads(run("doctor", repo, "--check-only", "--json").output)["consistent"]
 
     flaky.fail_on = None
     monkeypatch.setattr(prepare_mod, "chunk_text", real_chunk)
     again = json.loads(run("build", repo, "--json").output)
-    assert again["modified"] == 3 and again["failed"] == {}
+    assert again["modified"] == 1 and again["failed"] == {} and again["vectors_pending"] == 0
+    assert again["chunks_embedded"] == 4  # the three left over and the re-chunked m5, nothing twice
     assert all(f"new_{i}" in t and "old_" not in t for i, t in enumerate(v for _, v in sorted(chunk_texts(repo).items())))
 
 
 def test_an_interrupted_force_rebuild_keeps_every_file_searchable(tmp_path, monkeypatch):
     repo = write_tree(tmp_path / "r", {f"m{i}.py": f"def handler_{i}(x):\n    return x * {i}\n" for i in range(6)})
     assert run("build", repo).exit_code == 0
-    monkeypatch.setattr(index_mod, "BATCH_FILES", 2)  # three transactions: m0-m1, m2-m3, m4-m5
+    monkeypatch.setattr(lexical_mod, "BATCH_FILES", 2)  # three transactions: m0-m1, m2-m3, m4-m5
     real_chunk = prepare_mod.chunk_text
     monkeypatch.setattr(prepare_mod, "chunk_text", lambda text, language, **kw: (
         (_ for _ in ()).throw(KeyboardInterrupt) if "handler_3" in text else real_chunk(text, language, **kw)))

@@ -10,15 +10,15 @@ import socket
 
 import pytest
 from click.testing import CliRunner
-from support.trees import write_tree
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.trees import write_tree
 from test_reliability_crash import cli_process
 
-from codii_sql.models import wordpiece
-from codii_sql.ingest.chunking import DEFAULT_MAX_TOKENS
 from codii_sql.cli import cli
 from codii_sql.codebase import Codebase
+from codii_sql.ingest.chunking import DEFAULT_MAX_TOKENS
+from codii_sql.models import wordpiece
 from codii_sql.storage.store import Store
 from codii_sql.text import decode_source
 
@@ -159,7 +159,7 @@ def test_files_deleted_or_rewritten_between_scan_and_read(tmp_path, embedder):
         if phase == "scan":  # after the scan, before any file is read
             (repo / "m0.py").unlink()
             (repo / "m1.py").write_text("def rewritten_at_hash():\n    return 1\n")
-        if phase == "embed" and done == 0:  # after hashing, before chunking
+        if phase == "chunk" and done == 0:  # after hashing, before chunking
             (repo / "m2.py").unlink()
             (repo / "m3.py").write_text("def rewritten_at_chunk():\n    return 3\n")
 

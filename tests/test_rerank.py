@@ -23,13 +23,13 @@ from tokenizers import BertWordPieceTokenizer
 
 safetensors_numpy = pytest.importorskip("safetensors.numpy")
 
-from codii_sql.models import bert_graph  # noqa: E402
-from codii_sql.models import cross_encoder as ce  # noqa: E402
-from codii_sql.search import rerank as rr  # noqa: E402
 from codii_sql.cli.models import models  # noqa: E402
 from codii_sql.errors import UsageError  # noqa: E402
-from codii_sql.search.results import Result  # noqa: E402
+from codii_sql.models import bert_graph  # noqa: E402
+from codii_sql.models import cross_encoder as ce  # noqa: E402
 from codii_sql.models.wordpiece import vocab_path  # noqa: E402
+from codii_sql.search import rerank as rr  # noqa: E402
+from codii_sql.search.results import Result  # noqa: E402
 
 TINY = {"architectures": ["BertForSequenceClassification"], "model_type": "bert", "hidden_size": 32,
         "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 64,

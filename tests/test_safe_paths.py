@@ -5,10 +5,15 @@ from __future__ import annotations
 import os
 
 import pytest
+from support.trees import write_tree
 
 from codii_sql.ingest.config import DEFAULT_MAX_FILE_BYTES
-from codii_sql.service.boundary import FileSet, PathRefusedError, read_bytes, resolve_file
-from support.trees import write_tree
+from codii_sql.service.boundary import (
+    FileSet,
+    PathRefusedError,
+    read_bytes,
+    resolve_file,
+)
 
 
 @pytest.fixture

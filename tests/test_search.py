@@ -5,20 +5,34 @@ from __future__ import annotations
 import json
 
 import pytest
-from support.trees import write_tree
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.trees import write_tree
 
-from codii_sql.search import searcher as search
 from codii_sql.codebase import Codebase
 from codii_sql.errors import StorageError, UsageError
 from codii_sql.ingest.indexer import Indexer
-from codii_sql.search.query import (MAX_PATH_TOKEN, STOP_WORDS, fts_query, named_in_query, query_shape, query_terms,
-                                     strip_issue_template)
+from codii_sql.search import searcher as search
+from codii_sql.search.query import (
+    MAX_PATH_TOKEN,
+    STOP_WORDS,
+    fts_query,
+    named_in_query,
+    query_shape,
+    query_terms,
+    strip_issue_template,
+)
 from codii_sql.search.results import MODES, SearchOptions
-from codii_sql.search.searcher import (BM25_WEIGHT, BM25_WEIGHTS, CONFIDENT_GAP, MAX_FTS_TERMS, RRF_K, RRF_WEIGHT,
-                                        Searcher)
-from codii_sql.storage.store import Store
+from codii_sql.search.searcher import (
+    BM25_WEIGHT,
+    BM25_WEIGHTS,
+    CONFIDENT_GAP,
+    MAX_FTS_TERMS,
+    RRF_K,
+    RRF_WEIGHT,
+    Searcher,
+)
+from codii_sql.storage.store import SCHEMA_VERSION, Store
 
 
 @pytest.fixture
@@ -302,14 +316,17 @@ def test_coarse_knn_matches_the_exact_scan(searcher, embedder, monkeypatch):
     assert searcher.similar(vec, SearchOptions(limit=1)) == []
 
 
-@pytest.mark.parametrize("version", [1, 2])
+@pytest.mark.parametrize("version", [1, 2, 3])
 def test_older_index_is_migrated_in_place(searcher, embedder, monkeypatch, version):
     """An index written before chunks_bits existed (1), or before it was partitioned (2), gets
-    partitioned sign bits on the next open, and searches as before."""
+    partitioned sign bits on the next open; one without the vector queue (3) gets it; all
+    search as before."""
     monkeypatch.setattr(search, "COARSE_MIN_CHUNKS", 0)
     store = searcher.store
     before = [r.id for r in searcher.search("parse a header", SearchOptions(limit=5, mode="vector"))]
-    store.conn.execute("DROP TABLE chunks_bits")
+    store.conn.execute("DROP TABLE vector_queue")
+    if version < 3:
+        store.conn.execute("DROP TABLE chunks_bits")
     if version == 2:
         store.conn.execute("CREATE VIRTUAL TABLE chunks_bits USING vec0(embedding bit[384])")
         store.conn.execute("INSERT INTO chunks_bits(rowid, embedding) "
@@ -317,7 +334,7 @@ def test_older_index_is_migrated_in_place(searcher, embedder, monkeypatch, versi
     store.set_meta(schema_version=version)
     store.close()
     with Store(store.path, create=False) as reopened:
-        assert reopened.meta()["schema_version"] == 3
+        assert reopened.meta()["schema_version"] == SCHEMA_VERSION
         assert reopened.value("counts_bits") == reopened.row("counts")["chunks"]
         parts = reopened.conn.execute("SELECT DISTINCT part FROM chunks_bits WHERE rowid % 8 = part").fetchall()
         assert len(parts) == min(8, reopened.row("counts")["chunks"])
@@ -374,4 +391,4 @@ def test_an_older_read_only_index_says_how_to_upgrade_it(searcher, monkeypatch):
         Store(store.path, create=False)
     monkeypatch.setattr(Store, "run", run)
     with Store(store.path, create=False) as writable:  # migrated once it can be
-        assert writable.meta()["schema_version"] == 3
+        assert writable.meta()["schema_version"] == SCHEMA_VERSION

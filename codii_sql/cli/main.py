@@ -7,7 +7,7 @@ import sys
 import click
 
 from ..errors import CodiiError
-from . import evaluation, indexing, info, maintenance
+from . import building, evaluation, info, maintenance, searching
 from .models import models
 
 
@@ -43,7 +43,7 @@ def serve():
     serve_main()
 
 
-for command in (indexing.build, indexing.search, info.status, info.list_, info.stats, maintenance.clear,
+for command in (building.build, searching.search, info.status, info.list_, info.stats, maintenance.clear,
                 info.inspect, maintenance.doctor, serve, evaluation.eval_, models):
     cli.add_command(command)
 

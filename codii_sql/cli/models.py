@@ -11,6 +11,7 @@ import click
 
 from .. import service
 
+
 @click.group()
 def models():
     """Cross-encoder models for --rerank: pull one from Hugging Face, list cached ones."""

@@ -8,7 +8,14 @@ import json
 
 import click
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 
 err_console = Console(stderr=True)
 
@@ -35,8 +42,8 @@ def progress_bar(enabled: bool):
     if not enabled:
         yield None
         return
-    with Progress(TextColumn("{task.description:<6}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=err_console, transient=True) as bar:
+    with Progress(TextColumn("{task.description:<7}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  TimeRemainingColumn(), console=err_console, transient=True) as bar:
         tasks: dict[str, int] = {}
 
         def update(phase: str, done: int, total: int) -> None:
@@ -76,3 +83,24 @@ def describe_filters(filters: dict) -> str:
     parts = [f"only {' '.join(filters['extensions'])}"] if filters["extensions"] else []
     parts += [f"ignore {' '.join(filters['ignore_patterns'])}"] if filters["ignore_patterns"] else []
     return "; ".join(parts)
+
+
+def print_dry_run(survey: dict) -> None:
+    """The text form of ``build --dry-run``: totals, languages, roles, skips, folders, model time."""
+    click.echo(f"{survey['codebase']}: {survey['files']} files, {survey['chunks']} chunks would be indexed")
+    for title, key in (("by language", "languages"), ("by role", "roles"), ("largest folders", "largest_folders")):
+        rows = survey[key]
+        click.echo(f"  {title}: " + ", ".join(f"{r.get('name', r.get('path'))} {r['files']} files/{r['chunks']} chunks"
+                                             for r in rows[:12]))
+    if survey["skipped"]:
+        click.echo("  skipped: " + ", ".join(f"{k} {v}" for k, v in survey["skipped"].items()))
+    embed = survey["embed"]
+    if not embed["vectors"]:
+        click.echo(f"  vectors: off ({embed['texts']} texts would wait for a build with --vectors)")
+    elif not embed["texts"]:
+        click.echo("  model: nothing to embed (every chunk text has a vector in the index or the cache)")
+    else:
+        minutes = embed["estimated_seconds"] / 60
+        click.echo(f"  model: {embed['texts']} new texts ({embed['word_pieces']} word pieces), about "
+                   f"{minutes:.1f} min on this machine ({embed['chunks_per_second']} chunks/s measured on "
+                   f"{embed['sample']} of them); BM25 covers every file before that")

@@ -51,7 +51,7 @@ def score(kind: str, relevant: dict[str, list[str]], ranked: dict[str, list[str]
     per-query ``R@k`` equal to 1.0 (exact in floating point: |G| / |G|).
     """
     import ir_measures
-    from ir_measures import R, Qrel, ScoredDoc
+    from ir_measures import Qrel, R, ScoredDoc
 
     named = _measures(kind)
     wanted = set(named.values()) | ({R @ k for k in ACC_KS} if kind == "swebench" else set())

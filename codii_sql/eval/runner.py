@@ -26,7 +26,16 @@ from .. import service
 from ..codebase import Codebase
 from ..errors import UsageError
 from ..service import MAX_LIMIT, SearchOptions
-from .datasets import DEFAULT_TOP, Dataset, EvalConfig, Log, load_dataset, release_dirs, release_key, write_snippets
+from .datasets import (
+    DEFAULT_TOP,
+    Dataset,
+    EvalConfig,
+    Log,
+    load_dataset,
+    release_dirs,
+    release_key,
+    write_snippets,
+)
 from .metrics import latency, mean_metrics, metric_names, require_metrics, score
 
 

@@ -17,6 +17,8 @@ DEFAULT_MAX_FILE_BYTES = 1 << 20
 
 #: The optional per-codebase configuration file, at the root.
 CONFIG_FILE_NAME = ".codii.yaml"
+#: Its keys, all optional.
+CONFIG_KEYS = ("ignore_patterns", "extensions", "max_file_bytes", "vectors")
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,11 +30,13 @@ class CodebaseConfig:
         extensions: lower-case suffixes such as ``(".py", ".md")``; when set, only files
             ending in one of them are indexed. ``None`` indexes every extension.
         max_file_bytes: files larger than this many bytes are skipped.
+        vectors: false for BM25 and symbols only (no model time); None: as the builds choose.
     """
 
     ignore_patterns: tuple[str, ...] = ()
     extensions: tuple[str, ...] | None = None
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
+    vectors: bool | None = None
 
 
 def load_config(root: Path) -> CodebaseConfig:
@@ -55,18 +59,24 @@ def load_config(root: Path) -> CodebaseConfig:
         return CodebaseConfig()
     if not isinstance(data, dict):
         raise ValueError(f"{path}: expected a mapping of settings, got {type(data).__name__}")
-    unknown = sorted(map(str, set(data) - {"ignore_patterns", "extensions", "max_file_bytes"}))
+    unknown = sorted(map(str, set(data) - set(CONFIG_KEYS)))
     if unknown:
-        raise ValueError(f"{path}: unknown key(s) {', '.join(unknown)}; "
-                         "allowed: ignore_patterns, extensions, max_file_bytes")
+        raise ValueError(f"{path}: unknown key(s) {', '.join(unknown)}; allowed: {', '.join(CONFIG_KEYS)}")
     try:
         return CodebaseConfig(
             ignore_patterns=_patterns(data.get("ignore_patterns") or []),
             extensions=normalize_extensions(data.get("extensions")),
             max_file_bytes=positive_int(data.get("max_file_bytes", DEFAULT_MAX_FILE_BYTES)),
+            vectors=_optional_bool(data.get("vectors"), "vectors"),
         )
     except ValueError as exc:
         raise ValueError(f"{path}: {exc}") from None
+
+
+def _optional_bool(value: object, key: str) -> bool | None:
+    if value is not None and not isinstance(value, bool):
+        raise ValueError(f"{key} must be true or false, got {value!r}")
+    return value
 
 
 def _yaml_where(exc: yaml.YAMLError) -> str:

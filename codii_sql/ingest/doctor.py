@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from . import merkle
 from ..errors import StorageError
 from ..storage.store import Store
+from . import merkle
 
 
 @dataclass

@@ -1,31 +1,24 @@
-"""The indexer: plan (scan, hash, Merkle diff), then prepare, embed and write the changed files in batches."""
+"""The indexer: a lexical phase (every changed file searchable by BM25) then a vector phase (embed the queue)."""
 
 from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable
 
 from ..codebase import Codebase
-from ..errors import IndexMismatchError
+from ..errors import IndexBusyError, IndexMismatchError, UsageError
 from ..models.cache import EmbeddingCache
 from ..models.embedder import Embedder
-from ..storage.lock import writer_lock
+from ..storage.lock import vector_lock, vectors_running, writer_lock
 from ..storage.store import SCHEMA_VERSION, Store
-from . import merkle, roles
+from . import roles
 from .chunking import CHUNKER_VERSION
-from .config import DEFAULT_MAX_FILE_BYTES, scan_rules
+from .config import DEFAULT_MAX_FILE_BYTES, load_config, scan_rules
+from .embedding import embed_queued
+from .lexical import LexicalPhase
 from .plan import Plan, make_plan
-from .prepare import Prepared, prepared_files
 from .report import BuildReport, Progress
-from .vectors import batch_vectors
-from .walk import SourceFile
-from .write import flush_tree, remove_files, write_files
-
-#: A write transaction closes after this many chunks (or files): large enough that commit cost
-#: vanishes, small enough that a kill loses little work and readers see progress.
-BATCH_CHUNKS = 512
-BATCH_FILES = 256
 
 
 def index_settings(embedder: Embedder) -> dict:
@@ -39,6 +32,24 @@ def index_settings(embedder: Embedder) -> dict:
     }
 
 
+def vectors_wanted(explicit: bool | None, meta: dict, root) -> bool:
+    """Whether a build embeds: ``explicit`` (``--vectors``/``--no-vectors``), else what an earlier build
+    was told (``meta["vectors"]``), else ``.codii.yaml``'s ``vectors``, else True.
+
+    Raises:
+        UsageError: ``.codii.yaml`` is malformed.
+    """
+    if explicit is not None:
+        return explicit
+    if meta.get("vectors") is not None:
+        return meta["vectors"]
+    try:
+        configured = load_config(root).vectors
+    except ValueError as err:
+        raise UsageError(str(err)) from None
+    return configured is not False
+
+
 class Indexer:
     """Builds or updates one codebase's index.
 
@@ -50,44 +61,68 @@ class Indexer:
         cache: the shared embedding cache; None disables it.
         ignore_patterns, extensions: extra scan rules on top of ``.codii.yaml``; None keeps
             those recorded by the last build (so an update indexes the same file set).
+        vectors: embed the queued chunks (True), or leave them for a later build (False:
+            BM25 and symbols only; recorded, so later builds keep it until told otherwise);
+            None: as recorded, else ``.codii.yaml``'s ``vectors``, else True.
+        max_inline: embed here only when at most this many chunks are queued after the
+            lexical phase (a search embeds a few edited chunks itself and leaves a large queue
+            to a background worker); None: whatever is queued.
+        prefer: asked before each vector batch for the files whose chunks go first.
     """
 
     def __init__(self, codebase: Codebase, embedder: Embedder | None, *, progress: Progress | None = None,
                  cache: EmbeddingCache | None = None, ignore_patterns: Iterable[str] | None = None,
-                 extensions: Iterable[str] | None = None):
+                 extensions: Iterable[str] | None = None, vectors: bool | None = None,
+                 max_inline: int | None = None, prefer: Callable[[], Iterable[str]] | None = None):
         self.codebase = codebase
         self.embedder = embedder
         self.progress = progress or (lambda phase, done, total: None)
         self.cache = cache
         self.ignore_patterns = list(ignore_patterns) if ignore_patterns is not None else None
         self.extensions = list(extensions) if extensions is not None else None
+        self.vectors = vectors
+        self.max_inline = max_inline
+        self.prefer = prefer
         self.max_file_bytes = DEFAULT_MAX_FILE_BYTES
         self.reuse_index_vectors = True
 
     def build(self, *, force: bool = False, wait: bool = True) -> BuildReport:
         """Bring the index up to date with the files on disk and return what changed.
 
-        Each batch of files commits in one transaction (chunks, FTS5 rows, vectors, file
-        rows and Merkle nodes together), so a crash or kill leaves every file either in its
-        old or its new state; the next build finishes the job.
+        The lexical phase runs under the writer lock: each batch of files commits in one
+        transaction (chunks, FTS5 rows, file rows, Merkle nodes, and the vectors already known),
+        so a crash or kill leaves every file in its old or its new state. The vector phase then
+        runs under the vector lock (see :mod:`codii_sql.storage.lock`), committing per batch.
 
         Args:
             force: re-read and re-chunk every file (in place; after a model change the index is emptied first);
                 with no ``cache`` every chunk is embedded again.
-            wait: wait for another process's build to finish; if false raise instead.
+            wait: wait for another process's lexical or vector phase to finish; if false raise
+                for the writer lock, and leave the queue to the process that holds the vector lock.
         Raises:
             IndexBusyError: ``wait`` is false and another process holds the writer lock.
             IndexMismatchError: the index was built with another model or schema.
+            EmbeddingFailedError: the model failed in the vector phase (the lexical phase and the
+                vectors before the failure are committed).
             UsageError: ``.codii.yaml`` is malformed.
             StorageError: the index file cannot be opened or written.
         """
         # The store opens first: it refuses someone else's database before a lock file is left
         # beside it (opening only creates the idempotent schema, as every reader does).
-        with Store(self.codebase.db_path) as store, writer_lock(self.codebase, wait=wait):
-            store.run("pragma_write_cache")
-            return self._build_locked(store, force)
+        with Store(self.codebase.db_path) as store:
+            with writer_lock(self.codebase, wait=wait):
+                store.run("pragma_write_cache")
+                report = self._lexical(store, force)
+            pending = store.row("vector_counts")["pending"]
+            report.vectors_enabled = self._vectors_on(store)
+            if pending and report.vectors_enabled and (self.max_inline is None or pending <= self.max_inline):
+                self._embed_queued(store, report, wait)
+            report.vectors_pending = store.row("vector_counts")["pending"]
+            # Fold the WAL into the main file: a copied .db alone then holds the whole index.
+            store.run("wal_checkpoint")
+        return report
 
-    def _build_locked(self, store: Store, force: bool) -> BuildReport:
+    def _lexical(self, store: Store, force: bool) -> BuildReport:
         started = time.perf_counter()
         settings = index_settings(self.embedder)
         # --force --no-cache is the way to embed every chunk again: reuse no vector at all.
@@ -106,17 +141,22 @@ class Indexer:
                 store.many("file_set_role", [{"path": r["path"], "role": roles.classify(r["path"])}
                                              for r in store.rows("files_all")])
             store.set_meta(**settings, root=str(self.codebase.root), status="indexing", pid=os.getpid(),
-                           started_at=time.time(), phase="scan", error=None, roles_version=roles.VERSION)
+                           started_at=time.time(), phase="scan", error=None, roles_version=roles.VERSION,
+                           vectors_enabled=self._vectors_on(store),
+                           **({"vectors": self.vectors} if self.vectors is not None else {}))
         report = BuildReport()
         try:
-            self._run(store, report)
+            plan = self.plan(store)
+            self.max_file_bytes = plan.max_file_bytes
+            LexicalPhase(store, self.codebase.root, self.embedder.model_id, self.cache, self.progress,
+                         self.reuse_index_vectors).run(plan, report, self._options(store))
         except BaseException as err:
             why = ("interrupted; every file committed so far is kept, run build again to finish"
                    if isinstance(err, KeyboardInterrupt) else f"{type(err).__name__}: {err}")
             with store.transaction():
                 store.set_meta(status="failed", error=why, finished_at=time.time())
             raise
-        report.seconds = time.perf_counter() - started
+        report.seconds = report.phase_seconds["lexical"] = time.perf_counter() - started
         counts = store.row("counts")
         report.files, report.chunks = counts["files"], counts["chunks"]
         # A no-op update keeps the last real build's duration (status shows how long a build took).
@@ -126,9 +166,31 @@ class Indexer:
             store.set_meta(status="indexed", phase="done", finished_at=time.time(), last_indexed_at=time.time(),
                            merkle_root=report.merkle_root, files=report.files, chunks=report.chunks,
                            skipped=dict(report.skipped), failed=report.failed, **took)
-        # Fold the WAL into the main file: a copied .db alone then holds the whole index.
-        store.run("wal_checkpoint")
         return report
+
+    def _vectors_on(self, store: Store) -> bool:
+        return vectors_wanted(self.vectors, store.meta(), self.codebase.root)
+
+    def _embed_queued(self, store: Store, report: BuildReport, wait: bool) -> None:
+        """The vector phase under the vector lock; without ``wait`` a phase running elsewhere is left alone."""
+        if not wait and vectors_running(self.codebase):
+            return
+        started = time.perf_counter()
+        try:
+            with vector_lock(self.codebase, wait=wait):
+                with store.transaction():
+                    store.set_meta(vectors_pid=os.getpid(), vectors_started_at=time.time(), vectors_error=None)
+                try:
+                    embed_queued(store, self.embedder, self.cache, report, self.progress, prefer=self.prefer,
+                                 reuse_index=self.reuse_index_vectors)
+                except Exception as err:
+                    with store.transaction():
+                        store.set_meta(vectors_error=str(err))
+                    raise
+        except IndexBusyError:
+            if wait:
+                raise
+        report.seconds += time.perf_counter() - started
 
     @staticmethod
     def _start_over(store: Store, settings: dict) -> None:
@@ -166,85 +228,3 @@ class Indexer:
         ignore = self.ignore_patterns if self.ignore_patterns is not None else meta.get("scan_ignore_patterns") or []
         exts = self.extensions if self.extensions is not None else meta.get("scan_extensions")
         return list(ignore), (list(exts) if exts else None)
-
-    def _run(self, store: Store, report: BuildReport) -> None:
-        """Plan, write every added, modified and re-indexed file in batches, then the removals."""
-        plan = self.plan(store)
-        self.max_file_bytes = plan.max_file_bytes
-        report.skipped.update(plan.skipped)
-        report.phase_seconds.update(plan.seconds)
-        report.added, report.modified, report.removed = len(plan.added), len(plan.modified), len(plan.removed)
-        report.reindexed = len(plan.reindexed)
-        report.unchanged = (len(plan.files) - sum(plan.skipped_after_read.values()) - report.added - report.modified
-                            - report.reindexed)
-        report.skipped.update(plan.skipped_after_read)
-        with store.transaction():
-            for f in plan.touched:
-                store.run("file_touch", {"path": f.path, "size": f.size, "mtime_ns": f.mtime_ns})
-            report.touched = len(plan.touched)
-            ignore, exts = self._options(store)
-            store.set_meta(scan_ignore_patterns=ignore, scan_extensions=exts)
-        todo = [plan.files[p] for p in plan.added + plan.modified + plan.reindexed]
-        if todo:
-            self._index_files(store, plan.old, todo, report)
-        # Removals last: a renamed file's new copy can still reuse the old copy's vectors.
-        with store.transaction():
-            remove_files(store, plan.old, plan.removed)
-        report.merkle_root = plan.old.root_hash
-
-    def _index_files(self, store: Store, tree: merkle.Tree, todo: list[SourceFile], report: BuildReport) -> None:
-        """Prepare, embed and write ``todo`` in batches of :data:`BATCH_CHUNKS` chunks or :data:`BATCH_FILES` files."""
-        done = 0
-        self.progress("embed", 0, len(todo))
-        with store.transaction():
-            store.set_meta(phase="embed", files_done=0, files_total=len(todo))
-        batches = _batches(prepared_files(self.codebase.root, todo, self.max_file_bytes, window=4 * BATCH_FILES))
-        while True:
-            # Time blocked on the worker processes: zero when chunking hides behind the model.
-            t = time.perf_counter()
-            batch = next(batches, None)
-            report.phase_seconds["chunk_wait"] += time.perf_counter() - t
-            if batch is None:
-                break
-            ok = []
-            for p in batch:
-                if p.skip:
-                    report.skipped[p.skip] += 1
-                elif p.error:
-                    report.failed[p.path] = p.error
-                else:
-                    ok.append(p)
-
-            def step(embedded: int, total: int, base: int = done, n: int = len(batch)) -> None:
-                self.progress("embed", base + n * embedded // total, len(todo))
-
-            try:
-                vectors = batch_vectors(store, self.embedder, self.cache, ok, report, step,
-                                        reuse_index=self.reuse_index_vectors)
-            except Exception as err:  # the model failed on this batch: keep old rows, retry next run
-                for p in ok:
-                    report.failed[p.path] = f"embedding failed: {type(err).__name__}: {err}"
-                ok, vectors = [], []
-            t = time.perf_counter()
-            with store.transaction():
-                write_files(store, tree, ok, vectors)
-                report.chunks_written += sum(len(p.chunks) for p in ok)
-                flush_tree(store, tree)
-                done += len(batch)
-                store.set_meta(phase="embed", files_done=done, files_total=len(todo))
-            report.phase_seconds["write"] += time.perf_counter() - t
-            self.progress("embed", done, len(todo))
-
-
-def _batches(items: Iterator[Prepared]) -> Iterator[list[Prepared]]:
-    """``items`` cut into batches that close at :data:`BATCH_CHUNKS` chunks or :data:`BATCH_FILES` files."""
-    batch: list[Prepared] = []
-    n_chunks = 0
-    for p in items:
-        batch.append(p)
-        n_chunks += len(p.chunks)
-        if n_chunks >= BATCH_CHUNKS or len(batch) >= BATCH_FILES:
-            yield batch
-            batch, n_chunks = [], 0
-    if batch:
-        yield batch

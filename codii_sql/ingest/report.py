@@ -16,8 +16,11 @@ class BuildReport:
 
     Phases: ``scan`` (directory walk), ``hash`` (reading and hashing changed files, Merkle
     diff), ``chunk_wait`` (the main process blocked on the chunking workers), ``lookup``
-    (vectors reused from the index or the cache), ``embed`` (tokenizer + model), ``write``
-    (SQL transactions).
+    (vectors reused from the index or the cache), ``write`` (the lexical phase's SQL
+    transactions), ``lexical`` (all of the lexical phase: every file searchable by BM25 at its
+    end), ``vectors`` (the vector phase: look-ups, the model and its commits).
+    ``vectors_pending`` is the number of chunks still without a vector when the build returned
+    (vectors off, left to a background worker, or a failed vector phase).
     """
 
     files: int = 0
@@ -36,6 +39,8 @@ class BuildReport:
     seconds: float = 0.0
     phase_seconds: Counter = field(default_factory=Counter)
     merkle_root: str = ""
+    vectors_pending: int = 0
+    vectors_enabled: bool = True
 
     def to_dict(self) -> dict:
         """JSON-ready dict."""

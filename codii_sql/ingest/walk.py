@@ -45,7 +45,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .config import DEFAULT_MAX_FILE_BYTES, normalize_extensions, positive_int
-from .ignore import IGNORE_FILE_NAMES, IgnoreLevel, Rule, compile_level, git_info_exclude, read_ignore_file
+from .ignore import (
+    IGNORE_FILE_NAMES,
+    IgnoreLevel,
+    Rule,
+    compile_level,
+    git_info_exclude,
+    read_ignore_file,
+)
 
 #: Every reason :func:`scan` counts in :attr:`ScanResult.skipped`.
 SKIP_REASONS = (

@@ -1,47 +1,57 @@
-"""Writing a batch of prepared files: chunk, FTS5, vector, file and Merkle rows in the caller's transaction."""
+"""Writing a batch of prepared files (chunk, FTS5, file, Merkle rows; known vectors or queue rows) in one transaction."""
 
 from __future__ import annotations
 
 import json
 import time
 
-import numpy as np
-
 from ..storage.store import Store
 from . import merkle, roles
 from .prepare import Prepared
 
+#: Embedding order of queued chunks by file role (lower first): the code people search for
+#: before its tests and docs, generated and vendored files last.
+VECTOR_PRIORITY = {"source": 0, "test": 1, "docs": 2, "config": 3, "generated": 4, "vendored": 4}
 
-def write_files(store: Store, tree: merkle.Tree, files: list[Prepared],
-                 vectors: list[tuple[list[str], np.ndarray]]) -> None:
-    """Replace the rows of ``files`` (chunks, FTS5, vectors, file and Merkle rows) in the caller's transaction.
 
-    ``vectors[i]`` is ``(text keys, float32[n_chunks, dims])`` of ``files[i]``. Each table gets
-    one bulk statement per batch (``executemany``, FTS5 by id range) instead of one statement
-    per chunk, which made the write phase the slowest stage of a build (issue 4).
+def write_files(store: Store, tree: merkle.Tree, files: list[Prepared], keys: list[list[str]],
+                known: dict[str, bytes]) -> int:
+    """Replace the rows of ``files`` (chunks, FTS5, file and Merkle rows, and the vectors ``known``
+    holds) in the caller's transaction; queue the chunks whose vector is not known.
+
+    ``keys[i][j]`` is the text key (:func:`~codii_sql.models.cache.text_key`) of chunk ``j`` of
+    ``files[i]``; ``known`` maps keys to float32 vector blobs. Each table gets one bulk statement
+    per batch (``executemany``, FTS5 by id range) instead of one statement per chunk, which made
+    the write phase the slowest stage of a build (issue 4). Returns the number of chunks queued.
     """
     delete_old_rows(store, [p.path for p in files])
     # Ids chosen here as SQLite would (max + 1: chunks.id is not AUTOINCREMENT), so the chunk,
-    # FTS5 and vector rows of the whole batch go in as three bulk statements.
+    # FTS5 and vector rows of the whole batch go in as a few bulk statements.
     first = next_id = store.value("chunk_next_id")
-    chunks, vec_rows, nodes = [], [], []
-    for p, (keys, vecs) in zip(files, vectors, strict=True):
+    chunks, vec_rows, queued, nodes = [], [], [], []
+    for p, file_keys in zip(files, keys, strict=True):
+        role = roles.classify(p.path)
         file_id = store.value("file_upsert", {
             "path": p.path, "size": p.size, "mtime_ns": p.mtime_ns, "hash": p.hash, "language": p.language,
-            "role": roles.classify(p.path), "chunk_count": len(p.chunks), "indexed_at": time.time()})
-        for c, subtokens, key, vec in zip(p.chunks, p.subtokens, keys, vecs, strict=True):
+            "role": role, "chunk_count": len(p.chunks), "indexed_at": time.time()})
+        for c, subtokens, key in zip(p.chunks, p.subtokens, file_keys, strict=True):
             chunks.append({"id": next_id, "file_id": file_id, "path": p.path, "start_line": c.start_line,
                            "end_line": c.end_line, "start_byte": c.start_byte, "end_byte": c.end_byte,
                            "kind": c.kind, "symbol": c.symbol, "language": p.language, "content": c.content,
                            "subtokens": subtokens, "text_hash": key})
-            vec_rows.append({"id": next_id, "embedding": vec.tobytes()})
+            if key in known:
+                vec_rows.append({"id": next_id, "embedding": known[key]})
+            else:
+                queued.append({"id": next_id, "priority": VECTOR_PRIORITY.get(role, 0)})
             next_id += 1
         nodes.append({"path": p.path, "parent": merkle.parent_of(p.path), "is_dir": 0, "hash": p.hash})
         tree.set_file(p.path, p.hash)
     store.many("chunk_insert_with_id", chunks)
     store.run("chunks_insert_fts_range", {"first": first, "last": next_id - 1})
     store.many("chunk_insert_vec", vec_rows)
+    store.many("vector_queue_add", queued)
     store.many("merkle_upsert", nodes)
+    return len(queued)
 
 
 def delete_old_rows(store: Store, paths: list[str]) -> None:
@@ -55,7 +65,7 @@ def delete_old_rows(store: Store, paths: list[str]) -> None:
 
 
 def delete_file_rows(store: Store, path: str) -> None:
-    """Delete the chunk, FTS5 and vector rows of one file (not its file row)."""
+    """Delete the chunk, FTS5, vector and queue rows of one file (not its file row)."""
     ids = [{"id": r["id"]} for r in store.rows("chunk_ids_of_file", {"path": path})]
     store.run("chunks_delete_fts", {"path": path})
     store.many("vectors_delete", ids)

@@ -7,7 +7,18 @@ from typing import Annotated
 from mcp.types import CallToolResult
 from pydantic import Field
 
-from .app import READ_ONLY, SESSION, FileArg, LineArg, PathArg, agent_errors, answer, codebase_at, numbered, server
+from .app import (
+    READ_ONLY,
+    SESSION,
+    FileArg,
+    LineArg,
+    PathArg,
+    agent_errors,
+    answer,
+    codebase_at,
+    numbered,
+    server,
+)
 
 
 @server.tool(

@@ -8,8 +8,20 @@ from mcp.types import CallToolResult
 from pydantic import Field
 
 from ..service import SearchOptions, find_codebase
-from .app import (MAX_SEARCH_LIMIT, READ_ONLY, SESSION, FileArg, LineArg, PathArg, agent_errors, answer, check_path,
-                  codebase_at, result_lines, server)
+from .app import (
+    MAX_SEARCH_LIMIT,
+    READ_ONLY,
+    SESSION,
+    FileArg,
+    LineArg,
+    PathArg,
+    agent_errors,
+    answer,
+    check_path,
+    codebase_at,
+    result_lines,
+    server,
+)
 
 
 @server.tool(

@@ -8,7 +8,6 @@ from collections.abc import Sequence
 import numpy as np
 
 
-
 class Embedder(abc.ABC):
     """A text embedding model: texts in, one unit vector per text out.
 

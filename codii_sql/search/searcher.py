@@ -10,8 +10,16 @@ import numpy as np
 
 from ..errors import UsageError
 from ..storage.store import Store
-from .query import (CODE_SPAN, Named, fts_query, named_in_query, query_shape, query_terms, strip_issue_template,
-                    symbol_match)
+from .query import (
+    CODE_SPAN,
+    Named,
+    fts_query,
+    named_in_query,
+    query_shape,
+    query_terms,
+    strip_issue_template,
+    symbol_match,
+)
 from .results import MAX_LIMIT, MODES, Result, SearchOptions
 from .staleness import StaleCheck
 
@@ -166,7 +174,9 @@ class Searcher:
         if not results and opts.language:
             self._check_language(opts.language.lower())
         if opts.rerank:
-            from .rerank import rerank  # onnxruntime session and tokenizer only when asked for
+            from .rerank import (
+                rerank,  # onnxruntime session and tokenizer only when asked for
+            )
 
             results = rerank(query, results, model_path=opts.rerank_model, top_n=RERANK_DEPTH)
             tier = {r["id"]: r["tier"] for r in rows}  # the cross-encoder orders within a name tier
@@ -213,7 +223,7 @@ class Searcher:
             "under": under,
             "role_weights": json.dumps(prior) if prior else None, "limit": limit,
             "names": json.dumps(named.names), "tails": json.dumps(named.tails), "paths": json.dumps(named.paths),
-            "name_boost": NAME_BOOST, "tiered": int(tiered),
+            "name_boost": NAME_BOOST, "tiered": int(tiered), "pending": int(bool(self.store.value("vectors_pending"))),
             "symbol_match": symbol_match(named.names) if tiered else None,
         }
         return self.store.rows("search_hybrid", params)

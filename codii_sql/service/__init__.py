@@ -10,7 +10,9 @@ from ..search.results import MAX_LIMIT, MODES, Result, SearchOptions
 from ..storage.lock import is_locked
 from .builds import build, ensure_index
 from .codebases import find_codebase, open_codebase
+from .daemon import daemon_info, detached, start_daemon
 from .doctor import doctor
+from .dry_run import dry_run
 from .maintenance import clear
 from .models import ENV_MODEL, cached_models, check_reranker, models_dir, pull_model
 from .searching import SearchResponse, batch_searcher, open_searcher, search
@@ -19,7 +21,8 @@ from .status import inspect, is_stale, list_codebases, recorded_filters, stats, 
 
 __all__ = [
     "BuildReport", "Codebase", "ENV_MODEL", "MAX_LIMIT", "MODES", "Progress", "Result", "SearchOptions",
-    "SearchResponse", "Session", "batch_searcher", "build", "cached_models", "check_reranker", "clear", "doctor", "ensure_index",
+    "SearchResponse", "Session", "batch_searcher", "build", "cached_models", "check_reranker", "clear", "daemon_info",
+    "detached", "dry_run", "start_daemon", "doctor", "ensure_index",
     "find_codebase", "inspect", "is_locked", "is_stale", "iso", "list_codebases", "models_dir", "open_codebase",
     "open_searcher", "pull_model", "recorded_filters", "search", "stats", "status",
 ]

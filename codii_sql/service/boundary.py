@@ -22,10 +22,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from ..errors import UsageError
 from ..ingest.config import DEFAULT_MAX_FILE_BYTES
 from ..ingest.read import SNIFF_BYTES, is_binary, is_private_key
 from ..ingest.walk import scan
-from ..errors import UsageError
 
 #: Seconds a scan of the allowed file set is reused. A scan walks the whole tree, so every
 #: get_content call cannot afford one on a large repository; a file newly added to an

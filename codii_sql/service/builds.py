@@ -3,24 +3,40 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 from ..codebase import Codebase
-from ..errors import DiskFullError, IndexBusyError, NotIndexedError
+from ..errors import (
+    BuildFailedError,
+    DaemonRunningError,
+    DiskFullError,
+    IndexBusyError,
+    NotIndexedError,
+)
 from ..ingest.indexer import Indexer
 from ..ingest.report import BuildReport, Progress
 from ..models.cache import EmbeddingCache
 from ..models.embedder import Embedder
 from ..models.registry import get_embedder
+from ..storage.lock import vectors_running
+from .daemon import background_allowed, start_daemon
 from .maintenance import discard_damaged
-from .status import status
+from .status import inspect, status
+
+#: A search embeds the chunks its update queued when they take about this many seconds of model
+#: time (the first search of a 1,000-chunk repository must answer in seconds, not minutes).
+INLINE_SECONDS = 3.0
+#: ... and never fewer than this many chunks (a few edited functions), whatever the rate.
+INLINE_MIN = 32
 
 
 def build(codebase: Codebase, *, force: bool = False, wait: bool = True, progress: Progress | None = None,
           ignore_patterns: list[str] | None = None, extensions: list[str] | None = None,
           use_cache: bool = True, warn: Callable[[str], None] | None = None,
-          embedder: Embedder | None = None) -> BuildReport:
-    """Build or update the index of ``codebase`` (see :meth:`Indexer.build` for errors).
+          embedder: Embedder | None = None, vectors: bool | None = None, max_inline: int | None = None,
+          prefer: Callable[[], Iterable[str]] | None = None) -> BuildReport:
+    """Build or update the index of ``codebase``: the lexical phase, then the vector phase (see
+    :class:`Indexer` for ``vectors``, ``max_inline`` and ``prefer``, and :meth:`Indexer.build` for errors).
 
     ``force`` on an index SQLite reports damaged deletes it first (see :func:`discard_damaged`).
     ``warn`` receives one-line warnings that do not stop the build (a damaged embedding cache
@@ -37,7 +53,8 @@ def build(codebase: Codebase, *, force: bool = False, wait: bool = True, progres
     try:
         with reword_disk_full(codebase):
             return Indexer(codebase, embedder or get_embedder(), progress=progress, cache=cache,
-                           ignore_patterns=ignore_patterns, extensions=extensions).build(force=force, wait=wait)
+                           ignore_patterns=ignore_patterns, extensions=extensions, vectors=vectors,
+                           max_inline=max_inline, prefer=prefer).build(force=force, wait=wait)
     finally:
         if cache is not None:
             cache.close()
@@ -78,10 +95,27 @@ def ensure_index(codebase: Codebase, *, update: bool = True, progress: Progress 
         if st["status"] == "indexing":
             return "another process is indexing this codebase: results come from the last committed state"
         return None
+    background = background_allowed()
     try:
-        build(codebase, wait=False, progress=progress, warn=warnings.append, embedder=embedder)
+        report = build(codebase, wait=False, progress=progress, warn=warnings.append, embedder=embedder,
+                       max_inline=inline_vectors(codebase) if background else None)
     except IndexBusyError:
         if not exists:
             raise IndexBusyError(f"{codebase.root} is being indexed for the first time; try again shortly") from None
         return "another process is indexing this codebase: results come from the last committed state"
+    if background and report.vectors_pending and report.vectors_enabled and not vectors_running(codebase):
+        try:
+            start_daemon(codebase, [])
+        except (DaemonRunningError, BuildFailedError) as err:
+            warnings.append(str(err))
     return "; ".join(warnings) or None
+
+
+def inline_vectors(codebase: Codebase) -> int:
+    """How many queued chunks a search embeds itself: about :data:`INLINE_SECONDS` of model time at
+    the rate the index last measured (an edit or two), at least :data:`INLINE_MIN`; a larger
+    queue goes to a background build."""
+    rate = 0.0
+    if codebase.db_path.is_file():
+        rate = float(inspect(codebase)["snapshot"].get("vectors_rate") or 0)
+    return max(INLINE_MIN, int(rate * INLINE_SECONDS))

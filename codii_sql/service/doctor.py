@@ -6,7 +6,7 @@ from ..codebase import Codebase
 from ..ingest.doctor import examine
 from ..storage.lock import writer_lock
 from ..storage.store import Store
-from .builds import reword_disk_full, build
+from .builds import build, reword_disk_full
 from .status import not_indexed
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..storage.store import Store
+from .status import vector_progress
 
 
 def filter_note(store: Store, *, indexing: bool | Callable[[], bool] = False) -> str | None:
@@ -40,3 +41,25 @@ def scope_note(store: Store, under: str | None) -> str | None:
         return None
     return (f"no file under {under}/ is indexed: it is ignored (.gitignore, .codiiignore), left out by the "
             "index's filters, or holds no text files")
+
+
+def vectors_note(store: Store, *, running: bool, mode: str) -> str | None:
+    """How the missing vectors shape the answer, when some chunks have none yet (a vector phase is
+    running or stopped, or vectors are off); None when every chunk has one, or in ``bm25`` mode."""
+    counts = store.row("vector_counts")
+    if not counts["pending"] or mode == "bm25":
+        return None
+    progress = vector_progress(store.meta(), counts, running=running)
+    done, total = progress["done"], progress["total"]
+    if progress["state"] == "running":
+        eta = progress.get("eta_seconds")
+        left = f", about {eta // 60} min {eta % 60} s to go" if eta else ""
+        note = f"vectors are still being embedded ({done} of {total} chunks{left}): chunks without one rank by BM25 alone"
+    elif progress["state"] == "off":
+        note = (f"this index holds vectors for {done} of {total} chunks (built with --no-vectors): the others rank "
+                "by BM25 alone; `codii-sql build --vectors` embeds them")
+    else:
+        why = f" ({progress['error']})" if progress.get("error") else ""
+        note = (f"{total - done} of {total} chunks have no vector yet, the vector phase stopped{why}: they rank by "
+                "BM25 alone; `codii-sql build` (MCP: index_codebase) embeds them")
+    return note + ("; vector mode cannot find them" if mode == "vector" else "")

@@ -16,10 +16,10 @@ from ..ingest.report import Progress
 from ..models.registry import get_embedder
 from ..search.results import Result, SearchOptions
 from ..search.searcher import Searcher
-from ..storage.lock import is_locked
+from ..storage.lock import is_locked, vectors_running
 from ..storage.store import Store
 from .builds import ensure_index
-from .notes import filter_note, scope_note
+from .notes import filter_note, scope_note, vectors_note
 from .status import not_indexed
 
 
@@ -88,7 +88,9 @@ def search(codebase: Codebase, query: str, opts: SearchOptions, *, update: bool 
         results = searcher.search(query, opts)
         seconds = time.perf_counter() - t
         note = "; ".join(filter(None, (note, filter_note(searcher.store, indexing=lambda: is_locked(codebase)),
-                                       None if results else scope_note(searcher.store, opts.under)))) or None
+                                       None if results else scope_note(searcher.store, opts.under),
+                                       vectors_note(searcher.store, running=vectors_running(codebase),
+                                                    mode=opts.mode)))) or None
         return SearchResponse(query, str(codebase.root), results, seconds, note, opts.under or None)
     finally:
         searcher.store.close()

@@ -18,12 +18,13 @@ from ..errors import IndexBusyError, NotIndexedError, UsageError
 from ..ingest.config import normalize_extensions
 from ..search.results import SearchOptions
 from ..search.staleness import StaleCheck
+from ..storage.lock import vectors_running
 from ..text import decode_source
 from . import boundary
 from .indexes import OpenIndexes
 from .jobs import Job, Jobs
 from .maintenance import clear
-from .notes import filter_note, scope_note
+from .notes import filter_note, scope_note, vectors_note
 from .searching import similar_code
 from .status import inspect, list_codebases
 
@@ -178,8 +179,10 @@ class Session:
                 data["rerank"] = f"unavailable: {err}".replace("pass --rerank-model PATH or ", "")
                 results = searcher.search(query, dataclasses.replace(opts, rerank=False))
             indexing = st["status"] == "indexing"
-            narrowed = "; ".join(filter(None, (filter_note(searcher.store, indexing=indexing),
-                                               None if results else scope_note(searcher.store, scope)))) or None
+            narrowed = "; ".join(filter(None, (
+                filter_note(searcher.store, indexing=indexing), None if results else scope_note(searcher.store, scope),
+                vectors_note(searcher.store, running=vectors_running(cb) or self.jobs.locked(cb),
+                             mode=opts.mode)))) or None
         data.update(results=[r.to_dict() for r in results], seconds=round(time.perf_counter() - t, 4))
         # A running build with nothing committed yet: filter_note's first-build note says it all.
         fresh = None if indexing and not st.get("files") else _freshness_note(st)

@@ -9,8 +9,9 @@ from ..codebase import Codebase
 from ..errors import DamagedIndexError, NotIndexedError, StorageError, UsageError
 from ..ingest.config import scan_rules as index_scan_rules
 from ..ingest.indexer import Indexer
-from ..storage.lock import is_locked
+from ..storage.lock import is_locked, vectors_running
 from ..storage.store import Store
+from .daemon import daemon_info
 
 
 def not_indexed(codebase: Codebase) -> NotIndexedError:
@@ -36,17 +37,43 @@ def status(codebase: Codebase, *, check_stale: bool = True) -> dict:
     with Store(codebase.db_path, create=False) as store:
         meta = store.meta()
         counts = store.row("counts")
+        vectors = vector_progress(meta, store.row("vector_counts"), running=vectors_running(codebase))
     state = meta.get("status", "not_indexed")
     if is_locked(codebase):
         state = "indexing"
     elif state == "indexing":
         state = "failed"
         meta["error"] = meta.get("error") or "the indexing process stopped before it finished; run build again"
+    elif vectors["state"] == "running":
+        state, meta["phase"] = "indexing", "vectors"
     elif state == "indexed" and check_stale and is_stale(codebase):
         state = "stale"
     out.update(status=state, files=counts["files"], chunks=counts["chunks"], size_bytes=_db_size(codebase.db_path),
                **{k: meta.get(k) for k in ("phase", "files_done", "files_total", "skipped", "failed", "error",
-                                              "last_indexed_at", "build_seconds", "model_id", "merkle_root")})
+                                              "last_indexed_at", "build_seconds", "model_id", "merkle_root")},
+               vectors=vectors)
+    background = daemon_info(codebase)
+    if background:
+        out["daemon"] = background
+    return out
+
+
+def vector_progress(meta: dict, counts: dict, *, running: bool) -> dict:
+    """``{"done", "total", "state", ["eta_seconds"], ["error"]}``: chunks with a vector of all chunks.
+
+    ``state``: ``complete``; ``running`` (a vector phase holds the vector lock; ``eta_seconds``
+    from its measured rate); ``off`` (built with vectors off: BM25 and symbols only); else
+    ``pending`` (the phase stopped or was left to a later build: ``error`` says why if it failed).
+    """
+    pending, total = counts["pending"], counts["chunks"]
+    state = ("complete" if not pending else "running" if running
+             else "off" if meta.get("vectors_enabled") is False else "pending")
+    out = {"done": total - pending, "total": total, "state": state}
+    rate = meta.get("vectors_rate")
+    if state == "running" and rate:
+        out["eta_seconds"] = round(pending / rate)
+    if state in ("running", "pending") and meta.get("vectors_error"):
+        out["error"] = meta["vectors_error"]
     return out
 
 

@@ -13,14 +13,23 @@ from typing import Any
 import apsw
 import sqlite_vec
 
+from ..errors import (
+    CodiiError,
+    DamagedIndexError,
+    DiskFullError,
+    IndexMismatchError,
+    ReadOnlyIndexError,
+    StorageError,
+)
 from ..paths import in_indexes_dir
 from . import queries
-from ..errors import CodiiError, DamagedIndexError, DiskFullError, IndexMismatchError, ReadOnlyIndexError, StorageError
 
 #: Bumped when the tables change shape. 2 added chunks_bits (binary-quantised vectors), 3
-#: partitioned it by rowid % 8; older indexes are migrated in place when opened. Other
-#: versions must be rebuilt.
-SCHEMA_VERSION = 3
+#: partitioned it by rowid % 8, 4 added vector_queue (the vector phase); older indexes are
+#: migrated in place when opened. Other versions must be rebuilt.
+SCHEMA_VERSION = 4
+#: Schema versions :meth:`Store._migrate` upgrades, and whether each needs chunks_bits rebuilt.
+_MIGRATES = {"1": True, "2": True, "3": False}
 
 #: Milliseconds a connection waits on a lock held by another process before it gives up.
 BUSY_TIMEOUT_MS = 10_000
@@ -68,8 +77,6 @@ class Store:
                     shape = self.row("index_shape")
                     self._refuse_foreign(shape, create)
                     self.run("create_schema")
-            else:  # IF NOT EXISTS: adds tables a newer schema brought (then _migrate fills them)
-                self.run("create_schema")
             self._migrate()
             self._translate = True
         except (apsw.CorruptError, apsw.NotADBError) as err:
@@ -115,15 +122,20 @@ class Store:
                 time.sleep(0.01)
 
     def _migrate(self) -> None:
-        """Bring a schema-1 or -2 index to 3 in one transaction (a kill leaves it as it was,
-        retried next open); decided again under the write lock, as another process may have
-        migrated it meanwhile. Raises ``StorageError`` when the file is read-only."""
-        if self.value("meta_get", {"key": "schema_version"}) not in ("1", "2"):
+        """Bring an index of schema 1-3 to :data:`SCHEMA_VERSION` in one transaction (a kill leaves
+        it as it was, retried next open): the tables a newer schema brought, and for 1 and 2 the
+        partitioned chunks_bits. Decided again under the write lock, as another process may have
+        migrated it meanwhile. An index of this version is opened without any write.
+        Raises ``StorageError`` when the file is read-only."""
+        if self.value("meta_get", {"key": "schema_version"}) not in _MIGRATES:
             return
         try:
             with self.transaction():
-                if self.value("meta_get", {"key": "schema_version"}) in ("1", "2"):
-                    self.run("bits_rebuild")
+                version = self.value("meta_get", {"key": "schema_version"})
+                if version in _MIGRATES:
+                    self.run("create_schema")
+                    if _MIGRATES[version]:
+                        self.run("bits_rebuild")
                     self.set_meta(schema_version=SCHEMA_VERSION)
         except apsw.ReadOnlyError:
             self.conn.close()

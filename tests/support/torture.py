@@ -15,7 +15,7 @@ At the end an unkilled build must converge to exactly the state of a clean build
 same tree into another ``--db``: the same (path, hash) files, the same (path, start_line,
 end_line, content) chunks, and vectors with cosine > 0.9999.
 
-The builds run with ``codii_sql.ingest.indexer.BATCH_FILES`` set to 2 (through ``python -c``, no
+The builds run with ``codii_sql.ingest.lexical.BATCH_FILES`` set to 2 (through ``python -c``, no
 product hook), so a 30-file build commits in many transactions and a kill can land between
 any two of them.
 
@@ -54,7 +54,7 @@ N_VARIANTS = 3
 #: Files per write transaction in the killed builds (the product default is 256).
 BATCH_FILES = 2
 
-_BUILD = ("import sys, codii_sql.ingest.indexer as ix; ix.BATCH_FILES = int(sys.argv[1]); "
+_BUILD = ("import sys, codii_sql.ingest.lexical as ix; ix.BATCH_FILES = int(sys.argv[1]); "
           "from codii_sql.cli import cli; cli(sys.argv[2:], prog_name='codii-sql')")
 
 

@@ -6,7 +6,6 @@ import tree_sitter
 
 from .nodes import field_name, node_text
 
-
 #: Values that make a JS/TS variable or assignment a definition.
 FUNCTION_VALUES = frozenset({
     "arrow_function", "function_expression", "function", "generator_function", "class"})

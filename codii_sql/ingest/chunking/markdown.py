@@ -6,7 +6,6 @@ import tree_sitter
 
 from .nodes import Span, capture, last_row, node_text
 
-
 #: Heading level of a setext underline; ATX levels come from the ``atx_hN_marker`` child.
 _SETEXT_LEVELS = {"setext_h1_underline": 1, "setext_h2_underline": 2}
 

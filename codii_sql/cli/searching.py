@@ -1,4 +1,4 @@
-"""``build`` and ``search``: index a codebase, and ask it questions."""
+"""``search``: ask a codebase a question, one at a time or a file of them."""
 
 from __future__ import annotations
 
@@ -9,52 +9,14 @@ import click
 from .. import service
 from ..errors import CodiiError, UsageError
 from ..service import MAX_LIMIT, MODES, SearchOptions
-from .output import db_option, describe_filters, emit, err_console, json_option, print_results, progress_bar
-
-
-@click.command()
-@click.argument("path", required=False, default=None)
-@click.option("--force", is_flag=True, help="Re-read and re-chunk every file; searches keep working meanwhile (after a model change the index is emptied first).")
-@click.option("--ignore", "ignore_patterns", multiple=True, help="Extra gitignore-style pattern (repeatable).")
-@click.option("--ext", "extensions", multiple=True, help="Index only these extensions, e.g. --ext .py (repeatable).")
-@click.option("--reset-filters", is_flag=True,
-              help="Forget --ext/--ignore options that earlier builds (CLI or MCP) recorded; a plain build keeps them.")
-@click.option("--no-cache", is_flag=True,
-              help="Do not use the shared embedding cache; with --force, embed every chunk again.")
-@db_option
-@json_option
-def build(path, force, ignore_patterns, extensions, reset_filters, no_cache, db, as_json):
-    """Build or update the index of the codebase at PATH (default: current directory)."""
-    codebase = service.open_codebase(path, db)
-    if service.is_locked(codebase):
-        click.echo(f"Waiting for another process that is indexing {codebase.root} ...", err=True)
-    warnings: list[str] = []
-
-    def warn(message: str) -> None:
-        warnings.append(message)
-        click.echo(f"Warning: {message}", err=True)
-
-    with progress_bar(not as_json and err_console.is_terminal) as bar:
-        report = service.build(codebase, force=force, progress=bar, use_cache=not no_cache, warn=warn,
-                           ignore_patterns=list(ignore_patterns) if ignore_patterns or reset_filters else None,
-                           extensions=list(extensions) if extensions or reset_filters else None)
-    filters = service.recorded_filters(codebase)
-    if as_json:
-        emit({"codebase": str(codebase.root), "db": str(codebase.db_path), **report.to_dict(), "filters": filters,
-              **({"warnings": warnings} if warnings else {})})
-        return
-    click.echo(f"Indexed {codebase.root} -> {codebase.db_path}")
-    click.echo(f"  files: {report.files} ({report.added} added, {report.modified} modified, {report.removed} removed, "
-               f"{report.reindexed} re-indexed, {report.unchanged} unchanged)")
-    click.echo(f"  chunks: {report.chunks} ({report.chunks_written} written, {report.chunks_embedded} embedded, "
-               f"{report.vectors_reused} vectors reused)")
-    if report.skipped:
-        click.echo("  skipped: " + ", ".join(f"{k} {v}" for k, v in report.skipped.most_common()))
-    for p, why in sorted(report.failed.items()):
-        click.echo(f"  failed: {p}: {why} (retried on the next build)")
-    click.echo(f"  time: {report.seconds:.2f} s")
-    if filters["extensions"] or filters["ignore_patterns"]:
-        click.echo(f"  filters kept for later builds: {describe_filters(filters)} (--reset-filters drops them)")
+from .output import (
+    db_option,
+    emit,
+    err_console,
+    json_option,
+    print_results,
+    progress_bar,
+)
 
 
 def _search_options(limit, mode, exts, glob, language, no_prior, group_by, rerank, rerank_model) -> SearchOptions:

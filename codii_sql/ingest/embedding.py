@@ -1,0 +1,101 @@
+"""The vector phase of a build: embed the queued chunks in priority order, committing each batch.
+
+A vector is an addition to a chunk that is already committed and searchable by BM25. Each
+batch is read from ``vector_queue``, looked up in the index and the shared cache, embedded in
+steps (each step cached at once, so a kill loses at most one step of model time), and written
+in one transaction that re-checks every chunk still holds the text that was embedded: a
+lexical build may have replaced a file meanwhile. A kill leaves the queue as the last commit
+left it; the next build resumes from there and embeds nothing twice.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterable
+
+import numpy as np
+
+from ..errors import EmbeddingFailedError, IndexMismatchError
+from ..models.cache import EmbeddingCache
+from ..models.embedder import Embedder
+from ..storage.store import Store
+from .report import BuildReport, Progress
+from .vectors import known_vectors
+
+#: Queued chunks taken per commit: the selection is length-sorted into model batches, so a larger
+#: window pads less, and readers see progress at each commit.
+VECTOR_BATCH = 512
+#: Texts per embedder call: progress moves and the cache fills while a batch is embedded, so a
+#: kill loses at most one step of model time.
+EMBED_STEP = 128
+#: Weight of the newest batch in the embedding rate (chunks/s) behind the ETA: an exponential
+#: moving average, so the estimate follows a machine that gets busier or quieter.
+RATE_SMOOTHING = 0.3
+
+
+def embed_queued(store: Store, embedder: Embedder, cache: EmbeddingCache | None, report: BuildReport,
+                 progress: Progress, *, prefer: Callable[[], Iterable[str]] | None = None,
+                 reuse_index: bool = True) -> None:
+    """Embed every queued chunk of ``store`` (the caller holds the vector lock).
+
+    ``prefer()`` names files whose chunks go first (those an agent is searching), asked before
+    each batch; ``progress("vectors", done, total)`` counts chunks with a vector. Counts and
+    times go to ``report`` (``chunks_embedded``, ``vectors_reused``, phase ``vectors``).
+
+    Raises:
+        EmbeddingFailedError: the model failed; every batch before it is committed.
+        IndexMismatchError: the index now holds another model's vectors (a forced rebuild).
+    """
+    counts = store.row("vector_counts")
+    total, pending = counts["chunks"], counts["pending"]
+    rate = store.meta().get("vectors_rate")
+    while pending:
+        t = time.perf_counter()
+        hot = sorted(set(prefer() if prefer is not None else ()))
+        rows = store.rows("vector_queue_next", {"n": VECTOR_BATCH, "paths": json.dumps(hot) if hot else None})
+        if not rows:
+            break
+        done = total - pending
+        vectors = _vectors_for(store, embedder, cache, rows, report, reuse_index,
+                               lambda n: progress("vectors", done + n, total))
+        with store.transaction():
+            if store.meta().get("model_id") != embedder.model_id:
+                raise IndexMismatchError(f"the index of {store.path.name} now holds another model's vectors "
+                                         "(a forced rebuild): this vector phase stops")
+            wanted = {r["id"] for r in store.rows("vector_queue_still_wanted", {"chunks": json.dumps(
+                [{"id": r["id"], "text_hash": r["text_hash"]} for r in rows])})}
+            store.many("chunk_insert_vec", [{"id": r["id"], "embedding": vectors[r["text_hash"]]}
+                                            for r in rows if r["id"] in wanted])
+            store.many("vector_queue_done", [{"id": i} for i in wanted])
+            counts = store.row("vector_counts")
+            batch_rate = len(rows) / max(time.perf_counter() - t, 1e-6)
+            rate = batch_rate if rate is None else RATE_SMOOTHING * batch_rate + (1 - RATE_SMOOTHING) * rate
+            store.set_meta(vectors_rate=round(rate, 3), vectors_updated_at=time.time())
+        total, pending = counts["chunks"], counts["pending"]
+        report.phase_seconds["vectors"] += time.perf_counter() - t
+        progress("vectors", total - pending, total)
+
+
+def _vectors_for(store: Store, embedder: Embedder, cache: EmbeddingCache | None, rows: list[dict],
+                 report: BuildReport, reuse_index: bool, step: Callable[[int], None]) -> dict[str, bytes]:
+    """``{text key: float32 blob}`` for the queued ``rows``: reused where known, else embedded in
+    steps of :data:`EMBED_STEP` texts (each step cached at once); ``step(chunks done)`` after each."""
+    found = known_vectors(store, cache, [r["text_hash"] for r in rows], reuse_index=reuse_index)
+    texts = {r["text_hash"]: r["content"] for r in rows if r["text_hash"] not in found}
+    report.vectors_reused += sum(1 for r in rows if r["text_hash"] in found)
+    order = list(texts)
+    for start in range(0, len(order), EMBED_STEP):
+        keys = order[start:start + EMBED_STEP]
+        try:
+            vecs = embedder.embed([texts[k] for k in keys])
+        except Exception as err:  # noqa: BLE001 - any model failure stops the phase with what is committed
+            raise EmbeddingFailedError(f"embedding failed: {type(err).__name__}: {err}; the chunks embedded so "
+                                       "far are kept and the next build resumes the rest") from err
+        fresh = {k: np.asarray(v, dtype=np.float32).tobytes() for k, v in zip(keys, vecs, strict=True)}
+        if cache is not None:
+            cache.put({k: np.frombuffer(b, dtype=np.float32) for k, b in fresh.items()})
+        found.update(fresh)
+        report.chunks_embedded += len(keys)
+        step(sum(1 for r in rows if r["text_hash"] in found))
+    return found

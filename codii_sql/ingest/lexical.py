@@ -1,0 +1,119 @@
+"""The lexical phase of a build: every changed file's chunks, FTS5 rows and Merkle node, batch by batch.
+
+After it every file of the codebase is searchable by BM25, symbol and path. Vectors the index or
+the shared cache already holds are written with their chunks; the other chunks are queued for
+the vector phase (:mod:`.embedding`). Each batch commits in one transaction, so a kill leaves
+every file in its old or its new state.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..models.cache import EmbeddingCache, text_key
+from ..storage.store import Store
+from . import merkle
+from .plan import Plan
+from .prepare import Prepared, prepared_files
+from .report import BuildReport, Progress
+from .vectors import known_vectors
+from .walk import SourceFile
+from .write import flush_tree, remove_files, write_files
+
+#: A write transaction closes after this many chunks (or files): large enough that commit cost
+#: vanishes, small enough that a kill loses little work and readers see progress.
+BATCH_CHUNKS = 512
+BATCH_FILES = 256
+
+
+@dataclass
+class LexicalPhase:
+    """One build's lexical phase over a :class:`Plan` (see the module docstring).
+
+    ``model_id`` keys the text hashes; ``reuse_index`` false reuses no vector of this index
+    (``--force --no-cache``: embed everything again).
+    """
+
+    store: Store
+    root: Path
+    model_id: str
+    cache: EmbeddingCache | None
+    progress: Progress
+    reuse_index: bool = True
+
+    def run(self, plan: Plan, report: BuildReport, scan_options: tuple[list[str], list[str] | None]) -> None:
+        """Write every added, modified and re-indexed file of ``plan`` in batches, then the removals."""
+        report.skipped.update(plan.skipped)
+        report.phase_seconds.update(plan.seconds)
+        report.added, report.modified, report.removed = len(plan.added), len(plan.modified), len(plan.removed)
+        report.reindexed = len(plan.reindexed)
+        report.unchanged = (len(plan.files) - sum(plan.skipped_after_read.values()) - report.added - report.modified
+                            - report.reindexed)
+        report.skipped.update(plan.skipped_after_read)
+        with self.store.transaction():
+            for f in plan.touched:
+                self.store.run("file_touch", {"path": f.path, "size": f.size, "mtime_ns": f.mtime_ns})
+            report.touched = len(plan.touched)
+            ignore, exts = scan_options
+            self.store.set_meta(scan_ignore_patterns=ignore, scan_extensions=exts)
+        todo = [plan.files[p] for p in plan.added + plan.modified + plan.reindexed]
+        if todo:
+            self._index_files(plan.old, todo, plan.max_file_bytes, report)
+        # Removals last: a renamed file's new copy can still reuse the old copy's vectors.
+        with self.store.transaction():
+            remove_files(self.store, plan.old, plan.removed)
+        report.merkle_root = plan.old.root_hash
+
+    def _index_files(self, tree: merkle.Tree, todo: list[SourceFile], max_file_bytes: int,
+                     report: BuildReport) -> None:
+        """Prepare and write ``todo`` in batches of :data:`BATCH_CHUNKS` chunks or :data:`BATCH_FILES` files."""
+        done = 0
+        self.progress("chunk", 0, len(todo))
+        with self.store.transaction():
+            self.store.set_meta(phase="chunk", files_done=0, files_total=len(todo))
+        prepared = prepared_files(self.root, todo, max_file_bytes, window=4 * BATCH_FILES)
+        for batch in _batches(self._counted(prepared, len(todo))):
+            ok = []
+            for p in batch:
+                if p.skip:
+                    report.skipped[p.skip] += 1
+                elif p.error:
+                    report.failed[p.path] = p.error
+                else:
+                    ok.append(p)
+            t = time.perf_counter()
+            keys = [[text_key(self.model_id, c.content) for c in p.chunks] for p in ok]
+            known = known_vectors(self.store, self.cache, [k for ks in keys for k in ks], reuse_index=self.reuse_index)
+            report.vectors_reused += sum(1 for ks in keys for k in ks if k in known)
+            report.phase_seconds["lookup"] += time.perf_counter() - t
+            t = time.perf_counter()
+            with self.store.transaction():
+                write_files(self.store, tree, ok, keys, known)
+                report.chunks_written += sum(len(p.chunks) for p in ok)
+                flush_tree(self.store, tree)
+                done += len(batch)
+                self.store.set_meta(phase="chunk", files_done=done, files_total=len(todo))
+            report.phase_seconds["write"] += time.perf_counter() - t
+
+    def _counted(self, prepared: Iterator[Prepared], total: int) -> Iterator[Prepared]:
+        """``prepared`` as is, reporting ``progress("chunk", files chunked, total)`` as each arrives."""
+        for i, p in enumerate(prepared, 1):
+            self.progress("chunk", i, total)
+            yield p
+
+
+def _batches(items: Iterator[Prepared]) -> Iterator[list[Prepared]]:
+    """``items`` cut into batches that close at :data:`BATCH_CHUNKS` chunks or :data:`BATCH_FILES` files."""
+    batch: list[Prepared] = []
+    n_chunks = 0
+    for p in items:
+        batch.append(p)
+        n_chunks += len(p.chunks)
+        if n_chunks >= BATCH_CHUNKS or len(batch) >= BATCH_FILES:
+            yield batch
+            batch, n_chunks = [], 0
+    if batch:
+        yield batch
