@@ -10,6 +10,7 @@ from support.trees import write_tree
 from codii_sql.codebase import Codebase
 from codii_sql.errors import IndexMismatchError
 from codii_sql.ingest.indexer import Indexer
+from codii_sql.models.embedder import Embedder
 from codii_sql.storage.store import Store
 
 
@@ -116,8 +117,8 @@ def test_second_checkout_costs_no_model_time(sample_repo, tmp_path, embedder):
 def test_model_change_is_detected_and_force_rebuilds(sample_repo, embedder):
     build(sample_repo, embedder)
 
-    class Other:
-        model_id, dims, sha256 = "another-model", embedder.dims, embedder.sha256
+    class Other(Embedder):
+        name, model_id, dims, max_tokens, sha256 = "other", "another-model", embedder.dims, 256, embedder.sha256
 
         def embed(self, texts):
             return embedder.embed(texts)
@@ -177,8 +178,8 @@ def test_vectors_reach_the_cache_before_the_batch_commits(sample_repo, embedder,
     from codii_sql.ingest import embedding as vectors_mod
     from codii_sql.models.cache import EmbeddingCache
 
-    class StopsAfterOneStep:
-        model_id, dims, sha256 = embedder.model_id, embedder.dims, embedder.sha256
+    class StopsAfterOneStep(Embedder):
+        name, model_id, dims, max_tokens, sha256 = "local", embedder.model_id, embedder.dims, 256, embedder.sha256
         calls = 0
 
         def embed(self, texts, **kw):

@@ -20,9 +20,10 @@ import codii_sql.ingest.embedding as embedding_mod
 import codii_sql.ingest.indexer as index_mod
 import codii_sql.ingest.lexical as lexical_mod
 import codii_sql.ingest.prepare as prepare_mod
-import codii_sql.service.builds as builds_mod
+import codii_sql.service.embedders as embedders_mod
 from codii_sql.cli import cli
 from codii_sql.codebase import Codebase
+from codii_sql.models.embedder import Embedder
 from codii_sql.storage.store import Store
 
 
@@ -57,12 +58,13 @@ def test_sigkill_at_20_points_loses_nothing_and_the_next_build_converges(tmp_pat
     assert runs == 20 and failures == []
 
 
-class FlakyEmbedder:
+class FlakyEmbedder(Embedder):
     """The real embedder, except that call number ``fail_on`` (1-based) raises."""
 
     def __init__(self, real, fail_on: int | None):
         self.real, self.fail_on, self.calls = real, fail_on, 0
-        self.model_id, self.dims, self.sha256 = real.model_id, real.dims, real.sha256
+        self.name, self.model_id, self.dims, self.sha256 = real.name, real.model_id, real.dims, real.sha256
+        self.max_tokens = real.max_tokens
 
     def embed(self, texts, **kw):
         self.calls += 1
@@ -86,7 +88,7 @@ def test_embedding_or_parse_failure_mid_run_keeps_what_is_committed_and_is_retri
     write_tree(repo, {f"m{i}.py": f"def new_{i}(y):\n    return y + {i}\n" for i in range(6)})
     monkeypatch.setattr(embedding_mod, "VECTOR_BATCH", 2)  # commits of two chunks each
     flaky = FlakyEmbedder(embedder, fail_on=2)
-    monkeypatch.setattr(builds_mod, "get_embedder", lambda: flaky)
+    monkeypatch.setattr(embedders_mod, "get_embedder", lambda name: flaky)
     real_chunk = prepare_mod.chunk_text
     monkeypatch.setattr(prepare_mod, "chunk_text", lambda text, language, **kw: (
         (_ for _ in ()).throw(ValueError("parser exploded")) if "new_5" in text else real_chunk(text, language, **kw)))
@@ -150,7 +152,7 @@ def test_a_chunker_change_rechunks_and_a_model_change_needs_force(sample_repo, e
 
     other = FlakyEmbedder(embedder, fail_on=None)
     other.dims = 512
-    monkeypatch.setattr(builds_mod, "get_embedder", lambda: other)
+    monkeypatch.setattr(embedders_mod, "get_embedder", lambda name: other)
     res = run("build", sample_repo)
     assert_one_line_error(res)
     assert "dims=384, this version uses 512" in res.output

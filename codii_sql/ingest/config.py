@@ -18,7 +18,7 @@ DEFAULT_MAX_FILE_BYTES = 1 << 20
 #: The optional per-codebase configuration file, at the root.
 CONFIG_FILE_NAME = ".codii.yaml"
 #: Its keys, all optional.
-CONFIG_KEYS = ("ignore_patterns", "extensions", "max_file_bytes", "vectors")
+CONFIG_KEYS = ("ignore_patterns", "extensions", "max_file_bytes", "vectors", "embedder")
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,12 +31,14 @@ class CodebaseConfig:
             ending in one of them are indexed. ``None`` indexes every extension.
         max_file_bytes: files larger than this many bytes are skipped.
         vectors: false for BM25 and symbols only (no model time); None: as the builds choose.
+        embedder: the embedder name for this codebase's builds (``local``, ``ollama:MODEL``...).
     """
 
     ignore_patterns: tuple[str, ...] = ()
     extensions: tuple[str, ...] | None = None
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
     vectors: bool | None = None
+    embedder: str | None = None
 
 
 def load_config(root: Path) -> CodebaseConfig:
@@ -68,9 +70,16 @@ def load_config(root: Path) -> CodebaseConfig:
             extensions=normalize_extensions(data.get("extensions")),
             max_file_bytes=positive_int(data.get("max_file_bytes", DEFAULT_MAX_FILE_BYTES)),
             vectors=_optional_bool(data.get("vectors"), "vectors"),
+            embedder=_optional_name(data.get("embedder"), "embedder"),
         )
     except ValueError as exc:
         raise ValueError(f"{path}: {exc}") from None
+
+
+def _optional_name(value: object, key: str) -> str | None:
+    if value is not None and (not isinstance(value, str) or not value.strip()):
+        raise ValueError(f"{key} must be a name such as local or ollama:nomic-embed-text, got {value!r}")
+    return value.strip() if value is not None else None
 
 
 def _optional_bool(value: object, key: str) -> bool | None:

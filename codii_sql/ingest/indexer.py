@@ -142,7 +142,7 @@ class Indexer:
                                              for r in store.rows("files_all")])
             store.set_meta(**settings, root=str(self.codebase.root), status="indexing", pid=os.getpid(),
                            started_at=time.time(), phase="scan", error=None, roles_version=roles.VERSION,
-                           vectors_enabled=self._vectors_on(store),
+                           vectors_enabled=self._vectors_on(store), embedder=self.embedder.name,
                            **({"vectors": self.vectors} if self.vectors is not None else {}))
         report = BuildReport()
         try:

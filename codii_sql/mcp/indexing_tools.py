@@ -43,19 +43,29 @@ def index_codebase(
     description=(
         "Indexing state of a codebase: status is not_indexed, indexing, indexed, failed or stale (files changed "
         "since the last build: call index_codebase to update). Includes phase, percent, files and chunks "
-        "done/total, skipped files by reason, last error and last indexed time. A build killed mid-way shows "
-        "'failed'; index_codebase then resumes it."),
+        "done/total, vectors {done, total, state, eta_seconds}, skipped files by reason, last error and last "
+        "indexed time. A build first makes every file searchable by BM25 (phase scan/hash/chunk), then embeds "
+        "(phase vectors): search_code works during both. A build killed mid-way shows 'failed'; index_codebase "
+        "then resumes it."),
     annotations=READ_ONLY,
 )
 @agent_errors
 def get_indexing_status(path: PathArg) -> CallToolResult:
     data = SESSION.indexing_status(codebase_at(path))
     summary = f"{data['codebase']}: {data['status']}"
-    if data["status"] == "indexing":
+    vectors = data["vectors"]
+    if data["status"] == "indexing" and data["phase"] == "vectors":
+        eta = f", about {vectors['eta_seconds'] // 60} min left" if vectors.get("eta_seconds") else ""
+        summary += (f" (every file searchable by BM25; vectors {vectors['done']}/{vectors['total']} chunks, "
+                    f"{data['percent']}%{eta})")
+    elif data["status"] == "indexing":
         files = data["files"]
         summary += f" ({data['phase']}, {files['done']}/{files['total']} files, {data['percent']}%)"
     elif data["status"] in ("indexed", "stale"):
         summary += f" ({data['files']['indexed']} files, {data['chunks']['indexed']} chunks)"
+        if vectors["state"] == "pending":
+            summary += (f"; {vectors['total'] - vectors['done']} chunks have no vector yet: call index_codebase "
+                        "to embed them")
     elif data["status"] == "failed":
         summary += f": {data['last_error']}; call index_codebase to resume"
     if data.get("note"):

@@ -12,6 +12,8 @@ class Embedder(abc.ABC):
     """A text embedding model: texts in, one unit vector per text out.
 
     Attributes:
+        name: the registry name it was made under (``local``, ``local:fast``, ``ollama:MODEL``...);
+            recorded in each index, so searches embed queries with the same embedder.
         model_id: stable id recorded in each index and in the cache keys; two embedders with
             one id must give interchangeable vectors.
         dims: the vector width.
@@ -20,6 +22,7 @@ class Embedder(abc.ABC):
             recorded in the index beside ``model_id``.
     """
 
+    name: str = "local"
     model_id: str
     dims: int
     max_tokens: int

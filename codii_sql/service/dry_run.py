@@ -10,14 +10,14 @@ from ..ingest.indexer import vectors_wanted
 from ..ingest.survey import survey
 from ..models.cache import EmbeddingCache
 from ..models.embedder import Embedder
-from ..models.registry import get_embedder
 from ..models.wordpiece import count_tokens
 from ..paths import cache_path
 from ..storage.store import Store
+from .embedders import embedder_for_build
 
 
 def dry_run(codebase: Codebase, *, ignore_patterns: list[str] | None = None, extensions: list[str] | None = None,
-            vectors: bool | None = None, embedder: Embedder | None = None) -> dict:
+            vectors: bool | None = None, embedder_name: str | None = None) -> dict:
     """The files and chunks a build of ``codebase`` would index, by language and role, the files it
     would skip by reason, the largest folders, and the model time for the texts no index or cache
     holds: ``{"codebase", "files", "chunks", "languages", "roles", "skipped", "largest_folders",
@@ -29,7 +29,7 @@ def dry_run(codebase: Codebase, *, ignore_patterns: list[str] | None = None, ext
     Raises:
         UsageError: ``.codii.yaml`` is malformed.
     """
-    embedder = embedder or get_embedder()
+    embedder = embedder_for_build(codebase, embedder_name, force=False)
     store = Store(codebase.db_path, create=False) if codebase.db_path.is_file() else None
     cache = EmbeddingCache() if cache_path().is_file() else None
     try:

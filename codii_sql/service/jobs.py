@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import threading
 import time
 from collections.abc import Iterator
@@ -12,6 +13,7 @@ from ..codebase import Codebase
 from ..errors import BuildFailedError, CodiiError, IndexBusyError
 from ..storage.lock import is_locked
 from .builds import build
+from .daemon import NICE
 from .status import is_stale, status
 
 #: Seconds :meth:`Jobs.start` waits for its build thread to take the writer lock (or learn that
@@ -25,15 +27,26 @@ class BuildCancelled(Exception):
     """Raised from the progress callback to stop a build at a batch boundary (server exit)."""
 
 
+#: Files an agent searched lately whose chunks the vector phase embeds first (most recent kept).
+MAX_HOT_FILES = 64
+
+
 @dataclass
 class Job:
-    """One background build in this process. ``outcome``: running, indexed, failed, busy, cancelled."""
+    """One background build in this process. ``outcome``: running, indexed, failed, busy, cancelled.
+
+    ``done``/``total`` count files in the lexical phases, ``vectors_done``/``vectors_total`` chunks
+    in the vector phase; ``hot`` holds the files searches found, embedded first.
+    """
 
     codebase: Codebase
     started_at: float = field(default_factory=time.time)
     phase: str = "scan"
     done: int = 0
     total: int = 0
+    vectors_done: int = 0
+    vectors_total: int = 0
+    hot: dict[str, None] = field(default_factory=dict)
     outcome: str = "running"
     error: str | None = None
     finished_at: float | None = None
@@ -89,9 +102,12 @@ class Jobs:
         with self.guard(cb) as job:
             if (job is not None and job.alive) or is_locked(cb):
                 return "already indexing"
-            if not force and status(cb, check_stale=False)["status"] == "indexed" \
-                    and not is_stale(cb, ignore_patterns, extensions):
+            st = status(cb, check_stale=False)
+            fresh = st["status"] != "not_indexed" and not force and not is_stale(cb, ignore_patterns, extensions)
+            if fresh and st["status"] == "indexed" and st["vectors"]["state"] in ("complete", "off"):
                 return "already up to date"
+            if fresh and st.get("phase") == "vectors":  # another process is embedding; nothing else to do
+                return "already indexing"
             job = Job(cb)
             job.thread = threading.Thread(target=self._run, args=(job, force, ignore_patterns, extensions),
                                           name=f"codii-build-{cb.root.name}", daemon=True)
@@ -104,16 +120,30 @@ class Jobs:
             raise BuildFailedError(f"indexing failed: {job.error}")
         return "started"
 
+    def prefer(self, cb: Codebase, paths: list[str]) -> None:
+        """Tell ``cb``'s running build that a search found these files: their vectors come next."""
+        job = self._jobs.get(str(cb.db_path))
+        if job is not None and job.alive:
+            for path in paths:
+                job.hot.pop(path, None)
+                job.hot[path] = None
+            while len(job.hot) > MAX_HOT_FILES:
+                job.hot.pop(next(iter(job.hot)))
+
     def _run(self, job: Job, force: bool, ignore_patterns: list[str] | None, extensions: list[str] | None) -> None:
         def progress(phase: str, done: int, total: int) -> None:
             if self.cancel.is_set():
                 raise BuildCancelled("the MCP server shut down; call index_codebase to resume")
-            job.phase, job.done, job.total = phase, done, total
+            if phase == "vectors":
+                job.phase, job.vectors_done, job.vectors_total = phase, done, total
+            else:
+                job.phase, job.done, job.total = phase, done, total
             job.signal.set()
 
+        _lower_priority()
         try:
             report = build(job.codebase, force=force, wait=False, progress=progress, warn=job.warnings.append,
-                               ignore_patterns=ignore_patterns, extensions=extensions)
+                           ignore_patterns=ignore_patterns, extensions=extensions, prefer=lambda: list(job.hot))
             job.report = report.to_dict()
             job.outcome, job.phase = "indexed", "done"
         except IndexBusyError:
@@ -134,3 +164,11 @@ class Jobs:
         for job in list(self._jobs.values()):
             if job.thread is not None:
                 job.thread.join(max(0.0, deadline - time.monotonic()))
+
+
+def _lower_priority() -> None:
+    """Run this build thread at :data:`NICE` so the server's searches keep their core (Linux: per thread)."""
+    try:
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), os.getpriority(os.PRIO_PROCESS, 0) + NICE)
+    except (AttributeError, OSError):  # not Linux, or not allowed: the build just competes equally
+        pass

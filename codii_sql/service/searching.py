@@ -13,12 +13,12 @@ import numpy as np
 from ..codebase import Codebase
 from ..ingest.indexer import index_settings
 from ..ingest.report import Progress
-from ..models.registry import get_embedder
 from ..search.results import Result, SearchOptions
 from ..search.searcher import Searcher
-from ..storage.lock import is_locked, vectors_running
+from ..storage.lock import daemon_running, is_locked, vectors_running
 from ..storage.store import Store
 from .builds import ensure_index
+from .embedders import embedder_for_search
 from .notes import filter_note, scope_note, vectors_note
 from .status import not_indexed
 
@@ -61,12 +61,13 @@ def open_searcher(codebase: Codebase) -> Searcher:
         raise not_indexed(codebase)
     store = Store(codebase.db_path, create=False)
     try:
+        embedder = embedder_for_search(store.meta())
         # Chunks of older chunking rules are still valid search results; the next build re-chunks.
-        store.check_compatible({k: v for k, v in index_settings(get_embedder()).items() if k != "chunker_version"})
+        store.check_compatible({k: v for k, v in index_settings(embedder).items() if k != "chunker_version"})
     except Exception:
         store.close()
         raise
-    return Searcher(store, codebase.root, get_embedder())
+    return Searcher(store, codebase.root, embedder)
 
 
 def search(codebase: Codebase, query: str, opts: SearchOptions, *, update: bool = True,
@@ -77,20 +78,21 @@ def search(codebase: Codebase, query: str, opts: SearchOptions, *, update: bool 
         UsageError: a bad query or option (see :meth:`Searcher.search`).
         NotIndexedError, IndexMismatchError, StorageError: see :func:`open_searcher`.
     """
-    if update and opts.mode != "bm25" and not get_embedder().loaded:
+    if update and opts.mode != "bm25":
         # The model's start-up (~0.4 s) runs on the second core while the update check walks
         # the tree (0.1 s on Sphinx's 1.4k files, ~0.5 s on Django's): it overlaps, not adds.
-        threading.Thread(target=_load_quietly, name="codii-model-load").start()
+        threading.Thread(target=_load_quietly, args=(codebase,), name="codii-model-load").start()
     note = ensure_index(codebase, update=update, progress=progress)
     searcher = open_searcher(codebase)
     try:
         t = time.perf_counter()
         results = searcher.search(query, opts)
         seconds = time.perf_counter() - t
-        note = "; ".join(filter(None, (note, filter_note(searcher.store, indexing=lambda: is_locked(codebase)),
-                                       None if results else scope_note(searcher.store, opts.under),
-                                       vectors_note(searcher.store, running=vectors_running(codebase),
-                                                    mode=opts.mode)))) or None
+        streaming = vectors_running(codebase) or daemon_running(codebase)
+        note = "; ".join(filter(None, (
+            note, filter_note(searcher.store, indexing=lambda: is_locked(codebase)),
+            None if results else scope_note(searcher.store, opts.under),
+            vectors_note(searcher.store, running=streaming, mode=opts.mode)))) or None
         return SearchResponse(query, str(codebase.root), results, seconds, note, opts.under or None)
     finally:
         searcher.store.close()
@@ -126,8 +128,13 @@ def similar_code(searcher: Searcher, file: str, start_line: int | None, end_line
     return len(rows), searcher.similar(vectors, opts)
 
 
-def _load_quietly() -> None:
+def _load_quietly(codebase: Codebase) -> None:
+    """Load the embedder the search will use (the index's, or the default for a first build)."""
     try:
-        get_embedder().load()
+        meta = {}
+        if codebase.db_path.is_file():
+            with Store(codebase.db_path, create=False) as store:
+                meta = store.meta()
+        embedder_for_search(meta).load()
     except Exception:  # noqa: BLE001 - the search's own embed call raises it with its message
         pass

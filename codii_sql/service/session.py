@@ -89,8 +89,10 @@ class Session:
         if late_failure and status != "indexing":
             status, error = "failed", job.error
         prog = _progress(st, job)
+        vectors = _vectors(st, job)
+        share = (vectors["done"], vectors["total"]) if prog["phase"] == "vectors" else (prog["done"], prog["total"])
         percent = 100 if status in ("indexed", "stale") else \
-            min(99, round(100 * prog["done"] / prog["total"])) if status == "indexing" and prog["total"] else 0
+            min(99, round(100 * share[0] / share[1])) if status == "indexing" and share[1] else 0
         data = {
             "codebase": str(cb.root), "status": status,
             "phase": prog["phase"] if status == "indexing" else st.get("phase"), "percent": percent,
@@ -100,7 +102,7 @@ class Session:
             "skipped": st.get("skipped") or {}, "failed_files": st.get("failed") or {},
             "last_error": error if status in ("failed", "indexing") else None,
             "last_indexed_at": iso(st.get("last_indexed_at")), "build_seconds": st.get("build_seconds"),
-            "size_bytes": st.get("size_bytes", 0), "db": st["db"],
+            "size_bytes": st.get("size_bytes", 0), "db": st["db"], "vectors": vectors,
         }
         if status == "indexing":
             data["indexer_pid"] = inspect(cb)["snapshot"].get("pid")
@@ -184,6 +186,7 @@ class Session:
                 vectors_note(searcher.store, running=vectors_running(cb) or self.jobs.locked(cb),
                              mode=opts.mode)))) or None
         data.update(results=[r.to_dict() for r in results], seconds=round(time.perf_counter() - t, 4))
+        self.jobs.prefer(cb, list(dict.fromkeys(r.path for r in results)))
         # A running build with nothing committed yet: filter_note's first-build note says it all.
         fresh = None if indexing and not st.get("files") else _freshness_note(st)
         note = "; ".join(filter(None, (fresh, narrowed)))
@@ -260,7 +263,17 @@ def _progress(st: dict, job: Job | None) -> dict:
     return {"phase": st.get("phase"), "done": st.get("files_done") or 0, "total": st.get("files_total") or 0}
 
 
+def _vectors(st: dict, job: Job | None) -> dict:
+    """The index's vector progress (:func:`vector_progress`), with a running in-process job's fresher counts."""
+    vectors = dict(st.get("vectors") or {"done": 0, "total": 0, "state": "complete"})
+    if job is not None and job.alive and job.phase == "vectors" and job.vectors_total:
+        vectors.update(done=job.vectors_done, total=job.vectors_total, state="running")
+    return vectors
+
+
 def _freshness_note(st: dict) -> str | None:
+    if st["status"] == "indexing" and st.get("phase") == "vectors":
+        return None  # every file is committed; vectors_note says how far the vectors are
     if st["status"] == "indexing":
         return (f"indexing is running ({st.get('files_done') or 0}/{st.get('files_total') or 0} files of this build "
                 "committed): results come from the last committed state")

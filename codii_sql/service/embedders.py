@@ -1,0 +1,77 @@
+"""Which embedder a build or a search uses: the one asked for, else the one the index records.
+
+A build takes ``--embedder`` (or MCP ``embedder``), else ``embedder:`` in ``.codii.yaml``, else
+``$CODII_SQL_EMBEDDER``, else the index's own, else ``local`` (the bundled model). An index
+built by another embedder than the one asked for is refused unless the build is forced (its
+vectors would not share a space). A search always embeds its query with the index's embedder,
+whatever the environment says.
+"""
+
+from __future__ import annotations
+
+import os
+
+from ..codebase import Codebase
+from ..errors import IndexMismatchError, UsageError
+from ..ingest.config import load_config
+from ..models.embedder import Embedder
+from ..models.minilm import MODEL_ID
+from ..models.registry import DEFAULT_EMBEDDER, get_embedder
+from ..storage.store import Store
+
+ENV_EMBEDDER = "CODII_SQL_EMBEDDER"
+
+
+def recorded_embedder(meta: dict) -> str | None:
+    """The embedder name an index's snapshot records; indexes from before names were recorded
+    hold the bundled model's vectors (``local``). None for an index without a build yet."""
+    if meta.get("embedder"):
+        return meta["embedder"]
+    return DEFAULT_EMBEDDER if meta.get("model_id") == MODEL_ID else None
+
+
+def requested_embedder(codebase: Codebase, explicit: str | None) -> str | None:
+    """The name asked for: ``explicit``, else ``.codii.yaml``'s ``embedder``, else ``$CODII_SQL_EMBEDDER``.
+
+    Raises:
+        UsageError: ``.codii.yaml`` is malformed.
+    """
+    if explicit:
+        return explicit.strip()
+    try:
+        configured = load_config(codebase.root).embedder
+    except ValueError as err:
+        raise UsageError(str(err)) from None
+    return configured or os.environ.get(ENV_EMBEDDER, "").strip() or None
+
+
+def embedder_for_build(codebase: Codebase, explicit: str | None, *, force: bool) -> Embedder:
+    """The embedder a build of ``codebase`` uses (see the module docstring).
+
+    Raises:
+        IndexMismatchError: the index holds another embedder's vectors and ``force`` is false.
+        UsageError: an unknown embedder name, or a malformed ``.codii.yaml``.
+    """
+    asked = requested_embedder(codebase, explicit)
+    recorded = _recorded(codebase)
+    if asked and recorded and asked != recorded and not force:
+        raise IndexMismatchError(f"the index of {codebase.root} holds vectors of the embedder {recorded!r}, and this "
+                                 f"build asks for {asked!r}: `codii-sql build --force --embedder {asked}` re-embeds "
+                                 f"everything (or pass --embedder {recorded})")
+    return get_embedder(asked or recorded or DEFAULT_EMBEDDER)
+
+
+def embedder_for_search(meta: dict) -> Embedder:
+    """The embedder that made an index's vectors (its queries must be embedded the same way).
+
+    Raises:
+        UsageError: the recorded name is unknown here (e.g. a provider this version lacks).
+    """
+    return get_embedder(recorded_embedder(meta) or DEFAULT_EMBEDDER)
+
+
+def _recorded(codebase: Codebase) -> str | None:
+    if not codebase.db_path.is_file():
+        return None
+    with Store(codebase.db_path, create=False) as store:
+        return recorded_embedder(store.meta())

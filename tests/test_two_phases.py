@@ -1,0 +1,237 @@
+"""Two phases in every build: every file searchable by BM25 first, vectors streaming in behind (real model)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import apsw
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from support.trees import REPO_ROOT, write_tree
+
+from codii_sql.cli import cli
+from codii_sql.codebase import Codebase
+from codii_sql.ingest.indexer import Indexer
+from codii_sql.models.embedder import Embedder
+from codii_sql.search.results import SearchOptions
+from codii_sql.search.searcher import Searcher
+from codii_sql.service.status import vector_progress
+from codii_sql.storage.store import Store
+
+
+def run(*args):
+    return CliRunner().invoke(cli, [str(a) for a in args])
+
+
+def as_json(res) -> dict:
+    assert res.exit_code == 0, res.output
+    return json.loads(res.stdout)
+
+
+def test_no_vectors_is_bm25_only_and_a_later_build_with_vectors_fills_them_in(sample_repo):
+    first = as_json(run("build", sample_repo, "--no-vectors", "--json"))
+    assert first["chunks"] > 0 and first["vectors_pending"] == first["chunks"] and first["chunks_embedded"] == 0
+    st = as_json(run("status", sample_repo, "--json"))
+    assert st["status"] == "indexed" and st["vectors"] == {"done": 0, "total": first["chunks"], "state": "off"}
+    found = as_json(run("search", "when does it give up retrying after attempts", "--path", sample_repo, "--json"))
+    assert found["results"][0]["symbol"] == "retry_with_backoff"  # hybrid: BM25 in the vectors' place
+    assert "--no-vectors" in found["note"] and "rank by BM25 alone" in found["note"]
+    assert as_json(run("build", sample_repo, "--json"))["vectors_pending"] == first["chunks"]  # kept off
+
+    filled = as_json(run("build", sample_repo, "--vectors", "--json"))
+    assert filled["vectors_pending"] == 0 and filled["added"] == filled["modified"] == 0
+    assert filled["chunks_embedded"] == first["chunks"]  # the sample's chunk texts are distinct
+    assert as_json(run("status", sample_repo, "--json"))["vectors"]["state"] == "complete"
+    again = as_json(run("build", sample_repo, "--json"))
+    assert again["chunks_embedded"] == 0 and again["vectors_pending"] == 0
+    assert "note" not in as_json(run("search", "retry", "--path", sample_repo, "--json"))
+
+
+def test_codii_yaml_can_turn_vectors_off(sample_repo):
+    (sample_repo / ".codii.yaml").write_text("vectors: false\n")
+    report = as_json(run("build", sample_repo, "--json"))
+    assert report["vectors_pending"] == report["chunks"] > 0
+    (sample_repo / ".codii.yaml").write_text("vectors: maybe\n")
+    res = run("build", sample_repo)
+    assert res.exit_code == 2 and "vectors must be true or false" in res.output and res.output.count("\n") == 1
+
+
+def test_a_queued_chunk_ranks_by_bm25_in_the_vectors_place(sample_repo, embedder):
+    """"No vector yet" is not "irrelevant": the chunk a question is about keeps its place while
+    every other chunk has a vector and it has none."""
+    cb = Codebase.open(sample_repo)
+    Indexer(cb, embedder).build()
+    query = "retry a failing call with exponential backoff"
+    with Store(cb.db_path, create=False) as store:
+        searcher = Searcher(store, cb.root, embedder)
+        full = searcher.search(query, SearchOptions(limit=5))
+        target = full[0]
+        assert target.symbol == "retry_with_backoff"
+        with store.transaction():  # as if the vector phase had not reached this chunk yet
+            store.run("vectors_delete", {"id": target.id})
+            store.run("vector_queue_add", {"id": target.id, "priority": 0})
+        queued = searcher.search(query, SearchOptions(limit=5))
+    assert queued[0].id == target.id and queued[0].knn_rank is None and queued[0].bm25_rank is not None
+    assert queued[0].score == pytest.approx(target.score, rel=0.35)
+
+
+def test_source_is_embedded_first_and_searched_files_before_it(tmp_path, embedder):
+    repo = write_tree(tmp_path / "r", {"docs/guide.md": "# Guide\n\nHow to retry.\n",
+                                       "tests/test_core.py": "def test_retry():\n    assert retry()\n",
+                                       "src/core.py": "def retry():\n    return 1\n",
+                                       "src/other.py": "def other():\n    return 2\n"})
+    cb = Codebase.open(repo)
+    Indexer(cb, embedder, vectors=False).build()
+    with Store(cb.db_path, create=False) as store:
+        order = [r["path"] for r in store.rows("vector_queue_next", {"n": 10, "paths": None})]
+        hot = [r["path"] for r in store.rows("vector_queue_next", {"n": 10, "paths": json.dumps(["docs/guide.md"])})]
+    assert order == ["src/core.py", "src/other.py", "tests/test_core.py", "docs/guide.md"]
+    assert hot[0] == "docs/guide.md" and hot[1:] == order[:3]
+
+
+class RewritingEmbedder(Embedder):
+    """The real embedder; on its first call the file ``path`` is rewritten and re-indexed (lexical
+    phase only), as a user's edit and a search's update would do while the vector phase runs."""
+
+    def __init__(self, real, codebase: Codebase, path: str, text: str):
+        self.real, self.codebase, self.path, self.text = real, codebase, path, text
+        self.name, self.model_id, self.dims, self.sha256 = real.name, real.model_id, real.dims, real.sha256
+        self.max_tokens = real.max_tokens
+        self.calls = 0
+
+    def embed(self, texts):
+        self.calls += 1
+        if self.calls == 1:
+            (self.codebase.root / self.path).write_text(self.text)
+            Indexer(self.codebase, self.real, vectors=False).build()
+        return self.real.embed(texts)
+
+
+def test_a_file_replaced_during_the_vector_phase_gets_the_vectors_of_its_new_text(sample_repo, embedder):
+    cb = Codebase.open(sample_repo)
+    Indexer(cb, embedder, vectors=False).build()
+    new_text = "def parse_cookie(line):\n    return dict(p.split('=', 1) for p in line.split(';'))\n"
+    rewriting = RewritingEmbedder(embedder, cb, "app/parse.py", new_text)
+    report = Indexer(cb, rewriting, vectors=True).build()
+    assert report.vectors_pending == 0
+    with Store(cb.db_path, create=False) as store:
+        rows = store.rows("file_vectors", {"path": "app/parse.py", "start_line": None, "end_line": None})
+        assert [r["start_line"] for r in rows] == [1]
+        stored = np.frombuffer(rows[0]["embedding"], dtype=np.float32)
+        assert float(stored @ embedder.embed([new_text])[0]) > 0.9999
+    assert as_json(run("doctor", sample_repo, "--check-only", "--json"))["consistent"]
+
+
+def test_vector_progress_states_and_eta():
+    counts = {"chunks": 100, "pending": 40}
+    assert vector_progress({"vectors_rate": 8.0}, counts, running=True) == \
+        {"done": 60, "total": 100, "state": "running", "eta_seconds": 5}
+    assert vector_progress({"vectors_enabled": False}, counts, running=False)["state"] == "off"
+    assert vector_progress({"vectors_error": "boom"}, counts, running=False) == \
+        {"done": 60, "total": 100, "state": "pending", "error": "boom"}
+    assert vector_progress({}, {"chunks": 5, "pending": 0}, running=False)["state"] == "complete"
+
+
+def test_dry_run_says_what_a_build_would_do_and_writes_nothing(sample_repo, codii_home):
+    out = as_json(run("build", sample_repo, "--dry-run", "--json"))
+    assert out["files"] == 4 and out["chunks"] > 0
+    assert {r["name"] for r in out["languages"]} == {"python", "javascript", "markdown"}
+    assert {r["name"] for r in out["roles"]} == {"source", "docs"}
+    assert out["embed"]["texts"] == out["chunks"] and out["embed"]["estimated_seconds"] > 0
+    assert not (codii_home / "indexes").exists() and not (codii_home / "cache").exists()
+    text = run("build", sample_repo, "--dry-run")
+    assert text.exit_code == 0 and "would be indexed" in text.output and "min on this machine" in text.output
+
+
+# -- real processes -------------------------------------------------------------------------
+
+
+def _repo_of(tmp_path, files: int, functions: int):
+    return write_tree(tmp_path / "big", {
+        f"pkg{i % 4}/mod_{i}.py": "".join(f"def handler_{i}_{j}(request):\n    \"\"\"Handle kind {i}.{j}.\"\"\"\n"
+                                          f"    return request.get('k{i}') + {j}\n\n\n" for j in range(functions))
+        for i in range(files)})
+
+
+def _env(home, **extra) -> dict:
+    return {**os.environ, "CODII_SQL_HOME": str(home), "PYTHONPATH": str(REPO_ROOT), **extra}
+
+
+def _wait(predicate, seconds: float = 120.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.1)
+
+
+@pytest.mark.slow
+def test_a_killed_vector_phase_resumes_and_embeds_nothing_twice(tmp_path, codii_home):
+    repo = _repo_of(tmp_path, files=24, functions=12)
+    db = Codebase.open(repo).db_path
+    code = ("import sys, codii_sql.ingest.embedding as e; e.VECTOR_BATCH = e.EMBED_STEP = 32; "
+            "from codii_sql.cli import cli; cli(sys.argv[1:], prog_name='codii-sql')")
+    proc = subprocess.Popen([sys.executable, "-c", code, "build", str(repo)], env=_env(codii_home),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def some_vectors() -> bool:
+        if not db.is_file():
+            return False
+        with Store(db, create=False) as store:
+            counts = store.row("vector_counts")
+        return counts["chunks"] - counts["pending"] >= 64
+
+    _wait(some_vectors)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    st = as_json(run("status", repo, "--json"))
+    assert st["status"] == "indexed" and st["vectors"]["state"] == "pending" and st["files"] == 24
+    assert as_json(run("doctor", repo, "--check-only", "--json"))["consistent"]
+    cache = apsw.Connection(str(codii_home / "cache" / "embeddings.db"))
+    cached = cache.execute("SELECT count(*) FROM vectors").fetchone()[0]  # every step embedded so far
+    cache.close()
+    resumed = as_json(run("build", repo, "--json"))
+    assert resumed["vectors_pending"] == 0 and resumed["added"] == resumed["modified"] == 0
+    assert resumed["chunks_embedded"] + cached == resumed["chunks"]  # every text embedded exactly once
+
+
+@pytest.mark.slow
+def test_build_daemon_returns_at_once_says_when_one_runs_and_finishes(tmp_path, codii_home):
+    repo = _repo_of(tmp_path, files=12, functions=10)
+    env = _env(codii_home)
+    cmd = [sys.executable, "-m", "codii_sql.cli", "build", str(repo), "--daemon", "--json"]
+    started = time.monotonic()
+    first = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=60)
+    assert first.returncode == 0, first.stderr
+    info = json.loads(first.stdout)["daemon"]
+    assert info["pid"] and time.monotonic() - started < 30
+    second = subprocess.run(cmd[:-1], env=env, capture_output=True, text=True, timeout=60)
+    assert second.returncode == 3 and "already running" in second.stderr and second.stderr.count("\n") == 1
+    st = as_json(run("status", repo, "--json"))
+    assert st["daemon"]["pid"] == info["pid"]
+    _wait(lambda: "daemon" not in as_json(run("status", repo, "--json")))
+    st = as_json(run("status", repo, "--json"))
+    assert st["status"] == "indexed" and st["vectors"]["state"] == "complete" and st["files"] == 12
+    log = open(info["log"]).read()
+    assert json.loads(log[log.index("{"):])["vectors_pending"] == 0
+
+
+@pytest.mark.slow
+def test_a_first_search_answers_at_once_and_leaves_the_vectors_to_a_background_build(tmp_path, codii_home):
+    repo = _repo_of(tmp_path, files=16, functions=12)
+    env = _env(codii_home, CODII_SQL_BACKGROUND="1")
+    res = subprocess.run([sys.executable, "-m", "codii_sql.cli", "search", "handle kind 3.4", "--path", str(repo),
+                          "--json"], env=env, capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    out = json.loads(res.stdout)
+    assert out["results"][0]["symbol"] == "handler_3_4"
+    assert out["note"].startswith("vectors are still being embedded"), out["note"]
+    cb = Codebase.open(repo)
+    _wait(lambda: "daemon" not in as_json(run("status", repo, "--json")))
+    st = as_json(run("status", repo, "--json"))
+    assert st["vectors"]["state"] == "complete" and cb.db_path.is_file()
