@@ -53,6 +53,10 @@ def peak_rss_self() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
+#: Chunks per transaction when writing a synthetic index.
+SYNTH_BATCH = 10_000
+
+
 def task_build(root: str, db: str, embedder: str) -> dict:
     """One cold build of ``root`` into a new ``db`` without the shared cache."""
     emb = embedder_for(embedder)
@@ -143,39 +147,47 @@ def task_synth(source: str, db: str, n: int) -> dict:
     """An index of ``n`` chunks: real chunk texts of ``source`` cycled, random unit vectors.
 
     Files hold 20 chunks each. Vectors are Gaussian (seeded), so KNN cost is realistic
-    (a linear scan does not depend on the values) but vector rankings are meaningless.
+    (a linear scan does not depend on the values) but vector rankings are meaningless. Written
+    in transactions of :data:`SYNTH_BATCH` chunks, so a million chunks fit in memory.
     """
     from codii_sql.ingest import roles
-    from codii_sql.models.minilm import DIMS
     from codii_sql.ingest.indexer import index_settings
+    from codii_sql.models.minilm import DIMS
     from codii_sql.storage.store import Store
     from codii_sql.text import identifier_subtokens
     from fake_embed import FakeEmbedder
 
     texts, _ = corpus_chunks(Path(source))
+    subtokens = [identifier_subtokens(t) for t in texts]
     rng = np.random.default_rng(0)
     t = time.perf_counter()
-    with Store(Path(db)) as store, store.transaction():
-        store.set_meta(**index_settings(FakeEmbedder()), root=source, status="indexed")
-        chunks, vec_rows = [], []
-        for start in range(0, n, 20):
-            path = f"synthetic/pkg{start // 2000}/mod{start // 20}.py"
-            fid = store.value("file_upsert", {"path": path, "size": 0, "mtime_ns": 0, "hash": "0" * 64,
-                                              "language": "python", "role": roles.classify(path),
-                                              "chunk_count": 20, "indexed_at": 0.0})
-            vecs = rng.standard_normal((min(20, n - start), DIMS)).astype(np.float32)
-            vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
-            for j, vec in enumerate(vecs):
-                content = texts[(start + j) % len(texts)]
-                chunks.append({"id": start + j + 1, "file_id": fid, "path": path, "start_line": 1, "end_line": 1,
-                               "start_byte": 0, "end_byte": 0, "kind": "function", "symbol": None,
-                               "language": "python", "content": content, "subtokens": identifier_subtokens(content),
-                               "text_hash": f"{start + j}"})
-                vec_rows.append({"id": start + j + 1, "embedding": vec.tobytes()})
-        # The indexer's bulk statements (index._write_files), on an empty index: ids 1..n.
-        store.many("chunk_insert_with_id", chunks)
-        store.run("chunks_insert_fts_range", {"first": 1, "last": n})
-        store.many("chunk_insert_vec", vec_rows)
+    with Store(Path(db)) as store:
+        store.run("pragma_write_cache")
+        with store.transaction():
+            store.set_meta(**index_settings(FakeEmbedder()), root=source, status="indexed", embedder="local")
+        for first in range(0, n, SYNTH_BATCH):
+            chunks, vec_rows = [], []
+            for start in range(first, min(n, first + SYNTH_BATCH), 20):
+                path = f"synthetic/pkg{start // 2000}/mod{start // 20}.py"
+                count = min(20, n - start)
+                fid = store.value("file_upsert", {"path": path, "size": 0, "mtime_ns": 0, "hash": "0" * 64,
+                                                  "language": "python", "role": roles.classify(path),
+                                                  "chunk_count": count, "indexed_at": 0.0})
+                vecs = rng.standard_normal((count, DIMS)).astype(np.float32)
+                vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+                for j, vec in enumerate(vecs):
+                    k = (start + j) % len(texts)
+                    chunks.append({"id": start + j + 1, "file_id": fid, "path": path, "start_line": 1,
+                                   "end_line": 1, "start_byte": 0, "end_byte": 0, "kind": "function",
+                                   "symbol": None, "language": "python", "content": texts[k],
+                                   "subtokens": subtokens[k], "text_hash": f"{start + j}"})
+                    vec_rows.append({"id": start + j + 1, "embedding": vec.tobytes()})
+            # The indexer's bulk statements (ingest/write.py) on ids first+1..: one transaction per batch.
+            with store.transaction():
+                store.many("chunk_insert_with_id", chunks)
+                store.run("chunks_insert_fts_range", {"first": first + 1, "last": first + len(chunks)})
+                store.many("chunk_insert_vec", vec_rows)
+        store.run("wal_checkpoint")
     return {"chunks": n, "seconds": time.perf_counter() - t, "db_bytes": Path(db).stat().st_size}
 
 

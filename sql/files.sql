@@ -80,11 +80,22 @@ INSERT INTO chunks_bits(rowid, part, embedding) VALUES (:id, :id % 8, vec_quanti
 INSERT OR REPLACE INTO vector_queue(chunk_id, priority) VALUES (:id, :priority);
 
 -- name: vector_queue_next
--- The next :n queued chunks to embed: those of the files in the JSON array :paths first (files an
--- agent is searching), then by priority (source first), then in chunk order.
+-- The next :n queued chunks to embed, by priority (source first), then in chunk order: the
+-- vector_queue_order index walk, no sort of the whole queue.
 SELECT q.chunk_id AS id, c.text_hash, c.content, c.path
 FROM vector_queue q JOIN chunks c ON c.id = q.chunk_id
-ORDER BY (:paths IS NOT NULL AND c.path IN (SELECT value FROM json_each(:paths))) DESC, q.priority, q.chunk_id
+ORDER BY q.priority, q.chunk_id
+LIMIT :n;
+
+-- name: vector_queue_of_files
+-- Up to :n queued chunks of the files in the JSON array :paths (files an agent is searching),
+-- which go before the rest.
+SELECT q.chunk_id AS id, c.text_hash, c.content, c.path
+FROM json_each(:paths) p
+JOIN files f ON f.path = p.value
+JOIN chunks c ON c.file_id = f.id
+JOIN vector_queue q ON q.chunk_id = c.id
+ORDER BY q.priority, q.chunk_id
 LIMIT :n;
 
 -- name: vector_queue_still_wanted

@@ -17,11 +17,13 @@ from support.trees import REPO_ROOT, write_tree
 
 from codii_sql.cli import cli
 from codii_sql.codebase import Codebase
+from codii_sql.ingest import embedding
 from codii_sql.ingest.indexer import Indexer
 from codii_sql.models.embedder import Embedder
 from codii_sql.search.results import SearchOptions
 from codii_sql.search.searcher import Searcher
 from codii_sql.service.status import vector_progress
+from codii_sql.storage import queries
 from codii_sql.storage.store import Store
 
 
@@ -89,10 +91,13 @@ def test_source_is_embedded_first_and_searched_files_before_it(tmp_path, embedde
     cb = Codebase.open(repo)
     Indexer(cb, embedder, vectors=False).build()
     with Store(cb.db_path, create=False) as store:
-        order = [r["path"] for r in store.rows("vector_queue_next", {"n": 10, "paths": None})]
-        hot = [r["path"] for r in store.rows("vector_queue_next", {"n": 10, "paths": json.dumps(["docs/guide.md"])})]
+        order = [r["path"] for r in embedding._next_batch(store, [], 10)]
+        hot = [r["path"] for r in embedding._next_batch(store, ["docs/guide.md", "missing.py"], 10)]
+        plan = " ".join(str(r) for r in store.conn.execute(f"EXPLAIN QUERY PLAN {queries.sql('vector_queue_next')}",
+                                                           {"n": 10}))
     assert order == ["src/core.py", "src/other.py", "tests/test_core.py", "docs/guide.md"]
-    assert hot[0] == "docs/guide.md" and hot[1:] == order[:3]
+    assert hot == ["docs/guide.md", *order[:3]]
+    assert "vector_queue_order" in plan and "TEMP B-TREE" not in plan  # no sort of the whole queue
 
 
 class RewritingEmbedder(Embedder):
@@ -174,7 +179,7 @@ def _wait(predicate, seconds: float = 120.0) -> None:
 def test_a_killed_vector_phase_resumes_and_embeds_nothing_twice(tmp_path, codii_home):
     repo = _repo_of(tmp_path, files=24, functions=12)
     db = Codebase.open(repo).db_path
-    code = ("import sys, codii_sql.ingest.embedding as e; e.VECTOR_BATCH = e.EMBED_STEP = 32; "
+    code = ("import sys, codii_sql.ingest.embedding as e; e.VECTOR_WINDOW = e.VECTOR_BATCH = e.EMBED_STEP = 32; "
             "from codii_sql.cli import cli; cli(sys.argv[1:], prog_name='codii-sql')")
     proc = subprocess.Popen([sys.executable, "-c", code, "build", str(repo)], env=_env(codii_home),
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -17,6 +17,8 @@ from .output import emit, json_option
 @click.option("--rerank", is_flag=True, help="Re-score the top chunks with the cross-encoder, as search --rerank.")
 @click.option("--rerank-model", default=None,
               help="Cross-encoder for --rerank (implies it) [default: $CODII_SQL_RERANK_MODEL].")
+@click.option("--embedder", default=None,
+              help="Index the corpora with this embedder (local, local:fast, ...); each gets an index of its own.")
 @click.option("--no-prior", is_flag=True, help="Turn off the soft source-over-tests/docs ranking prior.")
 @click.option("--repos", default=None, help="SWE-bench: only these repositories, e.g. requests,flask.")
 @click.option("--limit", type=click.IntRange(1), default=None, help="Only the first N queries.")
@@ -30,7 +32,7 @@ from .output import emit, json_option
 @click.option("--compare", nargs=2, type=click.Path(exists=True, dir_okay=False), default=None,
               help="Print the metric deltas between two saved runs A B (B - A) instead of running.")
 @json_option
-def eval_(dataset, mode, rerank, rerank_model, no_prior, repos, limit, top, bench_dir, work_dir, compare,
+def eval_(dataset, mode, rerank, rerank_model, embedder, no_prior, repos, limit, top, bench_dir, work_dir, compare,
           as_json):
     """Score search on a benchmark: DATASET is cosqa, swebench or a dataset folder (see docs/eval.md)."""
     from .. import eval as evaluate
@@ -41,7 +43,7 @@ def eval_(dataset, mode, rerank, rerank_model, no_prior, repos, limit, top, benc
     if dataset is None:
         raise UsageError("missing DATASET: codii-sql eval cosqa|swebench|DIR (or --compare A.json B.json)")
     cfg = evaluate.EvalConfig(dataset, mode=mode, rerank=rerank or rerank_model is not None,
-                              rerank_model=rerank_model, role_prior=not no_prior,
+                              rerank_model=rerank_model, embedder=embedder, role_prior=not no_prior,
                               repos=repos.split(",") if repos else [], limit=limit, top=top,
                               bench_dir=Path(bench_dir) if bench_dir else None, work_dir=Path(work_dir))
     run = evaluate.evaluate(cfg, log=lambda msg: click.echo(msg, err=True))

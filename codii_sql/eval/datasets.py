@@ -34,6 +34,8 @@ class EvalConfig:
         mode: search mode: ``hybrid``, ``bm25`` or ``vector``.
         rerank: ``SearchOptions.rerank``: the cross-encoder re-scores the top fused chunks.
         rerank_model: the cross-encoder path for ``rerank``; None: ``$CODII_SQL_RERANK_MODEL``.
+        embedder: the embedder name the corpora are indexed with (each gets an index of its own,
+            so two embedders can be compared on one dataset); None: the default.
         role_prior: the search's soft source-over-tests/docs prior.
         repos: SWE-bench only: keep queries of these repositories (``requests``, ``psf/requests``
             or the PyPI name; case-insensitive). Empty keeps all.
@@ -48,6 +50,7 @@ class EvalConfig:
     mode: str = "hybrid"
     rerank: bool = False
     rerank_model: str | None = None
+    embedder: str | None = None
     role_prior: bool = True
     repos: list[str] = field(default_factory=list)
     limit: int | None = None

@@ -32,7 +32,8 @@ def summary(run: dict) -> dict:
 def format_run(run: dict) -> str:
     """A plain-text table: metrics (micro, macro and per repository for SWE-bench), latency, index time."""
     cfg = run["config"]
-    lines = [f"{run['dataset']} ({run['kind']})  mode={cfg['mode']}  prior={'on' if cfg['role_prior'] else 'off'}  "
+    lines = [f"{run['dataset']} ({run['kind']})  mode={cfg['mode']}  embedder={cfg.get('embedder') or 'local'}  "
+             f"prior={'on' if cfg['role_prior'] else 'off'}  "
              f"rerank={'on' if cfg['rerank'] else 'off'}  top={cfg['top']}  queries={run['queries']}"]
     columns = [("all", run["metrics"])]
     if "macro" in run:
@@ -85,7 +86,8 @@ def compare_runs(a: dict, b: dict) -> dict:
 
 def _label(run: dict) -> str:
     cfg = run["config"]
-    return f"{run['dataset']} {cfg['mode']}{' +rerank' if cfg.get('rerank') else ''} {run.get('started_at', '')}"
+    return (f"{run['dataset']} {cfg['mode']}{' +rerank' if cfg.get('rerank') else ''} "
+            f"{cfg.get('embedder') or 'local'} {run.get('started_at', '')}")
 
 
 def _first_rank(row: dict) -> float:

@@ -18,6 +18,7 @@ Two dataset kinds, in the formats of ``../shared/bench/README.md``:
 from __future__ import annotations
 
 import datetime
+import re
 import time
 from dataclasses import asdict
 from pathlib import Path
@@ -39,7 +40,7 @@ from .datasets import (
 from .metrics import latency, mean_metrics, metric_names, require_metrics, score
 
 
-def index_corpus(root: Path, label: str, log: Log) -> tuple[Codebase, dict]:
+def index_corpus(root: Path, label: str, log: Log, embedder: str | None = None) -> tuple[Codebase, dict]:
     """Build or update the index of ``root`` (waiting for another builder) and say what it cost.
 
     Returns:
@@ -48,9 +49,12 @@ def index_corpus(root: Path, label: str, log: Log) -> tuple[Codebase, dict]:
         time, ``failed`` the files it could not index.
     """
     codebase = Codebase.open(root)
+    if embedder and embedder != "local":  # an index per embedder: comparing two rebuilds nothing
+        slug = re.sub(r"[^A-Za-z0-9._-]+", "_", embedder)
+        codebase = Codebase(codebase.root, codebase.db_path.with_name(f"{codebase.db_path.stem}.{slug}.db"))
     cold = not codebase.db_path.is_file()
-    log(f"indexing {label} ({'cold build' if cold else 'update'}) ...")
-    report = service.build(codebase)
+    log(f"indexing {label} ({'cold build' if cold else 'update'}{f', {embedder}' if embedder else ''}) ...")
+    report = service.build(codebase, embedder_name=embedder)
     return codebase, {"corpus": label, "root": str(codebase.root), "build": "cold" if cold else "update",
                       "seconds": round(report.seconds, 3), "files": report.files, "chunks": report.chunks,
                       "chunks_embedded": report.chunks_embedded, "vectors_reused": report.vectors_reused,
@@ -108,7 +112,7 @@ def evaluate(cfg: EvalConfig, log: Log | None = None) -> dict:
     started = datetime.datetime.now().astimezone().isoformat(timespec="seconds")
     index, ranked = [], []
     for label, root, queries in _corpora(ds, work, log):
-        codebase, info = index_corpus(root, label, log)
+        codebase, info = index_corpus(root, label, log, cfg.embedder)
         index.append(info)
         log(f"searching {len(queries)} queries in {label} ...")
         ranked.extend(rank_queries(codebase, queries, opts))

@@ -23,8 +23,11 @@ from ..storage.store import Store
 from .report import BuildReport, Progress
 from .vectors import known_vectors
 
-#: Queued chunks taken per commit: the selection is length-sorted into model batches, so a larger
-#: window pads less, and readers see progress at each commit.
+#: Queued chunks read at a time (in priority order) and sorted by length, so that each model
+#: batch pads little. Measured on 12.5k Django chunks: taking them 512 at a time in queue order
+#: cost 1.12x the model's own time on the same texts (180.9 s against 161.1 s).
+VECTOR_WINDOW = 2048
+#: Chunks per commit: readers see progress at each commit, and a kill loses none of them.
 VECTOR_BATCH = 512
 #: Texts per embedder call: progress moves and the cache fills while a batch is embedded, so a
 #: kill loses at most one step of model time.
@@ -40,7 +43,7 @@ def embed_queued(store: Store, embedder: Embedder, cache: EmbeddingCache | None,
     """Embed every queued chunk of ``store`` (the caller holds the vector lock).
 
     ``prefer()`` names files whose chunks go first (those an agent is searching), asked before
-    each batch; ``progress("vectors", done, total)`` counts chunks with a vector. Counts and
+    each window of :data:`VECTOR_WINDOW` chunks; ``progress("vectors", done, total)`` counts chunks with a vector. Counts and
     times go to ``report`` (``chunks_embedded``, ``vectors_reused``, phase ``vectors``).
 
     Raises:
@@ -51,30 +54,51 @@ def embed_queued(store: Store, embedder: Embedder, cache: EmbeddingCache | None,
     total, pending = counts["chunks"], counts["pending"]
     rate = store.meta().get("vectors_rate")
     while pending:
-        t = time.perf_counter()
-        hot = sorted(set(prefer() if prefer is not None else ()))
-        rows = store.rows("vector_queue_next", {"n": VECTOR_BATCH, "paths": json.dumps(hot) if hot else None})
-        if not rows:
+        window = _next_batch(store, sorted(set(prefer() if prefer is not None else ())), VECTOR_WINDOW)
+        if not window:
             break
-        done = total - pending
-        vectors = _vectors_for(store, embedder, cache, rows, report, reuse_index,
-                               lambda n: progress("vectors", done + n, total))
-        with store.transaction():
-            if store.meta().get("model_id") != embedder.model_id:
-                raise IndexMismatchError(f"the index of {store.path.name} now holds another model's vectors "
-                                         "(a forced rebuild): this vector phase stops")
-            wanted = {r["id"] for r in store.rows("vector_queue_still_wanted", {"chunks": json.dumps(
-                [{"id": r["id"], "text_hash": r["text_hash"]} for r in rows])})}
-            store.many("chunk_insert_vec", [{"id": r["id"], "embedding": vectors[r["text_hash"]]}
-                                            for r in rows if r["id"] in wanted])
-            store.many("vector_queue_done", [{"id": i} for i in wanted])
-            counts = store.row("vector_counts")
+        window.sort(key=lambda r: len(r["content"]))
+        for start in range(0, len(window), VECTOR_BATCH):
+            t = time.perf_counter()
+            rows = window[start:start + VECTOR_BATCH]
+            done = total - pending
+            vectors = _vectors_for(store, embedder, cache, rows, report, reuse_index,
+                                   lambda n, done=done: progress("vectors", done + n, total))
             batch_rate = len(rows) / max(time.perf_counter() - t, 1e-6)
             rate = batch_rate if rate is None else RATE_SMOOTHING * batch_rate + (1 - RATE_SMOOTHING) * rate
-            store.set_meta(vectors_rate=round(rate, 3), vectors_updated_at=time.time())
-        total, pending = counts["chunks"], counts["pending"]
-        report.phase_seconds["vectors"] += time.perf_counter() - t
-        progress("vectors", total - pending, total)
+            counts = _commit(store, embedder, rows, vectors, rate)
+            total, pending = counts["chunks"], counts["pending"]
+            report.phase_seconds["vectors"] += time.perf_counter() - t
+            progress("vectors", total - pending, total)
+
+
+def _commit(store: Store, embedder: Embedder, rows: list[dict], vectors: dict[str, bytes], rate: float) -> dict:
+    """Write the vectors of those ``rows`` whose chunks still hold the embedded text, in one
+    transaction; returns the new ``vector_counts``.
+
+    Raises:
+        IndexMismatchError: the index now holds another model's vectors (a forced rebuild).
+    """
+    with store.transaction():
+        if store.meta().get("model_id") != embedder.model_id:
+            raise IndexMismatchError(f"the index of {store.path.name} now holds another model's vectors "
+                                     "(a forced rebuild): this vector phase stops")
+        wanted = {r["id"] for r in store.rows("vector_queue_still_wanted", {"chunks": json.dumps(
+            [{"id": r["id"], "text_hash": r["text_hash"]} for r in rows])})}
+        store.many("chunk_insert_vec", [{"id": r["id"], "embedding": vectors[r["text_hash"]]}
+                                        for r in rows if r["id"] in wanted])
+        store.many("vector_queue_done", [{"id": i} for i in wanted])
+        store.set_meta(vectors_rate=round(rate, 3), vectors_updated_at=time.time())
+        return store.row("vector_counts")
+
+
+def _next_batch(store: Store, hot: list[str], n: int) -> list[dict]:
+    """Up to ``n`` queued chunks: those of the ``hot`` files first, then by priority."""
+    rows = store.rows("vector_queue_of_files", {"paths": json.dumps(hot), "n": n}) if hot else []
+    if len(rows) < n:
+        taken = {r["id"] for r in rows}
+        rows += [r for r in store.rows("vector_queue_next", {"n": n}) if r["id"] not in taken]
+    return rows[:n]
 
 
 def _vectors_for(store: Store, embedder: Embedder, cache: EmbeddingCache | None, rows: list[dict],

@@ -50,7 +50,7 @@ def make_plan(store: Store, root: Path, rules: dict, progress: Callable[[str, in
     ``status`` = stale. ``progress(phase, done, total)`` hears the ``scan`` and ``hash`` phases.
     """
     t = time.perf_counter()
-    result = scan(root, **rules)
+    result = scan(root, **rules, on_progress=lambda found: progress("scan", found, None))
     progress("scan", len(result.files), len(result.files))
     plan = Plan(files={f.path: f for f in result.files}, skipped=Counter(result.skipped),
                 max_file_bytes=rules["max_file_bytes"])

@@ -6,8 +6,9 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-Progress = Callable[[str, int, int], None]
-"""``progress(phase, done, total)``; phases: scan, hash, chunk, embed, write."""
+Progress = Callable[[str, int, int | None], None]
+"""``progress(phase, done, total)``: phases scan (files found; total None until the walk ends), hash
+(files whose stat changed), chunk (files chunked and written) and vectors (chunks with a vector)."""
 
 
 @dataclass

@@ -40,7 +40,7 @@ import collections
 import errno
 import os
 import stat
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -53,6 +53,9 @@ from .ignore import (
     git_info_exclude,
     read_ignore_file,
 )
+
+#: Files found between two calls of :func:`scan`'s ``on_progress``.
+PROGRESS_EVERY = 500
 
 #: Every reason :func:`scan` counts in :attr:`ScanResult.skipped`.
 SKIP_REASONS = (
@@ -158,12 +161,16 @@ class _Walker:
         self.files: list[SourceFile] = []
         self.skipped: collections.Counter[str] = collections.Counter()
 
-    def run(self) -> ScanResult:
+    def run(self, on_progress: Callable[[int], None] | None = None) -> ScanResult:
         exclude_path = git_info_exclude(self.root)
         exclude = read_ignore_file(exclude_path, "", can_rescue=False) if exclude_path else None
         stack = [_Dir(self.root, "", self.root_real, (exclude,) if exclude else (), None)]
+        reported = 0
         while stack:
             stack.extend(self._visit(stack.pop()))
+            if on_progress is not None and len(self.files) >= reported + PROGRESS_EVERY:
+                reported = len(self.files)
+                on_progress(reported)
         self.files.sort(key=lambda f: f.path)
         return ScanResult(self.files, self.skipped)
 
@@ -305,7 +312,8 @@ def _default_file_reason(name: str) -> str | None:
 
 
 def scan(root: Path, *, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
-         ignore_patterns: Sequence[str] = (), extensions: Sequence[str] | None = None) -> ScanResult:
+         ignore_patterns: Sequence[str] = (), extensions: Sequence[str] | None = None,
+         on_progress: Callable[[int], None] | None = None) -> ScanResult:
     """List the files to index under ``root`` (see the module docstring for the rules).
 
     Reads directory listings, ``stat`` results and ignore files only, never file contents.
@@ -318,6 +326,7 @@ def scan(root: Path, *, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
             precedence; a negation here also re-includes a default-excluded path.
         extensions: suffixes such as ``[".py", ".md"]`` (case-insensitive); when given,
             only files ending in one of them are indexed.
+        on_progress: called with the number of files found so far, every :data:`PROGRESS_EVERY`.
     Returns:
         ScanResult: files sorted by path, and skip counts by reason.
     Raises:
@@ -329,4 +338,4 @@ def scan(root: Path, *, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
             f"{root}: not a directory")
     walker = _Walker(root, positive_int(max_file_bytes), ignore_patterns,
                      normalize_extensions(extensions))
-    return walker.run()
+    return walker.run(on_progress)

@@ -62,7 +62,7 @@ def _estimate(embedder: Embedder, sample: list[str], texts: int, tokens: int) ->
     seconds = time.perf_counter() - started
     sample_tokens = sum(min(n, embedder.max_tokens) for n in count_tokens(sample)) or 1
     estimate = seconds * tokens / sample_tokens
-    return {"estimated_seconds": round(estimate, 1), "chunks_per_second": round(texts / estimate, 1) if estimate else None,
+    return {"estimated_seconds": round(estimate, 3), "chunks_per_second": round(texts / estimate, 1) if estimate else None,
             "sample": len(sample), "sample_seconds": round(seconds, 3)}
 
 
