@@ -46,7 +46,9 @@ CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
     tokenize = "unicode61 remove_diacritics 2 tokenchars '_'"
 );
 
--- rowid = chunks.id. Brute-force cosine KNN (sqlite-vec 0.1.9 has no ANN index).
+-- rowid = chunks.id. Brute-force cosine KNN (sqlite-vec 0.1.9 has no ANN index). 384 is the bundled
+-- model's width; a build with another embedder makes both vector tables again with its width
+-- while they are empty (vector_tables_create below).
 CREATE VIRTUAL TABLE IF NOT EXISTS chunks_vec USING vec0(
     embedding float[384] distance_metric=cosine
 );
@@ -101,3 +103,23 @@ CREATE VIRTUAL TABLE chunks_bits USING vec0(
     embedding bit[384]
 );
 INSERT INTO chunks_bits(rowid, part, embedding) SELECT rowid, rowid % 8, vec_quantize_binary(embedding) FROM chunks_vec;
+
+-- name: vector_table_sql
+-- The declaration of chunks_vec, whose `float[N]` says the vectors' width.
+SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'chunks_vec';
+
+-- name: vector_rows
+SELECT count(*) FROM chunks_vec;
+
+-- name: vector_tables_create
+-- Both vector tables with another width ({dims} is replaced by Store.make_vector_tables with a
+-- validated integer, a multiple of 8: bit vectors are whole bytes). Run while they are empty.
+DROP TABLE IF EXISTS chunks_vec;
+DROP TABLE IF EXISTS chunks_bits;
+CREATE VIRTUAL TABLE chunks_vec USING vec0(
+    embedding float[{dims}] distance_metric=cosine
+);
+CREATE VIRTUAL TABLE chunks_bits USING vec0(
+    part integer partition key,
+    embedding bit[{dims}]
+);

@@ -106,7 +106,7 @@ def test_tools_list_fast_with_schemas_and_descriptions(codii_home):
         assert search["limit"]["default"] == 10 and search["limit"]["maximum"] == 50
         assert search["mode"]["enum"] == ["hybrid", "bm25", "vector"] and search["rerank"]["default"] is False
         assert set(tools["index_codebase"].input_schema["properties"]) == {"path", "force", "customExtensions",
-                                                                          "ignorePatterns", "resetFilters"}
+                                                                          "ignorePatterns", "resetFilters", "embedder"}
         assert "LIMITS" in tools["index_codebase"].description
 
     asyncio.run(run())

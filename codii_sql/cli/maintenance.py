@@ -98,6 +98,9 @@ def doctor(path, check_only, db, as_json):
         for c in out["checks"]:
             mark = "ok" if c["ok"] else ("REPAIRED" if c["repaired"] else "PROBLEM")
             click.echo(f"{mark:>8}  {c['name']}: {c['detail']}")
+        if out.get("embedder"):
+            e = out["embedder"]
+            click.echo(f"{'ok' if e['answers'] else 'PROBLEM':>8}  embedder {e['name']} ({e['where']}): {e['detail']}")
         if out.get("rebuild"):
             click.echo(f"re-indexed {len(out['forgotten'])} file(s) whose rows were incomplete")
         click.echo("consistent" if out["consistent"] else

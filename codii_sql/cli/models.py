@@ -14,7 +14,7 @@ from .. import service
 
 @click.group()
 def models():
-    """Cross-encoder models for --rerank: pull one from Hugging Face, list cached ones."""
+    """Embedders in use and whether they answer; cross-encoders for --rerank: pull one, list cached ones."""
 
 
 @models.command()
@@ -36,11 +36,15 @@ def pull(name: str, target_dir: str | None, as_json: bool) -> None:
 @models.command("list")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def list_models(as_json: bool) -> None:
-    """Show the pulled model folders and converted ONNX graphs under $CODII_SQL_HOME/models."""
+    """Show the embedders in use (the default and those indexes record) and whether each answers now,
+    then the pulled model folders and converted ONNX graphs under $CODII_SQL_HOME/models."""
+    embedders = [service.embedder_health(name) for name in service.embedders_in_use(service.list_codebases())]
     entries = service.cached_models()
     if as_json:
-        click.echo(json.dumps({"models": entries}, indent=2))
+        click.echo(json.dumps({"embedders": embedders, "models": entries}, indent=2))
         return
+    for e in embedders:
+        click.echo(f"embedder {e['name']:<28} {e['where'] or '-'}  {'answers' if e['answers'] else e['detail']}")
     if not entries:
         click.echo(f"no models under {service.models_dir()}")
     for e in entries:

@@ -114,8 +114,9 @@ def _vectors_for(store: Store, embedder: Embedder, cache: EmbeddingCache | None,
         try:
             vecs = embedder.embed([texts[k] for k in keys])
         except Exception as err:  # noqa: BLE001 - any model failure stops the phase with what is committed
-            raise EmbeddingFailedError(f"embedding failed: {type(err).__name__}: {err}; the chunks embedded so "
-                                       "far are kept and the next build resumes the rest") from err
+            what = str(err) if isinstance(err, EmbeddingFailedError) else f"embedding failed: {type(err).__name__}: {err}"
+            raise EmbeddingFailedError(f"{what}; the chunks embedded so far are kept and the next build resumes "
+                                       "the rest") from err
         fresh = {k: np.asarray(v, dtype=np.float32).tobytes() for k, v in zip(keys, vecs, strict=True)}
         if cache is not None:
             cache.put({k: np.frombuffer(b, dtype=np.float32) for k, b in fresh.items()})

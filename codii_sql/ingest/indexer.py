@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from collections.abc import Callable, Iterable
@@ -22,11 +23,12 @@ from .report import BuildReport, Progress
 
 
 def index_settings(embedder: Embedder) -> dict:
-    """The snapshot keys that must match between an index and this build (else rebuild)."""
+    """The snapshot keys that must match between an index and this build (else rebuild); ``dims``
+    only once known (an HTTP provider's width comes with its first response)."""
     return {
         "schema_version": SCHEMA_VERSION,
         "model_id": embedder.model_id,
-        "dims": embedder.dims,
+        **({"dims": embedder.dims} if embedder.dims is not None else {}),
         "model_sha256": embedder.sha256,
         "chunker_version": CHUNKER_VERSION,
     }
@@ -109,14 +111,18 @@ class Indexer:
         """
         # The store opens first: it refuses someone else's database before a lock file is left
         # beside it (opening only creates the idempotent schema, as every reader does).
-        with Store(self.codebase.db_path) as store:
+        with Store(self.codebase.db_path) as store, contextlib.ExitStack() as held:
             with writer_lock(self.codebase, wait=wait):
                 store.run("pragma_write_cache")
                 report = self._lexical(store, force)
-            pending = store.row("vector_counts")["pending"]
-            report.vectors_enabled = self._vectors_on(store)
-            if pending and report.vectors_enabled and (self.max_inline is None or pending <= self.max_inline):
-                self._embed_queued(store, report, wait)
+                pending = store.row("vector_counts")["pending"]
+                report.vectors_enabled = self._vectors_on(store)
+                embed = pending and report.vectors_enabled and (self.max_inline is None or pending <= self.max_inline)
+                # The vector lock is taken before the writer lock goes, when it is free: no instant
+                # in which the index looks finished with its vectors about to start.
+                locked = embed and self._take_vector_lock(held)
+            if embed:
+                self._embed_queued(store, report, wait, locked)
             report.vectors_pending = store.row("vector_counts")["pending"]
             # Fold the WAL into the main file: a copied .db alone then holds the whole index.
             store.run("wal_checkpoint")
@@ -124,6 +130,8 @@ class Indexer:
 
     def _lexical(self, store: Store, force: bool) -> BuildReport:
         started = time.perf_counter()
+        if self.embedder.dims is None and self._vectors_on(store):
+            self.embedder.load()  # an HTTP provider: one request says the width (and that it answers)
         settings = index_settings(self.embedder)
         # --force --no-cache is the way to embed every chunk again: reuse no vector at all.
         self.reuse_index_vectors = not (force and self.cache is None)
@@ -136,6 +144,8 @@ class Indexer:
                 store.run("files_mark_reindex")
                 store.set_meta(chunker_version=CHUNKER_VERSION)
         store.check_compatible(settings)
+        if self.embedder.dims is not None:
+            store.fit_vector_tables(self.embedder.dims)
         with store.transaction():
             if store.meta().get("roles_version") != roles.VERSION:
                 store.many("file_set_role", [{"path": r["path"], "role": roles.classify(r["path"])}
@@ -171,24 +181,33 @@ class Indexer:
     def _vectors_on(self, store: Store) -> bool:
         return vectors_wanted(self.vectors, store.meta(), self.codebase.root)
 
-    def _embed_queued(self, store: Store, report: BuildReport, wait: bool) -> None:
-        """The vector phase under the vector lock; without ``wait`` a phase running elsewhere is left alone."""
-        if not wait and vectors_running(self.codebase):
+    def _take_vector_lock(self, held: contextlib.ExitStack) -> bool:
+        """Take the vector lock into ``held`` if no process holds it; False if one does."""
+        if vectors_running(self.codebase):
+            return False
+        try:
+            held.enter_context(vector_lock(self.codebase, wait=False))
+        except IndexBusyError:
+            return False
+        return True
+
+    def _embed_queued(self, store: Store, report: BuildReport, wait: bool, locked: bool) -> None:
+        """The vector phase under the vector lock (``locked``: held already); without ``wait`` a phase
+        running in another process is left alone, with ``wait`` this one waits for it to end."""
+        if not locked and not wait:
             return
         started = time.perf_counter()
-        try:
-            with vector_lock(self.codebase, wait=wait):
+        with contextlib.ExitStack() as held:
+            if not locked:
+                held.enter_context(vector_lock(self.codebase, wait=True))
+            with store.transaction():
+                store.set_meta(vectors_pid=os.getpid(), vectors_started_at=time.time(), vectors_error=None)
+            try:
+                embed_queued(store, self.embedder, self.cache, report, self.progress, prefer=self.prefer,
+                             reuse_index=self.reuse_index_vectors)
+            except Exception as err:
                 with store.transaction():
-                    store.set_meta(vectors_pid=os.getpid(), vectors_started_at=time.time(), vectors_error=None)
-                try:
-                    embed_queued(store, self.embedder, self.cache, report, self.progress, prefer=self.prefer,
-                                 reuse_index=self.reuse_index_vectors)
-                except Exception as err:
-                    with store.transaction():
-                        store.set_meta(vectors_error=str(err))
-                    raise
-        except IndexBusyError:
-            if wait:
+                    store.set_meta(vectors_error=str(err))
                 raise
         report.seconds += time.perf_counter() - started
 

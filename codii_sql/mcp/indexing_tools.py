@@ -33,9 +33,13 @@ def index_codebase(
                     "last build.")] = [],
     resetFilters: Annotated[bool, Field(  # noqa: N803
         description="Forget customExtensions/ignorePatterns recorded by earlier builds; [] then means all files.")] = False,
+    embedder: Annotated[str | None, Field(
+        max_length=200, description="Embedding model: local (bundled, offline; default), local:fast, "
+                                    "ollama:MODEL or openai:MODEL (the server's OLLAMA_HOST / OPENAI_BASE_URL); "
+                                    "another than the index's needs force=true.")] = None,
 ) -> CallToolResult:
     data, hint = SESSION.index(codebase_at(path), force=force, extensions=customExtensions,
-                               ignore_patterns=ignorePatterns, reset_filters=resetFilters)
+                               ignore_patterns=ignorePatterns, reset_filters=resetFilters, embedder=embedder)
     return answer(f"{data['codebase']}: {data['status']}; {hint}.", data)
 
 

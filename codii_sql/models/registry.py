@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable
 
 from ..errors import UsageError
 from . import minilm
+from .providers import ENV_RETRIES, ENV_TIMEOUT, ollama_factory, openai_factory
 from .embedder import Embedder
 
 #: The embedder of a build or search that names none: the bundled model, offline.
@@ -15,15 +17,16 @@ DEFAULT_EMBEDDER = "local"
 Factory = Callable[[str], Embedder]
 """``factory(model)`` -> an embedder; ``model`` is the part of the name after ``provider:`` ("" if none)."""
 
-_factories: dict[str, Factory] = {}
-_instances: dict[str, Embedder] = {}
+_factories: dict[str, tuple[Factory, tuple[str, ...]]] = {}
+_instances: dict[tuple, Embedder] = {}
 _lock = threading.Lock()
 
 
-def register(provider: str, factory: Factory) -> None:
-    """Make ``provider`` (and ``provider:MODEL``) a name :func:`get_embedder` knows."""
+def register(provider: str, factory: Factory, env: tuple[str, ...] = ()) -> None:
+    """Make ``provider`` (and ``provider:MODEL``) a name :func:`get_embedder` knows; ``env`` names the
+    environment variables the factory reads (another value makes another instance)."""
     with _lock:
-        _factories[provider] = factory
+        _factories[provider] = (factory, env)
 
 
 def providers() -> list[str]:
@@ -42,14 +45,17 @@ def get_embedder(name: str = DEFAULT_EMBEDDER) -> Embedder:
     """
     provider, _, model = name.partition(":")
     with _lock:
-        if name not in _instances:
-            factory = _factories.get(provider)
-            if factory is None:
-                raise UsageError(f"unknown embedder {name!r}: use one of {', '.join(sorted(_factories))}")
+        if provider not in _factories:
+            raise UsageError(f"unknown embedder {name!r}: use one of local, local:fast, ollama:MODEL, openai:MODEL")
+        factory, env = _factories[provider]
+        key = (name, *(os.environ.get(var, "") for var in env))
+        if key not in _instances:
             embedder = factory(model)
             embedder.name = name
-            _instances[name] = embedder
-        return _instances[name]
+            _instances[key] = embedder
+        return _instances[key]
 
 
 register(DEFAULT_EMBEDDER, minilm.local_factory)
+register("ollama", ollama_factory, ("OLLAMA_HOST", ENV_TIMEOUT, ENV_RETRIES))
+register("openai", openai_factory, ("OPENAI_BASE_URL", "OPENAI_API_KEY", ENV_TIMEOUT, ENV_RETRIES))

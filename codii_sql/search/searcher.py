@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
 
-from ..errors import UsageError
+from ..errors import EmbeddingFailedError, IndexMismatchError, UsageError
+from ..models.embedder import Embedder
 from ..storage.store import Store
 from .query import (
     CODE_SPAN,
@@ -99,10 +101,12 @@ class Searcher:
         embedder: as for the indexer; only used by hybrid and vector modes.
     """
 
-    def __init__(self, store: Store, root: Path, embedder):
+    def __init__(self, store: Store, root: Path, embedder: Embedder):
         self.store = store
         self.root = Path(root)
         self.embedder = embedder
+        self.dims = store.vector_dims()
+        self.note: str | None = None
         store.run("create_vocab")
 
     def select_terms(self, query: str, *, numbers: bool = False) -> list[str]:
@@ -162,10 +166,11 @@ class Searcher:
             query = strip_issue_template(query).strip() or query
         # Numbers name things in a short query (HTTP 304, port 8080, version 4.17.2); in an
         # issue text they are mostly line numbers and versions of pasted output.
+        self.note = None
+        qvec = self._query_vector(query) if opts.mode != "bm25" else None
+        if qvec is None and opts.mode != "bm25":  # the embedder did not answer: self.note says so
+            opts = dataclasses.replace(opts, mode="bm25")
         fq = fts_query(self.select_terms(query, numbers=shape != "long")) if opts.mode != "vector" else None
-        qvec = None
-        if opts.mode != "bm25":
-            qvec = self.embedder.embed([query])[0].astype(np.float32).tobytes()
         weight = Bm25Weight(*SINGLE_MODE_WEIGHT.get(opts.mode, BM25_WEIGHT[shape]))
         prior = (LONG_QUERY_ROLE_WEIGHTS if shape == "long" else ROLE_WEIGHTS) if opts.role_prior else None
         named = named_in_query(query)
@@ -182,6 +187,23 @@ class Searcher:
             tier = {r["id"]: r["tier"] for r in rows}  # the cross-encoder orders within a name tier
             results.sort(key=lambda r: -tier[r.id])
         return _top(results, opts)
+
+    def _query_vector(self, query: str) -> bytes | None:
+        """The query's embedding as a float32 blob, or None (and :attr:`note` saying why) when the
+        embedder did not answer: the search then answers from BM25 rather than fail.
+
+        Raises:
+            IndexMismatchError: the embedder's vectors are not as wide as the index's.
+        """
+        try:
+            vector = self.embedder.embed_query(query).astype(np.float32)
+        except EmbeddingFailedError as err:
+            self.note = f"the embedder {self.embedder.name} did not answer ({err}): these are BM25 results only"
+            return None
+        if vector.shape[0] != self.dims:
+            raise IndexMismatchError(f"the embedder {self.embedder.name} now returns {vector.shape[0]}-dim vectors but "
+                                     f"this index holds {self.dims}-dim ones: run `codii-sql build --force` to re-embed")
+        return vector.tobytes()
 
     def similar(self, vectors: np.ndarray, opts: SearchOptions) -> list[Result]:
         """Chunks nearest to the mean of ``vectors`` (float32[n, dims], from the index), by cosine KNN."""

@@ -13,6 +13,7 @@ from .codebases import find_codebase, open_codebase
 from .daemon import daemon_info, detached, start_daemon
 from .doctor import doctor
 from .dry_run import dry_run
+from .embedders import embedder_health, embedders_in_use
 from .maintenance import clear
 from .models import ENV_MODEL, cached_models, check_reranker, models_dir, pull_model
 from .searching import SearchResponse, batch_searcher, open_searcher, search
@@ -22,7 +23,7 @@ from .status import inspect, is_stale, list_codebases, recorded_filters, stats, 
 __all__ = [
     "BuildReport", "Codebase", "ENV_MODEL", "MAX_LIMIT", "MODES", "Progress", "Result", "SearchOptions",
     "SearchResponse", "Session", "batch_searcher", "build", "cached_models", "check_reranker", "clear", "daemon_info",
-    "detached", "dry_run", "start_daemon", "doctor", "ensure_index",
+    "detached", "dry_run", "embedder_health", "embedders_in_use", "start_daemon", "doctor", "ensure_index",
     "find_codebase", "inspect", "is_locked", "is_stale", "iso", "list_codebases", "models_dir", "open_codebase",
     "open_searcher", "pull_model", "recorded_filters", "search", "stats", "status",
 ]

@@ -7,13 +7,15 @@ from ..ingest.doctor import examine
 from ..storage.lock import writer_lock
 from ..storage.store import Store
 from .builds import build, reword_disk_full
+from .embedders import embedder_health, recorded_embedder
 from .status import not_indexed
 
 
 def doctor(codebase: Codebase, *, repair: bool = True, rebuild: bool = True) -> dict:
     """Check (and with ``repair``, fix) the index's consistency; see :func:`codii_sql.ingest.doctor.examine`.
 
-    With ``rebuild``, files whose rows were incomplete are re-indexed right away.
+    With ``rebuild``, files whose rows were incomplete are re-indexed right away. ``embedder``
+    says whether the index's embedder answers now (a provider's server may be down).
 
     Raises:
         NotIndexedError: no index file.
@@ -23,7 +25,10 @@ def doctor(codebase: Codebase, *, repair: bool = True, rebuild: bool = True) -> 
         raise not_indexed(codebase)
     with reword_disk_full(codebase), writer_lock(codebase), Store(codebase.db_path, create=False) as store:
         report = examine(store, repair=repair)
+        embedder = None if report.damaged else recorded_embedder(store.meta())
     out = {"codebase": str(codebase.root), "db": str(codebase.db_path), **report.to_dict()}
+    if embedder:
+        out["embedder"] = embedder_health(embedder)
     if repair and rebuild and report.forgotten:
         out["rebuild"] = build(codebase).to_dict()
     return out

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 
 from ..codebase import Codebase
-from ..errors import IndexMismatchError, UsageError
+from ..errors import EmbeddingFailedError, IndexMismatchError, UsageError
 from ..ingest.config import load_config
 from ..models.embedder import Embedder
 from ..models.minilm import MODEL_ID
@@ -75,3 +75,26 @@ def _recorded(codebase: Codebase) -> str | None:
         return None
     with Store(codebase.db_path, create=False) as store:
         return recorded_embedder(store.meta())
+
+
+def embedder_health(name: str) -> dict:
+    """``{"name", "model_id", "where", "answers", "detail"}`` for the embedder ``name``: whether it
+    answers now (a server: one small request; the bundled model: always)."""
+    try:
+        embedder = get_embedder(name)
+    except UsageError as err:
+        return {"name": name, "model_id": None, "where": None, "answers": False, "detail": str(err)}
+    try:
+        embedder.ping()
+        answers, detail = True, "answers"
+    except EmbeddingFailedError as err:
+        answers, detail = False, str(err)
+    return {"name": name, "model_id": embedder.model_id, "where": embedder.where(), "answers": answers,
+            "detail": detail}
+
+
+def embedders_in_use(rows: list[dict]) -> list[str]:
+    """The default embedder (``$CODII_SQL_EMBEDDER`` or ``local``) and those the indexes ``rows`` record."""
+    names = [os.environ.get(ENV_EMBEDDER, "").strip() or DEFAULT_EMBEDDER]
+    names += [row["embedder"] for row in rows if row.get("embedder")]
+    return list(dict.fromkeys(names))

@@ -92,7 +92,8 @@ class Jobs:
         with self.guard(cb) as job:
             return (job is not None and job.alive) or is_locked(cb)
 
-    def start(self, cb: Codebase, force: bool, ignore_patterns: list[str] | None, extensions: list[str] | None) -> str:
+    def start(self, cb: Codebase, force: bool, ignore_patterns: list[str] | None, extensions: list[str] | None,
+              embedder: str | None = None) -> str:
         """Start a build unless one runs or the index is current: ``started``, ``already indexing``,
         ``already up to date``.
 
@@ -103,13 +104,14 @@ class Jobs:
             if (job is not None and job.alive) or is_locked(cb):
                 return "already indexing"
             st = status(cb, check_stale=False)
-            fresh = st["status"] != "not_indexed" and not force and not is_stale(cb, ignore_patterns, extensions)
+            fresh = (st["status"] != "not_indexed" and not force and embedder in (None, st.get("embedder"))
+                     and not is_stale(cb, ignore_patterns, extensions))
             if fresh and st["status"] == "indexed" and st["vectors"]["state"] in ("complete", "off"):
                 return "already up to date"
             if fresh and st.get("phase") == "vectors":  # another process is embedding; nothing else to do
                 return "already indexing"
             job = Job(cb)
-            job.thread = threading.Thread(target=self._run, args=(job, force, ignore_patterns, extensions),
+            job.thread = threading.Thread(target=self._run, args=(job, force, ignore_patterns, extensions, embedder),
                                           name=f"codii-build-{cb.root.name}", daemon=True)
             self._jobs[str(cb.db_path)] = job
             job.thread.start()
@@ -130,7 +132,8 @@ class Jobs:
             while len(job.hot) > MAX_HOT_FILES:
                 job.hot.pop(next(iter(job.hot)))
 
-    def _run(self, job: Job, force: bool, ignore_patterns: list[str] | None, extensions: list[str] | None) -> None:
+    def _run(self, job: Job, force: bool, ignore_patterns: list[str] | None, extensions: list[str] | None,
+             embedder: str | None) -> None:
         def progress(phase: str, done: int, total: int) -> None:
             if self.cancel.is_set():
                 raise BuildCancelled("the MCP server shut down; call index_codebase to resume")
@@ -143,7 +146,8 @@ class Jobs:
         _lower_priority()
         try:
             report = build(job.codebase, force=force, wait=False, progress=progress, warn=job.warnings.append,
-                           ignore_patterns=ignore_patterns, extensions=extensions, prefer=lambda: list(job.hot))
+                           ignore_patterns=ignore_patterns, extensions=extensions, embedder_name=embedder,
+                           prefer=lambda: list(job.hot))
             job.report = report.to_dict()
             job.outcome, job.phase = "indexed", "done"
         except IndexBusyError:

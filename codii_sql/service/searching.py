@@ -90,7 +90,7 @@ def search(codebase: Codebase, query: str, opts: SearchOptions, *, update: bool 
         seconds = time.perf_counter() - t
         streaming = vectors_running(codebase) or daemon_running(codebase)
         note = "; ".join(filter(None, (
-            note, filter_note(searcher.store, indexing=lambda: is_locked(codebase)),
+            note, searcher.note, filter_note(searcher.store, indexing=lambda: is_locked(codebase)),
             None if results else scope_note(searcher.store, opts.under),
             vectors_note(searcher.store, running=streaming, mode=opts.mode)))) or None
         return SearchResponse(query, str(codebase.root), results, seconds, note, opts.under or None)

@@ -53,10 +53,11 @@ class Session:
     # -- building -----------------------------------------------------------------------
 
     def index(self, cb: Codebase, *, force: bool, extensions: list[str], ignore_patterns: list[str],
-              reset_filters: bool) -> tuple[dict, str]:
+              reset_filters: bool, embedder: str | None = None) -> tuple[dict, str]:
         """Start a background build: ``({"codebase", "status", ["options_applied"]}, hint)``.
 
-        Empty ``extensions``/``ignore_patterns`` keep the last build's, unless ``reset_filters``.
+        Empty ``extensions``/``ignore_patterns`` keep the last build's, unless ``reset_filters``;
+        ``embedder`` names one (see :mod:`.embedders`), else the index's own or the default.
 
         Raises:
             UsageError: a malformed extension list. BuildFailedError: the build failed at once.
@@ -66,7 +67,7 @@ class Session:
         except ValueError as err:
             raise UsageError(str(err)) from None
         ignore = list(ignore_patterns) if ignore_patterns or reset_filters else None
-        outcome = self.jobs.start(cb, force, ignore, exts)
+        outcome = self.jobs.start(cb, force, ignore, exts, embedder or None)
         data = {"codebase": str(cb.root), "status": outcome}
         hint = {"started": "poll get_indexing_status", "already indexing": "poll get_indexing_status",
                 "already up to date": "search_code is ready"}[outcome]
@@ -82,8 +83,8 @@ class Session:
         st, job = self.jobs.status(cb)
         status = st["status"]
         error = st.get("error")
-        if job is not None and job.alive and status == "not_indexed":
-            status = "indexing"
+        if job is not None and job.alive and status in ("not_indexed", "indexed", "stale"):
+            status = "indexing"  # this server's build is still finishing (its last commit, the checkpoint)
         late_failure = job is not None and job.outcome in ("failed", "cancelled") and \
             (job.finished_at or 0) >= (st.get("last_indexed_at") or 0)
         if late_failure and status != "indexing":
@@ -182,7 +183,7 @@ class Session:
                 results = searcher.search(query, dataclasses.replace(opts, rerank=False))
             indexing = st["status"] == "indexing"
             narrowed = "; ".join(filter(None, (
-                filter_note(searcher.store, indexing=indexing), None if results else scope_note(searcher.store, scope),
+                searcher.note, filter_note(searcher.store, indexing=indexing), None if results else scope_note(searcher.store, scope),
                 vectors_note(searcher.store, running=vectors_running(cb) or self.jobs.locked(cb),
                              mode=opts.mode)))) or None
         data.update(results=[r.to_dict() for r in results], seconds=round(time.perf_counter() - t, 4))

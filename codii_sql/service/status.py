@@ -12,6 +12,7 @@ from ..ingest.indexer import Indexer
 from ..storage.lock import is_locked, vectors_running
 from ..storage.store import Store
 from .daemon import daemon_info
+from .embedders import recorded_embedder
 
 
 def not_indexed(codebase: Codebase) -> NotIndexedError:
@@ -51,7 +52,7 @@ def status(codebase: Codebase, *, check_stale: bool = True) -> dict:
     out.update(status=state, files=counts["files"], chunks=counts["chunks"], size_bytes=_db_size(codebase.db_path),
                **{k: meta.get(k) for k in ("phase", "files_done", "files_total", "skipped", "failed", "error",
                                               "last_indexed_at", "build_seconds", "model_id", "merkle_root")},
-               vectors=vectors)
+               embedder=recorded_embedder(meta), vectors=vectors)
     background = daemon_info(codebase)
     if background:
         out["daemon"] = background
@@ -106,7 +107,7 @@ def list_codebases() -> list[dict]:
             state = "missing"  # the folder is gone: `clear ROOT --yes` removes the index
         out.append({"root": meta.get("root"), "db": str(db), "status": state, "files": counts["files"],
                     "chunks": counts["chunks"], "size_bytes": _db_size(db),
-                    "last_indexed_at": meta.get("last_indexed_at")})
+                    "last_indexed_at": meta.get("last_indexed_at"), "embedder": meta.get("embedder")})
     return out
 
 

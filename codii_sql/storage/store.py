@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -219,6 +220,37 @@ class Store:
                 self.run("rollback")
             raise
         self.run("commit")
+
+    # -- the vector tables --------------------------------------------------------------
+
+    def vector_dims(self) -> int:
+        """The width of the stored vectors (``float[N]`` of chunks_vec)."""
+        found = re.search(r"float\[(\d+)\]", self.value("vector_table_sql") or "")
+        return int(found.group(1)) if found else 0
+
+    def fit_vector_tables(self, dims: int) -> None:
+        """Make the vector tables ``dims`` wide, which they may only be made while they hold no vector.
+
+        Raises:
+            IndexMismatchError: they hold vectors of another width (another model's).
+            StorageError: ``dims`` is not a positive multiple of 8 (sign bits are stored in bytes).
+        """
+        if self.vector_dims() == dims:
+            return
+        if dims <= 0 or dims % 8:
+            raise StorageError(f"the embedder returns {dims}-dim vectors; an index stores a positive multiple of 8 "
+                               "dimensions (their sign bits fill whole bytes): choose another model or dimensions")
+        with self.transaction():
+            if self.value("vector_rows"):
+                raise IndexMismatchError(f"the embedder returns {dims}-dim vectors but index {self.path.name} holds "
+                                         f"{self.vector_dims()}-dim ones: run `codii-sql build --force` to re-embed")
+            self._run_text(queries.sql("vector_tables_create").replace("{dims}", str(int(dims))))
+
+    def _run_text(self, sql: str) -> None:
+        """Execute ``sql``, a named statement made concrete by its caller (see :meth:`fit_vector_tables`)."""
+        with self._sqlite():
+            for _ in self.conn.execute(sql):
+                pass
 
     # -- the snapshot -------------------------------------------------------------------
 

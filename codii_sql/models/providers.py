@@ -1,0 +1,313 @@
+"""Embedders behind an HTTP API: Ollama's ``/api/embed`` and any OpenAI-compatible ``/v1/embeddings``.
+
+The code leaves the machine for the server named by ``OLLAMA_HOST`` or ``OPENAI_BASE_URL``.
+Texts go in requests of at most :data:`MAX_BATCH_TEXTS` texts and :data:`MAX_BATCH_CHARS`
+characters, :data:`IN_FLIGHT` requests at a time. A request that meets 429, a 5xx, a timeout or
+a refused connection is retried with exponential backoff and full jitter (AWS Architecture Blog,
+"Exponential Backoff And Jitter", 2015), waiting at least what ``Retry-After`` asks. The width
+of the vectors is learned from the first response, never assumed. The API key travels only in
+the ``Authorization`` header: it is never printed, logged, or written to an index or the cache.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import email.utils
+import os
+import random
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import EmbeddingFailedError, UsageError
+from .embedder import Embedder
+
+#: Texts per request: OpenAI accepts 2,048 and Ollama any number, but smaller requests retry cheaply.
+MAX_BATCH_TEXTS = 64
+#: Characters per request (about 15k tokens of code): far below OpenAI's 300k-token request limit.
+MAX_BATCH_CHARS = 60_000
+#: Longest text sent, in characters; longer ones are cut there and counted (chunks are far shorter;
+#: a pasted issue used as a query is not). About 4k tokens of code, below the usual 8k limits.
+MAX_INPUT_CHARS = 16_000
+#: Requests in flight at once.
+IN_FLIGHT = 4
+#: Backoff: the n-th retry waits a random time up to min(BACKOFF_MAX, BACKOFF_BASE * 2**n) seconds.
+BACKOFF_BASE = 0.5
+BACKOFF_MAX = 30.0
+#: ``$CODII_SQL_HTTP_TIMEOUT`` (seconds per request, default 60) and ``$CODII_SQL_HTTP_RETRIES``
+#: (attempts per request, default 6) tune the client.
+ENV_TIMEOUT, ENV_RETRIES = "CODII_SQL_HTTP_TIMEOUT", "CODII_SQL_HTTP_RETRIES"
+#: Attempts and seconds for a search's query: a search falls back to BM25 at once rather than
+#: wait out a server that is down.
+QUERY_ATTEMPTS, QUERY_TIMEOUT = 2, 10.0
+#: HTTP statuses worth another attempt: rate limits and server trouble.
+RETRY_STATUSES = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
+
+#: Prefixes some embedding models were trained with, from their model cards: (query, document).
+KNOWN_PREFIXES = {
+    "nomic-embed-text": ("search_query: ", "search_document: "),
+    "mxbai-embed-large": ("Represent this sentence for searching relevant passages: ", ""),
+    "snowflake-arctic-embed": ("Represent this sentence for searching relevant passages: ", ""),
+}
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """Where and how one provider is called: ``who`` names it in messages, ``hint_*`` say what to check."""
+
+    provider: str
+    url: str
+    who: str
+    refused_hint: str
+    auth_hint: str
+    missing_model_hint: str
+
+
+class HttpEmbedder(Embedder):
+    """An embedding model served over HTTP (see the module docstring).
+
+    Attributes:
+        dims: None until the first response says it (:meth:`load` asks with a one-text request).
+        truncated: texts cut at :data:`MAX_INPUT_CHARS` so far.
+    """
+
+    max_tokens = 8192
+
+    def __init__(self, endpoint: Endpoint, model: str, *, api_key: str = "", dimensions: int | None = None):
+        import httpx  # only when a provider is used: the bundled model needs no HTTP client
+
+        self.endpoint, self.model, self.dimensions = endpoint, model, dimensions
+        self.model_id = f"{endpoint.provider}:{model}" + (f"@{dimensions}" if dimensions else "")
+        self.dims = None
+        self.truncated = 0
+        self.timeout = float(os.environ.get(ENV_TIMEOUT) or 60)
+        self.attempts = max(1, int(os.environ.get(ENV_RETRIES) or 6))
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._client = httpx.Client(timeout=httpx.Timeout(self.timeout, connect=min(5.0, self.timeout)),
+                                    headers=headers)
+        self._httpx = httpx
+        self._lock = threading.Lock()
+        base = model.split(":")[0]
+        self.query_prefix, self.document_prefix = KNOWN_PREFIXES.get(base, ("", ""))
+
+    @property
+    def loaded(self) -> bool:
+        return self.dims is not None
+
+    def where(self) -> str:
+        return self.endpoint.url
+
+    def ping(self) -> None:
+        """One GET of the provider's model list (Ollama ``/api/tags``, OpenAI ``/models``), 3 s at most.
+
+        Raises:
+            EmbeddingFailedError: refused, timed out, or an error status (401: the key).
+        """
+        url = self.endpoint.url.rsplit("/", 1)[0] + ("/tags" if self.endpoint.provider == "ollama" else "/models")
+        try:
+            response = self._client.get(url, timeout=3.0)
+        except self._httpx.ConnectError:
+            raise EmbeddingFailedError(f"{self.endpoint.who} refused the connection: "
+                                       f"{self.endpoint.refused_hint}") from None
+        except self._httpx.HTTPError as err:
+            raise EmbeddingFailedError(f"{self.endpoint.who} did not answer ({type(err).__name__})") from None
+        if response.status_code >= 400 and response.status_code != 404:  # some servers list no models
+            raise EmbeddingFailedError(self._refusal(response))
+
+    def load(self) -> None:
+        """Learn the vectors' width with a one-text request (and so check the server, model and key).
+
+        Raises:
+            EmbeddingFailedError: the server refused, failed or answered something unusable.
+        """
+        if self.dims is None:
+            self.embed(["dimension probe"])
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """float32[len(texts), dims], rows L2-normalised, documents' prefix added (:data:`KNOWN_PREFIXES`).
+
+        Raises:
+            EmbeddingFailedError: a request still failed after its retries, or the server answered
+                vectors of another width than before (the message says which and what to do).
+        """
+        return self._embed([self.document_prefix + t for t in texts])
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """float32[dims] for a search query (with the model's query prefix): :data:`QUERY_ATTEMPTS`
+        attempts of at most :data:`QUERY_TIMEOUT` seconds, so a search falls back quickly."""
+        return self._embed([self.query_prefix + text], QUERY_ATTEMPTS, min(QUERY_TIMEOUT, self.timeout))[0]
+
+    def close(self) -> None:
+        self._client.close()
+
+    def _embed(self, texts: list[str], attempts: int | None = None, timeout: float | None = None) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dims or 0), np.float32)
+        cut = [t[:MAX_INPUT_CHARS] for t in texts]
+        with self._lock:
+            self.truncated += sum(len(t) > MAX_INPUT_CHARS for t in texts)
+        batches = _batches(cut)
+        with cf.ThreadPoolExecutor(max_workers=min(IN_FLIGHT, len(batches))) as pool:
+            parts = list(pool.map(lambda batch: self._request(batch, attempts or self.attempts,
+                                                              timeout or self.timeout), batches))
+        vectors = np.asarray([v for part in parts for v in part], dtype=np.float32)
+        self._check_width(vectors.shape[1])
+        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+        return vectors / np.where(norms > 0, norms, 1.0)
+
+    def _check_width(self, width: int) -> None:
+        with self._lock:
+            if self.dims is None:
+                self.dims = width
+            elif width != self.dims:
+                raise EmbeddingFailedError(
+                    f'model "{self.model}" returned {width}-dim vectors where it returned {self.dims}-dim ones before: '
+                    f"{self.endpoint.who} changed model under the same name; `codii-sql build --force` re-embeds")
+
+    def _request(self, texts: list[str], attempts: int, timeout: float) -> list[list[float]]:
+        """One request's vectors, retried as the module docstring says."""
+        body = _body(self.endpoint.provider, self.model, texts, self.dimensions)
+        last = ""
+        for attempt in range(attempts):
+            try:
+                response = self._client.post(self.endpoint.url, json=body, timeout=timeout)
+            except self._httpx.ConnectError:
+                last, wait = "connection refused", None
+                if attempt == attempts - 1:
+                    raise EmbeddingFailedError(f"{self.endpoint.who} refused the connection: "
+                                               f"{self.endpoint.refused_hint}") from None
+            except self._httpx.TimeoutException:
+                last, wait = f"no answer within {timeout:g} s", None
+            except self._httpx.HTTPError as err:
+                last, wait = f"{type(err).__name__}: {err}", None
+            else:
+                if response.status_code == 200:
+                    return _vectors(self.endpoint, response, len(texts))
+                if response.status_code not in RETRY_STATUSES:
+                    raise EmbeddingFailedError(self._refusal(response)) from None
+                last, wait = f"HTTP {response.status_code}", _retry_after(response)
+            if attempt < attempts - 1:
+                backoff = random.uniform(0, min(BACKOFF_MAX, BACKOFF_BASE * 2 ** attempt))
+                time.sleep(max(backoff, min(wait or 0.0, 2 * BACKOFF_MAX)))
+        raise EmbeddingFailedError(f"{self.endpoint.who} did not take a batch of {len(texts)} texts after "
+                                   f"{attempts} attempts (last: {last})")
+
+    def _refusal(self, response) -> str:
+        """The one line for a status that retrying cannot fix."""
+        code, detail = response.status_code, _error_text(response)
+        if code in (401, 403):
+            return f"{self.endpoint.who} answered {code}: {self.endpoint.auth_hint}"
+        if code == 404 or (code == 400 and "not found" in detail.lower()):
+            return f"{self.endpoint.who} answered {code} ({detail}): {self.endpoint.missing_model_hint}"
+        return f"{self.endpoint.who} answered {code}: {detail}"
+
+
+def ollama_factory(model: str) -> HttpEmbedder:
+    """The registry's ``ollama`` provider: ``ollama:MODEL`` at ``$OLLAMA_HOST`` (default 127.0.0.1:11434).
+
+    Raises:
+        UsageError: no model name.
+    """
+    if not model:
+        raise UsageError("name the Ollama model: --embedder ollama:nomic-embed-text")
+    host = _with_scheme(os.environ.get("OLLAMA_HOST", "").strip() or "http://127.0.0.1:11434")
+    return HttpEmbedder(Endpoint(
+        "ollama", f"{host}/api/embed", f"Ollama at {host}",
+        'is "ollama serve" running? (OLLAMA_HOST names another address)', "check the server's access rules",
+        f'run `ollama pull {model}`'), model)
+
+
+def openai_factory(model: str) -> HttpEmbedder:
+    """The registry's ``openai`` provider: ``openai:MODEL`` or ``openai:MODEL@DIMENSIONS`` at
+    ``$OPENAI_BASE_URL`` (default the OpenAI API), with ``$OPENAI_API_KEY``.
+
+    Raises:
+        UsageError: no model name, or DIMENSIONS is not a positive integer.
+    """
+    name, _, dims = model.rpartition("@") if "@" in model else (model, "", "")
+    if not name:
+        raise UsageError("name the model: --embedder openai:text-embedding-3-small")
+    if dims and (not dims.isdigit() or int(dims) < 1):
+        raise UsageError(f"openai:{model}: the part after @ is the number of dimensions, e.g. "
+                         "openai:text-embedding-3-small@512")
+    base = _with_scheme(os.environ.get("OPENAI_BASE_URL", "").strip() or "https://api.openai.com/v1")
+    if base.count("/") == 2:  # a bare host: OpenAI-compatible servers serve under /v1
+        base += "/v1"
+    return HttpEmbedder(Endpoint(
+        "openai", f"{base}/embeddings", f"the OpenAI-compatible server at {base}",
+        "is it running? (OPENAI_BASE_URL names it)", "check OPENAI_API_KEY",
+        "check the model name and OPENAI_BASE_URL (it usually ends in /v1)"),
+        name, api_key=os.environ.get("OPENAI_API_KEY", ""), dimensions=int(dims) if dims else None)
+
+
+def _with_scheme(url: str) -> str:
+    url = url.rstrip("/")
+    return url if "://" in url else f"http://{url}"
+
+
+def _batches(texts: list[str]) -> list[list[str]]:
+    """``texts`` in order, cut into requests of at most :data:`MAX_BATCH_TEXTS` texts and :data:`MAX_BATCH_CHARS` chars."""
+    out: list[list[str]] = [[]]
+    size = 0
+    for text in texts:
+        if out[-1] and (len(out[-1]) == MAX_BATCH_TEXTS or size + len(text) > MAX_BATCH_CHARS):
+            out.append([])
+            size = 0
+        out[-1].append(text)
+        size += len(text)
+    return out
+
+
+def _body(provider: str, model: str, texts: list[str], dimensions: int | None) -> dict:
+    if provider == "ollama":
+        return {"model": model, "input": texts, "truncate": True}
+    return {"model": model, "input": texts, "encoding_format": "float",
+            **({"dimensions": dimensions} if dimensions else {})}
+
+
+def _vectors(endpoint: Endpoint, response, n: int) -> list[list[float]]:
+    """The vectors of a 200 response, in input order.
+
+    Raises:
+        EmbeddingFailedError: the body is not the provider's format, or holds another number of vectors.
+    """
+    try:
+        data = response.json()
+        if endpoint.provider == "ollama":
+            vectors = data["embeddings"]
+        else:
+            vectors = [item["embedding"] for item in sorted(data["data"], key=lambda item: item["index"])]
+    except (ValueError, KeyError, TypeError):
+        raise EmbeddingFailedError(f"{endpoint.who} answered 200 without embeddings in its format: is "
+                                   f"{endpoint.url} an {endpoint.provider} embedding endpoint?") from None
+    if len(vectors) != n or not all(isinstance(v, list) and v for v in vectors):
+        raise EmbeddingFailedError(f"{endpoint.who} answered {len(vectors)} vectors for {n} texts")
+    return vectors
+
+
+def _retry_after(response) -> float | None:
+    """Seconds ``Retry-After`` asks for (a number or an HTTP date; RFC 9110 section 10.2.3), or None."""
+    value = response.headers.get("retry-after", "").strip()
+    if not value:
+        return None
+    if value.replace(".", "", 1).isdigit():
+        return float(value)
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+def _error_text(response) -> str:
+    """The server's own error message, on one line (OpenAI ``{"error": {"message"}}``, Ollama ``{"error"}``)."""
+    try:
+        data = response.json()
+        error = data.get("error", data) if isinstance(data, dict) else data
+        text = error.get("message", error) if isinstance(error, dict) else error
+    except ValueError:
+        text = response.text
+    return " ".join(str(text).split())[:300] or response.reason_phrase

@@ -1,0 +1,213 @@
+"""Embedding providers through real HTTP servers on 127.0.0.1 (tests/support/embedding_server.py),
+speaking Ollama's and OpenAI's embedding APIs and backed by the bundled model."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+from click.testing import CliRunner
+from support.trees import REPO_ROOT, write_tree
+
+from codii_sql.cli import cli
+from codii_sql.codebase import Codebase
+from codii_sql.storage.store import Store
+
+SERVER = REPO_ROOT / "tests" / "support" / "embedding_server.py"
+KEY = "sk-test-do-not-store-0123456789"
+
+
+class Server:
+    """One embedding server process; ``env`` points both providers at it."""
+
+    def __init__(self, dims: int = 384):
+        self.proc = subprocess.Popen([sys.executable, str(SERVER), "--dims", str(dims)], stdout=subprocess.PIPE,
+                                     text=True)
+        line = self.proc.stdout.readline()
+        assert line.startswith("PORT "), line
+        self.url = f"http://127.0.0.1:{int(line.split()[1])}"
+        self.env = {"OLLAMA_HOST": self.url, "OPENAI_BASE_URL": f"{self.url}/v1", "OPENAI_API_KEY": KEY}
+
+    def control(self, **state) -> None:
+        httpx.post(f"{self.url}/_control", json=state).raise_for_status()
+
+    def stats(self) -> dict:
+        return httpx.get(f"{self.url}/_stats").json()
+
+    def stop(self) -> None:
+        self.proc.kill()
+        self.proc.wait()
+
+
+@pytest.fixture(scope="module")
+def server():
+    s = Server()
+    yield s
+    s.stop()
+
+
+@pytest.fixture(autouse=True)
+def fresh(server, monkeypatch):
+    """A well-behaved server, the providers pointed at it, fast retries, for every test."""
+    server.control(fail=[], delay=0.0, dims=384, exit_after=None)
+    for key, value in server.env.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setenv("CODII_SQL_HTTP_RETRIES", "3")
+    monkeypatch.setattr("codii_sql.models.providers.BACKOFF_BASE", 0.05)
+
+
+def run(*args):
+    return CliRunner().invoke(cli, [str(a) for a in args])
+
+
+def as_json(res) -> dict:
+    assert res.exit_code == 0, res.output
+    return json.loads(res.stdout)
+
+
+def one_line_error(res, *words):
+    assert res.exit_code == 1 and res.output.startswith("Error: ") and res.output.count("\n") == 1, res.output
+    for word in words:
+        assert word in res.output, res.output
+
+
+@pytest.mark.parametrize("embedder", ["ollama:nomic-embed-text", "openai:text-embedding-test"])
+def test_a_build_and_a_search_through_each_provider(sample_repo, server, codii_home, embedder):
+    report = as_json(run("build", sample_repo, "--embedder", embedder, "--json"))
+    assert report["vectors_pending"] == 0 and report["chunks_embedded"] == report["chunks"] > 0
+    snap = as_json(run("inspect", sample_repo, "--json"))["snapshot"]
+    assert (snap["embedder"], snap["model_id"], snap["dims"]) == (embedder, embedder, 384)
+    found = as_json(run("search", "follow http redirects", "--path", sample_repo, "--mode", "vector", "--json"))
+    assert found["results"][0]["path"] == "app/http.py" and "note" not in found
+    seen = server.stats()["authorization"]
+    assert (f"Bearer {KEY}" in seen) == embedder.startswith("openai")
+    files = [p for p in codii_home.rglob("*") if p.is_file()]
+    assert files and not [p for p in files if KEY.encode() in p.read_bytes()]  # the key is never on disk
+
+
+def test_a_768_dim_model_gets_vector_tables_of_its_width(sample_repo, server):
+    server.control(dims=768)
+    as_json(run("build", sample_repo, "--embedder", "ollama:wide-model", "--json"))
+    with Store(Codebase.open(sample_repo).db_path, create=False) as store:
+        assert store.vector_dims() == 768 and store.meta()["dims"] == 768
+    found = as_json(run("search", "parse a header line", "--path", sample_repo, "--json"))
+    assert found["results"][0]["symbol"] == "parse_header"
+    as_json(run("build", sample_repo, "--embedder", "openai:sized@768", "--force", "--json"))  # `dimensions`
+    assert as_json(run("inspect", sample_repo, "--json"))["snapshot"]["model_id"] == "openai:sized@768"
+
+
+def test_rate_limits_are_waited_out_as_retry_after_says(sample_repo, server):
+    server.control(fail=[{"status": 429, "retry_after": 1}, {"status": 429, "retry_after": 1}])
+    started = time.monotonic()
+    report = as_json(run("build", sample_repo, "--embedder", "ollama:nomic-embed-text", "--json"))
+    assert report["vectors_pending"] == 0 and time.monotonic() - started >= 2.0
+    assert server.stats()["requests"] >= 3
+
+
+def test_failing_batches_end_the_build_keep_what_is_committed_and_the_next_build_resumes(tmp_path, server):
+    repo = write_tree(tmp_path / "r", {f"m{i}.py": f"def handler_{i}(x):\n    return x + {i}\n" for i in range(70)})
+    server.control(fail=[{"status": 500}] * 12)  # more than the attempts of every request in flight
+    res = run("build", repo, "--embedder", "openai:text-embedding-test")
+    one_line_error(res, "did not take a batch", "after 3 attempts", "HTTP 500")
+    st = as_json(run("status", repo, "--json"))
+    assert st["files"] == 70 and st["vectors"]["state"] == "pending"  # every file committed, searchable
+    bm25 = as_json(run("search", "handler_42", "--path", repo, "--mode", "bm25", "--no-update", "--json"))
+    assert bm25["results"][0]["path"] == "m42.py"
+    server.control(fail=[])
+    before = server.stats()["texts"]
+    again = as_json(run("build", repo, "--json"))  # the index's embedder, recorded
+    assert again["vectors_pending"] == 0 and again["chunks_embedded"] == st["vectors"]["total"] - st["vectors"]["done"]
+    sent = server.stats()["texts"] - before  # plus the width probe of a process new to the server
+    assert sent - again["chunks_embedded"] in (0, 1)
+
+
+def test_a_server_that_stalls_times_out_with_one_line(sample_repo, server, monkeypatch):
+    monkeypatch.setenv("CODII_SQL_HTTP_TIMEOUT", "0.5")
+    monkeypatch.setenv("CODII_SQL_HTTP_RETRIES", "2")
+    server.control(delay=2.0)
+    one_line_error(run("build", sample_repo, "--embedder", "ollama:slow-model"), "no answer within 0.5 s")
+
+
+def test_vectors_of_another_width_mid_build_stop_it(tmp_path, server, monkeypatch):
+    repo = write_tree(tmp_path / "r", {f"m{i}.py": f"def handler_{i}(x):\n    return x + {i}\n" for i in range(200)})
+    monkeypatch.setattr("codii_sql.ingest.embedding.EMBED_STEP", 64)
+    real_post = httpx.Client.post
+    calls = []
+
+    def post(self, url, **kw):  # the server swaps its model after the first batch of vectors
+        calls.append(url)
+        if len(calls) == 3:
+            server.control(dims=768)
+        return real_post(self, url, **kw)
+
+    monkeypatch.setattr(httpx.Client, "post", post)
+    res = run("build", repo, "--embedder", "ollama:shifty")
+    one_line_error(res, "returned 768-dim vectors where it returned 384-dim ones before", "--force")
+    assert as_json(run("doctor", repo, "--check-only", "--json"))["consistent"]
+
+
+def test_a_server_killed_mid_build_loses_nothing_and_the_next_build_embeds_only_what_is_missing(tmp_path, monkeypatch):
+    repo = write_tree(tmp_path / "r", {f"m{i}.py": "".join(f"def h_{i}_{j}(x):\n    return x + {j}\n\n\n"
+                                                           for j in range(4)) for i in range(60)})
+    monkeypatch.setattr("codii_sql.ingest.embedding.VECTOR_BATCH", 64)
+    monkeypatch.setattr("codii_sql.ingest.embedding.EMBED_STEP", 64)
+    first = Server()
+    try:
+        for key, value in first.env.items():
+            monkeypatch.setenv(key, value)
+        first.control(exit_after=3)  # the probe and two batches of 64, then the process is gone
+        one_line_error(run("build", repo, "--embedder", "ollama:nomic-embed-text"), "refused the connection",
+                       '"ollama serve"')
+    finally:
+        first.stop()
+    st = as_json(run("status", repo, "--json"))
+    assert st["vectors"]["done"] == 128 and st["files"] == 60
+    assert as_json(run("doctor", repo, "--check-only", "--json"))["consistent"]
+    second = Server()
+    try:
+        for key, value in second.env.items():
+            monkeypatch.setenv(key, value)
+        again = as_json(run("build", repo, "--json"))
+        assert again["vectors_pending"] == 0 and again["chunks_embedded"] == st["vectors"]["total"] - 128
+        assert second.stats()["texts"] - again["chunks_embedded"] in (0, 1)
+    finally:
+        second.stop()
+
+
+def test_a_search_answers_from_bm25_when_the_provider_is_down(sample_repo, monkeypatch):
+    down = Server()
+    for key, value in down.env.items():
+        monkeypatch.setenv(key, value)
+    as_json(run("build", sample_repo, "--embedder", "ollama:nomic-embed-text", "--json"))
+    down.stop()
+    found = as_json(run("search", "parse_header", "--path", sample_repo, "--json"))
+    assert found["results"][0]["symbol"] == "parse_header"
+    assert "the embedder ollama:nomic-embed-text did not answer" in found["note"] and "BM25" in found["note"]
+
+
+@pytest.mark.parametrize("embedder, env, words", [
+    ("ollama:nomic-embed-text", {"OLLAMA_HOST": "http://127.0.0.1:9"}, ["Ollama at http://127.0.0.1:9 refused the "
+                                                                        'connection: is "ollama serve" running?']),
+    ("openai:text-embedding-test", {"OPENAI_API_KEY": ""}, ["answered 401: check OPENAI_API_KEY"]),
+    ("ollama:missing-model", {}, ["answered 404", "run `ollama pull missing-model`"]),
+])
+def test_errors_say_what_to_do(sample_repo, server, monkeypatch, embedder, env, words):
+    if embedder.startswith("openai"):
+        server.control(fail=[{"status": 401, "message": "Incorrect API key provided"}])
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setenv("CODII_SQL_HTTP_RETRIES", "1")
+    one_line_error(run("build", sample_repo, "--embedder", embedder), *words)
+    assert KEY not in run("build", sample_repo, "--embedder", embedder).output
+
+
+def test_an_index_built_by_a_provider_is_refused_another_model(sample_repo):
+    as_json(run("build", sample_repo, "--embedder", "ollama:nomic-embed-text", "--json"))
+    res = run("build", sample_repo, "--embedder", "openai:text-embedding-test")
+    one_line_error(res, "'ollama:nomic-embed-text'", "--force --embedder openai:text-embedding-test")
+    assert Path(Codebase.open(sample_repo).db_path).is_file()
