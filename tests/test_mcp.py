@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
+from support.providers import Server
 from support.trees import REPO_ROOT, write_tree
 
 from codii_sql.codebase import Codebase
@@ -26,11 +27,11 @@ TOOLS = {"index_codebase", "get_indexing_status", "search_code", "clear_index", 
 
 
 @asynccontextmanager
-async def server(home: Path):
-    """A fresh ``python -m codii_sql.mcp`` process and an initialised client session."""
+async def server(home: Path, **env: str):
+    """A fresh ``python -m codii_sql.mcp`` process (with ``env`` added) and an initialised client session."""
     params = StdioServerParameters(command=sys.executable, args=["-m", "codii_sql.mcp"], cwd=str(REPO_ROOT),
                                    env={"CODII_SQL_HOME": str(home), "PYTHONPATH": str(REPO_ROOT),
-                                        "CODII_SQL_THREADS": "1"})
+                                        "CODII_SQL_THREADS": "1", **env})
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
         await session.initialize()
         yield session
@@ -322,3 +323,33 @@ def test_an_empty_path_is_refused_not_taken_as_the_servers_folder(codii_home):
         assert not (codii_home / "indexes").exists()  # nothing was indexed, not even the server's folder
 
     asyncio.run(run())
+
+
+def test_an_agent_indexes_with_a_provider_and_still_searches_when_it_is_down(codii_home, sample_repo):
+    """index_codebase(embedder=...) through a real Ollama-speaking server; with the server gone,
+    search_code answers from BM25 and says why."""
+    provider = Server()
+
+    async def scenario():
+        async with server(codii_home, OLLAMA_HOST=provider.url, CODII_SQL_HTTP_RETRIES="2") as s:
+            root = str(sample_repo)
+            started = await call(s, "index_codebase", path=root, embedder="ollama:nomic-embed-text")
+            assert started["status"] == "started"
+            st = await wait_indexed(s, sample_repo)
+            assert st["vectors"]["state"] == "complete" and st["vectors"]["done"] == st["chunks"]["indexed"]
+            found = await call(s, "search_code", path=root, query="parse a header line", mode="vector")
+            assert found["results"][0]["symbol"] == "parse_header" and "note" not in found
+            provider.stop()
+            down = await call(s, "search_code", path=root, query="parse_header")
+            assert down["results"][0]["symbol"] == "parse_header"
+            assert "did not answer" in down["note"] and "BM25" in down["note"]
+            refused = await refused_call(s)
+            assert "holds vectors of the embedder 'ollama:nomic-embed-text'" in refused
+
+    async def refused_call(s):
+        return await refused(s, "index_codebase", path=str(sample_repo), embedder="local")
+
+    try:
+        asyncio.run(scenario())
+    finally:
+        provider.stop()

@@ -4,45 +4,18 @@ speaking Ollama's and OpenAI's embedding APIs and backed by the bundled model.""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import httpx
 import pytest
 from click.testing import CliRunner
-from support.trees import REPO_ROOT, write_tree
+from support.providers import KEY, Server
+from support.trees import write_tree
 
 from codii_sql.cli import cli
 from codii_sql.codebase import Codebase
 from codii_sql.storage.store import Store
-
-SERVER = REPO_ROOT / "tests" / "support" / "embedding_server.py"
-KEY = "sk-test-do-not-store-0123456789"
-
-
-class Server:
-    """One embedding server process; ``env`` points both providers at it."""
-
-    def __init__(self, dims: int = 384):
-        self.proc = subprocess.Popen([sys.executable, str(SERVER), "--dims", str(dims)], stdout=subprocess.PIPE,
-                                     text=True)
-        line = self.proc.stdout.readline()
-        assert line.startswith("PORT "), line
-        self.url = f"http://127.0.0.1:{int(line.split()[1])}"
-        self.env = {"OLLAMA_HOST": self.url, "OPENAI_BASE_URL": f"{self.url}/v1", "OPENAI_API_KEY": KEY}
-
-    def control(self, **state) -> None:
-        httpx.post(f"{self.url}/_control", json=state).raise_for_status()
-
-    def stats(self) -> dict:
-        return httpx.get(f"{self.url}/_stats").json()
-
-    def stop(self) -> None:
-        self.proc.kill()
-        self.proc.wait()
-
 
 @pytest.fixture(scope="module")
 def server():

@@ -12,7 +12,8 @@ dies mid-build:
 Each ``fail`` entry answers one embedding request with that status (then the list moves on);
 ``delay`` stalls each embedding request that many seconds; ``exit_after`` ends the process after
 that many more answered embedding requests. Run: ``python embedding_server.py [--dims N]``; it
-prints ``PORT <n>`` on stdout once listening on 127.0.0.1.
+prints ``PORT <n>`` on stdout once listening on 127.0.0.1. ``$EMBEDDING_SERVER_THREADS`` (default
+1: tests run beside it) sets the model's threads.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from codii_sql.models.minilm import MiniLM  # noqa: E402
 STATE = {"fail": [], "delay": 0.0, "dims": 384, "exit_after": None, "requests": 0, "texts": 0,
          "authorization": []}
 LOCK = threading.Lock()
-MODEL = MiniLM(threads=1)
+MODEL = MiniLM(threads=int(os.environ.get("EMBEDDING_SERVER_THREADS", "1")))
 
 
 def vectors(texts: list[str], dims: int) -> list[list[float]]:
