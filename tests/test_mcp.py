@@ -23,7 +23,7 @@ from codii_sql.storage.store import Store
 pytestmark = pytest.mark.slow
 
 TOOLS = {"index_codebase", "get_indexing_status", "search_code", "clear_index", "list_codebases",
-         "find_similar_code", "get_content", "get_chunk"}
+         "find_similar_code", "get_content", "get_chunk", "list_workspaces"}
 
 
 @asynccontextmanager
@@ -107,7 +107,7 @@ def test_tools_list_fast_with_schemas_and_descriptions(codii_home):
         assert search["limit"]["default"] == 10 and search["limit"]["maximum"] == 50
         assert search["mode"]["enum"] == ["hybrid", "bm25", "vector"] and search["rerank"]["default"] is False
         assert set(tools["index_codebase"].input_schema["properties"]) == {"path", "force", "customExtensions",
-                                                                          "ignorePatterns", "resetFilters", "embedder"}
+                                                                          "ignorePatterns", "resetFilters", "embedder", "workspace"}
         assert "LIMITS" in tools["index_codebase"].description
 
     asyncio.run(run())

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import click
 
 from .. import service
+from ..errors import CodiiError, UsageError
 from .output import (
     db_option,
     describe_filters,
@@ -17,7 +20,8 @@ from .output import (
 
 
 @click.command()
-@click.argument("path", required=False, default=None)
+@click.argument("paths", nargs=-1)
+@click.option("--workspace", default=None, help="Build every codebase of this workspace (see `codii-sql workspace`).")
 @click.option("--force", is_flag=True, help="Re-read and re-chunk every file; searches keep working meanwhile (after a model change the index is emptied first).")
 @click.option("--ignore", "ignore_patterns", multiple=True, help="Extra gitignore-style pattern (repeatable).")
 @click.option("--ext", "extensions", multiple=True, help="Index only these extensions, e.g. --ext .py (repeatable).")
@@ -39,46 +43,118 @@ from .output import (
 @click.option("--detached", is_flag=True, hidden=True, help="Run as the background process of --daemon.")
 @db_option
 @json_option
-def build(path, force, ignore_patterns, extensions, reset_filters, no_cache, embedder, vectors, daemon, dry_run,
-          detached, db, as_json):
-    """Build or update the index of the codebase at PATH (default: current directory).
+def build(paths, workspace, force, ignore_patterns, extensions, reset_filters, no_cache, embedder, vectors, daemon,
+          dry_run, detached, db, as_json):
+    """Build or update the index of the codebase at each PATH (default: the current directory).
 
     Every file is searchable by BM25, symbol and path as soon as the lexical phase commits it;
-    the vector phase then embeds the chunks, source files first.
+    the vector phase then embeds the chunks, source files first. Several PATHs (or --workspace)
+    build one after the other in this process, with one model load and one summary.
     """
-    codebase = service.open_codebase(path, db)
-    ignore = list(ignore_patterns) if ignore_patterns or reset_filters else None
-    exts = list(extensions) if extensions or reset_filters else None
-    if dry_run:
-        survey = service.dry_run(codebase, ignore_patterns=ignore, extensions=exts, vectors=vectors,
-                                 embedder_name=embedder)
-        return emit(survey) if as_json else print_dry_run(survey)
-    if daemon:
-        return _start_daemon(codebase, as_json, force=force, ignore=ignore_patterns, exts=extensions,
-                             reset_filters=reset_filters, no_cache=no_cache, embedder=embedder, vectors=vectors)
+    job = Job(force=force, ignore=list(ignore_patterns), exts=list(extensions), reset_filters=reset_filters,
+              no_cache=no_cache, embedder=embedder, vectors=vectors, daemon=daemon, dry_run=dry_run,
+              as_json=as_json)
+    if workspace or len(paths) > 1:
+        if db is not None or detached:
+            raise UsageError("--db names one index: build several codebases without it")
+        _, found = service.member_paths(workspace, list(paths))
+        return _build_many(found, job)
+    codebase = service.open_codebase(paths[0] if paths else None, db)
     if detached:
         with service.detached(codebase):
-            return _build(codebase, force, ignore, exts, no_cache, embedder, vectors, as_json)
-    if service.is_locked(codebase):
+            return _emit(job, job.run(codebase))
+    if service.is_locked(codebase) and not (dry_run or daemon):
         click.echo(f"Waiting for another process that is indexing {codebase.root} ...", err=True)
-    return _build(codebase, force, ignore, exts, no_cache, embedder, vectors, as_json)
+    _emit(job, job.run(codebase))
 
 
-def _build(codebase, force, ignore, exts, no_cache, embedder, vectors, as_json):
-    warnings: list[str] = []
+@dataclass
+class Job:
+    """One ``build`` command's options, applied to each codebase it names."""
 
-    def warn(message: str) -> None:
-        warnings.append(message)
-        click.echo(f"Warning: {message}", err=True)
+    force: bool
+    ignore: list[str]
+    exts: list[str]
+    reset_filters: bool
+    no_cache: bool
+    embedder: str | None
+    vectors: bool | None
+    daemon: bool
+    dry_run: bool
+    as_json: bool
 
-    with progress_bar(not as_json and err_console.is_terminal) as bar:
-        report = service.build(codebase, force=force, progress=bar, use_cache=not no_cache, warn=warn,
-                               ignore_patterns=ignore, extensions=exts, embedder_name=embedder, vectors=vectors)
-    filters = service.recorded_filters(codebase)
-    if as_json:
-        emit({"codebase": str(codebase.root), "db": str(codebase.db_path), **report.to_dict(), "filters": filters,
-              **({"warnings": warnings} if warnings else {})})
-        return
+    def run(self, codebase) -> dict:
+        """Build (or survey, or start in the background) ``codebase``; its JSON, printed as text unless ``as_json``."""
+        ignore = self.ignore if self.ignore or self.reset_filters else None
+        exts = self.exts if self.exts or self.reset_filters else None
+        if self.dry_run:
+            survey = service.dry_run(codebase, ignore_patterns=ignore, extensions=exts, vectors=self.vectors,
+                                     embedder_name=self.embedder)
+            return survey if self.as_json else print_dry_run(survey) or survey
+        if self.daemon:
+            return self._start_daemon(codebase)
+        return self._build(codebase, ignore, exts)
+
+    def _build(self, codebase, ignore, exts) -> dict:
+        warnings: list[str] = []
+
+        def warn(message: str) -> None:
+            warnings.append(message)
+            click.echo(f"Warning: {message}", err=True)
+
+        with progress_bar(not self.as_json and err_console.is_terminal) as bar:
+            report = service.build(codebase, force=self.force, progress=bar, use_cache=not self.no_cache, warn=warn,
+                                   ignore_patterns=ignore, extensions=exts, embedder_name=self.embedder,
+                                   vectors=self.vectors)
+        filters = service.recorded_filters(codebase)
+        out = {"codebase": str(codebase.root), "db": str(codebase.db_path), **report.to_dict(), "filters": filters,
+               **({"warnings": warnings} if warnings else {})}
+        if not self.as_json:
+            _print_report(codebase, report, filters)
+        return out
+
+    def _start_daemon(self, codebase) -> dict:
+        """``build --daemon``: the same build, with the same options, in a detached process."""
+        options = [*(["--force"] if self.force else []), *(f"--ignore={p}" for p in self.ignore),
+                   *(f"--ext={e}" for e in self.exts), *(["--reset-filters"] if self.reset_filters else []),
+                   *(["--no-cache"] if self.no_cache else []),
+                   *([f"--embedder={self.embedder}"] if self.embedder else []),
+                   *([] if self.vectors is None else ["--vectors" if self.vectors else "--no-vectors"])]
+        info = service.start_daemon(codebase, options)
+        if not self.as_json:
+            pid = f" (pid {info['pid']})" if info.get("pid") else ""
+            click.echo(f"Building {codebase.root} in the background{pid}: `codii-sql status {codebase.root}` "
+                       f"follows it; log: {info.get('log')}")
+        return {"codebase": str(codebase.root), "db": str(codebase.db_path), "daemon": info}
+
+
+def _emit(job: Job, out: dict) -> None:
+    if job.as_json:
+        emit(out)
+
+
+def _build_many(found: list[str], job: Job) -> None:
+    """Each codebase in turn, as ``build`` does one (one process: one model load); then one summary.
+    A member that is missing or fails is reported and the others still build; exit status 1 then."""
+    rows, failed = [], 0
+    for path in found:
+        try:
+            codebase = service.open_codebase(path)
+            rows.append({"ok": True, **job.run(codebase)})
+        except CodiiError as err:
+            failed += 1
+            rows.append({"codebase": path, "ok": False, "error": str(err)})
+            click.echo(f"Error: {path}: {err}", err=True)
+    if job.as_json:
+        emit({"codebases": rows, "built": len(rows) - failed, "failed": failed})
+    else:
+        done = "surveyed" if job.dry_run else "started" if job.daemon else "built"
+        click.echo(f"{len(rows) - failed} of {len(rows)} codebases {done}" + (f"; {failed} failed" if failed else ""))
+    if failed:
+        raise SystemExit(1)
+
+
+def _print_report(codebase, report, filters) -> None:
     click.echo(f"Indexed {codebase.root} -> {codebase.db_path}")
     click.echo(f"  files: {report.files} ({report.added} added, {report.modified} modified, {report.removed} removed, "
                f"{report.reindexed} re-indexed, {report.unchanged} unchanged)")
@@ -95,17 +171,3 @@ def _build(codebase, force, ignore, exts, no_cache, embedder, vectors, as_json):
     click.echo(f"  time: {report.seconds:.2f} s")
     if filters["extensions"] or filters["ignore_patterns"]:
         click.echo(f"  filters kept for later builds: {describe_filters(filters)} (--reset-filters drops them)")
-
-
-def _start_daemon(codebase, as_json, *, force, ignore, exts, reset_filters, no_cache, embedder, vectors):
-    """``build --daemon``: the same build, with the same options, in a detached process."""
-    options = [*(["--force"] if force else []), *(f"--ignore={p}" for p in ignore), *(f"--ext={e}" for e in exts),
-               *(["--reset-filters"] if reset_filters else []), *(["--no-cache"] if no_cache else []),
-               *([f"--embedder={embedder}"] if embedder else []),
-               *([] if vectors is None else ["--vectors" if vectors else "--no-vectors"])]
-    info = service.start_daemon(codebase, options)
-    if as_json:
-        return emit({"codebase": str(codebase.root), "db": str(codebase.db_path), "daemon": info})
-    pid = f" (pid {info['pid']})" if info.get("pid") else ""
-    click.echo(f"Building {codebase.root} in the background{pid}: `codii-sql status {codebase.root}` follows it; "
-               f"log: {info.get('log')}")

@@ -10,10 +10,22 @@ from .output import db_option, emit, fmt_value, json_option
 
 @click.command()
 @click.argument("path", required=False, default=None)
+@click.option("--workspace", default=None, help="The state of every member of this workspace instead.")
 @db_option
 @json_option
-def status(path, db, as_json):
-    """Show whether PATH is indexed, being indexed, failed or stale."""
+def status(path, workspace, db, as_json):
+    """Show whether PATH is indexed, being indexed, failed or stale, and how far its vectors are."""
+    if workspace:
+        described = service.describe(service.get_workspace(workspace))
+        if as_json:
+            return emit(described)
+        click.echo(f"{described['name']} ({described['source']}): {len(described['members'])} member(s)")
+        for m in described["members"]:
+            vectors = m.get("vectors")
+            more = f"  files={m['files']} chunks={m['chunks']}" if "files" in m else ""
+            more += f" vectors={vectors['done']}/{vectors['total']}" if vectors and vectors["state"] != "complete" else ""
+            click.echo(f"  {m['status']:<11} {m['codebase']}{more}")
+        return None
     st = service.status(service.open_codebase(path, db))
     if as_json:
         return emit(st)
@@ -27,17 +39,30 @@ def status(path, db, as_json):
 def list_(as_json):
     """List every index under $CODII_SQL_HOME."""
     rows = service.list_codebases()
+    groups = {ws.name: set(ws.paths) for ws in service.workspaces().values()}
+    for r in rows:
+        r["workspaces"] = sorted(name for name, members in groups.items() if r.get("root") in members)
     if as_json:
         return emit(rows)
     if not rows:
         click.echo("No indexes yet: run `codii-sql build PATH`.")
-    for r in rows:
-        size = f"size={r['size_bytes'] / 1e6:.1f} MB"
-        if "files" not in r:  # damaged or unreadable: counts are unknown, say what to do instead
-            hint = f"`codii-sql clear --db {r['db']} --yes` deletes it" if r["status"] == "damaged" else r.get("error")
-            click.echo(f"{r['db']}  {r['status']}  {size}  ({hint})")
-            continue
-        click.echo(f"{r.get('root') or r['db']}  {r.get('status')}  files={r['files']} chunks={r['chunks']} {size}")
+    # Grouped: each workspace's indexes under its name, then the indexes of no workspace.
+    order = [(name, [r for r in rows if name in r["workspaces"]]) for name in groups]
+    order = [(name, members) for name, members in order if members] + [(None, [r for r in rows if not r["workspaces"]])]
+    for name, members in order:
+        if name is not None:
+            click.echo(f"[workspace {name}]")
+        for r in members:
+            _list_row(r, "  " if name is not None else "")
+
+
+def _list_row(r: dict, indent: str) -> None:
+    size = f"size={r['size_bytes'] / 1e6:.1f} MB"
+    if "files" not in r:  # damaged or unreadable: counts are unknown, say what to do instead
+        hint = f"`codii-sql clear --db {r['db']} --yes` deletes it" if r["status"] == "damaged" else r.get("error")
+        click.echo(f"{indent}{r['db']}  {r['status']}  {size}  ({hint})")
+        return
+    click.echo(f"{indent}{r.get('root') or r['db']}  {r.get('status')}  files={r['files']} chunks={r['chunks']} {size}")
 
 
 @click.command()

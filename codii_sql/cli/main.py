@@ -8,6 +8,7 @@ import click
 
 from ..errors import CodiiError
 from . import building, evaluation, info, maintenance, searching
+from .workspace import workspace
 from .models import models
 
 
@@ -44,7 +45,7 @@ def serve():
 
 
 for command in (building.build, searching.search, info.status, info.list_, info.stats, maintenance.clear,
-                info.inspect, maintenance.doctor, serve, evaluation.eval_, models):
+                info.inspect, maintenance.doctor, serve, evaluation.eval_, models, workspace):
     cli.add_command(command)
 
 

@@ -61,12 +61,13 @@ def fmt_value(key: str, value):
     return json.dumps(value) if isinstance(value, (dict, list)) else value
 
 
-def print_results(resp) -> None:
-    """Numbered results with their first 12 lines, then a count and the time on stderr."""
+def print_results(resp, *, with_codebase: bool = False) -> None:
+    """Numbered results with their first 12 lines, then a count and the time on stderr; over several
+    codebases each result's path is preceded by its codebase's root."""
     if not resp.results:
         click.echo("No results.")
     for i, r in enumerate(resp.results, 1):
-        where = f"{r.path}:{r.start_line}-{r.end_line}"
+        where = f"{r.codebase + '/' if with_codebase and r.codebase else ''}{r.path}:{r.start_line}-{r.end_line}"
         label = f"{r.kind} {r.symbol}" if r.symbol else r.kind
         click.secho(f"{i}. {where}  {label}  score={r.score:.4f}{'  [stale]' if r.stale else ''}", bold=True)
         lines = r.content.splitlines()

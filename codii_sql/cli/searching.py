@@ -27,9 +27,12 @@ def _search_options(limit, mode, exts, glob, language, no_prior, group_by, reran
 
 @click.command()
 @click.argument("query", required=False)
-@click.option("--path", "path", default=None,
+@click.option("--path", "paths", multiple=True,
               help="Codebase root (default: the root recorded in --db, else the current directory); a subfolder "
-                   "of an indexed codebase searches that index, keeping files under the subfolder.")
+                   "of an indexed codebase searches that index, keeping files under the subfolder. Repeat it to "
+                   "search several codebases at once.")
+@click.option("--workspace", default=None,
+              help="Search every codebase of this workspace (see `codii-sql workspace`), with any --path too.")
 @click.option("--limit", "-n", type=click.IntRange(1, MAX_LIMIT), default=10, show_default=True)
 @click.option("--mode", type=click.Choice(MODES), default="hybrid", show_default=True)
 @click.option("--ext", "exts", multiple=True, help="Only files ending in this extension (repeatable), e.g. --ext .py")
@@ -47,8 +50,8 @@ def _search_options(limit, mode, exts, glob, language, no_prior, group_by, reran
 @db_option
 @json_option
 @click.option("--jsonl", is_flag=True, help="Print one JSON result per line.")
-def search(query, path, limit, mode, exts, glob, language, group_by, no_prior, rerank, rerank_model, no_update,
-           queries_file, db, as_json, jsonl):
+def search(query, paths, workspace, limit, mode, exts, glob, language, group_by, no_prior, rerank, rerank_model,
+           no_update, queries_file, db, as_json, jsonl):
     """Search the codebase for QUERY (natural language or an identifier).
 
     Builds the index first if it is missing, and updates it if files changed.
@@ -56,8 +59,16 @@ def search(query, path, limit, mode, exts, glob, language, group_by, no_prior, r
     """
     if as_json and jsonl:
         raise UsageError("pass either --json (one object) or --jsonl (one result per line), not both")
-    codebase, scope = service.find_codebase(path, db)
     opts = _search_options(limit, mode, exts, glob, language, no_prior, group_by, rerank, rerank_model)
+    if workspace or len(paths) > 1:
+        if db is not None or queries_file is not None:
+            raise UsageError("--db and --queries-file search one codebase: drop --workspace or the extra --path")
+        if query is None:
+            raise UsageError("missing QUERY: codii-sql search \"where are retries handled\" --workspace NAME")
+        resp = service.search_workspace(query, opts, workspace=workspace, paths=list(paths), update=not no_update)
+        return _print_many(resp, as_json, jsonl)
+    path = paths[0] if paths else None
+    codebase, scope = service.find_codebase(path, db)
     opts.under = scope or None
     if queries_file is not None:
         if query is not None:
@@ -66,8 +77,8 @@ def search(query, path, limit, mode, exts, glob, language, group_by, no_prior, r
     if query is None:
         raise UsageError("missing QUERY: codii-sql search \"where are retries handled\" --path REPO")
     if not (as_json or jsonl or no_update) and query.strip() and not codebase.db_path.is_file():
-        click.echo(f"Indexing {codebase.root} first: the model embeds every chunk once (minutes for a large "
-                   "codebase); later searches update only changed files.", err=True)
+        click.echo(f"Indexing {codebase.root} first: every file is searchable by BM25 in seconds, and the model "
+                   "embeds the chunks in the background; later searches update only changed files.", err=True)
     with progress_bar(not (as_json or jsonl) and err_console.is_terminal) as bar:
         resp = service.search(codebase, query, opts, update=not no_update, progress=bar)
     if scope and not (as_json or jsonl):
@@ -81,6 +92,19 @@ def search(query, path, limit, mode, exts, glob, language, group_by, no_prior, r
             click.echo(json.dumps(r.to_dict(), ensure_ascii=False))
     else:
         print_results(resp)
+
+
+def _print_many(resp, as_json: bool, jsonl: bool) -> None:
+    """A search over several codebases: the merged list, each result with its codebase."""
+    if resp.note and not as_json:
+        click.echo(f"Note: {resp.note}", err=True)
+    if as_json:
+        emit(resp.to_dict())
+    elif jsonl:
+        for r in resp.results:
+            click.echo(json.dumps(r.to_dict(), ensure_ascii=False))
+    else:
+        print_results(resp, with_codebase=True)
 
 
 def _batch_search(codebase, opts, lines, no_update, as_json):

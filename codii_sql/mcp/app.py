@@ -80,10 +80,12 @@ def codebase_at(path: str) -> Codebase:
     return open_codebase(check_path(path))
 
 
-def result_lines(results: list[dict]) -> str:
-    """``1. path:start-end symbol score=...`` per result (``Result.to_dict`` rows)."""
-    return "\n".join(f"{i}. {r['path']}:{r['start_line']}-{r['end_line']} {r['symbol'] or r['kind']} "
-                     f"score={r['score']:.4f}" + (" [stale]" if r["stale"] else "") for i, r in enumerate(results, 1))
+def result_lines(results: list[dict], *, with_codebase: bool = False) -> str:
+    """``1. path:start-end symbol score=...`` per result (``Result.to_dict`` rows), the path after its
+    codebase's root ``with_codebase``."""
+    return "\n".join(f"{i}. {r['codebase'] + '/' if with_codebase and r.get('codebase') else ''}{r['path']}:"
+                     f"{r['start_line']}-{r['end_line']} {r['symbol'] or r['kind']} score={r['score']:.4f}"
+                     + (" [stale]" if r["stale"] else "") for i, r in enumerate(results, 1))
 
 
 def numbered(content: str, first_line: int) -> str:

@@ -23,7 +23,7 @@ from .app import READ_ONLY, SESSION, PathArg, agent_errors, answer, codebase_at,
 )
 @agent_errors
 def index_codebase(
-    path: PathArg,
+    path: Annotated[str, Field(description="Absolute path of the codebase root directory (or use workspace).")] = "",
     force: Annotated[bool, Field(description="Re-read and re-chunk every file (in place; emptied first only after a model change).")] = False,
     customExtensions: Annotated[list[str], Field(  # noqa: N803 - the name agents already use
         max_length=100, description="Index ONLY files ending in these extensions, e.g. ['.py']; [] = as the last build "
@@ -37,7 +37,13 @@ def index_codebase(
         max_length=200, description="Embedding model: local (bundled, offline; default), local:fast, "
                                     "ollama:MODEL or openai:MODEL (the server's OLLAMA_HOST / OPENAI_BASE_URL); "
                                     "another than the index's needs force=true.")] = None,
+    workspace: Annotated[str | None, Field(max_length=200, description="Index every codebase of this workspace "
+                                                                       "instead of path (see list_workspaces).")] = None,
 ) -> CallToolResult:
+    if workspace:
+        data = SESSION.index_workspace(workspace, force=force, embedder=embedder)
+        lines = "".join(f"\n- {row['codebase']}: {row['status']}" for row in data["codebases"])
+        return answer(f"workspace {data['workspace']}: poll get_indexing_status for each member{lines}", data)
     data, hint = SESSION.index(codebase_at(path), force=force, extensions=customExtensions,
                                ignore_patterns=ignorePatterns, reset_filters=resetFilters, embedder=embedder)
     return answer(f"{data['codebase']}: {data['status']}; {hint}.", data)
@@ -101,3 +107,19 @@ def list_codebases() -> CallToolResult:
             f"{r['files']} files, {r['chunks']} chunks" if "files" in r else f"{r['size_bytes']} bytes: {r.get('error')}")
         for r in rows)
     return answer(summary, {"codebases": rows})
+
+
+@server.tool(
+    description=(
+        "List the workspaces (named sets of codebases, from WORKSPACE_<NAME> variables of the server's environment "
+        "or `codii-sql workspace add`): each member's status (indexed, stale, indexing, not_indexed, failed, "
+        "missing), files, chunks and index size. search_code and index_codebase take a workspace name."),
+    annotations=READ_ONLY,
+)
+@agent_errors
+def list_workspaces() -> CallToolResult:
+    rows = SESSION.list_workspaces()
+    summary = f"{len(rows)} workspaces" + "".join(
+        f"\n- {ws['name']} ({ws['source']}): " + ", ".join(f"{m['codebase']} {m['status']}" for m in ws["members"])
+        for ws in rows)
+    return answer(summary, {"workspaces": rows})

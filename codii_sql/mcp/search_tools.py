@@ -31,13 +31,15 @@ from .app import (
         "kind, symbol, content and stale (file changed since indexing). A path inside an indexed codebase "
         "searches that codebase's files under it. Does not index: if the codebase is "
         "not indexed, call index_codebase first; while indexing runs, results come from the last committed "
-        "state. mode: hybrid (default), bm25 (exact words/identifiers) or vector (meaning)."),
+        "state. mode: hybrid (default), bm25 (exact words/identifiers) or vector (meaning). workspace (in place "
+        "of path, or with it) searches every codebase of a workspace at once (list_workspaces names them): one "
+        "ranked list whose results carry their codebase."),
     annotations=READ_ONLY,
 )
 @agent_errors
 def search_code(
-    path: PathArg,
     query: Annotated[str, Field(min_length=1, max_length=100_000, description="What to look for: words, identifiers or a question.")],
+    path: Annotated[str, Field(description="Absolute path of the codebase root directory (or use workspace).")] = "",
     limit: Annotated[int, Field(ge=1, le=MAX_SEARCH_LIMIT, description="Number of results.")] = 10,
     extensionFilter: Annotated[list[str], Field(  # noqa: N803
         max_length=50, description="Keep only files with these extensions, e.g. ['.ts', '.tsx']; [] = all.")] = [],
@@ -46,7 +48,12 @@ def search_code(
     mode: Annotated[Literal["hybrid", "bm25", "vector"], Field(description="Retrieval mode.")] = "hybrid",
     rerank: Annotated[bool, Field(description="Re-score the top 30 fused results with the cross-encoder of "
                                               "$CODII_SQL_RERANK_MODEL, when the server has one.")] = False,
+    workspace: Annotated[str | None, Field(max_length=200, description="A workspace to search instead of (or besides) "
+                                                                       "path; see list_workspaces.")] = None,
 ) -> CallToolResult:
+    if workspace:
+        opts = SearchOptions(limit=limit, mode=mode, exts=list(extensionFilter), glob=pathGlob or None, rerank=rerank)
+        return _workspace_answer(SESSION.search_workspace(workspace, [path] if path.strip() else [], query, opts))
     cb, scope = find_codebase(check_path(path))
     opts = SearchOptions(limit=limit, mode=mode, exts=list(extensionFilter), glob=pathGlob or None, rerank=rerank,
                          under=scope or None)
@@ -61,6 +68,18 @@ def search_code(
         summary += f"\nRe-rank {data['rerank']}"
     if results:
         summary += "\n" + result_lines(results)
+    return answer(summary, data)
+
+
+def _workspace_answer(data: dict) -> CallToolResult:
+    results, note = data["results"], data.get("note")
+    members = ", ".join(f"{m['codebase']} ({m['status']})" for m in data["codebases"])
+    summary = (f"{len(results)} result{'' if len(results) == 1 else 's'} for {data['query']!r} in workspace "
+               f"{data.get('workspace') or '-'}: {members} ({data['seconds'] * 1000:.0f} ms)")
+    if note:
+        summary += f"\nNote: {note}"
+    if results:
+        summary += "\n" + result_lines(results, with_codebase=True)
     return answer(summary, data)
 
 

@@ -13,7 +13,10 @@ class Result:
     """One chunk hit. Lines are 1-based inclusive; ``score`` is the fused score (higher is better).
 
     Results come in score order, except that an identifier query's named symbols and files come first
-    (:meth:`Searcher._run`), so a named chunk may lead with a lower score.
+    (:meth:`Searcher._run`), so a named chunk may lead with a lower score. ``codebase`` (the root) is
+    set in a search over several codebases; ``cosine`` (the raw cosine similarity to the query,
+    when the chunk was a KNN candidate) and ``tier`` (the named-symbol/file tier) serve merging
+    and are not part of the JSON.
     """
 
     path: str
@@ -29,10 +32,17 @@ class Result:
     role: str
     bm25_rank: int | None = None
     knn_rank: int | None = None
+    codebase: str | None = None
+    cosine: float | None = field(default=None, repr=False)
+    tier: int = field(default=0, repr=False)
 
     def to_dict(self) -> dict:
-        """JSON-ready dict with the documented result keys first."""
-        return asdict(self)
+        """JSON-ready dict with the documented result keys first (``codebase`` only when set)."""
+        out = asdict(self)
+        del out["cosine"], out["tier"]
+        if self.codebase is None:
+            del out["codebase"]
+        return out
 
 
 @dataclass

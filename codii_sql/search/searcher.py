@@ -134,8 +134,10 @@ class Searcher:
         keep = set(sorted((t for t in terms if t in df), key=priority)[:MAX_FTS_TERMS])
         return [t for t in terms if t in keep]
 
-    def search(self, query: str, opts: SearchOptions | None = None) -> list[Result]:
-        """The top ``opts.limit`` chunks (or files) for ``query``.
+    def search(self, query: str, opts: SearchOptions | None = None,
+               query_vector: np.ndarray | None = None) -> list[Result]:
+        """The top ``opts.limit`` chunks (or files) for ``query``; ``query_vector`` (float32[dims]) is its
+        embedding when the caller has it already (a search over several codebases embeds it once).
 
         An identifier-shaped query (:func:`query_shape`) puts first the chunks defining a symbol it
         names exactly (``Console.print``: not every ``print``) and the chunks of a file it names
@@ -167,7 +169,7 @@ class Searcher:
         # Numbers name things in a short query (HTTP 304, port 8080, version 4.17.2); in an
         # issue text they are mostly line numbers and versions of pasted output.
         self.note = None
-        qvec = self._query_vector(query) if opts.mode != "bm25" else None
+        qvec = self._query_vector(query, query_vector) if opts.mode != "bm25" else None
         if qvec is None and opts.mode != "bm25":  # the embedder did not answer: self.note says so
             opts = dataclasses.replace(opts, mode="bm25")
         fq = fts_query(self.select_terms(query, numbers=shape != "long")) if opts.mode != "vector" else None
@@ -188,7 +190,7 @@ class Searcher:
             results.sort(key=lambda r: -tier[r.id])
         return _top(results, opts)
 
-    def _query_vector(self, query: str) -> bytes | None:
+    def _query_vector(self, query: str, given: np.ndarray | None = None) -> bytes | None:
         """The query's embedding as a float32 blob, or None (and :attr:`note` saying why) when the
         embedder did not answer: the search then answers from BM25 rather than fail.
 
@@ -196,7 +198,7 @@ class Searcher:
             IndexMismatchError: the embedder's vectors are not as wide as the index's.
         """
         try:
-            vector = self.embedder.embed_query(query).astype(np.float32)
+            vector = (given if given is not None else self.embedder.embed_query(query)).astype(np.float32)
         except EmbeddingFailedError as err:
             self.note = f"the embedder {self.embedder.name} did not answer ({err}): these are BM25 results only"
             return None
@@ -255,7 +257,8 @@ class Searcher:
         return [
             Result(path=r["path"], start_line=r["start_line"], end_line=r["end_line"], score=round(r["score"], 6),
                    language=r["language"], kind=r["kind"], symbol=r["symbol"], content=r["content"],
-                   stale=stale(r), id=r["id"], role=r["role"], bm25_rank=r["bm25_rank"], knn_rank=r["knn_rank"])
+                   stale=stale(r), id=r["id"], role=r["role"], bm25_rank=r["bm25_rank"], knn_rank=r["knn_rank"],
+                   cosine=None if r["distance"] is None else round(1.0 - r["distance"], 6), tier=r["tier"] or 0)
             for r in rows
         ]
 

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 from ..codebase import Codebase
-from ..errors import IndexBusyError, NotIndexedError, UsageError
+from ..errors import CodiiError, IndexBusyError, NotIndexedError, UsageError
 from ..ingest.config import normalize_extensions
 from ..search.results import SearchOptions
 from ..search.staleness import StaleCheck
@@ -23,10 +23,12 @@ from ..text import decode_source
 from . import boundary
 from .indexes import OpenIndexes
 from .jobs import Job, Jobs
+from .fanout import member_paths, search_workspace
 from .maintenance import clear
 from .notes import filter_note, scope_note, vectors_note
 from .searching import similar_code
 from .status import inspect, list_codebases
+from .workspaces import describe, workspaces
 
 #: get_content returns at most this many lines per call (then ``next_start_line``).
 MAX_CONTENT_LINES = 2000
@@ -194,6 +196,37 @@ class Session:
         if note:
             data["note"] = note
         return data
+
+    def search_workspace(self, workspace: str | None, paths: list[str], query: str, opts: SearchOptions) -> dict:
+        """Search a workspace's members (and ``paths``) at once from their last committed states:
+        :meth:`ManyResponse.to_dict`, the query cut as in :meth:`search`.
+
+        Raises:
+            UsageError: an unknown or empty workspace, no indexed member, or a bad query or option.
+        """
+        resp = search_workspace(query, opts, workspace=workspace, paths=paths, update=False,
+                                provide=self.indexes.searcher)
+        data = resp.to_dict()
+        data["query"] = query if len(query) <= SHOWN_QUERY_CHARS else query[:SHOWN_QUERY_CHARS] + "…"
+        return data
+
+    def index_workspace(self, workspace: str, *, force: bool, embedder: str | None) -> dict:
+        """Start a background build for every member of ``workspace``: ``{"workspace", "codebases":
+        [{"codebase", "status"}]}`` (status as :meth:`index`, or ``missing`` / ``failed: why``)."""
+        name, found = member_paths(workspace, [])
+        rows = []
+        for path in found:
+            try:
+                data, _ = self.index(Codebase.open(path), force=force, extensions=[], ignore_patterns=[],
+                                     reset_filters=False, embedder=embedder)
+                rows.append(data)
+            except CodiiError as err:
+                rows.append({"codebase": path, "status": f"failed: {err}"})
+        return {"workspace": name, "codebases": rows}
+
+    def list_workspaces(self) -> list[dict]:
+        """Every workspace with each member's state (see :func:`describe`)."""
+        return [describe(ws) for ws in workspaces().values()]
 
     def similar(self, cb: Codebase, file: str, start_line: int | None, end_line: int | None, limit: int) -> dict:
         """Code most like ``file`` or its line range (see :func:`similar_code`).

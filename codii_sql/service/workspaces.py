@@ -1,0 +1,170 @@
+"""Workspaces: named sets of codebases, from ``WORKSPACE_<NAME>`` variables or the registry in ``$CODII_SQL_HOME``.
+
+As directory-indexer reads them: ``WORKSPACE_<NAME>`` holds a JSON array of paths or, failing
+that, comma-separated paths; the name is case-insensitive (kept lower-case). The registry
+(``$CODII_SQL_HOME/workspaces.json``, edited by ``codii-sql workspace add|remove``) holds the
+same; a workspace defined in the environment wins over one of the same name in the registry.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import filelock
+
+from ..codebase import Codebase
+from ..errors import CodiiError, UsageError
+from ..paths import home
+from .status import status
+
+ENV_PREFIX = "WORKSPACE_"
+#: A workspace name: letters, digits, ``_`` and ``-`` (what fits in an environment variable's name).
+_NAME = re.compile(r"^[A-Za-z0-9_-]+$")
+
+
+@dataclass(frozen=True)
+class Workspace:
+    """``name`` (lower case), member ``paths`` (absolute, as given: a member may be missing) and ``source``
+    (``env`` or ``registry``)."""
+
+    name: str
+    paths: tuple[str, ...]
+    source: str
+
+
+def parse_paths(value: str) -> list[str]:
+    """A ``WORKSPACE_*`` value as paths: a JSON array of strings, else comma-separated (blanks dropped)."""
+    try:
+        parsed = json.loads(value)
+    except ValueError:
+        parsed = None
+    if isinstance(parsed, list) and all(isinstance(p, str) for p in parsed):
+        return [p.strip() for p in parsed if p.strip()]
+    return [p.strip() for p in value.split(",") if p.strip()]
+
+
+def _normalised(path: str) -> str:
+    return os.path.abspath(os.path.expanduser(path))
+
+
+def registry_path() -> Path:
+    """``$CODII_SQL_HOME/workspaces.json``: ``{name: [path, ...]}``."""
+    return home() / "workspaces.json"
+
+
+def _read_registry() -> dict[str, list[str]]:
+    try:
+        data = json.loads(registry_path().read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as err:
+        raise UsageError(f"{registry_path()} cannot be read ({err}): fix or delete it") from None
+    if not isinstance(data, dict):
+        raise UsageError(f"{registry_path()} is not a JSON object of workspaces: fix or delete it")
+    return {str(k).lower(): [str(p) for p in v] for k, v in data.items() if isinstance(v, list)}
+
+
+def workspaces() -> dict[str, Workspace]:
+    """Every workspace by name: the registry's, then the environment's over them."""
+    out = {name: Workspace(name, tuple(paths), "registry") for name, paths in _read_registry().items()}
+    for key, value in os.environ.items():
+        if key.upper().startswith(ENV_PREFIX) and len(key) > len(ENV_PREFIX) and value.strip():
+            name = key[len(ENV_PREFIX):].lower()
+            out[name] = Workspace(name, tuple(_normalised(p) for p in parse_paths(value)), "env")
+    return dict(sorted(out.items()))
+
+
+def get_workspace(name: str) -> Workspace:
+    """The workspace called ``name`` (case-insensitive).
+
+    Raises:
+        UsageError: none of that name (the message lists the known ones), or it has no members.
+    """
+    found = workspaces().get(name.strip().lower())
+    if found is None:
+        known = ", ".join(workspaces()) or "none yet"
+        raise UsageError(f"no workspace {name!r} (known: {known}): define it with `codii-sql workspace add {name} "
+                         f"PATH...` or WORKSPACE_{name.upper()}=PATH,PATH")
+    if not found.paths:
+        raise UsageError(f"workspace {found.name!r} has no members: `codii-sql workspace add {found.name} PATH...`")
+    return found
+
+
+def add_paths(name: str, paths: list[str]) -> Workspace:
+    """Add ``paths`` (made absolute) to the registry's workspace ``name``, creating it.
+
+    Raises:
+        UsageError: a bad name, or no path given.
+    """
+    key = _checked_name(name)
+    if not paths:
+        raise UsageError("name the folders to add: codii-sql workspace add NAME PATH...")
+    with _registry_lock():
+        data = _read_registry()
+        members = data.setdefault(key, [])
+        members.extend(p for p in (_normalised(p) for p in paths) if p not in members)
+        _write_registry(data)
+    return Workspace(key, tuple(members), "registry")
+
+
+def remove(name: str, paths: list[str] | None = None) -> Workspace | None:
+    """Remove ``paths`` from the registry's workspace ``name``, or the whole workspace when none are
+    given; returns what is left (None when it is gone).
+
+    Raises:
+        UsageError: the registry has no such workspace (one from the environment is not removed here).
+    """
+    key = _checked_name(name)
+    with _registry_lock():
+        data = _read_registry()
+        if key not in data:
+            where = " (it comes from the environment: unset WORKSPACE_" + key.upper() + ")" \
+                if key in workspaces() else ""
+            raise UsageError(f"the registry has no workspace {key!r}{where}")
+        if paths:
+            gone = {_normalised(p) for p in paths}
+            data[key] = [p for p in data[key] if p not in gone]
+        else:
+            del data[key]
+        _write_registry(data)
+    return Workspace(key, tuple(data[key]), "registry") if key in data else None
+
+
+def _checked_name(name: str) -> str:
+    if not _NAME.match(name or ""):
+        raise UsageError(f"workspace names hold letters, digits, '_' and '-' only, not {name!r}")
+    return name.lower()
+
+
+def _registry_lock() -> filelock.FileLock:
+    registry_path().parent.mkdir(parents=True, exist_ok=True)
+    return filelock.FileLock(str(registry_path()) + ".lock", timeout=10)
+
+
+def _write_registry(data: dict[str, list[str]]) -> None:
+    """Write the registry through a temporary file: a kill never leaves half a JSON file."""
+    path = registry_path()
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(dict(sorted(data.items())), indent=1) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def describe(ws: Workspace, *, check_stale: bool = True) -> dict:
+    """``{"name", "source", "members": [{"codebase", "status", "files", "chunks", "size_bytes", ...}]}``;
+    a member's status is that of :func:`status` (indexed, stale, indexing, failed, not_indexed) or
+    ``missing`` for a folder that is not there."""
+    members = []
+    for path in ws.paths:
+        try:
+            cb = Codebase.open(path)
+        except CodiiError as err:
+            members.append({"codebase": path, "status": "missing", "note": str(err)})
+            continue
+        st = status(cb, check_stale=check_stale)
+        members.append({"codebase": str(cb.root), "status": st["status"],
+                        **{k: st[k] for k in ("files", "chunks", "size_bytes", "vectors") if k in st}})
+    return {"name": ws.name, "source": ws.source, "members": members}
