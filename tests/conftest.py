@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -10,10 +11,12 @@ from support.trees import SAMPLE, write_tree
 
 @pytest.fixture(autouse=True)
 def codii_home(tmp_path_factory, monkeypatch) -> Path:
-    """Every test gets its own index folder and embedding cache, and no search leaves its vector
+    """Every test gets its own index folder, embedding cache and no workspaces, and no search leaves its vector
     phase to a background process (tests of that set CODII_SQL_BACKGROUND themselves)."""
     home = tmp_path_factory.mktemp("codii-home")
     monkeypatch.setenv("CODII_SQL_HOME", str(home))
+    for key in [k for k in os.environ if k.upper().startswith("WORKSPACE_")]:  # the developer's own workspaces
+        monkeypatch.delenv(key)
     monkeypatch.setenv("CODII_SQL_BACKGROUND", "0")
     return home
 

@@ -353,3 +353,35 @@ def test_an_agent_indexes_with_a_provider_and_still_searches_when_it_is_down(cod
         asyncio.run(scenario())
     finally:
         provider.stop()
+
+
+def test_an_agent_searches_a_workspace_from_the_servers_environment(codii_home, tmp_path, sample_repo):
+    """WORKSPACE_DUO in the server's environment: index_codebase(workspace), list_workspaces, search_code(workspace)."""
+    shop = write_tree(tmp_path / "shop", {"cart/checkout.js": (
+        "// Compute the order total with tax and apply a discount code.\n"
+        "export function checkoutTotal(items, taxRate) {\n"
+        "  return items.reduce((s, i) => s + i.price, 0) * (1 + taxRate);\n}\n")})
+    gone = tmp_path / "gone"
+
+    async def scenario():
+        members = f"{sample_repo},{shop},{gone}"
+        async with server(codii_home, WORKSPACE_DUO=members) as s:
+            started = await call(s, "index_codebase", workspace="Duo")
+            assert [row["status"] for row in started["codebases"]][:2] == ["started", "started"]
+            assert started["codebases"][2]["status"].startswith("failed: ")
+            for root in (sample_repo, shop):
+                await wait_indexed(s, root)
+            listed = (await call(s, "list_workspaces"))["workspaces"]
+            assert [w["name"] for w in listed] == ["duo"] and listed[0]["source"] == "env"
+            rows = {m["codebase"]: m for m in listed[0]["members"]}
+            assert rows[str(shop)]["status"] == "indexed" and rows[str(shop)]["chunks"] >= 1
+            assert rows[str(shop)]["size_bytes"] > 0 and rows[str(gone)]["status"] == "missing"
+            found = await call(s, "search_code", workspace="duo", query="order total with tax")
+            assert found["results"][0]["codebase"] == str(shop) and found["results"][0]["symbol"] == "checkoutTotal"
+            assert {r["codebase"] for r in found["results"]} == {str(shop), str(sample_repo)}
+            assert "no such directory" in found["note"]
+            retry = await call(s, "search_code", workspace="duo", query="retry with exponential backoff")
+            assert retry["results"][0]["symbol"] == "retry_with_backoff"
+            assert "no workspace 'nope'" in await refused(s, "search_code", workspace="nope", query="x")
+
+    asyncio.run(scenario())

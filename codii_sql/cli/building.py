@@ -136,22 +136,30 @@ def _emit(job: Job, out: dict) -> None:
 def _build_many(found: list[str], job: Job) -> None:
     """Each codebase in turn, as ``build`` does one (one process: one model load); then one summary.
     A member that is missing or fails is reported and the others still build; exit status 1 then."""
-    rows, failed = [], 0
+    rows, failed = [], []
     for path in found:
         try:
             codebase = service.open_codebase(path)
             rows.append({"ok": True, **job.run(codebase)})
         except CodiiError as err:
-            failed += 1
+            failed.append(path)
             rows.append({"codebase": path, "ok": False, "error": str(err)})
-            click.echo(f"Error: {path}: {err}", err=True)
+            click.echo(f"Error: {err}" if str(err).startswith(path) else f"Error: {path}: {err}", err=True)
     if job.as_json:
-        emit({"codebases": rows, "built": len(rows) - failed, "failed": failed})
+        emit({"codebases": rows, "built": len(rows) - len(failed), "failed": len(failed)})
     else:
-        done = "surveyed" if job.dry_run else "started" if job.daemon else "built"
-        click.echo(f"{len(rows) - failed} of {len(rows)} codebases {done}" + (f"; {failed} failed" if failed else ""))
+        click.echo(_summary(rows, failed, "surveyed" if job.dry_run else "started" if job.daemon else "built"))
     if failed:
         raise SystemExit(1)
+
+
+def _summary(rows: list[dict], failed: list[str], done: str) -> str:
+    """``2 of 3 codebases built: 1,204 files, 20,311 chunks in 12.3 s; failed: /gone``."""
+    built = [r for r in rows if r["ok"] and "files" in r]
+    totals = (f": {sum(r['files'] for r in built):,} files, {sum(r['chunks'] for r in built):,} chunks in "
+              f"{sum(r['seconds'] for r in built):.1f} s") if built and done == "built" else ""
+    return (f"{len(rows) - len(failed)} of {len(rows)} codebases {done}{totals}"
+            + (f"; failed: {', '.join(failed)}" if failed else ""))
 
 
 def _print_report(codebase, report, filters) -> None:

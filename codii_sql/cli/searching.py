@@ -66,7 +66,7 @@ def search(query, paths, workspace, limit, mode, exts, glob, language, group_by,
         if query is None:
             raise UsageError("missing QUERY: codii-sql search \"where are retries handled\" --workspace NAME")
         resp = service.search_workspace(query, opts, workspace=workspace, paths=list(paths), update=not no_update)
-        return _print_many(resp, as_json, jsonl)
+        return _print(resp, as_json, jsonl, with_codebase=True)
     path = paths[0] if paths else None
     codebase, scope = service.find_codebase(path, db)
     opts.under = scope or None
@@ -83,19 +83,11 @@ def search(query, paths, workspace, limit, mode, exts, glob, language, group_by,
         resp = service.search(codebase, query, opts, update=not no_update, progress=bar)
     if scope and not (as_json or jsonl):
         click.echo(f"Note: searching the index of {codebase.root}, files under {scope}/ only", err=True)
-    if resp.note:
-        click.echo(f"Note: {resp.note}", err=True)
-    if as_json:
-        emit(resp.to_dict())
-    elif jsonl:
-        for r in resp.results:
-            click.echo(json.dumps(r.to_dict(), ensure_ascii=False))
-    else:
-        print_results(resp)
+    _print(resp, as_json, jsonl)
 
 
-def _print_many(resp, as_json: bool, jsonl: bool) -> None:
-    """A search over several codebases: the merged list, each result with its codebase."""
+def _print(resp, as_json: bool, jsonl: bool, *, with_codebase: bool = False) -> None:
+    """The note on stderr (JSON carries it), then the response as JSON, JSON lines or text."""
     if resp.note and not as_json:
         click.echo(f"Note: {resp.note}", err=True)
     if as_json:
@@ -104,7 +96,7 @@ def _print_many(resp, as_json: bool, jsonl: bool) -> None:
         for r in resp.results:
             click.echo(json.dumps(r.to_dict(), ensure_ascii=False))
     else:
-        print_results(resp, with_codebase=True)
+        print_results(resp, with_codebase=with_codebase)
 
 
 def _batch_search(codebase, opts, lines, no_update, as_json):

@@ -41,9 +41,11 @@ def best_cosine(results: list[Result]) -> float | None:
     return max(found) if found else None
 
 
-def merge(answers: list[MemberAnswer], limit: int) -> tuple[list[Result], bool]:
+def merge(answers: list[MemberAnswer], limit: int, *,
+          temperature: float = MERGE_TEMPERATURE) -> tuple[list[Result], bool]:
     """The first ``limit`` results of all members, each tagged with its ``codebase``; and whether the
-    merge fell back to ranks (members of different models, or no cosine anywhere: BM25 mode)."""
+    merge fell back to ranks (members of different models, or no cosine anywhere: BM25 mode).
+    ``temperature`` is the cosine gap that costs a member a factor e (benchmarks sweep it)."""
     tagged = [MemberAnswer(a.codebase, [replace(r, codebase=a.codebase) for r in a.results], a.model_id)
               for a in answers]
     cosines = {a.codebase: best_cosine(a.results) for a in tagged}
@@ -56,7 +58,7 @@ def merge(answers: list[MemberAnswer], limit: int) -> tuple[list[Result], bool]:
     for order, a in enumerate(tagged):
         # A member without any KNN candidate (its chunks await their vectors) gets the weakest weight seen.
         c = cosines[a.codebase] if cosines[a.codebase] is not None else floor
-        weight = math.exp(-(top - c) / MERGE_TEMPERATURE)
+        weight = math.exp(-(top - c) / temperature)
         scored += [((r.tier, r.score * weight), -order, -rank, r) for rank, r in enumerate(a.results)]
     scored.sort(key=lambda item: item[:3], reverse=True)
     return [r for *_, r in scored[:limit]], False

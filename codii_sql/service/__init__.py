@@ -14,7 +14,7 @@ from .daemon import daemon_info, detached, start_daemon
 from .doctor import doctor
 from .dry_run import dry_run
 from .embedders import embedder_health, embedders_in_use
-from .fanout import ManyResponse, member_paths, members_of, search_workspace
+from .fanout import ManyResponse, member_paths, members_of, search_many, search_workspace
 from .maintenance import clear
 from .models import ENV_MODEL, cached_models, check_reranker, models_dir, pull_model
 from .searching import SearchResponse, batch_searcher, open_searcher, search
@@ -24,7 +24,7 @@ from .workspaces import Workspace, add_paths, describe, get_workspace, remove, w
 
 __all__ = [
     "ManyResponse", "Workspace", "add_paths", "describe", "get_workspace", "member_paths", "members_of", "remove",
-    "search_workspace", "workspaces",
+    "search_many", "search_workspace", "workspaces",
     "BuildReport", "Codebase", "ENV_MODEL", "MAX_LIMIT", "MODES", "Progress", "Result", "SearchOptions",
     "SearchResponse", "Session", "batch_searcher", "build", "cached_models", "check_reranker", "clear", "daemon_info",
     "detached", "dry_run", "embedder_health", "embedders_in_use", "start_daemon", "doctor", "ensure_index",

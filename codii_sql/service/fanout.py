@@ -127,6 +127,9 @@ def search_many(codebases: list[Codebase], query: str, opts: SearchOptions, *, w
             continue
         res, note = answers[cb]
         notes = [str(n) for n in (updated.get(cb), note) if n]
+        if isinstance(res, UsageError):  # e.g. a language this member has none of: no answer here
+            rows.append({"codebase": str(cb.root), "status": "ok", "results": 0, "note": str(res)})
+            continue
         if isinstance(res, CodiiError):
             rows.append({"codebase": str(cb.root), "status": "failed", "note": str(res)})
             continue

@@ -90,7 +90,9 @@ def get_workspace(name: str) -> Workspace:
         raise UsageError(f"no workspace {name!r} (known: {known}): define it with `codii-sql workspace add {name} "
                          f"PATH...` or WORKSPACE_{name.upper()}=PATH,PATH")
     if not found.paths:
-        raise UsageError(f"workspace {found.name!r} has no members: `codii-sql workspace add {found.name} PATH...`")
+        fix = (f"set WORKSPACE_{found.name.upper()} to PATH,PATH or a JSON array of paths" if found.source == "env"
+               else f"`codii-sql workspace add {found.name} PATH...`")
+        raise UsageError(f"workspace {found.name!r} has no members: {fix}")
     return found
 
 

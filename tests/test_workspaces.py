@@ -1,0 +1,204 @@
+"""Workspaces: WORKSPACE_<NAME> and the registry, building and searching several real indexes, the merge."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+from support.trees import SAMPLE, write_tree
+
+from codii_sql import service
+from codii_sql.cli import cli
+from codii_sql.errors import UsageError
+from codii_sql.search.merge import MemberAnswer, merge
+from codii_sql.search.results import Result, SearchOptions
+from codii_sql.service.workspaces import parse_paths, workspaces
+
+#: A second codebase about something else entirely (JavaScript and Go), so the two members compete.
+SHOP = {
+    "cart/checkout.js": '''
+        // Compute the order total with tax and apply a discount code.
+        export function checkoutTotal(items, taxRate, discount) {
+          const subtotal = items.reduce((sum, item) => sum + item.price * item.quantity, 0);
+          const taxed = subtotal * (1 + taxRate);
+          return discount ? taxed * (1 - discount.percent / 100) : taxed;
+        }
+        ''',
+    "inventory/stock.go": '''
+        package inventory
+
+        // ReserveStock holds quantity units of a product for an order, failing when too few are left.
+        func ReserveStock(store map[string]int, product string, quantity int) error {
+            if store[product] < quantity {
+                return fmt.Errorf("only %d of %s left", store[product], product)
+            }
+            store[product] -= quantity
+            return nil
+        }
+        ''',
+}
+
+
+def run(*args, env=None):
+    return CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=False, env=env)
+
+
+@pytest.fixture
+def two(tmp_path):
+    """The sample repository and the shop, both built with the real model."""
+    http, shop = write_tree(tmp_path / "http", SAMPLE), write_tree(tmp_path / "shop", SHOP)
+    assert run("build", http, shop).exit_code == 0
+    return http.resolve(), shop.resolve()
+
+
+def test_env_values_parse_as_directory_indexer_reads_them(monkeypatch, tmp_path):
+    assert parse_paths('["/a", " /b ", ""]') == ["/a", "/b"]
+    assert parse_paths("/a, /b,,") == ["/a", "/b"]
+    assert parse_paths("/only") == ["/only"]
+    assert parse_paths('{"not": "a list"}') == ['{"not": "a list"}']
+    monkeypatch.setenv("WORKSPACE_Frontend", json.dumps([str(tmp_path / "web"), str(tmp_path / "app")]))
+    monkeypatch.setenv("workspace_backend", f"{tmp_path}/api,{tmp_path}/db")
+    found = workspaces()
+    assert set(found) == {"frontend", "backend"}
+    assert found["frontend"].paths == (str(tmp_path / "web"), str(tmp_path / "app"))
+    assert found["backend"].source == "env" and len(found["backend"].paths) == 2
+    assert service.get_workspace("FRONTEND").name == "frontend"
+
+
+def test_registry_add_remove_list_and_the_environment_wins(monkeypatch, tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir(), b.mkdir()
+    added = json.loads(run("workspace", "add", "Team", a, b, a, "--json").output)
+    assert added == {"name": "team", "paths": [str(a), str(b)], "source": "registry"}
+    listed = json.loads(run("workspace", "list", "--json").output)["workspaces"]
+    assert [(w["name"], w["source"], [m["status"] for m in w["members"]]) for w in listed] == \
+        [("team", "registry", ["not_indexed", "not_indexed"])]
+    monkeypatch.setenv("WORKSPACE_TEAM", str(b))
+    text = run("workspace", "list").output
+    assert "team (env): 1 member(s)" in text and str(a) not in text
+    monkeypatch.delenv("WORKSPACE_TEAM")
+    assert json.loads(run("workspace", "remove", "team", a, "--json").output)["paths"] == [str(b)]
+    assert "workspace team removed" in run("workspace", "remove", "team").output
+    gone = run("workspace", "remove", "team")
+    assert gone.exit_code == 2 and "the registry has no workspace 'team'" in gone.output
+    bad = run("workspace", "add", "no spaces", a)
+    assert bad.exit_code == 2 and "letters, digits" in bad.output and "Traceback" not in bad.output
+
+
+def test_a_damaged_registry_is_one_line_and_not_overwritten(tmp_path, codii_home):
+    (codii_home / "workspaces.json").write_text("{not json")
+    res = run("workspace", "list")
+    assert res.exit_code == 2 and "workspaces.json cannot be read" in res.output and "fix or delete it" in res.output
+    assert run("workspace", "add", "x", tmp_path).exit_code == 2
+    assert (codii_home / "workspaces.json").read_text() == "{not json"
+
+
+def test_build_several_and_search_one_list_that_names_each_codebase(two):
+    http, shop = two
+    out = json.loads(run("search", "compute the order total with tax", "--path", http, "--path", shop,
+                         "--json").output)
+    assert {m["codebase"]: m["status"] for m in out["codebases"]} == {str(http): "ok", str(shop): "ok"}
+    top = out["results"][0]
+    assert (top["codebase"], top["path"], top["symbol"]) == (str(shop), "cart/checkout.js", "checkoutTotal")
+    assert {r["codebase"] for r in out["results"]} == {str(http), str(shop)}
+    retry = json.loads(run("search", "retry with exponential backoff", "--path", http, "--path", shop,
+                           "--json").output)["results"][0]
+    assert (retry["codebase"], retry["symbol"]) == (str(http), "retry_with_backoff")
+
+
+def test_each_members_own_order_survives_the_merge(two):
+    """Acc@k cannot drop for a member whose results keep their own order: check it on real indexes."""
+    http, shop = two
+    opts = SearchOptions(limit=10)
+    for query in ("follow redirects", "parse a header line", "reserve stock for an order", "debounce", "Session"):
+        merged = service.search_many([service.open_codebase(http), service.open_codebase(shop)], query, opts)
+        for root in (http, shop):
+            own = service.search(service.open_codebase(root), query, opts).results
+            mine = [(r.path, r.start_line) for r in merged.results if r.codebase == str(root)]
+            assert mine == [(r.path, r.start_line) for r in own][:len(mine)], (query, root)
+
+
+def test_workspace_search_notes_missing_and_unindexed_members_and_answers(two, tmp_path):
+    http, shop = two
+    never = write_tree(tmp_path / "never", {"x.py": "def x():\n    return 1\n"})
+    assert run("workspace", "add", "mix", http, shop, never, tmp_path / "gone").exit_code == 0
+    out = json.loads(run("search", "checkoutTotal", "--workspace", "MIX", "--json").output)
+    assert out["workspace"] == "mix"
+    status = {m["codebase"]: m["status"] for m in out["codebases"]}
+    assert status == {str(http): "ok", str(shop): "ok", str(never.resolve()): "not_indexed",
+                      str(tmp_path / "gone"): "missing"}
+    assert out["results"][0]["symbol"] == "checkoutTotal"
+    assert "is not indexed" in out["note"] and "no such directory" in out["note"]
+    text = run("search", "checkoutTotal", "--workspace", "mix").output
+    assert f"{shop}/cart/checkout.js:1-" in text and "Note:" in text
+    described = service.describe(service.get_workspace("mix"))
+    assert [m["status"] for m in described["members"]] == ["indexed", "indexed", "not_indexed", "missing"]
+    assert described["members"][0]["chunks"] > 0 and described["members"][0]["size_bytes"] > 0
+
+
+def test_unknown_empty_and_all_missing_workspaces_are_one_line(monkeypatch, tmp_path):
+    res = run("search", "anything", "--workspace", "nope")
+    assert res.exit_code == 2 and "no workspace 'nope'" in res.output and "workspace add nope" in res.output
+    monkeypatch.setenv("WORKSPACE_EMPTY", " , ")
+    assert "workspace 'empty' has no members: set WORKSPACE_EMPTY to PATH,PATH" in \
+        run("search", "x", "--workspace", "empty").output
+    monkeypatch.setenv("WORKSPACE_LOST", str(tmp_path / "nowhere"))
+    res = run("search", "x", "--workspace", "lost")
+    assert res.exit_code == 2 and "nothing to search in workspace 'lost'" in res.output
+    assert "Traceback" not in res.output
+
+
+def test_build_workspace_builds_the_others_when_one_member_is_gone(tmp_path):
+    a = write_tree(tmp_path / "a", {"a.py": "def alpha():\n    return 1\n"})
+    b = write_tree(tmp_path / "b", {"b.js": "function beta() { return 2; }\n"})
+    run("workspace", "add", "w", a, b, tmp_path / "gone")
+    res = run("build", "--workspace", "w")
+    assert res.exit_code == 1
+    assert "2 of 3 codebases built: 2 files, 2 chunks" in res.output and f"failed: {tmp_path / 'gone'}" in res.output
+    st = json.loads(run("status", "--workspace", "w", "--json").output)
+    assert [m["status"] for m in st["members"]] == ["indexed", "indexed", "missing"]
+    listed = run("list").output
+    assert "[workspace w]" in listed and str(a) in listed
+
+
+def test_members_of_different_models_merge_by_rank_with_a_note(tmp_path):
+    http = write_tree(tmp_path / "http", SAMPLE)
+    shop = write_tree(tmp_path / "shop", SHOP)
+    assert run("build", http).exit_code == 0
+    assert run("build", shop, "--embedder", "local:fast").exit_code == 0
+    out = json.loads(run("search", "order total with tax", "--path", http, "--path", shop, "--json").output)
+    assert "merged by rank" in out["note"]
+    # By rank, each member's first answer is in the first two, whichever model made it.
+    assert "checkoutTotal" in {r["symbol"] for r in out["results"][:2]}
+    assert {r["codebase"] for r in out["results"][:2]} == {str(http.resolve()), str(shop.resolve())}
+
+
+def _result(path: str, score: float, cosine: float | None, tier: int = 0) -> Result:
+    return Result(path, 1, 2, score, "python", "function", None, "", False, 1, "source", cosine=cosine, tier=tier)
+
+
+def test_merge_weighs_members_by_their_best_cosine_and_keeps_named_tiers_first():
+    near = MemberAnswer("/near", [_result("n1.py", 1.0, 0.80), _result("n2.py", 0.5, 0.70)], "m")
+    far = MemberAnswer("/far", [_result("f1.py", 1.0, 0.60), _result("f2.py", 0.9, 0.55, tier=1)], "m")
+    merged, by_rank = merge([far, near], 10)
+    assert not by_rank
+    assert [r.path for r in merged] == ["f2.py", "n1.py", "n2.py", "f1.py"]
+    assert [r.codebase for r in merged] == ["/far", "/near", "/near", "/far"]
+    # Both members equally close: fused scores decide, members interleave.
+    even, _ = merge([MemberAnswer("/a", [_result("a.py", 0.6, 0.7)], "m"),
+                     MemberAnswer("/b", [_result("b.py", 0.9, 0.7)], "m")], 10)
+    assert [r.path for r in even] == ["b.py", "a.py"]
+    mixed, by_rank = merge([MemberAnswer("/a", [_result("a1.py", 1, 0.9), _result("a2.py", 1, 0.8)], "m1"),
+                            MemberAnswer("/b", [_result("b1.py", 1, 0.1)], "m2")], 2)
+    assert by_rank and [r.path for r in mixed] == ["a1.py", "b1.py"]
+
+
+def test_an_option_no_member_can_take_is_refused_once_and_one_some_can_take_is_noted(two):
+    http, shop = two
+    with pytest.raises(UsageError, match="unknown mode"):
+        service.search_workspace("x", SearchOptions(mode="sideways"), paths=[str(http), str(shop)])
+    out = service.search_workspace("reserve stock", SearchOptions(language="go"), paths=[str(http), str(shop)])
+    assert {r.codebase for r in out.results} == {str(shop)}
+    http_row = next(m for m in out.members if m["codebase"] == str(http))
+    assert http_row["status"] == "ok" and "no 'go' code in this index" in http_row["note"]
