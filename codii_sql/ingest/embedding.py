@@ -32,8 +32,10 @@ VECTOR_BATCH = 512
 #: Texts per embedder call: progress moves and the cache fills while a batch is embedded, so a
 #: kill loses at most one step of model time.
 EMBED_STEP = 128
-#: Weight of the newest batch in the embedding rate (chunks/s) behind the ETA: an exponential
-#: moving average, so the estimate follows a machine that gets busier or quieter.
+#: Weight of the newest window in the embedding rate (chunks/s) behind the ETA: an exponential
+#: moving average, so the estimate follows a machine that gets busier or quieter. Measured per
+#: window, not per batch: a window's batches run shortest first, so one batch's rate says
+#: little (on a Sphinx release per-batch rates put the ETA at 64 s with 10 minutes to go).
 RATE_SMOOTHING = 0.3
 
 
@@ -58,14 +60,18 @@ def embed_queued(store: Store, embedder: Embedder, cache: EmbeddingCache | None,
         if not window:
             break
         window.sort(key=lambda r: len(r["content"]))
+        started, previous = time.perf_counter(), rate
         for start in range(0, len(window), VECTOR_BATCH):
             t = time.perf_counter()
             rows = window[start:start + VECTOR_BATCH]
             done = total - pending
             vectors = _vectors_for(store, embedder, cache, rows, report, reuse_index,
                                    lambda n, done=done: progress("vectors", done + n, total))
-            batch_rate = len(rows) / max(time.perf_counter() - t, 1e-6)
-            rate = batch_rate if rate is None else RATE_SMOOTHING * batch_rate + (1 - RATE_SMOOTHING) * rate
+            so_far = (start + len(rows)) / max(time.perf_counter() - started, 1e-6)
+            # Until a first window ends, its own average so far is the best estimate there is.
+            rate = so_far if previous is None else previous
+            if start + len(rows) == len(window):
+                rate = so_far if previous is None else RATE_SMOOTHING * so_far + (1 - RATE_SMOOTHING) * previous
             counts = _commit(store, embedder, rows, vectors, rate)
             total, pending = counts["chunks"], counts["pending"]
             report.phase_seconds["vectors"] += time.perf_counter() - t
