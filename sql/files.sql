@@ -142,6 +142,13 @@ SELECT path FROM files ORDER BY path;
 -- Re-classification after the role rules change (roles.VERSION): no re-chunking needed.
 UPDATE files SET role = :role WHERE path = :path;
 
+-- name: vector_queue_reprioritise
+-- After a re-classification: queued chunks take their file's new role's place in the vector
+-- phase's order (:priorities is a JSON object role -> priority, write.VECTOR_PRIORITY).
+UPDATE vector_queue SET priority = coalesce(
+    (SELECT :priorities ->> f.role FROM chunks c JOIN files f ON f.id = c.file_id WHERE c.id = vector_queue.chunk_id),
+    priority);
+
 -- name: files_mark_reindex
 -- Makes the next plan re-read and re-chunk every file (a chunker upgrade, `build --force`):
 -- size -1 forces a read and marks the file for re-chunking even when its hash is unchanged.

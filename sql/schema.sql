@@ -15,7 +15,7 @@ CREATE TABLE IF NOT EXISTS files (
     mtime_ns    INTEGER NOT NULL,          -- a hint only: the content hash decides
     hash        TEXT NOT NULL,             -- sha256 hex of the raw bytes
     language    TEXT,
-    role        TEXT NOT NULL,             -- source | test | docs | config | generated | vendored
+    role        TEXT NOT NULL,             -- source | test | docs | config | generated | vendored | data
     chunk_count INTEGER NOT NULL,
     indexed_at  REAL NOT NULL              -- unix seconds
 );

@@ -16,6 +16,9 @@ from codii_sql.ingest.roles import classify
     ("requests-2.3.0.dist-info/METADATA", "config"),
     ("requests/packages/urllib3/poolmanager.py", "vendored"), ("third_party/x/y.c", "vendored"),
     ("api/service_pb2.py", "generated"), ("static/app.min.js", "generated"),
+    ("django/conf/locale/de/LC_MESSAGES/django.po", "data"), ("po/messages.pot", "data"),
+    ("benchsuite/runs/2016-09-22/summary.csv", "data"), ("sig/v1.6/jq-linux64.asc", "data"),
+    ("django/conf/locale/de/formats.py", "source"),
 ])
 def test_roles(path, role):
     assert classify(path) == role

@@ -199,7 +199,13 @@ def test_read_file_sniffs_binary(tmp_path):
     utf16 = codecs.BOM_UTF16_LE + "def f():\n    return 1\n".encode("utf-16-le")
     write(tmp_path, "utf16.py", utf16)
     write(tmp_path, "plain.py", "héllo\n")
+    write(tmp_path, "logo/mark.ai", b"%PDF-1.6\n%\xe2\xe3\n1 0 obj\n<</Type/Catalog>>\nendobj\n")
+    write(tmp_path, "mark.txt", b"%PDF-1.6\n1 0 obj\n")  # a PDF whatever its name, NUL or not
+    write(tmp_path, "pdf.md", "A PDF opens with %PDF-1.7.\n")
     files = {f.path: f for f in scan(tmp_path).files}
+    assert "logo/mark.ai" not in files  # by its extension
+    assert read_file(tmp_path, files["mark.txt"]) == "binary"
+    assert isinstance(read_file(tmp_path, files["pdf.md"]), bytes)
     assert read_file(tmp_path, files["nul.py"]) == "binary"
     assert read_file(tmp_path, files["late_nul.py"]) == b"a" * 8192 + b"\x00"
     assert read_file(tmp_path, files["utf16.py"]) == utf16

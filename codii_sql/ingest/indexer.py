@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import time
 from collections.abc import Callable, Iterable
@@ -20,6 +21,7 @@ from .embedding import embed_queued
 from .lexical import LexicalPhase
 from .plan import Plan, make_plan
 from .report import BuildReport, Progress
+from .write import VECTOR_PRIORITY
 
 
 def index_settings(embedder: Embedder) -> dict:
@@ -150,6 +152,7 @@ class Indexer:
             if store.meta().get("roles_version") != roles.VERSION:
                 store.many("file_set_role", [{"path": r["path"], "role": roles.classify(r["path"])}
                                              for r in store.rows("files_all")])
+                store.run("vector_queue_reprioritise", {"priorities": json.dumps(VECTOR_PRIORITY)})
             store.set_meta(**settings, root=str(self.codebase.root), status="indexing", pid=os.getpid(),
                            started_at=time.time(), phase="scan", error=None, roles_version=roles.VERSION,
                            vectors_enabled=self._vectors_on(store), embedder=self.embedder.name,

@@ -65,7 +65,10 @@ def read_file(root: Path, f: SourceFile, *, max_file_bytes: int = DEFAULT_MAX_FI
 
 def is_binary(data: bytes) -> bool:
     """True when ``data`` (a file's first :data:`SNIFF_BYTES`) holds a NUL byte and is not UTF-16
-    (which has NULs in every ASCII character and opens with a byte-order mark)."""
+    (which has NULs in every ASCII character and opens with a byte-order mark), or opens as a PDF
+    (``%PDF-``: Illustrator's .ai files are PDFs, often without a NUL in their first 8 KiB)."""
+    if data.startswith(b"%PDF-"):
+        return True
     return b"\0" in data and not data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE))
 
 

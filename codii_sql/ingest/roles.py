@@ -1,13 +1,13 @@
-"""The role of a file from its path (source, test, docs, config, generated, vendored): a soft ranking prior."""
+"""The role of a file from its path (source, test, docs, config, generated, vendored, data): a soft ranking prior."""
 
 from __future__ import annotations
 
 import re
 
-ROLES = ("source", "test", "docs", "config", "generated", "vendored")
+ROLES = ("source", "test", "docs", "config", "generated", "vendored", "data")
 #: Bumped when the rules change: a build then re-classifies every indexed file (cheap, no
 #: re-chunking), since the role is stored in the files table.
-VERSION = 3
+VERSION = 4
 
 _VENDORED_DIRS = {"vendor", "vendored", "_vendor", "third_party", "thirdparty", "third-party", "external", "extern"}
 _TEST_DIRS = {"test", "tests", "testing", "__tests__", "spec", "specs", "testdata", "test_data", "fixtures"}
@@ -26,6 +26,10 @@ _METADATA_DIR = re.compile(r"\.(dist|egg)-info$")
 _CONFIG_NAMES = {"pkg-info", "setup.cfg", "makefile", "dockerfile", "manifest.in", "tox.ini", "noxfile.py",
                  ".gitignore", ".gitattributes", ".pre-commit-config.yaml", "license.txt", "build", "workspace",
                  "jenkinsfile", "procfile", "vagrantfile", "gemfile", "rakefile"}
+#: Data, not code or prose: translation catalogues (Django's 1,272 .po files were 24% of its
+#: chunks, classed source, embedded first and ranked above middleware/csrf.py for "where is the
+#: CSRF token checked"), tables, and armoured signatures (jq's sig/*.asc: 726 chunks of base64).
+_DATA_EXT = {".po", ".pot", ".xlf", ".xliff", ".csv", ".tsv", ".psv", ".asc", ".sig"}
 _GENERATED = re.compile(r"(_pb2(_grpc)?\.py$|\.pb\.go$|\.generated\.|\.g\.dart$|_generated\.|\.min\.)")
 
 
@@ -35,7 +39,7 @@ def classify(path: str) -> str:
     Path rules only (no content is read): vendored directories first (``vendor/``,
     ``third_party/``..., and a ``packages/`` directory nested inside another package, as in
     ``requests/packages/urllib3``; a top-level ``packages/`` is a monorepo's own code), then
-    generated names, tests (directories such as ``tests/`` or names such as ``test_x.py``,
+    generated names, data (translation catalogues, tables, signatures), tests (directories such as ``tests/`` or names such as ``test_x.py``,
     ``x_test.go``, ``x.spec.ts``), docs (``docs/``, README/CHANGELOG, prose extensions,
     upper-case names without extension such as ``INSTALL``),
     packaging metadata and config files; everything else is source.
@@ -48,6 +52,8 @@ def classify(path: str) -> str:
         return "vendored"
     if _GENERATED.search(name):
         return "generated"
+    if ext in _DATA_EXT:
+        return "data"
     if dirs & _TEST_DIRS or _TEST_FILE.search(path.rpartition("/")[2]):
         return "test"
     stem = name.split(".")[0]

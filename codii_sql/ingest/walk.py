@@ -91,7 +91,7 @@ _BINARY_EXTENSIONS = frozenset(
     "ttf otf woff woff2 eot "
     "mp3 mp4 m4a aac wav flac ogg opus avi mov mkv webm wmv "
     "pyc pyo pyd so dylib dll exe o a lib obj class wasm bin "
-    "pdf doc docx xls xlsx ppt pptx odt "
+    "pdf ai eps doc docx xls xlsx ppt pptx odt "
     "db sqlite sqlite3 onnx npy npz pkl pickle parquet h5 hdf5 pt pth ckpt safetensors "
     "tflite pb feather arrow".split()
 )
