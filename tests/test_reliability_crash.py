@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -223,3 +224,49 @@ def test_read_only_index_directory_is_a_one_line_error_and_the_index_survives(tm
     assert old["results"][0]["path"] == "app/parse.py"
     assert json.loads(run("doctor", sample_repo, "--check-only", "--json").output)["consistent"]
     assert json.loads(run("build", sample_repo, "--json").output)["added"] == 1
+
+
+def _children(pid: int) -> set[int]:
+    """Every live descendant of ``pid`` (from /proc)."""
+    parents = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            parents[int(stat.parent.name)] = int(fields[1])
+    found, todo = set(), [pid]
+    while todo:
+        p = todo.pop()
+        kids = {c for c, parent in parents.items() if parent == p}
+        todo += kids - found
+        found |= kids
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
+def test_a_killed_build_leaves_no_chunker_workers_behind(tmp_path):
+    """kill -9 mid lexical phase: the worker pool cannot be shut down, so its workers must notice alone."""
+    repo = write_tree(tmp_path / "many", {f"m{i}.py": f"def f{i}():\n    return {i}\n" for i in range(80)})
+    code = ("import sys, time\nfrom pathlib import Path\nfrom codii_sql.ingest.walk import scan\n"
+            "from codii_sql.ingest.prepare import prepared_files\n"
+            "files = scan(Path(sys.argv[1])).files\nit = prepared_files(Path(sys.argv[1]), files, 10**6, window=2)\n"
+            "next(it)\nprint('ready', flush=True)\ntime.sleep(60)\n")
+    proc = subprocess.Popen([sys.executable, "-c", code, str(repo)], cwd=REPO_ROOT, stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "ready"
+    workers = _children(proc.pid)
+    assert workers  # the pool is up
+    proc.kill()
+    proc.wait()
+    deadline = time.monotonic() + 10
+    while _alive(workers) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not _alive(workers), f"orphaned: {_alive(workers)}"
+
+
+def _alive(pids: set[int]) -> set[int]:
+    """Those of ``pids`` still running (not gone, not a zombie awaiting its parent)."""
+    out = set()
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
+                out.add(pid)
+    return out

@@ -6,6 +6,8 @@ import concurrent.futures as cf
 import hashlib
 import multiprocessing
 import os
+import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +20,8 @@ from .walk import SourceFile
 
 #: Below this many files to chunk, worker processes cost more to start than they save.
 POOL_MIN_FILES = 64
+#: How often (seconds) a worker checks that the process it works for is still alive.
+ORPHAN_CHECK_SECONDS = 1.0
 
 
 @dataclass
@@ -81,7 +85,8 @@ def prepared_files(root: Path, todo: list[SourceFile], max_file_bytes: int, *, w
     # descriptor and keep the codebase locked after this process is killed.
     methods = multiprocessing.get_all_start_methods()
     ctx = multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
-    with cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+    with cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_exit_with,
+                                initargs=(os.getpid(),)) as pool:
         futures = [pool.submit(prepare_file, str(root), f, max_file_bytes) for f in todo[:window]]
         nxt = len(futures)
         for i in range(len(todo)):
@@ -90,3 +95,20 @@ def prepared_files(root: Path, todo: list[SourceFile], max_file_bytes: int, *, w
             if nxt < len(todo):
                 futures.append(pool.submit(prepare_file, str(root), todo[nxt], max_file_bytes))
                 nxt += 1
+
+
+def _exit_with(owner: int) -> None:
+    """Worker initializer: exit when process ``owner`` is gone. A killed build (``kill -9``)
+    cannot shut its pool down, and its workers, blocked on a queue whose write end they hold
+    themselves, would otherwise live on (~170 MB) as orphans."""
+    def watch() -> None:
+        while True:
+            time.sleep(ORPHAN_CHECK_SECONDS)
+            try:
+                os.kill(owner, 0)
+            except ProcessLookupError:
+                os._exit(1)
+            except PermissionError:  # the pid now belongs to another user's process: ours is gone
+                os._exit(1)
+
+    threading.Thread(target=watch, name="codii-orphan-check", daemon=True).start()
