@@ -240,3 +240,26 @@ def test_a_first_search_answers_at_once_and_leaves_the_vectors_to_a_background_b
     _wait(lambda: "daemon" not in as_json(run("status", repo, "--json")))
     st = as_json(run("status", repo, "--json"))
     assert st["vectors"]["state"] == "complete" and cb.db_path.is_file()
+
+
+def test_clear_refuses_while_another_process_embeds_or_builds_in_the_background(sample_repo, codii_home):
+    """A background build writing into a deleted file would embed for nothing and block the next build."""
+    assert run("build", sample_repo, "--no-vectors").exit_code == 0
+    cb = Codebase.open(sample_repo)
+    hold = ("import json, os, sys, time\nfrom codii_sql.codebase import Codebase\n"
+            "from codii_sql.storage.lock import daemon_lock, vector_lock\n"
+            "cb = Codebase.open(sys.argv[1])\n"
+            "with daemon_lock(cb), vector_lock(cb):\n"
+            "    cb.daemon_info_path.write_text(json.dumps({'pid': os.getpid()}))\n"
+            "    print('held', flush=True)\n    sys.stdin.read()\n")
+    proc = subprocess.Popen([sys.executable, "-c", hold, str(sample_repo)], env=_env(codii_home), text=True,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        assert proc.stdout.readline().strip() == "held"
+        res = run("clear", sample_repo, "--yes")
+        assert res.exit_code != 0 and f"background build (pid {proc.pid}: `kill {proc.pid}` stops it)" in res.output
+        assert "nothing was deleted" in res.output and cb.db_path.is_file()
+    finally:
+        proc.communicate("")
+    assert run("clear", sample_repo, "--yes").exit_code == 0 and not cb.db_path.exists()
+    assert not cb.vector_lock_path.exists() and not cb.daemon_info_path.exists()

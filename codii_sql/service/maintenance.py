@@ -8,8 +8,9 @@ from pathlib import Path
 from .. import paths
 from ..codebase import Codebase
 from ..errors import DamagedIndexError, IndexBusyError
-from ..storage.lock import is_locked
+from ..storage.lock import daemon_running, vector_lock, writer_lock
 from ..storage.store import Store
+from .daemon import daemon_info
 
 
 def clear(codebase: Codebase) -> bool:
@@ -58,10 +59,36 @@ def discard_damaged(codebase: Codebase) -> None:
 
 
 def _remove_index_files(codebase: Codebase) -> bool:
-    if is_locked(codebase):
-        raise IndexBusyError(f"{codebase.root} is being indexed; try again when it finishes")
+    """Delete the index and the files beside it, holding its writer and vector locks, so no build
+    of another process is writing to a file that is gone (it would go on embedding into it).
+
+    Raises:
+        IndexBusyError: a build (lexical or vector phase, foreground or background) is running.
+    """
+    busy = _busy_message(codebase)
+    if busy is None and codebase.db_path.exists():
+        try:
+            with writer_lock(codebase, wait=False), vector_lock(codebase, wait=False):
+                return _delete(codebase)
+        except IndexBusyError:
+            busy = _busy_message(codebase) or f"{codebase.root} is being indexed"
+    if busy is not None:
+        raise IndexBusyError(f"{busy}: nothing was deleted; try again when it finishes")
+    return _delete(codebase)
+
+
+def _busy_message(codebase: Codebase) -> str | None:
+    """Who is building ``codebase`` (a background build names its pid and how to stop it), or None."""
+    if not daemon_running(codebase):
+        return None
+    pid = (daemon_info(codebase) or {}).get("pid")
+    stop = f" (pid {pid}: `kill {pid}` stops it)" if pid else ""
+    return f"{codebase.root} is being indexed by a background build{stop}"
+
+
+def _delete(codebase: Codebase) -> bool:
     found = False
-    for suffix in ("", "-wal", "-shm", ".lock"):
+    for suffix in ("", "-wal", "-shm", ".lock", ".vectors.lock", ".daemon.lock", ".daemon.json"):
         p = Path(f"{codebase.db_path}{suffix}")
         if p.exists():
             os.remove(p)
