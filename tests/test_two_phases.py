@@ -263,3 +263,23 @@ def test_clear_refuses_while_another_process_embeds_or_builds_in_the_background(
         proc.communicate("")
     assert run("clear", sample_repo, "--yes").exit_code == 0 and not cb.db_path.exists()
     assert not cb.vector_lock_path.exists() and not cb.daemon_info_path.exists()
+
+
+def test_a_build_waiting_for_another_vector_phase_says_so_then_finishes_it(sample_repo, codii_home):
+    assert run("build", sample_repo, "--no-vectors").exit_code == 0
+    hold = ("import sys\nfrom codii_sql.codebase import Codebase\nfrom codii_sql.storage.lock import vector_lock\n"
+            "with vector_lock(Codebase.open(sys.argv[1])):\n    print('held', flush=True)\n    sys.stdin.read()\n")
+    holder = subprocess.Popen([sys.executable, "-c", hold, str(sample_repo)], env=_env(codii_home), text=True,
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        build = subprocess.Popen([sys.executable, "-m", "codii_sql.cli", "build", str(sample_repo), "--vectors"],
+                                 env=_env(codii_home), text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        said = build.stderr.readline()
+        assert "Every file is searchable; waiting for another process" in said and "0 of " in said
+        assert build.poll() is None  # still waiting
+    finally:
+        holder.communicate("")
+    out, _ = build.communicate(timeout=120)
+    assert build.returncode == 0 and "embedded" in out
+    assert as_json(run("status", sample_repo, "--json"))["vectors"]["state"] == "complete"

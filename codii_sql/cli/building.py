@@ -103,7 +103,8 @@ class Job:
             click.echo(f"Warning: {message}", err=True)
 
         with progress_bar(not self.as_json and err_console.is_terminal) as bar:
-            report = service.build(codebase, force=self.force, progress=bar, use_cache=not self.no_cache, warn=warn,
+            report = service.build(codebase, force=self.force, progress=_saying_waits(codebase, bar),
+                                   use_cache=not self.no_cache, warn=warn,
                                    ignore_patterns=ignore, extensions=exts, embedder_name=self.embedder,
                                    vectors=self.vectors)
         filters = service.recorded_filters(codebase)
@@ -126,6 +127,25 @@ class Job:
             click.echo(f"Building {codebase.root} in the background{pid}: `codii-sql status {codebase.root}` "
                        f"follows it; log: {info.get('log')}")
         return {"codebase": str(codebase.root), "db": str(codebase.db_path), "daemon": info}
+
+
+def _saying_waits(codebase, bar):
+    """The progress callback, which also says once on stderr when the build waits for another
+    process's vector phase (it can last minutes; the lexical phase is done by then)."""
+    said = []
+
+    def progress(phase: str, done: int, total: int) -> None:
+        if phase == "waiting" and not said:
+            said.append(True)
+            pid = service.inspect(codebase)["snapshot"].get("vectors_pid")
+            who = f" (pid {pid})" if pid else ""
+            click.echo(f"Every file is searchable; waiting for another process{who} that is embedding the chunks "
+                       f"of {codebase.root} ({done:,} of {total:,} done; `codii-sql status {codebase.root}` "
+                       "follows it) ...", err=True)
+        if bar is not None:
+            bar(phase, done, total)
+
+    return progress
 
 
 def _emit(job: Job, out: dict) -> None:

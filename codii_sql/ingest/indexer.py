@@ -202,6 +202,9 @@ class Indexer:
         started = time.perf_counter()
         with contextlib.ExitStack() as held:
             if not locked:
+                counts = store.row("vector_counts")
+                # Heard as phase "waiting": the CLI says whom it waits for instead of sitting silent.
+                self.progress("waiting", counts["chunks"] - counts["pending"], counts["chunks"])
                 held.enter_context(vector_lock(self.codebase, wait=True))
             with store.transaction():
                 store.set_meta(vectors_pid=os.getpid(), vectors_started_at=time.time(), vectors_error=None)
