@@ -85,3 +85,27 @@ def test_read_refuses_a_file_swapped_after_the_check(tree):
 def test_read_refuses_files_over_the_size_cap(tree):
     with pytest.raises(PathRefusedError, match="larger than 4 bytes"):
         read_bytes(resolve_file(tree, "src/a.py"), max_bytes=4)
+
+
+def test_get_content_is_capped_by_characters_not_only_lines(tmp_path):
+    """A minified bundle's one 1 MB line must not land whole in an agent's context."""
+    from codii_sql.service import Codebase, Session, build
+    from codii_sql.service.session import MAX_CONTENT_CHARS
+
+    (tmp_path / "bundle.js").write_text("var a=1;" * 130_000 + "\n")  # 1,040,000 characters
+    (tmp_path / "wide.py").write_text("".join(f"x{i} = '{'y' * 990}'\n" for i in range(300)))
+    cb = Codebase.open(tmp_path)
+    build(cb, vectors=False)
+    session = Session()
+    try:
+        one = session.content(cb, "bundle.js", None, None)
+        assert len(one["content"]) == MAX_CONTENT_CHARS and one["end_line"] == 1 and "truncated" in one
+        wide = session.content(cb, "wide.py", None, None)
+        assert len(wide["content"]) <= MAX_CONTENT_CHARS and wide["content"].endswith("\n")
+        assert wide["next_start_line"] == wide["end_line"] + 1 and "truncated" not in wide
+        pages = [wide]
+        while "next_start_line" in pages[-1]:
+            pages.append(session.content(cb, "wide.py", pages[-1]["next_start_line"], None))
+        assert len(pages) == 3 and "".join(p["content"] for p in pages) == (tmp_path / "wide.py").read_text()
+    finally:
+        session.shutdown()

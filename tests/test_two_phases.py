@@ -283,3 +283,16 @@ def test_a_build_waiting_for_another_vector_phase_says_so_then_finishes_it(sampl
     out, _ = build.communicate(timeout=120)
     assert build.returncode == 0 and "embedded" in out
     assert as_json(run("status", sample_repo, "--json"))["vectors"]["state"] == "complete"
+
+
+def test_find_similar_before_the_vectors_says_the_file_is_indexed_and_what_works_now(sample_repo):
+    from codii_sql.errors import UsageError
+    from codii_sql.service import Session
+
+    assert run("build", sample_repo, "--no-vectors").exit_code == 0
+    session = Session()
+    try:
+        with pytest.raises(UsageError, match=r"app/parse.py is indexed but its chunks have no vectors yet \(0 of"):
+            session.similar(Codebase.open(sample_repo), "app/parse.py", None, None, 5)
+    finally:
+        session.shutdown()

@@ -24,7 +24,8 @@ from .app import (
 @server.tool(
     description=(
         "Read a file of an indexed codebase, whole or a line range, as exact text plus a line-numbered view. "
-        "Lines are 1-based and inclusive; at most 2000 lines per call (next_start_line says where to go on). "
+        "Lines are 1-based and inclusive; at most 2000 lines and 100,000 characters per call (next_start_line "
+        "says where to go on; a longer line is cut, and truncated says so). "
         "Only files inside the codebase root and not excluded by its ignore rules can be read."),
     annotations=READ_ONLY,
 )
@@ -33,7 +34,8 @@ def get_content(path: PathArg, file: FileArg, start_line: LineArg = None, end_li
     data = SESSION.content(codebase_at(path), file, start_line, end_line)
     start, end, total = data["start_line"], data["end_line"], data["total_lines"]
     summary = f"{data['path']} lines {start}-{end} of {total}" + (
-        f" (truncated: continue at start_line={end + 1})" if "next_start_line" in data else "")
+        f" (truncated: continue at start_line={end + 1})" if "next_start_line" in data else "") + (
+        f"\nNote: {data['truncated']}" if "truncated" in data else "")
     return answer(summary, data, numbered(data["content"], start))
 
 

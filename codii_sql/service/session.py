@@ -32,6 +32,9 @@ from .workspaces import describe, workspaces
 
 #: get_content returns at most this many lines per call (then ``next_start_line``).
 MAX_CONTENT_LINES = 2000
+#: At most this many characters per get_content answer (~25k tokens): 2,000 lines do not bound a
+#: minified bundle's single 1 MB line, which would fill an agent's context.
+MAX_CONTENT_CHARS = 100_000
 #: A query echoed back longer than this is cut: an issue pasted as the query can be 100k characters.
 SHOWN_QUERY_CHARS = 200
 
@@ -240,8 +243,14 @@ class Session:
         f = self.indexes.fileset(cb).check(file)
         with self.indexes.searcher(cb) as searcher:
             used, results = similar_code(searcher, f.rel, start_line, end_line, limit)
+            chunked = bool(searcher.store.rows("chunks_of_file", {"path": f.rel})) if not used else True
+            counts = searcher.store.row("vector_counts")
         if not used:
             span = f" lines {start_line or 1}-{end_line or 'end'}" if start_line or end_line else ""
+            if chunked and counts["pending"]:
+                raise UsageError(f"{f.rel}{span} is indexed but its chunks have no vectors yet ("
+                                 f"{counts['chunks'] - counts['pending']:,} of {counts['chunks']:,} embedded): "
+                                 "search_code finds it now; find_similar_code works once they are embedded")
             raise UsageError(f"{f.rel}{span} has no indexed chunks: call index_codebase if the file is new")
         return {"codebase": str(cb.root), "file": f.rel, "start_line": start_line, "end_line": end_line,
                 "query_chunks": used, "results": [r.to_dict() for r in results]}
@@ -266,8 +275,11 @@ class Session:
         end = min(end_line or total, total, start + MAX_CONTENT_LINES - 1)
         if end < start and total:
             raise UsageError(f"end_line {end_line} is before start_line {start}")
+        end, content, cut = _within_chars(lines, start, end)
         data = {"codebase": str(cb.root), "path": f.rel, "start_line": start, "end_line": end, "total_lines": total,
-                "content": "".join(lines[start - 1:end])}
+                "content": content}
+        if cut:
+            data["truncated"] = f"line {end} is longer than {MAX_CONTENT_CHARS:,} characters: only its start is shown"
         if end < min(end_line or total, total):
             data["next_start_line"] = end + 1
         return data
@@ -314,3 +326,17 @@ def _freshness_note(st: dict) -> str | None:
     if st["status"] == "failed":
         return f"the last indexing run did not finish ({st.get('error')}): call index_codebase to complete the index"
     return None
+
+
+def _within_chars(lines: list[str], start: int, end: int) -> tuple[int, str, bool]:
+    """Lines ``start``..``end`` (1-based, inclusive) up to :data:`MAX_CONTENT_CHARS`: as many whole lines
+    as fit, or the head of line ``start`` when it alone is longer (then ``cut``).
+    Returns ``(last line given, text, cut)``."""
+    size = 0
+    for n in range(start, end + 1):
+        size += len(lines[n - 1])
+        if size > MAX_CONTENT_CHARS:
+            if n == start:
+                return n, lines[n - 1][:MAX_CONTENT_CHARS], True
+            return n - 1, "".join(lines[start - 1:n - 1]), False
+    return end, "".join(lines[start - 1:end]), False
