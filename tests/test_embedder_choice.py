@@ -75,3 +75,11 @@ def test_unknown_embedder_names_are_one_line_errors(sample_repo):
         res = run("build", sample_repo, "--embedder", name)
         assert res.exit_code == 2 and words in res.output and res.output.count("\n") == 1, res.output
     assert not Codebase.open(sample_repo).db_path.exists()
+
+
+def test_names_are_canonical_and_checked_before_any_advice_about_them(sample_repo):
+    as_json(run("build", sample_repo, "--embedder", " local: ", "--json"))
+    assert snapshot(sample_repo)["embedder"] == "local"
+    assert run("build", sample_repo, "--embedder", "local").exit_code == 0
+    res = run("build", sample_repo, "--embedder", "nope")  # an index exists: still "unknown", not "--force"
+    assert res.exit_code == 2 and "unknown embedder 'nope'" in res.output and "--force" not in res.output

@@ -34,6 +34,12 @@ def providers() -> list[str]:
     return sorted(_factories)
 
 
+def canonical(name: str) -> str:
+    """``name`` as indexes record it: no surrounding blanks, no empty model (``local:`` is ``local``)."""
+    provider, colon, model = name.strip().partition(":")
+    return f"{provider.strip()}:{model.strip()}" if colon and model.strip() else provider.strip()
+
+
 def get_embedder(name: str = DEFAULT_EMBEDDER) -> Embedder:
     """The process-wide embedder called ``name`` (``provider`` or ``provider:MODEL``), made once.
 
@@ -43,6 +49,7 @@ def get_embedder(name: str = DEFAULT_EMBEDDER) -> Embedder:
         UsageError: no provider of that name (never a silent fall-back to another model), or
             the provider refuses the model name.
     """
+    name = canonical(name)
     provider, _, model = name.partition(":")
     with _lock:
         if provider not in _factories:

@@ -16,7 +16,7 @@ from ..errors import EmbeddingFailedError, IndexMismatchError, UsageError
 from ..ingest.config import load_config
 from ..models.embedder import Embedder
 from ..models.minilm import MODEL_ID
-from ..models.registry import DEFAULT_EMBEDDER, get_embedder
+from ..models.registry import DEFAULT_EMBEDDER, canonical, get_embedder
 from ..storage.store import Store
 
 ENV_EMBEDDER = "CODII_SQL_EMBEDDER"
@@ -53,8 +53,10 @@ def embedder_for_build(codebase: Codebase, explicit: str | None, *, force: bool)
         UsageError: an unknown embedder name, or a malformed ``.codii.yaml``.
     """
     asked = requested_embedder(codebase, explicit)
+    if asked:
+        asked = get_embedder(asked).name  # an unknown name is refused before any advice about it
     recorded = _recorded(codebase)
-    if asked and recorded and asked != recorded and not force:
+    if asked and recorded and asked != canonical(recorded) and not force:
         raise IndexMismatchError(f"the index of {codebase.root} holds vectors of the embedder {recorded!r}, and this "
                                  f"build asks for {asked!r}: `codii-sql build --force --embedder {asked}` re-embeds "
                                  f"everything (or pass --embedder {recorded})")
