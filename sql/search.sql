@@ -16,12 +16,12 @@
 --   :qvec         float32[384] query embedding as a blob, or NULL to skip KNN (bm25 mode)
 --   :depth        candidates taken from each retriever (<= 4096, sqlite-vec's k limit)
 --   :rrf_k        RRF constant k;  :rrf_weight  weight of the RRF term
---   :w_fts        BM25's weight (the vectors' is 1 - it), set by search.py from the query's shape;
+--   :w_fts        BM25's weight (the vectors' is 1 - it), set by searcher.py from the query's shape;
 --   :w_fts_confident, :confident_gap   BM25's weight when its best hit's lead is >= the gap
 --   :bm25_*       FTS5 column weights for bm25(): content, subtokens, symbol, path
 --   :coarse_k     0 for an exact KNN scan; else the candidates taken from each partition of
 --                 chunks_bits by hamming distance before the float cosine re-scores them
---                 (search.py: large indexes, unfiltered searches)
+--                 (searcher.py: large indexes, unfiltered searches)
 --   :filtered     1 when any filter below is set; 0 lets KNN skip the rowid IN pushdown
 --                 (measured: the pushdown costs ~30 ms at 100k chunks when it filters nothing)
 --   :exts         JSON array of file name endings ('.py'), or NULL
@@ -31,7 +31,7 @@
 --   :exclude_path a path whose chunks are left out (find-similar), or NULL
 --   :under        a folder (relative, no trailing '/') whose files alone are kept, or NULL
 --   :role_weights JSON object role -> multiplier ('{"test": 0.5}'), or NULL for none
---   :names :tails :paths  JSON arrays (lower case, search.py named_in_query) of identifiers
+--   :names :tails :paths  JSON arrays (lower case, query.py named_in_query) of identifiers
 --                 (`console.print`, `print`), last parts of dotted ones (`print`) and file paths
 --                 or names named in the query; a candidate whose symbol, symbol tail or path
 --                 matches gets :name_boost ("echo" must put `def echo` above chunks that call echo)
@@ -47,9 +47,11 @@
 --                 from fusion); the returned score stays the fused one, so with a tier it is
 --                 not monotonic down the list. 0 (questions, issues): a name only boosts.
 --   :symbol_match FTS5 expression over the symbol column finding the chunks :names may match,
---                 or NULL (search.py symbol_match; exact matches kept here)
+--                 or NULL (query.py symbol_match; exact matches kept here)
 --   :pending      1 when some chunks still wait for their vector (vector_queue): they are ranked
 --                 by BM25 in the vectors' place too (`imputed`); 0 skips that look-up
+--   :knn_share    the KNN list's share of the vectors' weight, 1 unless few chunks have a vector
+--                 yet (searcher.py FULL_TRUST_COVERAGE); the rest goes to BM25 scores (`imputed`)
 --   :limit        rows returned
 -- Filters act inside both candidate lists, before fusion and before the limit: for FTS5 as a
 -- WHERE term, for vec0 as `rowid IN (...)`, which sqlite-vec pushes into its scan (a filter
@@ -103,7 +105,7 @@ knn_exact_filtered AS (
 -- 9 ms for 8 x k=13, 12 ms for 8 x k=25), and 8 x 25 candidates keep more of the exact top 10
 -- than 100 (0.90 vs 0.83 on Sphinx 5.1.1's 27.9k real vectors, 180 queries). Eight literal
 -- arms: vec0 uses a partition key only as a constant (joined to a list of part numbers it
--- scanned the whole table each time, measured). search.py sets :coarse_k = 0 when filtered.
+-- scanned the whole table each time, measured). searcher.py sets :coarse_k = 0 when filtered.
 coarse AS (
     SELECT rowid AS id FROM chunks_bits WHERE :coarse_k > 0 AND part = 0
       AND embedding MATCH vec_quantize_binary(:qvec) AND k = :coarse_k
@@ -141,7 +143,8 @@ knn_hits AS (
 candidates AS (
     SELECT id, rnk, raw, NULL AS distance, (SELECT w_fts FROM weights) AS w, 'bm25' AS src FROM bm25_ranked
     UNION ALL
-    SELECT id, rnk, raw, distance, 1.0 - coalesce((SELECT w_fts FROM weights), 0.0) AS w, 'knn' AS src FROM knn_hits
+    SELECT id, rnk, raw, distance, (1.0 - coalesce((SELECT w_fts FROM weights), 0.0)) * :knn_share AS w,
+           'knn' AS src FROM knn_hits
 ),
 normalised AS (
     SELECT *, coalesce((raw - min(raw) OVER lst) / nullif(max(raw) OVER lst - min(raw) OVER lst, 0), 1.0) AS norm
@@ -150,12 +153,17 @@ normalised AS (
 -- A chunk still waiting for its vector (vector_queue: a build's vector phase has not reached it)
 -- is not irrelevant to the vectors, only unseen by them: in the KNN list's place it takes its
 -- BM25 rank and normalised score, so the files the phase has reached do not push the others
--- down. Once its vector commits it competes as any other chunk.
+-- down. Once its vector commits it competes as any other chunk. While few chunks have one
+-- (:knn_share < 1), the KNN list counts for :knn_share of its weight and every BM25 candidate's
+-- own score stands in for the rest.
 imputed AS (
-    SELECT n.id, n.rnk, n.raw, NULL AS distance, 1.0 - coalesce((SELECT w_fts FROM weights), 0.0) AS w,
+    SELECT n.id, n.rnk, n.raw, NULL AS distance,
+           (1.0 - coalesce((SELECT w_fts FROM weights), 0.0))
+           * CASE WHEN q.chunk_id IS NOT NULL THEN 1.0 ELSE 1.0 - :knn_share END AS w,
            'imputed' AS src, n.norm
-    FROM normalised n JOIN vector_queue q ON q.chunk_id = n.id
+    FROM normalised n LEFT JOIN vector_queue q ON q.chunk_id = n.id
     WHERE :pending = 1 AND :qvec IS NOT NULL AND n.src = 'bm25'
+      AND (q.chunk_id IS NOT NULL OR :knn_share < 1.0)
 ),
 fused AS (
     SELECT id,

@@ -83,6 +83,38 @@ def test_a_queued_chunk_ranks_by_bm25_in_the_vectors_place(sample_repo, embedder
     assert queued[0].score == pytest.approx(target.score, rel=0.35)
 
 
+def test_while_few_chunks_have_vectors_those_few_do_not_take_the_top(tmp_path, embedder):
+    """With 4 of 144 chunks embedded, hybrid ranks as BM25 does: the embedded ones
+    fill the KNN list and took near-full scores however poor the match (Django's .po files,
+    embedded first, above middleware/csrf.py for "where is the CSRF token checked")."""
+    files = {f"pkg/mod{i}.py": f'def handler_{i}(request):\n    """Handle request kind {i} for the service."""\n'
+                               f'    return {i}\n' for i in range(139)}
+    files["pkg/csrf.py"] = ('def check_csrf_token(request):\n    """Reject the request when its CSRF token does not '
+                            'match the cookie."""\n    return request.token == request.cookie\n')
+    for lang in ("de", "fr", "es", "it"):
+        files[f"locale/{lang}/django.po"] = (f'msgid "CSRF token missing."\nmsgstr "CSRF ({lang}) fehlt."\n\n'
+                                             f'msgid "CSRF verification failed."\nmsgstr "({lang}) failed."\n')
+    repo = write_tree(tmp_path / "few", files)
+    cb = Codebase.open(repo)
+    Indexer(cb, embedder).build()
+    query = "where is the CSRF token checked"
+    with Store(cb.db_path, create=False) as store:
+        searcher = Searcher(store, cb.root, embedder)
+        bm25 = searcher.search(query, SearchOptions(limit=5, mode="bm25", role_prior=False))
+        assert bm25[0].symbol == "check_csrf_token"
+        embedded = {r["id"] for lang in ("de", "fr", "es", "it")
+                    for r in store.rows("chunks_of_file", {"path": f"locale/{lang}/django.po"})}
+        with store.transaction():  # the vector phase has reached the catalogues only
+            for row in store.rows("files_all"):
+                for chunk in store.rows("chunks_of_file", {"path": row["path"]}):
+                    if chunk["id"] not in embedded:
+                        store.run("vectors_delete", {"id": chunk["id"]})
+                        store.run("vector_queue_add", {"id": chunk["id"], "priority": 0})
+        # No role prior: the catalogues counted as source then, and tied with csrf.py on BM25.
+        hybrid = searcher.search(query, SearchOptions(limit=5, role_prior=False))
+    assert hybrid[0].symbol == "check_csrf_token", [(r.path, r.score) for r in hybrid]
+
+
 def test_source_is_embedded_first_and_searched_files_before_it(tmp_path, embedder):
     repo = write_tree(tmp_path / "r", {"docs/guide.md": "# Guide\n\nHow to retry.\n",
                                        "tests/test_core.py": "def test_retry():\n    assert retry()\n",

@@ -64,6 +64,14 @@ BM25_WEIGHT = {"natural": (0.0, 0.4), "mixed": (0.5, 0.8), "identifier": (0.7, 0
 #: A single retriever gets the whole weight: a zero weight would zero every score.
 SINGLE_MODE_WEIGHT = {"bm25": (1.0, 1.0), "vector": (0.0, 0.0)}
 #: Score multiplier for a candidate whose symbol or path the query names (sql/search.sql).
+#: The share of an index's chunks embedded from which its vector list counts in full. Below it
+#: the few chunks embedded first fill the KNN list and took near-full scores however poor the
+#: match (Django at 1,536 of 77,572: .po files above middleware/csrf.py), so the list's weight
+#: is scaled by share / 0.2 and each chunk's BM25 score stands in for the rest. Measured by
+#: benchmarks/partial_vectors.py, NDCG@10 at 2% / 10% / 20% embedded: CoSQA dev (500 queries)
+#: 0.248 / 0.316 / 0.386 unscaled -> 0.348 / 0.359 / 0.386 (BM25 alone 0.347); SWE-bench issue
+#: titles (48) 0.394 / 0.472 / 0.555 -> 0.484 / 0.484 / 0.540 (BM25 0.484); whole issues equal.
+FULL_TRUST_COVERAGE = 0.2
 #: Identifier-shaped queries also rank such chunks first (:meth:`Searcher.search`, ``:tiered``).
 NAME_BOOST = 1.5
 #: BM25 is confident when (s1 - s2) / s1 of its two best scores reaches this (sql/search.sql).
@@ -249,9 +257,18 @@ class Searcher:
             "role_weights": json.dumps(prior) if prior else None, "limit": limit,
             "names": json.dumps(named.names), "tails": json.dumps(named.tails), "paths": json.dumps(named.paths),
             "name_boost": NAME_BOOST, "tiered": int(tiered), "pending": int(bool(self.store.value("vectors_pending"))),
+            "knn_share": self._knn_share(),
             "symbol_match": symbol_match(named.names) if tiered else None,
         }
         return self.store.rows("search_hybrid", params)
+
+    def _knn_share(self) -> float:
+        """The vector list's weight while chunks wait for their vectors: ``min(1, embedded share /
+        FULL_TRUST_COVERAGE)``; 1 once every chunk has one (see :data:`FULL_TRUST_COVERAGE`)."""
+        if not self.store.value("vectors_pending"):
+            return 1.0
+        counts = self.store.row("vector_counts")
+        return min(1.0, (1.0 - counts["pending"] / max(counts["chunks"], 1)) / FULL_TRUST_COVERAGE)
 
     def _results(self, rows: list[dict]) -> list[Result]:
         stale = StaleCheck(self.root)
@@ -289,5 +306,6 @@ def _top(results: list[Result], opts: SearchOptions) -> list[Result]:
             best.setdefault(r.path, r)
         results = list(best.values())
     return results[: opts.limit]
+
 
 
