@@ -281,3 +281,14 @@ def test_list_shows_a_damaged_index_with_its_real_size(sample_repo):
     assert text.startswith(f"{db}  damaged  size=2.2 MB") and "None" not in text, text
     assert f"clear --db {db} --yes" in text
     assert json.loads(run("clear", "--db", db, "--yes", "--json").output)["removed"] == [str(db)]
+
+
+def test_errors_under_json_are_json_on_stdout_too(sample_repo, tmp_path):
+    for args in (("search", "", "--path", sample_repo, "--json"), ("status", tmp_path / "nowhere", "--json"),
+                 ("search", "x", "--path", sample_repo, "--jsonl", "--limit", "0")):
+        res = CliRunner().invoke(cli, [str(a) for a in args])
+        assert res.exit_code == 2 and res.stderr.startswith("Error: "), res.output
+        out = json.loads(res.stdout)
+        assert out["exit_code"] == 2 and out["error"] == res.stderr[len("Error: "):].strip()
+    plain = CliRunner().invoke(cli, ["status", str(tmp_path / "nowhere")])
+    assert plain.stdout == "" and plain.exit_code == 2

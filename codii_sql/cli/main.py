@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 
 import click
@@ -16,18 +17,25 @@ class CodiiGroup(click.Group):
     """Turns every :class:`CodiiError` and bad option into one line on stderr and its exit code, never a traceback."""
 
     def invoke(self, ctx):
+        as_json = bool({"--json", "--jsonl"} & set(ctx.args))
         try:
             return super().invoke(ctx)
         except CodiiError as err:
-            click.echo(f"Error: {err}", err=True)
-            ctx.exit(err.exit_code)
+            _fail(str(err), err.exit_code, as_json)
         except click.UsageError as err:  # one line too, for a bad option or argument
             where = f"codii-sql {err.ctx.info_name}" if err.ctx and err.ctx.info_name != ctx.info_name else "codii-sql"
-            click.echo(f"Error: {err.format_message()} (see `{where} --help`)", err=True)
-            ctx.exit(2)
+            _fail(f"{err.format_message()} (see `{where} --help`)", 2, as_json)
         except KeyboardInterrupt:
             click.echo("Interrupted: the index keeps every file committed so far; run build again to finish.", err=True)
             ctx.exit(130)
+
+
+def _fail(message: str, code: int, as_json: bool) -> None:
+    """One line on stderr; under ``--json`` also ``{"error", "exit_code"}`` on stdout, which a script parses."""
+    click.echo(f"Error: {message}", err=True)
+    if as_json:
+        click.echo(json.dumps({"error": message, "exit_code": code}))
+    raise SystemExit(code)
 
 
 @click.group(cls=CodiiGroup, context_settings={"help_option_names": ["-h", "--help"]})
