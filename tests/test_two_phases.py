@@ -328,3 +328,41 @@ def test_find_similar_before_the_vectors_says_the_file_is_indexed_and_what_works
             session.similar(Codebase.open(sample_repo), "app/parse.py", None, None, 5)
     finally:
         session.shutdown()
+
+
+def test_status_and_list_agree_while_another_process_builds(sample_repo, tmp_path, codii_home):
+    """list said indexed while status said indexing; a lexical phase's vectors said 'pending' (stopped)."""
+    embedded = write_tree(tmp_path / "embedded", {"a.py": "def alpha():\n    return 1\n"})
+    assert run("build", sample_repo, "--no-vectors").exit_code == 0 and run("build", embedded).exit_code == 0
+    hold = ("import sys\nfrom codii_sql.codebase import Codebase\n"
+            "from codii_sql.storage.lock import vector_lock, writer_lock\n"
+            "cb = Codebase.open(sys.argv[1])\nlock = writer_lock if sys.argv[2] == 'writer' else vector_lock\n"
+            "with lock(cb):\n    print('held', flush=True)\n    sys.stdin.read()\n")
+    for repo, which, vectors_state in ((sample_repo, "vector", "running"), (embedded, "writer", "waiting")):
+        proc = subprocess.Popen([sys.executable, "-c", hold, str(repo), which], env=_env(codii_home),
+                                text=True, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        try:
+            assert proc.stdout.readline().strip() == "held"
+            st = as_json(run("status", repo, "--json"))
+            row = next(r for r in as_json(run("list", "--json")) if r["root"] == str(repo.resolve()))
+            assert st["status"] == row["status"] == "indexing", (which, st["status"], row["status"])
+            assert st["vectors"]["state"] == vectors_state
+        finally:
+            proc.communicate("")
+    assert as_json(run("status", sample_repo, "--json"))["vectors"]["state"] == "off"
+    assert as_json(run("status", embedded, "--json"))["vectors"]["state"] == "complete"
+
+
+def test_an_agents_percent_never_goes_back_within_a_build():
+    from codii_sql.service.session import _percent
+
+    vec = lambda done, total, state="running": {"done": done, "total": total, "state": state}  # noqa: E731
+    steps = [("indexing", {"phase": "scan", "done": 0, "total": 0}, vec(0, 0, "waiting")),
+             ("indexing", {"phase": "chunk", "done": 50, "total": 100}, vec(0, 0, "waiting")),
+             ("indexing", {"phase": "chunk", "done": 100, "total": 100}, vec(0, 900, "waiting")),
+             ("indexing", {"phase": "vectors", "done": 100, "total": 100}, vec(0, 900)),
+             ("indexing", {"phase": "vectors", "done": 100, "total": 100}, vec(450, 900)),
+             ("indexed", {"phase": None, "done": 100, "total": 100}, vec(900, 900, "complete"))]
+    seen = [_percent(*step) for step in steps]
+    assert seen == sorted(seen) and seen[1] == 5 and seen[4] == 55 and seen[-1] == 100
+    assert _percent("indexing", {"phase": "chunk", "done": 50, "total": 100}, vec(0, 0, "off")) == 50

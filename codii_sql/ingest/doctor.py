@@ -81,8 +81,10 @@ def _check_rows(store: Store, report: DoctorReport, *, repair: bool) -> None:
     no_file = [r["id"] for r in store.rows("chunks_without_file")]
     missing_vec = store.rows("chunks_without_vector")
     mismatched = store.rows("chunk_count_mismatch")
+    queued = store.row("vector_counts")["pending"]
     report.checks.append(Check("vec0 rows match chunks", not orphans and not missing_vec,
-                               f"{len(orphans)} vectors without chunk, {len(missing_vec)} chunks without vector"))
+                               f"{len(orphans)} vectors without chunk, {len(missing_vec)} chunks without vector "
+                               f"and not queued for one ({queued} queued for the vector phase)"))
     report.checks.append(Check("chunks match files", not no_file and not mismatched,
                                f"{len(no_file)} chunks without file, {len(mismatched)} files with missing chunks"))
     forget = sorted({r["path"] for r in missing_vec} | {r["path"] for r in mismatched})

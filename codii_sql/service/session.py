@@ -96,9 +96,7 @@ class Session:
             status, error = "failed", job.error
         prog = _progress(st, job)
         vectors = _vectors(st, job)
-        share = (vectors["done"], vectors["total"]) if prog["phase"] == "vectors" else (prog["done"], prog["total"])
-        percent = 100 if status in ("indexed", "stale") else \
-            min(99, round(100 * share[0] / share[1])) if status == "indexing" and share[1] else 0
+        percent = _percent(status, prog, vectors)
         data = {
             "codebase": str(cb.root), "status": status,
             "phase": prog["phase"] if status == "indexing" else st.get("phase"), "percent": percent,
@@ -108,7 +106,7 @@ class Session:
             "skipped": st.get("skipped") or {}, "failed_files": st.get("failed") or {},
             "last_error": error if status in ("failed", "indexing") else None,
             "last_indexed_at": iso(st.get("last_indexed_at")), "build_seconds": st.get("build_seconds"),
-            "size_bytes": st.get("size_bytes", 0), "db": st["db"], "vectors": vectors,
+            "size_bytes": st.get("size_bytes", 0), "db": st["db"], **({"vectors": vectors} if vectors else {}),
         }
         if status == "indexing":
             data["indexer_pid"] = inspect(cb)["snapshot"].get("pid")
@@ -309,12 +307,36 @@ def _progress(st: dict, job: Job | None) -> dict:
     return {"phase": st.get("phase"), "done": st.get("files_done") or 0, "total": st.get("files_total") or 0}
 
 
-def _vectors(st: dict, job: Job | None) -> dict:
-    """The index's vector progress (:func:`vector_progress`), with a running in-process job's fresher counts."""
-    vectors = dict(st.get("vectors") or {"done": 0, "total": 0, "state": "complete"})
-    if job is not None and job.alive and job.phase == "vectors" and job.vectors_total:
+def _vectors(st: dict, job: Job | None) -> dict | None:
+    """The index's vector progress (:func:`vector_progress`), with a running in-process job's fresher
+    counts; ``waiting`` before a first build has committed anything; None with no index and no build."""
+    alive = job is not None and job.alive
+    if not st.get("vectors"):
+        return {"done": 0, "total": 0, "state": "waiting"} if alive else None
+    vectors = dict(st["vectors"])
+    if alive and job.phase == "vectors" and job.vectors_total:
         vectors.update(done=job.vectors_done, total=job.vectors_total, state="running")
+    elif alive and vectors["state"] in ("pending", "complete") and job.phase != "vectors":
+        vectors["state"] = "waiting"  # this server's lexical phase runs; its vector phase follows
     return vectors
+
+
+#: The share of a build's percent that its lexical phase covers when vectors follow: the model
+#: is the cost (Django: lexical phase 16.5 s, vector phase 1,037 s), so the rest is the vectors'.
+LEXICAL_PERCENT = 10
+
+
+def _percent(status: str, prog: dict, vectors: dict | None) -> int:
+    """0-100, never going back within one build: the lexical phase's files, then the vectors' chunks."""
+    if status in ("indexed", "stale"):
+        return 100
+    if status != "indexing":
+        return 0
+    with_vectors = vectors is not None and vectors["state"] != "off"
+    if prog["phase"] == "vectors" and vectors and vectors["total"]:
+        return min(99, LEXICAL_PERCENT + round((100 - LEXICAL_PERCENT) * vectors["done"] / vectors["total"]))
+    lexical = prog["done"] / prog["total"] if prog["total"] else 0.0
+    return min(99, round((LEXICAL_PERCENT if with_vectors else 100) * lexical))
 
 
 def _freshness_note(st: dict) -> str | None:

@@ -38,16 +38,8 @@ def status(codebase: Codebase, *, check_stale: bool = True) -> dict:
     with Store(codebase.db_path, create=False) as store:
         meta = store.meta()
         counts = store.row("counts")
-        vectors = vector_progress(meta, store.row("vector_counts"), running=vectors_running(codebase))
-    state = meta.get("status", "not_indexed")
-    if is_locked(codebase):
-        state = "indexing"
-    elif state == "indexing":
-        state = "failed"
-        meta["error"] = meta.get("error") or "the indexing process stopped before it finished; run build again"
-    elif vectors["state"] == "running":
-        state, meta["phase"] = "indexing", "vectors"
-    elif state == "indexed" and check_stale and is_stale(codebase):
+        state, vectors = _state(codebase, meta, store.row("vector_counts"))
+    if state == "indexed" and check_stale and is_stale(codebase):
         state = "stale"
     out.update(status=state, files=counts["files"], chunks=counts["chunks"], size_bytes=_db_size(codebase.db_path),
                **{k: meta.get(k) for k in ("phase", "files_done", "files_total", "skipped", "failed", "error",
@@ -59,16 +51,34 @@ def status(codebase: Codebase, *, check_stale: bool = True) -> dict:
     return out
 
 
-def vector_progress(meta: dict, counts: dict, *, running: bool) -> dict:
+def _state(codebase: Codebase, meta: dict, vector_counts: dict) -> tuple[str, dict]:
+    """``(status, vectors)`` from the snapshot and the locks held now (no staleness walk); a dead
+    build's snapshot gets ``error`` and ``phase`` set in ``meta`` as ``status`` reports them."""
+    lexical = is_locked(codebase)
+    vectors = vector_progress(meta, vector_counts, running=vectors_running(codebase), lexical=lexical)
+    state = meta.get("status", "not_indexed")
+    if lexical:
+        state = "indexing"
+    elif state == "indexing":
+        state = "failed"
+        meta["error"] = meta.get("error") or "the indexing process stopped before it finished; run build again"
+    elif vectors["state"] == "running":
+        state, meta["phase"] = "indexing", "vectors"
+    return state, vectors
+
+
+def vector_progress(meta: dict, counts: dict, *, running: bool, lexical: bool = False) -> dict:
     """``{"done", "total", "state", ["eta_seconds"], ["error"]}``: chunks with a vector of all chunks.
 
     ``state``: ``complete``; ``running`` (a vector phase holds the vector lock; ``eta_seconds``
-    from its measured rate); ``off`` (built with vectors off: BM25 and symbols only); else
-    ``pending`` (the phase stopped or was left to a later build: ``error`` says why if it failed).
+    from its measured rate); ``waiting`` (a lexical phase runs, ``lexical``: the vector phase
+    follows it); ``off`` (built with vectors off: BM25 and symbols only); else ``pending``
+    (the phase stopped or was left to a later build: ``error`` says why if it failed).
     """
     pending, total = counts["pending"], counts["chunks"]
-    state = ("complete" if not pending else "running" if running
-             else "off" if meta.get("vectors_enabled") is False else "pending")
+    off = meta.get("vectors_enabled") is False
+    state = ("running" if running and pending else "waiting" if lexical and not off
+             else "complete" if not pending else "off" if off else "pending")
     out = {"done": total - pending, "total": total, "state": state}
     rate = meta.get("vectors_rate")
     if state == "running" and rate:
@@ -95,14 +105,13 @@ def list_codebases() -> list[dict]:
             with Store(db, create=False) as store:
                 meta = store.meta()
                 counts = store.row("counts")
+                vector_counts = store.row("vector_counts")
         except StorageError as err:  # also broken pages met past the header
             damaged = isinstance(err, DamagedIndexError)
             out.append({"db": str(db), "status": "damaged" if damaged else "unreadable", "size_bytes": _db_size(db),
                         "error": str(err)})
             continue
-        state = meta.get("status")
-        if state == "indexing" and not is_locked(Codebase(Path(meta.get("root") or "."), db)):
-            state = "failed"
+        state, _ = _state(Codebase(Path(meta.get("root") or "."), db), meta, vector_counts)
         if meta.get("root") and not Path(meta["root"]).is_dir():
             state = "missing"  # the folder is gone: `clear ROOT --yes` removes the index
         out.append({"root": meta.get("root"), "db": str(db), "status": state, "files": counts["files"],
