@@ -292,3 +292,13 @@ def test_errors_under_json_are_json_on_stdout_too(sample_repo, tmp_path):
         assert out["exit_code"] == 2 and out["error"] == res.stderr[len("Error: "):].strip()
     plain = CliRunner().invoke(cli, ["status", str(tmp_path / "nowhere")])
     assert plain.stdout == "" and plain.exit_code == 2
+
+
+def test_text_output_escapes_control_characters_in_names_and_lines(tmp_path):
+    repo = tmp_path / "odd"
+    repo.mkdir()
+    (repo / "new\nline\a.py").write_text('def ring():\n    return "\x1b[31mred"\n')
+    res = run("search", "ring", "--path", repo)
+    assert res.exit_code == 0
+    assert "new\\nline\\x07.py:1-2" in res.stdout and "\\x1b[31mred" in res.stdout
+    assert "\a" not in res.stdout and "\x1b" not in res.stdout

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import datetime
 import json
+import re
 
 import click
 from rich.console import Console
@@ -61,18 +62,29 @@ def fmt_value(key: str, value):
     return json.dumps(value) if isinstance(value, (dict, list)) else value
 
 
+#: C0 controls but tab, DEL and C1 controls: shown escaped, so a file name or line holding them
+#: cannot ring the bell, break the ``path:line`` format or send escape sequences to the terminal.
+_CONTROLS = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f]")
+
+
+def shown(text: str) -> str:
+    """``text`` with control characters as escapes (``\\n``, ``\\x07``): safe to print on a terminal."""
+    return _CONTROLS.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
+
+
 def print_results(resp, *, with_codebase: bool = False) -> None:
     """Numbered results with their first 12 lines, then a count and the time on stderr; over several
     codebases each result's path is preceded by its codebase's root."""
     if not resp.results:
         click.echo("No results.")
     for i, r in enumerate(resp.results, 1):
-        where = f"{r.codebase + '/' if with_codebase and r.codebase else ''}{r.path}:{r.start_line}-{r.end_line}"
-        label = f"{r.kind} {r.symbol}" if r.symbol else r.kind
+        where = shown(f"{r.codebase + '/' if with_codebase and r.codebase else ''}{r.path}") + \
+            f":{r.start_line}-{r.end_line}"
+        label = shown(f"{r.kind} {r.symbol}" if r.symbol else r.kind)
         click.secho(f"{i}. {where}  {label}  score={r.score:.4f}{'  [stale]' if r.stale else ''}", bold=True)
         lines = r.content.splitlines()
         for n, text in enumerate(lines[:12], r.start_line):
-            click.echo(f"  {n:>5}  {text}")
+            click.echo(f"  {n:>5}  {shown(text)}")
         if len(lines) > 12:
             click.echo(f"         ... {len(lines) - 12} more lines")
     n = len(resp.results)

@@ -297,5 +297,5 @@ def translate(err: apsw.Error, path: Path) -> CodiiError:
     if isinstance(err, apsw.ReadOnlyError):
         return ReadOnlyIndexError(f"the index file is read-only ({err}): make it writable, or copy it and pass --db")
     kind = DamagedIndexError if isinstance(err, (apsw.CorruptError, apsw.NotADBError)) else StorageError
-    return kind(f"reading the index failed ({err}): `codii-sql doctor` checks it and `codii-sql build --force` "
-                "replaces a damaged index")
+    return kind(f"reading the index failed ({err}): `codii-sql doctor` checks it and says how to replace a "
+                "damaged one")
