@@ -63,7 +63,7 @@ def index_codebase(
 def get_indexing_status(path: PathArg) -> CallToolResult:
     data = SESSION.indexing_status(codebase_at(path))
     summary = f"{data['codebase']}: {data['status']}"
-    vectors = data["vectors"]
+    vectors = data.get("vectors") or {}  # absent with no index and no build
     if data["status"] == "indexing" and data["phase"] == "vectors":
         eta = f", about {vectors['eta_seconds'] // 60} min left" if vectors.get("eta_seconds") else ""
         summary += (f" (every file searchable by BM25; vectors {vectors['done']}/{vectors['total']} chunks, "
@@ -73,7 +73,7 @@ def get_indexing_status(path: PathArg) -> CallToolResult:
         summary += f" ({data['phase']}, {files['done']}/{files['total']} files, {data['percent']}%)"
     elif data["status"] in ("indexed", "stale"):
         summary += f" ({data['files']['indexed']} files, {data['chunks']['indexed']} chunks)"
-        if vectors["state"] == "pending":
+        if vectors.get("state") == "pending":
             summary += (f"; {vectors['total'] - vectors['done']} chunks have no vector yet: call index_codebase "
                         "to embed them")
     elif data["status"] == "failed":
