@@ -240,16 +240,53 @@ ranked AS (
     FROM (SELECT *, CASE WHEN in_symbol_tier > 0 THEN max(score) OVER (PARTITION BY file_id, symbol)
                          ELSE score END AS group_score
           FROM scored)
+),
+-- How well this index as a whole matches the query: the mean cosine of its 10 nearest chunks
+-- (merge.py weighs each codebase of a workspace search by it; one model's cosines compare).
+knn_match AS (
+    SELECT avg(raw) AS knn_match FROM (SELECT raw FROM knn_hits ORDER BY raw DESC LIMIT 10)
 )
 SELECT c.id, c.path, c.start_line, c.end_line, c.language, c.kind, c.symbol, c.content, r.score, r.tier,
        fu.cc, fu.rrf, fu.bm25_rank, fu.knn_rank, fu.distance, f.role,
-       f.hash AS file_hash, f.size AS file_size, f.mtime_ns AS file_mtime_ns
+       f.hash AS file_hash, f.size AS file_size, f.mtime_ns AS file_mtime_ns, m.knn_match
 FROM ranked r
 JOIN chunks c ON c.id = r.id
 JOIN files f ON f.id = c.file_id
 LEFT JOIN fused fu ON fu.id = r.id
+CROSS JOIN knn_match m
 WHERE r.pos <= :limit
 ORDER BY r.pos;
+
+-- name: knn_match
+-- A workspace search's first, cheap look at one member (service/fanout.py): the mean cosine of
+-- its 10 nearest chunks, as search_hybrid's knn_match computes it, without BM25, fusion or
+-- naming; :coarse_k hamming candidates per partition (0: the exact scan of :depth). Members far
+-- below the best are then left out of the full search (search/searcher.py Searcher.match).
+WITH
+coarse AS (
+    SELECT rowid AS id FROM chunks_bits WHERE :coarse_k > 0 AND part = 0
+      AND embedding MATCH vec_quantize_binary(:qvec) AND k = :coarse_k
+    UNION ALL SELECT rowid FROM chunks_bits WHERE :coarse_k > 0 AND part = 1
+      AND embedding MATCH vec_quantize_binary(:qvec) AND k = :coarse_k
+    UNION ALL SELECT rowid FROM chunks_bits WHERE :coarse_k > 0 AND part = 2
+      AND embedding MATCH vec_quantize_binary(:qvec) AND k = :coarse_k
+    UNION ALL SELECT rowid FROM chunks_bits WHERE :coarse_k > 0 AND part = 3
+      AND embedding MATCH vec_quantize_binary(:qvec) AND k = :coarse_k
+    UNION ALL SELECT rowid FROM chunks_bits WHERE :coarse_k > 0 AND part = 4
+      AND embedding MATCH vec_quantize_binary(:qvec) AND k = :coarse_k
+    UNION ALL SELECT rowid FROM chunks_bits WHERE :coarse_k > 0 AND part = 5
+      AND embedding MATCH vec_quantize_binary(:qvec) AND k = :coarse_k
+    UNION ALL SELECT rowid FROM chunks_bits WHERE :coarse_k > 0 AND part = 6
+      AND embedding MATCH vec_quantize_binary(:qvec) AND k = :coarse_k
+    UNION ALL SELECT rowid FROM chunks_bits WHERE :coarse_k > 0 AND part = 7
+      AND embedding MATCH vec_quantize_binary(:qvec) AND k = :coarse_k
+),
+nearest AS (
+    SELECT distance FROM chunks_vec WHERE :coarse_k = 0 AND embedding MATCH :qvec AND k = :depth
+    UNION ALL
+    SELECT vec_distance_cosine(v.embedding, :qvec) FROM coarse co JOIN chunks_vec v ON v.rowid = co.id
+)
+SELECT avg(1.0 - distance) AS knn_match FROM (SELECT distance FROM nearest ORDER BY distance LIMIT 10);
 
 -- name: file_vectors
 -- The stored chunk vectors of a file's line range (find-similar: no re-embedding).

@@ -174,24 +174,31 @@ def test_members_of_different_models_merge_by_rank_with_a_note(tmp_path):
     assert {r["codebase"] for r in out["results"][:2]} == {str(http.resolve()), str(shop.resolve())}
 
 
-def _result(path: str, score: float, cosine: float | None, tier: int = 0) -> Result:
-    return Result(path, 1, 2, score, "python", "function", None, "", False, 1, "source", cosine=cosine, tier=tier)
+def _result(path: str, score: float, match: float | None, tier: int = 0) -> Result:
+    return Result(path, 1, 2, score, "python", "function", None, "", False, 1, "source", tier=tier, knn_match=match)
 
 
-def test_merge_weighs_members_by_their_best_cosine_and_keeps_named_tiers_first():
-    near = MemberAnswer("/near", [_result("n1.py", 1.0, 0.80), _result("n2.py", 0.5, 0.70)], "m")
-    far = MemberAnswer("/far", [_result("f1.py", 1.0, 0.60), _result("f2.py", 0.9, 0.55, tier=1)], "m")
+def test_merge_weighs_members_by_how_well_each_matches_and_keeps_named_tiers_first():
+    near = MemberAnswer("/near", [_result("n1.py", 1.0, 0.60), _result("n2.py", 0.5, 0.60)], "m")
+    far = MemberAnswer("/far", [_result("f1.py", 1.0, 0.45), _result("f2.py", 0.9, 0.45, tier=1)], "m")
     merged, by_rank = merge([far, near], 10)
     assert not by_rank
     assert [r.path for r in merged] == ["f2.py", "n1.py", "n2.py", "f1.py"]
     assert [r.codebase for r in merged] == ["/far", "/near", "/near", "/far"]
     # Both members equally close: fused scores decide, members interleave.
-    even, _ = merge([MemberAnswer("/a", [_result("a.py", 0.6, 0.7)], "m"),
-                     MemberAnswer("/b", [_result("b.py", 0.9, 0.7)], "m")], 10)
+    even, _ = merge([MemberAnswer("/a", [_result("a.py", 0.6, 0.5)], "m"),
+                     MemberAnswer("/b", [_result("b.py", 0.9, 0.5)], "m")], 10)
     assert [r.path for r in even] == ["b.py", "a.py"]
+    # A little behind (a third of T): still above the other's weaker results.
+    close, _ = merge([MemberAnswer("/a", [_result("a1.py", 1.0, 0.50), _result("a2.py", 0.3, 0.50)], "m"),
+                      MemberAnswer("/b", [_result("b1.py", 1.0, 0.49)], "m")], 10)
+    assert [r.path for r in close] == ["a1.py", "b1.py", "a2.py"]
     mixed, by_rank = merge([MemberAnswer("/a", [_result("a1.py", 1, 0.9), _result("a2.py", 1, 0.8)], "m1"),
                             MemberAnswer("/b", [_result("b1.py", 1, 0.1)], "m2")], 2)
     assert by_rank and [r.path for r in mixed] == ["a1.py", "b1.py"]
+    bm25, by_rank = merge([MemberAnswer("/a", [_result("a1.py", 1, None)], "m"),
+                           MemberAnswer("/b", [_result("b1.py", 2, None)], "m")], 2)
+    assert by_rank and [r.path for r in bm25] == ["a1.py", "b1.py"]
 
 
 def test_an_option_no_member_can_take_is_refused_once_and_one_some_can_take_is_noted(two):
@@ -202,3 +209,50 @@ def test_an_option_no_member_can_take_is_refused_once_and_one_some_can_take_is_n
     assert {r.codebase for r in out.results} == {str(shop)}
     http_row = next(m for m in out.members if m["codebase"] == str(http))
     assert http_row["status"] == "ok" and "no 'go' code in this index" in http_row["note"]
+
+
+#: A third codebase, far from the other two (Rust, gardening).
+GARDEN = {"garden/water.rs": '''
+    /// Water each plant in the bed when the soil moisture drops below its threshold.
+    pub fn water_plants(bed: &mut Vec<Plant>, moisture: f32) -> usize {
+        let mut watered = 0;
+        for plant in bed.iter_mut() {
+            if moisture < plant.threshold { plant.water(); watered += 1; }
+        }
+        watered
+    }
+    '''}
+
+
+@pytest.fixture
+def three(two, tmp_path):
+    garden = write_tree(tmp_path / "garden", GARDEN)
+    assert run("build", garden).exit_code == 0
+    return [service.open_codebase(p) for p in (*two, garden.resolve())]
+
+
+def test_members_far_below_the_best_match_are_left_out_unless_the_near_ones_fall_short(three):
+    http, shop, garden = three
+    query = "compute the order total with tax and apply a discount"
+    out = service.search_many(three, query, SearchOptions(limit=2))
+    rows = {m["codebase"]: m for m in out.members}
+    assert rows[str(shop.root)]["results"] == 2 and not rows[str(shop.root)].get("pruned")
+    assert rows[str(http.root)]["pruned"] and rows[str(garden.root)]["pruned"]
+    assert [r.codebase for r in out.results] == [str(shop.root)] * 2
+    wide = service.search_many(three, query, SearchOptions(limit=10))  # the shop alone has too few
+    assert not any(m.get("pruned") for m in wide.members)
+    assert {r.codebase for r in wide.results} == {str(cb.root) for cb in three}
+    named = service.search_many(three, "checkoutTotal", SearchOptions(limit=1))  # a name: everyone
+    assert not any(m.get("pruned") for m in named.members)
+
+
+def test_the_cheap_match_probe_agrees_with_the_searchs_own(three):
+    opts = SearchOptions(limit=5)
+    for cb in three:
+        searcher = service.open_searcher(cb)
+        try:
+            for query in ("retry with exponential backoff", "water the plants when the soil is dry"):
+                probe = searcher.match(searcher.embedder.embed_query(query))
+                assert probe == pytest.approx(searcher.search(query, opts)[0].knn_match, abs=1e-6)
+        finally:
+            searcher.store.close()

@@ -4,12 +4,13 @@ Each index answers with its own hybrid statement, whose fused scores are normali
 index: every member's best chunk scores about 1, relevant or not, and BM25 scores from different
 FTS5 indexes are not comparable either (each has its own document statistics). Cosine
 similarities from one embedding model are. So each member's results keep their own order and
-fused scores, scaled by how well that member matches the query as a whole: its best raw cosine
-``c_m`` against the best of all members ``c*``, weight ``exp(-(c* - c_m) / T)``. A member a
-cosine gap of ``T`` behind the best keeps 37% of its scores; one far behind contributes its
-results only below every close member's. A chunk defining a named symbol or in a named file
-(tier > 0, identifier queries) still comes before those without, as in one index. Members
-whose vectors come from different models share no cosine scale: they merge by rank (RRF).
+fused scores, scaled by how well that member matches the query as a whole: the mean cosine of
+its 10 nearest chunks ``m`` (``knn_match``) against the best member's ``m*``, weight
+``exp(-(m* - m) / T)``. A member a gap of ``T`` behind keeps 37% of its scores; one far behind
+contributes its results only below every close member's. A chunk defining a named symbol or in
+a named file (tier > 0, identifier queries) still comes before those without, as in one index.
+Members whose vectors come from different models share no cosine scale, and BM25-only searches
+have none: they merge by rank (RRF).
 """
 
 from __future__ import annotations
@@ -19,9 +20,14 @@ from dataclasses import dataclass, replace
 
 from .results import Result
 
-#: Cosine gap that costs a member a factor e of its scores. Measured on SWE-bench dev issues
-#: with five projects' releases in one workspace (docs/eval.md): see MERGE_TEMPERATURE's note there.
-MERGE_TEMPERATURE = 0.05
+#: Gap in ``knn_match`` that costs a member a factor e of its scores. benchmarks/workspace_merge.py:
+#: 48 SWE-bench dev issues, each asked of its own release and of a workspace holding it and one
+#: release of each of the 5 other projects; Acc@5 own index 0.688. Weighting by the best cosine
+#: among a member's results gave 0.521-0.604 (T 0.01-0.2): long queries rank by BM25, so a
+#: member's results often hold no KNN candidate at all. By the mean of its 10 nearest chunks:
+#: 0.688 for T 0.01-0.05 (issue titles alone: own 0.604, merged 0.583); T = 0.03 sits mid-plateau.
+#: (The mean of the nearest 10, not the best one alone, 0.625-0.688, nor of 3-5, 0.667.)
+MERGE_TEMPERATURE = 0.03
 #: RRF constant for the rank merge (Cormack, Clarke & Buettcher, SIGIR 2009).
 RRF_K = 60
 
@@ -35,10 +41,9 @@ class MemberAnswer:
     model_id: str
 
 
-def best_cosine(results: list[Result]) -> float | None:
-    """The highest raw cosine among ``results`` (None when none was a KNN candidate)."""
-    found = [r.cosine for r in results if r.cosine is not None]
-    return max(found) if found else None
+def member_match(results: list[Result]) -> float | None:
+    """How well a member matches the query: its results' ``knn_match`` (None without vectors or results)."""
+    return next((r.knn_match for r in results if r.knn_match is not None), None)
 
 
 def merge(answers: list[MemberAnswer], limit: int, *,
@@ -48,7 +53,7 @@ def merge(answers: list[MemberAnswer], limit: int, *,
     ``temperature`` is the cosine gap that costs a member a factor e (benchmarks sweep it)."""
     tagged = [MemberAnswer(a.codebase, [replace(r, codebase=a.codebase) for r in a.results], a.model_id)
               for a in answers]
-    cosines = {a.codebase: best_cosine(a.results) for a in tagged}
+    cosines = {a.codebase: member_match(a.results) for a in tagged}
     known = [c for c in cosines.values() if c is not None]
     if len({a.model_id for a in tagged}) > 1 or not known:
         return _by_rank(tagged, limit), len(tagged) > 1
@@ -56,7 +61,7 @@ def merge(answers: list[MemberAnswer], limit: int, *,
     floor = min(known)
     scored = []
     for order, a in enumerate(tagged):
-        # A member without any KNN candidate (its chunks await their vectors) gets the weakest weight seen.
+        # A member without vectors yet (its chunks await them) gets the weakest weight seen.
         c = cosines[a.codebase] if cosines[a.codebase] is not None else floor
         weight = math.exp(-(top - c) / temperature)
         scored += [((r.tier, r.score * weight), -order, -rank, r) for rank, r in enumerate(a.results)]

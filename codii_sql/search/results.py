@@ -15,8 +15,9 @@ class Result:
     Results come in score order, except that an identifier query's named symbols and files come first
     (:meth:`Searcher._run`), so a named chunk may lead with a lower score. ``codebase`` (the root) is
     set in a search over several codebases; ``cosine`` (the raw cosine similarity to the query,
-    when the chunk was a KNN candidate) and ``tier`` (the named-symbol/file tier) serve merging
-    and are not part of the JSON.
+    when the chunk was a KNN candidate), ``tier`` (the named-symbol/file tier) and ``knn_match``
+    (the mean cosine of the index's 10 nearest chunks: how well the whole codebase matches) serve
+    merging and are not part of the JSON.
     """
 
     path: str
@@ -35,11 +36,12 @@ class Result:
     codebase: str | None = None
     cosine: float | None = field(default=None, repr=False)
     tier: int = field(default=0, repr=False)
+    knn_match: float | None = field(default=None, repr=False)
 
     def to_dict(self) -> dict:
         """JSON-ready dict with the documented result keys first (``codebase`` only when set)."""
         out = asdict(self)
-        del out["cosine"], out["tier"]
+        del out["cosine"], out["tier"], out["knn_match"]
         if self.codebase is None:
             del out["codebase"]
         return out

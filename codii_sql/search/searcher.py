@@ -43,6 +43,15 @@ COARSE_MIN_CHUNKS = 20_000
 #: one top-100 0.83, 8 x 13 0.83, 8 x 25 0.90, 8 x 32 0.91, 8 x 50 0.94; CPU ms at 50k chunks
 #: (load 6): 15.1, 9.3, 12.3, 13.1, 22.5. 4 x depth it is: better than before at less cost.
 COARSE_FACTOR = 4
+#: :meth:`Searcher.match`, the workspace probe: the nearest chunks it averages (search.sql's
+#: knn_match takes 10 too), the hamming candidates it re-scores per partition, and the size from
+#: which it takes them (below, the exact scan). Measured over 48 SWE-bench titles, warm, p50:
+#: 8 per partition 0.4-0.9 ms from 2.1k to 27.8k chunks, the exact scan 0.6-8.8 ms, 25 per
+#: partition 0.95-1.9 ms; the mean match it gives reads 0.003-0.006 low on every member,
+#: well inside the pruning gap of 0.09 (service/fanout.py).
+PROBE_K = 10
+PROBE_COARSE_K = 8
+PROBE_COARSE_MIN = 1_000
 #: Partitions of chunks_bits (rowid % 8; sql/schema.sql and sql/search.sql hold the same 8).
 BITS_PARTITIONS = 8
 #: Fused chunks the cross-encoder re-scores (the issue asks for 20-50; a MiniLM-L6
@@ -237,17 +246,12 @@ class Searcher:
         queries only, see :meth:`search`); otherwise a name only multiplies the score by
         :data:`NAME_BOOST`.
         """
-        limit = opts.limit * CHUNKS_PER_FILE if opts.group_by_file else opts.limit
-        if opts.rerank:
-            limit = max(limit, RERANK_DEPTH)
+        limit = _rows_wanted(opts)
         exts = [e if e.startswith(".") else "." + e for e in opts.exts] if opts.exts else None
         under = (opts.under or "").strip("/") or None
         filtered = bool(exts or opts.glob or opts.language or opts.exclude_path or under)
-        depth = min(max(DEPTH, limit), 4096)
-        coarse = qvec is not None and not filtered and self.store.row("counts")["chunks"] >= COARSE_MIN_CHUNKS
         params = {
-            "fts_query": fq, "qvec": qvec, "depth": depth, "rrf_k": RRF_K,
-            "coarse_k": min(-(-COARSE_FACTOR * depth // BITS_PARTITIONS), 4096) if coarse else 0,
+            "fts_query": fq, "qvec": qvec, "rrf_k": RRF_K, **self._knn_params(qvec, limit, filtered),
             "rrf_weight": RRF_WEIGHT, "w_fts": weight.usual, "w_fts_confident": weight.confident,
             "confident_gap": CONFIDENT_GAP,
             **{f"bm25_{col}": w for col, w in BM25_WEIGHTS.items()},
@@ -261,6 +265,27 @@ class Searcher:
             "symbol_match": symbol_match(named.names) if tiered else None,
         }
         return self.store.rows("search_hybrid", params)
+
+    def _knn_params(self, qvec: bytes | None, limit: int, filtered: bool) -> dict:
+        """``:depth`` and ``:coarse_k`` of a statement (exact KNN for small or filtered searches)."""
+        depth = min(max(DEPTH, limit), 4096)
+        coarse = qvec is not None and not filtered and self.store.row("counts")["chunks"] >= COARSE_MIN_CHUNKS
+        return {"depth": depth, "coarse_k": min(-(-COARSE_FACTOR * depth // BITS_PARTITIONS), 4096) if coarse else 0}
+
+    def match(self, query_vector: np.ndarray) -> float | None:
+        """How well this index matches a query embedding (float32[dims]): the mean cosine of its
+        :data:`PROBE_K` nearest chunks, as the ``knn_match`` of :meth:`search` (a workspace search's
+        cheap first look, without BM25, fusion or naming). Exact below :data:`PROBE_COARSE_MIN`
+        chunks; above, from :data:`PROBE_COARSE_K` hamming candidates per partition, which may
+        miss a few of the nearest and read a little low. None with no vectors.
+
+        Raises:
+            IndexMismatchError: the vector is not as wide as the index's.
+        """
+        qvec = self._query_vector("", query_vector)
+        coarse = self.store.row("counts")["chunks"] >= PROBE_COARSE_MIN
+        return self.store.value("knn_match", {"qvec": qvec, "depth": PROBE_K,
+                                              "coarse_k": PROBE_COARSE_K if coarse else 0})
 
     def _knn_share(self) -> float:
         """The vector list's weight while chunks wait for their vectors: ``min(1, embedded share /
@@ -276,7 +301,8 @@ class Searcher:
             Result(path=r["path"], start_line=r["start_line"], end_line=r["end_line"], score=round(r["score"], 6),
                    language=r["language"], kind=r["kind"], symbol=r["symbol"], content=r["content"],
                    stale=stale(r), id=r["id"], role=r["role"], bm25_rank=r["bm25_rank"], knn_rank=r["knn_rank"],
-                   cosine=None if r["distance"] is None else round(1.0 - r["distance"], 6), tier=r["tier"] or 0)
+                   cosine=None if r["distance"] is None else round(1.0 - r["distance"], 6), tier=r["tier"] or 0,
+                   knn_match=r["knn_match"])
             for r in rows
         ]
 
@@ -296,6 +322,12 @@ def _check_filters(opts: SearchOptions) -> None:
         raise UsageError(f"bad path glob {glob!r}: paths are relative to the codebase root, e.g. 'src/*.py'")
     if glob.count("[") > glob.count("]"):
         raise UsageError(f"bad path glob {glob!r}: close every '[' (or match a literal one with '[[]')")
+
+
+def _rows_wanted(opts: SearchOptions) -> int:
+    """Chunks the statement returns: more than the limit when grouping by file or re-ranking."""
+    limit = opts.limit * CHUNKS_PER_FILE if opts.group_by_file else opts.limit
+    return max(limit, RERANK_DEPTH) if opts.rerank else limit
 
 
 def _top(results: list[Result], opts: SearchOptions) -> list[Result]:

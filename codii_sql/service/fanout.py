@@ -12,6 +12,7 @@ from __future__ import annotations
 import concurrent.futures as cf
 import contextlib
 import dataclasses
+import functools
 import os
 import time
 from collections.abc import Callable, Iterator
@@ -19,7 +20,8 @@ from dataclasses import dataclass, field
 
 from ..codebase import Codebase
 from ..errors import CodiiError, EmbeddingFailedError, UsageError
-from ..search.merge import MemberAnswer, merge
+from ..search.merge import MERGE_TEMPERATURE, MemberAnswer, merge
+from ..search.query import query_shape
 from ..search.results import Result, SearchOptions
 from ..search.searcher import Searcher
 from ..storage.lock import daemon_running, is_locked, vectors_running
@@ -30,6 +32,12 @@ from .workspaces import get_workspace
 
 #: Members searched at once; more threads than this only queue on 2-4 cores.
 MAX_THREADS = 4
+#: A member whose ``knn_match`` is this far below the best member's is left out of the full
+#: search (2 merge temperatures: its merge weight would be under e^-2, 14%). On the SWE-bench
+#: workspaces of benchmarks/workspace_merge.py (48 dev and 28 held-out issues, 6 members) the
+#: Acc@5/MRR@10 of the merged list were those of merging every member, at 1.2 members searched
+#: per issue (1.5 at 3 temperatures); 10 members, warm p50 24.8 -> 17.9 ms.
+PRUNE_GAP = 2 * MERGE_TEMPERATURE
 
 Provide = Callable[[Codebase], contextlib.AbstractContextManager[Searcher]]
 
@@ -106,7 +114,7 @@ def search_many(codebases: list[Codebase], query: str, opts: SearchOptions, *, w
     started = time.perf_counter()
     rows = list(rows or [])
     provide = provide or _opened
-    updated = _in_threads(codebases, lambda cb: ensure_index(cb, update=update)) if update else {}
+    updated = _refreshed(codebases) if update else {}
     with contextlib.ExitStack() as stack:
         searchers, failures = {}, {}
         for cb in codebases:
@@ -115,7 +123,7 @@ def search_many(codebases: list[Codebase], query: str, opts: SearchOptions, *, w
             except CodiiError as err:
                 failures[cb] = str(err)
         vectors, embed_notes = _query_vectors(list(searchers.values()), query, opts)
-        answers = _in_threads(list(searchers), lambda cb: _answer(cb, searchers[cb], query, opts, vectors))
+        answers, far = _answers(searchers, query, opts, vectors)
     refusals = [res for res, _ in answers.values() if isinstance(res, UsageError)]
     if refusals and len(refusals) == len(answers):  # the query or an option itself is wrong
         raise refusals[0]
@@ -124,6 +132,9 @@ def search_many(codebases: list[Codebase], query: str, opts: SearchOptions, *, w
     for cb in codebases:
         if cb in failures:
             rows.append({"codebase": str(cb.root), "status": "failed", "note": failures[cb]})
+            continue
+        if cb in far:
+            rows.append({"codebase": str(cb.root), "status": "ok", "results": 0, "pruned": True})
             continue
         res, note = answers[cb]
         notes = [str(n) for n in (updated.get(cb), note) if n]
@@ -170,6 +181,46 @@ def _query_vectors(searchers: list[Searcher], query: str, opts: SearchOptions) -
     return out, notes
 
 
+def _answers(searchers: dict[Codebase, Searcher], query: str, opts: SearchOptions,
+             vectors: dict[str, object]) -> tuple[dict[Codebase, tuple], list[Codebase]]:
+    """Each near member's ``(results or error, note)`` (:func:`_answer`, in threads), and the far ones
+    left out (:func:`_select`); when the near ones give fewer than ``opts.limit`` results, the far
+    ones are searched too and none is left out."""
+    def ask(cb: Codebase):
+        return _answer(cb, searchers[cb], query, opts, vectors)
+
+    near, far = _select(searchers, query, opts, vectors)
+    answers = _in_threads(near, ask)
+    if far and sum(len(r) for r, _ in answers.values() if isinstance(r, list)) < opts.limit:
+        answers.update(_in_threads(far, ask))
+        far = []
+    return answers, far
+
+
+def _select(searchers: dict[Codebase, Searcher], query: str, opts: SearchOptions,
+            vectors: dict[str, object]) -> tuple[list[Codebase], list[Codebase]]:
+    """``(near, far)``: the members to search in full, and those whose nearest chunks are more than
+    :data:`PRUNE_GAP` below the best member's (resource selection: their merge weight would be
+    under e^-2, so their results would seldom reach the merged top). Every member is near for
+    BM25-only, filtered or identifier searches (a named symbol outranks any cosine), members of
+    different models, or fewer than three members."""
+    everyone = (list(searchers), [])
+    filtered = opts.exts or opts.glob or opts.language or opts.exclude_path or opts.under
+    models = {s.embedder.model_id for s in searchers.values()}
+    if opts.mode == "bm25" or filtered or len(searchers) < 3 or len(models) > 1 or query_shape(query) == "identifier":
+        return everyone
+    vector = vectors.get(next(iter(searchers.values())).embedder.name)
+    if vector is None:
+        return everyone
+    matches = _in_threads(list(searchers), lambda cb: searchers[cb].match(vector))
+    known = {cb: m for cb, m in matches.items() if isinstance(m, float)}
+    if not known:
+        return everyone
+    best = max(known.values())
+    far = [cb for cb in searchers if cb in known and known[cb] < best - PRUNE_GAP]
+    return [cb for cb in searchers if cb not in far], far
+
+
 def _answer(cb: Codebase, searcher: Searcher, query: str, opts: SearchOptions,
             vectors: dict[str, object]) -> tuple[list[Result] | CodiiError, str | None]:
     """One member's results and notes (or the error it raised)."""
@@ -191,19 +242,38 @@ def _bm25(opts: SearchOptions) -> SearchOptions:
     return dataclasses.replace(opts, mode="bm25")
 
 
-def _in_threads(codebases: list[Codebase], work: Callable[[Codebase], object]) -> dict[Codebase, object]:
-    """``{codebase: work(codebase)}``, up to :data:`MAX_THREADS` at once; an error is kept as the value."""
-    if not codebases:
-        return {}
+def _refreshed(codebases: list[Codebase]) -> dict[Codebase, object]:
+    """``{codebase: ensure_index note or error}``, brought up to date in threads of their own
+    (a refresh may take seconds: it must not hold the shared search threads)."""
+    with cf.ThreadPoolExecutor(max_workers=min(MAX_THREADS, len(codebases) or 1)) as pool:
+        return dict(zip(codebases, pool.map(_guarded(lambda cb: ensure_index(cb, update=True)), codebases)))
 
+
+def _guarded(work: Callable[[Codebase], object]) -> Callable[[Codebase], object]:
+    """``work`` with a CodiiError returned as the value instead of raised."""
     def guarded(cb: Codebase):
         try:
             return work(cb)
         except CodiiError as err:
             return err
+    return guarded
 
-    with cf.ThreadPoolExecutor(max_workers=min(MAX_THREADS, len(codebases))) as pool:
-        return dict(zip(codebases, pool.map(guarded, codebases)))
+
+def _in_threads(codebases: list[Codebase], work: Callable[[Codebase], object]) -> dict[Codebase, object]:
+    """``{codebase: work(codebase)}``, up to :data:`MAX_THREADS` at once; an error is kept as the value.
+
+    One pool serves every call: starting threads anew cost 1-2 ms a query on 2 busy cores.
+    ``work`` must not itself call this (it would wait on the pool it occupies).
+    """
+    guarded = _guarded(work)
+    if len(codebases) < 2:
+        return {cb: guarded(cb) for cb in codebases}
+    return dict(zip(codebases, _pool().map(guarded, codebases)))
+
+
+@functools.cache
+def _pool() -> cf.ThreadPoolExecutor:
+    return cf.ThreadPoolExecutor(max_workers=MAX_THREADS, thread_name_prefix="codii-sql-member")
 
 
 def search_workspace(query: str, opts: SearchOptions, *, workspace: str | None = None, paths: list[str] = (),
