@@ -44,6 +44,12 @@ def session_options(threads: int):
     almost never repeat a shape, so it only holds memory; off lowered peak RSS by 35-50 MiB at
     the same throughput (see :data:`codii_sql.models.minilm.MAX_BATCH_TOKENS`). The arena stays
     on: without it peak RSS rose (656 -> 750 MiB), as freed activations stay in the C heap.
+
+    The intra-op threads do not spin once a run ends (onnxruntime's ``allow_spinning``): spinning,
+    they kept a core busy after each query embedding, which the SQLite threads of a workspace
+    search needed (3 Sphinx members, 48 titles, p50 28.9 -> 19.6 ms) and an agent's other work
+    would too. It costs a query 0.7-0.9 ms (embedding p50 2.2 -> 3.0 ms); chunks/s of a build
+    stay the same (52-56 either way, 133 requests chunks, 2 threads).
     """
     import onnxruntime as ort
 
@@ -53,6 +59,7 @@ def session_options(threads: int):
     opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     opts.intra_op_num_threads = threads
     opts.inter_op_num_threads = 1
+    opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
     return opts
 
 
