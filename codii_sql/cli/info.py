@@ -30,7 +30,9 @@ def status(path, workspace, db, as_json):
     if as_json:
         return emit(st)
     for key, value in st.items():
-        if value not in (None, {}, []):
+        if key == "watched_by":
+            click.echo("watched_by: " + ", ".join(f"pid {w['pid']} ({w.get('by', '?')})" for w in value))
+        elif value not in (None, {}, []):
             click.echo(f"{key}: {fmt_value(key, value)}")
 
 

@@ -8,7 +8,7 @@ import sys
 import click
 
 from ..errors import CodiiError
-from . import building, evaluation, info, maintenance, searching
+from . import building, evaluation, info, maintenance, searching, watching
 from .workspace import workspace
 from .models import models
 
@@ -45,15 +45,17 @@ def cli():
 
 
 @click.command()
-def serve():
+@click.option("--no-watch", is_flag=True,
+              help="Do not keep the codebases it indexed or searched fresh on file changes (also $CODII_SQL_WATCH=0).")
+def serve(no_watch):
     """Run the MCP server on stdio (for Claude Code, Cursor and other MCP clients)."""
     from ..mcp import main as serve_main
 
-    serve_main()
+    serve_main(["--no-watch"] if no_watch else [])
 
 
 for command in (building.build, searching.search, info.status, info.list_, info.stats, maintenance.clear,
-                info.inspect, maintenance.doctor, serve, evaluation.eval_, models, workspace):
+                info.inspect, maintenance.doctor, serve, evaluation.eval_, models, workspace, watching.watch):
     cli.add_command(command)
 
 

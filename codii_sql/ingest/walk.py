@@ -124,10 +124,13 @@ class ScanResult:
             directory already on the walk chain, or a symlink cycle (ELOOP);
             ``"undecodable-name"`` a name that is not UTF-8; ``"unreadable"`` a directory
             that cannot be listed or an entry that cannot be stat-ed.
+        dirs: the directories walked, relative (``""`` the root, else ``"dir/sub/"``): a file
+            watcher's changes outside them (ignored trees) need no build.
     """
 
     files: list[SourceFile]
     skipped: collections.Counter[str] = field(default_factory=collections.Counter)
+    dirs: set[str] = field(default_factory=set)
 
 
 @dataclass(slots=True)
@@ -160,6 +163,7 @@ class _Walker:
         self.top = (top,) if top else ()
         self.files: list[SourceFile] = []
         self.skipped: collections.Counter[str] = collections.Counter()
+        self.dirs: set[str] = set()
 
     def run(self, on_progress: Callable[[int], None] | None = None) -> ScanResult:
         exclude_path = git_info_exclude(self.root)
@@ -172,7 +176,7 @@ class _Walker:
                 reported = len(self.files)
                 on_progress(reported)
         self.files.sort(key=lambda f: f.path)
-        return ScanResult(self.files, self.skipped)
+        return ScanResult(self.files, self.skipped, self.dirs)
 
     def _visit(self, d: _Dir) -> list[_Dir]:
         """List one directory: record its files, return its subdirectories to walk."""
@@ -187,6 +191,7 @@ class _Walker:
             self.skipped["default-excluded"] += 1
             return []
         d.levels = self._with_ignore_files(d, names)
+        self.dirs.add(d.rel)
         subdirs = []
         for entry in entries:
             child = self._visit_entry(d, entry)

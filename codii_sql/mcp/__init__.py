@@ -6,12 +6,25 @@ Tools keep the names and parameters agents know from Codii and claude-context
 the background (:class:`codii_sql.service.Session`); the model loads on the first embedding.
 """
 
+import argparse
+import sys
+
 from . import file_tools, indexing_tools, search_tools  # noqa: F401 - importing registers the tools
 from .app import SESSION, server
 
 
-def main() -> None:
-    """Serve MCP over stdio until the client closes the connection (``codii-sql-server``)."""
+def main(argv: list[str] | None = None) -> None:
+    """Serve MCP over stdio until the client closes the connection (``codii-sql-server [--no-watch]``).
+
+    The server keeps fresh each codebase it indexed or searched (file-system events, see
+    :mod:`codii_sql.service.watching`); ``--no-watch`` or ``$CODII_SQL_WATCH=0`` turns that off.
+    """
+    parser = argparse.ArgumentParser(prog="codii-sql-server", description="codii-sql's MCP server on stdio.")
+    parser.add_argument("--no-watch", action="store_true",
+                        help="do not keep indexed codebases fresh on file changes (also $CODII_SQL_WATCH=0)")
+    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    if args.no_watch:
+        SESSION.following.enabled = False
     try:
         server.run("stdio")
     finally:

@@ -53,8 +53,9 @@ def index_codebase(
     description=(
         "Indexing state of a codebase: status is not_indexed, indexing, indexed, failed or stale (files changed "
         "since the last build: call index_codebase to update). Includes phase, percent, files and chunks "
-        "done/total, vectors {done, total, state, eta_seconds}, skipped files by reason, last error and last "
-        "indexed time. A build first makes every file searchable by BM25 (phase scan/hash/chunk), then embeds "
+        "done/total, vectors {done, total, state, eta_seconds}, skipped files by reason, last error, last "
+        "indexed time and watched_by (processes keeping it fresh on file changes: this server does so for every "
+        "codebase it indexed or searched). A build first makes every file searchable by BM25 (phase scan/hash/chunk), then embeds "
         "(phase vectors): search_code works during both. A build killed mid-way shows 'failed'; index_codebase "
         "then resumes it."),
     annotations=READ_ONLY,

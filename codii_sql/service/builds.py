@@ -85,7 +85,6 @@ def ensure_index(codebase: Codebase, *, update: bool = True, progress: Progress 
         NotIndexedError: no index yet and ``update`` is false (nothing may be built then).
     """
     exists = codebase.db_path.is_file()
-    warnings: list[str] = []
     if not update:
         if not exists:
             raise NotIndexedError(f"{codebase.root} is not indexed and --no-update builds nothing: "
@@ -97,22 +96,38 @@ def ensure_index(codebase: Codebase, *, update: bool = True, progress: Progress 
         if st["status"] == "indexing" and st.get("phase") != "vectors":  # the vectors have a note of their own
             return "another process is indexing this codebase: results come from the last committed state"
         return None
-    background = background_allowed()
-    # An update keeps the index's own embedder, whatever the environment asks for now.
-    recorded = recorded_embedder(inspect(codebase)["snapshot"]) if exists else None
     try:
-        report = build(codebase, wait=False, progress=progress, warn=warnings.append, embedder=embedder,
-                       embedder_name=recorded, max_inline=inline_vectors(codebase) if background else None)
+        _, warnings = refresh(codebase, progress=progress, embedder=embedder)
     except IndexBusyError:
         if not exists:
             raise IndexBusyError(f"{codebase.root} is being indexed for the first time; try again shortly") from None
         return "another process is indexing this codebase: results come from the last committed state"
+    return "; ".join(warnings) or None
+
+
+def refresh(codebase: Codebase, *, progress: Progress | None = None,
+            embedder: Embedder | None = None) -> tuple[BuildReport, list[str]]:
+    """Update the index now, as a search does before it answers: the lexical phase, the vectors of
+    a few edited chunks (:func:`inline_vectors`), and a background build for a longer queue.
+
+    Returns:
+        the build's report, and one-line warnings (see :func:`build`; a background build that
+        could not start).
+    Raises:
+        IndexBusyError: another process holds the writer lock.
+    """
+    background = background_allowed()
+    warnings: list[str] = []
+    # An update keeps the index's own embedder, whatever the environment asks for now.
+    recorded = recorded_embedder(inspect(codebase)["snapshot"]) if codebase.db_path.is_file() else None
+    report = build(codebase, wait=False, progress=progress, warn=warnings.append, embedder=embedder,
+                   embedder_name=recorded, max_inline=inline_vectors(codebase) if background else None)
     if background and report.vectors_pending and report.vectors_enabled and not vectors_running(codebase):
         try:
             start_daemon(codebase, [])
         except (DaemonRunningError, BuildFailedError) as err:
             warnings.append(str(err))
-    return "; ".join(warnings) or None
+    return report, warnings
 
 
 def inline_vectors(codebase: Codebase) -> int:

@@ -22,6 +22,7 @@ from ..storage.lock import vectors_running
 from ..text import decode_source
 from . import boundary
 from .indexes import OpenIndexes
+from .following import Following
 from .jobs import Job, Jobs
 from .fanout import member_paths, search_workspace
 from .maintenance import clear
@@ -50,9 +51,11 @@ class Session:
     def __init__(self) -> None:
         self.jobs = Jobs()
         self.indexes = OpenIndexes()
+        self.following = Following(self.jobs)
 
     def shutdown(self) -> None:
-        """Stop running builds at their next batch commit (see :meth:`Jobs.shutdown`)."""
+        """Stop the watchers and running builds at their next batch commit (see :meth:`Jobs.shutdown`)."""
+        self.following.shutdown()
         self.jobs.shutdown()
 
     # -- building -----------------------------------------------------------------------
@@ -73,6 +76,7 @@ class Session:
             raise UsageError(str(err)) from None
         ignore = list(ignore_patterns) if ignore_patterns or reset_filters else None
         outcome = self.jobs.start(cb, force, ignore, exts, embedder or None)
+        self.following.follow(cb)
         data = {"codebase": str(cb.root), "status": outcome}
         hint = {"started": "poll get_indexing_status", "already indexing": "poll get_indexing_status",
                 "already up to date": "search_code is ready"}[outcome]
@@ -107,6 +111,7 @@ class Session:
             "last_error": error if status in ("failed", "indexing") else None,
             "last_indexed_at": iso(st.get("last_indexed_at")), "build_seconds": st.get("build_seconds"),
             "size_bytes": st.get("size_bytes", 0), "db": st["db"], **({"vectors": vectors} if vectors else {}),
+            "watched_by": st.get("watched_by") or [],
         }
         if status == "indexing":
             data["indexer_pid"] = inspect(cb)["snapshot"].get("pid")
@@ -141,6 +146,7 @@ class Session:
         Raises:
             IndexBusyError: this server is building it; see also :func:`clear`.
         """
+        self.following.unfollow(cb)  # else the next file change would build it again
         with self.jobs.guard(cb) as job:
             if job is not None and job.alive:
                 raise IndexBusyError(f"{cb.root} is being indexed: wait until get_indexing_status reports it "
@@ -191,6 +197,7 @@ class Session:
                              mode=opts.mode)))) or None
         data.update(results=[r.to_dict() for r in results], seconds=round(time.perf_counter() - t, 4))
         self.jobs.prefer(cb, list(dict.fromkeys(r.path for r in results)))
+        self.following.follow(cb)
         # A running build with nothing committed yet: filter_note's first-build note says it all.
         fresh = None if indexing and not st.get("files") else _freshness_note(st)
         note = "; ".join(filter(None, (fresh, narrowed)))
@@ -207,6 +214,9 @@ class Session:
         """
         resp = search_workspace(query, opts, workspace=workspace, paths=paths, update=False,
                                 provide=self.indexes.searcher)
+        for member in resp.members:
+            if member["status"] == "ok":
+                self.following.follow(Codebase.open(member["codebase"]))
         data = resp.to_dict()
         data["query"] = query if len(query) <= SHOWN_QUERY_CHARS else query[:SHOWN_QUERY_CHARS] + "…"
         return data

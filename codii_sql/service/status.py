@@ -13,6 +13,7 @@ from ..storage.lock import is_locked, vectors_running
 from ..storage.store import Store
 from .daemon import daemon_info
 from .embedders import recorded_embedder
+from .watchers import watchers
 
 
 def not_indexed(codebase: Codebase) -> NotIndexedError:
@@ -48,6 +49,9 @@ def status(codebase: Codebase, *, check_stale: bool = True) -> dict:
     background = daemon_info(codebase)
     if background:
         out["daemon"] = background
+    watching = watchers(codebase)
+    if watching:
+        out["watched_by"] = watching
     return out
 
 

@@ -1,0 +1,91 @@
+"""A server's watchers: each codebase it indexed or searched is kept fresh by a :class:`Watcher` thread."""
+
+from __future__ import annotations
+
+import os
+import threading
+
+from ..codebase import Codebase
+from ..errors import IndexBusyError
+from ..ingest.report import BuildReport, Progress
+from .jobs import Jobs
+from .watchers import registered
+from .watching import Update, Watcher, update_if_stale
+
+#: ``0`` turns the MCP server's watching off (as ``codii-sql-server --no-watch`` does).
+ENV_WATCH = "CODII_SQL_WATCH"
+
+
+def watch_wanted() -> bool:
+    """False when ``$CODII_SQL_WATCH`` is ``0``."""
+    return os.environ.get(ENV_WATCH, "1").strip() != "0"
+
+
+class Following:
+    """One watcher thread per followed codebase, sharing this server's :class:`Jobs`: an update waits
+    while this server's own build of that codebase is in its lexical phase (that build sees the
+    change), and runs beside its vector phase (which embeds what the update queues).
+
+    ``last`` keeps each codebase's latest :class:`Update` (for status and tests).
+    """
+
+    def __init__(self, jobs: Jobs, *, enabled: bool | None = None) -> None:
+        self.jobs = jobs
+        self.enabled = watch_wanted() if enabled is None else enabled
+        self.stopped = False
+        self.last: dict[Codebase, Update] = {}
+        self._threads: dict[Codebase, tuple[threading.Thread, threading.Event]] = {}
+        self._lock = threading.Lock()
+
+    def follow(self, cb: Codebase) -> None:
+        """Keep ``cb`` fresh from now on (once per codebase; nothing when watching is off)."""
+        if not self.enabled:
+            return
+        with self._lock:
+            if self.stopped or (cb in self._threads and self._threads[cb][0].is_alive()):
+                return
+            stop = threading.Event()
+            thread = threading.Thread(target=self._run, args=(cb, stop), name=f"codii-watch-{cb.root.name}",
+                                      daemon=True)
+            self._threads[cb] = (thread, stop)
+            thread.start()
+
+    def unfollow(self, cb: Codebase, timeout: float = 5.0) -> None:
+        """Stop keeping ``cb`` fresh (its index was cleared: a later change must not rebuild it)."""
+        with self._lock:
+            entry = self._threads.pop(cb, None)
+        if entry is not None:
+            entry[1].set()
+            entry[0].join(timeout)
+
+    def watched(self) -> list[Codebase]:
+        with self._lock:
+            return [cb for cb, (t, _) in self._threads.items() if t.is_alive()]
+
+    def shutdown(self, timeout: float = 5.0) -> None:
+        """Stop every watcher (a running update ends at its next batch commit)."""
+        with self._lock:
+            self.stopped = True
+            entries = list(self._threads.values())
+        for _, stop in entries:
+            stop.set()
+        for thread, _ in entries:
+            thread.join(timeout)
+
+    def _run(self, cb: Codebase, stop: threading.Event) -> None:
+        with registered(cb, "mcp"):
+            try:
+                Watcher([cb], stop=stop, on_update=self._heard, update=self._update).run()
+            except (OSError, RuntimeError):  # the root went away or the OS refused a watch: stop following
+                pass
+
+    def _heard(self, update: Update) -> None:
+        self.last[update.codebase] = update
+
+    def _update(self, cb: Codebase, progress: Progress) -> tuple[BuildReport | None, list[str]]:
+        if not cb.db_path.is_file():  # cleared meanwhile (by another process): building is index_codebase's call
+            return None, []
+        with self.jobs.guard(cb) as job:
+            if job is not None and job.alive and job.phase != "vectors":
+                raise IndexBusyError(f"{cb.root} is being indexed by this server")
+        return update_if_stale(cb, progress)

@@ -1,0 +1,68 @@
+"""Which processes watch a codebase: one small JSON file per watching process beside the index.
+
+``<index>.db.watch/<pid>.json`` holds ``{"pid", "started_at", "by"}``; a file whose process is
+gone is ignored and removed when read, so a killed watcher leaves nothing that misleads.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+from ..codebase import Codebase
+
+
+def _dir(codebase: Codebase) -> Path:
+    return codebase.db_path.with_name(codebase.db_path.name + ".watch")
+
+
+@contextlib.contextmanager
+def registered(codebase: Codebase, by: str) -> Iterator[None]:
+    """Say, for the ``with`` block, that this process watches ``codebase`` (``by``: ``"cli"`` or
+    ``"mcp"``). Failing to write the note (a read-only index folder) only leaves status silent."""
+    path = _dir(codebase) / f"{os.getpid()}.json"
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"pid": os.getpid(), "started_at": time.time(), "by": by}))
+    except OSError:
+        path = None
+    try:
+        yield
+    finally:
+        if path is not None:
+            with contextlib.suppress(OSError):
+                path.unlink()
+
+
+def watchers(codebase: Codebase) -> list[dict]:
+    """The live watchers of ``codebase``: ``[{"pid", "started_at" (epoch s), "by"}]``, by pid."""
+    found = []
+    folder = _dir(codebase)
+    if not folder.is_dir():
+        return found
+    for path in sorted(folder.glob("*.json")):
+        try:
+            info = json.loads(path.read_text())
+            pid = int(info["pid"])
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        if _alive(pid):
+            found.append(info)
+        else:
+            with contextlib.suppress(OSError):
+                path.unlink()
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's live process
+        return True
+    return True

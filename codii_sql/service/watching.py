@@ -1,0 +1,174 @@
+"""Indexes that stay fresh by themselves: follow file-system events and update incrementally.
+
+:class:`Watcher` brings its codebases up to date, then waits on file-system events (watchfiles:
+inotify, FSEvents or ReadDirectoryChangesW; no polling loop). A group of events (an editor's
+atomic-rename save, a branch switch touching thousands of files) becomes one incremental
+build. Events in trees the last scan did not walk (``.git``, ``node_modules``, ignored or
+default-excluded directories) cause no work at all; a change under a walked directory first
+costs one read-only scan (:func:`is_stale`), so files that stay ignored cause no write. Several
+watchers, servers and CLI builds of one codebase share its one writer lock: a watcher that finds
+the lock taken retries each second until it is free, then finds the other build did its work.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from ..codebase import Codebase
+from ..errors import CodiiError, IndexBusyError
+from ..ingest.report import BuildReport, Progress
+from ..ingest.walk import scan
+from .builds import refresh
+from .status import is_stale, scan_rules
+
+#: watchfiles' grouping: events keep joining a group until none came for STEP_MS (an editor save
+#: is seen ~50 ms after it) or the group is DEBOUNCE_MS old (a burst becomes a few builds, not one
+#: per file). Both are watchfiles' defaults.
+STEP_MS = 50
+DEBOUNCE_MS = 1600
+#: How often the event wait wakes with no event: to notice a stop, or to retry a codebase whose
+#: writer lock another process held. A wake costs microseconds; nothing is read.
+WAKE_MS = 1000
+#: ``1`` makes watchers poll the file system every POLL_MS instead of waiting on events: for file
+#: systems that deliver none (network mounts, some container volumes). Costs a directory walk of
+#: every watched tree per poll, so it is slow on big trees and off by default.
+ENV_POLL = "CODII_SQL_WATCH_POLL"
+POLL_MS = 1000
+
+
+class WatchStopped(Exception):
+    """Raised from a build's progress callback when the watcher is told to stop (at a batch boundary)."""
+
+
+@dataclass
+class Update:
+    """What one update of one codebase did: ``report`` (None when the index was current), a
+    failure's one-line ``error``, one-line ``warnings``, and its wall ``seconds``."""
+
+    codebase: Codebase
+    report: BuildReport | None
+    seconds: float
+    error: str | None = None
+    warnings: list[str] = field(default_factory=list)
+
+
+def update_if_stale(codebase: Codebase, progress: Progress | None = None) -> tuple[BuildReport | None, list[str]]:
+    """:func:`refresh` when a build would change the index (or there is none), else ``(None, [])``
+    without writing. Raises IndexBusyError as :func:`refresh` does."""
+    if codebase.db_path.is_file() and not is_stale(codebase):
+        return None, []
+    return refresh(codebase, progress=progress)
+
+
+class Follow:
+    """One codebase's root and what its last scan walked: which changed paths may matter."""
+
+    def __init__(self, codebase: Codebase) -> None:
+        self.codebase = codebase
+        self.root = str(codebase.root)
+        self.dirs: set[str] = {""}
+        self.files: set[str] = set()
+
+    def rescan(self) -> None:
+        """Walk the tree again (read-only) for the directories and files an update would see."""
+        try:
+            result = scan(self.codebase.root, **scan_rules(self.codebase))
+        except (CodiiError, OSError):  # a bad .codii.yaml or a vanished root: watch every change
+            self.dirs, self.files = {""}, set()
+            return
+        self.dirs, self.files = result.dirs, {f.path for f in result.files}
+
+    def wants(self, path: str) -> bool:
+        """Whether a change at ``path`` (absolute) can change the index: an indexed file, or an
+        entry of a walked directory (a new file or directory, an ignore or config file)."""
+        rel = os.path.relpath(path, self.root).replace(os.sep, "/")
+        if rel.startswith("../") or rel == "..":
+            return False
+        if rel in self.files:
+            return True
+        parent = rel.rpartition("/")[0]
+        return (parent + "/" if parent else "") in self.dirs
+
+
+class Watcher:
+    """Keep ``codebases`` fresh until ``stop`` is set (see the module docstring).
+
+    ``update(codebase, progress)`` does one update (default :func:`update_if_stale`) and raises
+    IndexBusyError when another writer holds the lock; ``on_update`` hears each :class:`Update`.
+    """
+
+    def __init__(self, codebases: Iterable[Codebase], *, stop: threading.Event,
+                 on_update: Callable[[Update], None] = lambda u: None,
+                 update: Callable[..., tuple[BuildReport | None, list[str]]] = update_if_stale,
+                 poll: bool | None = None) -> None:
+        self.follows = [Follow(cb) for cb in codebases]
+        self.stop = stop
+        self.on_update = on_update
+        self.update = update
+        self.poll = os.environ.get(ENV_POLL, "0").strip() == "1" if poll is None else poll
+        self.due: set[int] = set(range(len(self.follows)))  # indexes into follows; all at the start
+
+    def run(self, *, ready: Callable[[], None] = lambda: None) -> None:
+        """Update every codebase, call ``ready``, then follow events until ``stop`` is set.
+
+        Raises:
+            FileNotFoundError: a watched root no longer exists (watchfiles refuses it).
+        """
+        import watchfiles
+
+        self._update_due()
+        for f in self.follows:
+            f.rescan()
+        ready()
+        for changes in watchfiles.watch(
+                *(f.root for f in self.follows), watch_filter=None, step=STEP_MS, debounce=DEBOUNCE_MS,
+                stop_event=self.stop, rust_timeout=WAKE_MS, yield_on_timeout=True, raise_interrupt=False,
+                force_polling=self.poll, poll_delay_ms=POLL_MS, ignore_permission_denied=True):
+            for _, path in changes:
+                owner = self._owner(path)
+                if owner is not None:
+                    self.due.add(owner)
+            if self.due:
+                self._update_due()
+
+    def _owner(self, path: str) -> int | None:
+        """The follow (index) of the deepest watched root holding ``path``, if the change matters."""
+        best = None
+        for i, f in enumerate(self.follows):
+            inside = path == f.root or path.startswith(f.root.rstrip(os.sep) + os.sep)
+            if inside and (best is None or len(f.root) > len(self.follows[best].root)):
+                best = i
+        return best if best is not None and self.follows[best].wants(path) else None
+
+    def _update_due(self) -> None:
+        for i in sorted(self.due):
+            if self.stop.is_set():
+                return
+            if self._update_one(self.follows[i]):
+                self.due.discard(i)
+
+    def _update_one(self, follow: Follow) -> bool:
+        """One update; False when another writer holds the lock (retried at the next wake)."""
+        started = time.perf_counter()
+        try:
+            report, warnings = self.update(follow.codebase, self._progress)
+        except IndexBusyError:
+            return False
+        except WatchStopped:
+            return True
+        except (CodiiError, OSError) as err:  # reported; the next change tries again
+            self.on_update(Update(follow.codebase, None, time.perf_counter() - started, error=str(err)))
+            return True
+        if report is not None:
+            follow.rescan()
+            self.on_update(Update(follow.codebase, report, time.perf_counter() - started, warnings=warnings))
+        return True
+
+    def _progress(self, phase: str, done: int, total: int | None) -> None:
+        if self.stop.is_set():
+            raise WatchStopped("the watcher stopped; run `codii-sql build` or `watch` again to finish")
+

@@ -1,0 +1,202 @@
+"""`codii-sql watch` and the MCP server's watchers, driven by real file-system events, the real model and real indexes."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from support.trees import REPO_ROOT, SAMPLE, write_tree
+from test_mcp import call, server, wait_indexed
+
+from codii_sql import service
+from codii_sql.search.results import SearchOptions
+from codii_sql.service.watching import Follow
+
+pytestmark = pytest.mark.slow
+
+#: Seconds a test waits for a watcher to react (the targets are ~1-2 s; a loaded CI core is slower).
+PATIENCE = 60.0
+
+
+class WatchProcess:
+    """``codii-sql watch ROOT --jsonl`` in a child process; its JSON lines arrive on a queue."""
+
+    def __init__(self, home: Path, *roots: Path) -> None:
+        env = {**os.environ, "CODII_SQL_HOME": str(home), "CODII_SQL_BACKGROUND": "0", "CODII_SQL_THREADS": "1",
+               "PYTHONPATH": str(REPO_ROOT)}
+        self.proc = subprocess.Popen([sys.executable, "-m", "codii_sql.cli", "watch", *map(str, roots), "--jsonl"],
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        self.lines: queue.Queue[dict] = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        for line in self.proc.stdout:
+            self.lines.put(json.loads(line))
+
+    def next(self, timeout: float = PATIENCE) -> dict:
+        return self.lines.get(timeout=timeout)
+
+    def quiet_for(self, seconds: float) -> list[dict]:
+        """Every line printed over ``seconds`` (none is the expectation of an idle watcher)."""
+        got, deadline = [], time.monotonic() + seconds
+        while (left := deadline - time.monotonic()) > 0:
+            try:
+                got.append(self.lines.get(timeout=left))
+            except queue.Empty:
+                break
+        return got
+
+    def updates_until(self, done, timeout: float = PATIENCE) -> list[dict]:
+        """Update lines until ``done(lines so far)`` holds."""
+        got, deadline = [], time.monotonic() + timeout
+        while not done(got):
+            got.append(self.lines.get(timeout=max(0.1, deadline - time.monotonic())))
+        return got
+
+    def stop(self, sig=signal.SIGTERM, timeout: float = 30.0) -> tuple[int, str]:
+        self.proc.send_signal(sig)
+        _, err = self.proc.communicate(timeout=timeout)
+        return self.proc.returncode, err
+
+
+def found(root: Path, query: str) -> list[str]:
+    """``path:symbol`` of the no-update search results for ``query``."""
+    resp = service.search(service.open_codebase(root), query, SearchOptions(limit=5), update=False)
+    return [f"{r.path}:{r.symbol}" for r in resp.results]
+
+
+def summed(lines: list[dict], key: str) -> int:
+    return sum(x.get(key, 0) for x in lines if x.get("event") == "update")
+
+
+def test_watch_follows_saves_renames_deletes_bursts_and_ignores_ignored_trees(codii_home, tmp_path):
+    repo = write_tree(tmp_path / "repo", SAMPLE)
+    w = WatchProcess(codii_home, repo)
+    try:
+        first = w.next()
+        assert first["event"] == "update" and first["added"] == len(SAMPLE), first  # the first build
+        assert w.next() == {"event": "watching", "codebases": [str(repo.resolve())]}
+        st = service.status(service.open_codebase(repo))
+        assert [x["by"] for x in st["watched_by"]] == ["cli"] and st["watched_by"][0]["pid"] == w.proc.pid
+
+        (repo / "app" / "zebra.py").write_text("def stripe_the_zebra(zebra):\n    return zebra.stripes + 1\n")
+        assert summed(w.updates_until(lambda got: summed(got, "added")), "added") == 1
+        assert found(repo, "stripe_the_zebra")[0] == "app/zebra.py:stripe_the_zebra"
+
+        tmp = repo / "app" / ".zebra.py.swp~"  # an editor's save: write beside, then rename over
+        tmp.write_text("def paint_the_zebra(zebra):\n    return zebra.paint()\n")
+        os.replace(tmp, repo / "app" / "zebra.py")
+        w.updates_until(lambda got: summed(got, "modified"))
+        assert found(repo, "paint_the_zebra")[0] == "app/zebra.py:paint_the_zebra"
+        assert not any(r.startswith("app/zebra.py:stripe") for r in found(repo, "stripe_the_zebra"))
+
+        (repo / "app" / "zebra.py").unlink()
+        w.updates_until(lambda got: summed(got, "removed"))
+        assert not any(r.startswith("app/zebra.py") for r in found(repo, "paint_the_zebra"))
+
+        burst = repo / "burst"
+        burst.mkdir()
+        for i in range(40):
+            (burst / f"b{i}.py").write_text(f"def burst_function_{i}():\n    return {i}\n")
+        lines = w.updates_until(lambda got: summed(got, "added") >= 40)
+        assert summed(lines, "added") == 40 and len(lines) <= 5, lines  # a few builds, not one per file
+        assert found(repo, "burst_function_37")[0] == "burst/b37.py:burst_function_37"
+
+        db = service.open_codebase(repo).db_path
+        before = db.stat().st_mtime_ns
+        (repo / ".git" / "objects").mkdir(parents=True)
+        (repo / "node_modules" / "left-pad").mkdir(parents=True)
+        for i in range(20):
+            (repo / ".git" / "objects" / f"o{i}").write_text("x")
+            (repo / "node_modules" / "left-pad" / f"m{i}.js").write_text(f"function pad{i}() {{}}\n")
+        assert w.quiet_for(4.0) == []
+        assert db.stat().st_mtime_ns == before  # no write at all
+
+        (repo / ".gitignore").write_text("burst/\n")  # rules change: re-read, the ignored files leave
+        assert summed(w.updates_until(lambda got: summed(got, "removed") >= 40), "removed") == 40
+    finally:
+        code, err = w.stop()
+    assert code == 0 and "Stopped watching" in err, err
+    assert service.doctor(service.open_codebase(repo), repair=False)["consistent"]
+    assert "watched_by" not in service.status(service.open_codebase(repo))
+
+
+def test_follow_wants_walked_directories_and_indexed_files_only(codii_home, tmp_path):
+    repo = write_tree(tmp_path / "r", {**SAMPLE, ".gitignore": "dist/\n", "dist/out.js": "x()\n",
+                                       "node_modules/p/i.js": "y()\n"})
+    follow = Follow(service.open_codebase(repo))
+    follow.rescan()
+    root = str(repo.resolve())
+    assert follow.wants(f"{root}/app/http.py") and follow.wants(f"{root}/app/new.py") and follow.wants(f"{root}/x.py")
+    assert follow.wants(f"{root}/.gitignore") and follow.wants(f"{root}/newdir")
+    assert not follow.wants(f"{root}/dist/out.js") and not follow.wants(f"{root}/node_modules/p/i.js")
+    assert not follow.wants(f"{root}/.git/HEAD") and not follow.wants(f"{tmp_path}/elsewhere.py")
+
+
+def test_sigterm_mid_build_stops_cleanly_and_the_next_build_finishes(codii_home, tmp_path):
+    files = {f"pkg/m{i}.py": "".join(f"def f{i}_{j}(x):\n    return x + {j}\n\n\n" for j in range(6))
+             for i in range(150)}
+    repo = write_tree(tmp_path / "big", files)
+    w = WatchProcess(codii_home, repo)
+    db = service.open_codebase(repo).db_path
+    deadline = time.monotonic() + PATIENCE
+    while not db.is_file() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    code, err = w.stop()
+    assert code == 0 and "Traceback" not in err, err
+    cb = service.open_codebase(repo)
+    assert service.doctor(cb, repair=False)["consistent"]
+    service.build(cb)
+    assert service.status(cb, check_stale=True)["status"] == "indexed"
+    assert found(repo, "f149_5")[0] == "pkg/m149.py:f149_5"
+
+
+def test_the_mcp_server_keeps_what_it_indexed_fresh_and_forgets_what_it_cleared(codii_home, tmp_path):
+    repo = write_tree(tmp_path / "live", SAMPLE)
+
+    async def searched(s, query):
+        out = await call(s, "search_code", path=str(repo), query=query, limit=3)
+        return [f"{r['path']}:{r['symbol']}" for r in out["results"]]
+
+    async def eventually(s, query, want, timeout=PATIENCE):
+        deadline = asyncio.get_running_loop().time() + timeout
+        while asyncio.get_running_loop().time() < deadline:
+            if want in await searched(s, query):
+                return
+            await asyncio.sleep(0.25)
+        raise AssertionError(f"{want} not found for {query!r} in {timeout} s")
+
+    async def run():
+        async with server(codii_home, CODII_SQL_BACKGROUND="0") as s:
+            await call(s, "index_codebase", path=str(repo))
+            st = await wait_indexed(s, repo)
+            assert [x["by"] for x in st["watched_by"]] == ["mcp"], st
+            (repo / "app" / "llama.py").write_text("def shear_the_llama(llama):\n    return llama.wool\n")
+            await eventually(s, "shear_the_llama", "app/llama.py:shear_the_llama")
+            await call(s, "clear_index", path=str(repo))
+            (repo / "app" / "alpaca.py").write_text("def feed_the_alpaca():\n    return 1\n")
+            await asyncio.sleep(3.0)
+            assert not service.open_codebase(repo).db_path.exists()  # cleared stays cleared
+
+    asyncio.run(run())
+
+
+def test_no_watch_turns_the_servers_watchers_off(codii_home, tmp_path):
+    repo = write_tree(tmp_path / "still", SAMPLE)
+
+    async def run():
+        async with server(codii_home, CODII_SQL_WATCH="0") as s:
+            await call(s, "index_codebase", path=str(repo))
+            st = await wait_indexed(s, repo)
+            assert st["watched_by"] == []
+
+    asyncio.run(run())
