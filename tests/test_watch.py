@@ -200,3 +200,21 @@ def test_no_watch_turns_the_servers_watchers_off(codii_home, tmp_path):
             assert st["watched_by"] == []
 
     asyncio.run(run())
+
+
+def test_two_watchers_of_one_codebase_share_its_writer(codii_home, tmp_path):
+    repo = write_tree(tmp_path / "shared", SAMPLE)
+    service.build(service.open_codebase(repo))
+    a, b = WatchProcess(codii_home, repo), WatchProcess(codii_home, repo)
+    try:
+        for w in (a, b):
+            assert w.next()["event"] == "watching"  # the index was current: no update first
+        assert len(service.status(service.open_codebase(repo))["watched_by"]) == 2
+        (repo / "app" / "otter.py").write_text("def float_the_otter():\n    return 'afloat'\n")
+        lines = a.quiet_for(6.0) + b.quiet_for(1.0)
+        assert summed(lines, "added") == 1, lines  # one of them built it; the other found it done
+        assert found(repo, "float_the_otter")[0] == "app/otter.py:float_the_otter"
+    finally:
+        for w in (a, b):
+            assert w.stop()[0] == 0
+    assert service.doctor(service.open_codebase(repo), repair=False)["consistent"]
