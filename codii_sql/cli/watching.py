@@ -32,12 +32,16 @@ def watch(paths, workspace, poll, as_jsonl):
     nothing. Ctrl-C or SIGTERM stops it at the next commit; the index stays consistent.
     """
     _, found = service.member_paths(workspace, list(paths)) if workspace or paths else (None, [os.getcwd()])
-    codebases = []
+    codebases, missing = [], []
     for path in found:
         try:
             codebases.append(service.open_codebase(path))
         except CodiiError as err:
-            raise UsageError(f"cannot watch {path}: {err}") from None
+            missing.append(str(err))
+    if not codebases:
+        raise UsageError("nothing to watch: " + "; ".join(missing))
+    for note in missing:  # a workspace member that is gone: the others are still watched
+        click.echo(f"Warning: not watching {note}", err=True)
     stop = threading.Event()
     say = _jsonl if as_jsonl else _text
     with _stopping_on_signals(stop), contextlib.ExitStack() as stack:

@@ -72,6 +72,7 @@ class Follow:
         self.root = str(codebase.root)
         self.dirs: set[str] = {""}
         self.files: set[str] = set()
+        self.gone = False
 
     def rescan(self) -> None:
         """Walk the tree again (read-only) for the directories and files an update would see."""
@@ -86,7 +87,7 @@ class Follow:
         """Whether a change at ``path`` (absolute) can change the index: an indexed file, or an
         entry of a walked directory (a new file or directory, an ignore or config file)."""
         rel = os.path.relpath(path, self.root).replace(os.sep, "/")
-        if rel.startswith("../") or rel == "..":
+        if self.gone or rel.startswith("../") or rel == "..":
             return False
         if rel in self.files:
             return True
@@ -152,8 +153,16 @@ class Watcher:
                 self.due.discard(i)
 
     def _update_one(self, follow: Follow) -> bool:
-        """One update; False when another writer holds the lock (retried at the next wake)."""
+        """One update; False when another writer holds the lock (retried at the next wake). A root
+        that is gone is followed no more; with none left, the watcher stops."""
         started = time.perf_counter()
+        if not follow.codebase.root.is_dir():
+            follow.gone = True
+            self.on_update(Update(follow.codebase, None, 0.0, error=f"{follow.root} is gone: no longer watched "
+                                  "(its index is kept; `codii-sql clear` deletes it)"))
+            if all(f.gone for f in self.follows):
+                self.stop.set()
+            return True
         try:
             report, warnings = self.update(follow.codebase, self._progress)
         except IndexBusyError:
