@@ -256,3 +256,21 @@ def test_the_cheap_match_probe_agrees_with_the_searchs_own(three):
                 assert probe == pytest.approx(searcher.search(query, opts)[0].knn_match, abs=1e-6)
         finally:
             searcher.store.close()
+
+
+def test_a_member_still_waiting_for_vectors_is_neither_left_out_nor_pushed_down(three):
+    http, shop, garden = three
+    (shop.root / "cart" / "refund.js").write_text(
+        "// Refund a returned order: credit the card and restock the items.\n"
+        "export function refundReturnedOrder(order, card) {\n  card.credit(order.total);\n"
+        "  order.items.forEach(item => item.restock());\n}\n")
+    service.build(shop, vectors=False)  # its new chunks wait for vectors; the old ones have theirs
+    searcher = service.open_searcher(shop)
+    try:
+        assert searcher.match(searcher.embedder.embed_query("refund")) is None
+    finally:
+        searcher.store.close()
+    out = service.search_many([http, garden, shop], "refund a returned order and restock", SearchOptions(limit=2))
+    rows = {m["codebase"]: m for m in out.members}
+    assert not rows[str(shop.root)].get("pruned")
+    assert (str(shop.root), "cart/refund.js") in [(r.codebase, r.path) for r in out.results]

@@ -42,7 +42,8 @@ class MemberAnswer:
 
 
 def member_match(results: list[Result]) -> float | None:
-    """How well a member matches the query: its results' ``knn_match`` (None without vectors or results)."""
+    """How well a member matches the query: its results' ``knn_match`` (None without results, or while
+    its chunks still wait for vectors)."""
     return next((r.knn_match for r in results if r.knn_match is not None), None)
 
 
@@ -58,11 +59,11 @@ def merge(answers: list[MemberAnswer], limit: int, *,
     if len({a.model_id for a in tagged}) > 1 or not known:
         return _by_rank(tagged, limit), len(tagged) > 1
     top = max(known)
-    floor = min(known)
     scored = []
     for order, a in enumerate(tagged):
-        # A member without vectors yet (its chunks await them) gets the weakest weight seen.
-        c = cosines[a.codebase] if cosines[a.codebase] is not None else floor
+        # A member whose chunks still await vectors has no fair match yet: "no vector yet" is not
+        # "irrelevant", so it is not pushed down (weight 1, its fused scores as they are).
+        c = cosines[a.codebase] if cosines[a.codebase] is not None else top
         weight = math.exp(-(top - c) / temperature)
         scored += [((r.tier, r.score * weight), -order, -rank, r) for rank, r in enumerate(a.results)]
     scored.sort(key=lambda item: item[:3], reverse=True)

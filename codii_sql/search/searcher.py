@@ -277,11 +277,14 @@ class Searcher:
         :data:`PROBE_K` nearest chunks, as the ``knn_match`` of :meth:`search` (a workspace search's
         cheap first look, without BM25, fusion or naming). Exact below :data:`PROBE_COARSE_MIN`
         chunks; above, from :data:`PROBE_COARSE_K` hamming candidates per partition, which may
-        miss a few of the nearest and read a little low. None with no vectors.
+        miss a few of the nearest and read a little low. None with no vectors, or while some
+        chunks still wait for theirs (the mean of the embedded ones would read low).
 
         Raises:
             IndexMismatchError: the vector is not as wide as the index's.
         """
+        if self.store.value("vectors_pending"):  # a partial mean reads low: unknown, so never left out
+            return None
         qvec = self._query_vector("", query_vector)
         coarse = self.store.row("counts")["chunks"] >= PROBE_COARSE_MIN
         return self.store.value("knn_match", {"qvec": qvec, "depth": PROBE_K,
@@ -297,12 +300,14 @@ class Searcher:
 
     def _results(self, rows: list[dict]) -> list[Result]:
         stale = StaleCheck(self.root)
+        # Chunks still waiting for vectors would make the index look a worse match than it is.
+        match = rows[0]["knn_match"] if rows and not self.store.value("vectors_pending") else None
         return [
             Result(path=r["path"], start_line=r["start_line"], end_line=r["end_line"], score=round(r["score"], 6),
                    language=r["language"], kind=r["kind"], symbol=r["symbol"], content=r["content"],
                    stale=stale(r), id=r["id"], role=r["role"], bm25_rank=r["bm25_rank"], knn_rank=r["knn_rank"],
                    cosine=None if r["distance"] is None else round(1.0 - r["distance"], 6), tier=r["tier"] or 0,
-                   knn_match=r["knn_match"])
+                   knn_match=match)
             for r in rows
         ]
 
