@@ -56,7 +56,14 @@ def test_env_values_parse_as_directory_indexer_reads_them(monkeypatch, tmp_path)
     assert parse_paths('["/a", " /b ", ""]') == ["/a", "/b"]
     assert parse_paths("/a, /b,,") == ["/a", "/b"]
     assert parse_paths("/only") == ["/only"]
-    assert parse_paths('{"not": "a list"}') == ['{"not": "a list"}']
+    for bad in ('{"not": "a list"}', '["/a",', "[1, null]"):  # JSON-looking: never split on commas
+        with pytest.raises(ValueError):
+            parse_paths(bad)
+    monkeypatch.setenv("WORKSPACE_BROKEN", '["/a",')
+    with pytest.raises(UsageError, match="WORKSPACE_BROKEN is not valid JSON"):
+        service.get_workspace("broken")
+    assert service.describe(workspaces()["broken"])["note"].startswith("WORKSPACE_BROKEN")
+    monkeypatch.delenv("WORKSPACE_BROKEN")
     monkeypatch.setenv("WORKSPACE_Frontend", json.dumps([str(tmp_path / "web"), str(tmp_path / "app")]))
     monkeypatch.setenv("workspace_backend", f"{tmp_path}/api,{tmp_path}/db")
     found = workspaces()
@@ -64,6 +71,27 @@ def test_env_values_parse_as_directory_indexer_reads_them(monkeypatch, tmp_path)
     assert found["frontend"].paths == (str(tmp_path / "web"), str(tmp_path / "app"))
     assert found["backend"].source == "env" and len(found["backend"].paths) == 2
     assert service.get_workspace("FRONTEND").name == "frontend"
+
+
+def test_a_file_is_no_member_and_removing_a_stranger_removes_nothing(tmp_path, codii_home):
+    (tmp_path / "f.txt").write_text("x")
+    with pytest.raises(UsageError, match="is a file"):
+        service.add_paths("w", [str(tmp_path / "f.txt")])
+    service.add_paths("w", [str(tmp_path / "later")])  # not there yet: kept, noted when searched
+    with pytest.raises(UsageError, match="not a member"):
+        service.remove("w", [str(tmp_path / "other")])
+    assert service.get_workspace("w").paths == (str(tmp_path / "later"),)
+
+
+def test_a_damaged_member_fails_alone_in_status_and_each_folder_is_listed_once(two, codii_home):
+    http, shop = two
+    db = service.open_codebase(shop).db_path
+    with db.open("r+b") as fh:
+        fh.write(b"\x00" * 4096)  # the header page: SQLite no longer recognises the file
+    described = service.describe(service.Workspace("w", (str(http), str(shop), str(http) + "/"), "env"))
+    assert [(m["codebase"], m["status"]) for m in described["members"]] == [(str(http), "indexed"),
+                                                                            (str(shop), "failed")]
+    assert "damaged" in described["members"][1]["note"] or "not a SQLite" in described["members"][1]["note"]
 
 
 def test_registry_add_remove_list_and_the_environment_wins(monkeypatch, tmp_path):

@@ -24,7 +24,7 @@ def status(path, workspace, db, as_json):
             vectors = m.get("vectors")
             more = f"  files={m['files']} chunks={m['chunks']}" if "files" in m else ""
             more += f" vectors={vectors['done']}/{vectors['total']}" if vectors and vectors["state"] != "complete" else ""
-            click.echo(f"  {m['status']:<11} {m['codebase']}{more}")
+            click.echo(f"  {m['status']:<11} {m['codebase']}{more}" + (f"  ({m['note']})" if m.get("note") else ""))
         return None
     st = service.status(service.open_codebase(path, db))
     if as_json:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import click
 
 from .. import service
@@ -29,6 +31,9 @@ def add(name, paths, as_json):
     click.echo(f"workspace {ws.name}: {len(ws.paths)} member(s)")
     for p in ws.paths:
         click.echo(f"  {p}")
+    for p in paths:
+        if not os.path.isdir(p):
+            click.echo(f"Warning: {p} does not exist (yet): searches will note it as missing", err=True)
 
 
 @workspace.command()
@@ -58,4 +63,6 @@ def list_(no_stale_check, as_json):
         click.echo(f"{ws['name']} ({ws['source']}): {len(ws['members'])} member(s)")
         for m in ws["members"]:
             counts = f"  files={m['files']} chunks={m['chunks']}" if "files" in m else ""
-            click.echo(f"  {m['status']:<11} {m['codebase']}{counts}")
+            click.echo(f"  {m['status']:<11} {m['codebase']}{counts}" + (f"  ({m['note']})" if m.get("note") else ""))
+        if ws.get("note"):
+            click.echo(f"  note: {ws['note']}")

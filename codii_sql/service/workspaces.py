@@ -34,17 +34,25 @@ class Workspace:
     name: str
     paths: tuple[str, ...]
     source: str
+    error: str = ""  # why an environment value could not be read (then ``paths`` is empty)
 
 
 def parse_paths(value: str) -> list[str]:
-    """A ``WORKSPACE_*`` value as paths: a JSON array of strings, else comma-separated (blanks dropped)."""
+    """A ``WORKSPACE_*`` value as paths: a JSON array of strings, else comma-separated (blanks dropped).
+
+    Raises:
+        ValueError: the value starts with ``[`` or ``{`` but is not a JSON array of strings (split
+            on commas, it would name folders such as ``["/src/a"``).
+    """
+    if not value.lstrip().startswith(("[", "{")):
+        return [p.strip() for p in value.split(",") if p.strip()]
     try:
         parsed = json.loads(value)
-    except ValueError:
-        parsed = None
-    if isinstance(parsed, list) and all(isinstance(p, str) for p in parsed):
-        return [p.strip() for p in parsed if p.strip()]
-    return [p.strip() for p in value.split(",") if p.strip()]
+    except ValueError as err:
+        raise ValueError(f"not valid JSON ({err})") from None
+    if not (isinstance(parsed, list) and all(isinstance(p, str) for p in parsed)):
+        raise ValueError("not a JSON array of path strings")
+    return [p.strip() for p in parsed if p.strip()]
 
 
 def _normalised(path: str) -> str:
@@ -74,7 +82,11 @@ def workspaces() -> dict[str, Workspace]:
     for key, value in os.environ.items():
         if key.upper().startswith(ENV_PREFIX) and len(key) > len(ENV_PREFIX) and value.strip():
             name = key[len(ENV_PREFIX):].lower()
-            out[name] = Workspace(name, tuple(_normalised(p) for p in parse_paths(value)), "env")
+            try:
+                out[name] = Workspace(name, tuple(_normalised(p) for p in parse_paths(value)), "env")
+            except ValueError as err:
+                out[name] = Workspace(name, (), "env", f"{key} is {err}: set it to PATH,PATH or a JSON array "
+                                                        'such as ["/src/a", "/src/b"]')
     return dict(sorted(out.items()))
 
 
@@ -89,6 +101,8 @@ def get_workspace(name: str) -> Workspace:
         known = ", ".join(workspaces()) or "none yet"
         raise UsageError(f"no workspace {name!r} (known: {known}): define it with `codii-sql workspace add {name} "
                          f"PATH...` or WORKSPACE_{name.upper()}=PATH,PATH")
+    if found.error:
+        raise UsageError(found.error)
     if not found.paths:
         fix = (f"set WORKSPACE_{found.name.upper()} to PATH,PATH or a JSON array of paths" if found.source == "env"
                else f"`codii-sql workspace add {found.name} PATH...`")
@@ -99,12 +113,17 @@ def get_workspace(name: str) -> Workspace:
 def add_paths(name: str, paths: list[str]) -> Workspace:
     """Add ``paths`` (made absolute) to the registry's workspace ``name``, creating it.
 
+    A folder that does not exist (yet) is added: a search notes it as missing.
+
     Raises:
-        UsageError: a bad name, or no path given.
+        UsageError: a bad name, no path given, or a path that is a file.
     """
     key = _checked_name(name)
     if not paths:
         raise UsageError("name the folders to add: codii-sql workspace add NAME PATH...")
+    files = [p for p in paths if os.path.exists(p) and not os.path.isdir(p)]
+    if files:
+        raise UsageError(f"{files[0]} is a file: a workspace member is a codebase's root folder")
     with _registry_lock():
         data = _read_registry()
         members = data.setdefault(key, [])
@@ -118,7 +137,8 @@ def remove(name: str, paths: list[str] | None = None) -> Workspace | None:
     given; returns what is left (None when it is gone).
 
     Raises:
-        UsageError: the registry has no such workspace (one from the environment is not removed here).
+        UsageError: the registry has no such workspace (one from the environment is not removed here),
+            or a path is not one of its members (nothing is removed then).
     """
     key = _checked_name(name)
     with _registry_lock():
@@ -129,6 +149,10 @@ def remove(name: str, paths: list[str] | None = None) -> Workspace | None:
             raise UsageError(f"the registry has no workspace {key!r}{where}")
         if paths:
             gone = {_normalised(p) for p in paths}
+            strangers = sorted(gone - set(data[key]))
+            if strangers:
+                raise UsageError(f"{strangers[0]} is not a member of workspace {key!r} "
+                                 f"(`codii-sql workspace list` shows them)")
             data[key] = [p for p in data[key] if p not in gone]
         else:
             del data[key]
@@ -157,16 +181,24 @@ def _write_registry(data: dict[str, list[str]]) -> None:
 
 def describe(ws: Workspace, *, check_stale: bool = True) -> dict:
     """``{"name", "source", "members": [{"codebase", "status", "files", "chunks", "size_bytes", ...}]}``;
-    a member's status is that of :func:`status` (indexed, stale, indexing, failed, not_indexed) or
-    ``missing`` for a folder that is not there."""
-    members = []
+    a member's status is that of :func:`status` (indexed, stale, indexing, failed, not_indexed),
+    ``failed`` with a ``note`` for an index that cannot be read, or ``missing`` for a folder that
+    is not there. Each folder is listed once."""
+    members, seen = [], set()
     for path in ws.paths:
         try:
             cb = Codebase.open(path)
         except CodiiError as err:
             members.append({"codebase": path, "status": "missing", "note": str(err)})
             continue
-        st = status(cb, check_stale=check_stale)
+        if cb.root in seen:  # two spellings of one folder
+            continue
+        seen.add(cb.root)
+        try:
+            st = status(cb, check_stale=check_stale)
+        except CodiiError as err:  # a damaged index: this member fails, the others still report
+            members.append({"codebase": str(cb.root), "status": "failed", "note": str(err)})
+            continue
         members.append({"codebase": str(cb.root), "status": st["status"],
                         **{k: st[k] for k in ("files", "chunks", "size_bytes", "vectors") if k in st}})
-    return {"name": ws.name, "source": ws.source, "members": members}
+    return {"name": ws.name, "source": ws.source, "members": members, **({"note": ws.error} if ws.error else {})}
