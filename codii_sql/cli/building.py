@@ -122,7 +122,10 @@ class Job:
                    *([f"--embedder={self.embedder}"] if self.embedder else []),
                    *([] if self.vectors is None else ["--vectors" if self.vectors else "--no-vectors"])]
         info = service.start_daemon(codebase, options)
-        if not self.as_json:
+        if not self.as_json and info.get("finished"):
+            click.echo(f"The background build of {codebase.root} already finished (nothing left to do, or a "
+                       f"quick update); log: {info.get('log')}")
+        elif not self.as_json:
             pid = f" (pid {info['pid']})" if info.get("pid") else ""
             click.echo(f"Building {codebase.root} in the background{pid}: `codii-sql status {codebase.root}` "
                        f"follows it; log: {info.get('log')}")

@@ -46,7 +46,8 @@ def daemon_info(codebase: Codebase) -> dict | None:
 
 
 def start_daemon(codebase: Codebase, options: list[str]) -> dict:
-    """Start ``codii-sql build ROOT --db DB OPTIONS`` in a detached process; return its :func:`daemon_info`.
+    """Start ``codii-sql build ROOT --db DB OPTIONS`` in a detached process; return its :func:`daemon_info`
+    (with ``"finished": True`` when it was done before it could be seen running).
 
     Raises:
         DaemonRunningError: a background build of ``codebase`` is running already.
@@ -70,6 +71,8 @@ def start_daemon(codebase: Codebase, options: list[str]) -> dict:
         code = proc.poll()
         if code == DaemonRunningError.exit_code:
             raise DaemonRunningError(_running_message(codebase, daemon_info(codebase) or {}))
+        if code == 0:  # done before we looked (an index already up to date): a success
+            return {"pid": proc.pid, "started_at": None, "log": str(log), "finished": True}
         if code is not None:
             raise BuildFailedError(f"the background build stopped at once (exit status {code}): "
                                    f"{_last_line(log)}; its log is {log}")
