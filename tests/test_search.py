@@ -122,6 +122,22 @@ def test_group_by_file_returns_each_file_once(searcher):
     assert len({r.path for r in res}) == len(res) > 1
 
 
+def test_group_by_file_fetches_deeper_when_one_file_holds_every_chunk_fetched(tmp_path, embedder):
+    big = "".join(f"def proxy_step_{i}(proxy):\n    return proxy.hop({i})\n\n\n" for i in range(60))
+    files = {"net/big.py": big, **{f"net/small{i}.py": f"def use_proxy_{i}(proxy):\n    return proxy\n"
+                                    for i in range(3)}}
+    repo = write_tree(tmp_path / "g", files)
+    cb = Codebase.open(repo)
+    Indexer(cb, embedder).build()
+    s = Searcher(Store(cb.db_path, create=False), cb.root, embedder)
+    try:
+        for opts in (SearchOptions(limit=4, group_by_file=True, mode="bm25"),
+                     SearchOptions(limit=4, group_by_file=True, mode="bm25", exts=[".py"])):
+            assert sorted(r.path for r in s.search("proxy", opts)) == sorted(files), opts
+    finally:
+        s.store.close()
+
+
 def test_empty_query_is_a_usage_error(searcher):
     with pytest.raises(UsageError, match="empty"):
         searcher.search("   ")

@@ -60,6 +60,8 @@ RERANK_DEPTH = 30
 #: With group_by_file, chunks fetched per file wanted: files with many matching chunks must
 #: not crowd the others out of the candidates (5 gave 3 files for --limit 10 on click).
 CHUNKS_PER_FILE = 10
+#: ... fetching up to 4x deeper, to this many chunks, while fewer distinct files than the limit came back.
+MAX_GROUPED_ROWS = 4096
 #: FTS5 column weights for bm25(): a hit on a chunk's symbol name or its path says more
 #: than one in its body; sub-tokens ("user name" from getUserName) say a little less.
 BM25_WEIGHTS = {"content": 1.0, "subtokens": 0.5, "symbol": 2.0, "path": 1.0}
@@ -195,6 +197,12 @@ class Searcher:
         prior = (LONG_QUERY_ROLE_WEIGHTS if shape == "long" else ROLE_WEIGHTS) if opts.role_prior else None
         named = named_in_query(query)
         rows = self._run(fq, qvec, opts, weight, named, prior, tiered=shape == "identifier")
+        wanted = _rows_wanted(opts)
+        while opts.group_by_file and len(rows) >= wanted and len({r["path"] for r in rows}) < opts.limit \
+                and wanted < MAX_GROUPED_ROWS:
+            # A few files held every chunk fetched (one long file can): fetch deeper for the others.
+            wanted = min(wanted * 4, MAX_GROUPED_ROWS)
+            rows = self._run(fq, qvec, opts, weight, named, prior, tiered=shape == "identifier", rows=wanted)
         results = self._results(rows)
         if not results and opts.language:
             self._check_language(opts.language.lower())
@@ -240,13 +248,13 @@ class Searcher:
             raise UsageError(f"no {language!r} code in this index; its languages: {', '.join(present)}")
 
     def _run(self, fq: str | None, qvec: bytes | None, opts: SearchOptions, weight: Bm25Weight,
-             named: Named, prior: dict[str, float] | None, tiered: bool) -> list[dict]:
+             named: Named, prior: dict[str, float] | None, tiered: bool, rows: int | None = None) -> list[dict]:
         """Rows of ``search_hybrid``. ``tiered``: chunks defining a named symbol, and the chunks of
         a named file, come first, fetched even when neither retriever found them (identifier
         queries only, see :meth:`search`); otherwise a name only multiplies the score by
-        :data:`NAME_BOOST`.
+        :data:`NAME_BOOST`. ``rows``: chunks to fetch (default :func:`_rows_wanted`).
         """
-        limit = _rows_wanted(opts)
+        limit = rows or _rows_wanted(opts)
         exts = [e if e.startswith(".") else "." + e for e in opts.exts] if opts.exts else None
         under = (opts.under or "").strip("/") or None
         filtered = bool(exts or opts.glob or opts.language or opts.exclude_path or under)
