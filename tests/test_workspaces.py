@@ -302,3 +302,13 @@ def test_a_member_still_waiting_for_vectors_is_neither_left_out_nor_pushed_down(
     rows = {m["codebase"]: m for m in out.members}
     assert not rows[str(shop.root)].get("pruned")
     assert (str(shop.root), "cart/refund.js") in [(r.codebase, r.path) for r in out.results]
+
+
+def test_a_subfolder_among_several_paths_searches_its_enclosing_index_under_it(two):
+    http, shop = two
+    out = service.search_workspace("retry with exponential backoff", SearchOptions(limit=10),
+                                   paths=[str(http / "web"), str(shop)], update=False)
+    rows = {m["codebase"]: m for m in out.members}
+    assert rows[str(http)]["status"] == "ok" and "files under web/ only" in rows[str(http)]["note"]
+    mine = [r.path for r in out.results if r.codebase == str(http)]
+    assert mine and all(p.startswith("web/") for p in mine)

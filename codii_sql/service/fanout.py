@@ -81,15 +81,21 @@ def member_paths(workspace: str | None, paths: list[str]) -> tuple[str | None, l
     return name, list(dict.fromkeys(found))
 
 
-def members_of(paths: list[str]) -> tuple[list[Codebase], list[dict]]:
-    """The indexed codebases among ``paths``, and a member row (with a note) for each that is not."""
-    codebases, rows = [], []
+def members_of(paths: list[str]) -> tuple[list[Codebase], list[dict], dict[Codebase, str]]:
+    """The indexed codebases among ``paths``, a member row (with a note) for each that is not, and
+    the scopes: a subfolder of an indexed codebase searches that index, its files under the
+    subfolder only (``{codebase: "sub/folder"}``), as a one-codebase search does."""
+    codebases, rows, scopes = [], [], {}
     for path in paths:
         try:
             cb = Codebase.open(path)
         except CodiiError as err:
             rows.append({"codebase": path, "status": "missing", "note": str(err)})
             continue
+        outer = None if cb.db_path.is_file() else cb.enclosing()
+        if outer is not None:
+            scopes[outer] = cb.root.relative_to(outer.root).as_posix()
+            cb = outer
         if cb in codebases:  # two spellings of one folder
             continue
         if not cb.db_path.is_file():
@@ -97,16 +103,18 @@ def members_of(paths: list[str]) -> tuple[list[Codebase], list[dict]]:
                          "note": f"{cb.root} is not indexed: `codii-sql build {cb.root}` (or index_codebase) indexes it"})
             continue
         codebases.append(cb)
-    return codebases, rows
+    return codebases, rows, scopes
 
 
 def search_many(codebases: list[Codebase], query: str, opts: SearchOptions, *, workspace: str | None = None,
-                rows: list[dict] | None = None, update: bool = False, provide: Provide | None = None) -> ManyResponse:
+                rows: list[dict] | None = None, update: bool = False, provide: Provide | None = None,
+                scopes: dict[Codebase, str] | None = None) -> ManyResponse:
     """Search every codebase of ``codebases`` for ``query`` and merge the answers (see the module docstring).
 
     ``rows`` are member rows already known (missing or unindexed members); ``update`` first brings
     each index up to date as a single search would; ``provide(codebase)`` gives a searcher to use
-    (default: open one and close it after).
+    (default: open one and close it after); ``scopes`` limits members to a subfolder (see
+    :func:`members_of`).
 
     Raises:
         UsageError: a bad query or option (the first member's answer says so).
@@ -123,7 +131,7 @@ def search_many(codebases: list[Codebase], query: str, opts: SearchOptions, *, w
             except CodiiError as err:
                 failures[cb] = str(err)
         vectors, embed_notes = _query_vectors(list(searchers.values()), query, opts)
-        answers, far = _answers(searchers, query, opts, vectors)
+        answers, far = _answers(searchers, query, opts, vectors, scopes or {})
     refusals = [res for res, _ in answers.values() if isinstance(res, UsageError)]
     if refusals and len(refusals) == len(answers):  # the query or an option itself is wrong
         raise refusals[0]
@@ -137,7 +145,8 @@ def search_many(codebases: list[Codebase], query: str, opts: SearchOptions, *, w
             rows.append({"codebase": str(cb.root), "status": "ok", "results": 0, "pruned": True})
             continue
         res, note = answers[cb]
-        notes = [str(n) for n in (updated.get(cb), note) if n]
+        scope = (scopes or {}).get(cb)
+        notes = [str(n) for n in (f"files under {scope}/ only" if scope else None, updated.get(cb), note) if n]
         if isinstance(res, UsageError):  # e.g. a language this member has none of: no answer here
             rows.append({"codebase": str(cb.root), "status": "ok", "results": 0, "note": str(res)})
             continue
@@ -182,14 +191,15 @@ def _query_vectors(searchers: list[Searcher], query: str, opts: SearchOptions) -
 
 
 def _answers(searchers: dict[Codebase, Searcher], query: str, opts: SearchOptions,
-             vectors: dict[str, object]) -> tuple[dict[Codebase, tuple], list[Codebase]]:
+             vectors: dict[str, object], scopes: dict[Codebase, str]) -> tuple[dict[Codebase, tuple], list[Codebase]]:
     """Each near member's ``(results or error, note)`` (:func:`_answer`, in threads), and the far ones
     left out (:func:`_select`); when the near ones give fewer than ``opts.limit`` results, the far
     ones are searched too and none is left out."""
     def ask(cb: Codebase):
-        return _answer(cb, searchers[cb], query, opts, vectors)
+        member_opts = dataclasses.replace(opts, under=scopes[cb]) if cb in scopes else opts
+        return _answer(cb, searchers[cb], query, member_opts, vectors)
 
-    near, far = _select(searchers, query, opts, vectors)
+    near, far = _select(searchers, query, opts, vectors) if not scopes else (list(searchers), [])
     answers = _in_threads(near, ask)
     if far and sum(len(r) for r, _ in answers.values() if isinstance(r, list)) < opts.limit:
         answers.update(_in_threads(far, ask))
@@ -284,8 +294,9 @@ def search_workspace(query: str, opts: SearchOptions, *, workspace: str | None =
         UsageError: an unknown or empty workspace, no member at all, or a bad query or option.
     """
     name, found = member_paths(workspace, list(paths))
-    codebases, rows = members_of(found)
+    codebases, rows, scopes = members_of(found)
     if not codebases:
         why = "; ".join(r["note"] for r in rows) or "no codebase given"
         raise UsageError(f"nothing to search{f' in workspace {name!r}' if name else ''}: {why}")
-    return search_many(codebases, query, opts, workspace=name, rows=rows, update=update, provide=provide)
+    return search_many(codebases, query, opts, workspace=name, rows=rows, update=update, provide=provide,
+                       scopes=scopes)
