@@ -137,6 +137,16 @@ def test_bad_input_is_one_line_without_traceback(sample_repo, tmp_path):
     run("build", sample_repo)
     res = CliRunner().invoke(cli, ["search", '*"', "--path", str(sample_repo)])
     assert res.exit_code == 2 and "no letters or digits" in res.output
+    res = CliRunner().invoke(cli, ["workspace", "add", "web"])  # the hint names the subcommand's own help
+    assert res.exit_code == 2 and "(see `codii-sql workspace add --help`)" in res.output, res.output
+
+
+def test_a_folder_with_nothing_to_index_says_so_and_does_not_blame_filters(tmp_path, codii_home):
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "logo.png").write_bytes(b"\x89PNG\r\n" + bytes(range(256)) * 8)
+    res = CliRunner().invoke(cli, ["search", "logo", "--path", str(tmp_path / "bin")])
+    assert res.exit_code == 0
+    assert "no text files to index (skipped: 1 binary-extension)" in res.output and "filters" not in res.output
 
 
 def test_db_alone_opens_the_recorded_codebase(sample_repo, tmp_path, monkeypatch):

@@ -23,7 +23,7 @@ class CodiiGroup(click.Group):
         except CodiiError as err:
             _fail(str(err), err.exit_code, as_json)
         except click.UsageError as err:  # one line too, for a bad option or argument
-            where = f"codii-sql {err.ctx.info_name}" if err.ctx and err.ctx.info_name != ctx.info_name else "codii-sql"
+            where = err.ctx.command_path if err.ctx else "codii-sql"
             _fail(f"{err.format_message()} (see `{where} --help`)", 2, as_json)
         except KeyboardInterrupt:
             click.echo("Interrupted: the index keeps every file committed so far; run build again to finish.", err=True)

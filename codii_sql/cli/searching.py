@@ -62,7 +62,9 @@ def search(query, paths, workspace, limit, mode, exts, glob, language, group_by,
     opts = _search_options(limit, mode, exts, glob, language, no_prior, group_by, rerank, rerank_model)
     if workspace or len(paths) > 1:
         if db is not None or queries_file is not None:
-            raise UsageError("--db and --queries-file search one codebase: drop --workspace or the extra --path")
+            given = " and ".join(o for o, v in (("--db", db), ("--queries-file", queries_file)) if v is not None)
+            raise UsageError(f"{given} search{'es' if ' and ' not in given else ''} one codebase: drop --workspace "
+                             "or the extra --path")
         if query is None:
             raise UsageError("missing QUERY: codii-sql search \"where are retries handled\" --workspace NAME")
         resp = service.search_workspace(query, opts, workspace=workspace, paths=list(paths), update=not no_update)

@@ -59,7 +59,8 @@ def embedder_for_build(codebase: Codebase, explicit: str | None, *, force: bool)
     if asked and recorded and asked != canonical(recorded) and not force:
         raise IndexMismatchError(f"the index of {codebase.root} holds vectors of the embedder {recorded!r}, and this "
                                  f"build asks for {asked!r}: `codii-sql build --force --embedder {asked}` re-embeds "
-                                 f"everything (or pass --embedder {recorded})")
+                                 f"everything (or pass --embedder {recorded}; over MCP: index_codebase with "
+                                 f"force=true, or embedder={recorded!r})")
     return get_embedder(asked or recorded or DEFAULT_EMBEDDER)
 
 

@@ -28,7 +28,11 @@ def filter_note(store: Store, *, indexing: bool | Callable[[], bool] = False) ->
         if first:
             return ("this index holds no files yet: no build of it has finished; call index_codebase "
                     "(CLI: `codii-sql build`) to index the codebase")
-        return f"this index holds no files: its filters or ignore rules exclude everything; {reset}"
+        if exts or meta.get("scan_ignore_patterns"):
+            return f"this index holds no files: its filters or ignore rules exclude everything; {reset}"
+        skipped = ", ".join(f"{n} {why}" for why, n in sorted((meta.get("skipped") or {}).items()))
+        return ("this index holds no files: the folder has no text files to index"
+                + (f" (skipped: {skipped})" if skipped else "") + "; `codii-sql status` shows what was skipped")
     if exts:
         return f"this index holds only {' '.join(exts)} files (an earlier build's filter); {reset}"
     return None
