@@ -23,7 +23,8 @@ class CodiiGroup(click.Group):
         except CodiiError as err:
             _fail(str(err), err.exit_code, as_json)
         except click.UsageError as err:  # one line too, for a bad option or argument
-            where = err.ctx.command_path if err.ctx else "codii-sql"
+            sub = err.ctx.command_path.split(" ", 1)[1:] if err.ctx else []  # without the program's own name
+            where = " ".join(["codii-sql", *sub])
             _fail(f"{err.format_message()} (see `{where} --help`)", 2, as_json)
         except KeyboardInterrupt:
             click.echo("Interrupted: the index keeps every file committed so far; run build again to finish.", err=True)
