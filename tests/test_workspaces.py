@@ -237,6 +237,8 @@ def test_an_option_no_member_can_take_is_refused_once_and_one_some_can_take_is_n
     assert {r.codebase for r in out.results} == {str(shop)}
     http_row = next(m for m in out.members if m["codebase"] == str(http))
     assert http_row["status"] == "ok" and "no 'go' code in this index" in http_row["note"]
+    with pytest.raises(UsageError, match="no 'klingon' code in any of the 2 codebases"):
+        service.search_workspace("x", SearchOptions(language="klingon"), paths=[str(http), str(shop)])
 
 
 #: A third codebase, far from the other two (Rust, gardening).

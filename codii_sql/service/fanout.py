@@ -134,6 +134,8 @@ def search_many(codebases: list[Codebase], query: str, opts: SearchOptions, *, w
         answers, far = _answers(searchers, query, opts, vectors, scopes or {})
     refusals = [res for res, _ in answers.values() if isinstance(res, UsageError)]
     if refusals and len(refusals) == len(answers):  # the query or an option itself is wrong
+        if opts.language and all(str(r).startswith(f"no {opts.language.lower()!r} code") for r in refusals):
+            raise UsageError(f"no {opts.language.lower()!r} code in any of the {len(refusals)} codebases searched")
         raise refusals[0]
     merged, by_rank = merge([MemberAnswer(str(cb.root), res, searchers[cb].embedder.model_id)
                              for cb, (res, _) in answers.items() if isinstance(res, list)], opts.limit)
