@@ -117,7 +117,8 @@ def test_index_poll_search_similar_content_chunk(codii_home, sample_repo):
     root = str(sample_repo)
 
     async def run():
-        async with server(codii_home) as s:
+        # Watching off: this test checks what a search says about files changed since indexing.
+        async with server(codii_home, CODII_SQL_WATCH="0") as s:
             msg = await refused(s, "search_code", path=root, query="retry")
             assert "not indexed" in msg and "index_codebase" in msg
             assert (await call(s, "get_indexing_status", path=root))["status"] == "not_indexed"
@@ -385,3 +386,20 @@ def test_an_agent_searches_a_workspace_from_the_servers_environment(codii_home, 
             assert "no workspace 'nope'" in await refused(s, "search_code", workspace="nope", query="x")
 
     asyncio.run(scenario())
+
+
+def test_clear_index_finds_the_index_of_a_deleted_folder(codii_home, tmp_path):
+    import shutil
+
+    repo = write_tree(tmp_path / "doomed", {"a.py": "def a():\n    return 1\n"})
+
+    async def run():
+        async with server(codii_home) as s:
+            await call(s, "index_codebase", path=str(repo))
+            await wait_indexed(s, repo)
+            db = Codebase.open(repo).db_path
+            shutil.rmtree(repo)
+            assert (await call(s, "clear_index", path=str(repo)))["cleared"] is True
+            assert not db.exists()
+
+    asyncio.run(run())

@@ -30,7 +30,7 @@ def clear(path, all_, yes, db, as_json):
         if busy:  # all or nothing: a half-done --all would leave the user guessing what is left
             raise IndexBusyError(f"{busy[0].root} is being indexed: nothing was deleted; try again when it finishes")
     else:
-        targets = [_clear_target(path, db)]
+        targets = [service.clear_target(path, db)]
     if not yes and targets:
         if as_json:
             raise UsageError("clear --json does not prompt: add --yes to delete the index")
@@ -57,21 +57,6 @@ def clear(path, all_, yes, db, as_json):
             click.echo(f"Not removed: {name}: {why}", err=True)
     if failed:
         sys.exit(1)
-
-
-def _clear_target(path, db) -> Codebase:
-    """The codebase to clear. Only its index file matters, so an index whose folder is gone is
-    found by ``--db`` alone or by the root that ``codii-sql list`` shows."""
-    if db is not None and path is None:
-        return Codebase(Path("."), Path(db).expanduser().absolute())
-    try:
-        return service.open_codebase(path, db)
-    except UsageError:
-        wanted = str(Path(path or ".").expanduser().absolute())
-        for r in service.list_codebases():
-            if r.get("root") == wanted:
-                return Codebase(Path(wanted), Path(r["db"]))
-        raise
 
 
 def _replace_damaged(codebase: Codebase, db) -> str:

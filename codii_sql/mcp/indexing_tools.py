@@ -7,7 +7,8 @@ from typing import Annotated
 from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
-from .app import READ_ONLY, SESSION, PathArg, agent_errors, answer, codebase_at, server
+from ..service import clear_target
+from .app import READ_ONLY, SESSION, PathArg, agent_errors, answer, check_path, codebase_at, server
 
 
 @server.tool(
@@ -90,7 +91,7 @@ def get_indexing_status(path: PathArg) -> CallToolResult:
 )
 @agent_errors
 def clear_index(path: PathArg) -> CallToolResult:
-    cb = codebase_at(path)
+    cb = clear_target(check_path(path))  # also the index of a folder that is gone
     cleared = SESSION.clear(cb)
     data = {"codebase": str(cb.root), "cleared": cleared}
     return answer(f"{cb.root}: {'index deleted' if cleared else 'was not indexed'}.", data)

@@ -15,7 +15,7 @@ from .doctor import doctor
 from .dry_run import dry_run
 from .embedders import embedder_health, embedders_in_use
 from .fanout import ManyResponse, member_paths, members_of, search_many, search_workspace
-from .maintenance import clear
+from .maintenance import clear, clear_target
 from .models import ENV_MODEL, cached_models, check_reranker, models_dir, pull_model
 from .searching import SearchResponse, batch_searcher, open_searcher, search
 from .session import Session, iso
@@ -28,7 +28,7 @@ __all__ = [
     "ManyResponse", "Workspace", "add_paths", "describe", "get_workspace", "member_paths", "members_of", "remove",
     "search_many", "search_workspace", "workspaces",
     "BuildReport", "Codebase", "ENV_MODEL", "MAX_LIMIT", "MODES", "Progress", "Result", "SearchOptions",
-    "SearchResponse", "Session", "batch_searcher", "build", "cached_models", "check_reranker", "clear", "daemon_info",
+    "SearchResponse", "Session", "batch_searcher", "build", "cached_models", "check_reranker", "clear", "clear_target", "daemon_info",
     "detached", "dry_run", "embedder_health", "embedders_in_use", "start_daemon", "doctor", "ensure_index",
     "find_codebase", "inspect", "is_locked", "is_stale", "iso", "list_codebases", "models_dir", "open_codebase",
     "open_searcher", "pull_model", "recorded_filters", "search", "stats", "status",

@@ -7,10 +7,31 @@ from pathlib import Path
 
 from .. import paths
 from ..codebase import Codebase
-from ..errors import DamagedIndexError, IndexBusyError
+from ..errors import DamagedIndexError, IndexBusyError, UsageError
 from ..storage.lock import daemon_running, vector_lock, writer_lock
 from ..storage.store import Store
+from .codebases import open_codebase
 from .daemon import daemon_info
+from .status import list_codebases
+
+
+def clear_target(path: str | os.PathLike[str] | None, db: str | os.PathLike[str] | None = None) -> Codebase:
+    """The codebase whose index to clear. Only its index file matters, so an index whose folder is
+    gone is found by ``db`` alone, or by the root that ``list_codebases`` records.
+
+    Raises:
+        UsageError: no such folder and no index recorded for it (see :func:`open_codebase`).
+    """
+    if db is not None and path is None:
+        return Codebase(Path("."), Path(db).expanduser().absolute())
+    try:
+        return open_codebase(path, db)
+    except UsageError:
+        wanted = str(Path(path or ".").expanduser().absolute())
+        for r in list_codebases():
+            if r.get("root") == wanted:
+                return Codebase(Path(wanted), Path(r["db"]))
+        raise
 
 
 def clear(codebase: Codebase) -> bool:
