@@ -218,3 +218,33 @@ def test_two_watchers_of_one_codebase_share_its_writer(codii_home, tmp_path):
         for w in (a, b):
             assert w.stop()[0] == 0
     assert service.doctor(service.open_codebase(repo), repair=False)["consistent"]
+
+
+def test_a_full_os_watch_table_falls_back_to_polling_and_says_so(codii_home, tmp_path, monkeypatch):
+    import watchfiles
+
+    real = watchfiles.watch
+
+    def limited(*paths, force_polling=None, **kw):  # what notify raises when inotify's table is full
+        if not force_polling:
+            raise OSError('OS file watch limit reached. about ["/x"] (Error { kind: MaxFilesWatch })')
+        return real(*paths, force_polling=force_polling, **kw)
+
+    monkeypatch.setattr(watchfiles, "watch", limited)
+    repo = write_tree(tmp_path / "full", SAMPLE)
+    stop, notices, updates = threading.Event(), [], []
+    watcher = service.Watcher([service.open_codebase(repo)], stop=stop, on_notice=notices.append,
+                              on_update=updates.append)
+    thread = threading.Thread(target=watcher.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + PATIENCE
+    while not notices and time.monotonic() < deadline:
+        time.sleep(0.05)
+    (repo / "app" / "late.py").write_text("def arrived_late():\n    return 1\n")
+    while not any(u.report and u.report.added == 1 and u.report.files == len(SAMPLE) + 1 for u in updates) \
+            and time.monotonic() < deadline:
+        time.sleep(0.05)
+    stop.set()
+    thread.join(10)
+    assert watcher.poll and "limit of file watches" in notices[0] and "polling" in notices[0]
+    assert found(repo, "arrived_late")[0] == "app/late.py:arrived_late"

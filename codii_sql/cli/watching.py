@@ -47,7 +47,8 @@ def watch(paths, workspace, poll, as_jsonl):
     with _stopping_on_signals(stop), contextlib.ExitStack() as stack:
         for cb in codebases:
             stack.enter_context(service.registered(cb, "cli"))
-        watcher = service.Watcher(codebases, stop=stop, on_update=say, poll=True if poll else None)
+        watcher = service.Watcher(codebases, stop=stop, on_update=say, poll=True if poll else None,
+                                  on_notice=lambda message: click.echo(f"Warning: {message}", err=True))
         try:
             watcher.run(ready=lambda: _ready(codebases, as_jsonl))
         except FileNotFoundError as err:

@@ -99,36 +99,56 @@ class Watcher:
     """Keep ``codebases`` fresh until ``stop`` is set (see the module docstring).
 
     ``update(codebase, progress)`` does one update (default :func:`update_if_stale`) and raises
-    IndexBusyError when another writer holds the lock; ``on_update`` hears each :class:`Update`.
+    IndexBusyError when another writer holds the lock; ``on_update`` hears each :class:`Update`,
+    ``on_notice`` a one-line message about the watcher itself.
     """
 
     def __init__(self, codebases: Iterable[Codebase], *, stop: threading.Event,
                  on_update: Callable[[Update], None] = lambda u: None,
                  update: Callable[..., tuple[BuildReport | None, list[str]]] = update_if_stale,
-                 poll: bool | None = None) -> None:
+                 poll: bool | None = None, on_notice: Callable[[str], None] = lambda message: None) -> None:
         self.follows = [Follow(cb) for cb in codebases]
         self.stop = stop
         self.on_update = on_update
+        self.on_notice = on_notice
         self.update = update
         self.poll = os.environ.get(ENV_POLL, "0").strip() == "1" if poll is None else poll
         self.due: set[int] = set(range(len(self.follows)))  # indexes into follows; all at the start
 
     def run(self, *, ready: Callable[[], None] = lambda: None) -> None:
-        """Update every codebase, call ``ready``, then follow events until ``stop`` is set.
+        """Update every codebase, call ``ready``, then follow events until ``stop`` is set. When the
+        OS runs out of file watches (Linux: ``fs.inotify.max_user_watches``) it polls instead, after
+        telling ``on_notice``.
 
         Raises:
             FileNotFoundError: a watched root no longer exists (watchfiles refuses it).
         """
-        import watchfiles
-
         self._update_due()
         for f in self.follows:
             f.rescan()
         ready()
+        while not self.stop.is_set():
+            try:
+                return self._follow_events()
+            except OSError as err:
+                # Not ignored: notify's "ignore permission denied" also hides a full watch table,
+                # and every event under the folders left unwatched would be lost without a word.
+                if self.poll or not ("limit" in str(err).lower() or isinstance(err, PermissionError)):
+                    raise
+                self.poll = True
+                self.due = set(range(len(self.follows)))  # changes while switching are found by a scan
+                why = ("the OS limit of file watches was reached (Linux: raise it with sudo sysctl "
+                       "fs.inotify.max_user_watches=524288, then restart)" if "limit" in str(err).lower()
+                       else f"a folder cannot be watched ({err})")
+                self.on_notice(f"{why}: polling every {POLL_MS / 1000:g} s instead, which is slow on big trees")
+
+    def _follow_events(self) -> None:
+        import watchfiles
+
         for changes in watchfiles.watch(
                 *(f.root for f in self.follows), watch_filter=None, step=STEP_MS, debounce=DEBOUNCE_MS,
                 stop_event=self.stop, rust_timeout=WAKE_MS, yield_on_timeout=True, raise_interrupt=False,
-                force_polling=self.poll, poll_delay_ms=POLL_MS, ignore_permission_denied=True):
+                force_polling=self.poll, poll_delay_ms=POLL_MS, ignore_permission_denied=False):
             for _, path in changes:
                 owner = self._owner(path)
                 if owner is not None:
