@@ -116,9 +116,9 @@ class Watcher:
         self.due: set[int] = set(range(len(self.follows)))  # indexes into follows; all at the start
 
     def run(self, *, ready: Callable[[], None] = lambda: None) -> None:
-        """Update every codebase, call ``ready``, then follow events until ``stop`` is set. When the
-        OS runs out of file watches (Linux: ``fs.inotify.max_user_watches``) it polls instead, after
-        telling ``on_notice``.
+        """Update every codebase, call ``ready`` (once) when events are followed, then follow them
+        until ``stop`` is set. When the OS runs out of file watches (Linux:
+        ``fs.inotify.max_user_watches``) it polls instead, after telling ``on_notice``.
 
         Raises:
             FileNotFoundError: a watched root no longer exists (watchfiles refuses it).
@@ -126,10 +126,16 @@ class Watcher:
         self._update_due()
         for f in self.follows:
             f.rescan()
-        ready()
+        told: list[bool] = []
+
+        def once() -> None:
+            if not told:
+                told.append(True)
+                ready()
+
         while not self.stop.is_set():
             try:
-                return self._follow_events()
+                return self._follow_events(once)
             except OSError as err:
                 # Not ignored: notify's "ignore permission denied" also hides a full watch table,
                 # and every event under the folders left unwatched would be lost without a word.
@@ -142,9 +148,12 @@ class Watcher:
                        else f"a folder cannot be watched ({err})")
                 self.on_notice(f"{why}: polling every {POLL_MS / 1000:g} s instead, which is slow on big trees")
 
-    def _follow_events(self) -> None:
+    def _follow_events(self, ready: Callable[[], None]) -> None:
+        """Wait on events; at the first wake (the watches are then in place) check every codebase
+        once more, for changes made while they were being set up, and call ``ready``."""
         import watchfiles
 
+        first = True
         for changes in watchfiles.watch(
                 *(f.root for f in self.follows), watch_filter=None, step=STEP_MS, debounce=DEBOUNCE_MS,
                 stop_event=self.stop, rust_timeout=WAKE_MS, yield_on_timeout=True, raise_interrupt=False,
@@ -153,7 +162,11 @@ class Watcher:
                 owner = self._owner(path)
                 if owner is not None:
                     self.due.add(owner)
-            if self.due:
+            if first:
+                self.due, first = set(range(len(self.follows))), False
+                self._update_due()
+                ready()
+            elif self.due:
                 self._update_due()
 
     def _owner(self, path: str) -> int | None:
