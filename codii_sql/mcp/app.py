@@ -61,10 +61,36 @@ def agent_errors(fn):
 
 
 def answer(summary: str, data: dict, body: str | None = None) -> CallToolResult:
-    """A tool result: ``data`` as structured content, and text blocks ``summary`` then ``body`` (default: the JSON)."""
-    text = body if body is not None else json.dumps(data, ensure_ascii=False, indent=1, default=str)
-    return CallToolResult(content=[TextContent(type="text", text=summary), TextContent(type="text", text=text)],
-                          structured_content=data)
+    """A tool result: ``data`` as structured content, and text blocks ``summary`` then ``body``.
+
+    One copy per answer: the text never repeats the JSON (a client forwarding both blocks paid
+    for every field twice). ``body`` defaults to :func:`rendered` ``data``, the same facts as
+    ``key: value`` lines for clients that read only text.
+    """
+    text = body if body is not None else rendered(data)
+    blocks = [TextContent(type="text", text=summary)] + ([TextContent(type="text", text=text)] if text else [])
+    return CallToolResult(content=blocks, structured_content=data)
+
+
+def rendered(data: dict) -> str:
+    """``key: value`` per field; nested values as compact JSON on their line."""
+    return "\n".join(f"{k}: {v if isinstance(v, str) else json.dumps(v, ensure_ascii=False, default=str)}"
+                     for k, v in data.items() if v not in (None, [], {}))
+
+
+def code_listing(results: list[dict], *, with_codebase: bool = False) -> str:
+    """Each result as a header line (rank, path:start-end, symbol or kind, score, id) and its chunk's
+    lines, each after its 1-based number and a tab: the text an agent reads instead of the JSON."""
+    parts = []
+    for i, r in enumerate(results, 1):
+        where = f"{r['codebase']}/" if with_codebase and r.get("codebase") else ""
+        head = (f"{i}. {where}{r['path']}:{r['start_line']}-{r['end_line']} {r.get('symbol') or r.get('kind')} "
+                f"score={r['score']:.4f}" + (f" id={r['id']}" if r.get("id") else "")
+                + (" [stale: the file changed since indexing]" if r.get("stale") else ""))
+        width = len(str(r["end_line"]))
+        parts.append(head + "\n" + "\n".join(f"{n:>{width}}\t{line}" for n, line in
+                                             enumerate((r.get("content") or "").split("\n"), r["start_line"])))
+    return "\n\n".join(parts)
 
 
 def check_path(path: str) -> str:
@@ -80,14 +106,6 @@ def codebase_at(path: str) -> Codebase:
     return open_codebase(check_path(path))
 
 
-def result_lines(results: list[dict], *, with_codebase: bool = False) -> str:
-    """``1. path:start-end symbol score=...`` per result (``Result.to_dict`` rows), the path after its
-    codebase's root ``with_codebase``."""
-    return "\n".join(f"{i}. {r['codebase'] + '/' if with_codebase and r.get('codebase') else ''}{r['path']}:"
-                     f"{r['start_line']}-{r['end_line']} {r['symbol'] or r['kind']} score={r['score']:.4f}"
-                     + (" [stale]" if r["stale"] else "") for i, r in enumerate(results, 1))
-
-
 def numbered(content: str, first_line: int) -> str:
     """``cat -n`` style: right-aligned 1-based line number, a tab, the line."""
     lines = content.split("\n")
@@ -97,4 +115,4 @@ def numbered(content: str, first_line: int) -> str:
 
 
 __all__ = ["FileArg", "LineArg", "MAX_SEARCH_LIMIT", "PathArg", "READ_ONLY", "SESSION", "agent_errors",
-           "answer", "check_path", "codebase_at", "numbered", "result_lines", "server"]
+           "answer", "check_path", "codebase_at", "numbered", "server"]

@@ -17,9 +17,9 @@ from .app import (
     PathArg,
     agent_errors,
     answer,
+    code_listing,
     check_path,
     codebase_at,
-    result_lines,
     server,
 )
 
@@ -66,9 +66,7 @@ def search_code(
         summary += f"\nNote: {note}"
     if data.get("rerank", "applied") != "applied":
         summary += f"\nRe-rank {data['rerank']}"
-    if results:
-        summary += "\n" + result_lines(results)
-    return answer(summary, data)
+    return answer(summary, data, code_listing(results))
 
 
 def _workspace_answer(data: dict) -> CallToolResult:
@@ -78,9 +76,7 @@ def _workspace_answer(data: dict) -> CallToolResult:
                f"{data.get('workspace') or '-'}: {members} ({data['seconds'] * 1000:.0f} ms)")
     if note:
         summary += f"\nNote: {note}"
-    if results:
-        summary += "\n" + result_lines(results, with_codebase=True)
-    return answer(summary, data)
+    return answer(summary, data, code_listing(results, with_codebase=True))
 
 
 @server.tool(
@@ -101,6 +97,4 @@ def find_similar_code(
     data = SESSION.similar(codebase_at(path), file, start_line, end_line, limit)
     span = f" lines {start_line or 1}-{end_line or 'end'}" if start_line or end_line else ""
     summary = f"{len(data['results'])} files similar to {data['file']}{span}"
-    if data["results"]:
-        summary += "\n" + result_lines(data["results"])
-    return answer(summary, data)
+    return answer(summary, data, code_listing(data["results"]))
