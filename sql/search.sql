@@ -244,11 +244,11 @@ ranked AS (
 -- How well this index as a whole matches the query: the mean cosine of its 10 nearest chunks
 -- (merge.py weighs each codebase of a workspace search by it; one model's cosines compare).
 knn_match AS (
-    SELECT avg(raw) AS knn_match FROM (SELECT raw FROM knn_hits ORDER BY raw DESC LIMIT 10)
+    SELECT avg(raw) AS knn_match, max(raw) AS knn_best FROM (SELECT raw FROM knn_hits ORDER BY raw DESC LIMIT 10)
 )
 SELECT c.id, c.path, c.start_line, c.end_line, c.language, c.kind, c.symbol, c.content, r.score, r.tier,
        fu.cc, fu.rrf, fu.bm25_rank, fu.knn_rank, fu.distance, f.role,
-       f.hash AS file_hash, f.size AS file_size, f.mtime_ns AS file_mtime_ns, m.knn_match
+       f.hash AS file_hash, f.size AS file_size, f.mtime_ns AS file_mtime_ns, m.knn_match, m.knn_best
 FROM ranked r
 JOIN chunks c ON c.id = r.id
 JOIN files f ON f.id = c.file_id
@@ -287,6 +287,11 @@ nearest AS (
     SELECT vec_distance_cosine(v.embedding, :qvec) FROM coarse co JOIN chunks_vec v ON v.rowid = co.id
 )
 SELECT avg(1.0 - distance) AS knn_match FROM (SELECT distance FROM nearest ORDER BY distance LIMIT 10);
+
+-- name: fts_any
+-- 1 when some chunk holds every one of the query's terms (:fts_all: the terms AND-ed): a query
+-- the vectors find nothing close to may still be matched word for word (search/searcher.py).
+SELECT EXISTS (SELECT 1 FROM chunks_fts WHERE chunks_fts MATCH :fts_all);
 
 -- name: file_vectors
 -- The stored chunk vectors of a file's line range (find-similar: no re-embedding).

@@ -157,6 +157,10 @@ def test_index_poll_search_similar_content_chunk(codii_home, sample_repo):
             chunk = await call(s, "get_chunk", path=root, chunk_id=top["id"])
             assert chunk["content"] == top["content"] and chunk["stale"] is False
 
+            nothing = await s.call_tool("search_code", {"path": root, "query": "bake sourdough bread with a starter"})
+            assert nothing.structured_content["no_good_match"] is True and "no good match" in nothing.content[0].text
+            assert (await call(s, "search_code", path=root, query="parse_header"))["no_good_match"] is False
+
             listed = (await call(s, "list_codebases"))["codebases"]
             assert [(c["root"], c["status"]) for c in listed] == [(root, "indexed")]
 

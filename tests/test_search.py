@@ -138,6 +138,17 @@ def test_group_by_file_fetches_deeper_when_one_file_holds_every_chunk_fetched(tm
         s.store.close()
 
 
+def test_no_good_match_flags_unrelated_queries_and_never_named_or_matching_ones(searcher):
+    for query in ("bake sourdough bread with a starter", "migration of monarch butterflies", "asdkjh qwelkj zxcmnb"):
+        searcher.search(query, SearchOptions(limit=3))
+        assert searcher.no_good_match, (query, searcher.best_cosine)
+    for query in ("retry with exponential backoff", "parse_header", "follow redirects"):
+        searcher.search(query, SearchOptions(limit=3))
+        assert not searcher.no_good_match, (query, searcher.best_cosine)
+    searcher.search("butterflies", SearchOptions(limit=3, mode="bm25"))  # no word matches: flagged without vectors
+    assert searcher.no_good_match and searcher.best_cosine is None
+
+
 def test_empty_query_is_a_usage_error(searcher):
     with pytest.raises(UsageError, match="empty"):
         searcher.search("   ")

@@ -28,7 +28,9 @@ from .app import (
     description=(
         "Search an indexed codebase with natural language or identifiers (hybrid BM25 + embedding search, "
         "fused by RRF). Returns chunks with path, start_line/end_line (1-based, inclusive), score, language, "
-        "kind, symbol, content and stale (file changed since indexing). A path inside an indexed codebase "
+        "kind, symbol, content and stale (file changed since indexing), and no_good_match: true when nothing "
+        "matched well (no named symbol, no chunk holding every query word, nearest chunk's cosine best_cosine "
+        "under 0.33): the thing asked for is likely not in this codebase. A path inside an indexed codebase "
         "searches that codebase's files under it. Does not index: if the codebase is "
         "not indexed, call index_codebase first; while indexing runs, results come from the last committed "
         "state. mode: hybrid (default), bm25 (exact words/identifiers) or vector (meaning). workspace (in place "

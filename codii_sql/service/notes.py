@@ -67,3 +67,12 @@ def vectors_note(store: Store, *, running: bool, mode: str) -> str | None:
         note = (f"{total - done} of {total} chunks have no vector yet, the vector phase stopped{why}: they rank by "
                 "BM25 alone; `codii-sql build` (MCP: index_codebase) embeds them")
     return note + ("; vector mode cannot find them" if mode == "vector" else "")
+
+
+def no_match_note(searcher) -> str | None:
+    """What to tell when nothing matched the query well (see ``Searcher.no_good_match``)."""
+    if not searcher.no_good_match:
+        return None
+    close = f"the nearest chunk's cosine is {searcher.best_cosine:.2f}, " if searcher.best_cosine is not None else ""
+    return (f"no good match: {close}no chunk holds every word of the query and no symbol or file is named by it; "
+            "what it asks for may not be in this codebase (these results are only the least unlike)")

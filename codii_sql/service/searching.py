@@ -19,7 +19,7 @@ from ..storage.lock import daemon_running, is_locked, vectors_running
 from ..storage.store import Store
 from .builds import ensure_index
 from .embedders import embedder_for_search
-from .notes import filter_note, scope_note, vectors_note
+from .notes import filter_note, no_match_note, scope_note, vectors_note
 from .status import not_indexed
 
 
@@ -37,12 +37,17 @@ class SearchResponse:
     seconds: float
     note: str | None = None
     scope: str | None = None
+    no_good_match: bool = False
+    best_cosine: float | None = None
 
     def to_dict(self) -> dict:
         """The documented JSON shape: ``{"query", "codebase", "results": [...]}`` plus ``seconds``,
-        and ``note``/``scope`` when set."""
+        ``no_good_match`` (nothing matched the query well), ``best_cosine`` (the query's nearest
+        chunk, when there are vectors), and ``note``/``scope`` when set."""
         out = {"query": self.query, "codebase": self.codebase, "results": [r.to_dict() for r in self.results],
-               "seconds": round(self.seconds, 4)}
+               "seconds": round(self.seconds, 4), "no_good_match": self.no_good_match}
+        if self.best_cosine is not None:
+            out["best_cosine"] = round(self.best_cosine, 4)
         if self.scope:
             out["scope"] = self.scope
         if self.note:
@@ -90,10 +95,12 @@ def search(codebase: Codebase, query: str, opts: SearchOptions, *, update: bool 
         seconds = time.perf_counter() - t
         streaming = vectors_running(codebase) or daemon_running(codebase)
         note = "; ".join(filter(None, (
+            no_match_note(searcher) if results else None,
             note, searcher.note, filter_note(searcher.store, indexing=lambda: is_locked(codebase)),
             None if results else scope_note(searcher.store, opts.under),
             vectors_note(searcher.store, running=streaming, mode=opts.mode)))) or None
-        return SearchResponse(query, str(codebase.root), results, seconds, note, opts.under or None)
+        return SearchResponse(query, str(codebase.root), results, seconds, note, opts.under or None,
+                              searcher.no_good_match, searcher.best_cosine)
     finally:
         searcher.store.close()
 

@@ -26,7 +26,7 @@ from .following import Following
 from .jobs import Job, Jobs
 from .fanout import member_paths, search_workspace
 from .maintenance import clear
-from .notes import filter_note, scope_note, vectors_note
+from .notes import filter_note, no_match_note, scope_note, vectors_note
 from .searching import similar_code
 from .status import inspect, list_codebases
 from .workspaces import describe, workspaces
@@ -192,10 +192,12 @@ class Session:
                 results = searcher.search(query, dataclasses.replace(opts, rerank=False))
             indexing = st["status"] == "indexing"
             narrowed = "; ".join(filter(None, (
-                searcher.note, filter_note(searcher.store, indexing=indexing), None if results else scope_note(searcher.store, scope),
+                no_match_note(searcher) if results else None, searcher.note, filter_note(searcher.store, indexing=indexing), None if results else scope_note(searcher.store, scope),
                 vectors_note(searcher.store, running=vectors_running(cb) or self.jobs.locked(cb),
                              mode=opts.mode)))) or None
-        data.update(results=[r.to_dict() for r in results], seconds=round(time.perf_counter() - t, 4))
+        data.update(results=[r.to_dict() for r in results], seconds=round(time.perf_counter() - t, 4),
+                    no_good_match=searcher.no_good_match,
+                    **({"best_cosine": round(searcher.best_cosine, 4)} if searcher.best_cosine is not None else {}))
         self.jobs.prefer(cb, list(dict.fromkeys(r.path for r in results)))
         self.following.follow(cb)
         # A running build with nothing committed yet: filter_note's first-build note says it all.
