@@ -8,7 +8,7 @@ import sys
 import click
 
 from ..errors import CodiiError
-from . import building, evaluation, info, maintenance, searching, watching
+from . import building, evaluation, info, maintenance, searching, symbols, watching
 from .workspace import workspace
 from .models import models
 
@@ -56,7 +56,8 @@ def serve(no_watch):
 
 
 for command in (building.build, searching.search, info.status, info.list_, info.stats, maintenance.clear,
-                info.inspect, maintenance.doctor, serve, evaluation.eval_, models, workspace, watching.watch):
+                info.inspect, maintenance.doctor, serve, evaluation.eval_, models, workspace, watching.watch,
+                symbols.outline, symbols.symbol):
     cli.add_command(command)
 
 

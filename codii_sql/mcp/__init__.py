@@ -2,14 +2,15 @@
 
 Tools keep the names and parameters agents know from Codii and claude-context
 (``index_codebase``, ``get_indexing_status``, ``search_code``, ``clear_index``) and add
-``list_codebases``, ``find_similar_code``, ``get_content`` and ``get_chunk``. Builds run in
+``list_codebases``, ``find_similar_code``, ``get_content``, ``get_chunk``, ``get_file_outline`` and
+``find_symbol``. Builds run in
 the background (:class:`codii_sql.service.Session`); the model loads on the first embedding.
 """
 
 import argparse
 import sys
 
-from . import file_tools, indexing_tools, search_tools  # noqa: F401 - importing registers the tools
+from . import file_tools, indexing_tools, search_tools, symbol_tools  # noqa: F401 - importing registers the tools
 from .app import SESSION, server
 
 

@@ -29,6 +29,7 @@ from .maintenance import clear
 from .notes import filter_note, no_match_note, scope_note, vectors_note
 from .searching import similar_code
 from .status import inspect, list_codebases
+from .symbols import outline
 from .workspaces import describe, workspaces
 
 #: get_content returns at most this many lines per call (then ``next_start_line``).
@@ -293,6 +294,11 @@ class Session:
         if end < min(end_line or total, total):
             data["next_start_line"] = end + 1
         return data
+
+    def outline(self, cb: Codebase, file: str) -> dict:
+        """:func:`outline` of ``file`` under this server's boundary."""
+        self.require_index(cb)
+        return outline(cb, file, self.indexes.fileset(cb))
 
     def chunk(self, cb: Codebase, chunk_id: int) -> dict:
         """One indexed chunk by id, with ``stale`` (its file changed since indexing).

@@ -103,6 +103,20 @@ def _definitions(language: str, root: tree_sitter.Node, lines: Lines) -> list[De
     return top
 
 
+def definitions(text: str, language: str) -> list[Definition]:
+    """The definitions of ``text`` as the chunker sees them, nested (a class's methods are its
+    ``children``), each with its 0-based line range, kind and qualified symbol; empty for a
+    language without a grammar (see :data:`~codii_sql.languages.AST_LANGUAGES`) or Markdown."""
+    if language not in AST_LANGUAGES or GRAMMARS.get(language) is None:
+        return []
+    layout = Layout(text, DEFAULT_MAX_TOKENS, lambda texts: [0] * len(texts))  # token counts unused
+    tree = parser_for(language).parse(layout.text.encode("utf-8"))
+    try:
+        return _definitions(language, tree.root_node, layout.lines)
+    except RecursionError:
+        return []
+
+
 def _ast_pieces(layout: Layout, language: str) -> list[Piece]:
     """Pieces from the syntax tree; raises ``RecursionError`` on absurdly nested definitions."""
     lines = layout.lines

@@ -1,0 +1,56 @@
+"""``outline`` and ``symbol``: a file's definitions, nested, and where a symbol is defined."""
+
+from __future__ import annotations
+
+import os
+
+import click
+
+from .. import service
+from .output import emit, json_option, shown
+
+
+@click.command()
+@click.argument("file")
+@click.option("--path", "root", default=None, help="The codebase (default: the indexed one holding FILE, or the current directory).")
+@json_option
+def outline(file, root, as_json):
+    """The definitions of FILE (classes, functions, methods...) nested as in the source, with their
+    lines (1-based, inclusive) and first line of code; FILE is relative to the codebase root or absolute."""
+    start = root if root is not None else (os.path.dirname(os.path.abspath(file)) if os.path.isabs(file) else None)
+    codebase, _ = service.find_codebase(start)
+    data = service.outline(codebase, file)
+    if as_json:
+        return emit(data)
+    click.echo(f"{shown(data['path'])} ({data['language'] or 'text'})")
+    _print_nodes(data["symbols"], 1)
+    if data.get("note"):
+        click.echo(f"Note: {data['note']}", err=True)
+
+
+def _print_nodes(nodes: list[dict], depth: int) -> None:
+    for n in nodes:
+        span = f"{n['start_line']}-{n['end_line']}"
+        click.echo(f"{'  ' * depth}{span:<11} {n['kind']:<9} {shown(n['symbol'])}  {shown(n['signature'])}")
+        _print_nodes(n["children"], depth + 1)
+
+
+@click.command()
+@click.argument("name")
+@click.option("--path", "root", default=None, help="The codebase (default: the current directory's).")
+@click.option("--kind", default=None, help="Only this kind: function, method, class...")
+@click.option("--prefix", is_flag=True, help="Also symbols that start with NAME.")
+@click.option("-n", "--limit", type=int, default=20, show_default=True, help="Definitions at most (1-100).")
+@json_option
+def symbol(name, root, kind, prefix, limit, as_json):
+    """Where NAME is defined: a symbol (parse_header), a qualified one (Session.send, Type::method;
+    generics such as <'a> ignored) or, with --prefix, its start. Exact matches first, source first."""
+    codebase, _ = service.find_codebase(root)
+    data = service.find_symbol(codebase, name, kind=kind, prefix=prefix, limit=limit)
+    if as_json:
+        return emit(data)
+    for d in data["definitions"]:
+        click.echo(f"{shown(d['path'])}:{d['start_line']}-{d['end_line']}  {d['kind']} {shown(d['symbol'])}  "
+                   f"{shown(d['signature'])}")
+    if data.get("note"):
+        click.echo(f"Note: {data['note']}", err=True)

@@ -1,0 +1,63 @@
+"""MCP tools that navigate by symbol: get_file_outline and find_symbol."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from mcp.types import CallToolResult
+from pydantic import Field
+
+from ..service import find_symbol as find_definitions
+from .app import READ_ONLY, SESSION, FileArg, PathArg, agent_errors, answer, codebase_at, server
+
+
+@server.tool(
+    description=(
+        "Outline of one file: its classes, functions, methods... nested as in the source, each with kind, "
+        "qualified symbol, start_line/end_line (1-based, inclusive; decorators and leading comments included) "
+        "and signature (its first line of code). Cheaper than reading the file to find where things are."),
+    annotations=READ_ONLY,
+)
+@agent_errors
+def get_file_outline(path: PathArg, file: FileArg) -> CallToolResult:
+    data = SESSION.outline(codebase_at(path), file)
+    lines = []
+
+    def walk(nodes: list[dict], depth: int) -> None:
+        for n in nodes:
+            lines.append(f"{'  ' * depth}{n['start_line']}-{n['end_line']} {n['kind']} {n['symbol']}: {n['signature']}")
+            walk(n["children"], depth + 1)
+
+    walk(data["symbols"], 0)
+    summary = f"{data['path']} ({data['language'] or 'text'}): {len(data['symbols'])} top-level definitions"
+    if data.get("note"):
+        summary += f"\nNote: {data['note']}"
+    return answer(summary, data, "\n".join(lines))
+
+
+@server.tool(
+    description=(
+        "Where a symbol is defined, from the index: by exact name (parse_header), qualified name (Session.send, "
+        "pkg.module.func, Type::method; generics like <'a> ignored) or, with prefix=true, its start. Each "
+        "definition has path, symbol, kind, start_line/end_line (1-based, inclusive), signature, role and match "
+        "(exact, qualified or prefix); exact matches and source files come first. For uses, search_code."),
+    annotations=READ_ONLY,
+)
+@agent_errors
+def find_symbol(
+    path: PathArg,
+    name: Annotated[str, Field(min_length=1, max_length=500, description="The symbol, e.g. send or Session.send.")],
+    kind: Annotated[str | None, Field(max_length=40, description="Only this kind: function, method, class...")] = None,
+    prefix: Annotated[bool, Field(description="Also symbols starting with name.")] = False,
+    limit: Annotated[int, Field(ge=1, le=100, description="Definitions at most.")] = 20,
+) -> CallToolResult:
+    cb = codebase_at(path)
+    SESSION.require_index(cb)
+    data = find_definitions(cb, name, kind=kind, prefix=prefix, limit=limit)
+    defs = data["definitions"]
+    summary = f"{len(defs)} definition{'' if len(defs) == 1 else 's'} of {data['name']!r} in {cb.root}"
+    if data.get("note"):
+        summary += f"\nNote: {data['note']}"
+    body = "\n".join(f"{d['path']}:{d['start_line']}-{d['end_line']} {d['kind']} {d['symbol']}: {d['signature']}"
+                     for d in defs)
+    return answer(summary, data, body)

@@ -1,0 +1,175 @@
+"""Symbols for agents: a file's outline (parsed as the chunker parses it) and definitions by name (from the index)."""
+
+from __future__ import annotations
+
+import re
+
+from ..codebase import Codebase
+from ..errors import UsageError
+from ..ingest.chunking import Definition, definitions
+from ..languages import detect_language
+from ..storage.store import Store
+from ..text import decode_source
+from . import boundary
+from .status import not_indexed, scan_rules
+
+#: Longest signature line shown (characters); a longer one ends in "…".
+SIGNATURE_CHARS = 200
+#: Definitions find_symbol returns at most.
+MAX_DEFINITIONS = 100
+#: Files holding the name's last part parsed on demand at most (a few ms each).
+PARSED_FILES = 40
+#: Symbols with the name's last part read at most (a very common name such as ``get`` in a huge index).
+CANDIDATE_CAP = 5_000
+_HOW = {0: "exact", 1: "qualified", 2: "prefix"}
+_ROLE_ORDER = {"source": 0, "test": 2}
+#: Generic parameters (`Foo<'a>.bar`, `List<T>::get`): ignored on both sides of a comparison.
+_GENERICS = re.compile(r"<[^<>]*>")
+
+
+def outline(codebase: Codebase, file: str, fileset: boundary.FileSet | None = None) -> dict:
+    """``{"codebase", "path", "language", "symbols": [{"kind", "symbol", "start_line", "end_line",
+    "signature", "children": [...]}]}``: the file's definitions nested as in the source, lines
+    1-based inclusive (a definition's range includes its decorators and leading comments),
+    ``signature`` its first line of code. The file is read now, so the outline is current.
+
+    ``fileset`` (default: one under the codebase's current rules) decides which files may be read.
+
+    Raises:
+        UsageError: the boundary refuses the file (see :mod:`.boundary`). NotIndexedError: no index.
+    """
+    if not codebase.db_path.is_file():
+        raise not_indexed(codebase)
+    fileset = fileset or boundary.FileSet(codebase.root, scan_rules(codebase))
+    f = fileset.check(file)
+    text = decode_source(boundary.read_bytes(f, fileset.rules["max_file_bytes"]))
+    language = detect_language(f.rel)
+    lines = text.split("\n")
+    out = {"codebase": str(codebase.root), "path": f.rel, "language": language,
+           "symbols": [_node(d, lines) for d in definitions(text, language)] if language else []}
+    if not out["symbols"]:
+        out["note"] = (f"no definitions found: {language or 'this file type'} is chunked by "
+                       f"{'its syntax tree' if language else 'line windows'}, and none was recognised")
+    return out
+
+
+def _node(d: Definition, lines: list[str]) -> dict:
+    signature = _signature("\n".join(lines[d.head:d.last + 1]))
+    return {"kind": d.kind, "symbol": d.symbol, "start_line": d.first + 1, "end_line": d.last + 1,
+            "signature": signature, "children": [_node(c, lines) for c in d.children]}
+
+
+def find_symbol(codebase: Codebase, name: str, *, kind: str | None = None, prefix: bool = False,
+                limit: int = 20) -> dict:
+    """Definitions of ``name`` from the index: ``{"codebase", "name", "definitions": [{"path",
+    "symbol", "kind", "start_line", "end_line", "signature", "role", "language", "match"}]}``.
+
+    ``name`` is a symbol (``parse_header``), a qualified one (``Session.send``, ``pkg.mod.func``,
+    ``Type::method``) or, with ``prefix``, its start. Generic parameters (``Parser<'a>``) and the
+    separators ``::``/``#``/``.`` are normalised on both sides, so ``Parser.parse`` finds Rust's
+    ``Parser<'a>.parse``. ``match`` is ``exact``, ``qualified`` (a symbol ending in ``.name``) or
+    ``prefix``; exact first, then source before docs before tests, shorter symbols, path.
+    Case-sensitive. Lines 1-based inclusive.
+
+    Raises:
+        UsageError: an empty name or a limit out of range. NotIndexedError: no index.
+    """
+    wanted = _normal(name or "")
+    if not wanted.strip("."):
+        raise UsageError("the symbol name is empty: pass a name such as parse_header or Session.send")
+    if not 1 <= limit <= MAX_DEFINITIONS:
+        raise UsageError(f"limit must be between 1 and {MAX_DEFINITIONS}")
+    if not codebase.db_path.is_file():
+        raise not_indexed(codebase)
+    needle = re.split(r"[.:#/<>]", wanted)[-1] or wanted
+    with Store(codebase.db_path, create=False) as store:
+        rows = store.rows("symbol_candidates", {"needle": needle, "kind": kind or None, "cap": CANDIDATE_CAP})
+        files = store.rows("symbol_files", {"fts": '{content symbol}: "' + needle.replace('"', '""') + '"',
+                                            "hits": 20 * PARSED_FILES, "files": PARSED_FILES})
+    # Parse the files of matching chunk symbols first, then the text matches; at most PARSED_FILES.
+    near = [r for r in rows if _match(_normal(r["symbol"]), wanted, prefix) is not None]
+    parsed = _parsed(codebase, dict(list({r["path"]: r for r in [*near, *files]}.items())[:PARSED_FILES]), kind)
+    rows = [r for r in rows if r["path"] not in parsed] + [d for defs in parsed.values() for d in defs]
+    found = []
+    for r in rows:
+        how = _match(_normal(r["symbol"]), wanted, prefix)
+        if how is None and "." in wanted:  # pkg.module.func: the file's module path qualifies it too
+            how = _match(f"{_module(r['path'])}.{_normal(r['symbol'])}", wanted, False) and 1
+        if how is not None:
+            found.append((how, _ROLE_ORDER.get(r["role"], 1), len(r["symbol"]), r["path"], r))
+    found.sort(key=lambda item: item[:4])
+    defs = [{"path": r["path"], "symbol": r["symbol"], "kind": r["kind"], "start_line": r["start_line"],
+             "end_line": r["end_line"], "signature": r.get("signature") or _signature(r.get("first_content")),
+             "role": r["role"], "language": r["language"], "match": _HOW[how]} for how, *_, r in found[:limit]]
+    out = {"codebase": str(codebase.root), "name": name, "definitions": defs}
+    if not defs:
+        out["note"] = (f"no definition of {name!r} in the index" + ("" if prefix else "; --prefix (MCP: prefix=true) "
+                       "also finds symbols starting with it") + "; search finds uses and mentions")
+    return out
+
+
+def _parsed(codebase: Codebase, files: dict[str, dict], kind: str | None) -> dict[str, list[dict]]:
+    """``{path: definition rows}`` of the candidate ``files`` parsed now as the chunker parses them
+    (every definition, however small, with its whole line range), those the boundary lets us read
+    and a grammar covers; the others keep their chunks' symbols."""
+    fileset = boundary.FileSet(codebase.root, scan_rules(codebase))
+    out = {}
+    for path, info in files.items():
+        if not info["language"]:
+            continue
+        try:
+            f = fileset.check(path)
+            text = decode_source(boundary.read_bytes(f, fileset.rules["max_file_bytes"]))
+        except (UsageError, OSError):
+            continue
+        found = definitions(text, info["language"])
+        if not found:
+            continue
+        lines, rows = text.split("\n"), []
+        stack = list(found)
+        while stack:
+            d = stack.pop()
+            stack.extend(d.children)
+            if kind is None or d.kind == kind:
+                rows.append({"path": path, "symbol": d.symbol, "kind": d.kind, "start_line": d.first + 1,
+                             "end_line": d.last + 1, "signature": _signature("\n".join(lines[d.head:d.last + 1])),
+                             "role": info["role"], "language": info["language"]})
+        out[path] = rows
+    return out
+
+
+def _module(path: str) -> str:
+    """``pkg/mod.py`` -> ``pkg.mod`` (``pkg/__init__.py``, ``pkg/index.js``, ``src/mod.rs`` -> ``pkg``, ``src``)."""
+    stem = path.rsplit(".", 1)[0] if "." in path.rsplit("/", 1)[-1] else path
+    parts = [p for p in stem.split("/") if p]
+    if parts and parts[-1] in ("__init__", "index", "mod", "lib"):
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+def _normal(symbol: str) -> str:
+    """``symbol`` without generic parameters, with ``.`` for ``::`` and ``#``."""
+    for _ in range(3):  # nested generics: Map<K, Vec<T>>
+        symbol = _GENERICS.sub("", symbol)
+    return symbol.replace("::", ".").replace("#", ".").strip()
+
+
+def _match(symbol: str, wanted: str, prefix: bool) -> int | None:
+    """0 exact, 1 qualified (``symbol`` ends in ``.wanted`` or ``/wanted``), 2 prefix, else None."""
+    if symbol == wanted:
+        return 0
+    if symbol.endswith(("." + wanted, "/" + wanted)):
+        return 1
+    last = re.split(r"[./]", symbol)[-1]
+    if prefix and (symbol.startswith(wanted) or last.startswith(wanted)):
+        return 2
+    return None
+
+
+def _signature(content: str | None) -> str:
+    """The first line of a definition's first chunk that is not a decorator, comment or blank."""
+    for line in (content or "").split("\n"):
+        stripped = line.strip()
+        if stripped and not stripped.startswith(("@", "#", "//", "/*", "*", "--", '"""', "'''")):
+            return stripped[:SIGNATURE_CHARS] + ("…" if len(stripped) > SIGNATURE_CHARS else "")
+    return ""

@@ -1,0 +1,145 @@
+"""Outlines and definitions by name (CLI, service and MCP) on real indexes of Python, TypeScript, Go and Rust."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+from click.testing import CliRunner
+from support.trees import write_tree
+from test_mcp import call, server, wait_indexed
+
+from codii_sql import service
+from codii_sql.cli import cli
+from codii_sql.errors import UsageError
+
+POLYGLOT = {
+    "py/session.py": '''
+        class Session:
+            """An HTTP session."""
+
+            @staticmethod
+            def make():
+                return Session()
+
+            def send(self, request):
+                return request
+
+
+        def send(request):
+            return Session().send(request)
+        ''',
+    "tests/test_session.py": '''
+        def send(x):
+            return x
+        ''',
+    "ts/router.ts": '''
+        export class Router {
+          route(path: string): string {
+            return path;
+          }
+        }
+
+        export function mount(app: Router): void {
+          app.route("/");
+        }
+        ''',
+    "go/cache.go": '''
+        package store
+
+        type Cache struct {
+        	items map[string]int
+        }
+
+        // Get returns the item.
+        func (c *Cache) Get(key string) (int, bool) {
+        	v, ok := c.items[key]
+        	return v, ok
+        }
+        ''',
+    "rs/parser.rs": '''
+        pub struct Parser<'a> {
+            input: &'a str,
+        }
+
+        impl<'a> Parser<'a> {
+            /// Parse a header line.
+            pub fn parse_header(&self) -> Option<&'a str> {
+                self.input.lines().next()
+            }
+        }
+        ''',
+}
+
+
+@pytest.fixture
+def poly(tmp_path, codii_home):
+    repo = write_tree(tmp_path / "poly", POLYGLOT)
+    service.build(service.open_codebase(repo))
+    return service.open_codebase(repo)
+
+
+def names(nodes):
+    return [(n["kind"], n["symbol"], n["start_line"], n["end_line"], [names([c]) for c in n["children"]]) for n in nodes]
+
+
+def test_outlines_nest_definitions_with_lines_and_signatures_in_four_languages(poly):
+    py = service.outline(poly, "py/session.py")["symbols"]
+    assert [(n["symbol"], n["start_line"], n["end_line"]) for n in py] == [("Session", 1, 9), ("send", 12, 13)]
+    assert [(c["symbol"], c["start_line"], c["signature"]) for c in py[0]["children"]] == [
+        ("Session.make", 4, "def make():"), ("Session.send", 8, "def send(self, request):")]
+    ts = service.outline(poly, "ts/router.ts")["symbols"]
+    assert ts[0]["symbol"] == "Router" and ts[0]["children"][0]["symbol"] == "Router.route" and ts[1]["symbol"] == "mount"
+    go = service.outline(poly, "go/cache.go")["symbols"]
+    assert [(n["symbol"], n["start_line"]) for n in go] == [("Cache", 3), ("Cache.Get", 7)]
+    assert go[1]["signature"] == "func (c *Cache) Get(key string) (int, bool) {"
+    rs = service.outline(poly, "rs/parser.rs")["symbols"]
+    assert rs[1]["children"][0]["symbol"] == "Parser<'a>.parse_header"
+    with pytest.raises(UsageError):
+        service.outline(poly, "../outside.py")
+
+
+def test_find_symbol_by_name_qualified_name_generics_module_and_prefix(poly):
+    def found(name, **kw):
+        return [(d["path"], d["symbol"], d["match"]) for d in service.find_symbol(poly, name, **kw)["definitions"]]
+
+    assert found("send") == [("py/session.py", "send", "exact"), ("tests/test_session.py", "send", "exact"),
+                             ("py/session.py", "Session.send", "qualified")]  # source before tests
+    assert found("Session.send") == [("py/session.py", "Session.send", "exact")]
+    assert found("Parser::parse_header") == found("Parser.parse_header") == [
+        ("rs/parser.rs", "Parser<'a>.parse_header", "exact")]
+    assert found("Cache.Get") == [("go/cache.go", "Cache.Get", "exact")]
+    assert found("py.session.Session.make") == [("py/session.py", "Session.make", "exact")]
+    assert found("Rout", prefix=True)[:2] == [("ts/router.ts", "Router", "prefix"), ("ts/router.ts", "Router.route", "prefix")]
+    assert found("send", kind="method") == [("py/session.py", "Session.send", "qualified")]
+    session = service.find_symbol(poly, "Session")["definitions"][0]
+    assert (session["start_line"], session["end_line"], session["signature"]) == (1, 13 - 4, "class Session:")
+    nothing = service.find_symbol(poly, "no_such_thing")
+    assert nothing["definitions"] == [] and "no definition" in nothing["note"]
+
+
+def test_cli_outline_and_symbol(poly):
+    res = CliRunner().invoke(cli, ["outline", str(poly.root / "go" / "cache.go")])
+    assert res.exit_code == 0 and "7-11" in res.output and "Cache.Get" in res.output, res.output
+    res = CliRunner().invoke(cli, ["symbol", "route", "--path", str(poly.root), "--json"])
+    assert json.loads(res.output)["definitions"][0]["symbol"] == "Router.route"
+    res = CliRunner().invoke(cli, ["symbol", "Session.send", "--path", str(poly.root)])
+    assert res.output.startswith("py/session.py:8-9  method Session.send  def send(self, request):")
+
+
+def test_mcp_outline_and_find_symbol(codii_home, tmp_path):
+    repo = write_tree(tmp_path / "mcp-poly", POLYGLOT)
+
+    async def run():
+        async with server(codii_home, CODII_SQL_WATCH="0") as s:
+            await call(s, "index_codebase", path=str(repo))
+            await wait_indexed(s, repo)
+            out = await call(s, "get_file_outline", path=str(repo), file="rs/parser.rs")
+            assert out["symbols"][1]["children"][0]["symbol"] == "Parser<'a>.parse_header"
+            res = await s.call_tool("find_symbol", {"path": str(repo), "name": "Parser::parse_header"})
+            assert res.structured_content["definitions"][0]["path"] == "rs/parser.rs"
+            assert "rs/parser.rs:6-9 method" in res.content[1].text  # its doc comment included
+            assert "{" not in res.content[1].text.split(":", 1)[0]  # text is a listing, not the JSON again
+
+    asyncio.run(run())
