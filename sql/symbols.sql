@@ -36,3 +36,11 @@ FROM hits h JOIN chunks c ON c.id = h.id JOIN files f ON f.id = c.file_id
 GROUP BY f.id
 ORDER BY best
 LIMIT :files;
+
+-- name: reference_chunks
+-- Chunks whose text holds the identifier (:fts, an FTS5 phrase on the content column), in file
+-- and line order, at most :cap: where service/symbols.py looks for its exact occurrences.
+SELECT c.path, c.start_line, c.content, f.role
+FROM chunks c JOIN files f ON f.id = c.file_id
+WHERE c.id IN (SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH :fts ORDER BY rank LIMIT :cap)
+ORDER BY c.path, c.start_line;

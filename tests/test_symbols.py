@@ -119,6 +119,24 @@ def test_find_symbol_by_name_qualified_name_generics_module_and_prefix(poly):
     assert nothing["definitions"] == [] and "no definition" in nothing["note"]
 
 
+def test_find_references_gives_each_use_on_its_own_line_without_the_definition(poly):
+    refs = service.find_references(poly, "Session.send")
+    assert refs["identifier"] == "send"
+    lines = {(f["path"], ln["line"]) for f in refs["files"] for ln in f["lines"]}
+    assert ("py/session.py", 13) in lines  # return Session().send(request)
+    assert ("py/session.py", 8) not in lines  # def send(self, request): the definition asked for
+    assert [f["path"] for f in refs["files"]][-1] == "tests/test_session.py"  # source first
+    route = service.find_references(poly, "route")
+    assert [(f["path"], [ln["line"] for ln in f["lines"]]) for f in route["files"]] == [("ts/router.ts", [8])]
+    assert [ln["line"] for f in service.find_references(poly, "items")["files"] for ln in f["lines"]] == [4, 9]
+    assert not any(ln["text"].startswith("func") for f in service.find_references(poly, "Get")["files"]
+                   for ln in f["lines"])
+    few = service.find_references(poly, "Session", limit=1)  # used on lines 6 and 13
+    assert few["truncated"] and sum(len(f["lines"]) for f in few["files"]) == 1 and few["total"] > 1
+    with pytest.raises(UsageError, match="not an identifier"):
+        service.find_references(poly, "a b")
+
+
 def test_cli_outline_and_symbol(poly):
     res = CliRunner().invoke(cli, ["outline", str(poly.root / "go" / "cache.go")])
     assert res.exit_code == 0 and "7-11" in res.output and "Cache.Get" in res.output, res.output
@@ -126,6 +144,8 @@ def test_cli_outline_and_symbol(poly):
     assert json.loads(res.output)["definitions"][0]["symbol"] == "Router.route"
     res = CliRunner().invoke(cli, ["symbol", "Session.send", "--path", str(poly.root)])
     assert res.output.startswith("py/session.py:8-9  method Session.send  def send(self, request):")
+    res = CliRunner().invoke(cli, ["refs", "route", "--path", str(poly.root)])
+    assert res.output.startswith('ts/router.ts:8: app.route("/");'), res.output
 
 
 def test_mcp_outline_and_find_symbol(codii_home, tmp_path):
@@ -141,5 +161,7 @@ def test_mcp_outline_and_find_symbol(codii_home, tmp_path):
             assert res.structured_content["definitions"][0]["path"] == "rs/parser.rs"
             assert "rs/parser.rs:6-9 method" in res.content[1].text  # its doc comment included
             assert "{" not in res.content[1].text.split(":", 1)[0]  # text is a listing, not the JSON again
+            refs = await call(s, "find_references", path=str(repo), name="items")
+            assert [(f["path"], [ln["line"] for ln in f["lines"]]) for f in refs["files"]] == [("go/cache.go", [4, 9])]
 
     asyncio.run(run())

@@ -57,7 +57,7 @@ def serve(no_watch):
 
 for command in (building.build, searching.search, info.status, info.list_, info.stats, maintenance.clear,
                 info.inspect, maintenance.doctor, serve, evaluation.eval_, models, workspace, watching.watch,
-                symbols.outline, symbols.symbol):
+                symbols.outline, symbols.symbol, symbols.refs):
     cli.add_command(command)
 
 

@@ -54,3 +54,22 @@ def symbol(name, root, kind, prefix, limit, as_json):
                    f"{shown(d['signature'])}")
     if data.get("note"):
         click.echo(f"Note: {data['note']}", err=True)
+
+
+@click.command()
+@click.argument("name")
+@click.option("--path", "root", default=None, help="The codebase (default: the current directory's).")
+@click.option("-n", "--limit", type=int, default=200, show_default=True, help="Lines at most (1-2000).")
+@json_option
+def refs(name, root, limit, as_json):
+    """Where the identifier NAME is used (the last part of Session.send: send), each occurrence on
+    its own line, grouped by file, NAME's definitions left out. Lexical: exact on word boundaries."""
+    codebase, _ = service.find_codebase(root)
+    data = service.find_references(codebase, name, limit=limit)
+    if as_json:
+        return emit(data)
+    for f in data["files"]:
+        for ln in f["lines"]:
+            click.echo(f"{shown(f['path'])}:{ln['line']}: {shown(ln['text'])}")
+    shown_lines = sum(len(f["lines"]) for f in data["files"])
+    click.echo(f"({shown_lines} of {data['total']} lines in {len(data['files'])} files; {data['note']})", err=True)

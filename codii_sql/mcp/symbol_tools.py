@@ -1,4 +1,4 @@
-"""MCP tools that navigate by symbol: get_file_outline and find_symbol."""
+"""MCP tools that navigate by symbol: get_file_outline, find_symbol and find_references."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from typing import Annotated
 from mcp.types import CallToolResult
 from pydantic import Field
 
+from ..service import find_references as find_uses
 from ..service import find_symbol as find_definitions
 from .app import READ_ONLY, SESSION, FileArg, PathArg, agent_errors, answer, codebase_at, server
 
@@ -60,4 +61,28 @@ def find_symbol(
         summary += f"\nNote: {data['note']}"
     body = "\n".join(f"{d['path']}:{d['start_line']}-{d['end_line']} {d['kind']} {d['symbol']}: {d['signature']}"
                      for d in defs)
+    return answer(summary, data, body)
+
+
+@server.tool(
+    description=(
+        "Where an identifier is used: every occurrence on identifier boundaries, with its exact 1-based line "
+        "and text, grouped by file (source first), the name's definitions excluded; for Session.send it looks "
+        "for send. Lexical (a same-named other thing counts too), from the indexed text. total and truncated "
+        "say how many there are beyond limit."),
+    annotations=READ_ONLY,
+)
+@agent_errors
+def find_references(
+    path: PathArg,
+    name: Annotated[str, Field(min_length=1, max_length=500, description="The identifier, e.g. merge_setting.")],
+    limit: Annotated[int, Field(ge=1, le=2000, description="Lines at most.")] = 200,
+) -> CallToolResult:
+    cb = codebase_at(path)
+    SESSION.require_index(cb)
+    data = find_uses(cb, name, limit=limit)
+    shown = sum(len(f["lines"]) for f in data["files"])
+    summary = (f"{data['total']} uses of {data['identifier']!r} in {len(data['files'])} files of {cb.root}"
+               + (f" ({shown} shown)" if data["truncated"] else "") + f"; {data['note']}")
+    body = "\n".join(f"{f['path']}:{ln['line']}: {ln['text']}" for f in data["files"] for ln in f["lines"])
     return answer(summary, data, body)

@@ -20,7 +20,7 @@ from .models import ENV_MODEL, cached_models, check_reranker, models_dir, pull_m
 from .searching import SearchResponse, batch_searcher, open_searcher, search
 from .session import Session, iso
 from .status import inspect, is_stale, list_codebases, recorded_filters, stats, status
-from .symbols import find_symbol, outline
+from .symbols import find_references, find_symbol, outline
 from .watchers import registered, watchers
 from .watching import Update, Watcher
 from .workspaces import Workspace, add_paths, describe, get_workspace, remove, workspaces
@@ -33,5 +33,5 @@ __all__ = [
     "detached", "dry_run", "embedder_health", "embedders_in_use", "start_daemon", "doctor", "ensure_index",
     "find_codebase", "inspect", "is_locked", "is_stale", "iso", "list_codebases", "models_dir", "open_codebase",
     "open_searcher", "pull_model", "recorded_filters", "search", "stats", "status",
-    "Update", "Watcher", "registered", "watchers", "find_symbol", "outline",
+    "Update", "Watcher", "registered", "watchers", "find_references", "find_symbol", "outline",
 ]

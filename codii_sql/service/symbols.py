@@ -17,6 +17,9 @@ from .status import not_indexed, scan_rules
 SIGNATURE_CHARS = 200
 #: Definitions find_symbol returns at most.
 MAX_DEFINITIONS = 100
+#: Reference lines find_references returns at most, and the chunks it reads at most.
+MAX_REFERENCES = 2_000
+REFERENCE_CHUNKS = 5_000
 #: Files holding the name's last part parsed on demand at most (a few ms each).
 PARSED_FILES = 40
 #: Symbols with the name's last part read at most (a very common name such as ``get`` in a huge index).
@@ -106,6 +109,47 @@ def find_symbol(codebase: Codebase, name: str, *, kind: str | None = None, prefi
         out["note"] = (f"no definition of {name!r} in the index" + ("" if prefix else "; --prefix (MCP: prefix=true) "
                        "also finds symbols starting with it") + "; search finds uses and mentions")
     return out
+
+
+def find_references(codebase: Codebase, name: str, *, limit: int = 200) -> dict:
+    """Where the identifier ``name`` (its last part for a qualified name: ``send`` of
+    ``Session.send``) is used: ``{"codebase", "name", "identifier", "files": [{"path", "role",
+    "lines": [{"line", "text"}]}], "total", "truncated"}``, exact on identifier boundaries, each
+    occurrence's own 1-based line, its definitions' lines excluded, at most ``limit`` lines.
+    Lexical, from the indexed text: a same-named other thing counts too (the note says so).
+
+    Raises:
+        UsageError: an empty name or a limit out of range. NotIndexedError: no index.
+    """
+    if not 1 <= limit <= MAX_REFERENCES:
+        raise UsageError(f"limit must be between 1 and {MAX_REFERENCES}")
+    defined = find_symbol(codebase, name, limit=MAX_DEFINITIONS)  # checks the name and the index
+    ident = re.split(r"[.:#/<>]", _normal(name))[-1]
+    if not re.fullmatch(r"[\w$]+", ident):
+        raise UsageError(f"{name!r} is not an identifier: find_references looks for names such as parse_header")
+    skip = {(d["path"], d["signature"]) for d in defined["definitions"]}
+    word = re.compile(rf"(?<![\w$]){re.escape(ident)}(?![\w$])")
+    with Store(codebase.db_path, create=False) as store:
+        chunks = store.rows("reference_chunks", {"fts": '{content}: "' + ident.replace('"', '""') + '"',
+                                                 "cap": REFERENCE_CHUNKS})
+    seen: dict[str, dict[int, str]] = {}
+    roles = {}
+    for c in chunks:
+        roles[c["path"]] = c["role"]
+        for offset, line in enumerate(c["content"].split("\n")):
+            text = line.strip()
+            if word.search(line) and (c["path"], text[:SIGNATURE_CHARS]) not in skip:
+                seen.setdefault(c["path"], {})[c["start_line"] + offset] = text[:SIGNATURE_CHARS]
+    total = sum(len(v) for v in seen.values())
+    files, shown = [], 0
+    for path in sorted(seen, key=lambda p: (_ROLE_ORDER.get(roles[p], 1), p)):  # text windows overlap: one per line
+        lines = [{"line": n, "text": t} for n, t in sorted(seen[path].items())][:max(0, limit - shown)]
+        if lines:
+            files.append({"path": path, "role": roles[path], "lines": lines})
+            shown += len(lines)
+    return {"codebase": str(codebase.root), "name": name, "identifier": ident, "files": files, "total": total,
+            "truncated": total > shown,
+            "note": "lexical: every use of the identifier on its word boundaries, whatever it refers to"}
 
 
 def _parsed(codebase: Codebase, files: dict[str, dict], kind: str | None) -> dict[str, list[dict]]:
