@@ -19,10 +19,11 @@ from .output import (
 )
 
 
-def _search_options(limit, mode, exts, glob, language, no_prior, group_by, rerank, rerank_model) -> SearchOptions:
+def _search_options(limit, mode, exts, glob, language, no_prior, group_by, rerank, rerank_model,
+                    max_tokens=None) -> SearchOptions:
     return SearchOptions(limit=limit, mode=mode, exts=list(exts), glob=glob, language=language,
                          role_prior=not no_prior, group_by_file=group_by == "file",
-                         rerank=rerank or rerank_model is not None, rerank_model=rerank_model)
+                         rerank=rerank or rerank_model is not None, rerank_model=rerank_model, max_tokens=max_tokens)
 
 
 @click.command()
@@ -44,6 +45,9 @@ def _search_options(limit, mode, exts, glob, language, no_prior, group_by, reran
 @click.option("--rerank", is_flag=True, help="Re-score the top 30 with a cross-encoder ($CODII_SQL_RERANK_MODEL).")
 @click.option("--rerank-model", type=click.Path(exists=True), default=None,
               help="Cross-encoder for --rerank: an ONNX file/folder or a Hugging Face BERT folder (implies --rerank).")
+@click.option("--max-tokens", type=int, default=None,
+              help="Fit the answer in about this many tokens (4 characters each): chunks trimmed to the lines around "
+                   "their matches, a file's overlapping chunks merged, the lowest results dropped; a note says what.")
 @click.option("--no-update", is_flag=True, help="Search the index as it is, without updating it first.")
 @click.option("--queries-file", type=click.File("r", encoding="utf-8"), default=None,
               help='Batch mode: JSONL lines {"id", "query"}; prints {"id", "results"} lines.')
@@ -51,7 +55,7 @@ def _search_options(limit, mode, exts, glob, language, no_prior, group_by, reran
 @json_option
 @click.option("--jsonl", is_flag=True, help="Print one JSON result per line.")
 def search(query, paths, workspace, limit, mode, exts, glob, language, group_by, no_prior, rerank, rerank_model,
-           no_update, queries_file, db, as_json, jsonl):
+           max_tokens, no_update, queries_file, db, as_json, jsonl):
     """Search the codebase for QUERY (natural language or an identifier).
 
     Builds the index first if it is missing, and updates it if files changed.
@@ -59,7 +63,7 @@ def search(query, paths, workspace, limit, mode, exts, glob, language, group_by,
     """
     if as_json and jsonl:
         raise UsageError("pass either --json (one object) or --jsonl (one result per line), not both")
-    opts = _search_options(limit, mode, exts, glob, language, no_prior, group_by, rerank, rerank_model)
+    opts = _search_options(limit, mode, exts, glob, language, no_prior, group_by, rerank, rerank_model, max_tokens)
     if workspace or len(paths) > 1:
         if db is not None or queries_file is not None:
             given = " and ".join(o for o, v in (("--db", db), ("--queries-file", queries_file)) if v is not None)

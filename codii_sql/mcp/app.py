@@ -39,6 +39,10 @@ FileArg = Annotated[str, Field(description="File path relative to the codebase r
                                            "or an absolute path inside the root.")]
 LineArg = Annotated[int | None, Field(ge=1, description="1-based line number, inclusive; null for the file's start/end.")]
 
+MaxTokensArg = Annotated[int | None, Field(ge=100, le=1_000_000, description=(
+    "Fit the answer in about this many tokens (4 characters each); null: no limit. Search results are "
+    "trimmed to the lines around their matches, a file's overlapping chunks merged, the lowest dropped; "
+    "the note says what was cut."))]
 READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 
 
@@ -114,5 +118,5 @@ def numbered(content: str, first_line: int) -> str:
     return "\n".join(f"{n:>6}\t{line}" for n, line in enumerate(lines, first_line))
 
 
-__all__ = ["FileArg", "LineArg", "MAX_SEARCH_LIMIT", "PathArg", "READ_ONLY", "SESSION", "agent_errors",
+__all__ = ["FileArg", "LineArg", "MaxTokensArg", "MAX_SEARCH_LIMIT", "PathArg", "READ_ONLY", "SESSION", "agent_errors",
            "answer", "check_path", "codebase_at", "numbered", "server"]

@@ -12,6 +12,7 @@ from .app import (
     SESSION,
     FileArg,
     LineArg,
+    MaxTokensArg,
     PathArg,
     agent_errors,
     answer,
@@ -30,8 +31,9 @@ from .app import (
     annotations=READ_ONLY,
 )
 @agent_errors
-def get_content(path: PathArg, file: FileArg, start_line: LineArg = None, end_line: LineArg = None) -> CallToolResult:
-    data = SESSION.content(codebase_at(path), file, start_line, end_line)
+def get_content(path: PathArg, file: FileArg, start_line: LineArg = None, end_line: LineArg = None,
+                max_tokens: MaxTokensArg = None) -> CallToolResult:
+    data = SESSION.content(codebase_at(path), file, start_line, end_line, max_tokens)
     start, end, total = data["start_line"], data["end_line"], data["total_lines"]
     summary = f"{data['path']} lines {start}-{end} of {total}" + (
         f" (truncated: continue at start_line={end + 1})" if "next_start_line" in data else "") + (

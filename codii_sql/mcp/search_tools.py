@@ -14,6 +14,7 @@ from .app import (
     SESSION,
     FileArg,
     LineArg,
+    MaxTokensArg,
     PathArg,
     agent_errors,
     answer,
@@ -52,13 +53,15 @@ def search_code(
                                               "$CODII_SQL_RERANK_MODEL, when the server has one.")] = False,
     workspace: Annotated[str | None, Field(max_length=200, description="A workspace to search instead of (or besides) "
                                                                        "path; see list_workspaces.")] = None,
+    max_tokens: MaxTokensArg = None,
 ) -> CallToolResult:
     if workspace:
-        opts = SearchOptions(limit=limit, mode=mode, exts=list(extensionFilter), glob=pathGlob or None, rerank=rerank)
+        opts = SearchOptions(limit=limit, mode=mode, exts=list(extensionFilter), glob=pathGlob or None, rerank=rerank,
+                             max_tokens=max_tokens)
         return _workspace_answer(SESSION.search_workspace(workspace, [path] if path.strip() else [], query, opts))
     cb, scope = find_codebase(check_path(path))
     opts = SearchOptions(limit=limit, mode=mode, exts=list(extensionFilter), glob=pathGlob or None, rerank=rerank,
-                         under=scope or None)
+                         under=scope or None, max_tokens=max_tokens)
     data = SESSION.search(cb, scope, query, opts)
     results, note = data["results"], data.get("note")
     where = f"{cb.root}/{scope}" if scope else cb.root
@@ -95,8 +98,11 @@ def find_similar_code(
     start_line: LineArg = None,
     end_line: LineArg = None,
     limit: Annotated[int, Field(ge=1, le=MAX_SEARCH_LIMIT, description="Number of files returned.")] = 10,
+    max_tokens: MaxTokensArg = None,
 ) -> CallToolResult:
-    data = SESSION.similar(codebase_at(path), file, start_line, end_line, limit)
+    data = SESSION.similar(codebase_at(path), file, start_line, end_line, limit, max_tokens)
     span = f" lines {start_line or 1}-{end_line or 'end'}" if start_line or end_line else ""
     summary = f"{len(data['results'])} files similar to {data['file']}{span}"
+    if data.get("note"):
+        summary += f"\nNote: {data['note']}"
     return answer(summary, data, code_listing(data["results"]))

@@ -66,6 +66,8 @@ class SearchOptions:
         group_by_file: one result per file, ranked by its best chunk.
         rerank: re-score the top ``searcher.RERANK_DEPTH`` fused chunks with the cross-encoder.
         rerank_model: its path; None: ``$CODII_SQL_RERANK_MODEL`` (see :mod:`codii_sql.search.rerank`).
+        max_tokens: fit the answer in about this many tokens (see :mod:`codii_sql.search.budget`);
+            None: every result whole.
     """
 
     limit: int = 10
@@ -79,3 +81,4 @@ class SearchOptions:
     group_by_file: bool = False
     rerank: bool = False
     rerank_model: str | None = None
+    max_tokens: int | None = None

@@ -22,6 +22,7 @@ from .query import (
     strip_issue_template,
     symbol_match,
 )
+from .budget import BudgetReport, fit
 from .results import MAX_LIMIT, MODES, Result, SearchOptions
 from .staleness import StaleCheck
 
@@ -62,6 +63,8 @@ RERANK_DEPTH = 30
 CHUNKS_PER_FILE = 10
 #: ... fetching up to 4x deeper, to this many chunks, while fewer distinct files than the limit came back.
 MAX_GROUPED_ROWS = 4096
+#: The smallest max_tokens taken: one result's header and a few lines.
+MIN_TOKENS = 100
 #: Below this cosine between the query and its nearest chunk (and with no chunk holding every
 #: query word, no named symbol or file), a search answers ``no_good_match``. Measured with the
 #: bundled model: nearest-chunk cosine of 330 relevant queries (300 CoSQA on its corpus, 30
@@ -137,6 +140,8 @@ class Searcher:
         #: whether nothing matched it well (see :meth:`_nothing_close`).
         self.best_cosine: float | None = None
         self.no_good_match = False
+        #: What the last search's ``max_tokens`` cut (None without one).
+        self.budget: BudgetReport | None = None
         store.run("create_vocab")
 
     def select_terms(self, query: str, *, numbers: bool = False) -> list[str]:
@@ -192,13 +197,15 @@ class Searcher:
             raise UsageError(f"unknown mode {opts.mode!r}: use one of {', '.join(MODES)}")
         if not 1 <= opts.limit <= MAX_LIMIT:
             raise UsageError(f"limit must be between 1 and {MAX_LIMIT}")
+        if opts.max_tokens is not None and opts.max_tokens < MIN_TOKENS:
+            raise UsageError(f"max_tokens must be at least {MIN_TOKENS}")
         _check_filters(opts)
         shape = query_shape(query)
         if shape == "long":
             query = strip_issue_template(query).strip() or query
         # Numbers name things in a short query (HTTP 304, port 8080, version 4.17.2); in an
         # issue text they are mostly line numbers and versions of pasted output.
-        self.note = None
+        self.note, self.budget = None, None
         qvec = self._query_vector(query, query_vector) if opts.mode != "bm25" else None
         if qvec is None and opts.mode != "bm25":  # the embedder did not answer: self.note says so
             opts = dataclasses.replace(opts, mode="bm25")
@@ -226,7 +233,10 @@ class Searcher:
             results = rerank(query, results, model_path=opts.rerank_model, top_n=RERANK_DEPTH)
             tier = {r["id"]: r["tier"] for r in rows}  # the cross-encoder orders within a name tier
             results.sort(key=lambda r: -tier[r.id])
-        return _top(results, opts)
+        results = _top(results, opts)
+        if opts.max_tokens:
+            results, self.budget = fit(results, self.select_terms(query, numbers=shape != "long"), opts.max_tokens)
+        return results
 
     def _nothing_close(self, rows: list[dict], query: str, shape: str) -> bool:
         """Whether nothing in the index matches ``query`` well (the answer's ``no_good_match``): no
@@ -269,7 +279,11 @@ class Searcher:
         mean = (mean / (np.linalg.norm(mean) or 1.0)).astype(np.float32)
         prior = ROLE_WEIGHTS if opts.role_prior else None
         rows = self._run(None, mean.tobytes(), opts, Bm25Weight(0.0, 0.0), Named([], [], []), prior, tiered=False)
-        return _top(self._results(rows), opts)
+        results = _top(self._results(rows), opts)
+        self.budget = None
+        if opts.max_tokens:
+            results, self.budget = fit(results, [], opts.max_tokens)
+        return results
 
     def _check_language(self, language: str) -> None:
         """Raise when a language filter names no language of this index (a typo, not a miss)."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -39,6 +40,7 @@ class SearchResponse:
     scope: str | None = None
     no_good_match: bool = False
     best_cosine: float | None = None
+    budget: dict | None = None
 
     def to_dict(self) -> dict:
         """The documented JSON shape: ``{"query", "codebase", "results": [...]}`` plus ``seconds``,
@@ -48,6 +50,8 @@ class SearchResponse:
                "seconds": round(self.seconds, 4), "no_good_match": self.no_good_match}
         if self.best_cosine is not None:
             out["best_cosine"] = round(self.best_cosine, 4)
+        if self.budget is not None:
+            out["budget"] = self.budget
         if self.scope:
             out["scope"] = self.scope
         if self.note:
@@ -95,12 +99,13 @@ def search(codebase: Codebase, query: str, opts: SearchOptions, *, update: bool 
         seconds = time.perf_counter() - t
         streaming = vectors_running(codebase) or daemon_running(codebase)
         note = "; ".join(filter(None, (
-            no_match_note(searcher) if results else None,
+            no_match_note(searcher) if results else None, searcher.budget.note() if searcher.budget else None,
             note, searcher.note, filter_note(searcher.store, indexing=lambda: is_locked(codebase)),
             None if results else scope_note(searcher.store, opts.under),
             vectors_note(searcher.store, running=streaming, mode=opts.mode)))) or None
         return SearchResponse(query, str(codebase.root), results, seconds, note, opts.under or None,
-                              searcher.no_good_match, searcher.best_cosine)
+                              searcher.no_good_match, searcher.best_cosine,
+                              dataclasses.asdict(searcher.budget) if searcher.budget else None)
     finally:
         searcher.store.close()
 
@@ -122,16 +127,17 @@ def batch_searcher(codebase: Codebase, opts: SearchOptions, *,
 
 
 def similar_code(searcher: Searcher, file: str, start_line: int | None, end_line: int | None,
-                 limit: int) -> tuple[int, list[Result]]:
+                 limit: int, max_tokens: int | None = None) -> tuple[int, list[Result]]:
     """Code most like ``file`` (lines ``start_line..end_line``, 1-based inclusive; None: the file's
     start/end): the mean of its stored chunk vectors (nothing is re-embedded), one result per
-    other file. Returns (chunks of ``file`` used, results); (0, []) when it has no indexed chunk.
+    other file, fitted to ``max_tokens`` if given (``searcher.budget`` says what it cut). Returns
+    (chunks of ``file`` used, results); (0, []) when it has no indexed chunk.
     """
     rows = searcher.store.rows("file_vectors", {"path": file, "start_line": start_line, "end_line": end_line})
     if not rows:
         return 0, []
     vectors = np.stack([np.frombuffer(r["embedding"], dtype=np.float32) for r in rows])
-    opts = SearchOptions(limit=limit, mode="vector", exclude_path=file, group_by_file=True)
+    opts = SearchOptions(limit=limit, mode="vector", exclude_path=file, group_by_file=True, max_tokens=max_tokens)
     return len(rows), searcher.similar(vectors, opts)
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from ..codebase import Codebase
 from ..errors import CodiiError, IndexBusyError, NotIndexedError, UsageError
 from ..ingest.config import normalize_extensions
+from ..search.budget import CHARS_PER_TOKEN
 from ..search.results import SearchOptions
 from ..search.staleness import StaleCheck
 from ..storage.lock import vectors_running
@@ -193,12 +194,14 @@ class Session:
                 results = searcher.search(query, dataclasses.replace(opts, rerank=False))
             indexing = st["status"] == "indexing"
             narrowed = "; ".join(filter(None, (
-                no_match_note(searcher) if results else None, searcher.note, filter_note(searcher.store, indexing=indexing), None if results else scope_note(searcher.store, scope),
+                no_match_note(searcher) if results else None, searcher.budget.note() if searcher.budget else None,
+                searcher.note, filter_note(searcher.store, indexing=indexing), None if results else scope_note(searcher.store, scope),
                 vectors_note(searcher.store, running=vectors_running(cb) or self.jobs.locked(cb),
                              mode=opts.mode)))) or None
         data.update(results=[r.to_dict() for r in results], seconds=round(time.perf_counter() - t, 4),
                     no_good_match=searcher.no_good_match,
-                    **({"best_cosine": round(searcher.best_cosine, 4)} if searcher.best_cosine is not None else {}))
+                    **({"best_cosine": round(searcher.best_cosine, 4)} if searcher.best_cosine is not None else {}),
+                    **({"budget": dataclasses.asdict(searcher.budget)} if searcher.budget else {}))
         self.jobs.prefer(cb, list(dict.fromkeys(r.path for r in results)))
         self.following.follow(cb)
         # A running build with nothing committed yet: filter_note's first-build note says it all.
@@ -242,7 +245,8 @@ class Session:
         """Every workspace with each member's state (see :func:`describe`)."""
         return [describe(ws) for ws in workspaces().values()]
 
-    def similar(self, cb: Codebase, file: str, start_line: int | None, end_line: int | None, limit: int) -> dict:
+    def similar(self, cb: Codebase, file: str, start_line: int | None, end_line: int | None, limit: int,
+                max_tokens: int | None = None) -> dict:
         """Code most like ``file`` or its line range (see :func:`similar_code`).
 
         Raises:
@@ -253,9 +257,10 @@ class Session:
             raise UsageError(f"end_line {end_line} is before start_line {start_line}")
         f = self.indexes.fileset(cb).check(file)
         with self.indexes.searcher(cb) as searcher:
-            used, results = similar_code(searcher, f.rel, start_line, end_line, limit)
+            used, results = similar_code(searcher, f.rel, start_line, end_line, limit, max_tokens)
             chunked = bool(searcher.store.rows("chunks_of_file", {"path": f.rel})) if not used else True
             counts = searcher.store.row("vector_counts")
+            budget = searcher.budget
         if not used:
             span = f" lines {start_line or 1}-{end_line or 'end'}" if start_line or end_line else ""
             if chunked and counts["pending"]:
@@ -264,9 +269,11 @@ class Session:
                                  "search_code finds it now; find_similar_code works once they are embedded")
             raise UsageError(f"{f.rel}{span} has no indexed chunks: call index_codebase if the file is new")
         return {"codebase": str(cb.root), "file": f.rel, "start_line": start_line, "end_line": end_line,
-                "query_chunks": used, "results": [r.to_dict() for r in results]}
+                "query_chunks": used, "results": [r.to_dict() for r in results],
+                **({"budget": dataclasses.asdict(budget), "note": budget.note()} if budget and budget.note() else {})}
 
-    def content(self, cb: Codebase, file: str, start_line: int | None, end_line: int | None) -> dict:
+    def content(self, cb: Codebase, file: str, start_line: int | None, end_line: int | None,
+                max_tokens: int | None = None) -> dict:
         """The exact text of a file or a line range (1-based, inclusive), at most
         :data:`MAX_CONTENT_LINES` lines; ``next_start_line`` says where to go on.
 
@@ -286,11 +293,11 @@ class Session:
         end = min(end_line or total, total, start + MAX_CONTENT_LINES - 1)
         if end < start and total:
             raise UsageError(f"end_line {end_line} is before start_line {start}")
-        end, content, cut = _within_chars(lines, start, end)
+        end, content, cut = _within_chars(lines, start, end, max_tokens * CHARS_PER_TOKEN if max_tokens else None)
         data = {"codebase": str(cb.root), "path": f.rel, "start_line": start, "end_line": end, "total_lines": total,
                 "content": content}
         if cut:
-            data["truncated"] = f"line {end} is longer than {MAX_CONTENT_CHARS:,} characters: only its start is shown"
+            data["truncated"] = f"line {end} is longer than the {'max_tokens' if max_tokens else f'{MAX_CONTENT_CHARS:,} characters'} allowed: only its start is shown"
         if end < min(end_line or total, total):
             data["next_start_line"] = end + 1
         return data
@@ -368,15 +375,16 @@ def _freshness_note(st: dict) -> str | None:
     return None
 
 
-def _within_chars(lines: list[str], start: int, end: int) -> tuple[int, str, bool]:
-    """Lines ``start``..``end`` (1-based, inclusive) up to :data:`MAX_CONTENT_CHARS`: as many whole lines
-    as fit, or the head of line ``start`` when it alone is longer (then ``cut``).
-    Returns ``(last line given, text, cut)``."""
+def _within_chars(lines: list[str], start: int, end: int, cap: int | None = None) -> tuple[int, str, bool]:
+    """Lines ``start``..``end`` (1-based, inclusive) up to ``cap`` characters (default and at most
+    :data:`MAX_CONTENT_CHARS`): as many whole lines as fit, or the head of line ``start`` when it
+    alone is longer (then ``cut``). Returns ``(last line given, text, cut)``."""
+    cap = min(cap or MAX_CONTENT_CHARS, MAX_CONTENT_CHARS)
     size = 0
     for n in range(start, end + 1):
         size += len(lines[n - 1])
-        if size > MAX_CONTENT_CHARS:
+        if size > cap:
             if n == start:
-                return n, lines[n - 1][:MAX_CONTENT_CHARS], True
+                return n, lines[n - 1][:cap], True
             return n - 1, "".join(lines[start - 1:n - 1]), False
     return end, "".join(lines[start - 1:end]), False

@@ -1,0 +1,136 @@
+"""Fitting an answer into a token budget: merge a file's overlapping chunks, trim each to the lines
+around its matches, drop the lowest results, and say what was cut.
+
+Tokens are estimated as characters / :data:`CHARS_PER_TOKEN` (the common rule of thumb for code
+and English with BPE tokenizers; an agent's own tokenizer differs by some 10-20%).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+from dataclasses import dataclass
+
+from .results import Result
+
+CHARS_PER_TOKEN = 4
+#: Tokens a result costs besides its lines (path, lines, symbol, score, id: its header or JSON keys).
+RESULT_OVERHEAD = 30
+#: Lines kept around each line that holds a query word, and at the start of a chunk without one.
+CONTEXT_LINES = 2
+HEAD_LINES = 6
+#: Fewest tokens of lines worth showing for a result: below, the lower results are dropped instead
+#: of every result being cut to a line or two.
+MIN_RESULT_TOKENS = 20
+
+
+def tokens(text: str) -> int:
+    """Estimated tokens of ``text`` (see the module docstring)."""
+    return math.ceil(len(text) / CHARS_PER_TOKEN)
+
+
+@dataclass
+class BudgetReport:
+    """What :func:`fit` did: the budget, the tokens used, and how many results it merged into another,
+    trimmed to fewer lines, and dropped."""
+
+    max_tokens: int
+    used_tokens: int = 0
+    merged: int = 0
+    trimmed: int = 0
+    dropped: int = 0
+
+    def note(self) -> str | None:
+        if not (self.merged or self.trimmed or self.dropped):
+            return None
+        parts = [f"{n} {what}" for n, what in ((self.trimmed, "trimmed to the lines around their matches"),
+                                                (self.merged, "merged with an overlapping chunk of their file"),
+                                                (self.dropped, "dropped (the lowest)")) if n]
+        return (f"to fit max_tokens={self.max_tokens} (~{self.used_tokens} used): {', '.join(parts)}; "
+                "get_content or get_chunk reads the rest")
+
+
+def fit(results: list[Result], terms: list[str], max_tokens: int) -> tuple[list[Result], BudgetReport]:
+    """``results`` (best first) within ``max_tokens`` estimated tokens, and the report.
+
+    Overlapping or adjacent chunks of one file become one result at the best one's rank; each
+    result keeps the contiguous lines from :data:`CONTEXT_LINES` before its first line holding a
+    query term (``terms``, case-insensitive, on word boundaries) to as many after its last as
+    the budget's fair share allows (a chunk with none keeps its first lines), never fewer than
+    :data:`MIN_RESULT_TOKENS`; results that no longer fit are dropped, but the first always
+    stays, cut to the budget.
+    """
+    report = BudgetReport(max_tokens)
+    merged = _merge(results, report)
+    word = re.compile(r"(?i)(?<![\w])(?:" + "|".join(re.escape(t) for t in terms if t) + r")(?![\w])") if terms else None
+    out, left = [], max_tokens
+    for i, r in enumerate(merged):
+        # The next three results share what is left, each with at least MIN_RESULT_TOKENS of lines.
+        share = max(left // min(len(merged) - i, 3), MIN_RESULT_TOKENS + RESULT_OVERHEAD)
+        if out and left < MIN_RESULT_TOKENS + RESULT_OVERHEAD:
+            report.dropped += len(merged) - i
+            break
+        trimmed = _trim(r, word, max(min(share, left) - RESULT_OVERHEAD, 1))
+        cost = tokens(trimmed.content) + RESULT_OVERHEAD
+        if out and cost > left:
+            report.dropped += len(merged) - i
+            break
+        report.trimmed += trimmed.content != r.content
+        out.append(trimmed)
+        left -= cost
+    report.used_tokens = max_tokens - left
+    return out, report
+
+
+def _merge(results: list[Result], report: BudgetReport) -> list[Result]:
+    """A file's overlapping or adjacent chunks as one result (lines united, at the best one's rank)."""
+    out: list[Result] = []
+    for r in results:
+        host = next((o for o in out if o.path == r.path and o.codebase == r.codebase
+                     and r.start_line <= o.end_line + 1 and o.start_line <= r.end_line + 1), None)
+        if host is None:
+            out.append(r)
+            continue
+        report.merged += 1
+        out[out.index(host)] = _united(host, r)
+    return out
+
+
+def _united(a: Result, b: Result) -> Result:
+    lines = {a.start_line + i: line for i, line in enumerate(a.content.split("\n"))}
+    for i, line in enumerate(b.content.split("\n")):
+        lines.setdefault(b.start_line + i, line)
+    start, end = min(lines), max(lines)
+    content = "\n".join(lines.get(n, "") for n in range(start, end + 1))
+    return dataclasses.replace(a, start_line=start, end_line=end, content=content,
+                               symbol=a.symbol if a.symbol == b.symbol else a.symbol or b.symbol)
+
+
+def _trim(r: Result, word: re.Pattern | None, budget: int) -> Result:
+    """``r`` cut to contiguous lines worth at most ``budget`` tokens: its first matching line, grown
+    towards the others and :data:`CONTEXT_LINES` around them, then further down while it fits."""
+    if tokens(r.content) <= budget:
+        return r
+    lines = r.content.split("\n")
+    hits = [i for i, line in enumerate(lines) if word is not None and word.search(line)]
+    lo = hi = hits[0] if hits else 0
+    floor = max(0, lo - CONTEXT_LINES)
+    ceiling = min(len(lines) - 1, (hits[-1] + CONTEXT_LINES) if hits else HEAD_LINES - 1)
+
+    def fits(a: int, b: int) -> bool:
+        return tokens("\n".join(lines[a:b + 1])) <= budget
+
+    grown = True
+    while grown:
+        grown = False
+        if hi < ceiling and fits(lo, hi + 1):
+            hi, grown = hi + 1, True
+        if lo > floor and fits(lo - 1, hi):
+            lo, grown = lo - 1, True
+    while hi + 1 < len(lines) and fits(lo, hi + 1):
+        hi += 1
+    text = "\n".join(lines[lo:hi + 1])
+    if tokens(text) > budget:  # one long line: cut it
+        text = text[:budget * CHARS_PER_TOKEN]
+    return dataclasses.replace(r, start_line=r.start_line + lo, end_line=r.start_line + hi, content=text)
