@@ -131,6 +131,7 @@ def test_find_references_gives_each_use_on_its_own_line_without_the_definition(p
     assert [ln["line"] for f in service.find_references(poly, "items")["files"] for ln in f["lines"]] == [4, 9]
     assert not any(ln["text"].startswith("func") for f in service.find_references(poly, "Get")["files"]
                    for ln in f["lines"])
+    assert [ln["line"] for f in service.find_references(poly, "input")["files"] for ln in f["lines"]] == [2, 8]  # Rust
     few = service.find_references(poly, "Session", limit=1)  # used on lines 6 and 13
     assert few["truncated"] and sum(len(f["lines"]) for f in few["files"]) == 1 and few["total"] > 1
     with pytest.raises(UsageError, match="not an identifier"):
@@ -163,5 +164,11 @@ def test_mcp_outline_and_find_symbol(codii_home, tmp_path):
             assert "{" not in res.content[1].text.split(":", 1)[0]  # text is a listing, not the JSON again
             refs = await call(s, "find_references", path=str(repo), name="items")
             assert [(f["path"], [ln["line"] for ln in f["lines"]]) for f in refs["files"]] == [("go/cache.go", [4, 9])]
+            fitted = await call(s, "search_code", path=str(repo), query="send the request", max_tokens=100)
+            assert fitted["budget"]["max_tokens"] == 100 and fitted["budget"]["used_tokens"] <= 100
+            part = await call(s, "get_content", path=str(repo), file="py/session.py", start_line=1, max_tokens=100)
+            assert len(part["content"]) <= 400  # the file is smaller: whole (the cut is tested in test_budget.py)
+            similar = await call(s, "find_similar_code", path=str(repo), file="py/session.py", max_tokens=100)
+            assert sum(len(r["content"]) // 4 + 30 for r in similar["results"]) <= 100 + 4 * len(similar["results"])
 
     asyncio.run(run())
