@@ -28,6 +28,8 @@ def test_fit_merges_a_files_overlapping_chunks_trims_around_matches_and_drops_th
     assert report.trimmed >= 1 and report.dropped >= 1 and "dropped" in report.note()
     first = out[0].content.split("\n")
     assert first == ["def a():", *body][out[0].start_line - 1:out[0].end_line]  # its lines, numbered right
+    long_line, _ = fit([_r("l.py", 1, ["x = '" + "a" * 5000 + "'"])], [], 100)
+    assert long_line[0].content.endswith("…[cut]") and len(long_line[0].content) <= 100 * 4
     whole, nothing = fit(results[2:3], [], 10_000)
     assert whole[0].content == results[2].content and nothing.note() is None
 
@@ -44,7 +46,7 @@ def test_max_tokens_on_a_real_search_and_get_content(tmp_path, codii_home):
         sum(tokens(r.content) + RESULT_OVERHEAD for r in full.results)
     assert small.results[0].path == full.results[0].path and small.budget["dropped"] > 0
     assert "max_tokens=150" in small.note
-    with pytest.raises(UsageError, match="max_tokens must be at least"):
+    with pytest.raises(UsageError, match="max_tokens must be between 100 and"):
         service.search(cb, "retry", SearchOptions(max_tokens=5), update=False)
     session = service.Session()
     part = session.content(cb, "pkg/m0.py", None, None, max_tokens=100)

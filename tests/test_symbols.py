@@ -115,6 +115,9 @@ def test_find_symbol_by_name_qualified_name_generics_module_and_prefix(poly):
     assert found("send", kind="method") == [("py/session.py", "Session.send", "qualified")]
     session = service.find_symbol(poly, "Session")["definitions"][0]
     assert (session["start_line"], session["end_line"], session["signature"]) == (1, 13 - 4, "class Session:")
+    assert found("Session", kind="CLASS") == [("py/session.py", "Session", "exact")]
+    with pytest.raises(UsageError, match="unknown kind 'bogus'"):
+        service.find_symbol(poly, "send", kind="bogus")
     nothing = service.find_symbol(poly, "no_such_thing")
     assert nothing["definitions"] == [] and "no definition" in nothing["note"]
 
@@ -124,8 +127,9 @@ def test_find_references_gives_each_use_on_its_own_line_without_the_definition(p
     assert refs["identifier"] == "send"
     lines = {(f["path"], ln["line"]) for f in refs["files"] for ln in f["lines"]}
     assert ("py/session.py", 13) in lines  # return Session().send(request)
-    assert ("py/session.py", 8) not in lines  # def send(self, request): the definition asked for
-    assert [f["path"] for f in refs["files"]][-1] == "tests/test_session.py"  # source first
+    assert ("py/session.py", 8) not in lines and ("py/session.py", 12) not in lines  # definitions of send,
+    assert "tests/test_session.py" not in {f["path"] for f in refs["files"]}  # whichever class they are in
+    assert refs["total_files"] == 1
     route = service.find_references(poly, "route")
     assert [(f["path"], [ln["line"] for ln in f["lines"]]) for f in route["files"]] == [("ts/router.ts", [8])]
     assert [ln["line"] for f in service.find_references(poly, "items")["files"] for ln in f["lines"]] == [4, 9]
@@ -138,7 +142,9 @@ def test_find_references_gives_each_use_on_its_own_line_without_the_definition(p
         service.find_references(poly, "a b")
 
 
-def test_cli_outline_and_symbol(poly):
+def test_cli_outline_and_symbol(poly, monkeypatch):
+    monkeypatch.chdir(poly.root / "go")  # a path from the shell, relative to here
+    assert "Cache.Get" in CliRunner().invoke(cli, ["outline", "cache.go"]).output
     res = CliRunner().invoke(cli, ["outline", str(poly.root / "go" / "cache.go")])
     assert res.exit_code == 0 and "7-11" in res.output and "Cache.Get" in res.output, res.output
     res = CliRunner().invoke(cli, ["symbol", "route", "--path", str(poly.root), "--json"])

@@ -16,8 +16,11 @@ from .output import emit, json_option, shown
 @json_option
 def outline(file, root, as_json):
     """The definitions of FILE (classes, functions, methods...) nested as in the source, with their
-    lines (1-based, inclusive) and first line of code; FILE is relative to the codebase root or absolute."""
-    start = root if root is not None else (os.path.dirname(os.path.abspath(file)) if os.path.isabs(file) else None)
+    lines (1-based, inclusive) and first line of code; FILE is a path from here, relative to the
+    codebase root, or absolute."""
+    if not os.path.isabs(file) and os.path.exists(file):  # a path from the shell, relative to here
+        file = os.path.abspath(file)
+    start = root if root is not None else (os.path.dirname(file) if os.path.isabs(file) else None)
     codebase, _ = service.find_codebase(start)
     data = service.outline(codebase, file)
     if as_json:
@@ -72,4 +75,4 @@ def refs(name, root, limit, as_json):
         for ln in f["lines"]:
             click.echo(f"{shown(f['path'])}:{ln['line']}: {shown(ln['text'])}")
     shown_lines = sum(len(f["lines"]) for f in data["files"])
-    click.echo(f"({shown_lines} of {data['total']} lines in {len(data['files'])} files; {data['note']})", err=True)
+    click.echo(f"({shown_lines} of {data['total']} lines, in {data['total_files']} files; {data['note']})", err=True)

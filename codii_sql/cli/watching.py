@@ -54,6 +54,11 @@ def watch(paths, workspace, poll, as_jsonl):
         except FileNotFoundError as err:
             raise UsageError(f"a watched folder is gone ({err}): start `codii-sql watch` again without it") from None
     click.echo("Stopped watching; every index is as of its last commit.", err=True)
+    for cb in codebases:  # the vectors of a long queue are a background build's, which goes on
+        info = service.daemon_info(cb)
+        if info:
+            click.echo(f"Vectors of {shown(str(cb.root))} are still being embedded in the background (pid "
+                       f"{info['pid']}): `codii-sql status {cb.root}` follows it", err=True)
 
 
 @contextlib.contextmanager

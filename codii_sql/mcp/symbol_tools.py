@@ -82,7 +82,7 @@ def find_references(
     SESSION.require_index(cb)
     data = find_uses(cb, name, limit=limit)
     shown = sum(len(f["lines"]) for f in data["files"])
-    summary = (f"{data['total']} uses of {data['identifier']!r} in {len(data['files'])} files of {cb.root}"
+    summary = (f"{data['total']} uses of {data['identifier']!r} in {data['total_files']} files of {cb.root}"
                + (f" ({shown} shown)" if data["truncated"] else "") + f"; {data['note']}")
     body = "\n".join(f"{f['path']}:{ln['line']}: {ln['text']}" for f in data["files"] for ln in f["lines"])
     return answer(summary, data, body)

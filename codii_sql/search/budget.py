@@ -20,6 +20,8 @@ RESULT_OVERHEAD = 30
 #: Lines kept around each line that holds a query word, and at the start of a chunk without one.
 CONTEXT_LINES = 2
 HEAD_LINES = 6
+#: Ends a line cut short because it alone is longer than a result's share of the budget.
+CUT_MARK = " …[cut]"
 #: Fewest tokens of lines worth showing for a result: below, the lower results are dropped instead
 #: of every result being cut to a line or two.
 MIN_RESULT_TOKENS = 20
@@ -44,7 +46,8 @@ class BudgetReport:
     def note(self) -> str | None:
         if not (self.merged or self.trimmed or self.dropped):
             return None
-        parts = [f"{n} {what}" for n, what in ((self.trimmed, "trimmed to the lines around their matches"),
+        parts = [f"{n} {what}" for n, what in ((self.trimmed, "trimmed to the lines around their matches "
+                                                                 f"(a line cut short ends in '{CUT_MARK.strip()}')"),
                                                 (self.merged, "merged with an overlapping chunk of their file"),
                                                 (self.dropped, "dropped (the lowest)")) if n]
         return (f"to fit max_tokens={self.max_tokens} (~{self.used_tokens} used): {', '.join(parts)}; "
@@ -131,6 +134,6 @@ def _trim(r: Result, word: re.Pattern | None, budget: int) -> Result:
     while hi + 1 < len(lines) and fits(lo, hi + 1):
         hi += 1
     text = "\n".join(lines[lo:hi + 1])
-    if tokens(text) > budget:  # one long line: cut it
-        text = text[:budget * CHARS_PER_TOKEN]
+    if tokens(text) > budget:  # one line longer than the budget: cut it, visibly
+        text = text[:max(budget * CHARS_PER_TOKEN - len(CUT_MARK), 1)] + CUT_MARK
     return dataclasses.replace(r, start_line=r.start_line + lo, end_line=r.start_line + hi, content=text)

@@ -4,8 +4,13 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
+from ..errors import UsageError
+
 MODES = ("hybrid", "bm25", "vector")
 MAX_LIMIT = 200
+#: The max_tokens taken: at least one result's header and a few lines.
+MIN_TOKENS = 100
+MAX_TOKENS = 1_000_000
 
 
 @dataclass
@@ -82,3 +87,26 @@ class SearchOptions:
     rerank: bool = False
     rerank_model: str | None = None
     max_tokens: int | None = None
+
+    def check(self) -> None:
+        """Raise UsageError on an option out of range, or a filter that can only match nothing by
+        mistake (a typo, not a miss)."""
+        if self.mode not in MODES:
+            raise UsageError(f"unknown mode {self.mode!r}: use one of {', '.join(MODES)}")
+        if not 1 <= self.limit <= MAX_LIMIT:
+            raise UsageError(f"limit must be between 1 and {MAX_LIMIT}")
+        if self.max_tokens is not None and not MIN_TOKENS <= self.max_tokens <= MAX_TOKENS:
+            raise UsageError(f"max_tokens must be between {MIN_TOKENS} and {MAX_TOKENS:,}")
+        if any(e.strip(". ") == "" for e in self.exts):
+            raise UsageError("an empty extension filter matches nothing: pass one such as .py")
+        if self.language is not None and not self.language.strip():
+            raise UsageError("the language filter is empty: pass one such as python")
+        glob = self.glob
+        if glob is None:
+            return
+        if not glob.strip():
+            raise UsageError("the path glob is empty: pass one such as 'src/*.py'")
+        if glob.startswith("/"):
+            raise UsageError(f"bad path glob {glob!r}: paths are relative to the codebase root, e.g. 'src/*.py'")
+        if glob.count("[") > glob.count("]"):
+            raise UsageError(f"bad path glob {glob!r}: close every '[' (or match a literal one with '[[]')")

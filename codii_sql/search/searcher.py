@@ -23,7 +23,7 @@ from .query import (
     symbol_match,
 )
 from .budget import BudgetReport, fit
-from .results import MAX_LIMIT, MODES, Result, SearchOptions
+from .results import Result, SearchOptions
 from .staleness import StaleCheck
 
 #: RRF constant; 60 is the value of Cormack, Clarke & Buettcher (SIGIR 2009).
@@ -63,8 +63,6 @@ RERANK_DEPTH = 30
 CHUNKS_PER_FILE = 10
 #: ... fetching up to 4x deeper, to this many chunks, while fewer distinct files than the limit came back.
 MAX_GROUPED_ROWS = 4096
-#: The smallest max_tokens taken: one result's header and a few lines.
-MIN_TOKENS = 100
 #: Below this cosine between the query and its nearest chunk (and with no chunk holding every
 #: query word, no named symbol or file), a search answers ``no_good_match``. Measured with the
 #: bundled model: nearest-chunk cosine of 330 relevant queries (300 CoSQA on its corpus, 30
@@ -193,13 +191,7 @@ class Searcher:
             # FTS5 drops punctuation and the model embeds it as noise: any answer would be arbitrary.
             raise UsageError(f"the query {query[:40]!r} has no letters or digits; punctuation is not indexed: "
                              "search for a word or an identifier")
-        if opts.mode not in MODES:
-            raise UsageError(f"unknown mode {opts.mode!r}: use one of {', '.join(MODES)}")
-        if not 1 <= opts.limit <= MAX_LIMIT:
-            raise UsageError(f"limit must be between 1 and {MAX_LIMIT}")
-        if opts.max_tokens is not None and opts.max_tokens < MIN_TOKENS:
-            raise UsageError(f"max_tokens must be at least {MIN_TOKENS}")
-        _check_filters(opts)
+        opts.check()
         shape = query_shape(query)
         if shape == "long":
             query = strip_issue_template(query).strip() or query
@@ -362,23 +354,6 @@ class Searcher:
                    knn_match=match)
             for r in rows
         ]
-
-
-def _check_filters(opts: SearchOptions) -> None:
-    """Raise on a filter that can only match nothing by mistake (a typo, not a miss)."""
-    if any(e.strip(". ") == "" for e in opts.exts):
-        raise UsageError("an empty extension filter matches nothing: pass one such as .py")
-    if opts.language is not None and not opts.language.strip():
-        raise UsageError("the language filter is empty: pass one such as python")
-    glob = opts.glob
-    if glob is None:
-        return
-    if not glob.strip():
-        raise UsageError("the path glob is empty: pass one such as 'src/*.py'")
-    if glob.startswith("/"):
-        raise UsageError(f"bad path glob {glob!r}: paths are relative to the codebase root, e.g. 'src/*.py'")
-    if glob.count("[") > glob.count("]"):
-        raise UsageError(f"bad path glob {glob!r}: close every '[' (or match a literal one with '[[]')")
 
 
 def _rows_wanted(opts: SearchOptions) -> int:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 from .. import paths
@@ -114,4 +115,5 @@ def _delete(codebase: Codebase) -> bool:
         if p.exists():
             os.remove(p)
             found = found or suffix == ""
+    shutil.rmtree(f"{codebase.db_path}.watch", ignore_errors=True)  # watchers' notes (service/watchers.py)
     return found

@@ -22,6 +22,8 @@ MAX_REFERENCES = 2_000
 REFERENCE_CHUNKS = 5_000
 #: Files holding the name's last part parsed on demand at most (a few ms each).
 PARSED_FILES = 40
+#: The kinds of definitions the chunker names (ingest/chunking/grammars.py).
+KINDS = ("function", "method", "class")
 #: Symbols with the name's last part read at most (a very common name such as ``get`` in a huge index).
 CANDIDATE_CAP = 5_000
 _HOW = {0: "exact", 1: "qualified", 2: "prefix"}
@@ -82,6 +84,9 @@ def find_symbol(codebase: Codebase, name: str, *, kind: str | None = None, prefi
         raise UsageError("the symbol name is empty: pass a name such as parse_header or Session.send")
     if not 1 <= limit <= MAX_DEFINITIONS:
         raise UsageError(f"limit must be between 1 and {MAX_DEFINITIONS}")
+    kind = kind.strip().lower() if kind else None
+    if kind is not None and kind not in KINDS:
+        raise UsageError(f"unknown kind {kind!r}: use one of {', '.join(KINDS)}")
     if not codebase.db_path.is_file():
         raise not_indexed(codebase)
     needle = re.split(r"[.:#/<>]", wanted)[-1] or wanted
@@ -106,7 +111,7 @@ def find_symbol(codebase: Codebase, name: str, *, kind: str | None = None, prefi
              "role": r["role"], "language": r["language"], "match": _HOW[how]} for how, *_, r in found[:limit]]
     out = {"codebase": str(codebase.root), "name": name, "definitions": defs}
     if not defs:
-        out["note"] = (f"no definition of {name!r} in the index" + ("" if prefix else "; --prefix (MCP: prefix=true) "
+        out["note"] = (f"no {kind + ' ' if kind else 'definition '}named {name!r} in the index" + ("" if prefix else "; --prefix (MCP: prefix=true) "
                        "also finds symbols starting with it") + "; search finds uses and mentions")
     return out
 
@@ -114,7 +119,7 @@ def find_symbol(codebase: Codebase, name: str, *, kind: str | None = None, prefi
 def find_references(codebase: Codebase, name: str, *, limit: int = 200) -> dict:
     """Where the identifier ``name`` (its last part for a qualified name: ``send`` of
     ``Session.send``) is used: ``{"codebase", "name", "identifier", "files": [{"path", "role",
-    "lines": [{"line", "text"}]}], "total", "truncated"}``, exact on identifier boundaries, each
+    "lines": [{"line", "text"}]}], "total", "total_files", "truncated"}``, exact on identifier boundaries, each
     occurrence's own 1-based line, its definitions' lines excluded, at most ``limit`` lines.
     Lexical, from the indexed text: a same-named other thing counts too (the note says so).
 
@@ -123,10 +128,12 @@ def find_references(codebase: Codebase, name: str, *, limit: int = 200) -> dict:
     """
     if not 1 <= limit <= MAX_REFERENCES:
         raise UsageError(f"limit must be between 1 and {MAX_REFERENCES}")
-    defined = find_symbol(codebase, name, limit=MAX_DEFINITIONS)  # checks the name and the index
+    find_symbol(codebase, name, limit=1)  # checks the name and the index
     ident = re.split(r"[.:#/<>]", _normal(name))[-1]
     if not re.fullmatch(r"[\w$]+", ident):
         raise UsageError(f"{name!r} is not an identifier: find_references looks for names such as parse_header")
+    # Every definition of the identifier, whatever its class: a definition is not a use.
+    defined = find_symbol(codebase, ident, limit=MAX_DEFINITIONS)
     skip = {(d["path"], d["signature"]) for d in defined["definitions"]}
     word = re.compile(rf"(?<![\w$]){re.escape(ident)}(?![\w$])")
     with Store(codebase.db_path, create=False) as store:
@@ -148,7 +155,7 @@ def find_references(codebase: Codebase, name: str, *, limit: int = 200) -> dict:
             files.append({"path": path, "role": roles[path], "lines": lines})
             shown += len(lines)
     return {"codebase": str(codebase.root), "name": name, "identifier": ident, "files": files, "total": total,
-            "truncated": total > shown,
+            "total_files": len(seen), "truncated": total > shown,
             "note": "lexical: every use of the identifier on its word boundaries, whatever it refers to"}
 
 

@@ -207,6 +207,8 @@ class Watcher:
             return True
         if report is not None:
             follow.rescan()
+        changed = report is not None and (report.added or report.modified or report.removed or report.reindexed)
+        if report is not None and (changed or warnings):  # else another writer did the work: nothing to tell
             self.on_update(Update(follow.codebase, report, time.perf_counter() - started, warnings=warnings))
         return True
 
