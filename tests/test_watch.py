@@ -103,6 +103,12 @@ def test_watch_follows_saves_renames_deletes_bursts_and_ignores_ignored_trees(co
         w.updates_until(lambda got: summed(got, "removed"))
         assert not any(r.startswith("app/zebra.py") for r in found(repo, "paint_the_zebra"))
 
+        (repo / "later").mkdir()  # an empty folder first, its file some time after
+        assert w.quiet_for(2.5) == []
+        (repo / "later" / "late.py").write_text("def arrives_later():\n    return 2\n")
+        w.updates_until(lambda got: summed(got, "added"))
+        assert found(repo, "arrives_later")[0] == "later/late.py:arrives_later"
+
         burst = repo / "burst"
         burst.mkdir()
         for i in range(40):

@@ -7,6 +7,8 @@ from typing import Annotated
 from mcp.types import CallToolResult
 from pydantic import Field
 
+from ..codebase import Codebase
+from ..service import FileSet
 from ..service import find_references as find_uses
 from ..service import find_symbol as find_definitions
 from .app import READ_ONLY, SESSION, FileArg, PathArg, agent_errors, answer, codebase_at, server
@@ -53,8 +55,7 @@ def find_symbol(
     limit: Annotated[int, Field(ge=1, le=100, description="Definitions at most.")] = 20,
 ) -> CallToolResult:
     cb = codebase_at(path)
-    SESSION.require_index(cb)
-    data = find_definitions(cb, name, kind=kind, prefix=prefix, limit=limit)
+    data = find_definitions(cb, name, kind=kind, prefix=prefix, limit=limit, fileset=_fileset(cb))
     defs = data["definitions"]
     summary = f"{len(defs)} definition{'' if len(defs) == 1 else 's'} of {data['name']!r} in {cb.root}"
     if data.get("note"):
@@ -79,10 +80,15 @@ def find_references(
     limit: Annotated[int, Field(ge=1, le=2000, description="Lines at most.")] = 200,
 ) -> CallToolResult:
     cb = codebase_at(path)
-    SESSION.require_index(cb)
-    data = find_uses(cb, name, limit=limit)
+    data = find_uses(cb, name, limit=limit, fileset=_fileset(cb))
     shown = sum(len(f["lines"]) for f in data["files"])
     summary = (f"{data['total']} uses of {data['identifier']!r} in {data['total_files']} files of {cb.root}"
                + (f" ({shown} shown)" if data["truncated"] else "") + f"; {data['note']}")
     body = "\n".join(f"{f['path']}:{ln['line']}: {ln['text']}" for f in data["files"] for ln in f["lines"])
     return answer(summary, data, body)
+
+
+def _fileset(cb: Codebase) -> FileSet:
+    """The server's cached file boundary of an indexed ``cb`` (a new one would walk the tree per call)."""
+    SESSION.require_index(cb)
+    return SESSION.indexes.fileset(cb)

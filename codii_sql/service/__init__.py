@@ -8,6 +8,7 @@ from ..codebase import Codebase
 from ..ingest.report import BuildReport, Progress
 from ..search.results import MAX_LIMIT, MODES, Result, SearchOptions
 from ..storage.lock import is_locked
+from .boundary import FileSet
 from .builds import build, ensure_index
 from .codebases import find_codebase, open_codebase
 from .daemon import daemon_info, detached, start_daemon
@@ -33,5 +34,5 @@ __all__ = [
     "detached", "dry_run", "embedder_health", "embedders_in_use", "start_daemon", "doctor", "ensure_index",
     "find_codebase", "inspect", "is_locked", "is_stale", "iso", "list_codebases", "models_dir", "open_codebase",
     "open_searcher", "pull_model", "recorded_filters", "search", "stats", "status",
-    "Update", "Watcher", "registered", "watchers", "find_references", "find_symbol", "outline",
+    "FileSet", "Update", "Watcher", "registered", "watchers", "find_references", "find_symbol", "outline",
 ]

@@ -59,13 +59,13 @@ def outline(codebase: Codebase, file: str, fileset: boundary.FileSet | None = No
 
 
 def _node(d: Definition, lines: list[str]) -> dict:
-    signature = _signature("\n".join(lines[d.head:d.last + 1]))
+    signature = _signature(lines[d.head:d.last + 1])
     return {"kind": d.kind, "symbol": d.symbol, "start_line": d.first + 1, "end_line": d.last + 1,
             "signature": signature, "children": [_node(c, lines) for c in d.children]}
 
 
 def find_symbol(codebase: Codebase, name: str, *, kind: str | None = None, prefix: bool = False,
-                limit: int = 20) -> dict:
+                limit: int = 20, fileset: boundary.FileSet | None = None) -> dict:
     """Definitions of ``name`` from the index: ``{"codebase", "name", "definitions": [{"path",
     "symbol", "kind", "start_line", "end_line", "signature", "role", "language", "match"}]}``.
 
@@ -74,7 +74,8 @@ def find_symbol(codebase: Codebase, name: str, *, kind: str | None = None, prefi
     separators ``::``/``#``/``.`` are normalised on both sides, so ``Parser.parse`` finds Rust's
     ``Parser<'a>.parse``. ``match`` is ``exact``, ``qualified`` (a symbol ending in ``.name``) or
     ``prefix``; exact first, then source before docs before tests, shorter symbols, path.
-    Case-sensitive. Lines 1-based inclusive.
+    Case-sensitive. Lines 1-based inclusive. ``fileset`` as for :func:`outline` (a long-lived face
+    passes its cached one: a new one walks the tree once).
 
     Raises:
         UsageError: an empty name or a limit out of range. NotIndexedError: no index.
@@ -96,7 +97,8 @@ def find_symbol(codebase: Codebase, name: str, *, kind: str | None = None, prefi
                                             "hits": 20 * PARSED_FILES, "files": PARSED_FILES})
     # Parse the files of matching chunk symbols first, then the text matches; at most PARSED_FILES.
     near = [r for r in rows if _match(_normal(r["symbol"]), wanted, prefix) is not None]
-    parsed = _parsed(codebase, dict(list({r["path"]: r for r in [*near, *files]}.items())[:PARSED_FILES]), kind)
+    candidates = dict(list({r["path"]: r for r in [*near, *files]}.items())[:PARSED_FILES])
+    parsed = _parsed(fileset or boundary.FileSet(codebase.root, scan_rules(codebase)), candidates, kind)
     rows = [r for r in rows if r["path"] not in parsed] + [d for defs in parsed.values() for d in defs]
     found = []
     for r in rows:
@@ -107,7 +109,7 @@ def find_symbol(codebase: Codebase, name: str, *, kind: str | None = None, prefi
             found.append((how, _ROLE_ORDER.get(r["role"], 1), len(r["symbol"]), r["path"], r))
     found.sort(key=lambda item: item[:4])
     defs = [{"path": r["path"], "symbol": r["symbol"], "kind": r["kind"], "start_line": r["start_line"],
-             "end_line": r["end_line"], "signature": r.get("signature") or _signature(r.get("first_content")),
+             "end_line": r["end_line"], "signature": r.get("signature") or _signature((r.get("first_content") or "").split("\n")),
              "role": r["role"], "language": r["language"], "match": _HOW[how]} for how, *_, r in found[:limit]]
     out = {"codebase": str(codebase.root), "name": name, "definitions": defs}
     if not defs:
@@ -116,7 +118,8 @@ def find_symbol(codebase: Codebase, name: str, *, kind: str | None = None, prefi
     return out
 
 
-def find_references(codebase: Codebase, name: str, *, limit: int = 200) -> dict:
+def find_references(codebase: Codebase, name: str, *, limit: int = 200,
+                    fileset: boundary.FileSet | None = None) -> dict:
     """Where the identifier ``name`` (its last part for a qualified name: ``send`` of
     ``Session.send``) is used: ``{"codebase", "name", "identifier", "files": [{"path", "role",
     "lines": [{"line", "text"}]}], "total", "total_files", "truncated"}``, exact on identifier boundaries, each
@@ -124,16 +127,15 @@ def find_references(codebase: Codebase, name: str, *, limit: int = 200) -> dict:
     Lexical, from the indexed text: a same-named other thing counts too (the note says so).
 
     Raises:
-        UsageError: an empty name or a limit out of range. NotIndexedError: no index.
+        UsageError: a name that is no identifier or a limit out of range. NotIndexedError: no index.
     """
     if not 1 <= limit <= MAX_REFERENCES:
         raise UsageError(f"limit must be between 1 and {MAX_REFERENCES}")
-    find_symbol(codebase, name, limit=1)  # checks the name and the index
-    ident = re.split(r"[.:#/<>]", _normal(name))[-1]
+    ident = re.split(r"[.:#/<>]", _normal(name or ""))[-1]
     if not re.fullmatch(r"[\w$]+", ident):
         raise UsageError(f"{name!r} is not an identifier: find_references looks for names such as parse_header")
     # Every definition of the identifier, whatever its class: a definition is not a use.
-    defined = find_symbol(codebase, ident, limit=MAX_DEFINITIONS)
+    defined = find_symbol(codebase, ident, limit=MAX_DEFINITIONS, fileset=fileset)
     skip = {(d["path"], d["signature"]) for d in defined["definitions"]}
     word = re.compile(rf"(?<![\w$]){re.escape(ident)}(?![\w$])")
     with Store(codebase.db_path, create=False) as store:
@@ -159,11 +161,10 @@ def find_references(codebase: Codebase, name: str, *, limit: int = 200) -> dict:
             "note": "lexical: every use of the identifier on its word boundaries, whatever it refers to"}
 
 
-def _parsed(codebase: Codebase, files: dict[str, dict], kind: str | None) -> dict[str, list[dict]]:
+def _parsed(fileset: boundary.FileSet, files: dict[str, dict], kind: str | None) -> dict[str, list[dict]]:
     """``{path: definition rows}`` of the candidate ``files`` parsed now as the chunker parses them
-    (every definition, however small, with its whole line range), those the boundary lets us read
+    (every definition, however small, with its whole line range), those ``fileset`` lets us read
     and a grammar covers; the others keep their chunks' symbols."""
-    fileset = boundary.FileSet(codebase.root, scan_rules(codebase))
     out = {}
     for path, info in files.items():
         if not info["language"]:
@@ -183,7 +184,7 @@ def _parsed(codebase: Codebase, files: dict[str, dict], kind: str | None) -> dic
             stack.extend(d.children)
             if kind is None or d.kind == kind:
                 rows.append({"path": path, "symbol": d.symbol, "kind": d.kind, "start_line": d.first + 1,
-                             "end_line": d.last + 1, "signature": _signature("\n".join(lines[d.head:d.last + 1])),
+                             "end_line": d.last + 1, "signature": _signature(lines[d.head:d.last + 1]),
                              "role": info["role"], "language": info["language"]})
         out[path] = rows
     return out
@@ -217,9 +218,9 @@ def _match(symbol: str, wanted: str, prefix: bool) -> int | None:
     return None
 
 
-def _signature(content: str | None) -> str:
-    """The first line of a definition's first chunk that is not a decorator, comment or blank."""
-    for line in (content or "").split("\n"):
+def _signature(lines: list[str]) -> str:
+    """The first of a definition's ``lines`` that is not a decorator, comment or blank."""
+    for line in lines:
         stripped = line.strip()
         if stripped and not stripped.startswith(("@", "#", "//", "/*", "*", "--", '"""', "'''")):
             return stripped[:SIGNATURE_CHARS] + ("…" if len(stripped) > SIGNATURE_CHARS else "")

@@ -73,10 +73,12 @@ class Follow:
         self.dirs: set[str] = {""}
         self.files: set[str] = set()
         self.gone = False
+        self.walk_due = False  # a directory appeared: walk again even when the index stays as it is
 
     def rescan(self) -> None:
         """Walk the tree again (read-only) for the directories and files an update would see."""
         try:
+            self.walk_due = False
             result = scan(self.codebase.root, **scan_rules(self.codebase))
         except (CodiiError, OSError):  # a bad .codii.yaml or a vanished root: watch every change
             self.dirs, self.files = {""}, set()
@@ -162,6 +164,8 @@ class Watcher:
                 owner = self._owner(path)
                 if owner is not None:
                     self.due.add(owner)
+                    # An empty new folder changes no index, but what is created in it later must count.
+                    self.follows[owner].walk_due |= os.path.isdir(path)
             if first:
                 self.due, first = set(range(len(self.follows))), False
                 self._update_due()
@@ -205,7 +209,7 @@ class Watcher:
         except (CodiiError, OSError) as err:  # reported; the next change tries again
             self.on_update(Update(follow.codebase, None, time.perf_counter() - started, error=str(err)))
             return True
-        if report is not None:
+        if report is not None or follow.walk_due:
             follow.rescan()
         changed = report is not None and (report.added or report.modified or report.removed or report.reindexed)
         if report is not None and (changed or warnings):  # else another writer did the work: nothing to tell
