@@ -301,7 +301,8 @@ def test_search_during_a_first_build_does_not_blame_filters(codii_home, tmp_path
         store.set_meta(root=str(repo), status="indexing", phase="scan", pid=os.getpid(), started_at=time.time())
 
     async def run():
-        async with server(codii_home) as s:
+        # Watching off: a follower would start building the searched codebase and hold its lock.
+        async with server(codii_home, CODII_SQL_WATCH="0") as s:
             with filelock.FileLock(str(cb.lock_path)):
                 res = await s.call_tool("search_code", {"path": str(repo), "query": "alpha", "mode": "bm25"})
                 note = res.structured_content["note"]
