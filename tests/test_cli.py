@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 
 from click.testing import CliRunner
 
@@ -298,8 +299,11 @@ def test_errors_under_json_are_json_on_stdout_too(sample_repo, tmp_path):
                  ("search", "x", "--path", sample_repo, "--jsonl", "--limit", "0")):
         res = CliRunner().invoke(cli, [str(a) for a in args])
         assert res.exit_code == 2 and res.stderr.startswith("Error: "), res.output
-        out = json.loads(res.stdout)
-        assert out["exit_code"] == 2 and out["error"] == res.stderr[len("Error: "):].strip()
+        out, said = json.loads(res.stdout), res.stderr[len("Error: "):].strip()
+        assert out["exit_code"] == 2 and said.startswith(out["error"]), (out, said)
+        assert said.endswith(out["hint"]) or out["hint"] == f"see `codii-sql {args[0]} --help`", (out, said)
+    nowhere = json.loads(CliRunner().invoke(cli, ["status", str(tmp_path / "nowhere"), "--json"]).stdout)
+    assert nowhere["error"].endswith("no such directory") and nowhere["hint"] == "pass the root folder of a codebase"
     plain = CliRunner().invoke(cli, ["status", str(tmp_path / "nowhere")])
     assert plain.stdout == "" and plain.exit_code == 2
 
@@ -312,3 +316,14 @@ def test_text_output_escapes_control_characters_in_names_and_lines(tmp_path):
     assert res.exit_code == 0
     assert "new\\nline\\x07.py:1-2" in res.stdout and "\\x1b[31mred" in res.stdout
     assert "\a" not in res.stdout and "\x1b" not in res.stdout
+
+
+def test_json_times_are_iso_8601_as_in_text(sample_repo):
+    import datetime
+
+    run("build", sample_repo)
+    st = json.loads(run("status", sample_repo, "--json").output)
+    [row] = json.loads(run("list", "--json").output)
+    for when in (st["last_indexed_at"], row["last_indexed_at"]):
+        assert abs(datetime.datetime.fromisoformat(when).timestamp() - time.time()) < 600, when
+    assert f"last_indexed_at: {st['last_indexed_at']}" in run("status", sample_repo).output

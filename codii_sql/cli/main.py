@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 
 import click
@@ -21,22 +22,48 @@ class CodiiGroup(click.Group):
         try:
             return super().invoke(ctx)
         except CodiiError as err:
-            _fail(str(err), err.exit_code, as_json)
+            _fail(str(err), err.exit_code, as_json, " ".join(filter(None, ["codii-sql", ctx.invoked_subcommand])))
         except click.UsageError as err:  # one line too, for a bad option or argument
             sub = err.ctx.command_path.split(" ", 1)[1:] if err.ctx else []  # without the program's own name
             where = " ".join(["codii-sql", *sub])
-            _fail(f"{err.format_message()} (see `{where} --help`)", 2, as_json)
+            _fail(f"{err.format_message()} (see `{where} --help`)", 2, as_json, where)
         except KeyboardInterrupt:
             click.echo("Interrupted: the index keeps every file committed so far; run build again to finish.", err=True)
             ctx.exit(130)
 
 
-def _fail(message: str, code: int, as_json: bool) -> None:
-    """One line on stderr; under ``--json`` also ``{"error", "exit_code"}`` on stdout, which a script parses."""
+def _fail(message: str, code: int, as_json: bool, where: str = "codii-sql") -> None:
+    """One line on stderr; under ``--json``/``--jsonl`` also ``{"error", "hint", "exit_code"}`` on
+    stdout, which a script parses: ``error`` is what went wrong, ``hint`` what to do (see :func:`split_hint`)."""
     click.echo(f"Error: {message}", err=True)
     if as_json:
-        click.echo(json.dumps({"error": message, "exit_code": code}))
+        error, hint = split_hint(message)
+        click.echo(json.dumps({"error": error, "hint": hint or f"see `{where} --help`", "exit_code": code},
+                              ensure_ascii=False))
     raise SystemExit(code)
+
+
+#: The verbs a message's advice starts with (the house style of every error: "what went wrong:
+#: what to do", or "...; what to do").
+_ADVICE = re.compile(r"(?:: |; )(?=(?:pass|run|call|use|try|free|check|wait|reinstall|install|remove|delete|set|"
+                     r"see|give|add|start|poll|rename|choose|fix|make|point|edit|quote|open|index|build|search|"
+                     r"drop|rebuild|clear|name|list|keep|ask|cd|put|create|write|move|restart|stop)\b)")
+
+
+def split_hint(message: str) -> tuple[str, str | None]:
+    """``message`` split at the last ``: ``/``; `` followed by advice (an imperative verb): ``(error,
+    hint)``; ``(message, None)`` when it gives none."""
+    if _ADVICE.match(": " + message):
+        return message, message
+    found = [m for m in _ADVICE.finditer(message) if _outside_brackets(message[:m.start()])]
+    if not found:
+        return message, None
+    return message[:found[-1].start()], message[found[-1].end():]
+
+
+def _outside_brackets(head: str) -> bool:
+    """True when the end of ``head`` is outside parentheses and backquotes."""
+    return head.count("(") <= head.count(")") and head.count("`") % 2 == 0
 
 
 @click.group(cls=CodiiGroup, context_settings={"help_option_names": ["-h", "--help"]})

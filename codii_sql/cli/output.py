@@ -33,8 +33,23 @@ def json_option(f):
 
 
 def emit(obj) -> None:
-    """Print ``obj`` as indented JSON (non-ASCII kept as is)."""
-    click.echo(json.dumps(obj, ensure_ascii=False, indent=2, default=str))
+    """Print ``obj`` as indented JSON (non-ASCII kept as is), times (``*_at``) as in text output."""
+    click.echo(json.dumps(_dated(obj), ensure_ascii=False, indent=2, default=str))
+
+
+def _dated(obj):
+    """``obj`` with every number under a ``*_at`` key as local ISO 8601 (:func:`iso_time`)."""
+    if isinstance(obj, dict):
+        return {k: iso_time(v) if k.endswith("_at") and isinstance(v, (int, float)) and not isinstance(v, bool)
+                else _dated(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_dated(v) for v in obj]
+    return obj
+
+
+def iso_time(ts: float) -> str:
+    """Epoch seconds as local ISO 8601 with its UTC offset (``2026-12-01T13:20:05+00:00``)."""
+    return datetime.datetime.fromtimestamp(ts).astimezone().isoformat(timespec="seconds")
 
 
 @contextlib.contextmanager
@@ -58,7 +73,7 @@ def progress_bar(enabled: bool):
 def fmt_value(key: str, value):
     """A status or snapshot value for text output: times (``*_at``) as local ISO 8601, containers as JSON."""
     if key.endswith("_at") and isinstance(value, (int, float)):
-        return datetime.datetime.fromtimestamp(value).astimezone().isoformat(timespec="seconds")
+        return iso_time(value)
     return json.dumps(value) if isinstance(value, (dict, list)) else value
 
 
