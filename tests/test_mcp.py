@@ -409,3 +409,30 @@ def test_clear_index_finds_the_index_of_a_deleted_folder(codii_home, tmp_path):
             assert not db.exists()
 
     asyncio.run(run())
+
+
+def test_out_of_range_and_mistyped_arguments_get_one_line_messages(codii_home, sample_repo):
+    """2**63 overflowed SQLite's binding inside the tool: the agent saw a bare 'Error executing tool'."""
+    cases = {("get_chunk", "chunk_id", 2**63): "chunk_id should be less than or equal to 9223372036854775807",
+             ("get_content", "start_line", 2**64): "start_line should be less than or equal to",
+             ("find_similar_code", "end_line", 2**63): "end_line should be less than or equal to",
+             ("search_code", "limit", -1): "limit should be greater than or equal to 1 (got -1)",
+             ("search_code", "query", 5): "query should be a valid string (got 5)",
+             ("get_chunk", "chunk_id", "abc"): "chunk_id should be a valid integer"}
+    given = {"get_content": {"file": "app/http.py"}, "find_similar_code": {"file": "app/http.py", "start_line": 1},
+             "search_code": {"query": "retry"}, "get_chunk": {}}
+
+    async def run():
+        async with server(codii_home, CODII_SQL_WATCH="0") as s:
+            await call(s, "index_codebase", path=str(sample_repo))
+            await wait_indexed(s, sample_repo)
+            for (tool, arg, value), expected in cases.items():
+                msg = await refused(s, tool, path=str(sample_repo), **{**given[tool], arg: value})
+                assert msg.startswith(f"{tool}: ") and expected in msg and "\n" not in msg, msg
+                assert msg.endswith("fix the arguments as the tool's input schema says"), msg
+            msg = await refused(s, "search_code", path=str(sample_repo))
+            assert msg == "search_code: query is required: fix the arguments as the tool's input schema says", msg
+            biggest = await refused(s, "get_chunk", path=str(sample_repo), chunk_id=2**63 - 1)
+            assert "no chunk 9223372036854775807 in the index" in biggest, biggest
+
+    asyncio.run(run())

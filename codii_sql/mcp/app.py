@@ -14,7 +14,7 @@ from typing import Annotated
 from mcp.server import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import Field
+from pydantic import Field, ValidationError
 
 from ..codebase import Codebase
 from ..errors import CodiiError, DamagedIndexError, DiskFullError, IndexMismatchError
@@ -25,7 +25,39 @@ MAX_SEARCH_LIMIT = 50
 
 SESSION = Session()
 
-server = MCPServer(
+#: SQLite's largest INTEGER (64-bit signed): a bigger id or line cannot be bound to a statement.
+SQLITE_MAX_INTEGER = 2**63 - 1
+
+
+class CodiiServer(MCPServer):
+    """The SDK's server, with a tool's rejected arguments told in one line an agent can act on
+    (the SDK forwards pydantic's multi-line report, with its links and types)."""
+
+    async def call_tool(self, name, arguments, context=None):
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as err:
+            if not isinstance(err.__cause__, ValidationError):
+                raise
+            raise ToolError(f"{name}: {argument_errors(err.__cause__)}: fix the arguments as the tool's "
+                            "input schema says") from err.__cause__
+
+
+def argument_errors(err: ValidationError) -> str:
+    """Each rejected argument as ``name should be ... (got VALUE)``, ``; ``-separated."""
+    said = []
+    for e in err.errors(include_url=False):
+        where = ".".join(str(part) for part in e["loc"]) or "arguments"
+        msg = e["msg"].removeprefix("Input ").removeprefix("Value error, ")
+        if e["type"] == "missing":
+            said.append(f"{where} is required")
+            continue
+        got = repr(e.get("input"))
+        said.append(f"{where} {msg[:1].lower()}{msg[1:]} (got {got if len(got) <= 40 else got[:40] + '…'})")
+    return "; ".join(said)
+
+
+server = CodiiServer(
     name="codii-sql",
     instructions=(
         "Local hybrid code search (BM25 + embeddings) over indexed codebases. Call index_codebase once per "
@@ -37,7 +69,7 @@ server = MCPServer(
 PathArg = Annotated[str, Field(description="Absolute path of the codebase root directory.")]
 FileArg = Annotated[str, Field(description="File path relative to the codebase root (as search_code returns it), "
                                            "or an absolute path inside the root.")]
-LineArg = Annotated[int | None, Field(ge=1, description="1-based line number, inclusive; null for the file's start/end.")]
+LineArg = Annotated[int | None, Field(ge=1, le=SQLITE_MAX_INTEGER, description="1-based line number, inclusive; null for the file's start/end.")]
 
 MaxTokensArg = Annotated[int | None, Field(ge=100, le=1_000_000, description=(
     "Fit the answer in about this many tokens (4 characters each); null: no limit. Search results are "
@@ -118,5 +150,6 @@ def numbered(content: str, first_line: int) -> str:
     return "\n".join(f"{n:>6}\t{line}" for n, line in enumerate(lines, first_line))
 
 
-__all__ = ["FileArg", "LineArg", "MaxTokensArg", "MAX_SEARCH_LIMIT", "PathArg", "READ_ONLY", "SESSION", "agent_errors",
+__all__ = ["FileArg", "LineArg", "MaxTokensArg", "MAX_SEARCH_LIMIT", "PathArg", "READ_ONLY", "SESSION", "SQLITE_MAX_INTEGER",
+           "agent_errors",
            "answer", "check_path", "codebase_at", "numbered", "server"]

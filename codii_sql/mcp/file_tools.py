@@ -13,6 +13,7 @@ from .app import (
     FileArg,
     LineArg,
     MaxTokensArg,
+    SQLITE_MAX_INTEGER,
     PathArg,
     agent_errors,
     answer,
@@ -49,7 +50,7 @@ def get_content(path: PathArg, file: FileArg, start_line: LineArg = None, end_li
     annotations=READ_ONLY,
 )
 @agent_errors
-def get_chunk(path: PathArg, chunk_id: Annotated[int, Field(ge=1, description="Chunk id from search_code.")]) -> CallToolResult:
+def get_chunk(path: PathArg, chunk_id: Annotated[int, Field(ge=1, le=SQLITE_MAX_INTEGER, description="Chunk id from search_code.")]) -> CallToolResult:
     data = SESSION.chunk(codebase_at(path), chunk_id)
     summary = (f"chunk {data['id']}: {data['path']}:{data['start_line']}-{data['end_line']} "
                f"{data['symbol'] or data['kind']}" + (" [stale: the file changed since indexing]" if data["stale"] else ""))
