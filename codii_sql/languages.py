@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import posixpath
+import re
 
 #: Languages chunked on their syntax tree by :mod:`codii_sql.chunk`; every other language
 #: (and ``None``) is chunked in overlapping line windows.
@@ -57,14 +58,36 @@ _FILE_NAMES: dict[str, str] = {
 }
 
 
-def detect_language(path: str) -> str | None:
+#: Interpreters named by a ``#!`` line (the program's base name, version suffixes included).
+_INTERPRETERS: tuple[tuple[re.Pattern[str], str], ...] = tuple((re.compile(p), lang) for p, lang in (
+    (r"python[\d.]*", "python"), (r"(ba|z|da|k)?sh", "bash"), (r"node(js)?|deno|bun", "javascript"),
+    (r"ruby[\d.]*", "ruby"), (r"perl[\d.]*", "perl"),
+))
+
+
+def shebang_language(first_line: str) -> str | None:
+    """Language of the interpreter a ``#!`` line names (``#!/bin/sh``, ``#!/usr/bin/python3.12``,
+    ``#!/usr/bin/env -S python3 -u``), or ``None`` for no ``#!`` line or another interpreter."""
+    if not first_line.startswith("#!"):
+        return None
+    words = first_line[2:].split()
+    if words and posixpath.basename(words[0]) == "env":
+        # env's own options (-S, -i) and VAR=value assignments come before the program.
+        words = [w for w in words[1:] if not w.startswith("-") and "=" not in w]
+    program = posixpath.basename(words[0]) if words else ""
+    return next((lang for pattern, lang in _INTERPRETERS if pattern.fullmatch(program)), None)
+
+
+def detect_language(path: str, first_line: str = "") -> str | None:
     """Language of the file at ``path`` (relative or absolute, ``/``-separated), or ``None``.
 
     Well-known file names (``Makefile``, ``Dockerfile``...) win over the extension, which is
     compared lower-cased (``Foo.PY`` is Python). ``Dockerfile.dev`` and ``x.dockerfile`` are
-    Dockerfiles. Names are tree-sitter-language-pack grammar names for the languages in
-    :data:`AST_LANGUAGES` and plain names (``json``, ``yaml``, ``text``...) otherwise.
-    Returns ``None`` for unknown extensions; the chunker then uses line windows.
+    Dockerfiles. A file without an extension (``bin/deploy``, ``.hooks``) is recognised by its
+    ``first_line`` when that is a ``#!`` line (:func:`shebang_language`). Names are
+    tree-sitter-language-pack grammar names for the languages in :data:`AST_LANGUAGES` and
+    plain names (``json``, ``yaml``, ``text``...) otherwise. Returns ``None`` for unknown
+    extensions; the chunker then uses line windows.
     """
     name = posixpath.basename(path.replace("\\", "/"))
     if name in _FILE_NAMES:
@@ -73,5 +96,5 @@ def detect_language(path: str) -> str | None:
         return "dockerfile"
     stem, dot, ext = name.rpartition(".")
     if not dot or not stem:
-        return None
+        return shebang_language(first_line)
     return _EXTENSIONS.get(ext.lower())
