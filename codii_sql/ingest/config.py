@@ -13,6 +13,19 @@ from ..errors import UsageError
 
 #: Files larger than this many bytes are skipped (the issue's default: 1 MiB).
 DEFAULT_MAX_FILE_BYTES = 1 << 20
+#: A notebook file may be this many times ``max_file_bytes``: its outputs (base64 plots) are not
+#: indexed and often weigh megabytes; ``max_file_bytes`` then caps the text of its cells.
+NOTEBOOK_SIZE_FACTOR = 16
+
+
+def is_notebook(name: str) -> bool:
+    """True for a Jupyter notebook's name or path (``.ipynb``, any case)."""
+    return name.lower().endswith(".ipynb")
+
+
+def size_cap(name: str, max_file_bytes: int) -> int:
+    """Largest size (bytes) worth reading of the file called ``name`` (or at a path ending in it)."""
+    return max_file_bytes * NOTEBOOK_SIZE_FACTOR if is_notebook(name) else max_file_bytes
 
 
 #: The optional per-codebase configuration file, at the root.

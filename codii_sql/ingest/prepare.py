@@ -12,9 +12,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..languages import detect_language
 from ..text import decode_source, identifier_subtokens
-from .chunking import Chunk, chunk_text
+from .chunking import Chunk, chunk_source, read_source
+from .generated import declares_generated
 from .read import read_file
 from .walk import SourceFile
 
@@ -41,10 +41,15 @@ class Prepared:
     subtokens: list[str] = field(default_factory=list)
     skip: str | None = None
     error: str | None = None
+    generated: bool = False  # the bytes declare it generated (generated.declares_generated)
 
 
 def prepare_file(root: str, f: SourceFile, max_file_bytes: int) -> Prepared:
-    """Read, hash, decode and chunk one file. Never raises: failures land in ``skip``/``error``."""
+    """Read, hash, decode and chunk one file. Never raises: failures land in ``skip``/``error``.
+
+    ``max_file_bytes`` caps the text that gets indexed: the file, or a notebook's cells (its
+    file may be larger, see :func:`~.config.size_cap`); over it the file is skipped as ``too-large``.
+    """
     out = Prepared(f.path, f.size, f.mtime_ns)
     try:
         data = read_file(Path(root), f, max_file_bytes=max_file_bytes)
@@ -52,8 +57,13 @@ def prepare_file(root: str, f: SourceFile, max_file_bytes: int) -> Prepared:
             out.skip = data
             return out
         out.hash = hashlib.sha256(data).hexdigest()
-        out.language = detect_language(f.path)
-        out.chunks = chunk_text(decode_source(data), out.language)
+        out.generated = declares_generated(data)
+        source = read_source(f.path, decode_source(data))
+        if source.size > max_file_bytes:
+            out.skip = "too-large"
+            return out
+        out.language = source.language
+        out.chunks = chunk_source(source)
         out.subtokens = chunk_subtokens(f.path, out.chunks)
     except Exception as err:  # one bad file must not stop the build; it is retried next run
         out.error = f"{type(err).__name__}: {err}"

@@ -8,7 +8,7 @@ import re
 import stat
 from pathlib import Path
 
-from .config import DEFAULT_MAX_FILE_BYTES
+from .config import DEFAULT_MAX_FILE_BYTES, is_notebook, size_cap
 from .walk import SourceFile
 
 #: A NUL byte in this many leading bytes marks a file binary (Git looks at the first 8000
@@ -30,14 +30,17 @@ def read_file(root: Path, f: SourceFile, *, max_file_bytes: int = DEFAULT_MAX_FI
         root: the root that was scanned.
         f: a file from :func:`scan`.
         max_file_bytes: the size cap (bytes) used for the scan; the file may have grown since.
+            A notebook may be larger (:func:`~.config.size_cap`): its outputs are not indexed.
     Returns:
         bytes: the whole content, or a reason string: ``"vanished"`` (deleted since the
         scan), ``"unreadable"``, ``"not-regular-file"`` (replaced by a FIFO or device since
         the scan; opened non-blocking, so it never hangs), ``"too-large"``, ``"binary"``
         (a NUL byte in the first :data:`SNIFF_BYTES`, unless the file starts with a UTF-16
         byte-order mark), ``"minified"`` (over :data:`MINIFIED_MIN_BYTES` with lines of
-        :data:`MINIFIED_MEAN_LINE` bytes on average), ``"secret"`` (a private key).
+        :data:`MINIFIED_MEAN_LINE` bytes on average; never a notebook, whose long lines are
+        outputs), ``"secret"`` (a private key).
     """
+    cap = size_cap(f.path, max_file_bytes)
     try:
         fd = os.open(os.path.join(root, f.path), os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except (FileNotFoundError, NotADirectoryError):
@@ -48,15 +51,16 @@ def read_file(root: Path, f: SourceFile, *, max_file_bytes: int = DEFAULT_MAX_FI
         try:
             if not stat.S_ISREG(os.fstat(fd).st_mode):
                 return "not-regular-file"
-            data = fh.read(max_file_bytes + 1)
+            data = fh.read(cap + 1)
         except OSError:
             return "unreadable"
-    if len(data) > max_file_bytes:
+    if len(data) > cap:
         return "too-large"
     head = data[:SNIFF_BYTES]
     if is_binary(head):
         return "binary"
-    if len(data) > MINIFIED_MIN_BYTES and len(data) > MINIFIED_MEAN_LINE * (data.count(b"\n") + 1):
+    minified = len(data) > MINIFIED_MIN_BYTES and len(data) > MINIFIED_MEAN_LINE * (data.count(b"\n") + 1)
+    if minified and not is_notebook(f.path):
         return "minified"
     if is_private_key(head):
         return "secret"

@@ -44,7 +44,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .config import DEFAULT_MAX_FILE_BYTES, normalize_extensions, positive_int
+from .config import DEFAULT_MAX_FILE_BYTES, normalize_extensions, positive_int, size_cap
 from .ignore import (
     IGNORE_FILE_NAMES,
     IgnoreLevel,
@@ -283,7 +283,7 @@ class _Walker:
             return reason
         if not stat.S_ISREG(st.st_mode):
             return "not-regular-file"
-        return "too-large" if st.st_size > self.max_file_bytes else st
+        return "too-large" if st.st_size > size_cap(entry.name, self.max_file_bytes) else st
 
     def _symlink_reason(self, real: str) -> str | None:
         inside = real == self.root_real or real.startswith(self.root_real.rstrip("/") + "/")

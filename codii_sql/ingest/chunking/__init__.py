@@ -2,5 +2,7 @@
 
 from .chunker import CHUNKER_VERSION, DEFAULT_MAX_TOKENS, chunk_text, definitions
 from .layout import Chunk, Definition
+from .regions import FileDefinition, Source, chunk_source, read_source, source_definitions
 
-__all__ = ["CHUNKER_VERSION", "DEFAULT_MAX_TOKENS", "Chunk", "Definition", "chunk_text", "definitions"]
+__all__ = ["CHUNKER_VERSION", "DEFAULT_MAX_TOKENS", "Chunk", "Definition", "FileDefinition", "Source", "chunk_source",
+           "chunk_text", "definitions", "read_source", "source_definitions"]

@@ -42,7 +42,8 @@ from .nodes import Span, capture, field_name, last_row, parser_for
 #: build then re-chunks every file, reusing the vectors of unchanged chunk texts).
 #: 2: a window split no longer leaves a tiny last piece (a lone ``)`` of a long signature).
 #: 3: JS/TS assignments of functions are definitions; Markdown setext headings start sections.
-CHUNKER_VERSION = 3
+#: 4: notebooks are chunked by cell, Vue/Svelte scripts by their grammar, #! scripts by their interpreter.
+CHUNKER_VERSION = 4
 
 #: ``max_tokens`` default: the model's 256-piece window minus room for the path/symbol header
 #: the embedder may prepend to each chunk.
