@@ -6,8 +6,9 @@ import re
 
 from ..codebase import Codebase
 from ..errors import UsageError
-from ..ingest.chunking import Definition, definitions
-from ..languages import detect_language
+from ..ingest.chunking import FileDefinition, Source, read_source, source_definitions
+from ..ingest.config import size_cap
+from ..languages import AST_LANGUAGES
 from ..storage.store import Store
 from ..text import decode_source
 from . import boundary
@@ -47,21 +48,25 @@ def outline(codebase: Codebase, file: str, fileset: boundary.FileSet | None = No
         raise not_indexed(codebase)
     fileset = fileset or boundary.FileSet(codebase.root, scan_rules(codebase))
     f = fileset.check(file)
-    text = decode_source(boundary.read_bytes(f, fileset.rules["max_file_bytes"]))
-    language = detect_language(f.rel)
-    lines = text.split("\n")
-    out = {"codebase": str(codebase.root), "path": f.rel, "language": language,
-           "symbols": [_node(d, lines) for d in definitions(text, language)] if language else []}
+    source = _read_source(f, fileset)
+    out = {"codebase": str(codebase.root), "path": f.rel, "language": source.language,
+           "symbols": [_node(d) for d in source_definitions(source)]}
     if not out["symbols"]:
-        out["note"] = (f"no definitions found: {language or 'this file type'} is chunked by "
-                       f"{'its syntax tree' if language else 'line windows'}, and none was recognised")
+        out["note"] = (f"no definitions found: {source.language or 'this file type'} is chunked by "
+                       f"{'its syntax tree' if source.language in AST_LANGUAGES else 'line windows'}, "
+                       "and none was recognised")
     return out
 
 
-def _node(d: Definition, lines: list[str]) -> dict:
-    signature = _signature(lines[d.head:d.last + 1])
-    return {"kind": d.kind, "symbol": d.symbol, "start_line": d.first + 1, "end_line": d.last + 1,
-            "signature": signature, "children": [_node(c, lines) for c in d.children]}
+def _read_source(f: boundary.SafeFile, fileset: boundary.FileSet) -> Source:
+    """The file as the chunker reads it (a notebook as its cells, a component as its parts)."""
+    cap = size_cap(f.rel, fileset.rules["max_file_bytes"])
+    return read_source(f.rel, decode_source(boundary.read_bytes(f, cap)))
+
+
+def _node(d: FileDefinition) -> dict:
+    return {"kind": d.kind, "symbol": d.symbol, "start_line": d.start_line, "end_line": d.end_line,
+            "signature": _signature(d.source), "children": [_node(c) for c in d.children]}
 
 
 def find_symbol(codebase: Codebase, name: str, *, kind: str | None = None, prefix: bool = False,
@@ -170,21 +175,18 @@ def _parsed(fileset: boundary.FileSet, files: dict[str, dict], kind: str | None)
         if not info["language"]:
             continue
         try:
-            f = fileset.check(path)
-            text = decode_source(boundary.read_bytes(f, fileset.rules["max_file_bytes"]))
+            found = source_definitions(_read_source(fileset.check(path), fileset))
         except (UsageError, OSError):
             continue
-        found = definitions(text, info["language"])
         if not found:
             continue
-        lines, rows = text.split("\n"), []
-        stack = list(found)
+        rows, stack = [], list(found)
         while stack:
             d = stack.pop()
             stack.extend(d.children)
             if kind is None or d.kind == kind:
-                rows.append({"path": path, "symbol": d.symbol, "kind": d.kind, "start_line": d.first + 1,
-                             "end_line": d.last + 1, "signature": _signature(lines[d.head:d.last + 1]),
+                rows.append({"path": path, "symbol": d.symbol, "kind": d.kind, "start_line": d.start_line,
+                             "end_line": d.end_line, "signature": _signature(d.source),
                              "role": info["role"], "language": info["language"]})
         out[path] = rows
     return out
