@@ -12,6 +12,7 @@ from ..errors import (
     DiskFullError,
     IndexBusyError,
     NotIndexedError,
+    ReadOnlyIndexError,
 )
 from ..ingest.indexer import Indexer
 from ..ingest.report import BuildReport, Progress
@@ -102,6 +103,13 @@ def ensure_index(codebase: Codebase, *, update: bool = True, progress: Progress 
         if not exists:
             raise IndexBusyError(f"{codebase.root} is being indexed for the first time; try again shortly") from None
         return "another process is indexing this codebase: results come from the last committed state"
+    except (DiskFullError, ReadOnlyIndexError) as err:
+        if not exists:
+            raise
+        # A search reads: the index it has is still worth answering from.
+        why = "the disk is full" if isinstance(err, DiskFullError) else "the index is read-only"
+        return (f"the index could not be updated ({why}): results come from the last committed state, and files "
+                "changed since are marked stale; free some space or make it writable, then search again")
     return "; ".join(warnings) or None
 
 

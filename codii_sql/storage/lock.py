@@ -9,13 +9,14 @@ the texts it embedded (``vector_queue_still_wanted``).
 from __future__ import annotations
 
 import contextlib
+import errno
 from collections.abc import Iterator
 from pathlib import Path
 
 import filelock
 
 from ..codebase import Codebase
-from ..errors import DaemonRunningError, IndexBusyError, StorageError
+from ..errors import DaemonRunningError, DiskFullError, IndexBusyError, ReadOnlyIndexError, StorageError
 
 
 @contextlib.contextmanager
@@ -82,9 +83,11 @@ def _held(codebase: Codebase, path: Path, wait: bool, busy: str,
     except filelock.Timeout:
         raise busy_error(busy) from None
     except OSError as err:
-        raise StorageError(f"cannot write the index beside {codebase.db_path}: {err.strerror}; "
-                           "check the folder's permissions and free disk space (or copy the .db "
-                           "somewhere writable and pass --db)") from None
+        kind = {errno.ENOSPC: DiskFullError, errno.EDQUOT: DiskFullError, errno.EROFS: ReadOnlyIndexError,
+                errno.EACCES: ReadOnlyIndexError, errno.EPERM: ReadOnlyIndexError}.get(err.errno, StorageError)
+        raise kind(f"cannot write the index beside {codebase.db_path}: {err.strerror}; "
+                   "check the folder's permissions and free disk space (or copy the .db "
+                   "somewhere writable and pass --db)") from None
     try:
         yield
     finally:

@@ -6,7 +6,9 @@ import contextlib
 import json
 import os
 import re
+import shutil
 import time
+import urllib.parse
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -34,6 +36,9 @@ _MIGRATES = {"1": True, "2": True, "3": False}
 
 #: Milliseconds a connection waits on a lock held by another process before it gives up.
 BUSY_TIMEOUT_MS = 10_000
+#: Free bytes under which a failed open is blamed on a full disk: SQLite's WAL index (``-shm``)
+#: alone needs 32 KiB, and a failed open of a disk with less reports a bare "disk I/O error".
+DISK_FULL_BYTES = 1 << 20
 
 
 class Store:
@@ -57,17 +62,20 @@ class Store:
         self._translate = False  # opening words its own errors, below
         if not create and not self.path.is_file():
             raise StorageError(f"no index at {self.path}: run `codii-sql build` first")
-        flags = apsw.SQLITE_OPEN_READWRITE | (apsw.SQLITE_OPEN_CREATE if create else 0)
+        #: True when opened from a full disk or a read-only folder as an immutable file (see
+        #: :meth:`_open_immutable`): reads only.
+        self.immutable = False
         try:
-            if create:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-            self.conn = apsw.Connection(str(self.path), flags=flags)
-            self.conn.enable_load_extension(True)
-            self.conn.load_extension(sqlite_vec.loadable_path())
-            self.conn.enable_load_extension(False)
-            self.conn.set_busy_timeout(BUSY_TIMEOUT_MS)
-            shape = self.row("index_shape")
+            try:
+                shape = self._open(create)
+            except (apsw.IOError, apsw.FullError, apsw.CantOpenError, apsw.ReadOnlyError, OSError):
+                if create or not self._quiescent():
+                    raise
+                shape = self._open_immutable()
             self._refuse_foreign(shape, create)
+            if self.immutable:
+                self._translate = True
+                return
             self._retry_busy("pragmas_write")
             for name in ("pragma_synchronous", "pragma_mmap"):
                 self.run(name)
@@ -90,10 +98,49 @@ class Store:
         except (apsw.Error, OSError) as err:
             if self.path.parent.is_dir() and not os.access(self.path.parent, os.W_OK):
                 # SQLite's WAL mode writes -wal/-shm files beside the .db even to read it.
-                raise StorageError(f"cannot open index {self.path}: its folder is read-only and SQLite needs to "
+                raise ReadOnlyIndexError(f"cannot open index {self.path}: its folder is read-only and SQLite needs to "
                                    "write beside it: set CODII_SQL_HOME to a writable folder, or copy the .db "
                                    "somewhere writable and pass --db") from None
+            if isinstance(err, apsw.FullError) or _disk_full(self.path.parent):
+                raise DiskFullError(f"the disk is full opening {self.path} (SQLite could not write beside it): "
+                                    "free some space, then run the command again") from None
             raise StorageError(f"cannot open index {self.path}: {err}; check the path and free disk space") from None
+
+    def _connect(self, name: str, flags: int) -> dict[str, int]:
+        """Connect to ``name`` with sqlite-vec loaded; the file's ``index_shape`` row."""
+        self.conn = apsw.Connection(name, flags=flags)
+        self.conn.enable_load_extension(True)
+        self.conn.load_extension(sqlite_vec.loadable_path())
+        self.conn.enable_load_extension(False)
+        self.conn.set_busy_timeout(BUSY_TIMEOUT_MS)
+        return self.row("index_shape")
+
+    def _open(self, create: bool) -> dict[str, int]:
+        if create:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        flags = apsw.SQLITE_OPEN_READWRITE | (apsw.SQLITE_OPEN_CREATE if create else 0)
+        return self._connect(str(self.path), flags)
+
+    def _quiescent(self) -> bool:
+        """True when no write-ahead log holds commits the main file lacks (no ``-wal`` file, or an
+        empty one): the ``.db`` alone is then the whole index, and reading it immutable is exact."""
+        try:
+            return os.stat(f"{self.path}-wal").st_size == 0
+        except FileNotFoundError:
+            return True
+        except OSError:
+            return False
+
+    def _open_immutable(self) -> dict[str, int]:
+        """Open read-only with SQLite's ``immutable=1`` (https://sqlite.org/uri.html#uriimmutable):
+        no lock, no ``-wal`` or ``-shm`` file, so nothing is created beside the ``.db``. Reading in
+        WAL mode otherwise creates the ``-shm`` index, which fails on a full disk (SQLITE_IOERR)
+        or in a read-only folder, and an intact index could not even be searched."""
+        with contextlib.suppress(apsw.Error, AttributeError):
+            self.conn.close()
+        self.immutable = True
+        uri = "file:" + urllib.parse.quote(str(self.path.resolve())) + "?immutable=1"
+        return self._connect(uri, apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)
 
     def _refuse_foreign(self, shape: dict[str, int], create: bool) -> None:
         """Raise ``StorageError`` unless the file is our index, or empty and ``create`` is set."""
@@ -282,6 +329,14 @@ class Store:
                     f"index {self.path.name} was built with {key}={have!r}, this version uses {want!r}: "
                     "run `codii-sql build --force` to rebuild it"
                 )
+
+
+def _disk_full(folder: Path) -> bool:
+    """True when ``folder``'s file system has less than :data:`DISK_FULL_BYTES` free."""
+    try:
+        return shutil.disk_usage(folder).free < DISK_FULL_BYTES
+    except OSError:
+        return False
 
 
 def translate(err: apsw.Error, path: Path) -> CodiiError:

@@ -1,0 +1,89 @@
+"""An intact index on a full disk or a read-only file system: reads work, writes say why they cannot.
+
+The disk is a real tmpfs of a few MiB mounted for the test (root only; skipped elsewhere), filled to
+its last byte with a file of zeros.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from test_mcp import call, server
+
+from codii_sql.cli import cli
+from codii_sql.codebase import Codebase
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    # 48 MiB: the home holds the optimised model (~22 MiB), the embedding cache and the index.
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=48m", "tmpfs", str(disk)], capture_output=True)
+    if mounted.returncode:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.decode().strip()}")
+    try:
+        yield disk
+    finally:
+        subprocess.run(["umount", "-l", str(disk)], check=False)
+
+
+def fill(disk: Path) -> None:
+    """Write zeros until the file system has no byte left."""
+    with open(disk / "filler", "wb", buffering=0) as out:
+        for size in (1 << 20, 4096, 1):
+            with contextlib.suppress(OSError):
+                while True:
+                    out.write(b"\0" * size)
+
+
+def cli_json(*args) -> tuple[int, dict]:
+    res = CliRunner().invoke(cli, [str(a) for a in args])
+    return res.exit_code, json.loads(res.stdout)
+
+
+def test_an_intact_index_is_read_on_a_full_disk_and_a_read_only_one(small_disk, sample_repo, monkeypatch):
+    monkeypatch.setenv("CODII_SQL_HOME", str(small_disk / "home"))
+    monkeypatch.setenv("CODII_SQL_WATCH", "0")
+    code, report = cli_json("build", sample_repo, "--json")
+    assert code == 0, report
+    db = Codebase.open(sample_repo).db_path
+    # The last connection removed the WAL index: reading must not need to create it again.
+    assert not Path(f"{db}-shm").exists()
+    code, before = cli_json("search", "retry with backoff", "--path", sample_repo, "--json", "--no-update")
+    fill(small_disk)
+
+    code, after = cli_json("search", "retry with backoff", "--path", sample_repo, "--json", "--no-update")
+    assert code == 0 and [r["id"] for r in after["results"]] == [r["id"] for r in before["results"]], after
+    (sample_repo / "app" / "http.py").write_text((sample_repo / "app" / "http.py").read_text() + "\n# edited\n")
+    code, updating = cli_json("search", "retry with backoff", "--path", sample_repo, "--json")
+    assert code == 0 and updating["results"], updating
+    assert updating["note"].startswith("the index could not be updated (the disk is full)"), updating["note"]
+    code, st = cli_json("status", sample_repo, "--json")
+    assert code == 0 and st["files"] == report["files"], st
+    code, failed = cli_json("build", sample_repo, "--json")
+    assert code != 0 and "disk is full" in failed["error"] and "free some space" in failed["hint"], failed
+
+    async def agent():
+        async with server(small_disk / "home", CODII_SQL_WATCH="0") as s:
+            found = await call(s, "search_code", path=str(sample_repo), query="retry with backoff")
+            assert found["results"][0]["path"] == before["results"][0]["path"], found
+            assert (await call(s, "get_indexing_status", path=str(sample_repo)))["files"]["indexed"] == st["files"]
+
+    asyncio.run(agent())
+
+    (small_disk / "filler").unlink()
+    subprocess.run(["mount", "-o", "remount,ro", str(small_disk)], check=True)
+    code, ro = cli_json("search", "retry with backoff", "--path", sample_repo, "--json")
+    assert code == 0 and ro["results"] and "(the index is read-only)" in ro["note"], ro
+    subprocess.run(["mount", "-o", "remount,rw", str(small_disk)], check=True)
+    code, rebuilt = cli_json("build", sample_repo, "--json")  # space again: the edit is indexed
+    assert code == 0 and rebuilt["modified"] == 1, rebuilt
