@@ -89,3 +89,47 @@ def test_a_truncated_index_is_one_line_and_can_be_cleared_or_rebuilt(sample_repo
     elsewhere.write_bytes(b"SQLite format 3\x00" + bytes(5000))
     res = CliRunner().invoke(cli, ["clear", "--db", str(elsewhere), "--yes"])
     assert res.exit_code != 0 and "delete it by hand" in res.output and elsewhere.exists()
+
+
+def _damage_one_leaf(db) -> int:
+    """Overwrite the cells of one leaf page of the chunks table (the page header stays, so only a
+    read of that page finds it); returns the page number."""
+    with Store(db, create=False) as store:
+        [[page]] = store.conn.execute(
+            "SELECT max(pageno) FROM dbstat WHERE name = 'chunks' AND pagetype = 'leaf'").fetchall()
+        size = store.conn.execute("PRAGMA page_size").fetchall()[0][0]
+    with open(db, "r+b") as fh:
+        fh.seek((page - 1) * size + 16)
+        fh.write(b"\xff" * (size - 16))
+    return page
+
+
+def test_a_plain_status_and_build_notice_a_damaged_page(sample_repo):
+    """A no-change build and status read a few pages only: one broken leaf went unnoticed."""
+    run("build", sample_repo)
+    db = Codebase.open(sample_repo).db_path
+    healthy = json.loads(run("status", sample_repo, "--json").output)
+    assert healthy["status"] == "indexed" and "damage" not in healthy
+    _damage_one_leaf(db)
+    st = json.loads(run("status", sample_repo, "--json").output)
+    assert st["status"] == "damaged" and st["damage"] and "build --force" in st["error"], st
+    res = CliRunner().invoke(cli, ["build", str(sample_repo), "--json"])
+    out = json.loads(res.stdout)
+    assert res.exit_code != 0 and "is damaged" in out["error"] and "build --force" in out["hint"], out
+    assert json.loads(run("status", sample_repo, "--json").output)["status"] == "damaged"  # not remembered clean
+    assert json.loads(run("build", sample_repo, "--force", "--json").output)["added"] == 4
+    assert json.loads(run("status", sample_repo, "--json").output)["status"] == "indexed"
+    assert run("build", sample_repo, "--json").exit_code == 0
+
+
+def test_a_clean_check_is_remembered_until_the_file_changes(sample_repo):
+    from codii_sql.storage import health
+
+    run("build", sample_repo)
+    db = Codebase.open(sample_repo).db_path
+    assert json.loads(health.checked_path(db).read_text()) == health.stamp(db)  # the build vouched for its commit
+    with Store(db, create=False) as store:
+        store.conn.execute("INSERT INTO meta(key, value) VALUES ('probe', '1')")  # another writer
+    assert json.loads(health.checked_path(db).read_text()) != health.stamp(db)
+    assert json.loads(run("status", sample_repo, "--json").output)["status"] == "indexed"
+    assert json.loads(health.checked_path(db).read_text()) == health.stamp(db)

@@ -9,9 +9,10 @@ import time
 from collections.abc import Callable, Iterable
 
 from ..codebase import Codebase
-from ..errors import IndexBusyError, IndexMismatchError, UsageError
+from ..errors import DamagedIndexError, IndexBusyError, IndexMismatchError, UsageError
 from ..models.cache import EmbeddingCache
 from ..models.embedder import Embedder
+from ..storage import health
 from ..storage.lock import vector_lock, vectors_running, writer_lock
 from ..storage.store import SCHEMA_VERSION, Store
 from . import roles
@@ -116,6 +117,7 @@ class Indexer:
         with Store(self.codebase.db_path) as store, contextlib.ExitStack() as held:
             with writer_lock(self.codebase, wait=wait):
                 store.run("pragma_write_cache")
+                self._refuse_damaged(store, force)
                 report = self._lexical(store, force)
                 pending = store.row("vector_counts")["pending"]
                 report.vectors_enabled = self._vectors_on(store)
@@ -128,7 +130,16 @@ class Indexer:
             report.vectors_pending = store.row("vector_counts")["pending"]
             # Fold the WAL into the main file: a copied .db alone then holds the whole index.
             store.run("wal_checkpoint")
+        health.vouch(self.codebase.db_path)  # only this build wrote since its check
         return report
+
+    def _refuse_damaged(self, store: Store, force: bool) -> None:
+        """Raise DamagedIndexError when quick_check finds broken pages: writing on would spread the
+        damage. Not with ``force``: the service has deleted a damaged file before it (``discard_damaged``)."""
+        problem = None if force else health.damage(store)
+        if problem:
+            raise DamagedIndexError(f"{store.path} is damaged ({problem}): run `codii-sql build --force` to replace "
+                                    "it, or `codii-sql clear --yes` to delete it")
 
     def _lexical(self, store: Store, force: bool) -> BuildReport:
         started = time.perf_counter()

@@ -110,7 +110,7 @@ class Session:
             "chunks": {"indexed": st.get("chunks", 0),
                        "total": st.get("chunks") if status in ("indexed", "stale") else None},
             "skipped": st.get("skipped") or {}, "failed_files": st.get("failed") or {},
-            "last_error": error if status in ("failed", "indexing") else None,
+            "last_error": error if status in ("failed", "indexing", "damaged") else None,
             "last_indexed_at": iso(st.get("last_indexed_at")), "build_seconds": st.get("build_seconds"),
             "size_bytes": st.get("size_bytes", 0), "db": st["db"], **({"vectors": vectors} if vectors else {}),
             "watched_by": st.get("watched_by") or [],

@@ -9,6 +9,7 @@ from ..codebase import Codebase
 from ..errors import DamagedIndexError, NotIndexedError, StorageError, UsageError
 from ..ingest.config import scan_rules as index_scan_rules
 from ..ingest.indexer import Indexer
+from ..storage import health
 from ..storage.lock import is_locked, vectors_running
 from ..storage.store import Store
 from .daemon import daemon_info
@@ -30,7 +31,9 @@ def status(codebase: Codebase, *, check_stale: bool = True) -> dict:
     """The index's state: ``status`` is not_indexed, indexing, indexed, failed or stale.
 
     ``stale`` means a build would change the index (see :func:`is_stale`; skipped when
-    ``check_stale`` is false). ``failed`` includes a build whose process died.
+    ``check_stale`` is false). ``failed`` includes a build whose process died. ``damaged``: SQLite's
+    quick_check finds broken pages (``damage`` says which; also skipped when ``check_stale`` is
+    false, or while a build writes; cheap when the file is unchanged, see :mod:`~codii_sql.storage.health`).
     """
     out = {"codebase": str(codebase.root), "db": str(codebase.db_path)}
     if not codebase.db_path.is_file():
@@ -40,12 +43,18 @@ def status(codebase: Codebase, *, check_stale: bool = True) -> dict:
         meta = store.meta()
         counts = store.row("counts")
         state, vectors = _state(codebase, meta, store.row("vector_counts"))
-    if state == "indexed" and check_stale and is_stale(codebase):
+        problem = health.damage(store) if check_stale and state != "indexing" else None
+    if problem:
+        state = "damaged"
+    elif state == "indexed" and check_stale and is_stale(codebase):
         state = "stale"
     out.update(status=state, files=counts["files"], chunks=counts["chunks"], size_bytes=_db_size(codebase.db_path),
                **{k: meta.get(k) for k in ("phase", "files_done", "files_total", "skipped", "failed", "error",
                                               "last_indexed_at", "build_seconds", "model_id", "merkle_root")},
                embedder=recorded_embedder(meta), vectors=vectors)
+    if problem:
+        out.update(damage=problem, error=f"the index file is damaged ({problem}): `codii-sql build --force` "
+                                          "replaces it (MCP: index_codebase force=true)")
     background = daemon_info(codebase)
     if background:
         out["daemon"] = background
