@@ -338,3 +338,11 @@ def test_json_times_are_iso_8601_as_in_text(sample_repo):
     for when in (st["last_indexed_at"], row["last_indexed_at"]):
         assert abs(datetime.datetime.fromisoformat(when).timestamp() - time.time()) < 600, when
     assert f"last_indexed_at: {st['last_indexed_at']}" in run("status", sample_repo).output
+
+
+def test_an_invalid_glob_is_a_usage_error_before_any_indexing(sample_repo, codii_home):
+    for bad in ("[", "src/[a-"):
+        res = CliRunner().invoke(cli, ["search", "retry", "--path", str(sample_repo), "--glob", bad, "--json"])
+        out = json.loads(res.stdout)
+        assert res.exit_code == 2 and f"bad path glob {bad!r}" in out["error"] and "close every '['" in out["hint"], out
+    assert not (codii_home / "indexes").exists() or not list((codii_home / "indexes").glob("*.db"))

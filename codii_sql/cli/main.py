@@ -47,7 +47,8 @@ def _fail(message: str, code: int, as_json: bool, where: str = "codii-sql") -> N
 #: what to do", or "...; what to do").
 _ADVICE = re.compile(r"(?:: |; )(?=(?:pass|run|call|use|try|free|check|wait|reinstall|install|remove|delete|set|"
                      r"see|give|add|start|poll|rename|choose|fix|make|point|edit|quote|open|index|build|search|"
-                     r"drop|rebuild|clear|name|list|keep|ask|cd|put|create|write|move|restart|stop)\b)")
+                     r"drop|rebuild|clear|name|list|keep|ask|cd|put|create|write|move|restart|stop|close|escape|omit|"
+                     r"lower|raise|increase|reduce|update|upgrade|select|mount|copy|kill|unset|export|read)\b)")
 
 
 def split_hint(message: str) -> tuple[str, str | None]:

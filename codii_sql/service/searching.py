@@ -87,6 +87,7 @@ def search(codebase: Codebase, query: str, opts: SearchOptions, *, update: bool 
         UsageError: a bad query or option (see :meth:`Searcher.search`).
         NotIndexedError, IndexMismatchError, StorageError: see :func:`open_searcher`.
     """
+    opts.check()  # a bad option is refused before any indexing work
     if update and opts.mode != "bm25":
         # The model's start-up (~0.4 s) runs on the second core while the update check walks
         # the tree (0.1 s on Sphinx's 1.4k files, ~0.5 s on Django's): it overlaps, not adds.
