@@ -148,11 +148,11 @@ def test_a_file_that_fails_to_chunk_is_reported_and_retried(sample_repo, embedde
 
 
 def test_changed_role_rules_reclassify_files_without_reindexing(sample_repo, embedder, monkeypatch):
-    import codii_sql.ingest.indexer as index_mod
+    import codii_sql.ingest.roles as roles_mod
 
     build(sample_repo, embedder)
-    monkeypatch.setattr(index_mod.roles, "VERSION", index_mod.roles.VERSION + 1)
-    monkeypatch.setattr(index_mod.roles, "classify", lambda path: "vendored")
+    monkeypatch.setattr(roles_mod, "VERSION", roles_mod.VERSION + 1)
+    monkeypatch.setattr(roles_mod, "classify", lambda path, marks=None, declared_generated=False: "vendored")
     report = build(sample_repo, embedder)
     assert report.chunks_written == 0
     assert {r["role"] for r in rows(sample_repo, "stats_by_role")} == {"vendored"}

@@ -175,7 +175,7 @@ def test_special_files_are_never_opened(tmp_path, monkeypatch):
 
     assert [f.path for f in result.files] == [".gitignore", "a.py"]
     assert result.skipped == {"not-regular-file": 2}
-    assert {Path(p).name for p in opened} <= {".gitignore", "exclude", "commondir", ".git"}
+    assert {Path(p).name for p in opened} <= {".gitignore", "exclude", "attributes", "commondir", ".git"}
 
 
 def test_read_file_on_a_fifo_does_not_block(tmp_path):

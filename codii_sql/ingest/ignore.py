@@ -7,7 +7,6 @@ config, and only when its last component is literal (see :func:`compile_level`).
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -132,25 +131,3 @@ def read_ignore_file(path: str, base: str, can_rescue: bool) -> IgnoreLevel | No
     except OSError:
         return None
     return compile_level(text.splitlines(), base, can_rescue)
-
-
-def git_info_exclude(root: str) -> str:
-    """Path of ``info/exclude`` for the repository whose ``.git`` is at the root ("" if none)."""
-    dot_git = os.path.join(root, ".git")
-    git_dir = dot_git
-    if os.path.isfile(dot_git):
-        try:
-            with open(dot_git, encoding="utf-8") as fh:
-                first = fh.readline()
-        except (OSError, UnicodeDecodeError):
-            return ""
-        if not first.startswith("gitdir:"):
-            return ""
-        git_dir = os.path.join(root, first[len("gitdir:"):].strip())
-    # Worktrees keep info/ in the main repository, named by the ``commondir`` file.
-    try:
-        with open(os.path.join(git_dir, "commondir"), encoding="utf-8") as fh:
-            git_dir = os.path.join(git_dir, fh.read().strip())
-    except (OSError, UnicodeDecodeError):
-        pass
-    return os.path.join(git_dir, "info", "exclude")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import time
 from collections.abc import Callable, Iterable
@@ -15,14 +14,12 @@ from ..models.embedder import Embedder
 from ..storage import health
 from ..storage.lock import vector_lock, vectors_running, writer_lock
 from ..storage.store import SCHEMA_VERSION, Store
-from . import roles
 from .chunking import CHUNKER_VERSION
 from .config import DEFAULT_MAX_FILE_BYTES, load_config, scan_rules
 from .embedding import embed_queued
 from .lexical import LexicalPhase
 from .plan import Plan, make_plan
 from .report import BuildReport, Progress
-from .write import VECTOR_PRIORITY
 
 
 def index_settings(embedder: Embedder) -> dict:
@@ -160,12 +157,9 @@ class Indexer:
         if self.embedder.dims is not None:
             store.fit_vector_tables(self.embedder.dims)
         with store.transaction():
-            if store.meta().get("roles_version") != roles.VERSION:
-                store.many("file_set_role", [{"path": r["path"], "role": roles.classify(r["path"])}
-                                             for r in store.rows("files_all")])
-                store.run("vector_queue_reprioritise", {"priorities": json.dumps(VECTOR_PRIORITY)})
+            # Roles are re-derived after the scan (reclassify.py), which reads the .gitattributes.
             store.set_meta(**settings, root=str(self.codebase.root), status="indexing", pid=os.getpid(),
-                           started_at=time.time(), phase="scan", error=None, roles_version=roles.VERSION,
+                           started_at=time.time(), phase="scan", error=None,
                            vectors_enabled=self._vectors_on(store), embedder=self.embedder.name,
                            **({"vectors": self.vectors} if self.vectors is not None else {}))
         report = BuildReport()

@@ -15,9 +15,9 @@ from pathlib import Path
 
 from ..models.cache import EmbeddingCache, text_key
 from ..storage.store import Store
-from . import merkle
 from .plan import Plan
 from .prepare import Prepared, prepared_files
+from .reclassify import reclassify
 from .report import BuildReport, Progress
 from .vectors import known_vectors
 from .walk import SourceFile
@@ -53,6 +53,10 @@ class LexicalPhase:
         report.unchanged = (len(plan.files) - sum(plan.skipped_after_read.values()) - report.added - report.modified
                             - report.reindexed)
         report.skipped.update(plan.skipped_after_read)
+        written = {*plan.added, *plan.modified, *plan.reindexed}
+        if plan.reclassify:
+            reclassify(self.store, self.root, [f for p, f in plan.files.items() if p not in written],
+                       plan.attributes, plan.max_file_bytes)
         with self.store.transaction():
             for f in plan.touched:
                 self.store.run("file_touch", {"path": f.path, "size": f.size, "mtime_ns": f.mtime_ns})
@@ -61,20 +65,19 @@ class LexicalPhase:
             self.store.set_meta(scan_ignore_patterns=ignore, scan_extensions=exts)
         todo = [plan.files[p] for p in plan.added + plan.modified + plan.reindexed]
         if todo:
-            self._index_files(plan.old, todo, plan.max_file_bytes, report)
+            self._index_files(plan, todo, report)
         # Removals last: a renamed file's new copy can still reuse the old copy's vectors.
         with self.store.transaction():
             remove_files(self.store, plan.old, plan.removed)
         report.merkle_root = plan.old.root_hash
 
-    def _index_files(self, tree: merkle.Tree, todo: list[SourceFile], max_file_bytes: int,
-                     report: BuildReport) -> None:
+    def _index_files(self, plan: Plan, todo: list[SourceFile], report: BuildReport) -> None:
         """Prepare and write ``todo`` in batches of :data:`BATCH_CHUNKS` chunks or :data:`BATCH_FILES` files."""
         done = 0
         self.progress("chunk", 0, len(todo))
         with self.store.transaction():
             self.store.set_meta(phase="chunk", files_done=0, files_total=len(todo))
-        prepared = prepared_files(self.root, todo, max_file_bytes, window=4 * BATCH_FILES)
+        prepared = prepared_files(self.root, todo, plan.max_file_bytes, window=4 * BATCH_FILES)
         for batch in _batches(self._counted(prepared, len(todo))):
             ok = []
             for p in batch:
@@ -91,9 +94,9 @@ class LexicalPhase:
             report.phase_seconds["lookup"] += time.perf_counter() - t
             t = time.perf_counter()
             with self.store.transaction():
-                write_files(self.store, tree, ok, keys, known)
+                write_files(self.store, plan.old, ok, keys, known, plan.attributes)
                 report.chunks_written += sum(len(p.chunks) for p in ok)
-                flush_tree(self.store, tree)
+                flush_tree(self.store, plan.old)
                 done += len(batch)
                 self.store.set_meta(phase="chunk", files_done=done, files_total=len(todo))
             report.phase_seconds["write"] += time.perf_counter() - t

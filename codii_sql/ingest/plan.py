@@ -12,7 +12,9 @@ from pathlib import Path
 
 from ..storage.store import Store
 from . import merkle
+from .attributes import Attributes
 from .read import read_file
+from .reclassify import stale_roles
 from .walk import SourceFile, scan
 
 #: ``files.size`` of a file marked for re-chunking (``build --force``, a chunker change): it
@@ -35,11 +37,13 @@ class Plan:
     removed: list[str] = field(default_factory=list)
     reindexed: list[str] = field(default_factory=list)
     seconds: Counter = field(default_factory=Counter)
+    attributes: Attributes = field(default_factory=Attributes)
+    reclassify: bool = False  # the stored roles came from other rules or attribute files
 
     @property
     def changed(self) -> bool:
         """True when a build would write anything."""
-        return bool(self.added or self.modified or self.removed or self.reindexed)
+        return bool(self.added or self.modified or self.removed or self.reindexed or self.reclassify)
 
 
 def make_plan(store: Store, root: Path, rules: dict, progress: Callable[[str, int, int], None]) -> Plan:
@@ -53,7 +57,8 @@ def make_plan(store: Store, root: Path, rules: dict, progress: Callable[[str, in
     result = scan(root, **rules, on_progress=lambda found: progress("scan", found, None))
     progress("scan", len(result.files), len(result.files))
     plan = Plan(files={f.path: f for f in result.files}, skipped=Counter(result.skipped),
-                max_file_bytes=rules["max_file_bytes"])
+                max_file_bytes=rules["max_file_bytes"], attributes=result.attributes,
+                reclassify=stale_roles(store.meta(), result.attributes))
     plan.seconds["scan"] = time.perf_counter() - t
     t = time.perf_counter()
     stored = {r["path"]: r for r in store.rows("files_all")}

@@ -1,13 +1,17 @@
-"""The role of a file from its path (source, test, docs, config, generated, vendored, data): a soft ranking prior."""
+"""The role of a file (source, test, docs, config, generated, vendored, data) from its path, attributes and header: a soft ranking prior."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 
 ROLES = ("source", "test", "docs", "config", "generated", "vendored", "data")
 #: Bumped when the rules change: a build then re-classifies every indexed file (cheap, no
-#: re-chunking), since the role is stored in the files table.
-VERSION = 4
+#: re-chunking), since the role is stored in the files table. 5: .gitattributes' linguist marks
+#: and files that declare themselves generated (issue 16).
+VERSION = 5
+#: Roles a set linguist attribute gives, first wins when several are set.
+_MARKED = ("generated", "vendored", "docs")
 
 _VENDORED_DIRS = {"vendor", "vendored", "_vendor", "third_party", "thirdparty", "third-party", "external", "extern"}
 _TEST_DIRS = {"test", "tests", "testing", "__tests__", "spec", "specs", "testdata", "test_data", "fixtures"}
@@ -33,10 +37,14 @@ _DATA_EXT = {".po", ".pot", ".xlf", ".xliff", ".csv", ".tsv", ".psv", ".asc", ".
 _GENERATED = re.compile(r"(_pb2(_grpc)?\.py$|\.pb\.go$|\.generated\.|\.g\.dart$|_generated\.|\.min\.)")
 
 
-def classify(path: str) -> str:
+def classify(path: str, marks: Mapping[str, bool] | None = None, declared_generated: bool = False) -> str:
     """The role of the file at relative POSIX ``path``: one of :data:`ROLES`.
 
-    Path rules only (no content is read): vendored directories first (``vendor/``,
+    ``marks`` are its linguist attributes (:meth:`.attributes.Attributes.marks`): a set one
+    decides (generated, then vendored, then docs); an unset one (``-linguist-vendored``) turns
+    off the path rule it names. ``declared_generated`` (:func:`.generated.declares_generated`,
+    from the content) makes it generated after the vendored, generated-name and data rules.
+    Otherwise path rules: vendored directories first (``vendor/``,
     ``third_party/``..., and a ``packages/`` directory nested inside another package, as in
     ``requests/packages/urllib3``; a top-level ``packages/`` is a monorepo's own code), then
     generated names, data (translation catalogues, tables, signatures), tests (directories such as ``tests/`` or names such as ``test_x.py``,
@@ -44,16 +52,28 @@ def classify(path: str) -> str:
     upper-case names without extension such as ``INSTALL``),
     packaging metadata and config files; everything else is source.
     """
+    marks = marks or {}
+    for role in _MARKED:
+        if marks.get(role):
+            return role
+    off = {role for role, on in marks.items() if not on}
+    return _by_path(path, off, declared_generated and "generated" not in off)
+
+
+def _by_path(path: str, off: set[str], declared_generated: bool) -> str:
+    """The path rules of :func:`classify`, without those of the roles in ``off``."""
     parts = path.lower().split("/")
     name = parts[-1]
     dirs = set(parts[:-1])
     ext = name[name.rfind("."):] if "." in name else ""
-    if dirs & _VENDORED_DIRS or "packages" in parts[1:-1] or "site-packages" in dirs:
+    if "vendored" not in off and (dirs & _VENDORED_DIRS or "packages" in parts[1:-1] or "site-packages" in dirs):
         return "vendored"
-    if _GENERATED.search(name):
+    if "generated" not in off and _GENERATED.search(name):
         return "generated"
     if ext in _DATA_EXT:
         return "data"
+    if declared_generated:
+        return "generated"
     if dirs & _TEST_DIRS or _TEST_FILE.search(path.rpartition("/")[2]):
         return "test"
     stem = name.split(".")[0]
@@ -62,7 +82,7 @@ def classify(path: str) -> str:
     metadata = any(map(_METADATA_DIR.search, dirs))
     shouting = (not ext and len(name) > 2 and name not in _CONFIG_NAMES and not metadata
                 and path.rpartition("/")[2] == name.upper() and any(ch.isalpha() for ch in name))
-    if dirs & _DOC_DIRS or ext in _DOC_EXT or stem in _DOC_NAMES or shouting:
+    if "docs" not in off and (dirs & _DOC_DIRS or ext in _DOC_EXT or stem in _DOC_NAMES or shouting):
         return "docs"
     if name in _CONFIG_NAMES or ext in _CONFIG_EXT or name.startswith(".") or metadata:
         return "config"

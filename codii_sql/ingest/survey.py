@@ -70,7 +70,8 @@ def survey(root: Path, rules: dict, *, store: Store | None, cache: EmbeddingCach
         out.files += 1
         out.chunks += len(p.chunks)
         parts = p.path.split("/")[:-1]
-        for counter, name in ((out.by_language, p.language or "(none)"), (out.by_role, roles.classify(p.path)),
+        role = roles.classify(p.path, result.attributes.marks(p.path), p.generated)
+        for counter, name in ((out.by_language, p.language or "(none)"), (out.by_role, role),
                               *((out.folders, "/".join(parts[:depth])) for depth in {min(1, len(parts)), min(2, len(parts))})):
             counts = counter.setdefault(name, [0, 0])
             counts[0] += 1

@@ -28,6 +28,9 @@ names of path components relative to the root only, so a root that itself lives 
 example ``!src/build/``) re-includes a default-excluded path; a ``.gitignore`` negation does
 not, because whitelist idioms such as ``!*/`` would otherwise re-include ``node_modules``.
 
+The ``.gitattributes`` of each walked directory are read for the linguist marks of file roles
+(:mod:`.attributes`), with ``$GIT_DIR/info/attributes`` over them.
+
 Symlinks are followed only when their real path stays inside the root's real path. A file
 or directory reachable both directly and through a symlink is listed under each path the
 walk reaches it by (the path is the identity the index stores); a symlinked directory whose
@@ -44,15 +47,17 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .attributes import Attributes
+from .attributes import FILE_NAME as ATTRIBUTES_FILE
 from .config import DEFAULT_MAX_FILE_BYTES, normalize_extensions, positive_int, size_cap
 from .ignore import (
     IGNORE_FILE_NAMES,
     IgnoreLevel,
     Rule,
     compile_level,
-    git_info_exclude,
     read_ignore_file,
 )
+from .repositories import git_info_path, read_bytes
 
 #: Files found between two calls of :func:`scan`'s ``on_progress``.
 PROGRESS_EVERY = 500
@@ -126,11 +131,13 @@ class ScanResult:
             that cannot be listed or an entry that cannot be stat-ed.
         dirs: the directories walked, relative (``""`` the root, else ``"dir/sub/"``): a file
             watcher's changes outside them (ignored trees) need no build.
+        attributes: the linguist marks of the walked ``.gitattributes`` files.
     """
 
     files: list[SourceFile]
     skipped: collections.Counter[str] = field(default_factory=collections.Counter)
     dirs: set[str] = field(default_factory=set)
+    attributes: Attributes = field(default_factory=Attributes)
 
 
 @dataclass(slots=True)
@@ -164,9 +171,10 @@ class _Walker:
         self.files: list[SourceFile] = []
         self.skipped: collections.Counter[str] = collections.Counter()
         self.dirs: set[str] = set()
+        self.attribute_files: list[tuple[str, bytes]] = []
 
     def run(self, on_progress: Callable[[int], None] | None = None) -> ScanResult:
-        exclude_path = git_info_exclude(self.root)
+        exclude_path = git_info_path(self.root, "exclude")
         exclude = read_ignore_file(exclude_path, "", can_rescue=False) if exclude_path else None
         stack = [_Dir(self.root, "", self.root_real, (exclude,) if exclude else (), None)]
         reported = 0
@@ -176,7 +184,11 @@ class _Walker:
                 reported = len(self.files)
                 on_progress(reported)
         self.files.sort(key=lambda f: f.path)
-        return ScanResult(self.files, self.skipped, self.dirs)
+        # Lowest precedence first: shallower directories, then info/attributes.
+        self.attribute_files.sort(key=lambda base_data: base_data[0].count("/"))
+        info = read_bytes(git_info_path(self.root, "attributes"))
+        self.attribute_files.extend([("", info)] if info else [])
+        return ScanResult(self.files, self.skipped, self.dirs, Attributes(self.attribute_files))
 
     def _visit(self, d: _Dir) -> list[_Dir]:
         """List one directory: record its files, return its subdirectories to walk."""
@@ -191,6 +203,7 @@ class _Walker:
             self.skipped["default-excluded"] += 1
             return []
         d.levels = self._with_ignore_files(d, names)
+        self._read_attributes(d, names.get(ATTRIBUTES_FILE))
         self.dirs.add(d.rel)
         subdirs = []
         for entry in entries:
@@ -209,6 +222,13 @@ class _Walker:
                 if level:
                     levels.append(level)
         return tuple(levels)
+
+    def _read_attributes(self, d: _Dir, entry: os.DirEntry | None) -> None:
+        # Not followed when a symlink, as Git (>= 2.32) does not follow a symlinked .gitattributes.
+        if entry is not None and entry.is_file(follow_symlinks=False):
+            data = read_bytes(entry.path)
+            if data:
+                self.attribute_files.append((d.rel, data))
 
     def _verdict(self, d: _Dir, rel: str, is_dir: bool) -> Rule | None:
         """The deciding rule for a path: the highest-precedence level with a matching rule."""

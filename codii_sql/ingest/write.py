@@ -7,6 +7,7 @@ import time
 
 from ..storage.store import Store
 from . import merkle, roles
+from .attributes import Attributes
 from .prepare import Prepared
 
 #: Embedding order of queued chunks by file role (lower first): the code people search for
@@ -15,9 +16,10 @@ VECTOR_PRIORITY = {"source": 0, "test": 1, "docs": 2, "config": 3, "generated": 
 
 
 def write_files(store: Store, tree: merkle.Tree, files: list[Prepared], keys: list[list[str]],
-                known: dict[str, bytes]) -> int:
+                known: dict[str, bytes], attributes: Attributes) -> int:
     """Replace the rows of ``files`` (chunks, FTS5, file and Merkle rows, and the vectors ``known``
-    holds) in the caller's transaction; queue the chunks whose vector is not known.
+    holds) in the caller's transaction; queue the chunks whose vector is not known. Roles come
+    from the path, the linguist marks of ``attributes`` and the file's own content flag.
 
     ``keys[i][j]`` is the text key (:func:`~codii_sql.models.cache.text_key`) of chunk ``j`` of
     ``files[i]``; ``known`` maps keys to float32 vector blobs. Each table gets one bulk statement
@@ -30,7 +32,7 @@ def write_files(store: Store, tree: merkle.Tree, files: list[Prepared], keys: li
     first = next_id = store.value("chunk_next_id")
     chunks, vec_rows, queued, nodes = [], [], [], []
     for p, file_keys in zip(files, keys, strict=True):
-        role = roles.classify(p.path)
+        role = roles.classify(p.path, attributes.marks(p.path), p.generated)
         file_id = store.value("file_upsert", {
             "path": p.path, "size": p.size, "mtime_ns": p.mtime_ns, "hash": p.hash, "language": p.language,
             "role": role, "chunk_count": len(p.chunks), "indexed_at": time.time()})
