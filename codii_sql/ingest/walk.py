@@ -28,6 +28,11 @@ names of path components relative to the root only, so a root that itself lives 
 example ``!src/build/``) re-includes a default-excluded path; a ``.gitignore`` negation does
 not, because whitelist idioms such as ``!*/`` would otherwise re-include ``node_modules``.
 
+A directory holding its own ``.git`` (a directory, or a ``gitdir:`` file as in submodules and
+``git worktree add``) is another repository, which Git leaves out of this one's: it is not
+entered (``nested-repository``) when the root belongs to a Git work tree; a folder of several
+repositories, itself in none, is indexed whole. A ``.codiiignore`` negation re-includes one.
+
 The ``.gitattributes`` of each walked directory are read for the linguist marks of file roles
 (:mod:`.attributes`), with ``$GIT_DIR/info/attributes`` over them.
 
@@ -57,14 +62,15 @@ from .ignore import (
     compile_level,
     read_ignore_file,
 )
-from .repositories import git_info_path, read_bytes
+from .repositories import git_info_path, in_git_work_tree, is_repository, read_bytes
 
 #: Files found between two calls of :func:`scan`'s ``on_progress``.
 PROGRESS_EVERY = 500
 
 #: Every reason :func:`scan` counts in :attr:`ScanResult.skipped`.
 SKIP_REASONS = (
-    "ignored", "default-excluded", "too-large", "binary-extension", "lock-file", "minified", "secret",
+    "ignored", "default-excluded", "nested-repository", "too-large", "binary-extension", "lock-file",
+    "minified", "secret",
     "extension-filter", "symlink-outside-root", "symlink-loop", "symlink-dangling",
     "unreadable", "not-regular-file", "undecodable-name",
 )
@@ -130,7 +136,7 @@ class ScanResult:
             ``"undecodable-name"`` a name that is not UTF-8; ``"unreadable"`` a directory
             that cannot be listed or an entry that cannot be stat-ed.
         dirs: the directories walked, relative (``""`` the root, else ``"dir/sub/"``): a file
-            watcher's changes outside them (ignored trees) need no build.
+            watcher's changes outside them (ignored trees, nested repositories) need no build.
         attributes: the linguist marks of the walked ``.gitattributes`` files.
     """
 
@@ -149,6 +155,7 @@ class _Dir:
     real: str
     levels: tuple[IgnoreLevel, ...]  # lowest precedence first
     parent: _Dir | None
+    rescued: bool = False  # re-included by a .codiiignore or config negation
 
     def chain_reals(self) -> Iterator[str]:
         d: _Dir | None = self
@@ -172,6 +179,7 @@ class _Walker:
         self.skipped: collections.Counter[str] = collections.Counter()
         self.dirs: set[str] = set()
         self.attribute_files: list[tuple[str, bytes]] = []
+        self.in_work_tree = in_git_work_tree(self.root)
 
     def run(self, on_progress: Callable[[int], None] | None = None) -> ScanResult:
         exclude_path = git_info_path(self.root, "exclude")
@@ -201,6 +209,9 @@ class _Walker:
         names = {e.name: e for e in entries}
         if d.parent is not None and _VIRTUALENV_MARKER in names:
             self.skipped["default-excluded"] += 1
+            return []
+        if d.parent is not None and self.in_work_tree and not d.rescued and is_repository(names.get(".git")):
+            self.skipped["nested-repository"] += 1
             return []
         d.levels = self._with_ignore_files(d, names)
         self._read_attributes(d, names.get(ATTRIBUTES_FILE))
@@ -275,7 +286,7 @@ class _Walker:
             if reason:
                 self.skipped[reason] += 1
                 return None
-        return _Dir(entry.path, rel + "/", real, d.levels, d)
+        return _Dir(entry.path, rel + "/", real, d.levels, d, rescued)
 
     def _add_file(self, entry: os.DirEntry, rel: str, rescued: bool) -> None:
         name = entry.name

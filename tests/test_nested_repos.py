@@ -1,0 +1,62 @@
+"""Nested repositories (issue 16): a folder with its own .git is another codebase, as Git treats it."""
+
+from __future__ import annotations
+
+import json
+
+from click.testing import CliRunner
+from support.trees import write_tree
+
+from codii_sql import service
+from codii_sql.cli import cli
+from codii_sql.ingest.walk import SKIP_REASONS, scan
+from codii_sql.service.watching import Follow
+
+TREE = {
+    ".git/HEAD": "ref: refs/heads/main\n",
+    "app/main.py": "def main():\n    return 0\n",
+    "libs/sub/.git": "gitdir: ../../.git/modules/libs/sub\n",  # a submodule
+    "libs/sub/sub.py": "def from_the_submodule():\n    pass\n",
+    ".worktrees/feat/.git": "gitdir: /elsewhere/.git/worktrees/feat\n",  # git worktree add .worktrees/feat
+    ".worktrees/feat/app/main.py": "def main():\n    return 1\n",
+    "tools/cloned/.git/HEAD": "ref: refs/heads/main\n",  # a repository cloned inside
+    "tools/cloned/x.py": "def cloned():\n    pass\n",
+    "notes/.git": "not a gitdir link\n",  # no repository: an odd file
+    "notes/todo.py": "def todo():\n    pass\n",
+}
+
+
+def test_the_build_leaves_nested_repositories_out_and_says_so(tmp_path):
+    repo = write_tree(tmp_path / "repo", TREE)
+    res = CliRunner().invoke(cli, ["build", str(repo), "--no-vectors", "--json"], catch_exceptions=False)
+    report = json.loads(res.output)
+    assert report["files"] == 2  # app/main.py, notes/todo.py (notes/.git is left out as any .git is)
+    assert report["skipped"]["nested-repository"] == 3 and "nested-repository" in SKIP_REASONS
+    text = CliRunner().invoke(cli, ["build", str(repo), "--force", "--no-vectors"], catch_exceptions=False).output
+    assert "nested-repository 3" in text
+    found = CliRunner().invoke(cli, ["search", "from_the_submodule cloned", "--path", str(repo), "--json"]).output
+    assert {r["path"] for r in json.loads(found)["results"]} <= {"app/main.py", "notes/todo.py"}
+
+
+def test_outside_a_git_work_tree_a_folder_of_repositories_is_indexed_whole(tmp_path):
+    tree = {k: v for k, v in TREE.items() if not k.startswith(".git/")}
+    result = scan(write_tree(tmp_path / "folder", tree))
+    assert "nested-repository" not in result.skipped
+    assert {"libs/sub/sub.py", "tools/cloned/x.py"} <= {f.path for f in result.files}
+
+
+def test_a_codiiignore_negation_takes_a_nested_repository_back(tmp_path):
+    result = scan(write_tree(tmp_path / "repo", {**TREE, ".codiiignore": "!libs/sub/\n"}))
+    assert result.skipped["nested-repository"] == 2
+    assert "libs/sub/sub.py" in {f.path for f in result.files}
+
+
+def test_watch_ignores_events_under_a_nested_repository(tmp_path):
+    repo = write_tree(tmp_path / "repo", TREE)
+    follow = Follow(service.open_codebase(repo))
+    follow.rescan()
+    root = str(repo.resolve())
+    assert follow.wants(f"{root}/app/new.py")
+    assert not follow.wants(f"{root}/libs/sub/sub.py") and not follow.wants(f"{root}/libs/sub/new.py")
+    assert not follow.wants(f"{root}/.worktrees/feat/app/main.py")
+    assert not follow.wants(f"{root}/tools/cloned/.git/index")
