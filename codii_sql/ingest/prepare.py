@@ -57,7 +57,7 @@ def prepare_file(root: str, f: SourceFile, max_file_bytes: int) -> Prepared:
             out.skip = data
             return out
         out.hash = hashlib.sha256(data).hexdigest()
-        out.generated = declares_generated(data)
+        out.generated = declares_generated(data, f.path)
         source = read_source(f.path, decode_source(data))
         if source.size > max_file_bytes:
             out.skip = "too-large"

@@ -49,4 +49,4 @@ def _role(root: Path, f: SourceFile, marks: dict[str, bool], max_file_bytes: int
     if roles.classify(f.path, marks, declared_generated=True) == plain:
         return plain
     data = read_file(root, f, max_file_bytes=max_file_bytes)
-    return roles.classify(f.path, marks, declared_generated=not isinstance(data, str) and declares_generated(data))
+    return roles.classify(f.path, marks, declared_generated=not isinstance(data, str) and declares_generated(data, f.path))
