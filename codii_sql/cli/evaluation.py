@@ -1,4 +1,4 @@
-"""``eval``: score search on a benchmark, or compare two saved runs."""
+"""``eval``: score search on a benchmark or on a git repository's own history, or compare two saved runs."""
 
 from __future__ import annotations
 
@@ -13,7 +13,11 @@ from .output import emit, json_option
 
 @click.command(name="eval")
 @click.argument("dataset", required=False)
-@click.option("--mode", type=click.Choice(MODES), default="hybrid", show_default=True)
+@click.argument("path", required=False, type=click.Path(file_okay=False))
+@click.option("--mode", "modes", type=click.Choice(MODES), multiple=True,
+              help="Search mode; repeatable for git [default: hybrid; git: hybrid, bm25 and vector].")
+@click.option("--commits", type=click.IntRange(1), default=200, show_default=True,
+              help="git: use up to N recent usable commits as queries.")
 @click.option("--rerank", is_flag=True, help="Re-score the top chunks with the cross-encoder, as search --rerank.")
 @click.option("--rerank-model", default=None,
               help="Cross-encoder for --rerank (implies it) [default: $CODII_SQL_RERANK_MODEL].")
@@ -32,17 +36,25 @@ from .output import emit, json_option
 @click.option("--compare", nargs=2, type=click.Path(exists=True, dir_okay=False), default=None,
               help="Print the metric deltas between two saved runs A B (B - A) instead of running.")
 @json_option
-def eval_(dataset, mode, rerank, rerank_model, embedder, no_prior, repos, limit, top, bench_dir, work_dir, compare,
+def eval_(dataset, path, modes, commits, rerank, rerank_model, embedder, no_prior, repos, limit, top, bench_dir, work_dir, compare,
           as_json):
-    """Score search on a benchmark: DATASET is cosqa, swebench or a dataset folder (see docs/eval.md)."""
+    """Score search on a benchmark: DATASET is cosqa, swebench or a dataset folder, or `git [PATH]`:
+    find the files of a repository's recent commits from their subjects (see docs/eval.md)."""
     from .. import eval as evaluate
 
     if compare:
         cmp = evaluate.compare_runs(evaluate.load_run(compare[0]), evaluate.load_run(compare[1]))
         return emit(cmp) if as_json else click.echo(evaluate.format_comparison(cmp))
     if dataset is None:
-        raise UsageError("missing DATASET: codii-sql eval cosqa|swebench|DIR (or --compare A.json B.json)")
-    cfg = evaluate.EvalConfig(dataset, mode=mode, rerank=rerank or rerank_model is not None,
+        raise UsageError("missing DATASET: codii-sql eval cosqa|swebench|DIR|git [PATH] (or --compare A.json B.json)")
+    if dataset == "git":
+        cfg = evaluate.GitEvalConfig(Path(path or "."), commits=commits, modes=tuple(dict.fromkeys(modes)) or
+                                     evaluate.git.DEFAULT_MODES, embedder=embedder, role_prior=not no_prior,
+                                     work_dir=Path(work_dir))
+        return _git(evaluate, cfg, as_json)
+    if path is not None or len(modes) > 1:
+        raise UsageError("a second PATH and several --mode values are for `eval git` only: one --mode per run")
+    cfg = evaluate.EvalConfig(dataset, mode=modes[0] if modes else "hybrid", rerank=rerank or rerank_model is not None,
                               rerank_model=rerank_model, embedder=embedder, role_prior=not no_prior,
                               repos=repos.split(",") if repos else [], limit=limit, top=top,
                               bench_dir=Path(bench_dir) if bench_dir else None, work_dir=Path(work_dir))
@@ -52,3 +64,13 @@ def eval_(dataset, mode, rerank, rerank_model, embedder, no_prior, repos, limit,
         return emit({**evaluate.summary(run), "saved": str(saved)})
     click.echo(evaluate.format_run(run))
     click.echo(f"saved: {saved}", err=True)
+
+
+def _git(evaluate, cfg, as_json: bool) -> None:
+    """Run ``eval git``, save one run record per mode, print the table (or one JSON object)."""
+    result = evaluate.evaluate_git(cfg, log=lambda msg: click.echo(msg, err=True))
+    saved = [str(evaluate.save_run(run, cfg.work_dir)) for run in result["runs"].values()]
+    if as_json:
+        return emit({**evaluate.git_summary(result), "saved": saved})
+    click.echo(evaluate.format_git(result))
+    click.echo("saved: " + ", ".join(saved), err=True)

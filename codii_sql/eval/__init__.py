@@ -1,6 +1,7 @@
-"""Evaluation (``codii-sql eval``): benchmark datasets, runs through the service, ir-measures metrics, reports."""
+"""Evaluation (``codii-sql eval``): benchmark datasets and git histories, runs through the service, ir-measures metrics, reports."""
 
 from .datasets import EvalConfig
+from .git import GitEvalConfig, evaluate_git, format_git, git_summary
 from .report import (
            compare_runs,
            format_comparison,
@@ -11,5 +12,5 @@ from .report import (
 )
 from .runner import evaluate
 
-__all__ = ["EvalConfig", "compare_runs", "evaluate", "format_comparison", "format_run", "load_run", "save_run",
-           "summary"]
+__all__ = ["EvalConfig", "GitEvalConfig", "compare_runs", "evaluate", "evaluate_git", "format_comparison", "format_git",
+           "format_run", "git_summary", "load_run", "save_run", "summary"]

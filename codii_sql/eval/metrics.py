@@ -1,4 +1,4 @@
-"""Retrieval metrics from ir-measures (the ``[bench]`` extra): NDCG@10, MRR@10, Recall@k, Acc@k; latency percentiles."""
+"""Retrieval metrics from ir-measures (the ``[bench]`` extra): NDCG@10, MRR@10, Recall@k, Acc@k, hit@k; latency percentiles."""
 
 from __future__ import annotations
 
@@ -8,6 +8,8 @@ from ..errors import UsageError
 
 #: Acc@k cut-offs: LocAgent/SweRank convention, as in the bench README.
 ACC_KS = (1, 3, 5, 10)
+#: Metrics that need *every* relevant doc in the top k (no ir-measures measure): name -> k.
+_ALL_RELEVANT = {"swebench": {f"Acc@{k}": k for k in ACC_KS}, "git": {"all-gold@5": 5}}
 
 
 def require_metrics() -> None:
@@ -24,9 +26,12 @@ def require_metrics() -> None:
 
 
 def _measures(kind: str) -> dict:
-    """Report name -> ir-measures measure. MRR@10 is the mean of ir-measures' per-query RR@10."""
-    from ir_measures import RR, R, nDCG
+    """Report name -> ir-measures measure. MRR@10 is the mean of ir-measures' per-query RR@10;
+    hit@k (some relevant doc in the top k) is ``Success@k``."""
+    from ir_measures import RR, R, Success, nDCG
 
+    if kind == "git":
+        return {"hit@1": Success @ 1, "hit@5": Success @ 5, "hit@10": Success @ 10, "MRR@10": RR @ 10}
     if kind == "cosqa":
         return {"NDCG@10": nDCG @ 10, "MRR@10": RR @ 10, "Recall@1": R @ 1, "Recall@5": R @ 5,
                 "Recall@10": R @ 10, "Recall@100": R @ 100}
@@ -34,27 +39,29 @@ def _measures(kind: str) -> dict:
 
 
 def metric_names(kind: str) -> list[str]:
-    """The metrics reported for a dataset kind, in table order."""
-    acc = [f"Acc@{k}" for k in ACC_KS] if kind == "swebench" else []
-    return acc + list(_measures(kind))
+    """The metrics reported for a dataset kind, in table order (git: the hits, all-gold@5, MRR@10)."""
+    if kind == "git":
+        return ["hit@1", "hit@5", "hit@10", "all-gold@5", "MRR@10"]
+    return list(_ALL_RELEVANT.get(kind, {})) + list(_measures(kind))
 
 
 def score(kind: str, relevant: dict[str, list[str]], ranked: dict[str, list[str]]) -> dict[str, dict[str, float]]:
     """Per-query metrics from ir-measures: ``{query id: {metric name: value in [0, 1]}}``.
 
     Args:
-        kind: ``cosqa`` or ``swebench`` (selects :func:`metric_names`).
+        kind: ``cosqa``, ``swebench`` or ``git`` (selects :func:`metric_names`).
         relevant: query id -> relevant doc ids (binary relevance).
         ranked: query id -> distinct doc ids, best first.
 
-    Acc@k (all relevant files in the top k) has no ir-measures measure: it is the library's
-    per-query ``R@k`` equal to 1.0 (exact in floating point: |G| / |G|).
+    Acc@k and all-gold@5 (all relevant files in the top k) have no ir-measures measure: each is
+    the library's per-query ``R@k`` equal to 1.0 (exact in floating point: |G| / |G|).
     """
     import ir_measures
     from ir_measures import Qrel, R, ScoredDoc
 
     named = _measures(kind)
-    wanted = set(named.values()) | ({R @ k for k in ACC_KS} if kind == "swebench" else set())
+    every = _ALL_RELEVANT.get(kind, {})
+    wanted = set(named.values()) | {R @ k for k in every.values()}
     qrels = [Qrel(qid, doc, 1) for qid, docs in relevant.items() for doc in docs]
     # Scores decrease with rank so the library keeps our order (it sorts by score).
     run = [ScoredDoc(qid, doc, float(len(docs) - i)) for qid, docs in ranked.items() for i, doc in enumerate(docs)]
@@ -65,9 +72,9 @@ def score(kind: str, relevant: dict[str, list[str]], ranked: dict[str, list[str]
     for qid in relevant:
         # A query with no results at all may be absent from the library's output: it scores 0.
         got = raw.get(qid, {})
-        row = {f"Acc@{k}": float(got.get(R @ k, 0.0) == 1.0) for k in ACC_KS} if kind == "swebench" else {}
+        row = {name: float(got.get(R @ k, 0.0) == 1.0) for name, k in every.items()}
         row.update({name: got.get(m, 0.0) for name, m in named.items()})
-        out[qid] = row
+        out[qid] = {name: row[name] for name in metric_names(kind)}
     return out
 
 
