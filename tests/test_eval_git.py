@@ -6,7 +6,8 @@ The history (oldest first; ``*`` marks the commits that become queries, newest f
 2. * ``fix(core): make parse_header strip tabs (#12)``: core.py and its test -> gold core.py (rank 1 in BM25).
 3. ``Document the configuration options``: docs only -> no-source.
 4. ``Bump lodash from 1.0.0 to 1.0.1``: generic.
-5. * ``Add FormatDuration rounding to milliseconds`` on a branch, then a merge commit (not walked) -> gold fmt.go (1).
+5. * ``Add FormatDuration rounding to milliseconds`` on a branch (with go.mod: not code), then a merge
+   commit (not walked) -> gold fmt.go (1).
 6. ``Add a scratch module for experiments``: its only file is deleted by 7 -> gone-at-head.
 7. ``Drop the scratch module again``: a deletion only -> no-source.
 8. * ``[core] Rename parse_header argument everywhere.``: core.py and fmt.go -> core.py at 1, fmt.go
@@ -85,7 +86,7 @@ def history(tmp_path_factory) -> Path:
     commit(repo, "Document the configuration options", {"docs/config.md": "# Options\n"})
     commit(repo, "Bump lodash from 1.0.0 to 1.0.1", {"package.json": '{"lodash": "1.0.1"}\n'})
     git(repo, "checkout", "-q", "-b", "feature")
-    commit(repo, "Add FormatDuration rounding to milliseconds", {"lib/fmt.go": FMT})
+    commit(repo, "Add FormatDuration rounding to milliseconds", {"lib/fmt.go": FMT, "go.mod": "module proj\n"})
     git(repo, "checkout", "-q", "main")
     git(repo, "merge", "-q", "--no-ff", "-m", "Merge branch 'feature' into main", "feature")
     commit(repo, "Add a scratch module for experiments", {"src/scratch.py": "X = 1\n"})

@@ -32,6 +32,10 @@ MAX_SOURCE_FILES = 5
 TOP = 10
 PROXY = ("proxy: the index is built at HEAD and already holds each change, so this measures finding where "
          "a change lives now, not retrieval before the change")
+#: Languages of data, prose and build files: the role rules call ``go.mod``, ``CMakeLists``-style
+#: build files and such "source", but a change there is not code to localize.
+NOT_CODE = frozenset({"asciidoc", "cmake", "csv", "dockerfile", "dotenv", "gomod", "ini", "json", "latex", "make",
+                      "markdown", "properties", "rst", "starlark", "text", "toml", "tsv", "xml", "yaml"})
 #: Skip reasons, in report order.
 REASONS = ("revert", "generic", "short", "no-source", "too-many-files", "gone-at-head")
 
@@ -109,15 +113,13 @@ def collect_queries(codebase: Codebase, wanted: int) -> tuple[list[dict], dict]:
 def commit_query(commit: Commit, roles: dict[str, str]) -> tuple[dict | None, str | None]:
     """``(query, None)`` for a usable commit, else ``(None, reason)`` (one of :data:`REASONS`).
 
-    ``roles`` are the index's (:func:`indexed_roles`); a changed file the index does not hold is
-    judged by its path alone, and counts only if it is in a known language (not an image).
+    ``roles`` are the index's (:func:`indexed_roles`); see :func:`is_source`.
     """
     cleaned = clean_subject(commit.subject)
     reason = subject_skip(commit.subject, cleaned)
     if reason:
         return None, reason
-    source = [f for f in commit.files
-              if roles.get(f, "source" if detect_language(f) and path_role(f) == "source" else None) == "source"]
+    source = [f for f in commit.files if is_source(f, roles)]
     if not source:
         return None, "no-source"
     if len(source) > MAX_SOURCE_FILES:
@@ -126,6 +128,13 @@ def commit_query(commit: Commit, roles: dict[str, str]) -> tuple[dict | None, st
     if not gold:
         return None, "gone-at-head"
     return {"id": commit.sha, "query": cleaned, "subject": commit.subject, "relevant": gold}, None
+
+
+def is_source(path: str, roles: dict[str, str]) -> bool:
+    """Whether ``path`` is code: the source role (the index's, else the path rules' for a file the
+    index does not hold) and a programming language (not an image, nor one of :data:`NOT_CODE`)."""
+    language = detect_language(path)
+    return (roles.get(path) or path_role(path)) == "source" and language is not None and language not in NOT_CODE
 
 
 def _skips(skipped: dict[str, int]) -> str:
