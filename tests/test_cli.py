@@ -311,7 +311,7 @@ def test_errors_under_json_are_json_on_stdout_too(sample_repo, tmp_path):
 def test_text_output_escapes_control_characters_in_names_and_lines(tmp_path):
     import re
 
-    repo = tmp_path / "odd"
+    repo = tmp_path / "odd\x1b]0;T\x07dir"  # the codebase folder itself too
     repo.mkdir()
     (repo / "new\nline\a.py").write_text('def ring():\n    return "\x1b[31mred\x9b2J"\n')
     (repo / "calls.py").write_text('def caller():\n    """\x1b]0;title\x07"""\n    return ring()\n')
@@ -319,7 +319,8 @@ def test_text_output_escapes_control_characters_in_names_and_lines(tmp_path):
     assert res.exit_code == 0
     assert "new\\nline\\x07.py:1-2" in res.stdout and "\\x1b[31mred\\x9b2J" in res.stdout
     controls = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # all but tab and newline
-    for args in (("build", repo), ("search", "ring", "--path", repo), ("status", repo), ("list",), ("stats", repo),
+    for args in (("build", repo), ("build", repo, "--dry-run"), ("search", "ring", "--path", repo), ("status", repo),
+                 ("list",), ("stats", repo),
                  ("inspect", repo), ("outline", repo / "new\nline\a.py"), ("symbol", "ring", "--path", repo),
                  ("refs", "ring", "--path", repo), ("outline", "gone\x1b[2J.py", "--path", repo),
                  ("search", "x", "--path", repo / "no\x1b[2Jwhere")):

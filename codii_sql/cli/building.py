@@ -10,6 +10,7 @@ from .. import service
 from ..errors import CodiiError, UsageError
 from .output import (
     db_option,
+    echo,
     describe_filters,
     emit,
     err_console,
@@ -64,7 +65,7 @@ def build(paths, workspace, force, ignore_patterns, extensions, reset_filters, n
         with service.detached(codebase):
             return _emit(job, job.run(codebase))
     if service.is_locked(codebase) and not (dry_run or daemon):
-        click.echo(f"Waiting for another process that is indexing {codebase.root} ...", err=True)
+        echo(f"Waiting for another process that is indexing {codebase.root} ...", err=True)
     _emit(job, job.run(codebase))
 
 
@@ -100,7 +101,7 @@ class Job:
 
         def warn(message: str) -> None:
             warnings.append(message)
-            click.echo(f"Warning: {message}", err=True)
+            echo(f"Warning: {message}", err=True)
 
         with progress_bar(not self.as_json and err_console.is_terminal) as bar:
             report = service.build(codebase, force=self.force, progress=_saying_waits(codebase, bar),
@@ -123,11 +124,11 @@ class Job:
                    *([] if self.vectors is None else ["--vectors" if self.vectors else "--no-vectors"])]
         info = service.start_daemon(codebase, options)
         if not self.as_json and info.get("finished"):
-            click.echo(f"The background build of {codebase.root} already finished (nothing left to do, or a "
+            echo(f"The background build of {codebase.root} already finished (nothing left to do, or a "
                        f"quick update); log: {info.get('log')}")
         elif not self.as_json:
             pid = f" (pid {info['pid']})" if info.get("pid") else ""
-            click.echo(f"Building {codebase.root} in the background{pid}: `codii-sql status {codebase.root}` "
+            echo(f"Building {codebase.root} in the background{pid}: `codii-sql status {codebase.root}` "
                        f"follows it; log: {info.get('log')}")
         return {"codebase": str(codebase.root), "db": str(codebase.db_path), "daemon": info}
 
@@ -142,7 +143,7 @@ def _saying_waits(codebase, bar):
             said.append(True)
             pid = service.inspect(codebase)["snapshot"].get("vectors_pid")
             who = f" (pid {pid})" if pid else ""
-            click.echo(f"Every file is searchable; waiting for another process{who} that is embedding the chunks "
+            echo(f"Every file is searchable; waiting for another process{who} that is embedding the chunks "
                        f"of {codebase.root} ({done:,} of {total:,} done; `codii-sql status {codebase.root}` "
                        "follows it) ...", err=True)
         if bar is not None:
@@ -167,11 +168,11 @@ def _build_many(found: list[str], job: Job) -> None:
         except CodiiError as err:
             failed.append(path)
             rows.append({"codebase": path, "ok": False, "error": str(err)})
-            click.echo(f"Error: {err}" if str(err).startswith(path) else f"Error: {path}: {err}", err=True)
+            echo(f"Error: {err}" if str(err).startswith(path) else f"Error: {path}: {err}", err=True)
     if job.as_json:
         emit({"codebases": rows, "built": len(rows) - len(failed), "failed": len(failed)})
     else:
-        click.echo(_summary(rows, failed, "surveyed" if job.dry_run else "started" if job.daemon else "built"))
+        echo(_summary(rows, failed, "surveyed" if job.dry_run else "started" if job.daemon else "built"))
     if failed:
         raise SystemExit(1)
 
@@ -186,19 +187,19 @@ def _summary(rows: list[dict], failed: list[str], done: str) -> str:
 
 
 def _print_report(codebase, report, filters) -> None:
-    click.echo(f"Indexed {codebase.root} -> {codebase.db_path}")
-    click.echo(f"  files: {report.files} ({report.added} added, {report.modified} modified, {report.removed} removed, "
+    echo(f"Indexed {codebase.root} -> {codebase.db_path}")
+    echo(f"  files: {report.files} ({report.added} added, {report.modified} modified, {report.removed} removed, "
                f"{report.reindexed} re-indexed, {report.unchanged} unchanged)")
-    click.echo(f"  chunks: {report.chunks} ({report.chunks_written} written, {report.chunks_embedded} embedded, "
+    echo(f"  chunks: {report.chunks} ({report.chunks_written} written, {report.chunks_embedded} embedded, "
                f"{report.vectors_reused} vectors reused)")
     if report.vectors_pending:
         why = "vectors are off (--vectors embeds them)" if not report.vectors_enabled else \
             "another process is embedding them"
-        click.echo(f"  vectors: {report.chunks - report.vectors_pending} of {report.chunks} chunks ({why})")
+        echo(f"  vectors: {report.chunks - report.vectors_pending} of {report.chunks} chunks ({why})")
     if report.skipped:
-        click.echo("  skipped: " + ", ".join(f"{k} {v}" for k, v in report.skipped.most_common()))
+        echo("  skipped: " + ", ".join(f"{k} {v}" for k, v in report.skipped.most_common()))
     for p, why in sorted(report.failed.items()):
-        click.echo(f"  failed: {p}: {why} (retried on the next build)")
-    click.echo(f"  time: {report.seconds:.2f} s")
+        echo(f"  failed: {p}: {why} (retried on the next build)")
+    echo(f"  time: {report.seconds:.2f} s")
     if filters["extensions"] or filters["ignore_patterns"]:
-        click.echo(f"  filters kept for later builds: {describe_filters(filters)} (--reset-filters drops them)")
+        echo(f"  filters kept for later builds: {describe_filters(filters)} (--reset-filters drops them)")

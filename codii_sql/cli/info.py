@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from .. import service
-from .output import db_option, emit, fmt_value, json_option
+from .output import db_option, echo, emit, fmt_value, json_option
 
 
 @click.command()
@@ -19,21 +19,21 @@ def status(path, workspace, db, as_json):
         described = service.describe(service.get_workspace(workspace))
         if as_json:
             return emit(described)
-        click.echo(f"{described['name']} ({described['source']}): {len(described['members'])} member(s)")
+        echo(f"{described['name']} ({described['source']}): {len(described['members'])} member(s)")
         for m in described["members"]:
             vectors = m.get("vectors")
             more = f"  files={m['files']} chunks={m['chunks']}" if "files" in m else ""
             more += f" vectors={vectors['done']}/{vectors['total']}" if vectors and vectors["state"] != "complete" else ""
-            click.echo(f"  {m['status']:<11} {m['codebase']}{more}" + (f"  ({m['note']})" if m.get("note") else ""))
+            echo(f"  {m['status']:<11} {m['codebase']}{more}" + (f"  ({m['note']})" if m.get("note") else ""))
         return None
     st = service.status(service.open_codebase(path, db))
     if as_json:
         return emit(st)
     for key, value in st.items():
         if key == "watched_by":
-            click.echo("watched_by: " + ", ".join(f"pid {w['pid']} ({w.get('by', '?')})" for w in value))
+            echo("watched_by: " + ", ".join(f"pid {w['pid']} ({w.get('by', '?')})" for w in value))
         elif value not in (None, {}, []):
-            click.echo(f"{key}: {fmt_value(key, value)}")
+            echo(f"{key}: {fmt_value(key, value)}")
 
 
 @click.command(name="list")
@@ -47,13 +47,13 @@ def list_(as_json):
     if as_json:
         return emit(rows)
     if not rows:
-        click.echo("No indexes yet: run `codii-sql build PATH`.")
+        echo("No indexes yet: run `codii-sql build PATH`.")
     # Grouped: each workspace's indexes under its name, then the indexes of no workspace.
     order = [(name, [r for r in rows if name in r["workspaces"]]) for name in groups]
     order = [(name, members) for name, members in order if members] + [(None, [r for r in rows if not r["workspaces"]])]
     for name, members in order:
         if name is not None:
-            click.echo(f"[workspace {name}]")
+            echo(f"[workspace {name}]")
         for r in members:
             _list_row(r, "  " if name is not None else "")
 
@@ -62,9 +62,9 @@ def _list_row(r: dict, indent: str) -> None:
     size = f"size={r['size_bytes'] / 1e6:.1f} MB"
     if "files" not in r:  # damaged or unreadable: counts are unknown, say what to do instead
         hint = f"`codii-sql clear --db {r['db']} --yes` deletes it" if r["status"] == "damaged" else r.get("error")
-        click.echo(f"{indent}{r['db']}  {r['status']}  {size}  ({hint})")
+        echo(f"{indent}{r['db']}  {r['status']}  {size}  ({hint})")
         return
-    click.echo(f"{indent}{r.get('root') or r['db']}  {r.get('status')}  files={r['files']} chunks={r['chunks']} {size}")
+    echo(f"{indent}{r.get('root') or r['db']}  {r.get('status')}  files={r['files']} chunks={r['chunks']} {size}")
 
 
 @click.command()
@@ -76,11 +76,11 @@ def stats(path, db, as_json):
     st = service.stats(service.open_codebase(path, db))
     if as_json:
         return emit(st)
-    click.echo(f"{st['codebase']}: {st['files']} files, {st['chunks']} chunks")
+    echo(f"{st['codebase']}: {st['files']} files, {st['chunks']} chunks")
     for title, key in (("language", "languages"), ("kind", "kinds"), ("role", "roles")):
-        click.echo(f"by {title}:")
+        echo(f"by {title}:")
         for row in st[key]:
-            click.echo("  " + "  ".join(f"{k}={v:.1f}" if isinstance(v, float) else f"{k}={v}" for k, v in row.items()))
+            echo("  " + "  ".join(f"{k}={v:.1f}" if isinstance(v, float) else f"{k}={v}" for k, v in row.items()))
 
 
 @click.command()
@@ -95,6 +95,6 @@ def inspect(path, file_, db, as_json):
     if as_json:
         return emit(info)
     for key, value in info["snapshot"].items():
-        click.echo(f"{key}: {fmt_value(key, value)}")
+        echo(f"{key}: {fmt_value(key, value)}")
     for c in info.get("chunks", []):
-        click.echo(f"  {c['start_line']:>5}-{c['end_line']:<5} {c['kind']:<9} {c['symbol'] or ''}  (id {c['id']})")
+        echo(f"  {c['start_line']:>5}-{c['end_line']:<5} {c['kind']:<9} {c['symbol'] or ''}  (id {c['id']})")

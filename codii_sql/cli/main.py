@@ -10,8 +10,9 @@ import click
 
 from ..errors import CodiiError
 from . import building, evaluation, info, maintenance, searching, symbols, watching
-from .workspace import workspace
 from .models import models
+from .output import echo
+from .workspace import workspace
 
 
 class CodiiGroup(click.Group):
@@ -28,14 +29,14 @@ class CodiiGroup(click.Group):
             where = " ".join(["codii-sql", *sub])
             _fail(f"{err.format_message()} (see `{where} --help`)", 2, as_json, where)
         except KeyboardInterrupt:
-            click.echo("Interrupted: the index keeps every file committed so far; run build again to finish.", err=True)
+            echo("Interrupted: the index keeps every file committed so far; run build again to finish.", err=True)
             ctx.exit(130)
 
 
 def _fail(message: str, code: int, as_json: bool, where: str = "codii-sql") -> None:
     """One line on stderr; under ``--json``/``--jsonl`` also ``{"error", "hint", "exit_code"}`` on
     stdout, which a script parses: ``error`` is what went wrong, ``hint`` what to do (see :func:`split_hint`)."""
-    click.echo(f"Error: {message}", err=True)
+    echo(f"Error: {message}", err=True)
     if as_json:
         error, hint = split_hint(message)
         click.echo(json.dumps({"error": error, "hint": hint or f"see `{where} --help`", "exit_code": code},

@@ -11,7 +11,7 @@ from .. import service
 from ..codebase import Codebase
 from ..errors import CodiiError, IndexBusyError, UsageError
 from ..paths import in_indexes_dir
-from .output import db_option, emit, json_option
+from .output import db_option, echo, emit, json_option
 
 
 @click.command()
@@ -52,9 +52,9 @@ def clear(path, all_, yes, db, as_json):
     if as_json:
         emit({"removed": removed, **({"failed": failed} if failed else {}), **({"note": note} if note else {})})
     else:
-        click.echo(f"Removed {len(removed)} index file(s)." if removed else note or "Nothing to remove.")
+        echo(f"Removed {len(removed)} index file(s)." if removed else note or "Nothing to remove.")
         for name, why in failed.items():
-            click.echo(f"Not removed: {name}: {why}", err=True)
+            echo(f"Not removed: {name}: {why}", err=True)
     if failed:
         sys.exit(1)
 
@@ -82,13 +82,13 @@ def doctor(path, check_only, db, as_json):
     else:
         for c in out["checks"]:
             mark = "ok" if c["ok"] else ("REPAIRED" if c["repaired"] else "PROBLEM")
-            click.echo(f"{mark:>8}  {c['name']}: {c['detail']}")
+            echo(f"{mark:>8}  {c['name']}: {c['detail']}")
         if out.get("embedder"):
             e = out["embedder"]
-            click.echo(f"{'ok' if e['answers'] else 'PROBLEM':>8}  embedder {e['name']} ({e['where']}): {e['detail']}")
+            echo(f"{'ok' if e['answers'] else 'PROBLEM':>8}  embedder {e['name']} ({e['where']}): {e['detail']}")
         if out.get("rebuild"):
-            click.echo(f"re-indexed {len(out['forgotten'])} file(s) whose rows were incomplete")
-        click.echo("consistent" if out["consistent"] else
+            echo(f"re-indexed {len(out['forgotten'])} file(s) whose rows were incomplete")
+        echo("consistent" if out["consistent"] else
                    f"damaged: SQLite pages are broken; {_replace_damaged(codebase, db)}"
                    if out["damaged"] else
                    "inconsistent (run doctor without --check-only to repair)" if check_only else

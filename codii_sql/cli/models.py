@@ -10,6 +10,7 @@ import json
 import click
 
 from .. import service
+from .output import echo
 
 
 @click.group()
@@ -28,8 +29,8 @@ def pull(name: str, target_dir: str | None, as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps({"model": name, "path": str(target)}))
         return
-    click.echo(str(target))
-    click.echo(f"use it with: --rerank-model {target}  (or export {service.ENV_MODEL}={target})",
+    echo(str(target))
+    echo(f"use it with: --rerank-model {target}  (or export {service.ENV_MODEL}={target})",
                err=True)
 
 
@@ -44,8 +45,8 @@ def list_models(as_json: bool) -> None:
         click.echo(json.dumps({"embedders": embedders, "models": entries}, indent=2))
         return
     for e in embedders:
-        click.echo(f"embedder {e['name']:<28} {e['where'] or '-'}  {'answers' if e['answers'] else e['detail']}")
+        echo(f"embedder {e['name']:<28} {e['where'] or '-'}  {'answers' if e['answers'] else e['detail']}")
     if not entries:
-        click.echo(f"no models under {service.models_dir()}")
+        echo(f"no models under {service.models_dir()}")
     for e in entries:
-        click.echo(f"{e['kind']:<6} {e['bytes'] / 1e6:8.1f} MB  {e['path']}")
+        echo(f"{e['kind']:<6} {e['bytes'] / 1e6:8.1f} MB  {e['path']}")

@@ -82,6 +82,17 @@ def fmt_value(key: str, value):
 _CONTROLS = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f]")
 
 
+#: The same controls but newline: a whole text answer keeps its lines.
+_TERMINAL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def echo(message: str = "", *, err: bool = False, nl: bool = True, bold: bool = False) -> None:
+    """``click.secho`` for text answers, with control characters but newline and tab escaped: a
+    codebase folder or a message quoting one (``esc\x1b]0;T\x07dir``) cannot drive the terminal."""
+    text = _TERMINAL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), str(message))
+    click.secho(text, err=err, nl=nl, bold=bold or None)
+
+
 def shown(text: str) -> str:
     """``text`` with control characters as escapes (``\\n``, ``\\x07``): safe to print on a terminal."""
     return _CONTROLS.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
@@ -91,19 +102,19 @@ def print_results(resp, *, with_codebase: bool = False) -> None:
     """Numbered results with their first 12 lines, then a count and the time on stderr; over several
     codebases each result's path is preceded by its codebase's root."""
     if not resp.results:
-        click.echo("No results.")
+        echo("No results.")
     for i, r in enumerate(resp.results, 1):
         where = shown(f"{r.codebase + '/' if with_codebase and r.codebase else ''}{r.path}") + \
             f":{r.start_line}-{r.end_line}"
         label = shown(f"{r.kind} {r.symbol}" if r.symbol else r.kind)
-        click.secho(f"{i}. {where}  {label}  score={r.score:.4f}{'  [stale]' if r.stale else ''}", bold=True)
+        echo(f"{i}. {where}  {label}  score={r.score:.4f}{'  [stale]' if r.stale else ''}", bold=True)
         lines = r.content.splitlines()
         for n, text in enumerate(lines[:12], r.start_line):
-            click.echo(f"  {n:>5}  {shown(text)}")
+            echo(f"  {n:>5}  {shown(text)}")
         if len(lines) > 12:
-            click.echo(f"         ... {len(lines) - 12} more lines")
+            echo(f"         ... {len(lines) - 12} more lines")
     n = len(resp.results)
-    click.echo(f"({n} result{'' if n == 1 else 's'} in {resp.seconds * 1000:.0f} ms)", err=True)
+    echo(f"({n} result{'' if n == 1 else 's'} in {resp.seconds * 1000:.0f} ms)", err=True)
 
 
 def describe_filters(filters: dict) -> str:
@@ -115,20 +126,20 @@ def describe_filters(filters: dict) -> str:
 
 def print_dry_run(survey: dict) -> None:
     """The text form of ``build --dry-run``: totals, languages, roles, skips, folders, model time."""
-    click.echo(f"{survey['codebase']}: {survey['files']} files, {survey['chunks']} chunks would be indexed")
+    echo(f"{survey['codebase']}: {survey['files']} files, {survey['chunks']} chunks would be indexed")
     for title, key in (("by language", "languages"), ("by role", "roles"), ("largest folders", "largest_folders")):
         rows = survey[key]
-        click.echo(f"  {title}: " + ", ".join(f"{r.get('name', r.get('path'))} {r['files']} files/{r['chunks']} chunks"
+        echo(f"  {title}: " + ", ".join(f"{r.get('name', r.get('path'))} {r['files']} files/{r['chunks']} chunks"
                                              for r in rows[:12]))
     if survey["skipped"]:
-        click.echo("  skipped: " + ", ".join(f"{k} {v}" for k, v in survey["skipped"].items()))
+        echo("  skipped: " + ", ".join(f"{k} {v}" for k, v in survey["skipped"].items()))
     embed = survey["embed"]
     if not embed["vectors"]:
-        click.echo(f"  vectors: off ({embed['texts']} texts would wait for a build with --vectors)")
+        echo(f"  vectors: off ({embed['texts']} texts would wait for a build with --vectors)")
     elif not embed["texts"]:
-        click.echo("  model: nothing to embed (every chunk text has a vector in the index or the cache)")
+        echo("  model: nothing to embed (every chunk text has a vector in the index or the cache)")
     else:
         minutes = embed["estimated_seconds"] / 60
-        click.echo(f"  model: {embed['texts']} new texts ({embed['word_pieces']} word pieces), about "
+        echo(f"  model: {embed['texts']} new texts ({embed['word_pieces']} word pieces), about "
                    f"{minutes:.1f} min on this machine ({embed['chunks_per_second']} chunks/s measured on "
                    f"{embed['sample']} of them); BM25 covers every file before that")

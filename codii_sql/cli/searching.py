@@ -11,6 +11,7 @@ from ..errors import CodiiError, UsageError
 from ..service import MAX_LIMIT, MODES, SearchOptions
 from .output import (
     db_option,
+    echo,
     emit,
     err_console,
     json_option,
@@ -83,19 +84,19 @@ def search(query, paths, workspace, limit, mode, exts, glob, language, group_by,
     if query is None:
         raise UsageError("missing QUERY: codii-sql search \"where are retries handled\" --path REPO")
     if not (as_json or jsonl or no_update) and query.strip() and not codebase.db_path.is_file():
-        click.echo(f"Indexing {codebase.root} first: every file is searchable by BM25 in seconds, and the model "
+        echo(f"Indexing {codebase.root} first: every file is searchable by BM25 in seconds, and the model "
                    "embeds the chunks in the background; later searches update only changed files.", err=True)
     with progress_bar(not (as_json or jsonl) and err_console.is_terminal) as bar:
         resp = service.search(codebase, query, opts, update=not no_update, progress=bar)
     if scope and not (as_json or jsonl):
-        click.echo(f"Note: searching the index of {codebase.root}, files under {scope}/ only", err=True)
+        echo(f"Note: searching the index of {codebase.root}, files under {scope}/ only", err=True)
     _print(resp, as_json, jsonl)
 
 
 def _print(resp, as_json: bool, jsonl: bool, *, with_codebase: bool = False) -> None:
     """The note on stderr (JSON carries it), then the response as JSON, JSON lines or text."""
     if resp.note and not as_json:
-        click.echo(f"Note: {resp.note}", err=True)
+        echo(f"Note: {resp.note}", err=True)
     if as_json:
         emit(resp.to_dict())
     elif jsonl:
@@ -128,5 +129,5 @@ def _batch_search(codebase, opts, lines, no_update, as_json):
         emit(answers)
     if failed:
         # Every line was answered; the exit status tells a script that some answers are errors.
-        click.echo(f"Error: {failed} queries failed (their lines carry an \"error\" key)", err=True)
+        echo(f"Error: {failed} queries failed (their lines carry an \"error\" key)", err=True)
         raise SystemExit(1)

@@ -7,7 +7,7 @@ import os
 import click
 
 from .. import service
-from .output import emit, json_option, shown
+from .output import echo, emit, json_option, shown
 
 
 @click.command()
@@ -25,16 +25,16 @@ def outline(file, root, as_json):
     data = service.outline(codebase, file)
     if as_json:
         return emit(data)
-    click.echo(f"{shown(data['path'])} ({data['language'] or 'text'})")
+    echo(f"{shown(data['path'])} ({data['language'] or 'text'})")
     _print_nodes(data["symbols"], 1)
     if data.get("note"):
-        click.echo(f"Note: {data['note']}", err=True)
+        echo(f"Note: {data['note']}", err=True)
 
 
 def _print_nodes(nodes: list[dict], depth: int) -> None:
     for n in nodes:
         span = f"{n['start_line']}-{n['end_line']}"
-        click.echo(f"{'  ' * depth}{span:<11} {n['kind']:<9} {shown(n['symbol'])}  {shown(n['signature'])}")
+        echo(f"{'  ' * depth}{span:<11} {n['kind']:<9} {shown(n['symbol'])}  {shown(n['signature'])}")
         _print_nodes(n["children"], depth + 1)
 
 
@@ -53,10 +53,10 @@ def symbol(name, root, kind, prefix, limit, as_json):
     if as_json:
         return emit(data)
     for d in data["definitions"]:
-        click.echo(f"{shown(d['path'])}:{d['start_line']}-{d['end_line']}  {d['kind']} {shown(d['symbol'])}  "
+        echo(f"{shown(d['path'])}:{d['start_line']}-{d['end_line']}  {d['kind']} {shown(d['symbol'])}  "
                    f"{shown(d['signature'])}")
     if data.get("note"):
-        click.echo(f"Note: {data['note']}", err=True)
+        echo(f"Note: {data['note']}", err=True)
 
 
 @click.command()
@@ -73,6 +73,6 @@ def refs(name, root, limit, as_json):
         return emit(data)
     for f in data["files"]:
         for ln in f["lines"]:
-            click.echo(f"{shown(f['path'])}:{ln['line']}: {shown(ln['text'])}")
+            echo(f"{shown(f['path'])}:{ln['line']}: {shown(ln['text'])}")
     shown_lines = sum(len(f["lines"]) for f in data["files"])
-    click.echo(f"({shown_lines} of {data['total']} lines, in {data['total_files']} files; {data['note']})", err=True)
+    echo(f"({shown_lines} of {data['total']} lines, in {data['total_files']} files; {data['note']})", err=True)

@@ -13,7 +13,7 @@ import click
 
 from .. import service
 from ..errors import CodiiError, UsageError
-from .output import shown
+from .output import echo, shown
 
 
 @click.command()
@@ -41,23 +41,23 @@ def watch(paths, workspace, poll, as_jsonl):
     if not codebases:
         raise UsageError("nothing to watch: " + "; ".join(missing))
     for note in missing:  # a workspace member that is gone: the others are still watched
-        click.echo(f"Warning: not watching {note}", err=True)
+        echo(f"Warning: not watching {note}", err=True)
     stop = threading.Event()
     say = _jsonl if as_jsonl else _text
     with _stopping_on_signals(stop), contextlib.ExitStack() as stack:
         for cb in codebases:
             stack.enter_context(service.registered(cb, "cli"))
         watcher = service.Watcher(codebases, stop=stop, on_update=say, poll=True if poll else None,
-                                  on_notice=lambda message: click.echo(f"Warning: {message}", err=True))
+                                  on_notice=lambda message: echo(f"Warning: {message}", err=True))
         try:
             watcher.run(ready=lambda: _ready(codebases, as_jsonl))
         except FileNotFoundError as err:
             raise UsageError(f"a watched folder is gone ({err}): start `codii-sql watch` again without it") from None
-    click.echo("Stopped watching; every index is as of its last commit.", err=True)
+    echo("Stopped watching; every index is as of its last commit.", err=True)
     for cb in codebases:  # the vectors of a long queue are a background build's, which goes on
         info = service.daemon_info(cb)
         if info:
-            click.echo(f"Vectors of {shown(str(cb.root))} are still being embedded in the background (pid "
+            echo(f"Vectors of {shown(str(cb.root))} are still being embedded in the background (pid "
                        f"{info['pid']}): `codii-sql status {cb.root}` follows it", err=True)
 
 
@@ -83,20 +83,20 @@ def _ready(codebases, as_jsonl: bool) -> None:
         click.echo(json.dumps({"event": "watching", "codebases": [str(cb.root) for cb in codebases]}), nl=True)
         return
     names = ", ".join(shown(str(cb.root)) for cb in codebases)
-    click.echo(f"Watching {names} (Ctrl-C stops).", err=True)
+    echo(f"Watching {names} (Ctrl-C stops).", err=True)
 
 
 def _text(update: service.Update) -> None:
     when = time.strftime("%H:%M:%S")
     root = shown(str(update.codebase.root))
     if update.error:
-        click.echo(f"{when} {root}: update failed: {update.error}", err=True)
+        echo(f"{when} {root}: update failed: {update.error}", err=True)
         return
     r = update.report
-    click.echo(f"{when} {root}: {r.added} added, {r.modified} modified, {r.removed} removed files; "
+    echo(f"{when} {root}: {r.added} added, {r.modified} modified, {r.removed} removed files; "
                f"{r.chunks} chunks; {update.seconds:.2f} s")
     for warning in update.warnings:
-        click.echo(f"{when} {root}: warning: {warning}", err=True)
+        echo(f"{when} {root}: warning: {warning}", err=True)
 
 
 def _jsonl(update: service.Update) -> None:

@@ -7,7 +7,7 @@ import os
 import click
 
 from .. import service
-from .output import emit, json_option
+from .output import echo, emit, json_option
 
 
 @click.group()
@@ -28,12 +28,12 @@ def add(name, paths, as_json):
     ws = service.add_paths(name, list(paths))
     if as_json:
         return emit({"name": ws.name, "paths": list(ws.paths), "source": ws.source})
-    click.echo(f"workspace {ws.name}: {len(ws.paths)} member(s)")
+    echo(f"workspace {ws.name}: {len(ws.paths)} member(s)")
     for p in ws.paths:
-        click.echo(f"  {p}")
+        echo(f"  {p}")
     for p in paths:
         if not os.path.isdir(p):
-            click.echo(f"Warning: {p} does not exist (yet): searches will note it as missing", err=True)
+            echo(f"Warning: {p} does not exist (yet): searches will note it as missing", err=True)
 
 
 @workspace.command()
@@ -45,7 +45,7 @@ def remove(name, paths, as_json):
     left = service.remove(name, list(paths) or None)
     if as_json:
         return emit({"name": name.lower(), "removed": left is None, "paths": list(left.paths) if left else []})
-    click.echo(f"workspace {name.lower()} removed" if left is None else
+    echo(f"workspace {name.lower()} removed" if left is None else
                f"workspace {left.name}: {len(left.paths)} member(s) left")
 
 
@@ -58,11 +58,11 @@ def list_(no_stale_check, as_json):
     if as_json:
         return emit({"workspaces": rows})
     if not rows:
-        click.echo("No workspaces yet: `codii-sql workspace add NAME PATH...` or WORKSPACE_<NAME>=PATH,PATH")
+        echo("No workspaces yet: `codii-sql workspace add NAME PATH...` or WORKSPACE_<NAME>=PATH,PATH")
     for ws in rows:
-        click.echo(f"{ws['name']} ({ws['source']}): {len(ws['members'])} member(s)")
+        echo(f"{ws['name']} ({ws['source']}): {len(ws['members'])} member(s)")
         for m in ws["members"]:
             counts = f"  files={m['files']} chunks={m['chunks']}" if "files" in m else ""
-            click.echo(f"  {m['status']:<11} {m['codebase']}{counts}" + (f"  ({m['note']})" if m.get("note") else ""))
+            echo(f"  {m['status']:<11} {m['codebase']}{counts}" + (f"  ({m['note']})" if m.get("note") else ""))
         if ws.get("note"):
-            click.echo(f"  note: {ws['note']}")
+            echo(f"  note: {ws['note']}")
