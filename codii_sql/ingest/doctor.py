@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..errors import StorageError
+from ..errors import DamagedIndexError, StorageError
 from ..storage.store import Store
 from . import merkle
 
@@ -49,7 +49,10 @@ def examine(store: Store, *, repair: bool) -> DoctorReport:
     Merkle tree from the file rows. Call it while holding the codebase's writer lock.
     """
     report = DoctorReport()
-    integrity = [next(iter(r.values())) for r in store.rows("pragma_integrity_check")]
+    try:
+        integrity = [next(iter(r.values())) for r in store.rows("pragma_integrity_check")]
+    except DamagedIndexError as err:  # pages so broken that the check itself stops: report it, as damage
+        integrity = [f"integrity_check stopped: {getattr(err, 'sqlite', err)}"]
     lines = "\n".join(integrity).splitlines()
     detail = "; ".join(lines[:3]) + (f" (and {len(lines) - 3} more lines)" if len(lines) > 3 else "")
     report.checks.append(Check("sqlite integrity_check", integrity == ["ok"], detail))

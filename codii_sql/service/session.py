@@ -113,7 +113,7 @@ class Session:
             "last_error": error if status in ("failed", "indexing", "damaged") else None,
             "last_indexed_at": iso(st.get("last_indexed_at")), "build_seconds": st.get("build_seconds"),
             "size_bytes": st.get("size_bytes", 0), "db": st["db"], **({"vectors": vectors} if vectors else {}),
-            "watched_by": st.get("watched_by") or [],
+            "watched_by": [{**w, "started_at": iso(w.get("started_at"))} for w in st.get("watched_by") or []],
         }
         if status == "indexing":
             data["indexer_pid"] = inspect(cb)["snapshot"].get("pid")

@@ -108,9 +108,10 @@ def _db_size(path: Path) -> int:
 def list_codebases() -> list[dict]:
     """Every index under ``$CODII_SQL_HOME/indexes``: root, status, files, chunks, size, last indexed.
 
-    An index that cannot be read has ``status`` ``damaged`` (SQLite reports it corrupt: ``clear``
-    deletes it) or ``unreadable`` (permissions, not an index...), its real ``size_bytes`` and
-    an ``error``; its root, files and chunks are unknown, so absent.
+    An index that cannot be read has ``status`` ``damaged`` (SQLite reports it corrupt, or its page
+    check finds broken pages: ``clear`` deletes it) or ``unreadable`` (permissions, not an
+    index...), its real ``size_bytes`` and an ``error``; its root, files and chunks are then absent.
+    ``stale`` is not told: that walks each tree (``status`` does).
     """
     out = []
     for db in sorted(paths.indexes_dir().glob("*.db")):
@@ -119,12 +120,16 @@ def list_codebases() -> list[dict]:
                 meta = store.meta()
                 counts = store.row("counts")
                 vector_counts = store.row("vector_counts")
+                state, _ = _state(Codebase(Path(meta.get("root") or "."), db), meta, vector_counts)
+                problem = health.damage(store) if state != "indexing" else None
+            if problem:  # broken pages the few rows read here do not touch (status finds them too)
+                raise DamagedIndexError(f"the index file is damaged ({problem}): `codii-sql clear --db {db} --yes` "
+                                        "deletes it, or `codii-sql build ROOT --force` replaces it")
         except StorageError as err:  # also broken pages met past the header
             damaged = isinstance(err, DamagedIndexError)
             out.append({"db": str(db), "status": "damaged" if damaged else "unreadable", "size_bytes": _db_size(db),
                         "error": str(err)})
             continue
-        state, _ = _state(Codebase(Path(meta.get("root") or "."), db), meta, vector_counts)
         if meta.get("root") and not Path(meta["root"]).is_dir():
             state = "missing"  # the folder is gone: `clear ROOT --yes` removes the index
         out.append({"root": meta.get("root"), "db": str(db), "status": state, "files": counts["files"],

@@ -50,8 +50,8 @@ def damage(store: Store) -> str | None:
         return None
     try:
         report = [next(iter(r.values())) for r in store.rows("pragma_quick_check")]
-    except CodiiError as err:  # a page so broken that the check itself stops (the store words apsw's error)
-        return f"quick_check stopped: {err}"
+    except CodiiError as err:  # a page so broken that the check itself stops
+        return f"quick_check stopped: {getattr(err, 'sqlite', err)}"
     if report == ["ok"]:
         _remember(store.path, before)
         return None

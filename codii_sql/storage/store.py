@@ -345,12 +345,19 @@ def translate(err: apsw.Error, path: Path) -> CodiiError:
     SQLITE_FULL is :class:`DiskFullError` (SQLite rolled the transaction back: the index keeps
     its last commit); a read-only file :class:`ReadOnlyIndexError`; broken pages found while
     reading rows (opening succeeded) :class:`DamagedIndexError`; anything else :class:`StorageError`.
+    The returned error's ``sqlite`` attribute holds SQLite's own words, for callers that report
+    the damage themselves (the page check, ``doctor``) rather than pass the advice on.
     """
     if isinstance(err, apsw.FullError):
         return DiskFullError("the disk is full (SQLite could not write): free some space, then run the command "
                              "again (the index keeps its last committed state)")
     if isinstance(err, apsw.ReadOnlyError):
         return ReadOnlyIndexError(f"the index file is read-only ({err}): make it writable, or copy it and pass --db")
-    kind = DamagedIndexError if isinstance(err, (apsw.CorruptError, apsw.NotADBError)) else StorageError
-    return kind(f"reading the index failed ({err}): `codii-sql doctor` checks it and says how to replace a "
-                "damaged one")
+    if isinstance(err, (apsw.CorruptError, apsw.NotADBError)):
+        out: CodiiError = DamagedIndexError(f"the index is damaged ({err}): run `codii-sql build --force` to "
+                                            f"replace {'it' if in_indexes_dir(path) else 'it, or delete it by hand'}")
+    else:
+        out = StorageError(f"reading the index failed ({err}): `codii-sql doctor` checks it and says how to "
+                           "replace a damaged one")
+    out.sqlite = str(err)
+    return out
