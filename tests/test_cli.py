@@ -228,6 +228,9 @@ def test_inspect_an_unknown_file_and_a_capitalised_language(sample_repo):
     run("build", sample_repo)
     res = CliRunner().invoke(cli, ["inspect", str(sample_repo), "--file", "nope.py"])
     assert res.exit_code == 2 and "not in the index" in res.output
+    info = json.loads(run("inspect", sample_repo, "--file", "app/parse.py", "--json").output)
+    assert (info["file"]["role"], info["file"]["language"]) == ("source", "python") and info["chunks"], info
+    assert "role=source" in run("inspect", sample_repo, "--file", "app/parse.py").output
     out = json.loads(run("search", "parse header", "--path", sample_repo, "--language", "Python", "--json").output)
     assert out["results"] and all(r["language"] == "python" for r in out["results"])
 

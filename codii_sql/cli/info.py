@@ -96,5 +96,7 @@ def inspect(path, file_, db, as_json):
         return emit(info)
     for key, value in info["snapshot"].items():
         echo(f"{key}: {fmt_value(key, value)}")
+    if "file" in info:
+        echo("file: " + "  ".join(f"{k}={fmt_value(k, v)}" for k, v in info["file"].items()))
     for c in info.get("chunks", []):
         echo(f"  {c['start_line']:>5}-{c['end_line']:<5} {c['kind']:<9} {c['symbol'] or ''}  (id {c['id']})")

@@ -149,7 +149,8 @@ def stats(codebase: Codebase) -> dict:
 
 
 def inspect(codebase: Codebase, file: str | None = None) -> dict:
-    """The snapshot (meta table) and, if ``file`` is given, that file's chunks (id, lines, kind, symbol).
+    """The snapshot (meta table) and, if ``file`` is given, that file's row as ``file`` (path, size
+    in bytes, language, role, chunk_count, indexed_at...) and its chunks (id, lines, kind, symbol).
 
     Raises:
         NotIndexedError: no index file. UsageError: ``file`` is not in the index.
@@ -159,8 +160,11 @@ def inspect(codebase: Codebase, file: str | None = None) -> dict:
     with Store(codebase.db_path, create=False) as store:
         out = {"codebase": str(codebase.root), "db": str(codebase.db_path), "snapshot": store.meta()}
         if file is not None:
+            row = store.row("file_by_path", {"path": file})
             out["chunks"] = store.rows("chunks_of_file", {"path": file})
-            if not out["chunks"] and store.row("file_by_path", {"path": file}) is None:
+            if row is not None:
+                out["file"] = {k: v for k, v in row.items() if k not in ("id", "mtime_ns")}
+            elif not out["chunks"]:
                 raise UsageError(f"{file} is not in the index: pass a path relative to the codebase root, "
                                  "as search results show it")
     return out
