@@ -12,17 +12,30 @@ from codii_sql.cli import cli
 from codii_sql.ingest.walk import SKIP_REASONS, scan
 from codii_sql.service.watching import Follow
 
+def git_dir(at: str, **more: str) -> dict[str, str]:
+    """The files that make ``at`` a git directory to Git (HEAD, objects/, refs/)."""
+    return {f"{at}/HEAD": "ref: refs/heads/main\n", f"{at}/objects/info/packs": "", f"{at}/refs/heads/main": "0" * 40,
+            **{f"{at}/{k}": v for k, v in more.items()}}
+
+
 TREE = {
-    ".git/HEAD": "ref: refs/heads/main\n",
+    **git_dir(".git"),
     "app/main.py": "def main():\n    return 0\n",
     "libs/sub/.git": "gitdir: ../../.git/modules/libs/sub\n",  # a submodule
+    **git_dir(".git/modules/libs/sub"),
     "libs/sub/sub.py": "def from_the_submodule():\n    pass\n",
-    ".worktrees/feat/.git": "gitdir: /elsewhere/.git/worktrees/feat\n",  # git worktree add .worktrees/feat
+    ".worktrees/feat/.git": "gitdir: ../../.git/worktrees/feat\n",  # git worktree add .worktrees/feat
+    ".git/worktrees/feat/HEAD": "ref: refs/heads/feat\n", ".git/worktrees/feat/commondir": "../..\n",
     ".worktrees/feat/app/main.py": "def main():\n    return 1\n",
-    "tools/cloned/.git/HEAD": "ref: refs/heads/main\n",  # a repository cloned inside
+    **git_dir("tools/cloned/.git"),  # a repository cloned inside
     "tools/cloned/x.py": "def cloned():\n    pass\n",
     "notes/.git": "not a gitdir link\n",  # no repository: an odd file
     "notes/todo.py": "def todo():\n    pass\n",
+    # Git lists these folders' files as the outer repository's own: no HEAD, or a dangling link.
+    "stray/.git/description": "left behind\n",
+    "stray/kept.py": "def kept():\n    pass\n",
+    "dangling/.git": "gitdir: ../gone/.git\n",
+    "dangling/also.py": "def also():\n    pass\n",
 }
 
 
@@ -30,12 +43,13 @@ def test_the_build_leaves_nested_repositories_out_and_says_so(tmp_path):
     repo = write_tree(tmp_path / "repo", TREE)
     res = CliRunner().invoke(cli, ["build", str(repo), "--no-vectors", "--json"], catch_exceptions=False)
     report = json.loads(res.output)
-    assert report["files"] == 2  # app/main.py, notes/todo.py (notes/.git is left out as any .git is)
+    assert report["files"] == 4  # app/main.py, notes/todo.py, stray/kept.py, dangling/also.py (no .git file itself)
     assert report["skipped"]["nested-repository"] == 3 and "nested-repository" in SKIP_REASONS
     text = CliRunner().invoke(cli, ["build", str(repo), "--force", "--no-vectors"], catch_exceptions=False).output
     assert "nested-repository 3" in text
     found = CliRunner().invoke(cli, ["search", "from_the_submodule cloned", "--path", str(repo), "--json"]).output
-    assert {r["path"] for r in json.loads(found)["results"]} <= {"app/main.py", "notes/todo.py"}
+    assert {r["path"] for r in json.loads(found)["results"]} <= {"app/main.py", "notes/todo.py", "stray/kept.py",
+                                                                "dangling/also.py"}
 
 
 def test_outside_a_git_work_tree_a_folder_of_repositories_is_indexed_whole(tmp_path):

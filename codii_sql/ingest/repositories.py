@@ -41,17 +41,36 @@ def in_git_work_tree(root: str) -> bool:
 
 
 def is_repository(dot_git: os.DirEntry | None) -> bool:
-    """Whether a directory's ``.git`` entry makes it a repository: a directory, or a file that
-    opens with ``gitdir:`` (a submodule's or a worktree's link to its git directory)."""
+    """Whether a directory's ``.git`` entry makes it a repository as Git sees one: a git directory,
+    or a file ``gitdir: PATH`` (a submodule's or a worktree's link) whose PATH is one. An empty
+    ``.git`` folder or a dangling link does not: ``git status`` lists such a folder's files as the
+    outer repository's own."""
     if dot_git is None:
         return False
     try:
         if dot_git.is_dir():
-            return True
-        with open(dot_git.path, "rb") as fh:
-            return fh.read(7) == b"gitdir:"
-    except OSError:
+            return is_git_dir(dot_git.path)
+        with open(dot_git.path, encoding="utf-8") as fh:
+            first = fh.readline()
+    except (OSError, UnicodeDecodeError):
         return False
+    if not first.startswith("gitdir:"):
+        return False
+    return is_git_dir(os.path.join(os.path.dirname(dot_git.path), first[len("gitdir:"):].strip()))
+
+
+def is_git_dir(path: str) -> bool:
+    """Git's own test (``is_git_directory`` in git's setup.c): a ``HEAD`` file, and ``objects/``
+    and ``refs/`` folders, found through ``commondir`` in a linked worktree's git directory."""
+    if not os.path.isfile(os.path.join(path, "HEAD")):
+        return False
+    common = path
+    try:
+        with open(os.path.join(path, "commondir"), encoding="utf-8") as fh:
+            common = os.path.join(path, fh.read().strip())
+    except (OSError, UnicodeDecodeError):
+        pass
+    return os.path.isdir(os.path.join(common, "objects")) and os.path.isdir(os.path.join(common, "refs"))
 
 
 def read_bytes(path: str) -> bytes:
