@@ -78,3 +78,12 @@ def identifier_subtokens(text: str) -> str:
         if len(parts) > 1:
             out.extend(parts)
     return " ".join(out)
+
+
+def line_numbers(start_line: int, end_line: int, count: int) -> list[int]:
+    """The file line (1-based) of each of a chunk's ``count`` content lines: ``start_line`` on,
+    one each, when the chunk spans ``count`` lines of the file; else ``start_line`` for every
+    line (a notebook cell stored as one JSON string holds several lines on one file line)."""
+    if end_line - start_line + 1 == count:
+        return list(range(start_line, end_line + 1))
+    return [start_line] * count

@@ -111,6 +111,11 @@ def test_a_notebook_is_indexed_by_its_cells_with_lines_of_the_file(tmp_path):
     cells = [(c["start_line"], c["end_line"]) for c in chunks]
     assert cells == sorted(cells) and all(a[1] < b[0] for a, b in zip(cells, cells[1:]))  # none spans two cells
 
+    # Shown line numbers are file lines: the one-string cell's three lines all sit on its row.
+    shown = CliRunner().invoke(cli, ["search", "weighted_mean", "--path", str(repo), "--mode", "bm25", "--limit", "1"])
+    numbers = [line.split()[0] for line in shown.stdout.splitlines()[1:4]]
+    assert numbers == [str(mean["start_line"])] * 3, shown.stdout
+
     found = bm25(cb, "load_frame", language="python")
     assert found[0].path == "analysis.ipynb" and found[0].start_line == loader["start_line"]
     broken = chunk_rows(cb, "broken.ipynb")  # invalid JSON: line windows of the raw text

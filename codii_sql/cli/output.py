@@ -18,6 +18,8 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from ..text import line_numbers
+
 err_console = Console(stderr=True)
 
 
@@ -109,7 +111,7 @@ def print_results(resp, *, with_codebase: bool = False) -> None:
         label = shown(f"{r.kind} {r.symbol}" if r.symbol else r.kind)
         echo(f"{i}. {where}  {label}  score={r.score:.4f}{'  [stale]' if r.stale else ''}", bold=True)
         lines = r.content.splitlines()
-        for n, text in enumerate(lines[:12], r.start_line):
+        for n, text in zip(line_numbers(r.start_line, r.end_line, len(lines)), lines[:12]):
             echo(f"  {n:>5}  {shown(text)}")
         if len(lines) > 12:
             echo(f"         ... {len(lines) - 12} more lines")

@@ -19,6 +19,7 @@ from pydantic import Field, ValidationError
 from ..codebase import Codebase
 from ..errors import CodiiError, DamagedIndexError, DiskFullError, IndexMismatchError
 from ..service import Session, open_codebase
+from ..text import line_numbers
 
 #: search_code's result bound: enough for an agent to pick from, small enough for its context.
 MAX_SEARCH_LIMIT = 50
@@ -124,8 +125,9 @@ def code_listing(results: list[dict], *, with_codebase: bool = False) -> str:
                 f"score={r['score']:.4f}" + (f" id={r['id']}" if r.get("id") else "")
                 + (" [stale: the file changed since indexing]" if r.get("stale") else ""))
         width = len(str(r["end_line"]))
+        lines = (r.get("content") or "").split("\n")
         parts.append(head + "\n" + "\n".join(f"{n:>{width}}\t{line}" for n, line in
-                                             enumerate((r.get("content") or "").split("\n"), r["start_line"])))
+                                             zip(line_numbers(r["start_line"], r["end_line"], len(lines)), lines)))
     return "\n\n".join(parts)
 
 
@@ -142,12 +144,14 @@ def codebase_at(path: str) -> Codebase:
     return open_codebase(check_path(path))
 
 
-def numbered(content: str, first_line: int) -> str:
-    """``cat -n`` style: right-aligned 1-based line number, a tab, the line."""
+def numbered(content: str, first_line: int, last_line: int | None = None) -> str:
+    """``cat -n`` style: right-aligned 1-based line number, a tab, the line; with ``last_line``,
+    numbered as :func:`~codii_sql.text.line_numbers` says (a chunk of fewer file lines)."""
     lines = content.split("\n")
     if lines and lines[-1] == "":
         lines.pop()
-    return "\n".join(f"{n:>6}\t{line}" for n, line in enumerate(lines, first_line))
+    numbers = line_numbers(first_line, last_line, len(lines)) if last_line else range(first_line, first_line + len(lines))
+    return "\n".join(f"{n:>6}\t{line}" for n, line in zip(numbers, lines))
 
 
 __all__ = ["FileArg", "LineArg", "MaxTokensArg", "MAX_SEARCH_LIMIT", "PathArg", "READ_ONLY", "SESSION", "SQLITE_MAX_INTEGER",

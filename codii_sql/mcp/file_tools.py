@@ -54,4 +54,4 @@ def get_chunk(path: PathArg, chunk_id: Annotated[int, Field(ge=1, le=SQLITE_MAX_
     data = SESSION.chunk(codebase_at(path), chunk_id)
     summary = (f"chunk {data['id']}: {data['path']}:{data['start_line']}-{data['end_line']} "
                f"{data['symbol'] or data['kind']}" + (" [stale: the file changed since indexing]" if data["stale"] else ""))
-    return answer(summary, data, numbered(data["content"], data["start_line"]))
+    return answer(summary, data, numbered(data["content"], data["start_line"], data["end_line"]))
