@@ -61,6 +61,7 @@ _FILE_NAMES: dict[str, str] = {
 #: Interpreters named by a ``#!`` line (the program's base name, version suffixes included).
 _INTERPRETERS: tuple[tuple[re.Pattern[str], str], ...] = tuple((re.compile(p), lang) for p, lang in (
     (r"python[\d.]*", "python"), (r"(ba|z|da|k)?sh", "bash"), (r"node(js)?|deno|bun", "javascript"),
+    (r"ts-node|tsx", "typescript"),
     (r"ruby[\d.]*", "ruby"), (r"perl[\d.]*", "perl"),
 ))
 

@@ -46,7 +46,7 @@ def test_max_tokens_on_a_real_search_and_get_content(tmp_path, codii_home):
         sum(tokens(r.content) + RESULT_OVERHEAD for r in full.results)
     assert small.results[0].path == full.results[0].path and small.budget["dropped"] > 0
     assert "max_tokens=150" in small.note
-    with pytest.raises(UsageError, match="max_tokens must be between 100 and"):
+    with pytest.raises(UsageError, match=r"\(max_tokens\) must be between 100 and"):
         service.search(cb, "retry", SearchOptions(max_tokens=5), update=False)
     session = service.Session()
     part = session.content(cb, "pkg/m0.py", None, None, max_tokens=100)

@@ -345,8 +345,18 @@ def test_json_times_are_iso_8601_as_in_text(sample_repo):
 
 
 def test_an_invalid_glob_is_a_usage_error_before_any_indexing(sample_repo, codii_home):
-    for bad in ("[", "src/[a-"):
+    for bad in ("[", "src/[a-", "[!]", "[]"):
         res = CliRunner().invoke(cli, ["search", "retry", "--path", str(sample_repo), "--glob", bad, "--json"])
         out = json.loads(res.stdout)
         assert res.exit_code == 2 and f"bad path glob {bad!r}" in out["error"] and "close every '['" in out["hint"], out
     assert not (codii_home / "indexes").exists() or not list((codii_home / "indexes").glob("*.db"))
+    res = CliRunner().invoke(cli, ["search", "x", "--path", str(sample_repo), "--glob", "src\\*.py", "--json"])
+    assert res.exit_code == 2 and "use '/' between folders" in json.loads(res.stdout)["hint"], res.stdout
+
+
+def test_a_shell_negated_class_in_a_glob_negates(sample_repo):
+    """SQLite's GLOB negates with ``^``; ``[!w]*/*`` (a shell's negation) matched only paths holding '!'."""
+    run("build", sample_repo)
+    for glob, found in (("[!a]*/*", ["web/util.js"]), ("[!w]*/*", []), ("[^w]*/*", [])):
+        res = json.loads(run("search", "debounce", "--path", sample_repo, "--json", "--mode", "bm25", "--glob", glob).output)
+        assert [r["path"] for r in res["results"]] == found, (glob, res)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from test_mcp import call, server
+from test_mcp import call, refused, server
 
 from codii_sql.cli import cli
 from codii_sql.codebase import Codebase
@@ -77,6 +77,8 @@ def test_an_intact_index_is_read_on_a_full_disk_and_a_read_only_one(small_disk, 
             found = await call(s, "search_code", path=str(sample_repo), query="retry with backoff")
             assert found["results"][0]["path"] == before["results"][0]["path"], found
             assert (await call(s, "get_indexing_status", path=str(sample_repo)))["files"]["indexed"] == st["files"]
+            msg = await refused(s, "index_codebase", path=str(sample_repo))
+            assert "the disk is full" in msg and "call index_codebase again" in msg and "codii-sql" not in msg, msg
 
     asyncio.run(agent())
 

@@ -327,6 +327,10 @@ def test_an_empty_path_is_refused_not_taken_as_the_servers_folder(codii_home):
                 for empty in ("", "  "):
                     msg = await refused(s, tool, path=empty, **args)
                     assert msg.endswith(": path is empty: pass the codebase's absolute path"), (tool, msg)
+                for relative in (".", "./", "src"):  # the server's folder, not the agent's
+                    msg = await refused(s, tool, path=relative, **args)
+                    assert msg.endswith("is relative to the server's folder, not yours: pass the codebase's "
+                                        "absolute path"), (tool, msg)
         assert not (codii_home / "indexes").exists()  # nothing was indexed, not even the server's folder
 
     asyncio.run(run())

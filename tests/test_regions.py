@@ -183,7 +183,7 @@ def test_a_vue_options_api_method_gets_its_symbol():
 @pytest.mark.parametrize(("first_line", "language"), [
     ("#!/usr/bin/env python3", "python"), ("#!/usr/bin/env -S python3 -u", "python"),
     ("#!/usr/bin/python3.12", "python"), ("#! /bin/sh", "bash"), ("#!/bin/zsh -e", "bash"),
-    ("#!/usr/bin/env dash", "bash"), ("#!/usr/bin/env node", "javascript"), ("#!/usr/bin/env -S deno run", "javascript"),
+    ("#!/usr/bin/env dash", "bash"), ("#!/usr/bin/env node", "javascript"), ("#!/usr/bin/env ts-node", "typescript"), ("#!/usr/bin/env -S deno run", "javascript"),
     ("#!/usr/local/bin/bun", "javascript"), ("#!/usr/bin/env ruby", "ruby"), ("#!/usr/bin/perl -w", "perl"),
     ("#!/usr/bin/env awk", None), ("# not a shebang", None),
 ])

@@ -37,7 +37,7 @@ def status(path, workspace, db, as_json):
 
 
 @click.command(name="list")
-@json_option
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON array, an object per index.")
 def list_(as_json):
     """List every index under $CODII_SQL_HOME."""
     rows = service.list_codebases()

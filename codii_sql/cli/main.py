@@ -24,10 +24,14 @@ class CodiiGroup(click.Group):
             return super().invoke(ctx)
         except CodiiError as err:
             _fail(str(err), err.exit_code, as_json, " ".join(filter(None, ["codii-sql", ctx.invoked_subcommand])))
+        except click.exceptions.NoArgsIsHelpError as err:  # `codii-sql models`: its help, as asked
+            echo(err.ctx.get_help() if err.ctx else err.format_message())
+            ctx.exit(0)
         except click.UsageError as err:  # one line too, for a bad option or argument
             sub = err.ctx.command_path.split(" ", 1)[1:] if err.ctx else []  # without the program's own name
             where = " ".join(["codii-sql", *sub])
-            _fail(f"{err.format_message()} (see `{where} --help`)", 2, as_json, where)
+            message = err.format_message().replace("is not a valid integer range", "is not a whole number in range")
+            _fail(f"{message} (see `{where} --help`)", 2, as_json, where)
         except KeyboardInterrupt:
             echo("Interrupted: the index keeps every file committed so far; run build again to finish.", err=True)
             ctx.exit(130)
@@ -38,7 +42,7 @@ def _fail(message: str, code: int, as_json: bool, where: str = "codii-sql") -> N
     stdout, which a script parses: ``error`` is what went wrong, ``hint`` what to do (see :func:`split_hint`)."""
     echo(f"Error: {message}", err=True)
     if as_json:
-        error, hint = split_hint(message)
+        error, hint = split_hint(message.removesuffix(f" (see `{where} --help`)"))
         click.echo(json.dumps({"error": error, "hint": hint or f"see `{where} --help`", "exit_code": code},
                               ensure_ascii=False))
     raise SystemExit(code)

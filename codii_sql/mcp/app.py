@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import json
+from pathlib import Path
 from typing import Annotated
 
 from mcp.server import MCPServer
@@ -91,8 +92,8 @@ def agent_errors(fn):
         except DiskFullError:
             raise ToolError("the disk is full (SQLite could not write): free some space, then call the tool "
                             "again (the index keeps its last committed state)") from None
-        except CodiiError as err:
-            raise ToolError(str(err)) from None
+        except CodiiError as err:  # the service words its advice for the CLI; an agent calls a tool
+            raise ToolError(str(err).replace("run `codii-sql build` again", "call index_codebase again")) from None
 
     return wrapper
 
@@ -132,10 +133,13 @@ def code_listing(results: list[dict], *, with_codebase: bool = False) -> str:
 
 
 def check_path(path: str) -> str:
-    """``path`` unless it is empty: Path("") is the server's own working directory, which the
-    agent never meant (and would index or read back that folder)."""
+    """``path`` unless it is empty or relative: Path("") and "." are the server's own working
+    directory, which the agent never meant (and would index or read back that folder); ``~`` is
+    expanded by the service."""
     if not path.strip():
         raise ToolError("path is empty: pass the codebase's absolute path")
+    if not path.startswith(("/", "~")) and not Path(path).is_absolute():
+        raise ToolError(f"{path!r} is relative to the server's folder, not yours: pass the codebase's absolute path")
     return path
 
 

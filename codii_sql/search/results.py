@@ -96,7 +96,7 @@ class SearchOptions:
         if not 1 <= self.limit <= MAX_LIMIT:
             raise UsageError(f"limit must be between 1 and {MAX_LIMIT}")
         if self.max_tokens is not None and not MIN_TOKENS <= self.max_tokens <= MAX_TOKENS:
-            raise UsageError(f"max_tokens must be between {MIN_TOKENS} and {MAX_TOKENS:,}")
+            raise UsageError(f"--max-tokens (max_tokens) must be between {MIN_TOKENS} and {MAX_TOKENS:,}")
         if any(e.strip(". ") == "" for e in self.exts):
             raise UsageError("an empty extension filter matches nothing: pass one such as .py")
         if self.language is not None and not self.language.strip():
@@ -108,5 +108,28 @@ class SearchOptions:
             raise UsageError("the path glob is empty: pass one such as 'src/*.py'")
         if glob.startswith("/"):
             raise UsageError(f"bad path glob {glob!r}: paths are relative to the codebase root, e.g. 'src/*.py'")
-        if glob.count("[") > glob.count("]"):
+        if not _classes_closed(sqlite_glob(glob)):
             raise UsageError(f"bad path glob {glob!r}: close every '[' (or match a literal one with '[[]')")
+        if "\\" in glob:
+            raise UsageError(f"bad path glob {glob!r}: use '/' between folders, e.g. 'src/*.py'")
+
+
+def _classes_closed(glob: str) -> bool:
+    """Whether every ``[`` of ``glob`` opens a class SQLite's GLOB closes: after ``[`` and an
+    optional ``^``, a ``]`` is a member, so ``[]`` and ``[!]`` are left open and match nothing."""
+    i = 0
+    while i < len(glob):
+        if glob[i] == "[":
+            i += 2 if glob[i + 1:i + 2] == "^" else 1
+            end = glob.find("]", i + 1)
+            if end < 0:
+                return False
+            i = end
+        i += 1
+    return True
+
+
+def sqlite_glob(glob: str | None) -> str | None:
+    """``glob`` for SQLite's GLOB: a shell's negated class ``[!a]`` becomes ``[^a]`` (SQLite reads
+    ``!`` as a member, and ``src/[!t]*`` matched nothing instead of every folder but ``t...``)."""
+    return glob.replace("[!", "[^") if glob else glob

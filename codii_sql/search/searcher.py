@@ -23,7 +23,7 @@ from .query import (
     symbol_match,
 )
 from .budget import BudgetReport, fit
-from .results import Result, SearchOptions
+from .results import Result, SearchOptions, sqlite_glob
 from .staleness import StaleCheck
 
 #: RRF constant; 60 is the value of Cormack, Clarke & Buettcher (SIGIR 2009).
@@ -299,7 +299,7 @@ class Searcher:
             "rrf_weight": RRF_WEIGHT, "w_fts": weight.usual, "w_fts_confident": weight.confident,
             "confident_gap": CONFIDENT_GAP,
             **{f"bm25_{col}": w for col, w in BM25_WEIGHTS.items()},
-            "filtered": int(filtered), "exts": json.dumps(exts) if exts else None, "glob": opts.glob,
+            "filtered": int(filtered), "exts": json.dumps(exts) if exts else None, "glob": sqlite_glob(opts.glob),
             "language": opts.language.lower() if opts.language else None, "exclude_path": opts.exclude_path,
             "under": under,
             "role_weights": json.dumps(prior) if prior else None, "limit": limit,

@@ -52,9 +52,9 @@ def outline(codebase: Codebase, file: str, fileset: boundary.FileSet | None = No
     out = {"codebase": str(codebase.root), "path": f.rel, "language": source.language,
            "symbols": [_node(d) for d in source_definitions(source)]}
     if not out["symbols"]:
+        parsed = any(r.language in AST_LANGUAGES for r in source.regions)  # a component's <script> too
         out["note"] = (f"no definitions found: {source.language or 'this file type'} is chunked by "
-                       f"{'its syntax tree' if source.language in AST_LANGUAGES else 'line windows'}, "
-                       "and none was recognised")
+                       f"{'its syntax tree' if parsed else 'line windows'}, and none was recognised")
     return out
 
 
