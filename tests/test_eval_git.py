@@ -151,7 +151,7 @@ def test_text_table_has_a_row_per_mode_and_runs_compare(history, tmp_path):
     assert cmp.exit_code == 0 and "over 2 common queries" in cmp.stdout
 
 
-def test_not_a_repository_no_usable_commit_and_shallow_clone_fail_in_one_line(history, tmp_path):
+def test_not_a_repository_no_usable_commit_benchmark_options_and_shallow_clone_fail_in_one_line(history, tmp_path):
     plain = tmp_path / "plain"
     plain.mkdir()
     code, msg = run_json(plain)
@@ -162,6 +162,8 @@ def test_not_a_repository_no_usable_commit_and_shallow_clone_fail_in_one_line(hi
     commit(young, "Initial import", {"a.py": "A = 1\n"})
     code, msg = run_json(young, "--mode", "bm25")
     assert code == 2 and "none of 1 commits gives a query (1 short)" in msg
+    code, msg = run_json(history, "--top", "5")
+    assert code == 2 and "eval git takes --commits" in msg
     shallow = tmp_path / "shallow"
     git(tmp_path, "clone", "-q", "--depth", "1", history.as_uri(), str(shallow))
     code, msg = run_json(shallow, "--mode", "bm25")

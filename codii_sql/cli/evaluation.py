@@ -48,6 +48,9 @@ def eval_(dataset, path, modes, commits, rerank, rerank_model, embedder, no_prio
     if dataset is None:
         raise UsageError("missing DATASET: codii-sql eval cosqa|swebench|DIR|git [PATH] (or --compare A.json B.json)")
     if dataset == "git":
+        if rerank or rerank_model or repos or limit or top:
+            raise UsageError("--rerank, --repos, --limit and --top are for the benchmarks: eval git takes --commits "
+                             "N and searches 10 files per query")
         cfg = evaluate.GitEvalConfig(Path(path or "."), commits=commits, modes=tuple(dict.fromkeys(modes)) or
                                      evaluate.git.DEFAULT_MODES, embedder=embedder, role_prior=not no_prior,
                                      work_dir=Path(work_dir))

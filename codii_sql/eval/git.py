@@ -170,8 +170,8 @@ def format_git(result: dict) -> str:
     lines = [f"repository: {repo['root']}  HEAD {repo['head'][:12]} ({repo['branch']})  embedder={embedder}",
              f"commits: {c['scanned']} scanned, {c['used']} used, skipped: {_skips(c['skipped'])}"
              + ("  (history ended)" if c["history_end"] else ""),
-             f"index: {info['files']} files, {info['chunks']} chunks, {info['build']} {info['seconds']:.1f} s;"
-             f"  load average {result['load_avg'][0]:.2f} -> {result['load_avg'][1]:.2f}",
+             (f"index: {info['files']} files, {info['chunks']} chunks, {info['build']} {info['seconds']:.1f} s;"
+              f"  load average {result['load_avg'][0]:.2f} -> {result['load_avg'][1]:.2f}"),
              result["proxy"]]
     names = metric_names("git")
     lines.append(f"{'mode':<8}{'queries':>8}" + "".join(f"{n:>12}" for n in names) + f"{'p50 ms':>9}")

@@ -65,7 +65,8 @@ def subject_skip(subject: str, cleaned: str) -> str | None:
 
 def _git(root: Path, *args: str) -> subprocess.CompletedProcess:
     try:
-        return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True)
+        # The callers read the return code: a failure is an answer ("not a repository"), not a crash.
+        return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, check=False)
     except FileNotFoundError:
         raise UsageError("eval git needs the git command: install git and put it on PATH") from None
 
