@@ -30,7 +30,8 @@
 --   :language     language name, or NULL
 --   :exclude_path a path whose chunks are left out (find-similar), or NULL
 --   :under        a folder (relative, no trailing '/') whose files alone are kept, or NULL
---   :role_weights JSON object role -> multiplier ('{"test": 0.5}'), or NULL for none
+--   :role_weights JSON object role -> multiplier ('{"test": 0.5}'), or NULL for none; a licence
+--                 header chunk (kind 'license') takes the role 'license' here
 --   :names :tails :paths  JSON arrays (lower case, query.py named_in_query) of identifiers
 --                 (`console.print`, `print`), last parts of dotted ones (`print`) and file paths
 --                 or names named in the query; a candidate whose symbol, symbol tail or path
@@ -216,7 +217,7 @@ pool AS (
 named AS MATERIALIZED (  -- once per row: scored reads each flag several times
     SELECT id, file_id, symbol, start_line, role, 2 * coalesce(match = 1, 0) AS symbol_tier,
            coalesce(match = 0, 0) AS tail_named, path_tier
-    FROM (SELECT pool.id, c.file_id, c.symbol, c.start_line, f.role,
+    FROM (SELECT pool.id, c.file_id, c.symbol, c.start_line, CASE WHEN c.kind = 'license' THEN 'license' ELSE f.role END AS role,
                  (SELECT max(w.is_name) FROM wanted w
                   WHERE lower(c.symbol) = w.value OR substr(lower(c.symbol), -length(w.value) - 1) = '.' || w.value
                  ) AS match,

@@ -137,7 +137,8 @@ ASSIGNED_FUNCTIONS = [
     (1, "module", None), (11, "function", "res.sendFile"), (19, "function", "res.cookie"),
     (26, "function", "res.contentType"), (30, "function", "res.locals.helpers.format"),
     (32, "function", "Router.handle"), (37, "function", "exports.compile"),
-    (41, "function", "exports.View"), (52, "function", "sendfile"),
+    (41, "function", "exports.View"), (47, "module", None),  # module code keeps out of the small function after it
+    (52, "function", "sendfile"),
     (58, "function", "createApplication")]
 
 
@@ -413,3 +414,63 @@ def test_chunker_version_is_an_int():
 ])
 def test_detect_language(path, language):
     assert detect_language(path) == language
+
+
+def test_header_prototypes_are_named_with_their_doc_comments_and_forward_declarations_are_not():
+    header = (
+        "/* Copyright 2013 Google Inc. All Rights Reserved.\n   Distributed under MIT license. */\n"
+        "#include <stdint.h>\n\n"
+        "/**\n * Decompresses the data in encoded_buffer into decoded_buffer.\n */\n"
+        "BROTLI_DEC_API BrotliDecoderResult BrotliDecoderDecompress(size_t encoded_size,\n"
+        "    const uint8_t* encoded_buffer, size_t* decoded_size, uint8_t* decoded_buffer);\n\n"
+        "/* Creates a decoder instance. */\n"
+        "BROTLI_DEC_API BrotliDecoderState* BrotliDecoderCreateInstance(brotli_alloc_func alloc_func);\n"
+        "void (*on_done)(int status);\n"
+        "static const int kTable[4] = {1, 2, 3, 4};\n")
+    chunks = chunk_text(header, "c")
+    assert kinds_and_symbols(chunks) == [(1, "license", None), (3, "function", "BrotliDecoderDecompress"),
+                                         (11, "function", "BrotliDecoderCreateInstance"), (13, "module", None)]
+    assert chunk_named(chunks, "BrotliDecoderDecompress").content.startswith("#include <stdint.h>\n\n/**\n * Decomp")
+    assert "kTable" in chunks[-1].content and "on_done" in chunks[-1].content  # variables stay module code
+    source = "static int helper(int a);\n\nint run(void) { return helper(1); }\n\nstatic int helper(int a) { return a; }\n"
+    assert [s for _, _, s in kinds_and_symbols(chunk_text(source, "c"))] == ["run", "helper"]
+    cpp = "class Formatter {\n public:\n  // Formats the value.\n  virtual std::string format(int value) const = 0;\n" \
+          "  int width;\n};\n" + "".join(f"void step_{i}(int n);\n" for i in range(3))
+    assert {s for _, _, s in kinds_and_symbols(chunk_text(cpp, "cpp", max_tokens=24))} >= {
+        "Formatter.format", "step_0", "step_2"}
+
+
+def test_rust_impl_symbols_drop_generics_and_a_bare_impl_line_joins_its_first_method():
+    body = "".join(f"        let v{j} = value.wrapping_mul({j}) + self.offset;\n" for j in range(8))
+    methods = "".join(f"    /// Step {i}.\n    fn step_{i}(&self, value: u32) -> u32 {{\n{body}        value + {i}\n    }}\n\n"
+                      for i in range(12))
+    text = "struct Serializer<'a> { offset: u32, name: &'a str }\n\nimpl<'a> Serialize for Serializer<'a> {\n" + methods + "}\n"
+    chunks = chunk_text(text, "rust")
+    assert [s for _, _, s in kinds_and_symbols(chunks)] == ["Serializer"] + [f"Serializer.step_{i}" for i in range(12)]
+    assert chunk_named(chunks, "Serializer.step_0").content.startswith("impl<'a> Serialize for Serializer<'a> {\n")
+    trait = "pub trait Parser {\n    /// Parses it.\n    fn parse(&self) -> u32;\n    fn name(&self) -> String;\n}\n"
+    assert {s for _, _, s in kinds_and_symbols(chunk_text(trait * 1, "rust", max_tokens=16))} >= {"Parser.parse", "Parser.name"}
+
+
+def test_a_preamble_is_its_own_chunk_not_the_first_functions():
+    preamble = "".join(f"import {m}\n" for m in ("os", "re", "sys", "json", "time", "shutil", "logging", "pathlib"))
+    text = preamble + "\nDEFAULTS = {'retries': 3, 'timeout': 10.0, 'backoff': 0.5}\n\ndef tiny():\n    return 1\n"
+    assert kinds_and_symbols(chunk_text(text, "python")) == [(1, "module", None), (12, "function", "tiny")]
+    one_import = "import os\n\ndef tiny():\n    return os.sep\n"  # a small side still joins
+    assert kinds_and_symbols(chunk_text(one_import, "python")) == [(1, "function", "tiny")]
+
+
+@pytest.mark.parametrize("language", ["javascript", "typescript", "tsx"])
+def test_default_exports_class_fields_and_object_members_are_definitions(language):
+    """axios: ``export default cond && function httpAdapter`` left http.js as 29 unnamed module chunks."""
+    text = ("import utils from './utils.js';\n\n"
+            "export default isHttpAdapterSupported && function httpAdapter(config) {\n"
+            "  return dispatch(config);\n};\n\n"
+            "class Store {\n  handle = (event) => { return event.type; };\n  count = 0;\n}\n\n"
+            "const api = {\n  get(url) { return fetch(url); },\n  post: function (url, body) { return send(url, body); },\n"
+            "  retries: 3,\n};\n\n"
+            "export default function () { return 1; }\n")
+    found = {(k, s) for _, k, s in kinds_and_symbols(chunk_text(text, language, max_tokens=16))}
+    assert {("function", "httpAdapter"), ("method", "Store.handle"), ("function", "get"), ("function", "post"),
+            ("function", "default")} <= found, found
+    assert not any(s in ("count", "retries") for _, s in found)  # fields that hold values stay code

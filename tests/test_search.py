@@ -419,3 +419,25 @@ def test_an_older_read_only_index_says_how_to_upgrade_it(searcher, monkeypatch):
     monkeypatch.setattr(Store, "run", run)
     with Store(store.path, create=False) as writable:  # migrated once it can be
         assert writable.meta()["schema_version"] == SCHEMA_VERSION
+
+
+def test_a_licence_header_weighs_low(tmp_path, embedder):
+    """brotli: the words of licence headers ("permission", "use", "copy") matched questions."""
+    licence = ("/* Copyright 2013 Google Inc. All Rights Reserved.\n"
+               "   Permission is hereby granted to copy and use this software.\n"
+               "   Distributed under MIT license. */\n")
+    repo = write_tree(tmp_path / "lic", {
+        "dec/decode.c": licence + "#include <stdint.h>\n\nint decode(int x) { return x + 1; }\n",
+        "common/perm.c": "/* Check the permission of a buffer before a copy: its use is free. */\n"
+                         "int check_buffer(int b) { return b; }\n"})
+    cb = Codebase.open(repo)
+    Indexer(cb, embedder).build()
+    with Store(cb.db_path, create=False) as store:
+        s = search.Searcher(store, cb.root, embedder)
+        with_prior = s.search("copy permission use", SearchOptions(limit=5, mode="bm25"))
+        without = s.search("copy permission use", SearchOptions(limit=5, mode="bm25", role_prior=False))
+    weighed = {r.kind: r.score for r in with_prior}
+    plain = {r.kind: r.score for r in without}
+    assert weighed["license"] == pytest.approx(plain["license"] * search.ROLE_WEIGHTS["license"], rel=1e-3)
+    assert weighed["function"] == pytest.approx(plain["function"], rel=1e-3)  # code keeps its score
+    assert [r.role for r in with_prior] == ["source", "source"]  # the file's own role is what results show

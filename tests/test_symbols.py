@@ -95,7 +95,7 @@ def test_outlines_nest_definitions_with_lines_and_signatures_in_four_languages(p
     assert [(n["symbol"], n["start_line"]) for n in go] == [("Cache", 3), ("Cache.Get", 7)]
     assert go[1]["signature"] == "func (c *Cache) Get(key string) (int, bool) {"
     rs = service.outline(poly, "rs/parser.rs")["symbols"]
-    assert rs[1]["children"][0]["symbol"] == "Parser<'a>.parse_header"
+    assert rs[1]["children"][0]["symbol"] == "Parser.parse_header"
     with pytest.raises(UsageError):
         service.outline(poly, "../outside.py")
 
@@ -108,7 +108,7 @@ def test_find_symbol_by_name_qualified_name_generics_module_and_prefix(poly):
                              ("py/session.py", "Session.send", "qualified")]  # source before tests
     assert found("Session.send") == [("py/session.py", "Session.send", "exact")]
     assert found("Parser::parse_header") == found("Parser.parse_header") == [
-        ("rs/parser.rs", "Parser<'a>.parse_header", "exact")]
+        ("rs/parser.rs", "Parser.parse_header", "exact")]
     assert found("Cache.Get") == [("go/cache.go", "Cache.Get", "exact")]
     assert found("py.session.Session.make") == [("py/session.py", "Session.make", "exact")]
     assert found("Rout", prefix=True)[:2] == [("ts/router.ts", "Router", "prefix"), ("ts/router.ts", "Router.route", "prefix")]
@@ -163,7 +163,7 @@ def test_mcp_outline_and_find_symbol(codii_home, tmp_path):
             await call(s, "index_codebase", path=str(repo))
             await wait_indexed(s, repo)
             out = await call(s, "get_file_outline", path=str(repo), file="rs/parser.rs")
-            assert out["symbols"][1]["children"][0]["symbol"] == "Parser<'a>.parse_header"
+            assert out["symbols"][1]["children"][0]["symbol"] == "Parser.parse_header"
             res = await s.call_tool("find_symbol", {"path": str(repo), "name": "Parser::parse_header"})
             assert res.structured_content["definitions"][0]["path"] == "rs/parser.rs"
             assert "rs/parser.rs:6-9 method" in res.content[1].text  # its doc comment included

@@ -17,18 +17,24 @@ Rules (all sizes in word pieces of the embedding model, see :mod:`codii_sql.word
   (``#``, ``##``) and setext (a line underlined with ``===`` or ``---``) headings alike.
 * Other text (and a failed parse) is cut into token-bounded line windows that overlap by up
   to ``max_tokens // 4`` word pieces, a few lines (kind ``text``).
-* Merge rule: neighbouring whole units with the same parent (an import block and the function
+* Merge rule: neighbouring whole units with the same parent (an import line and the function
   after it, a class's closing brace and its last method) are merged while the merged chunk
   fits ``max_tokens`` and either side is below ``max_tokens // 8`` word pieces (about three
-  lines of code): a one-line chunk is a poor search result. A merged chunk holds at most one
-  definition, so every function keeps its own symbol (a search for a one-line function's name
-  must name that function); it takes that definition's kind and symbol.
+  lines of code): a one-line chunk is a poor search result. Lines around a definition join it
+  only when they are that small side, so a file's preamble (imports, constants) stays a chunk
+  of its own. A merged chunk holds at most one definition, so every function keeps its own
+  symbol (a search for a one-line function's name must name that function); it takes that
+  definition's kind and symbol.
+* A licence header (the comments opening a file, when they name a copyright, licence or SPDX
+  identifier) is a chunk of its own, kind ``license``, which ranking weighs low.
 * A single line above ``max_tokens`` (minified code) is cut into pieces on character
   boundaries, preferring word boundaries; these chunks share the line number and have
   distinct byte ranges.
 """
 
 from __future__ import annotations
+
+import re
 
 import tree_sitter
 
@@ -43,7 +49,10 @@ from .nodes import Span, capture, field_name, last_row, parser_for
 #: 2: a window split no longer leaves a tiny last piece (a lone ``)`` of a long signature).
 #: 3: JS/TS assignments of functions are definitions; Markdown setext headings start sections.
 #: 4: notebooks are chunked by cell, Vue/Svelte scripts by their grammar, #! scripts by their interpreter.
-CHUNKER_VERSION = 4
+#: 5: a preamble is no longer merged into a tiny first function; tiny class/impl headers join their
+#: first member; licence headers are chunks of kind ``license``; C/C++ prototypes and Rust trait
+#: method signatures are definitions; Rust impl symbols drop generics.
+CHUNKER_VERSION = 5
 
 #: ``max_tokens`` default: the model's 256-piece window minus room for the path/symbol header
 #: the embedder may prepend to each chunk.
@@ -67,7 +76,7 @@ def _own_line_rows(lines: Lines, nodes: list[tree_sitter.Node]) -> set[int]:
 def _node_spans(language: str, root: tree_sitter.Node) -> list[Span]:
     """Definitions found by node type (``grammar.defs``), each with its wrappers' lines."""
     grammar = GRAMMARS[language]
-    spans = []
+    spans, forward = [], []
     for node in capture(language, tuple(grammar.defs), root):
         name = grammar.names.get(node.type, field_name)(node)
         if not name:
@@ -76,8 +85,10 @@ def _node_spans(language: str, root: tree_sitter.Node) -> list[Span]:
         while outer.parent is not None and outer.parent.type in grammar.wrappers:
             outer = outer.parent
         spans.append(Span(node.start_byte, node.end_byte, outer.start_point[0],
-                           last_row(outer), grammar.defs[node.type], name))
-    return spans
+                           last_row(outer), grammar.defs[node.type], name, node.type in grammar.extensions))
+        forward.append(node.type in grammar.forward)
+    bodies = {s.name for s, fwd in zip(spans, forward, strict=True) if not fwd}
+    return [s for s, fwd in zip(spans, forward, strict=True) if not fwd or s.name not in bodies]
 
 
 def _definitions(language: str, root: tree_sitter.Node, lines: Lines) -> list[Definition]:
@@ -98,7 +109,7 @@ def _definitions(language: str, root: tree_sitter.Node, lines: Lines) -> list[De
         if kind == "function" and parent is not None and parent.kind == "class":
             kind = "method"
         symbol = span.name if parent is None else f"{parent.symbol}{grammar.separator}{span.name}"
-        d = Definition(first, span.last, span.head, kind, symbol, [])
+        d = Definition(first, span.last, span.head, kind, symbol, [], span.extends)
         (parent.children if parent is not None else top).append(d)
         stack.append((span.end, d))
     return top
@@ -118,13 +129,32 @@ def definitions(text: str, language: str) -> list[Definition]:
         return []
 
 
+#: Words that make a file's opening comments a licence header.
+_LICENCE = re.compile(r"\b(copyright|licen[cs]ed?|spdx-license-identifier)\b|\(c\)\s*\d{4}", re.IGNORECASE)
+
+
+def _licence_end(language: str, root: tree_sitter.Node, lines: Layout) -> int:
+    """The last row (0-based) of the licence header opening the file, or -1 for none: the comment
+    nodes before any code (a shebang line may come first), when they match :data:`_LICENCE`."""
+    prefixes, last = GRAMMARS[language].prefixes, -1
+    for node in root.named_children:
+        if node.type not in prefixes:
+            break
+        last = last_row(node)
+    if last < 0 or not _LICENCE.search("".join(lines.lines.lines[:last + 1])):
+        return -1
+    return last
+
+
 def _ast_pieces(layout: Layout, language: str) -> list[Piece]:
     """Pieces from the syntax tree; raises ``RecursionError`` on absurdly nested definitions."""
     lines = layout.lines
     tree = parser_for(language).parse(layout.text.encode("utf-8"))
     definitions = _definitions(language, tree.root_node, lines)
     kind = GRAMMARS[language].module_kind
-    return layout.layout(0, len(lines) - 1, definitions, kind, None)
+    licence = _licence_end(language, tree.root_node, layout) if kind == "module" else -1
+    head = layout.windows(0, licence, "license", None) if licence >= 0 else []
+    return head + layout.layout(licence + 1, len(lines) - 1, definitions, kind, None)
 
 
 def chunk_text(text: str, language: str | None, *, max_tokens: int = DEFAULT_MAX_TOKENS,

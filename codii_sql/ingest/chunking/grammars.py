@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 import tree_sitter
 
 from ...languages import AST_LANGUAGES
-from .javascript import assignment_name, variable_name
+from .javascript import assignment_name, default_export_name, member_name, variable_name
 from .markdown import markdown_spans
 from .nodes import Span, field_name, first_child_name, node_text
 
@@ -43,6 +43,28 @@ def _c_function_name(node: tree_sitter.Node) -> str | None:
     return None
 
 
+def _c_prototype_name(node: tree_sitter.Node) -> str | None:
+    """``int *make(int n);`` (a declaration of exactly one function, as headers hold) -> ``make``;
+    ``None`` for variables, tables and ``int a(void), b(void);``. Macros before the type
+    (``BROTLI_DEC_API``) leave the declarator a direct child rather than the ``declarator`` field."""
+    found = []
+    stack = [c for c in node.named_children if c.type in ("function_declarator", "pointer_declarator")]
+    while stack:
+        current = stack.pop()
+        if current.type == "function_declarator":
+            found.append(current)
+        elif current.type in ("pointer_declarator", "parenthesized_declarator"):
+            stack.extend(current.named_children)
+    if len(found) != 1:
+        return None
+    inner = found[0].child_by_field_name("declarator")
+    if inner is not None and inner.type == "parenthesized_declarator":
+        return None  # ``void (*on_done)(int);``: a variable holding a function pointer
+    while inner is not None and inner.type != "identifier" and inner.named_child_count:
+        inner = inner.child_by_field_name("declarator") or inner.named_children[-1]
+    return node_text(inner) if inner is not None and inner.type in ("identifier", "field_identifier") else None
+
+
 def _c_type_name(node: tree_sitter.Node) -> str | None:
     """``struct s {...}`` with a body; an anonymous one takes its ``typedef`` name."""
     if node.child_by_field_name("body") is None:
@@ -56,7 +78,11 @@ def _c_type_name(node: tree_sitter.Node) -> str | None:
 
 
 def _impl_name(node: tree_sitter.Node) -> str | None:
+    """``impl<'a> Serialize for Foo<'a>`` -> ``Foo``: without generics and lifetimes, the name a
+    query types (``Foo.serialize``), which the named-symbol rule then matches."""
     target = node.child_by_field_name("type")
+    if target is not None and target.type == "generic_type":
+        target = target.child_by_field_name("type") or target
     return node_text(target) if target is not None else None
 
 
@@ -69,7 +95,8 @@ class Grammar:
     ``wrappers`` are parents that belong to the definition (decorators, ``export``,
     ``template<>``); ``prefixes`` are node types kept with the definition below them when they
     sit on their own lines (comments, Rust ``#[attributes]``). ``spans`` replaces the lookup
-    by node type where definitions are no nodes of their own (Markdown sections).
+    by node type where definitions are no nodes of their own (Markdown sections); ``forward``
+    node types are declarations kept only where no definition of the same name has a body.
     """
 
     defs: dict[str, str]
@@ -78,6 +105,11 @@ class Grammar:
     prefixes: tuple[str, ...] = ("comment",)
     separator: str = "."
     module_kind: str = "module"
+    #: Node types that only declare (C prototypes): a definition only where the file has no body
+    #: of the same name (a header's API, not a ``.c`` file's forward declarations).
+    forward: frozenset[str] = frozenset()
+    #: Node types that add to a type defined elsewhere (Rust ``impl``; see ``Definition.extends``).
+    extensions: frozenset[str] = frozenset()
     spans: Callable[[tree_sitter.Node], list[Span]] | None = None
 
 
@@ -85,16 +117,20 @@ _JS_DEFS = {
     "function_declaration": "function", "generator_function_declaration": "function",
     "lexical_declaration": "function", "variable_declaration": "function",
     "class_declaration": "class", "method_definition": "function",
-    "expression_statement": "function",
+    "expression_statement": "function", "export_statement": "function",
+    "pair": "function", "field_definition": "function",
 }
 _JS_NAMES = {"lexical_declaration": variable_name, "variable_declaration": variable_name,
-             "expression_statement": assignment_name}
-_TS_DEFS = _JS_DEFS | {
+             "expression_statement": assignment_name, "export_statement": default_export_name,
+             "pair": member_name, "field_definition": member_name, "public_field_definition": member_name}
+# TypeScript names a class field public_field_definition (whatever its accessibility).
+_TS_DEFS = {k: v for k, v in _JS_DEFS.items() if k != "field_definition"} | {
     "abstract_class_declaration": "class", "interface_declaration": "class",
-    "enum_declaration": "class",
+    "enum_declaration": "class", "public_field_definition": "function",
 }
 _C_TYPES = {"struct_specifier": "class", "union_specifier": "class", "enum_specifier": "class"}
-_C_NAMES = {"function_definition": _c_function_name} | dict.fromkeys(_C_TYPES, _c_type_name)
+_C_NAMES = ({"function_definition": _c_function_name, "declaration": _c_prototype_name}
+            | dict.fromkeys(_C_TYPES, _c_type_name))
 _KOTLIN_NAME = first_child_name("type_identifier", "simple_identifier")
 
 GRAMMARS: dict[str, Grammar] = {
@@ -109,23 +145,26 @@ GRAMMARS: dict[str, Grammar] = {
          "type_declaration": "class"},
         {"method_declaration": _go_method_name, "type_declaration": _go_type_name}),
     "rust": Grammar(
-        {"function_item": "function", "impl_item": "class", "trait_item": "class",
+        {"function_item": "function", "function_signature_item": "function",
+         "impl_item": "class", "trait_item": "class",
          "struct_item": "class", "enum_item": "class", "union_item": "class",
          "macro_definition": "function"},
         {"impl_item": _impl_name},
-        prefixes=("line_comment", "block_comment", "attribute_item")),
+        prefixes=("line_comment", "block_comment", "attribute_item"), extensions=frozenset({"impl_item"})),
     "java": Grammar(
         {"class_declaration": "class", "interface_declaration": "class",
          "enum_declaration": "class", "record_declaration": "class",
          "annotation_type_declaration": "class", "method_declaration": "function",
          "constructor_declaration": "function"},
         prefixes=("line_comment", "block_comment")),
-    "c": Grammar({"function_definition": "function"} | _C_TYPES, _C_NAMES,
-                  frozenset({"type_definition"})),
+    "c": Grammar({"function_definition": "function", "declaration": "function"} | _C_TYPES, _C_NAMES,
+                  frozenset({"type_definition"}), forward=frozenset({"declaration"})),
     "cpp": Grammar(
-        {"function_definition": "function", "class_specifier": "class"} | _C_TYPES,
-        _C_NAMES | {"class_specifier": _c_type_name},
-        frozenset({"type_definition", "template_declaration"})),
+        {"function_definition": "function", "declaration": "function", "field_declaration": "function",
+         "class_specifier": "class"} | _C_TYPES,
+        _C_NAMES | {"class_specifier": _c_type_name, "field_declaration": _c_prototype_name},
+        frozenset({"type_definition", "template_declaration"}),
+        forward=frozenset({"declaration", "field_declaration"})),
     "csharp": Grammar(
         {"class_declaration": "class", "struct_declaration": "class",
          "interface_declaration": "class", "enum_declaration": "class",

@@ -62,3 +62,39 @@ def assignment_name(node: tree_sitter.Node) -> str | None:
     if parts in (["module", "exports"], ["exports"]) and own:
         return own  # ``module.exports = function debounce()``: searched for as ``debounce``
     return ".".join(p for p in parts if p not in _JS_SILENT_PARTS) or None
+
+
+#: Where an object literal is named API (``const api = {...}``, ``module.exports = {...}``,
+#: ``export default {...}``, a nested ``{ helpers: {...} }``) rather than an argument.
+_NAMED_OBJECT_HOLDERS = frozenset({"variable_declarator", "assignment_expression", "export_statement", "pair"})
+
+
+def member_name(node: tree_sitter.Node) -> str | None:
+    """``post: function (url) {}`` (a pair of a named object, see :data:`_NAMED_OBJECT_HOLDERS`) or
+    ``handle = (e) => {}`` (a class field): a definition when its value is a function or class,
+    named by its key."""
+    value = node.child_by_field_name("value")
+    if value is None or value.type not in FUNCTION_VALUES:
+        return None
+    holder = node.parent.parent if node.type == "pair" and node.parent is not None else None
+    if holder is not None and holder.type not in _NAMED_OBJECT_HOLDERS:
+        return None  # an options object passed to a call (tests are full of them): not an API
+    key = node.child_by_field_name("key") or node.child_by_field_name("property") or node.child_by_field_name("name")
+    if key is None or key.type not in ("property_identifier", "private_property_identifier", "string", "identifier"):
+        return None
+    return node_text(key).strip("'\"`") or None
+
+
+def default_export_name(node: tree_sitter.Node) -> str | None:
+    """``export default function httpAdapter() {}`` written as an expression (``cond && function
+    f()``, ``function () {}``, ``() => {}``): a definition named by the function's own name, or
+    ``default``. Exported declarations (``export function f``) are their own nodes; an exported
+    object's methods are definitions of their own."""
+    value = node.child_by_field_name("value")
+    candidates = [value] if value is not None else []
+    if value is not None and value.type in ("binary_expression", "ternary_expression", "parenthesized_expression"):
+        candidates = value.named_children
+    for candidate in candidates:
+        if candidate.type in FUNCTION_VALUES:
+            return field_name(candidate) or "default"
+    return None

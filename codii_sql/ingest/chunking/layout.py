@@ -19,7 +19,7 @@ class Chunk:
         end_line: last line, 1-based inclusive.
         start_byte: offset of the first byte in ``text.encode("utf-8")``, inclusive.
         end_byte: offset in the same bytes, exclusive.
-        kind: ``function``, ``method``, ``class``, ``module``, ``section`` or ``text``.
+        kind: ``function``, ``method``, ``class``, ``module``, ``section``, ``license`` or ``text``.
         symbol: qualified name (``Session.resolve_redirects``, Markdown ``Install > Linux``)
             or ``None`` for module-level code and text windows.
         content: the file's lines ``start_line..end_line`` with their line breaks, i.e.
@@ -98,6 +98,9 @@ class Definition:
     kind: str
     symbol: str
     children: list[Definition]
+    #: Adds to a type defined elsewhere (a Rust ``impl``): a tiny header (``impl<'a> Foo<'a> {``)
+    #: joins its first member, since ``struct Foo`` is the chunk a search for ``Foo`` should find.
+    extends: bool = False
 
 
 # Cut a long line at most this many characters before the even cut point to land on a word
@@ -246,14 +249,16 @@ class Layout:
     # -- AST layout
 
     def layout(self, first: int, last: int, children: list[Definition], kind: str,
-               symbol: str | None) -> list[Piece]:
+               symbol: str | None, extends: bool = False) -> list[Piece]:
         """Pieces of lines ``first..last`` owned by a unit of ``kind``/``symbol``.
 
         Children (sorted) are laid out by :meth:`place`; the lines between them belong to the
         owner. A child sharing a line with an earlier sibling is not separated (chunks are
         whole lines and must not overlap): its lines stay with the owner. The owner's header
-        (a class's signature, docstring and fields before its first method) is never merged
-        into a child, so that the unit keeps a chunk under its own kind and symbol.
+        (a class's signature, docstring and fields before its first method) keeps a chunk under
+        the unit's own kind and symbol, unless the unit ``extends`` a type defined elsewhere and
+        the header is tiny: a bare ``impl Foo {`` line then joins the first member (it took top
+        slots for any query naming ``Foo``, whose ``struct`` is the answer).
         """
         pieces: list[Piece] = []
         cursor = first
@@ -265,7 +270,7 @@ class Layout:
             pieces += self.place(child)
             cursor = child.last + 1
         pieces += self.gap(cursor, last, kind, symbol)
-        if symbol is not None and pieces and not pieces[0].is_def:
+        if symbol is not None and pieces and not pieces[0].is_def and not (extends and pieces[0].tokens < self.tiny):
             pieces[0].mergeable = False
         return self.merge(pieces)
 
@@ -287,7 +292,7 @@ class Layout:
         children = d.children if d.first < d.last else []
         if not children:
             return self.windows(d.first, d.last, d.kind, d.symbol)
-        pieces = self.layout(d.first, d.last, children, d.kind, d.symbol)
+        pieces = self.layout(d.first, d.last, children, d.kind, d.symbol, d.extends)
         for piece in pieces:  # merging stays among siblings: never across the parent's border
             piece.mergeable = False
         return pieces
@@ -297,11 +302,7 @@ class Layout:
         out: list[Piece] = []
         group: list[Piece] = []
         for piece in pieces:
-            size = sum(p.tokens for p in group)
-            if (group and piece.mergeable and group[-1].mergeable
-                    and not (piece.is_def and any(p.is_def for p in group))
-                    and size + piece.tokens <= self.max_tokens
-                    and min(size, piece.tokens) < self.tiny):
+            if self._joinable(group, piece):
                 group.append(piece)
                 continue
             if group:
@@ -310,6 +311,18 @@ class Layout:
         if group:
             out.append(self._join(group))
         return out
+
+    def _joinable(self, group: list[Piece], piece: Piece) -> bool:
+        """Whether ``piece`` joins ``group`` by the merge rule. Lines around a definition join it
+        only when they are the small side: a file's imports and constants were merged into its
+        first function when that function was tiny, and carried its name (``1-24 renderReason``)."""
+        size = sum(p.tokens for p in group)
+        if not (group and piece.mergeable and group[-1].mergeable) or size + piece.tokens > self.max_tokens:
+            return False
+        group_def = any(p.is_def for p in group)
+        if piece.is_def:
+            return not group_def and size < self.tiny
+        return piece.tokens < self.tiny if group_def else min(size, piece.tokens) < self.tiny
 
     def _join(self, group: list[Piece]) -> Piece:
         if len(group) == 1:

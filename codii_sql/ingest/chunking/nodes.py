@@ -40,6 +40,7 @@ class Span:
     last: int
     kind: str
     name: str
+    extends: bool = False  # adds to a type defined elsewhere (a Rust ``impl``): see Definition
 
 
 def last_row(node: tree_sitter.Node) -> int:
