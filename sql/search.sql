@@ -307,6 +307,12 @@ ORDER BY c.start_line;
 -- Per-connection (temp) view of FTS5's term statistics: the .db itself stays unchanged.
 CREATE VIRTUAL TABLE IF NOT EXISTS temp.chunks_fts_vocab USING fts5vocab(main, 'chunks_fts', 'row');
 
+-- name: path_has_a_term
+-- 1 when some indexed path holds one of the query's terms (:fq, an FTS5 OR-expression), else
+-- nothing: a question that names a file by a word of its path ("add turkmen (tk) locale" ->
+-- locales/tk.ts), where BM25 finds what the vectors miss.
+SELECT 1 FROM chunks_fts WHERE chunks_fts MATCH '{path} : (' || :fq || ')' LIMIT 1;
+
 -- name: term_doc_counts
 -- How many chunks contain each term (:terms is a JSON array); absent terms are left out.
 SELECT term, doc FROM temp.chunks_fts_vocab WHERE term IN (SELECT value FROM json_each(:terms));

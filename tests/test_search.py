@@ -441,3 +441,12 @@ def test_a_licence_header_weighs_low(tmp_path, embedder):
     assert weighed["license"] == pytest.approx(plain["license"] * search.ROLE_WEIGHTS["license"], rel=1e-3)
     assert weighed["function"] == pytest.approx(plain["function"], rel=1e-3)  # code keeps its score
     assert [r.role for r in with_prior] == ["source", "source"]  # the file's own role is what results show
+
+
+def test_a_question_naming_a_path_word_fuses_like_a_question_naming_code(searcher):
+    """zod's 'add turkmen (tk) locale': BM25 found locales/tk.ts, the vectors did not."""
+    terms = lambda q: search.fts_query(searcher.select_terms(q))  # noqa: E731
+    assert query_shape("where is the util helper for timers") == "natural"
+    assert searcher._fusion_shape("natural", terms("where is the util helper for timers")) == "mixed"
+    assert searcher._fusion_shape("natural", terms("how are failed requests retried")) == "natural"
+    assert searcher._fusion_shape("long", terms("util")) == "long"  # other shapes keep their weights

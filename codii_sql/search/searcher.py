@@ -144,6 +144,16 @@ class Searcher:
         self.budget: BudgetReport | None = None
         store.run("create_vocab")
 
+    def _fusion_shape(self, shape: str, fq: str | None) -> str:
+        """The shape whose :data:`BM25_WEIGHT` fuses this query: a ``natural`` one that shares a
+        word with an indexed path (sql ``path_has_a_term``) fuses as ``mixed``. Measured on the
+        nine-repository git dev set (hybrid, 900 commit subjects): hit@5 0.721 -> 0.734,
+        all-gold@5 0.584 -> 0.599 (zod 0.70 -> 0.79); CoSQA dev NDCG@10 0.6097 -> 0.6096 (its
+        snippet paths share no words with questions), SWE-bench dev unchanged (long queries)."""
+        if shape == "natural" and fq and self.store.value("path_has_a_term", {"fq": fq}):
+            return "mixed"
+        return shape
+
     def select_terms(self, query: str, *, numbers: bool = False) -> list[str]:
         """The query's BM25 terms (:func:`query_terms`), at most :data:`MAX_FTS_TERMS` of them.
 
@@ -204,7 +214,7 @@ class Searcher:
         if qvec is None and opts.mode != "bm25":  # the embedder did not answer: self.note says so
             opts = dataclasses.replace(opts, mode="bm25")
         fq = fts_query(self.select_terms(query, numbers=shape != "long")) if opts.mode != "vector" else None
-        weight = Bm25Weight(*SINGLE_MODE_WEIGHT.get(opts.mode, BM25_WEIGHT[shape]))
+        weight = Bm25Weight(*SINGLE_MODE_WEIGHT.get(opts.mode, BM25_WEIGHT[self._fusion_shape(shape, fq)]))
         prior = (LONG_QUERY_ROLE_WEIGHTS if shape == "long" else ROLE_WEIGHTS) if opts.role_prior else None
         named = named_in_query(query)
         rows = self._run(fq, qvec, opts, weight, named, prior, tiered=shape == "identifier")
