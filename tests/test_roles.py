@@ -10,7 +10,10 @@ from codii_sql.ingest.roles import classify
 @pytest.mark.parametrize("path, role", [
     ("src/app/views.py", "source"), ("bin/run", "source"), ("src/X", "source"),
     ("tests/test_views.py", "test"), ("pkg/views_test.go", "test"), ("web/a.spec.ts", "test"),
-    ("docs/index.rst", "docs"), ("README.md", "docs"), ("CHANGES", "docs"), ("EXAMPLES", "docs"),
+    ("docs/index.rst", "docs"), ("README.md", "docs"), ("CHANGES", "changelog"), ("CHANGELOG.md", "changelog"), ("docs/history.rst", "changelog"),
+    ("changelog/1234.bugfix.rst", "changelog"), ("src/history.py", "source"), ("HISTORY.rst", "changelog"),
+    ("news/index.html", "source"), ("NEWS", "changelog"), ("django/middleware/security.py", "source"),
+    ("SECURITY.md", "docs"), ("EXAMPLES", "docs"),
     ("utils/INSTALL", "docs"), ("LICENSE", "docs"),
     ("setup.cfg", "config"), ("Makefile", "config"), ("BUILD", "config"), (".github/workflows/ci.yml", "config"),
     ("requests-2.3.0.dist-info/METADATA", "config"),

@@ -12,7 +12,8 @@ from .prepare import Prepared
 
 #: Embedding order of queued chunks by file role (lower first): the code people search for
 #: before its tests and docs, generated and vendored files after, data (``.po``, ``.csv``) last.
-VECTOR_PRIORITY = {"source": 0, "test": 1, "docs": 2, "config": 3, "generated": 4, "vendored": 4, "data": 5}
+VECTOR_PRIORITY = {"source": 0, "test": 1, "docs": 2, "config": 3, "changelog": 4, "generated": 4, "vendored": 4,
+                   "data": 5}
 
 
 def write_files(store: Store, tree: merkle.Tree, files: list[Prepared], keys: list[list[str]],

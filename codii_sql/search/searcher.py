@@ -104,13 +104,13 @@ MAX_FTS_TERMS = 32
 #: A licence header (chunk kind ``license``, any file) weighs as data: it names no behaviour, yet
 #: its words ("warranty", "permission", "use") matched questions on brotli.
 ROLE_WEIGHTS = {"source": 1.0, "test": 0.6, "docs": 0.6, "config": 0.5, "generated": 0.5, "vendored": 0.5,
-                "data": 0.5, "license": 0.5}
+                "data": 0.5, "license": 0.5, "changelog": 0.5}
 #: The prior for long queries (issue reports, stack traces), which nearly always ask which
 #: source file to change. Tuned on 70 SWE-bench dev issues (hybrid NDCG@10 0.677 -> 0.702,
 #: Acc@k unchanged) and checked on the 57 held-out Sphinx issues (BM25: Acc@5 0.439 -> 0.544,
 #: NDCG@10 0.388 -> 0.448). A file the query names still gets NAME_BOOST.
 LONG_QUERY_ROLE_WEIGHTS = {"source": 1.0, "test": 0.4, "docs": 0.4, "config": 0.3, "generated": 0.3,
-                           "vendored": 0.3, "data": 0.3, "license": 0.3}
+                           "vendored": 0.3, "data": 0.3, "license": 0.3, "changelog": 0.3}
 
 
 class Bm25Weight(NamedTuple):
