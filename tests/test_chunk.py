@@ -448,6 +448,8 @@ def test_rust_impl_symbols_drop_generics_and_a_bare_impl_line_joins_its_first_me
     chunks = chunk_text(text, "rust")
     assert [s for _, _, s in kinds_and_symbols(chunks)] == ["Serializer"] + [f"Serializer.step_{i}" for i in range(12)]
     assert chunk_named(chunks, "Serializer.step_0").content.startswith("impl<'a> Serialize for Serializer<'a> {\n")
+    by_ref = "impl<'de, R: Read<'de>> de::Deserializer<'de> for &mut Deserializer<R> {\n    fn deserialize_any(self) {}\n}\n"
+    assert [s for _, _, s in kinds_and_symbols(chunk_text(by_ref * 1, "rust", max_tokens=16))][-1] == "Deserializer.deserialize_any"
     trait = "pub trait Parser {\n    /// Parses it.\n    fn parse(&self) -> u32;\n    fn name(&self) -> String;\n}\n"
     assert {s for _, _, s in kinds_and_symbols(chunk_text(trait * 1, "rust", max_tokens=16))} >= {"Parser.parse", "Parser.name"}
 

@@ -47,6 +47,8 @@ def _c_prototype_name(node: tree_sitter.Node) -> str | None:
     """``int *make(int n);`` (a declaration of exactly one function, as headers hold) -> ``make``;
     ``None`` for variables, tables and ``int a(void), b(void);``. Macros before the type
     (``BROTLI_DEC_API``) leave the declarator a direct child rather than the ``declarator`` field."""
+    if node_text(node).startswith("typedef"):
+        return None  # error recovery around unknown macros made ``typedef void (*f)(...)`` a function "void"
     found = []
     stack = [c for c in node.named_children if c.type in ("function_declarator", "pointer_declarator")]
     while stack:
@@ -78,9 +80,12 @@ def _c_type_name(node: tree_sitter.Node) -> str | None:
 
 
 def _impl_name(node: tree_sitter.Node) -> str | None:
-    """``impl<'a> Serialize for Foo<'a>`` -> ``Foo``: without generics and lifetimes, the name a
-    query types (``Foo.serialize``), which the named-symbol rule then matches."""
+    """``impl<'a> Serialize for Foo<'a>`` or ``for &mut Foo<R>`` -> ``Foo``: without references,
+    generics and lifetimes, the name a query types (``Foo.serialize``), which the named-symbol
+    rule then matches."""
     target = node.child_by_field_name("type")
+    while target is not None and target.type == "reference_type":
+        target = target.child_by_field_name("type")
     if target is not None and target.type == "generic_type":
         target = target.child_by_field_name("type") or target
     return node_text(target) if target is not None else None
