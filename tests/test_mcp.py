@@ -58,7 +58,7 @@ async def wait_indexed(session: ClientSession, path: Path, timeout: float = 120.
     deadline = loop.time() + timeout
     while loop.time() < deadline:
         st = await call(session, "get_indexing_status", path=str(path))
-        assert st["status"] in ("indexing", "indexed"), st
+        assert st["status"] in ("indexing", "indexed"), (st["status"], st.get("last_error"), st)
         if st["status"] == "indexed":
             return st
         await asyncio.sleep(0.2)

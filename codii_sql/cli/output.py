@@ -36,7 +36,18 @@ def json_option(f):
 
 def emit(obj) -> None:
     """Print ``obj`` as indented JSON (non-ASCII kept as is), times (``*_at``) as in text output."""
-    click.echo(json.dumps(_dated(obj), ensure_ascii=False, indent=2, default=str))
+    click.echo(json_text(_dated(obj), indent=2))
+
+
+#: C1 controls, which ``json.dumps(ensure_ascii=False)`` writes raw (C0 it escapes).
+_C1 = re.compile("[\x80-\x9f]")
+
+
+def json_text(obj, *, indent: int | None = None) -> str:
+    """``obj`` as JSON, non-ASCII kept as is but every control character escaped (``\\u009b``):
+    the same value for a parser, and nothing that drives a terminal."""
+    text = json.dumps(obj, ensure_ascii=False, indent=indent, default=str)
+    return _C1.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def _dated(obj):
@@ -76,7 +87,7 @@ def fmt_value(key: str, value):
     """A status or snapshot value for text output: times (``*_at``) as local ISO 8601, containers as JSON."""
     if key.endswith("_at") and isinstance(value, (int, float)):
         return iso_time(value)
-    return json.dumps(value) if isinstance(value, (dict, list)) else value
+    return json.dumps(_dated(value)) if isinstance(value, (dict, list)) else value
 
 
 #: C0 controls but tab, DEL and C1 controls: shown escaped, so a file name or line holding them

@@ -12,6 +12,7 @@ from ..service import MAX_LIMIT, MODES, SearchOptions
 from .output import (
     db_option,
     echo,
+    json_text,
     emit,
     err_console,
     json_option,
@@ -101,7 +102,7 @@ def _print(resp, as_json: bool, jsonl: bool, *, with_codebase: bool = False) -> 
         emit(resp.to_dict())
     elif jsonl:
         for r in resp.results:
-            click.echo(json.dumps(r.to_dict(), ensure_ascii=False))
+            click.echo(json_text(r.to_dict()))
     else:
         print_results(resp, with_codebase=with_codebase)
 
@@ -109,7 +110,7 @@ def _print(resp, as_json: bool, jsonl: bool, *, with_codebase: bool = False) -> 
 def _batch_search(codebase, opts, lines, no_update, as_json):
     """One answer line per query line (streamed); with ``as_json`` one array of them at the end."""
     answers: list[dict] = []
-    out = answers.append if as_json else (lambda answer: click.echo(json.dumps(answer, ensure_ascii=False)))
+    out = answers.append if as_json else (lambda answer: click.echo(json_text(answer)))
     failed = 0
     with service.batch_searcher(codebase, opts, update=not no_update) as search_one:
         for n, line in enumerate(lines, 1):

@@ -13,7 +13,7 @@ import click
 
 from .. import service
 from ..errors import CodiiError, UsageError
-from .output import echo, shown
+from .output import echo, json_text, shown
 
 
 @click.command()
@@ -106,4 +106,4 @@ def _jsonl(update: service.Update) -> None:
     else:
         out.update(added=update.report.added, modified=update.report.modified, removed=update.report.removed,
                    chunks=update.report.chunks, warnings=update.warnings)
-    click.echo(json.dumps(out, ensure_ascii=False))
+    click.echo(json_text(out))

@@ -135,8 +135,9 @@ class Indexer:
         damage. Not with ``force``: the service has deleted a damaged file before it (``discard_damaged``)."""
         problem = None if force else health.damage(store)
         if problem:
-            raise DamagedIndexError(f"{store.path} is damaged ({problem}): run `codii-sql build --force` to replace "
-                                    "it, or `codii-sql clear --yes` to delete it")
+            root = self.codebase.root
+            raise DamagedIndexError(f"{store.path} is damaged ({problem}): run `codii-sql build {root} --force` to "
+                                    f"replace it, or `codii-sql clear {root} --yes` to delete it")
 
     def _lexical(self, store: Store, force: bool) -> BuildReport:
         started = time.perf_counter()

@@ -53,8 +53,8 @@ def status(codebase: Codebase, *, check_stale: bool = True) -> dict:
                                               "last_indexed_at", "build_seconds", "model_id", "merkle_root")},
                embedder=recorded_embedder(meta), vectors=vectors)
     if problem:
-        out.update(damage=problem, error=f"the index file is damaged ({problem}): `codii-sql build --force` "
-                                          "replaces it (MCP: index_codebase force=true)")
+        out.update(damage=problem, error=f"the index file is damaged ({problem}): `codii-sql build {codebase.root} "
+                                          "--force` replaces it (MCP: index_codebase force=true)")
     background = daemon_info(codebase)
     if background:
         out["daemon"] = background
@@ -123,8 +123,9 @@ def list_codebases() -> list[dict]:
                 state, _ = _state(Codebase(Path(meta.get("root") or "."), db), meta, vector_counts)
                 problem = health.damage(store) if state != "indexing" else None
             if problem:  # broken pages the few rows read here do not touch (status finds them too)
-                raise DamagedIndexError(f"the index file is damaged ({problem}): `codii-sql clear --db {db} --yes` "
-                                        "deletes it, or `codii-sql build ROOT --force` replaces it")
+                raise DamagedIndexError(f"the index file of {meta.get('root') or '?'} is damaged ({problem}): "
+                                        f"`codii-sql build {meta.get('root') or 'ROOT'} --force` replaces it, "
+                                        f"`codii-sql clear --db {db} --yes` deletes it")
         except StorageError as err:  # also broken pages met past the header
             damaged = isinstance(err, DamagedIndexError)
             out.append({"db": str(db), "status": "damaged" if damaged else "unreadable", "size_bytes": _db_size(db),

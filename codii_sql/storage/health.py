@@ -16,7 +16,7 @@ import json
 import os
 from pathlib import Path
 
-from ..errors import CodiiError
+from ..errors import CodiiError, DamagedIndexError
 from .store import Store
 
 #: Problems quoted from quick_check's report (the first one locates the damage; the rest repeat).
@@ -50,8 +50,10 @@ def damage(store: Store) -> str | None:
         return None
     try:
         report = [next(iter(r.values())) for r in store.rows("pragma_quick_check")]
-    except CodiiError as err:  # a page so broken that the check itself stops
+    except DamagedIndexError as err:  # a page so broken that the check itself stops
         return f"quick_check stopped: {getattr(err, 'sqlite', err)}"
+    except CodiiError:  # busy, I/O, interrupted: no verdict, so none is remembered either
+        return None
     if report == ["ok"]:
         _remember(store.path, before)
         return None
