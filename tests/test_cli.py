@@ -347,6 +347,9 @@ def test_json_times_are_iso_8601_as_in_text(sample_repo):
 
 
 def test_an_invalid_glob_is_a_usage_error_before_any_indexing(sample_repo, codii_home):
+    for bad in ("./src/*", "!src/*", "/src/*"):
+        res = CliRunner().invoke(cli, ["search", "retry", "--path", str(sample_repo), "--glob", bad, "--json"])
+        assert res.exit_code == 2 and json.loads(res.stdout)["hint"] != "see `codii-sql search --help`", res.stdout
     for bad in ("[", "src/[a-", "[!]", "[]"):
         res = CliRunner().invoke(cli, ["search", "retry", "--path", str(sample_repo), "--glob", bad, "--json"])
         out = json.loads(res.stdout)

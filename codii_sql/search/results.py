@@ -106,8 +106,11 @@ class SearchOptions:
             return
         if not glob.strip():
             raise UsageError("the path glob is empty: pass one such as 'src/*.py'")
-        if glob.startswith("/"):
-            raise UsageError(f"bad path glob {glob!r}: paths are relative to the codebase root, e.g. 'src/*.py'")
+        if glob.startswith(("/", "./")):
+            raise UsageError(f"bad path glob {glob!r}: paths are relative to the codebase root; write 'src/*.py'")
+        if glob.startswith("!"):
+            raise UsageError(f"bad path glob {glob!r}: a leading '!' does not negate a path glob; "
+                             "use a negated class such as '[!t]*' or search a subfolder with --path")
         if not _classes_closed(sqlite_glob(glob)):
             raise UsageError(f"bad path glob {glob!r}: close every '[' (or match a literal one with '[[]')")
         if "\\" in glob:

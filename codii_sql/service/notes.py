@@ -61,7 +61,8 @@ def vectors_note(store: Store, *, running: bool, mode: str) -> str | None:
         note = f"vectors are still being embedded ({done} of {total} chunks{left}): chunks without one rank by BM25 alone"
     elif progress["state"] == "off":
         note = (f"this index holds vectors for {done} of {total} chunks (built with --no-vectors): the others rank "
-                "by BM25 alone; `codii-sql build --vectors` embeds them")
+                "by BM25 alone; `codii-sql build --vectors` embeds them (over MCP, index_codebase keeps that choice: "
+                "ask the user)")
     else:
         why = f" ({progress['error']})" if progress.get("error") else ""
         note = (f"{total - done} of {total} chunks have no vector yet, the vector phase stopped{why}: they rank by "
