@@ -18,6 +18,7 @@
 --   :rrf_k        RRF constant k;  :rrf_weight  weight of the RRF term
 --   :w_fts        BM25's weight (the vectors' is 1 - it), set by searcher.py from the query's shape;
 --   :w_fts_confident, :confident_gap   BM25's weight when its best hit's lead is >= the gap
+--   :w_fts_weak, :weak_cosine          BM25's weight when the nearest chunk's cosine is under it
 --   :bm25_*       FTS5 column weights for bm25(): content, subtokens, symbol, path
 --   :coarse_k     0 for an exact KNN scan; else the candidates taken from each partition of
 --                 chunks_bits by hamming distance before the float cosine re-scores them
@@ -79,15 +80,6 @@ bm25_hits AS MATERIALIZED (
 bm25_ranked AS (
     SELECT id, raw, row_number() OVER (ORDER BY raw DESC) AS rnk FROM bm25_hits
 ),
--- BM25's confidence: how far its best hit stands above the second, (s1 - s2) / s1 (1 for a
--- single hit). On CoSQA dev its top hit is right for 58% of queries with a gap >= 0.27 and
--- for 10% with a gap < 0.08: when the best match stands out, BM25 gets :w_fts_confident.
-weights AS (
-    SELECT CASE WHEN coalesce((max(raw) - coalesce((SELECT raw FROM bm25_ranked WHERE rnk = 2), 0))
-                              / nullif(max(raw), 0), 0) >= :confident_gap
-                THEN :w_fts_confident ELSE :w_fts END AS w_fts
-    FROM bm25_ranked
-),
 -- Small indexes, and any filtered search: exact cosine scan of the float vectors (a filter is
 -- pushed into the scan, which then reads only the allowed rows).
 knn_exact AS (
@@ -140,6 +132,20 @@ knn_rescored AS (
 knn_hits AS (
     SELECT id, distance, 1.0 - distance AS raw, row_number() OVER (ORDER BY distance) AS rnk
     FROM (SELECT * FROM knn_exact UNION ALL SELECT * FROM knn_exact_filtered UNION ALL SELECT * FROM knn_rescored)
+),
+-- BM25's confidence: how far its best hit stands above the second, (s1 - s2) / s1 (1 for a
+-- single hit). On CoSQA dev its top hit is right for 58% of queries with a gap >= 0.27 and
+-- for 10% with a gap < 0.08: when the best match stands out, BM25 gets :w_fts_confident.
+-- The vectors' own confidence: when their nearest chunk's cosine is under :weak_cosine (no
+-- closer than unrelated questions get), BM25 gets at least :w_fts_weak.
+weights AS (
+    SELECT CASE WHEN coalesce((max(raw) - coalesce((SELECT raw FROM bm25_ranked WHERE rnk = 2), 0))
+                              / nullif(max(raw), 0), 0) >= :confident_gap
+                THEN :w_fts_confident
+                WHEN max(raw) IS NOT NULL AND coalesce((SELECT max(raw) FROM knn_hits), 1.0) < :weak_cosine
+                THEN :w_fts_weak
+                ELSE :w_fts END AS w_fts
+    FROM bm25_ranked
 ),
 candidates AS (
     SELECT id, rnk, raw, NULL AS distance, (SELECT w_fts FROM weights) AS w, 'bm25' AS src FROM bm25_ranked

@@ -450,3 +450,31 @@ def test_a_question_naming_a_path_word_fuses_like_a_question_naming_code(searche
     assert searcher._fusion_shape("natural", terms("where is the util helper for timers")) == "mixed"
     assert searcher._fusion_shape("natural", terms("how are failed requests retried")) == "natural"
     assert searcher._fusion_shape("long", terms("util")) == "long"  # other shapes keep their weights
+
+
+def test_weak_vectors_give_bm25_a_code_naming_questions_weight(tmp_path, embedder, monkeypatch):
+    """When the nearest chunk is no closer than unrelated questions get, BM25 is not outvoted."""
+    same = "# Schedule the nightly report for the finance team.\n"  # BM25 ties: not confident
+    repo = write_tree(tmp_path / "weak", {"jobs/report.py": same + "def nightly():\n    return queue('report')\n",
+                                         "jobs/mailer.py": same + "def send_all(batch):\n    return [m.send() for m in batch]\n"})
+    cb = Codebase.open(repo)
+    Indexer(cb, embedder).build()
+    query = "schedule work for the finance team"
+    assert query_shape(query) == "natural"
+    with Store(cb.db_path, create=False) as store:
+        s = Searcher(store, cb.root, embedder)
+
+        def scores(q=query):
+            return [(r.path, round(r.score, 6)) for r in s.search(q, SearchOptions(limit=5))]
+
+        monkeypatch.setattr(search, "WEAK_COSINE", 0.0)
+        strong = scores()
+        monkeypatch.setattr(search, "WEAK_COSINE", 1.0)  # every cosine counts as weak
+        weak = scores()
+        monkeypatch.setattr(search, "WEAK_COSINE", 0.0)
+        monkeypatch.setitem(search.BM25_WEIGHT, "natural", (search.WEAK_VECTORS_BM25, BM25_WEIGHT["natural"][1]))
+        assert weak != strong and weak == scores(), (weak, strong)  # the fusion of BM25 at that weight
+        monkeypatch.setitem(search.BM25_WEIGHT, "natural", BM25_WEIGHT["natural"])
+        only_vectors = scores("zzqx wobble")  # no BM25 hit: the vectors keep their whole weight
+        monkeypatch.setattr(search, "WEAK_COSINE", 1.0)
+        assert scores("zzqx wobble") == only_vectors
