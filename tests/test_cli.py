@@ -172,6 +172,21 @@ def test_a_file_that_is_not_an_index_is_refused_and_left_untouched(sample_repo, 
     assert res.exit_code != 0 and "not a codii-sql index" in res.output and empty.stat().st_size == 0
 
 
+def test_a_reader_waits_for_the_schema_of_a_file_another_build_just_created(tmp_path):
+    """Concurrent MCP index_codebase calls: one opened the file between its creation and its schema."""
+    import threading
+
+    from codii_sql.storage.store import Store
+
+    db = tmp_path / "fresh.db"
+    db.write_bytes(b"")  # created, no tables yet
+    creator = threading.Timer(0.3, lambda: Store(db).close())  # commits the schema a moment later
+    creator.start()
+    with Store(db, create=False) as store:
+        assert store.row("index_shape")["ours"] == 3
+    creator.join()
+
+
 def test_someone_elses_sqlite_file_is_never_written_or_deleted(sample_repo, tmp_path):
     import apsw
 

@@ -39,6 +39,11 @@ BUSY_TIMEOUT_MS = 10_000
 #: Free bytes under which a failed open is blamed on a full disk: SQLite's WAL index (``-shm``)
 #: alone needs 32 KiB, and a failed open of a disk with less reports a bare "disk I/O error".
 DISK_FULL_BYTES = 1 << 20
+#: A file without tables modified this recently (seconds) may be getting its schema right now.
+FRESH_SECONDS = 10
+#: Seconds a reader waits for such a file's schema: its creator commits it milliseconds after
+#: creating the file, and an empty file of someone else's is refused after this pause.
+SCHEMA_WAIT_SECONDS = 2.0
 
 
 class Store:
@@ -72,6 +77,8 @@ class Store:
                 if create or not self._quiescent():
                     raise
                 shape = self._open_immutable()
+            if shape["tables"] == 0 and not create:
+                shape = self._await_schema(shape)
             self._refuse_foreign(shape, create)
             if self.immutable:
                 self._translate = True
@@ -120,6 +127,19 @@ class Store:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         flags = apsw.SQLITE_OPEN_READWRITE | (apsw.SQLITE_OPEN_CREATE if create else 0)
         return self._connect(str(self.path), flags)
+
+    def _await_schema(self, shape: dict[str, int]) -> dict[str, int]:
+        """The shape of a file without tables once its creator has committed the schema: a build in
+        another process or thread creates the file, then its tables in one transaction, and a
+        reader opening it in between called it someone else's database (seen with concurrent
+        MCP index_codebase calls). Waits only for a file modified in the last
+        :data:`FRESH_SECONDS`, at most :data:`SCHEMA_WAIT_SECONDS`."""
+        deadline = time.monotonic() + SCHEMA_WAIT_SECONDS
+        while (shape["tables"] == 0 and time.monotonic() < deadline
+               and time.time() - os.stat(self.path).st_mtime < FRESH_SECONDS):
+            time.sleep(0.02)
+            shape = self.row("index_shape")
+        return shape
 
     def _quiescent(self) -> bool:
         """True when no write-ahead log holds commits the main file lacks (no ``-wal`` file, or an
