@@ -18,21 +18,16 @@ import statistics
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-QUERIES = REPO.parent / "shared" / "bench" / "swebench" / "queries.jsonl"
-DEFAULT_RELEASES = ("Sphinx==3.4.3,Sphinx==3.5.4,Sphinx==4.1.2,pytest==5.4.3,pytest==6.0.2,pylint==2.15.10,"
-                    "seaborn==0.12.2,Flask==2.3.3,requests==2.3.0,requests==2.0.1")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import swe_dev  # noqa: E402
+
+sys.path.insert(0, str(swe_dev.REPO))
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--corpora", type=Path, required=True, help="corpora.json written by get_corpus.py --json")
-    ap.add_argument("--queries", type=Path, default=QUERIES)
-    ap.add_argument("--home", type=Path, default=None, help="CODII_SQL_HOME for the indexes (default: as set)")
-    ap.add_argument("--releases", default=DEFAULT_RELEASES, help="comma-separated NAME==VERSION to ask")
+    swe_dev.add_arguments(ap)
     ap.add_argument("--budgets", default="500,1000,2000,4000")
-    ap.add_argument("--titles", action="store_true", help="ask each issue's first line only")
     args = ap.parse_args()
     if args.home:
         os.environ["CODII_SQL_HOME"] = str(args.home)
@@ -42,13 +37,13 @@ def main() -> None:
 
     dirs = json.loads(args.corpora.read_text())
     wanted = {r.strip() for r in args.releases.split(",") if r.strip()}
-    queries = [q for q in map(json.loads, args.queries.open()) if _key(q) in dirs and _key(q) in wanted]
+    queries = [q for q in map(json.loads, args.queries.open()) if swe_dev.release_of(q) in dirs and swe_dev.release_of(q) in wanted]
     budgets = [None] + [int(b) for b in args.budgets.split(",") if b.strip()]
     rows = {b: {"tokens": [], "acc5": [], "acc10": [], "rr": []} for b in budgets}
-    for rel in sorted({_key(q) for q in queries}):
+    for rel in sorted({swe_dev.release_of(q) for q in queries}):
         cb = service.open_codebase(dirs[rel])
         service.build(cb)
-        for q in (q for q in queries if _key(q) == rel):
+        for q in (q for q in queries if swe_dev.release_of(q) == rel):
             text = q["query"].strip().splitlines()[0] if args.titles else q["query"]
             for b in budgets:
                 res = service.search(cb, text, SearchOptions(limit=10, max_tokens=b), update=False).results
@@ -65,10 +60,6 @@ def main() -> None:
     for b, row in rows.items():
         print(f"{b or 'none':>10} | {statistics.mean(row['tokens']):12.0f} | {statistics.mean(row['acc5']):6.3f} | "
               f"{statistics.mean(row['acc10']):6.3f} | {statistics.mean(row['rr']):6.3f}")
-
-
-def _key(q: dict) -> str:
-    return f"{q['pypi']['name']}=={q['pypi']['version']}"
 
 
 if __name__ == "__main__":

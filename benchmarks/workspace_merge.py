@@ -30,22 +30,18 @@ import time
 from collections import Counter, defaultdict
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-QUERIES = REPO.parent / "shared" / "bench" / "swebench" / "queries.jsonl"
-DEFAULT_RELEASES = ("Sphinx==3.4.3,Sphinx==3.5.4,Sphinx==4.1.2,pytest==5.4.3,pytest==6.0.2,pylint==2.15.10,"
-                    "seaborn==0.12.2,Flask==2.3.3,requests==2.3.0,requests==2.0.1")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import swe_dev  # noqa: E402
+
+REPO = swe_dev.REPO
 
 
 def parse_args() -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--corpora", type=Path, required=True, help="corpora.json written by get_corpus.py --json")
-    ap.add_argument("--queries", type=Path, default=QUERIES)
-    ap.add_argument("--home", type=Path, default=None, help="CODII_SQL_HOME for the indexes (default: as set)")
-    ap.add_argument("--releases", default=DEFAULT_RELEASES, help="comma-separated NAME==VERSION to index and ask")
+    swe_dev.add_arguments(ap)
     ap.add_argument("--temperatures", default="0.01,0.02,0.03,0.05,0.1,0.2,inf,rrf")
     ap.add_argument("--latency", default="1,3,10", help="member counts to time ('' skips the latency run)")
     ap.add_argument("--runs", type=int, default=3, help="passes over the titles per member count")
-    ap.add_argument("--titles", action="store_true", help="quality: ask each issue's first line only (short queries)")
     ap.add_argument("--out", type=Path, default=None, help="write the full record here as JSON")
     return ap.parse_args()
 
@@ -63,7 +59,7 @@ def main() -> None:
     missing = [r for r in releases if r not in dirs]
     if missing:
         sys.exit(f"not in {args.corpora}: {', '.join(missing)}")
-    queries = [q for q in map(json.loads, args.queries.open()) if key(q) in releases]
+    queries = [q for q in map(json.loads, args.queries.open()) if swe_dev.release_of(q) in releases]
     asked = [{**q, "query": q["query"].strip().splitlines()[0]} for q in queries] if args.titles else queries
     codebases = {}
     for rel in releases:
@@ -83,17 +79,13 @@ def main() -> None:
         args.out.write_text(json.dumps(record, indent=1))
 
 
-def key(q: dict) -> str:
-    return f"{q['pypi']['name']}=={q['pypi']['version']}"
-
-
 def project(release: str) -> str:
     return release.split("==")[0]
 
 
 def anchors(queries: list[dict], releases: list[str]) -> dict[str, str]:
     """Per project, its release with the most queries (ties: the first listed)."""
-    counts = Counter(key(q) for q in queries)
+    counts = Counter(swe_dev.release_of(q) for q in queries)
     out = {}
     for rel in releases:
         best = out.get(project(rel))
@@ -115,7 +107,7 @@ def quality(codebases: dict, queries: list[dict], temperatures: list[str]) -> di
     runs: dict[str, dict[str, list[str]]] = defaultdict(dict)
     relevant, disagreements, searched, started = {}, 0, 0, time.perf_counter()
     for q in queries:
-        own = key(q)
+        own = swe_dev.release_of(q)
         members = [own] + [r for p, r in anchor.items() if p != project(own)]
         vector = searchers[own].embedder.embed_query(q["query"])
         answers = [MemberAnswer(rel, searchers[rel].search(q["query"], opts, query_vector=vector),

@@ -135,8 +135,9 @@ FROM chunks c JOIN files f ON f.id = c.file_id WHERE c.id = :id;
 SELECT id, start_line, end_line, kind, symbol FROM chunks
 WHERE path = :path ORDER BY start_line;
 
--- name: file_paths
-SELECT path FROM files ORDER BY path;
+-- name: file_roles
+-- Every indexed file's role (roles.py, as the build stored it).
+SELECT path, role FROM files;
 
 -- name: file_set_role
 -- Re-classification after the role rules change (roles.VERSION): no re-chunking needed.

@@ -27,7 +27,7 @@ _DOC_EXT = {".md", ".rst", ".txt", ".adoc", ".markdown", ".rdoc", ".org", ".tex"
 _CHANGELOG_NAMES = {"changelog", "changes", "history", "news", "releases", "release-notes", "release_notes",
                     "whatsnew", "whats_new"}
 _CHANGELOG_DIRS = {"changelog", "changelogs", "changes", "newsfragments", "changelog.d", "release-notes"}
-_DOC_NAMES = {"readme", "changelog", "changes", "history", "news", "authors", "contributors", "license",
+_DOC_NAMES = {"readme", "authors", "contributors", "license",
               "licence", "copying", "notice", "contributing", "code_of_conduct", "security", "todo"}
 _CONFIG_EXT = {".toml", ".cfg", ".ini", ".yaml", ".yml", ".json", ".lock", ".in", ".properties", ".xml",
                ".gradle", ".editorconfig", ".env"}

@@ -92,8 +92,8 @@ def agent_errors(fn):
         except DiskFullError:
             raise ToolError("the disk is full (SQLite could not write): free some space, then call the tool "
                             "again (the index keeps its last committed state)") from None
-        except CodiiError as err:  # the service words its advice for the CLI; an agent calls a tool
-            raise ToolError(str(err).replace("run `codii-sql build` again", "call index_codebase again")) from None
+        except CodiiError as err:
+            raise ToolError(str(err)) from None
 
     return wrapper
 
@@ -108,6 +108,11 @@ def answer(summary: str, data: dict, body: str | None = None) -> CallToolResult:
     text = body if body is not None else rendered(data)
     blocks = [TextContent(type="text", text=summary)] + ([TextContent(type="text", text=text)] if text else [])
     return CallToolResult(content=blocks, structured_content=data)
+
+
+def with_note(summary: str, note: str | None) -> str:
+    """``summary`` and, when there is one, the answer's note on a line of its own."""
+    return f"{summary}\nNote: {note}" if note else summary
 
 
 def rendered(data: dict) -> str:
@@ -159,5 +164,4 @@ def numbered(content: str, first_line: int, last_line: int | None = None) -> str
 
 
 __all__ = ["FileArg", "LineArg", "MaxTokensArg", "MAX_SEARCH_LIMIT", "PathArg", "READ_ONLY", "SESSION", "SQLITE_MAX_INTEGER",
-           "agent_errors",
-           "answer", "check_path", "codebase_at", "numbered", "server"]
+           "agent_errors", "answer", "check_path", "codebase_at", "numbered", "server", "with_note"]

@@ -8,7 +8,7 @@ from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
 from ..service import clear_target
-from .app import READ_ONLY, SESSION, PathArg, agent_errors, answer, check_path, codebase_at, server
+from .app import READ_ONLY, SESSION, PathArg, agent_errors, answer, check_path, codebase_at, server, with_note
 
 
 @server.tool(
@@ -80,8 +80,7 @@ def get_indexing_status(path: PathArg) -> CallToolResult:
                         "to embed them")
     elif data["status"] == "failed":
         summary += f": {data['last_error']}; call index_codebase to resume"
-    if data.get("note"):
-        summary += f"\nNote: {data['note']}"
+    summary = with_note(summary, data.get("note"))
     return answer(summary, data)
 
 

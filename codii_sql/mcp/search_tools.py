@@ -22,6 +22,7 @@ from .app import (
     check_path,
     codebase_at,
     server,
+    with_note,
 )
 
 
@@ -67,8 +68,7 @@ def search_code(
     where = f"{cb.root}/{scope}" if scope else cb.root
     summary = (f"{len(results)} result{'' if len(results) == 1 else 's'} for {data['query']!r} in {where} "
                f"({data['seconds'] * 1000:.0f} ms)")
-    if note:
-        summary += f"\nNote: {note}"
+    summary = with_note(summary, note)
     if data.get("rerank", "applied") != "applied":
         summary += f"\nRe-rank {data['rerank']}"
     return answer(summary, data, code_listing(results))
@@ -79,8 +79,7 @@ def _workspace_answer(data: dict) -> CallToolResult:
     members = ", ".join(f"{m['codebase']} ({m['status']})" for m in data["codebases"])
     summary = (f"{len(results)} result{'' if len(results) == 1 else 's'} for {data['query']!r} in workspace "
                f"{data.get('workspace') or '-'}: {members} ({data['seconds'] * 1000:.0f} ms)")
-    if note:
-        summary += f"\nNote: {note}"
+    summary = with_note(summary, note)
     return answer(summary, data, code_listing(results, with_codebase=True))
 
 
@@ -103,6 +102,5 @@ def find_similar_code(
     data = SESSION.similar(codebase_at(path), file, start_line, end_line, limit, max_tokens)
     span = f" lines {start_line or 1}-{end_line or 'end'}" if start_line or end_line else ""
     summary = f"{len(data['results'])} files similar to {data['file']}{span}"
-    if data.get("note"):
-        summary += f"\nNote: {data['note']}"
+    summary = with_note(summary, data.get("note"))
     return answer(summary, data, code_listing(data["results"]))

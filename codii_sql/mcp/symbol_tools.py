@@ -11,7 +11,7 @@ from ..codebase import Codebase
 from ..service import FileSet
 from ..service import find_references as find_uses
 from ..service import find_symbol as find_definitions
-from .app import READ_ONLY, SESSION, FileArg, PathArg, agent_errors, answer, codebase_at, server
+from .app import READ_ONLY, SESSION, FileArg, PathArg, agent_errors, answer, codebase_at, server, with_note
 
 
 @server.tool(
@@ -33,8 +33,7 @@ def get_file_outline(path: PathArg, file: FileArg) -> CallToolResult:
 
     walk(data["symbols"], 0)
     summary = f"{data['path']} ({data['language'] or 'text'}): {len(data['symbols'])} top-level definitions"
-    if data.get("note"):
-        summary += f"\nNote: {data['note']}"
+    summary = with_note(summary, data.get("note"))
     return answer(summary, data, "\n".join(lines))
 
 
@@ -58,8 +57,7 @@ def find_symbol(
     data = find_definitions(cb, name, kind=kind, prefix=prefix, limit=limit, fileset=_fileset(cb))
     defs = data["definitions"]
     summary = f"{len(defs)} definition{'' if len(defs) == 1 else 's'} of {data['name']!r} in {cb.root}"
-    if data.get("note"):
-        summary += f"\nNote: {data['note']}"
+    summary = with_note(summary, data.get("note"))
     body = "\n".join(f"{d['path']}:{d['start_line']}-{d['end_line']} {d['kind']} {d['symbol']}: {d['signature']}"
                      for d in defs)
     return answer(summary, data, body)

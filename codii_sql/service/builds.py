@@ -69,8 +69,8 @@ def reword_disk_full(codebase: Codebase) -> Iterator[None]:
     try:
         yield
     except DiskFullError:
-        raise DiskFullError(f"the disk is full writing {codebase.db_path}: free some space, then run "
-                            "`codii-sql build` again (the index keeps its last committed state)") from None
+        raise DiskFullError(f"the disk is full writing {codebase.db_path}: free some space, then build again "
+                            "(`codii-sql build`; MCP: index_codebase); the index keeps its last committed state") from None
 
 
 def ensure_index(codebase: Codebase, *, update: bool = True, progress: Progress | None = None,

@@ -20,8 +20,7 @@ def indexed_roles(codebase: Codebase) -> dict[str, str]:
     if not codebase.db_path.is_file():
         raise not_indexed(codebase)
     with Store(codebase.db_path, create=False) as store:
-        paths = [r["path"] for r in store.rows("file_paths")]
-        return {p: store.row("file_by_path", {"path": p})["role"] for p in paths}
+        return {r["path"]: r["role"] for r in store.rows("file_roles")}
 
 
 def path_role(path: str) -> str:

@@ -53,8 +53,7 @@ def status(codebase: Codebase, *, check_stale: bool = True) -> dict:
                                               "last_indexed_at", "build_seconds", "model_id", "merkle_root")},
                embedder=recorded_embedder(meta), vectors=vectors)
     if problem:
-        out.update(damage=problem, error=f"the index file is damaged ({problem}): `codii-sql build {codebase.root} "
-                                          "--force` replaces it (MCP: index_codebase force=true)")
+        out.update(damage=problem, error=_damage_advice(codebase.root, problem, codebase.db_path))
     background = daemon_info(codebase)
     if background:
         out["daemon"] = background
@@ -62,6 +61,12 @@ def status(codebase: Codebase, *, check_stale: bool = True) -> dict:
     if watching:
         out["watched_by"] = watching
     return out
+
+
+def _damage_advice(root: Path | str, problem: str, db: Path) -> str:
+    """One line for an index whose pages ``problem`` says are broken: what replaces or deletes it."""
+    return (f"the index file of {root} is damaged ({problem}): `codii-sql build {root} --force` replaces it "
+            f"(MCP: index_codebase force=true), `codii-sql clear --db {db} --yes` deletes it")
 
 
 def _state(codebase: Codebase, meta: dict, vector_counts: dict) -> tuple[str, dict]:
@@ -123,9 +128,7 @@ def list_codebases() -> list[dict]:
                 state, _ = _state(Codebase(Path(meta.get("root") or "."), db), meta, vector_counts)
                 problem = health.damage(store) if state != "indexing" else None
             if problem:  # broken pages the few rows read here do not touch (status finds them too)
-                raise DamagedIndexError(f"the index file of {meta.get('root') or '?'} is damaged ({problem}): "
-                                        f"`codii-sql build {meta.get('root') or 'ROOT'} --force` replaces it, "
-                                        f"`codii-sql clear --db {db} --yes` deletes it")
+                raise DamagedIndexError(_damage_advice(meta.get("root") or "ROOT", problem, db))
         except StorageError as err:  # also broken pages met past the header
             damaged = isinstance(err, DamagedIndexError)
             out.append({"db": str(db), "status": "damaged" if damaged else "unreadable", "size_bytes": _db_size(db),
