@@ -6,7 +6,7 @@ import json
 
 import pytest
 from click.testing import CliRunner
-from support.trees import SAMPLE, write_tree
+from support.trees import SAMPLE, SHOP, write_tree
 
 from codii_sql import service
 from codii_sql.cli import cli
@@ -14,30 +14,6 @@ from codii_sql.errors import UsageError
 from codii_sql.search.merge import MemberAnswer, merge
 from codii_sql.search.results import Result, SearchOptions
 from codii_sql.service.workspaces import parse_paths, workspaces
-
-#: A second codebase about something else entirely (JavaScript and Go), so the two members compete.
-SHOP = {
-    "cart/checkout.js": '''
-        // Compute the order total with tax and apply a discount code.
-        export function checkoutTotal(items, taxRate, discount) {
-          const subtotal = items.reduce((sum, item) => sum + item.price * item.quantity, 0);
-          const taxed = subtotal * (1 + taxRate);
-          return discount ? taxed * (1 - discount.percent / 100) : taxed;
-        }
-        ''',
-    "inventory/stock.go": '''
-        package inventory
-
-        // ReserveStock holds quantity units of a product for an order, failing when too few are left.
-        func ReserveStock(store map[string]int, product string, quantity int) error {
-            if store[product] < quantity {
-                return fmt.Errorf("only %d of %s left", store[product], product)
-            }
-            store[product] -= quantity
-            return nil
-        }
-        ''',
-}
 
 
 def run(*args, env=None):

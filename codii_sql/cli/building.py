@@ -8,6 +8,7 @@ import click
 
 from .. import service
 from ..errors import CodiiError, UsageError
+from .distributed import build_on_ray, summary
 from .output import (
     db_option,
     echo,
@@ -41,11 +42,16 @@ from .output import (
 @click.option("--dry-run", is_flag=True,
               help="Say what a build would index (files, chunks, skips, largest folders) and about how long the "
                    "model would take; writes nothing.")
+@click.option("--ray", "ray_address", default=None, metavar="ADDRESS",
+              help="Build as Ray tasks across a cluster (each codebase a task, a big one's chunks embedded in batches "
+                   "of tasks): local (start a Ray here), auto ($RAY_ADDRESS), or host:6379. Needs codii-sql[ray].")
+@click.option("--ray-cpus", type=click.IntRange(1, 1024), default=None,
+              help="CPUs of the Ray that --ray local starts [default: all of this machine's].")
 @click.option("--detached", is_flag=True, hidden=True, help="Run as the background process of --daemon.")
 @db_option
 @json_option
 def build(paths, workspace, force, ignore_patterns, extensions, reset_filters, no_cache, embedder, vectors, daemon,
-          dry_run, detached, db, as_json):
+          dry_run, ray_address, ray_cpus, detached, db, as_json):
     """Build or update the index of the codebase at each PATH (default: the current directory).
 
     Every file is searchable by BM25, symbol and path as soon as the lexical phase commits it;
@@ -55,6 +61,8 @@ def build(paths, workspace, force, ignore_patterns, extensions, reset_filters, n
     job = Job(force=force, ignore=list(ignore_patterns), exts=list(extensions), reset_filters=reset_filters,
               no_cache=no_cache, embedder=embedder, vectors=vectors, daemon=daemon, dry_run=dry_run,
               as_json=as_json)
+    if ray_address is not None or ray_cpus is not None:
+        return build_on_ray(paths, workspace, db, job, ray_address, ray_cpus)
     if workspace or len(paths) > 1:
         if db is not None or detached:
             raise UsageError("--db names one index: build several codebases without it")
@@ -172,18 +180,9 @@ def _build_many(found: list[str], job: Job) -> None:
     if job.as_json:
         emit({"codebases": rows, "built": len(rows) - len(failed), "failed": len(failed)})
     else:
-        echo(_summary(rows, failed, "surveyed" if job.dry_run else "started" if job.daemon else "built"))
+        echo(summary(rows, failed, "surveyed" if job.dry_run else "started" if job.daemon else "built"))
     if failed:
         raise SystemExit(1)
-
-
-def _summary(rows: list[dict], failed: list[str], done: str) -> str:
-    """``2 of 3 codebases built: 1,204 files, 20,311 chunks in 12.3 s; failed: /gone``."""
-    built = [r for r in rows if r["ok"] and "files" in r]
-    totals = (f": {sum(r['files'] for r in built):,} files, {sum(r['chunks'] for r in built):,} chunks in "
-              f"{sum(r['seconds'] for r in built):.1f} s") if built and done == "built" else ""
-    return (f"{len(rows) - len(failed)} of {len(rows)} codebases {done}{totals}"
-            + (f"; failed: {', '.join(failed)}" if failed else ""))
 
 
 def _print_report(codebase, report, filters) -> None:

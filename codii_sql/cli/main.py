@@ -8,10 +8,11 @@ import sys
 
 import click
 
-from ..errors import CodiiError
+from ..errors import CodiiError, UsageError
 from . import building, evaluation, info, maintenance, searching, symbols, watching
 from .models import models
 from .output import echo
+from .serving import serve_http
 from .workspace import workspace
 
 
@@ -81,11 +82,27 @@ def cli():
 @click.command()
 @click.option("--no-watch", is_flag=True,
               help="Do not keep the codebases it indexed or searched fresh on file changes (also $CODII_SQL_WATCH=0).")
-def serve(no_watch):
-    """Run the MCP server on stdio (for Claude Code, Cursor and other MCP clients)."""
-    from ..mcp import main as serve_main
+@click.option("--http", "port", type=click.IntRange(1, 65535), default=None,
+              help="Serve GET /search and /healthz over HTTP on this port instead of MCP on stdio.")
+@click.option("--workspace", "workspaces", multiple=True,
+              help="With --http: a workspace to serve (repeatable; the first is /search's default).")
+@click.option("--host", default="127.0.0.1", show_default=True, help="With --http: the address to listen on.")
+@click.option("--ray", "ray_address", default=None, metavar="ADDRESS",
+              help="With --http: serve from Ray Serve replicas on a cluster (local, auto or host:6379).")
+@click.option("--replicas", type=click.IntRange(1, 256), default=None,
+              help="With --ray: Ray Serve replicas, each holding every shard read-only [default: 1].")
+def serve(no_watch, port, workspaces, host, ray_address, replicas):
+    """Run the MCP server on stdio (for Claude Code, Cursor and other MCP clients), or with --http an
+    HTTP search server over a workspace's indexes (one process, or Ray Serve replicas with --ray)."""
+    if port is None:
+        given = [o for o, v in (("--workspace", workspaces), ("--ray", ray_address), ("--replicas", replicas)) if v]
+        if given:
+            raise UsageError(f"{given[0]} goes with --http PORT (without it, serve runs the MCP server on stdio)")
+        from ..mcp import main as serve_main
 
-    serve_main(["--no-watch"] if no_watch else [])
+        serve_main(["--no-watch"] if no_watch else [])
+        return
+    serve_http(list(workspaces), host, port, ray_address, replicas)
 
 
 for command in (building.build, searching.search, info.status, info.list_, info.stats, maintenance.clear,

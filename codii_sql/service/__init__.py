@@ -8,6 +8,7 @@ from ..codebase import Codebase
 from ..ingest.report import BuildReport, Progress
 from ..search.results import MAX_LIMIT, MODES, Result, SearchOptions
 from ..storage.lock import is_locked
+from .aside import AsideReport, build_aside, embed_texts
 from .boundary import FileSet
 from .builds import build, ensure_index
 from .codebases import find_codebase, open_codebase
@@ -15,6 +16,7 @@ from .daemon import daemon_info, detached, start_daemon
 from .doctor import doctor
 from .dry_run import dry_run
 from .embedders import embedder_health, embedders_in_use
+from .indexes import OpenIndexes
 from .fanout import ManyResponse, member_paths, members_of, search_many, search_workspace
 from .maintenance import clear, clear_target
 from .models import ENV_MODEL, cached_models, check_reranker, models_dir, pull_model
@@ -27,6 +29,7 @@ from .watching import Update, Watcher
 from .workspaces import Workspace, add_paths, describe, get_workspace, remove, workspaces
 
 __all__ = [
+    "AsideReport", "OpenIndexes", "build_aside", "embed_texts",
     "ManyResponse", "Workspace", "add_paths", "describe", "get_workspace", "member_paths", "members_of", "remove",
     "search_many", "search_workspace", "workspaces",
     "BuildReport", "Codebase", "ENV_MODEL", "MAX_LIMIT", "MODES", "Progress", "Result", "SearchOptions",

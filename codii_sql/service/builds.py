@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
 
 from ..codebase import Codebase
 from ..errors import (
@@ -35,7 +36,8 @@ def build(codebase: Codebase, *, force: bool = False, wait: bool = True, progres
           ignore_patterns: list[str] | None = None, extensions: list[str] | None = None,
           use_cache: bool = True, warn: Callable[[str], None] | None = None,
           embedder: Embedder | None = None, embedder_name: str | None = None, vectors: bool | None = None,
-          max_inline: int | None = None, prefer: Callable[[], Iterable[str]] | None = None) -> BuildReport:
+          max_inline: int | None = None, prefer: Callable[[], Iterable[str]] | None = None,
+          cache_path: Path | None = None) -> BuildReport:
     """Build or update the index of ``codebase``: the lexical phase, then the vector phase (see
     :class:`Indexer` for ``vectors``, ``max_inline`` and ``prefer``, and :meth:`Indexer.build` for errors).
 
@@ -44,6 +46,7 @@ def build(codebase: Codebase, *, force: bool = False, wait: bool = True, progres
     replaced by an empty one: without a word, the user would only see every chunk re-embedded).
     ``embedder`` (an instance) or ``embedder_name`` picks the model; by default the one asked for
     by ``.codii.yaml`` or ``$CODII_SQL_EMBEDDER``, else the index's own (see :mod:`.embedders`).
+    ``cache_path`` is the embedding cache file (default ``$CODII_SQL_HOME/cache/embeddings.db``).
 
     Raises:
         DiskFullError: SQLite could not write the index (every batch commits whole, so the index
@@ -52,7 +55,7 @@ def build(codebase: Codebase, *, force: bool = False, wait: bool = True, progres
     if force:
         discard_damaged(codebase)
     embedder = embedder or embedder_for_build(codebase, embedder_name, force=force)
-    cache = EmbeddingCache(on_warning=warn) if use_cache else None
+    cache = EmbeddingCache(cache_path, on_warning=warn) if use_cache else None
     try:
         with reword_disk_full(codebase):
             return Indexer(codebase, embedder, progress=progress, cache=cache,

@@ -83,3 +83,28 @@ SAMPLE = {
         Redirects are followed automatically.
         ''',
 }
+
+
+#: A second codebase about something else entirely (JavaScript and Go), so the two members compete.
+SHOP = {
+    "cart/checkout.js": '''
+        // Compute the order total with tax and apply a discount code.
+        export function checkoutTotal(items, taxRate, discount) {
+          const subtotal = items.reduce((sum, item) => sum + item.price * item.quantity, 0);
+          const taxed = subtotal * (1 + taxRate);
+          return discount ? taxed * (1 - discount.percent / 100) : taxed;
+        }
+        ''',
+    "inventory/stock.go": '''
+        package inventory
+
+        // ReserveStock holds quantity units of a product for an order, failing when too few are left.
+        func ReserveStock(store map[string]int, product string, quantity int) error {
+            if store[product] < quantity {
+                return fmt.Errorf("only %d of %s left", store[product], product)
+            }
+            store[product] -= quantity
+            return nil
+        }
+        ''',
+}

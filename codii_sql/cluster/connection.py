@@ -1,0 +1,80 @@
+"""Joining a Ray cluster (or starting one on this machine) for the length of a command."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+from collections.abc import Iterator
+from types import ModuleType
+
+from ..errors import UsageError
+
+#: Environment variables a task takes from the command that started it: the index folder, the
+#: embedder and provider settings, the workspaces. On a real cluster their paths must be valid on every node
+#: (a shared folder); see docs/scale.md.
+FORWARDED_PREFIXES = ("CODII_SQL_", "OLLAMA_", "OPENAI_", "WORKSPACE_")
+
+
+def require_ray() -> ModuleType:
+    """The ``ray`` module.
+
+    Raises:
+        UsageError: Ray is not installed.
+    """
+    try:
+        import ray
+    except ImportError:
+        raise UsageError("--ray needs Ray: pip install \"codii-sql[ray]\" (Ray 2.60 with Serve)") from None
+    return ray
+
+
+@contextlib.contextmanager
+def connected(address: str, *, cpus: int | None = None) -> Iterator[ModuleType]:
+    """Ray, connected for the ``with`` block: ``address`` ``local`` starts a Ray on this machine with
+    ``cpus`` CPUs (default: all) and stops it after; ``auto`` joins the cluster in ``$RAY_ADDRESS``
+    (or the one running on this machine); anything else is a cluster address (``host:6379``,
+    ``ray://host:10001``). A process already connected stays connected.
+
+    Raises:
+        UsageError: Ray is missing, ``cpus`` is given for a cluster Ray did not start here, or the
+            cluster cannot be reached.
+    """
+    ray = require_ray()
+    if ray.is_initialized():
+        yield ray
+        return
+    if cpus is not None and address != "local":
+        raise UsageError("--ray-cpus sizes a Ray started here: use it with --ray local")
+    try:
+        ray.init(address=address, include_dashboard=False if address == "local" else None,
+                 num_cpus=cpus if address == "local" else None, logging_level=logging.ERROR,
+                 log_to_driver=False)
+    except (ConnectionError, RuntimeError, ValueError) as err:
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise UsageError(f"cannot reach the Ray cluster at {address!r} ({first}): start one with `ray start "
+                         "--head`, pass its address (host:6379), or use --ray local") from None
+    try:
+        yield ray
+    finally:
+        ray.shutdown()
+
+
+def forwarded_env() -> dict[str, str]:
+    """This process's settings that tasks and replicas apply (see :data:`FORWARDED_PREFIXES`)."""
+    return {k: v for k, v in os.environ.items() if k.startswith(FORWARDED_PREFIXES)}
+
+
+@contextlib.contextmanager
+def environment(env: dict[str, str]) -> Iterator[None]:
+    """``env`` set in ``os.environ`` for the ``with`` block (a Ray worker runs many tasks in turn)."""
+    before = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        yield
+    finally:
+        for k, v in before.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v

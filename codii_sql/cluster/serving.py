@@ -1,0 +1,83 @@
+"""``serve --http --ray``: the HTTP face as a Ray Serve deployment, its replicas holding the shards read-only.
+
+Each replica is a :class:`codii_sql.http.SearchHandler`: it opens the workspace's indexes once
+and answers ``/search`` by the same fan-out and merge as ``search --workspace``, so any replica
+gives the answer one process would. Ray Serve spreads the replicas over the cluster's nodes
+(each node must see the index files: a shared folder, or a copy per node) and balances requests
+across them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+import threading
+
+from ..errors import UsageError
+from ..service import get_workspace
+from .connection import connected, forwarded_env
+
+APP_NAME = "codii-sql"
+
+
+def serve_on_ray(address: str, workspaces: list[str], *, host: str, port: int, replicas: int = 1,
+                 ready=None) -> None:
+    """Serve ``workspaces`` over HTTP on ``host:port`` with ``replicas`` Ray Serve replicas until
+    SIGINT/SIGTERM; ``ready()`` is called once the deployment answers.
+
+    Raises:
+        UsageError: Ray is missing, the cluster cannot be reached, a workspace is unknown (checked
+            before anything is deployed), or the replicas did not start.
+    """
+    if not workspaces:
+        raise UsageError("serve --http needs a workspace to serve: --workspace NAME (see `codii-sql workspace`)")
+    for name in workspaces:
+        get_workspace(name)
+    with connected(address) as ray:
+        from ray import serve
+
+        logging.getLogger("ray.serve").setLevel(logging.WARNING)  # its INFO lines would bury the server's own
+        deployment = serve.deployment(SearchReplica, name="search", num_replicas=replicas,
+                                      ray_actor_options={"num_cpus": 0})
+        serve.start(http_options={"host": host, "port": port})
+        try:
+            serve.run(deployment.bind(workspaces, forwarded_env()), name=APP_NAME, route_prefix="/")
+        except (ray.exceptions.RayError, RuntimeError) as err:
+            lines = str(err).strip().splitlines() or [type(err).__name__]
+            raise UsageError(f"the Ray Serve replicas did not start: {lines[-1]}") from None
+        if ready is not None:
+            ready()
+        try:
+            _wait_for_signal()
+        finally:
+            serve.delete(APP_NAME)  # only this app: Serve itself may hold other apps on a shared cluster
+
+
+class SearchReplica:
+    """One Serve replica: a :class:`SearchHandler` over the workspaces, in this replica's process."""
+
+    def __init__(self, workspaces: list[str], env: dict[str, str]):
+        from ..http.handler import SearchHandler
+
+        os.environ.update(env)  # this replica's process serves this deployment alone
+        self.handler = SearchHandler(workspaces)
+
+    async def __call__(self, request):
+        from starlette.responses import JSONResponse
+
+        params: dict[str, list[str]] = {}
+        for key, value in request.query_params.multi_items():
+            params.setdefault(key, []).append(value)
+        status, body = await asyncio.to_thread(self.handler.answer, request.url.path, params)
+        return JSONResponse(body, status_code=status)
+
+
+def _wait_for_signal() -> None:
+    """Block until SIGINT or SIGTERM (Ray Serve runs in other processes; this one only holds it up)."""
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    stop.wait()
+

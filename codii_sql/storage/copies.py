@@ -1,0 +1,90 @@
+"""Whole-index copies through SQLite's backup API: a consistent snapshot out, an atomic replacement in.
+
+An index built aside (a Ray task's scratch folder) comes back to its place as one write
+transaction of the target file (https://sqlite.org/backup.html): readers of the target see the
+old index or the new one, never a mix, and a long-lived reader needs no reopening, because the
+file stays the same file. Renaming a copy over a WAL-mode index would not do: its readers and its
+``-wal`` still belong to the old file. A target that does not exist yet is written beside its place
+and renamed into it, so nobody opens a half-written file.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import apsw
+
+from ..errors import StorageError
+from . import queries
+from .store import BUSY_TIMEOUT_MS
+
+
+def snapshot(source: Path, target: Path) -> None:
+    """Copy the index at ``source`` to the new file ``target``: the state of its last commit, even
+    while another process writes to it.
+
+    Raises:
+        StorageError: either file cannot be read or written (the message names which).
+    """
+    _backup(source, target)
+    _checkpoint(target)
+
+
+def publish(source: Path, target: Path) -> None:
+    """Make ``target`` hold the index at ``source`` (a finished build, closed by its writer): in one
+    transaction of ``target`` when it exists (the caller holds its writer lock), else by renaming a
+    full copy into place. ``source`` is left as it was.
+
+    Raises:
+        StorageError: ``target`` cannot be written; it is left as it was.
+    """
+    _checkpoint(source)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if target.is_file():
+        _backup(source, target)
+        return
+    part = target.with_name(f"{target.name}.part-{os.getpid()}")
+    try:
+        _backup(source, part)
+        _checkpoint(part)
+        for suffix in ("-wal", "-shm"):  # a fresh file has no log; a stale one would replay into it
+            Path(f"{target}{suffix}").unlink(missing_ok=True)
+        os.replace(part, target)
+    finally:
+        for leftover in (part, Path(f"{part}-wal"), Path(f"{part}-shm")):
+            leftover.unlink(missing_ok=True)
+
+
+def _backup(source: Path, target: Path) -> None:
+    """Every page of ``source`` into ``target`` in one step (one write transaction of ``target``)."""
+    try:
+        src = apsw.Connection(str(source), flags=apsw.SQLITE_OPEN_READONLY)
+        try:
+            dst = apsw.Connection(str(target))
+            try:
+                src.set_busy_timeout(BUSY_TIMEOUT_MS)
+                dst.set_busy_timeout(BUSY_TIMEOUT_MS)
+                with dst.backup("main", src, "main") as copy:
+                    copy.step(-1)
+            finally:
+                dst.close()
+        finally:
+            src.close()
+    except apsw.Error as err:
+        raise StorageError(f"cannot copy the index {source} to {target}: {err}; check that both folders are "
+                           "writable and have space, then build again") from None
+
+
+def _checkpoint(path: Path) -> None:
+    """Fold ``path``'s write-ahead log into the main file, so the ``.db`` alone is the whole index."""
+    try:
+        conn = apsw.Connection(str(path))
+        try:
+            conn.set_busy_timeout(BUSY_TIMEOUT_MS)
+            for _ in conn.execute(queries.sql("wal_checkpoint")):
+                pass
+        finally:
+            conn.close()
+    except apsw.Error as err:
+        raise StorageError(f"cannot checkpoint the index {path}: {err}") from None

@@ -1,0 +1,105 @@
+"""The HTTP search face (serve --http): the CLI's workspace JSON over GET /search, and GET /healthz."""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+import pytest
+from click.testing import CliRunner
+from support import servers
+from support.trees import SAMPLE, SHOP, write_tree
+
+from codii_sql import service
+from codii_sql.cli import cli
+from codii_sql.errors import UsageError
+from codii_sql.http import SearchHandler
+
+
+def run(*args):
+    return CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=False)
+
+
+@pytest.fixture
+def team(tmp_path):
+    """A workspace ``team`` of the sample repository and the shop, both built with the real model."""
+    http, shop = write_tree(tmp_path / "http", SAMPLE), write_tree(tmp_path / "shop", SHOP)
+    assert run("build", http, shop).exit_code == 0
+    assert run("workspace", "add", "team", http, shop).exit_code == 0
+    return http.resolve(), shop.resolve()
+
+
+def _cli_json(query: str, *extra) -> dict:
+    result = run("search", query, "--workspace", "team", "--json", "--no-update", *extra)
+    assert result.exit_code == 0, result.output
+    return json.loads(result.output)
+
+
+def _same(a: dict, b: dict) -> None:
+    """Equal answers but for the time each took."""
+    assert {k: v for k, v in a.items() if k != "seconds"} == {k: v for k, v in b.items() if k != "seconds"}
+
+
+def test_the_handler_answers_as_the_cli_does(team):
+    handler = SearchHandler(["TEAM"])
+    status, body = handler.answer("/search", {"q": ["retry with exponential backoff"], "limit": ["4"]})
+    assert status == 200
+    _same(body, _cli_json("retry with exponential backoff", "-n", "4"))
+    assert body["results"][0]["symbol"] == "retry_with_backoff"
+    assert {r["codebase"] for r in body["codebases"]} == {str(p) for p in team}
+    status, body = handler.answer("/search", {"q": ["ReserveStock"], "mode": ["bm25"], "ext": [".go"]})
+    assert status == 200 and [r["path"] for r in body["results"]] == ["inventory/stock.go"]
+    _same(body, _cli_json("ReserveStock", "--mode", "bm25", "--ext", ".go"))
+    assert handler.answer("/healthz", {}) == (200, {"status": "ok", "started_at": service.iso(handler.started),
+                                                   "workspaces": [{"name": "team", "codebases": 2, "indexed": 2}]})
+
+
+@pytest.mark.parametrize(("params", "status", "says"), [
+    ({}, 400, "missing query"),
+    ({"q": ["  "]}, 400, "missing query"),
+    ({"q": ["x"], "limit": ["0"]}, 400, "limit should be a whole number from 1 to 200 (got '0')"),
+    ({"q": ["x"], "limit": ["ten"]}, 400, "limit should be a whole number"),
+    ({"q": ["x"], "mode": ["fuzzy"]}, 400, "mode 'fuzzy' is not one of hybrid, bm25, vector"),
+    ({"q": ["x"], "workspace": ["other"]}, 400, "workspace 'other' is not served here (served: team)"),
+    ({"q": ["x"], "lmit": ["3"]}, 400, "unknown parameter 'lmit'"),
+    ({"q": ["x"], "glob": ["src/[a-"]}, 400, "glob"),
+])
+def test_bad_requests_are_one_line_errors_with_a_hint(team, params, status, says):
+    code, body = SearchHandler(["team"]).answer("/search", params)
+    assert code == status and says in body["error"] and body["hint"] and "\n" not in body["error"]
+
+
+def test_unknown_paths_and_workspaces(team):
+    assert SearchHandler(["team"]).answer("/metrics", {})[0] == 404
+    with pytest.raises(UsageError, match="unknown workspace|no workspace"):
+        SearchHandler(["nope"])
+    with pytest.raises(UsageError, match="--workspace NAME"):
+        SearchHandler([])
+    result = CliRunner().invoke(cli, ["serve", "--workspace", "team"])
+    assert result.exit_code == 2 and "--workspace goes with --http PORT" in result.output
+    result = CliRunner().invoke(cli, ["serve", "--http", "8080", "--workspace", "team", "--replicas", "2"])
+    assert result.exit_code == 2 and "--replicas counts Ray Serve replicas: pass --ray too" in result.output
+
+
+def test_ray_missing_is_a_usage_error(team, monkeypatch):
+    monkeypatch.setitem(__import__("sys").modules, "ray", None)  # as on a machine without the extra
+    result = CliRunner().invoke(cli, ["build", str(team[0]), "--ray", "local"])
+    assert result.exit_code == 2 and 'pip install "codii-sql[ray]"' in result.output
+
+
+@pytest.mark.slow
+def test_a_real_server_answers_over_http_and_stops_on_ctrl_c(team):
+    port = servers.free_port()
+    proc = servers.start(["--workspace", "team"], port)
+    try:
+        url = f"http://127.0.0.1:{port}"
+        got = httpx.get(f"{url}/search", params={"q": "follow HTTP redirects", "limit": 3}, timeout=30)
+        assert got.status_code == 200 and got.headers["content-type"] == "application/json"
+        _same(got.json(), _cli_json("follow HTTP redirects", "-n", "3"))
+        assert got.json()["results"][0]["path"] == "app/http.py"
+        bad = httpx.get(f"{url}/search", params={"q": "x", "mode": "fuzzy"}, timeout=30)
+        assert bad.status_code == 400 and "mode 'fuzzy'" in bad.json()["error"]
+        assert httpx.get(f"{url}/nowhere", timeout=30).status_code == 404
+    finally:
+        code, err = servers.stop(proc)
+    assert code == 0 and "Serving team on http://127.0.0.1:" in err and "Traceback" not in err
