@@ -147,3 +147,17 @@ def test_ray_local_starts_and_stops_a_ray_of_its_own(tmp_path):
     row = json.loads(built.stdout)["codebases"][0]
     assert row["ok"] and row["vectors_pending"] == 0 and row["embedded_elsewhere"] > 0
     assert _cli("build", str(repo), "--ray-cpus", "2").returncode == 2
+
+
+def test_a_failing_embedder_is_one_line_and_the_index_in_place_is_kept(ray_address, tmp_path, monkeypatch):
+    repo = write_tree(tmp_path / "repo", SAMPLE)
+    assert _cli("build", str(repo), "--no-vectors").returncode == 0
+    db = Codebase.open(repo).db_path
+    before = _chunks(db)
+    monkeypatch.setenv("OPENAI_BASE_URL", f"http://127.0.0.1:{servers.free_port()}/v1")  # nobody listens
+    monkeypatch.setenv("CODII_SQL_HTTP_RETRIES", "0")
+    failed = _cli("build", str(repo), "--ray", ray_address, "--force", "--vectors", "--embedder", "openai:some-model")
+    assert failed.returncode == 1, failed.stderr
+    error = [line for line in failed.stderr.splitlines() if line.startswith("Error: ")]
+    assert len(error) == 1 and "127.0.0.1" in error[0] and "Traceback" not in failed.stderr
+    assert _chunks(db) == before

@@ -73,7 +73,9 @@ def _row(ray, ref, cb: Codebase, seconds: float) -> dict:
 
 
 def _first_line(err: Exception) -> str:
-    """The task's own message: a RayTaskError's text starts with a traceback header."""
-    cause = getattr(err, "cause", None)
-    text = str(cause if cause is not None else err).strip()
+    """The task's own message: a RayTaskError's text starts with a traceback header, and one raised in a
+    task that a task started wraps another."""
+    while getattr(err, "cause", None) is not None and err.cause is not err:
+        err = err.cause
+    text = str(err).strip()
     return text.splitlines()[-1] if text else type(err).__name__

@@ -10,7 +10,6 @@ them and runs no model, and a task that is retried finds the batches already don
 
 from __future__ import annotations
 
-import functools
 import socket
 import tempfile
 import time
@@ -133,14 +132,9 @@ def unembedded(work: Codebase, cache: EmbeddingCache | None) -> dict[str, str]:
 
 def embed_texts(embedder_name: str, texts: list[str]) -> np.ndarray:
     """``float32[len(texts), dims]``: the embeddings of ``texts`` by the embedder ``embedder_name``
-    (loaded once per process).
+    (made once per process, see :func:`get_embedder`).
 
     Raises:
         EmbeddingFailedError: the model or server failed. UsageError: an unknown embedder name.
     """
-    return np.asarray(_embedder(embedder_name).embed(texts), dtype=np.float32)
-
-
-@functools.cache
-def _embedder(name: str) -> Embedder:
-    return get_embedder(name)
+    return np.asarray(get_embedder(embedder_name).embed(texts), dtype=np.float32)
