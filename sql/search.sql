@@ -6,7 +6,8 @@
 --   rrf(d) = sum_r w_r / (k + rank_r(d))   Reciprocal Rank Fusion (Cormack, Clarke &
 --            Buettcher, SIGIR 2009; k = 60 there)
 --   score  = cc + :rrf_weight * rrf
--- A chunk missing from one list gets nothing from it. norm_r is 1 for a list of one.
+-- A chunk missing from one list gets nothing from it. norm_r is 1 for a list of one. With
+-- :knn_by_best, norm_knn is cosine / best cosine instead of min-max.
 -- bm25_hits is MATERIALIZED and has no window function: flattened into a window query,
 -- bm25() would be called outside the FTS5 scan, which FTS5 rejects ("unable to use
 -- function bm25 in the requested context").
@@ -19,6 +20,8 @@
 --   :w_fts        BM25's weight (the vectors' is 1 - it), set by searcher.py from the query's shape;
 --   :w_fts_confident, :confident_gap   BM25's weight when its best hit's lead is >= the gap
 --   :w_fts_weak, :weak_cosine          BM25's weight when the nearest chunk's cosine is under it
+--   :knn_by_best  1: KNN scores are normalised as cosine / best cosine, not min-max, so a flat KNN
+--                 list (its candidates about equally close) counts little (search/fusion.py)
 --   :bm25_*       FTS5 column weights for bm25(): content, subtokens, symbol, path
 --   :coarse_k     0 for an exact KNN scan; else the candidates taken from each partition of
 --                 chunks_bits by hamming distance before the float cosine re-scores them
@@ -154,7 +157,9 @@ candidates AS (
            'knn' AS src FROM knn_hits
 ),
 normalised AS (
-    SELECT *, coalesce((raw - min(raw) OVER lst) / nullif(max(raw) OVER lst - min(raw) OVER lst, 0), 1.0) AS norm
+    SELECT *, CASE WHEN src = 'knn' AND :knn_by_best = 1 AND max(raw) OVER lst > 0  -- (else min-max)
+                   THEN max(raw, 0.0) / max(raw) OVER lst
+                   ELSE coalesce((raw - min(raw) OVER lst) / nullif(max(raw) OVER lst - min(raw) OVER lst, 0), 1.0) END AS norm
     FROM candidates WINDOW lst AS (PARTITION BY src)
 ),
 -- A chunk still waiting for its vector (vector_queue: a build's vector phase has not reached it)

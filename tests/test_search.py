@@ -13,6 +13,7 @@ from codii_sql.codebase import Codebase
 from codii_sql.errors import StorageError, UsageError
 from codii_sql.ingest.indexer import Indexer
 from codii_sql.search import searcher as search
+from codii_sql.search.fusion import KNN_BY_BEST_SHAPES
 from codii_sql.search.query import (
     MAX_PATH_TOKEN,
     STOP_WORDS,
@@ -60,12 +61,15 @@ def test_query_terms_split_identifiers_and_drop_stop_words():
     assert fts_query(['a"b']) == '"a""b"' and fts_query([]) is None
 
 
-@pytest.mark.parametrize("q", ["follow redirects until a final response arrives", "resolve_redirects is_redirect"])
+@pytest.mark.parametrize("q", ["follow redirects until a final response arrives", "resolve_redirects is_redirect",
+                               "how do max_attempts follow redirects until a final response"])
 def test_fusion_matches_hand_computation(searcher, embedder, q):
-    """score = sum_r w_r * minmax(raw_r) + RRF_WEIGHT * sum_r w_r / (k + rank_r), recomputed here."""
-    normal, confident = BM25_WEIGHT[query_shape(q)]
+    """score = sum_r w_r * minmax(raw_r) + RRF_WEIGHT * sum_r w_r / (k + rank_r), recomputed here; for a
+    question naming code (fusion shape "mixed") the KNN scores are divided by the best cosine instead."""
     conn = searcher.store.conn
     fq = fts_query(searcher.select_terms(q))
+    shape = searcher._fusion_shape(query_shape(q), fq)
+    normal, confident = BM25_WEIGHT[shape]
     weights = ", ".join(str(w) for w in BM25_WEIGHTS.values())
     bm25 = conn.execute(f"SELECT rowid, -bm25(chunks_fts, {weights}) FROM chunks_fts WHERE chunks_fts MATCH ? "
                         f"ORDER BY bm25(chunks_fts, {weights}) LIMIT 50", (fq,)).fetchall()
@@ -77,13 +81,16 @@ def test_fusion_matches_hand_computation(searcher, embedder, q):
     expected: dict[int, float] = {}
     for w, ranked in ((w_fts, bm25), (1 - w_fts, knn)):
         raws = [raw for _, raw in ranked]
+        by_best = ranked is knn and shape in KNN_BY_BEST_SHAPES
         for rank, (cid, raw) in enumerate(ranked, 1):
-            norm = (raw - min(raws)) / (max(raws) - min(raws)) if max(raws) > min(raws) else 1.0
+            norm = raw / max(raws) if by_best else \
+                (raw - min(raws)) / (max(raws) - min(raws)) if max(raws) > min(raws) else 1.0
             expected[cid] = expected.get(cid, 0.0) + w * norm + RRF_WEIGHT * w / (RRF_K + rank)
     got = searcher.search(q, SearchOptions(limit=50, role_prior=False))
     assert {r.id: r.score for r in got} == pytest.approx({k: round(v, 6) for k, v in expected.items()}, abs=2e-6)
     assert [r.id for r in got][:5] == sorted(expected, key=lambda k: (-expected[k], k))[:5]
     assert 0 < w_fts < 1 or q.startswith("follow")  # the identifier query mixes both retrievers
+    assert (shape == "mixed") == q.startswith("how do")
 
 
 def test_identifier_and_natural_language_queries_find_the_function(searcher):

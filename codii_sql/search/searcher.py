@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 import json
 from pathlib import Path
-from typing import NamedTuple
 
 import numpy as np
 
@@ -23,6 +22,7 @@ from .query import (
     symbol_match,
 )
 from .budget import BudgetReport, fit
+from .fusion import KNN_BY_BEST_SHAPES, Bm25Weight
 from .results import Result, SearchOptions, sqlite_glob
 from .staleness import StaleCheck
 
@@ -121,16 +121,6 @@ LONG_QUERY_ROLE_WEIGHTS = {"source": 1.0, "test": 0.4, "docs": 0.4, "config": 0.
                            "vendored": 0.3, "data": 0.3, "license": 0.3, "changelog": 0.3}
 
 
-class Bm25Weight(NamedTuple):
-    """BM25's weight in the fusion (the vectors get 1 minus it): ``usual``, ``confident`` when its
-    best hit leads the second by :data:`CONFIDENT_GAP` or more, ``weak_vectors`` when the nearest
-    chunk's cosine is under :data:`WEAK_COSINE` (sql/search.sql ``weights``)."""
-
-    usual: float
-    confident: float
-    weak_vectors: float = 0.0
-
-
 class Searcher:
     """Runs searches against one index.
 
@@ -224,8 +214,11 @@ class Searcher:
         if qvec is None and opts.mode != "bm25":  # the embedder did not answer: self.note says so
             opts = dataclasses.replace(opts, mode="bm25")
         fq = fts_query(self.select_terms(query, numbers=shape != "long")) if opts.mode != "vector" else None
-        usual, confident = SINGLE_MODE_WEIGHT.get(opts.mode, BM25_WEIGHT[self._fusion_shape(shape, fq)])
-        weight = Bm25Weight(usual, confident, usual if opts.mode in SINGLE_MODE_WEIGHT else max(usual, WEAK_VECTORS_BM25))
+        fused = opts.mode not in SINGLE_MODE_WEIGHT
+        fshape = self._fusion_shape(shape, fq) if fused else shape
+        usual, confident = SINGLE_MODE_WEIGHT.get(opts.mode) or BM25_WEIGHT[fshape]
+        weight = Bm25Weight(usual, confident, max(usual, WEAK_VECTORS_BM25) if fused else usual,
+                            knn_by_best=fused and fshape in KNN_BY_BEST_SHAPES)
         prior = (LONG_QUERY_ROLE_WEIGHTS if shape == "long" else ROLE_WEIGHTS) if opts.role_prior else None
         named = named_in_query(query)
         rows = self._run(fq, qvec, opts, weight, named, prior, tiered=shape == "identifier")
@@ -321,6 +314,7 @@ class Searcher:
             "fts_query": fq, "qvec": qvec, "rrf_k": RRF_K, **self._knn_params(qvec, limit, filtered),
             "rrf_weight": RRF_WEIGHT, "w_fts": weight.usual, "w_fts_confident": weight.confident,
             "confident_gap": CONFIDENT_GAP, "w_fts_weak": weight.weak_vectors, "weak_cosine": WEAK_COSINE,
+            "knn_by_best": int(weight.knn_by_best),
             **{f"bm25_{col}": w for col, w in BM25_WEIGHTS.items()},
             "filtered": int(filtered), "exts": json.dumps(exts) if exts else None, "glob": sqlite_glob(opts.glob),
             "language": opts.language.lower() if opts.language else None, "exclude_path": opts.exclude_path,
