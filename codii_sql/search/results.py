@@ -68,7 +68,8 @@ class SearchOptions:
             search from a subfolder of an indexed codebase sets it (:meth:`Codebase.find`).
         role_prior: multiply scores by :data:`~codii_sql.search.searcher.ROLE_WEIGHTS` (``LONG_QUERY_ROLE_WEIGHTS`` for
             long queries): a soft prior for source files.
-        group_by_file: one result per file, ranked by its best chunk.
+        group_by_file: one result per file, ranked by its best chunk's score plus 0.3 x its second best
+            (search/fusion.py by_file).
         rerank: re-score the top ``searcher.RERANK_DEPTH`` fused chunks with the cross-encoder.
         rerank_model: its path; None: ``$CODII_SQL_RERANK_MODEL`` (see :mod:`codii_sql.search.rerank`).
         max_tokens: fit the answer in about this many tokens (see :mod:`codii_sql.search.budget`);

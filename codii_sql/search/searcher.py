@@ -22,7 +22,7 @@ from .query import (
     symbol_match,
 )
 from .budget import BudgetReport, fit
-from .fusion import KNN_BY_BEST_SHAPES, Bm25Weight
+from .fusion import KNN_BY_BEST_SHAPES, Bm25Weight, by_file
 from .results import Result, SearchOptions, sqlite_glob
 from .staleness import StaleCheck
 
@@ -380,12 +380,9 @@ def _rows_wanted(opts: SearchOptions) -> int:
 
 
 def _top(results: list[Result], opts: SearchOptions) -> list[Result]:
-    """The first ``opts.limit`` results; with ``group_by_file`` each file once, at its best chunk's rank."""
+    """The first ``opts.limit`` results; with ``group_by_file`` each file once (:func:`by_file`)."""
     if opts.group_by_file:
-        best: dict[str, Result] = {}
-        for r in results:
-            best.setdefault(r.path, r)
-        results = list(best.values())
+        results = by_file(results, aggregate=not opts.rerank)
     return results[: opts.limit]
 
 
