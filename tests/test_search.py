@@ -184,6 +184,10 @@ def test_names_and_paths_in_the_query():
     assert named_in_query("./httpx/_auth.py") == ([], [], ["httpx/_auth.py"])
     assert named_in_query("response.json()").names == []  # .json is a known extension: a path
     assert named_in_query("Session.send").paths == []  # .send is not
+    # Javadoc's and Ruby's Class#method (gson: "Adds support to `BigDecimal` in `JsonPrimitive#equals`")
+    assert named_in_query("fix `JsonPrimitive#equals`") == (["jsonprimitive.equals"], ["equals"], [])
+    assert query_shape("Session#send") == "identifier" and query_shape("where is Session#send called") == "mixed"
+    assert named_in_query("see issue#12 and README.md#usage, in C# too").names == []
 
 
 def test_a_huge_token_is_not_searched_for_paths():

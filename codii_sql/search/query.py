@@ -48,9 +48,9 @@ def query_terms(query: str, *, numbers: bool = False) -> list[str]:
 
 
 _NUMBER = re.compile(r"(?<![\w.-])\d+(?:[._-]\d+)*(?![\w-])")
-_CODE_SHAPE = re.compile(r"[A-Za-z0-9]_[A-Za-z0-9]|^_+[A-Za-z]|[a-z][A-Z]|[A-Za-z]\.[A-Za-z_]|::")
+_CODE_SHAPE = re.compile(r"[A-Za-z0-9]_[A-Za-z0-9]|^_+[A-Za-z]|[a-z][A-Z]|[A-Za-z][.#][A-Za-z_]|::")
 _PATH = re.compile(r"(?:[\w.-]+/)*[\w-]{2,}\.[A-Za-z]\w{0,5}\b")
-_IDENTIFIER = re.compile(r"[A-Za-z_][\w]*(?:(?:\.|::)[A-Za-z_]\w*)*")
+_IDENTIFIER = re.compile(r"[A-Za-z_][\w]*(?:(?:\.|::|#)[A-Za-z_]\w*)*")
 _PATH_PREFIX = re.compile(r"^(?:\.?/)+")
 #: Longest whitespace-free token searched for a file path. _PATH backtracks, so its cost grows
 #: with the square of a token's length: one 100,000-character token took 89 s, and blocked
@@ -77,8 +77,8 @@ class Named(NamedTuple):
 def named_in_query(query: str) -> Named:
     """Identifiers and file paths a query names (see :class:`Named`).
 
-    A name is a code-shaped token (snake_case, camelCase, dotted or ``::`` path, or the whole
-    query when it is one word). A path is a token with a ``/`` or with an extension
+    A name is a code-shaped token (snake_case, camelCase, dotted or ``::`` path, ``Class#method`` as
+    Javadoc and Ruby write it, or the whole query when it is one word). A path is a token with a ``/`` or with an extension
     :func:`~codii_sql.languages.detect_language` knows (``_auth.py``, not ``Session.send``);
     leading ``./`` and ``/`` are dropped so it can match the end of an indexed relative path,
     and a path is not also a name (``auth.py`` names no symbol ``py``).
@@ -97,7 +97,7 @@ def named_in_query(query: str) -> Named:
     tails: set[str] = set()
     for token in _IDENTIFIER.findall(rest):
         if one_word or _CODE_SHAPE.search(token):
-            parts = [p for p in re.split(r"\.|::", token.lower()) if p]
+            parts = [p for p in re.split(r"\.|::|#", token.lower()) if p]
             names.add(".".join(parts))
             tails.update(parts[-1:] if len(parts) > 1 else [])
     names -= STOP_WORDS
@@ -130,7 +130,7 @@ def strip_issue_template(text: str) -> str:
     return _TASK_LIST_ITEM.sub("", _HTML_COMMENT.sub("", text))
 
 
-_CODE_TOKEN = re.compile(r"[A-Za-z]+_\w|[a-z][A-Z]|\w\.\w|::|\w\(|^\w+$")
+_CODE_TOKEN = re.compile(r"[A-Za-z]+_\w|[a-z][A-Z]|\w\.\w|[A-Za-z]#[A-Za-z_]|::|\w\(|^\w+$")
 
 
 def query_shape(query: str) -> str:
