@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -12,6 +14,7 @@ from codii_sql import service
 from codii_sql.codebase import Codebase
 from codii_sql.errors import EmbeddingFailedError
 from codii_sql.search.results import SearchOptions
+from codii_sql.service.aside import SCRATCH_PREFIX
 from codii_sql.storage.store import Store
 
 
@@ -90,3 +93,17 @@ def test_no_vectors_builds_aside_without_embedding_anything(sample_repo):
     calls: list[int] = []
     report = service.build_aside(cb, embed_elsewhere=_in_batches(calls), vectors=False)
     assert calls == [] and report.report.vectors_pending == report.report.chunks > 0
+
+
+def test_scratch_folders_of_dead_builds_are_swept_and_live_ones_kept(sample_repo, tmp_path):
+    scratch = tmp_path / "scratch"
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    left = scratch / f"{SCRATCH_PREFIX}{dead.pid}-abc"
+    live = scratch / f"{SCRATCH_PREFIX}{os.getpid()}-def"
+    for folder in (left, live):
+        folder.mkdir(parents=True)
+        (folder / "index.db").write_bytes(b"x" * 1000)
+    service.build_aside(Codebase.open(sample_repo), scratch_dir=str(scratch), vectors=False)
+    assert not left.exists() and live.exists()
+    assert sorted(p.name for p in scratch.iterdir()) == [live.name]  # its own folder went too

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 
 import httpx
 import pytest
@@ -97,9 +98,46 @@ def test_a_real_server_answers_over_http_and_stops_on_ctrl_c(team):
         assert got.status_code == 200 and got.headers["content-type"] == "application/json"
         _same(got.json(), _cli_json("follow HTTP redirects", "-n", "3"))
         assert got.json()["results"][0]["path"] == "app/http.py"
+        post = httpx.post(f"{url}/search", params={"q": "x"}, timeout=30)
+        assert post.status_code == 405 and post.json()["error"] == "POST is not answered here"
         bad = httpx.get(f"{url}/search", params={"q": "x", "mode": "fuzzy"}, timeout=30)
         assert bad.status_code == 400 and "mode 'fuzzy'" in bad.json()["error"]
         assert httpx.get(f"{url}/nowhere", timeout=30).status_code == 404
     finally:
         code, err = servers.stop(proc)
     assert code == 0 and "Serving team on http://127.0.0.1:" in err and "Traceback" not in err
+
+
+def test_other_methods_repeated_parameters_and_odd_limits_are_refused(team):
+    handler = SearchHandler(["team"])
+    status, body = handler.answer("/search", {"q": ["retry"]}, "POST")
+    assert status == 405 and body["error"] == "POST is not answered here"
+    status, body = handler.answer("/search", {"q": ["retry", "render"]})
+    assert status == 400 and body["error"] == "q is given 2 times: give it once (only ext repeats)"
+    for odd in ("３", "+3", "2.5", ""):
+        assert handler.answer("/search", {"q": ["retry"], "limit": [odd]})[0] == 400
+    status, body = handler.answer("/search", {"q": ["retry"], "ext": [".py", ".go"]})
+    assert status == 200 and body["results"]
+
+
+def test_a_port_in_use_is_one_line_before_anything_starts(team):
+    import socket
+
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        result = CliRunner().invoke(cli, ["serve", "--http", str(port), "--workspace", "team"])
+    assert result.exit_code == 2
+    assert f"cannot listen on 127.0.0.1:{port} (Address already in use): pick another --http PORT" in result.output
+
+
+def test_unreachable_or_malformed_ray_addresses_are_one_line_at_once(team):
+    pytest.importorskip("ray")
+    started = time.monotonic()
+    result = CliRunner().invoke(cli, ["build", str(team[0]), "--ray", f"127.0.0.1:{servers.free_port()}"])
+    assert result.exit_code == 2 and "cannot reach the Ray cluster at 127.0.0.1:" in result.output
+    assert time.monotonic() - started < 20  # Ray alone retries an absent head for minutes
+    for bad in ("nonsense", "127.0.0.1:99999", "ray://:10001"):
+        result = CliRunner().invoke(cli, ["build", str(team[0]), "--ray", bad])
+        assert result.exit_code == 2 and "is not a Ray address: use host:port" in result.output, result.output

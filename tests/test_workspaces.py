@@ -139,6 +139,9 @@ def test_workspace_search_notes_missing_and_unindexed_members_and_answers(two, t
     described = service.describe(service.get_workspace("mix"))
     assert [m["status"] for m in described["members"]] == ["indexed", "indexed", "not_indexed", "missing"]
     assert described["members"][0]["chunks"] > 0 and described["members"][0]["size_bytes"] > 0
+    # BM25 alone merges by rank (no cosine to weigh members by), and that is not a model mix-up.
+    bm25 = json.loads(run("search", "checkoutTotal", "--workspace", "mix", "--mode", "bm25", "--json").output)
+    assert bm25["results"] and "different embedding models" not in bm25.get("note", "")
 
 
 def test_unknown_empty_and_all_missing_workspaces_are_one_line(monkeypatch, tmp_path):

@@ -43,8 +43,9 @@ from .output import (
               help="Say what a build would index (files, chunks, skips, largest folders) and about how long the "
                    "model would take; writes nothing.")
 @click.option("--ray", "ray_address", default=None, metavar="ADDRESS",
-              help="Build as Ray tasks across a cluster (each codebase a task, a big one's chunks embedded in batches "
-                   "of tasks): local (start a Ray here), auto ($RAY_ADDRESS), or host:6379. Needs codii-sql[ray].")
+              help="Build as Ray tasks across a cluster: local (start a Ray here), auto ($RAY_ADDRESS), or host:6379. "
+                   "Each codebase is a task that builds in a scratch folder in its node's temp dir (its chunks "
+                   "embedded by tasks of 256) and publishes the index whole to its usual path. Needs codii-sql[ray].")
 @click.option("--ray-cpus", type=click.IntRange(1, 1024), default=None,
               help="CPUs of the Ray that --ray local starts [default: all of this machine's].")
 @click.option("--detached", is_flag=True, hidden=True, help="Run as the background process of --daemon.")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 from .. import cluster, service
 from ..errors import CodiiError, UsageError
 from .output import echo, emit
@@ -40,13 +42,19 @@ def build_on_ray(paths, workspace, db, job, address: str | None, cpus: int | Non
         echo(f"Building {len(codebases)} codebase{'s' * (len(codebases) != 1)} as Ray tasks ({address}) ...", err=True)
         for row in missing:
             _print_row(row)
-    rows = missing + cluster.build_on_ray(address, codebases, options, cpus=cpus,
-                                          on_done=None if job.as_json else _print_row) if codebases else missing
+    started = time.perf_counter()
+    try:
+        rows = missing + cluster.build_on_ray(address, codebases, options, cpus=cpus,
+                                              on_done=None if job.as_json else _print_row) if codebases else missing
+    except KeyboardInterrupt:
+        echo("Interrupted: the Ray build stopped; each index in place is as it was, or as a build that finished "
+             "published it whole; run the same build again to finish.", err=True)
+        raise SystemExit(130) from None
     failed = [r["codebase"] for r in rows if not r["ok"]]
     if job.as_json:
         emit({"ray": address, "codebases": rows, "built": len(rows) - len(failed), "failed": len(failed)})
     else:
-        echo(summary(rows, failed, "built"))
+        echo(summary(rows, failed, "built", seconds=time.perf_counter() - started))
     if failed:
         raise SystemExit(1)
 
@@ -60,10 +68,12 @@ def _print_row(row: dict) -> None:
          f"{row['vectors_reused']:,} reused) in {row['wall_seconds']:.1f} s")
 
 
-def summary(rows: list[dict], failed: list[str], done: str) -> str:
-    """``2 of 3 codebases built: 1,204 files, 20,311 chunks in 12.3 s; failed: /gone``."""
+def summary(rows: list[dict], failed: list[str], done: str, *, seconds: float | None = None) -> str:
+    """``2 of 3 codebases built: 1,204 files, 20,311 chunks in 12.3 s; failed: /gone``: ``seconds``
+    (wall time, for builds that ran side by side), else the builds' own times added up."""
     built = [r for r in rows if r["ok"] and "files" in r]
+    took = sum(r["seconds"] for r in built) if seconds is None else seconds
     totals = (f": {sum(r['files'] for r in built):,} files, {sum(r['chunks'] for r in built):,} chunks in "
-              f"{sum(r['seconds'] for r in built):.1f} s") if built and done == "built" else ""
+              f"{took:.1f} s") if built and done == "built" else ""
     return (f"{len(rows) - len(failed)} of {len(rows)} codebases {done}{totals}"
             + (f"; failed: {', '.join(failed)}" if failed else ""))

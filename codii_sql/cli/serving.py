@@ -16,6 +16,7 @@ def serve_http(workspaces: list[str], host: str, port: int, ray_address: str | N
     """
     if replicas is not None and ray_address is None:
         raise UsageError("--replicas counts Ray Serve replicas: pass --ray too (one process serves without it)")
+    http.check_port(host, port)
     url = f"http://{host}:{port}/search?q=..."
     if ray_address is None:
         handler = http.SearchHandler(workspaces)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import socket
 from collections.abc import Iterator
 from types import ModuleType
 
@@ -14,6 +15,8 @@ from ..errors import UsageError
 #: embedder and provider settings, the workspaces. On a real cluster their paths must be valid on every node
 #: (a shared folder); see docs/scale.md.
 FORWARDED_PREFIXES = ("CODII_SQL_", "OLLAMA_", "OPENAI_", "WORKSPACE_")
+#: Seconds to wait for a cluster's head to accept a connection before calling it unreachable.
+CONNECT_SECONDS = 5.0
 
 
 def require_ray() -> ModuleType:
@@ -46,6 +49,7 @@ def connected(address: str, *, cpus: int | None = None) -> Iterator[ModuleType]:
         return
     if cpus is not None and address != "local":
         raise UsageError("--ray-cpus sizes a Ray started here: use it with --ray local")
+    _check_reachable(address)
     try:
         ray.init(address=address, include_dashboard=False if address == "local" else None,
                  num_cpus=cpus if address == "local" else None, logging_level=logging.ERROR,
@@ -58,6 +62,27 @@ def connected(address: str, *, cpus: int | None = None) -> Iterator[ModuleType]:
         yield ray
     finally:
         ray.shutdown()
+
+
+def _check_reachable(address: str) -> None:
+    """Refuse an address nobody answers at within :data:`CONNECT_SECONDS` (Ray itself retries an
+    unreachable head for minutes, printing a warning every 5 s).
+
+    Raises:
+        UsageError: not a ``host:port`` address, or no answer there.
+    """
+    target = os.environ.get("RAY_ADDRESS", "").strip() if address == "auto" else address
+    if address == "local" or target in ("", "auto", "local"):
+        return  # `auto` without $RAY_ADDRESS looks on this machine, and says at once when none runs
+    host, sep, port = target.removeprefix("ray://").rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise UsageError(f"--ray {address}: {target!r} is not a Ray address: use host:port (the head's GCS port, "
+                         "6379 by default), ray://host:10001, local or auto")
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_SECONDS).close()
+    except OSError as err:
+        raise UsageError(f"cannot reach the Ray cluster at {target} ({err.strerror or err}): start one with `ray start "
+                         "--head`, check the address, or use --ray local") from None
 
 
 def forwarded_env() -> dict[str, str]:

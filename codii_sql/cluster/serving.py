@@ -70,7 +70,7 @@ class SearchReplica:
         params: dict[str, list[str]] = {}
         for key, value in request.query_params.multi_items():
             params.setdefault(key, []).append(value)
-        status, body = await asyncio.to_thread(self.handler.answer, request.url.path, params)
+        status, body = await asyncio.to_thread(self.handler.answer, request.url.path, params, request.method)
         return JSONResponse(body, status_code=status)
 
 

@@ -5,6 +5,6 @@ Served by one process (:func:`.server.run`, a team server) or by Ray Serve repli
 """
 
 from .handler import SearchHandler
-from .server import app, run
+from .server import app, check_port, run
 
-__all__ = ["SearchHandler", "app", "run"]
+__all__ = ["SearchHandler", "app", "check_port", "run"]

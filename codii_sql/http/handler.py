@@ -34,8 +34,10 @@ class SearchHandler:
         self.indexes = service.OpenIndexes()
         self.started = time.time()
 
-    def answer(self, path: str, params: Mapping[str, Sequence[str]]) -> tuple[int, dict]:
-        """The status code and JSON body for ``GET path?params`` (each parameter's values in order)."""
+    def answer(self, path: str, params: Mapping[str, Sequence[str]], method: str = "GET") -> tuple[int, dict]:
+        """The status code and JSON body for ``method path?params`` (each parameter's values in order)."""
+        if method not in ("GET", "HEAD"):
+            return 405, _error(f"{method} is not answered here", "use GET /search?q=... or GET /healthz")
         if path in ("/healthz", "/healthz/"):
             return 200, self.health()
         if path not in ("/search", "/search/"):
@@ -69,6 +71,9 @@ class SearchHandler:
         unknown = sorted(set(params) - SEARCH_PARAMS)
         if unknown:
             raise UsageError(f"unknown parameter {unknown[0]!r}: /search takes {', '.join(sorted(SEARCH_PARAMS))}")
+        repeated = sorted(k for k, v in params.items() if len(v) > 1 and k != "ext")
+        if repeated:
+            raise UsageError(f"{repeated[0]} is given {len(params[repeated[0]])} times: give it once (only ext repeats)")
         one = {k: v[-1] for k, v in params.items() if v}
         query = one.get("q", "")
         if not query.strip():
@@ -90,10 +95,7 @@ class SearchHandler:
 
 def _limit(text: str) -> int:
     """``limit`` as an int in 1..MAX_LIMIT. Raises UsageError otherwise."""
-    try:
-        limit = int(text)
-    except ValueError:
-        limit = 0
+    limit = int(text) if text.isascii() and text.isdigit() else 0
     if not 1 <= limit <= service.MAX_LIMIT:
         raise UsageError(f"limit should be a whole number from 1 to {service.MAX_LIMIT} (got {text!r})")
     return limit

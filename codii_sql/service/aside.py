@@ -10,6 +10,8 @@ them and runs no model, and a task that is retried finds the batches already don
 
 from __future__ import annotations
 
+import os
+import shutil
 import socket
 import tempfile
 import time
@@ -33,6 +35,8 @@ from ..storage.store import Store
 from .builds import build, reword_disk_full
 from .embedders import embedder_for_build
 
+#: The scratch folders' name prefix, followed by the building process's pid (see :func:`sweep_scratch`).
+SCRATCH_PREFIX = "codii-sql-aside-"
 #: ``embed_elsewhere(embedder name, {text key: text})`` yields ``{text key: float32[dims]}`` batches
 #: as they are done, in any order, until every text has its vector.
 EmbedElsewhere = Callable[[str, dict[str, str]], Iterable[dict[str, np.ndarray]]]
@@ -73,7 +77,8 @@ def build_aside(codebase: Codebase, *, embed_elsewhere: EmbedElsewhere | None = 
         one in place is untouched).
     """
     began = time.perf_counter()
-    with tempfile.TemporaryDirectory(prefix="codii-sql-aside-", dir=scratch_dir) as tmp:
+    sweep_scratch(scratch_dir)
+    with tempfile.TemporaryDirectory(prefix=f"{SCRATCH_PREFIX}{os.getpid()}-", dir=scratch_dir) as tmp:
         work = Codebase(codebase.root, Path(tmp) / "index.db")
         if codebase.db_path.is_file() and not force:
             copies.snapshot(codebase.db_path, work.db_path)
@@ -100,7 +105,7 @@ def _build(work: Codebase, embedder: Embedder, embed_elsewhere: EmbedElsewhere |
     lexical = build(work, force=force, vectors=False, **options)
     cache = EmbeddingCache(options["cache_path"])
     try:
-        pending = unembedded(work, cache)
+        pending, reused = unembedded(work, cache)
         elsewhere = 0
         for done in embed_elsewhere(embedder.name, pending):
             cache.put(done)
@@ -109,7 +114,7 @@ def _build(work: Codebase, embedder: Embedder, embed_elsewhere: EmbedElsewhere |
         cache.close()
     final = build(work, vectors=True, **options)  # every vector is in the cache now: no model runs
     lexical.chunks_embedded = final.chunks_embedded + elsewhere
-    lexical.vectors_reused = max(0, final.vectors_reused - elsewhere)
+    lexical.vectors_reused = reused
     lexical.vectors_pending, lexical.vectors_enabled = final.vectors_pending, final.vectors_enabled
     lexical.phase_seconds.update(final.phase_seconds)
     return lexical, elsewhere
@@ -122,12 +127,34 @@ def _meta(work: Codebase) -> dict:
         return store.meta()
 
 
-def unembedded(work: Codebase, cache: EmbeddingCache | None) -> dict[str, str]:
-    """``{text key: chunk text}`` of the queued chunks whose vectors neither the index nor ``cache`` holds."""
+def unembedded(work: Codebase, cache: EmbeddingCache | None) -> tuple[dict[str, str], int]:
+    """``{text key: chunk text}`` of the queued chunks whose vectors neither the index nor ``cache``
+    holds, and how many queued chunks have a known vector (reused, as the vector phase counts them)."""
     with Store(work.db_path, create=False) as store:
         rows = store.rows("vector_queue_next", {"n": -1})
         known = known_vectors(store, cache, [r["text_hash"] for r in rows])
-    return {r["text_hash"]: r["content"] for r in rows if r["text_hash"] not in known}
+    return ({r["text_hash"]: r["content"] for r in rows if r["text_hash"] not in known},
+            sum(1 for r in rows if r["text_hash"] in known))
+
+
+def sweep_scratch(scratch_dir: str | None = None) -> None:
+    """Delete the scratch folders of builds aside whose process is gone (killed: no ``finally`` ran).
+    A folder names its process (``codii-sql-aside-<pid>-*``); a live process's folder is kept."""
+    root = Path(scratch_dir or tempfile.gettempdir())
+    for folder in root.glob(f"{SCRATCH_PREFIX}*-*"):
+        pid = folder.name[len(SCRATCH_PREFIX):].split("-", 1)[0]
+        if pid.isdigit() and not _alive(int(pid)):
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
 
 
 def embed_texts(embedder_name: str, texts: list[str]) -> np.ndarray:

@@ -137,8 +137,9 @@ def search_many(codebases: list[Codebase], query: str, opts: SearchOptions, *, w
         if opts.language and all(str(r).startswith(f"no {opts.language.lower()!r} code") for r in refusals):
             raise UsageError(f"no {opts.language.lower()!r} code in any of the {len(refusals)} codebases searched")
         raise refusals[0]
-    merged, by_rank = merge([MemberAnswer(str(cb.root), res, searchers[cb].embedder.model_id)
-                             for cb, (res, _) in answers.items() if isinstance(res, list)], opts.limit)
+    members = [MemberAnswer(str(cb.root), res, searchers[cb].embedder.model_id)
+               for cb, (res, _) in answers.items() if isinstance(res, list)]
+    merged, by_rank = merge(members, opts.limit)
     for cb in codebases:
         if cb in failures:
             rows.append({"codebase": str(cb.root), "status": "failed", "note": failures[cb]})
@@ -160,7 +161,7 @@ def search_many(codebases: list[Codebase], query: str, opts: SearchOptions, *, w
                      **({"note": "; ".join(notes)} if notes else {})})
     notes = embed_notes + [r["note"] if r["note"].startswith(r["codebase"]) else f"{r['codebase']}: {r['note']}"
                            for r in rows if r.get("note")]
-    if by_rank:
+    if by_rank and len({m.model_id for m in members}) > 1:  # not when BM25 alone gave no cosine to merge by
         notes.append("the members' vectors come from different embedding models, so their results are merged by "
                      "rank, not by similarity")
     return ManyResponse(query, workspace, rows, merged, time.perf_counter() - started, notes)
