@@ -51,6 +51,10 @@ def test_a_build_aside_is_published_and_the_next_one_is_incremental(sample_repo)
     assert 0 < second.embedded_elsewhere == sum(calls) <= 2  # only the new file's chunks
     assert _counts(cb.db_path)["pending"] == 0
     assert not list(cb.db_path.parent.glob("*.part-*"))
+    calls.clear()
+    forced = service.build_aside(cb, embed_elsewhere=_in_batches(calls), force=True)  # from an empty file
+    assert calls == [] and forced.report.chunks_embedded == 0
+    assert forced.report.vectors_reused == forced.report.chunks == _counts(cb.db_path)["chunks"]
 
 
 def test_a_reader_open_during_the_publish_sees_the_new_index_whole(sample_repo):

@@ -114,7 +114,7 @@ def _build(work: Codebase, embedder: Embedder, embed_elsewhere: EmbedElsewhere |
         cache.close()
     final = build(work, vectors=True, **options)  # every vector is in the cache now: no model runs
     lexical.chunks_embedded = final.chunks_embedded + elsewhere
-    lexical.vectors_reused = reused
+    lexical.vectors_reused += reused  # the lexical phase reuses the vectors of texts it finds in the cache itself
     lexical.vectors_pending, lexical.vectors_enabled = final.vectors_pending, final.vectors_enabled
     lexical.phase_seconds.update(final.phase_seconds)
     return lexical, elsewhere
