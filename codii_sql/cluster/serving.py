@@ -39,11 +39,9 @@ def serve_on_ray(address: str, workspaces: list[str], *, host: str, port: int, r
         from ray import serve
 
         logging.getLogger("ray.serve").setLevel(logging.WARNING)  # its INFO lines would bury the server's own
-        deployment = serve.deployment(SearchReplica, name="search", num_replicas=replicas,
-                                      ray_actor_options={"num_cpus": 0})
         serve.start(http_options={"host": host, "port": port})
         try:
-            serve.run(deployment.bind(workspaces, forwarded_env()), name=APP_NAME, route_prefix="/")
+            serve.run(application(workspaces, replicas), name=APP_NAME, route_prefix="/")
         except (ray.exceptions.RayError, RuntimeError) as err:
             lines = str(err).strip().splitlines() or [type(err).__name__]
             raise UsageError(f"the Ray Serve replicas did not start: {lines[-1]}") from None
@@ -53,6 +51,31 @@ def serve_on_ray(address: str, workspaces: list[str], *, host: str, port: int, r
             _wait_for_signal()
         finally:
             serve.delete(APP_NAME)  # only this app: Serve itself may hold other apps on a shared cluster
+
+
+def application(workspaces: list[str], replicas: int = 1):
+    """The Serve application: ``replicas`` :class:`SearchReplica` of ``workspaces``, with this process's
+    settings (:func:`forwarded_env`). A replica needs no CPU of its own: SQLite and the query
+    embedding run in its threads, and Ray's CPUs stay for build tasks."""
+    from ray import serve
+
+    return serve.deployment(SearchReplica, name="search", num_replicas=replicas,
+                            ray_actor_options={"num_cpus": 0}).bind(workspaces, forwarded_env())
+
+
+def build_app(args: dict):
+    """A Ray Serve application builder, for ``serve run`` and a KubeRay RayService's ``import_path``:
+    ``serve run codii_sql.cluster.serving:build_app workspace=org,docs replicas=4``.
+
+    Raises:
+        UsageError: no or an unknown workspace.
+    """
+    names = [n.strip() for n in str(args.get("workspace", "")).split(",") if n.strip()]
+    if not names:
+        raise UsageError("build_app needs workspace=NAME[,NAME...]")
+    for name in names:
+        get_workspace(name)
+    return application(names, int(args.get("replicas", 1)))
 
 
 class SearchReplica:
