@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -54,8 +55,8 @@ def _chunks(db: Path) -> dict[tuple, bytes | None]:
     return {tuple(r[:5]): r[5] for r in rows}
 
 
-def _kill_first_embedding_worker(stop: threading.Event) -> list[int]:
-    """SIGKILL the first process running an ``embed_batch`` task (Ray names it in its command line)."""
+def _kill_first_embedding_worker(stop: threading.Event, task: bytes = b"ray::embed_batch") -> list[int]:
+    """SIGKILL the first process running ``task`` (Ray names the task in its command line)."""
     killed: list[int] = []
     while not stop.is_set() and not killed:
         for pid in (p for p in os.listdir("/proc") if p.isdigit()):
@@ -63,7 +64,7 @@ def _kill_first_embedding_worker(stop: threading.Event) -> list[int]:
                 cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
             except OSError:
                 continue
-            if cmdline.startswith(b"ray::embed_batch"):
+            if cmdline.startswith(task):
                 os.kill(int(pid), signal.SIGKILL)
                 killed.append(int(pid))
                 break
@@ -96,6 +97,21 @@ def test_a_killed_worker_is_retried_and_the_index_equals_a_plain_build(ray_addre
 
     again = cluster.build_on_ray(ray_address, [target], cluster.Options(), batch=2)[0]
     assert again["ok"] and again["unchanged"] == again["files"] and again["chunks_embedded"] == 0
+
+
+def test_a_killed_codebase_task_is_retried_and_its_scratch_folder_swept(ray_address, tmp_path):
+    repo = write_tree(tmp_path / "repo", SHOP)
+    stop, killed = threading.Event(), []
+    killer = threading.Thread(target=lambda: killed.extend(_kill_first_embedding_worker(stop, b"ray::build_codebase")))
+    killer.start()
+    try:
+        rows = cluster.build_on_ray(ray_address, [Codebase.open(repo)], cluster.Options(), batch=2)
+    finally:
+        stop.set()
+        killer.join()
+    assert killed and rows[0]["ok"] and rows[0]["vectors_pending"] == 0, rows
+    left = [p for p in Path(tempfile.gettempdir()).glob("codii-sql-aside-*") if p.name.split("-")[3] == str(killed[0])]
+    assert left == []  # the retry swept the folder of the process that was killed
 
 
 def test_cli_builds_a_workspace_on_ray_and_the_plain_cli_searches_it(ray_address, tmp_path):
