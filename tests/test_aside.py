@@ -51,8 +51,12 @@ def test_a_build_aside_is_published_and_the_next_one_is_incremental(sample_repo)
     assert 0 < second.embedded_elsewhere == sum(calls) <= 2  # only the new file's chunks
     assert _counts(cb.db_path)["pending"] == 0
     assert not list(cb.db_path.parent.glob("*.part-*"))
+    stamp = os.stat(cb.db_path).st_mtime_ns
+    idle = service.build_aside(cb, embed_elsewhere=_in_batches(calls))
+    assert not idle.published and os.stat(cb.db_path).st_mtime_ns == stamp  # nothing changed: not rewritten
     calls.clear()
     forced = service.build_aside(cb, embed_elsewhere=_in_batches(calls), force=True)  # from an empty file
+    assert forced.published
     assert calls == [] and forced.report.chunks_embedded == 0
     assert forced.report.vectors_reused == forced.report.chunks == _counts(cb.db_path)["chunks"]
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -97,6 +98,7 @@ def test_a_killed_worker_is_retried_and_the_index_equals_a_plain_build(ray_addre
 
     again = cluster.build_on_ray(ray_address, [target], cluster.Options(), batch=2)[0]
     assert again["ok"] and again["unchanged"] == again["files"] and again["chunks_embedded"] == 0
+    assert not again["published"] and again["filters"] == {"extensions": [], "ignore_patterns": []}
 
 
 def test_a_killed_codebase_task_is_retried_and_its_scratch_folder_swept(ray_address, tmp_path):
@@ -133,6 +135,7 @@ def test_cli_builds_a_workspace_on_ray_and_the_plain_cli_searches_it(ray_address
     text = _cli("build", str(http), "--ray", ray_address)
     assert text.returncode == 0, text.stderr
     assert f"Built {http.resolve()} on " in text.stdout and "0 embedded" in text.stdout
+    assert "nothing changed, the index in place is left as it was" in text.stdout
     assert "1 of 1 codebases built" in text.stdout and "Traceback" not in text.stderr
 
 
@@ -151,9 +154,18 @@ def test_ray_serve_replicas_answer_as_the_cli_does(ray_address, tmp_path):
                    {k: v for k, v in cli.items() if k != "seconds"}
         bad = httpx.get(f"http://127.0.0.1:{port}/search", params={"q": "x", "workspace": "other"}, timeout=60)
         assert bad.status_code == 400 and "not served here" in bad.json()["error"]
+        # One Serve proxy port a cluster, one app at "/": a second server would take this one's place.
+        other = _cli("serve", "--http", str(servers.free_port()), "--workspace", "team", "--ray", ray_address)
+        assert other.returncode == 2 and f"already listens on port {port} (one HTTP port per cluster)" in other.stderr
+        same = _cli("serve", "--http", str(port), "--workspace", "team", "--ray", ray_address)
+        assert same.returncode == 2 and "a codii-sql server already runs on this cluster's port" in same.stderr
+        assert httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=60).status_code == 200
     finally:
         code, err = servers.stop(proc)
     assert code == 0 and "from 2 Ray Serve replicas" in err and "Traceback" not in err
+    # It started Serve, so it stopped it: the port is free again.
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", port))
 
 
 def test_ray_local_starts_and_stops_a_ray_of_its_own(tmp_path):

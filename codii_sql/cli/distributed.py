@@ -63,9 +63,10 @@ def _print_row(row: dict) -> None:
     if not row["ok"]:
         echo(f"Error: {row['codebase']}: {row['error']}", err=True)
         return
+    unchanged = "" if row["published"] else "; nothing changed, the index in place is left as it was"
     echo(f"Built {row['codebase']} on {row['host']} -> {row['db']}: {row['files']:,} files, {row['chunks']:,} chunks "
          f"({row['chunks_embedded']:,} embedded, {row['embedded_elsewhere']:,} of them by embedding tasks; "
-         f"{row['vectors_reused']:,} reused) in {row['wall_seconds']:.1f} s")
+         f"{row['vectors_reused']:,} reused) in {row['wall_seconds']:.1f} s{unchanged}")
 
 
 def summary(rows: list[dict], failed: list[str], done: str, *, seconds: float | None = None) -> str:

@@ -16,9 +16,9 @@ def serve_http(workspaces: list[str], host: str, port: int, ray_address: str | N
     """
     if replicas is not None and ray_address is None:
         raise UsageError("--replicas counts Ray Serve replicas: pass --ray too (one process serves without it)")
-    http.check_port(host, port)
     url = f"http://{host}:{port}/search?q=..."
     if ray_address is None:
+        http.check_port(host, port)
         handler = http.SearchHandler(workspaces)
         echo(f"Serving {', '.join(handler.workspaces)} on {url} (GET /healthz; Ctrl-C stops)", err=True)
         http.run(handler, host, port)

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from ..codebase import Codebase
 from ..errors import CodiiError
+from ..service import recorded_filters
 from .connection import connected, forwarded_env
 
 #: Texts per embedding task: large enough that a task's overhead (~10 ms of scheduling, the model
@@ -65,7 +66,8 @@ def _row(ray, ref, cb: Codebase, seconds: float) -> dict:
     message; a task Ray gave up on says so)."""
     head = {"codebase": str(cb.root), "db": str(cb.db_path)}
     try:
-        return {"ok": True, **head, **ray.get(ref), "wall_seconds": round(seconds, 3)}
+        report = ray.get(ref)
+        return {"ok": True, **head, **report, "filters": recorded_filters(cb), "wall_seconds": round(seconds, 3)}
     except CodiiError as err:  # Ray re-raises the task's exception as a subclass of its own type
         return {"ok": False, **head, "error": _first_line(err)}
     except ray.exceptions.RayError as err:

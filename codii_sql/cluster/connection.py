@@ -56,8 +56,11 @@ def connected(address: str, *, cpus: int | None = None) -> Iterator[ModuleType]:
                  log_to_driver=False)
     except (ConnectionError, RuntimeError, ValueError) as err:
         first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        auth = "" if os.environ.get("RAY_AUTH_MODE") else (
+            "; a cluster started with Ray's token authentication (the default of `ray start` since Ray 2.59) also "
+            "needs RAY_AUTH_MODE=token here, and its token in RAY_AUTH_TOKEN or ~/.ray/auth_token")
         raise UsageError(f"cannot reach the Ray cluster at {address!r} ({first}): start one with `ray start "
-                         "--head`, pass its address (host:6379), or use --ray local") from None
+                         f"--head`, pass its address (host:6379), or use --ray local{auth}") from None
     try:
         yield ray
     finally:

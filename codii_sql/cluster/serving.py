@@ -16,6 +16,7 @@ import signal
 import threading
 
 from ..errors import UsageError
+from ..http.server import check_port
 from ..service import get_workspace
 from .connection import connected, forwarded_env
 
@@ -39,18 +40,48 @@ def serve_on_ray(address: str, workspaces: list[str], *, host: str, port: int, r
         from ray import serve
 
         logging.getLogger("ray.serve").setLevel(logging.WARNING)  # its INFO lines would bury the server's own
+        ours = _check_serve(serve, host, port)
         serve.start(http_options={"host": host, "port": port})
         try:
-            serve.run(application(workspaces, replicas), name=APP_NAME, route_prefix="/")
-        except (ray.exceptions.RayError, RuntimeError) as err:
-            lines = str(err).strip().splitlines() or [type(err).__name__]
-            raise UsageError(f"the Ray Serve replicas did not start: {lines[-1]}") from None
-        if ready is not None:
-            ready()
-        try:
+            try:
+                serve.run(application(workspaces, replicas), name=APP_NAME, route_prefix="/")
+            except (ray.exceptions.RayError, RuntimeError) as err:
+                lines = str(err).strip().splitlines() or [type(err).__name__]
+                raise UsageError(f"the Ray Serve replicas did not start: {lines[-1]}") from None
+            if ready is not None:
+                ready()
             _wait_for_signal()
         finally:
-            serve.delete(APP_NAME)  # only this app: Serve itself may hold other apps on a shared cluster
+            serve.delete(APP_NAME)
+            if ours:  # Serve was started for this server: its proxy would hold the port after it
+                serve.shutdown()
+
+
+def _check_serve(serve, host: str, port: int) -> bool:
+    """Whether Serve must be started for this server (it is not running on the cluster yet).
+
+    Ray Serve has one HTTP proxy port per cluster and routes ``/`` to one application, so a
+    second codii-sql server on the same cluster would take the first one's place on the first
+    one's port, whatever port it asked for.
+
+    Raises:
+        UsageError: Serve already listens on another port, a codii-sql server already runs there, or
+            (Serve not running yet) the port is in use on this machine.
+    """
+    from ray.serve.context import _get_global_client  # the running Serve's HTTP port has no public getter
+
+    client = _get_global_client(raise_if_no_controller_running=False)
+    if client is None:
+        check_port(host, port)  # Serve's proxy would fail on a port in use with a 60-line traceback
+        return True
+    running = client.http_config.port
+    if running != port:
+        raise UsageError(f"Ray Serve on this cluster already listens on port {running} (one HTTP port per cluster): "
+                         f"serve with --http {running}, or stop it first (`serve shutdown`)")
+    if APP_NAME in serve.status().applications:
+        raise UsageError(f"a codii-sql server already runs on this cluster's port {port} (GET /healthz names its "
+                         "workspaces): stop it first, or serve every workspace from one with --workspace A --workspace B")
+    return False
 
 
 def application(workspaces: list[str], replicas: int = 1):

@@ -45,16 +45,18 @@ EmbedElsewhere = Callable[[str, dict[str, str]], Iterable[dict[str, np.ndarray]]
 @dataclass
 class AsideReport:
     """What a build aside did: the build's own report, the chunks embedded by ``embed_elsewhere``,
-    the machine that built, and the seconds spent publishing."""
+    the machine that built, the seconds spent publishing, and whether it published (a build that
+    changed nothing leaves the index in place alone)."""
 
     report: BuildReport
     embedded_elsewhere: int
     host: str
     publish_seconds: float
+    published: bool = True
 
     def to_dict(self) -> dict:
         return {**self.report.to_dict(), "embedded_elsewhere": self.embedded_elsewhere, "host": self.host,
-                "publish_seconds": round(self.publish_seconds, 3)}
+                "publish_seconds": round(self.publish_seconds, 3), "published": self.published}
 
 
 def build_aside(codebase: Codebase, *, embed_elsewhere: EmbedElsewhere | None = None, force: bool = False,
@@ -89,10 +91,21 @@ def build_aside(codebase: Codebase, *, embed_elsewhere: EmbedElsewhere | None = 
         with reword_disk_full(codebase):
             report, elsewhere = _build(work, embedder, embed_elsewhere, force, vectors, options)
             started = time.perf_counter()
-            with writer_lock(codebase):
-                copies.publish(work.db_path, codebase.db_path)
+            asked = (ignore_patterns, extensions, embedder_name, vectors) != (None, None, None, None)
+            publish = force or asked or not codebase.db_path.is_file() or _changed(report)
+            if publish:
+                with writer_lock(codebase):
+                    copies.publish(work.db_path, codebase.db_path)
     report.seconds = time.perf_counter() - began  # the whole job: snapshot, build, embedding elsewhere, publish
-    return AsideReport(report, elsewhere, socket.gethostname(), time.perf_counter() - started)
+    return AsideReport(report, elsewhere, socket.gethostname(), time.perf_counter() - started, publish)
+
+
+def _changed(report: BuildReport) -> bool:
+    """Whether a build changed anything an index holds: files, chunks or vectors. A build that changed
+    nothing and was asked to record nothing new is not published: a scheduled rebuild of a shared
+    folder of shards would otherwise rewrite every one of them."""
+    return any((report.added, report.modified, report.removed, report.reindexed, report.touched,
+                report.chunks_written, report.chunks_embedded, report.vectors_reused))
 
 
 def _build(work: Codebase, embedder: Embedder, embed_elsewhere: EmbedElsewhere | None, force: bool,
