@@ -119,10 +119,13 @@ def test_recorded_filters_are_shown_kept_and_reset(sample_repo):
     assert only_md["files"] == 1 and only_md["filters"] == {"extensions": [".md"], "ignore_patterns": []}
     text = run("build", sample_repo).output  # a plain build keeps the filter, and says so
     assert "filters kept for later builds: only .md" in text
+    assert json.loads(run("status", sample_repo, "--json").output)["filters"] == only_md["filters"]
+    assert 'filters: {"extensions": [".md"], "ignore_patterns": []}' in run("status", sample_repo).output
     res = CliRunner().invoke(cli, ["search", "retry", "--path", str(sample_repo), "--json"])
     assert "only .md files" in json.loads(res.stdout)["note"]
     reset = json.loads(run("build", sample_repo, "--reset-filters", "--json").output)
     assert reset["files"] == 4 and reset["filters"] == {"extensions": [], "ignore_patterns": []}
+    assert "filters" not in json.loads(run("status", sample_repo, "--json").output)
     assert "note" not in json.loads(run("search", "retry", "--path", sample_repo, "--json").output)
 
 

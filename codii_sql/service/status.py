@@ -52,6 +52,9 @@ def status(codebase: Codebase, *, check_stale: bool = True) -> dict:
                **{k: meta.get(k) for k in ("phase", "files_done", "files_total", "skipped", "failed", "error",
                                               "last_indexed_at", "build_seconds", "model_id", "merkle_root")},
                embedder=recorded_embedder(meta), vectors=vectors)
+    filters = _filters(meta)
+    if filters["extensions"] or filters["ignore_patterns"]:  # what later builds keep (--reset-filters drops)
+        out["filters"] = filters
     if problem:
         out.update(damage=problem, error=_damage_advice(codebase.root, problem, codebase.db_path))
     background = daemon_info(codebase)
@@ -181,6 +184,10 @@ def recorded_filters(codebase: Codebase) -> dict:
     if codebase.db_path.is_file():
         with Store(codebase.db_path, create=False) as store:
             meta = store.meta()
+    return _filters(meta)
+
+
+def _filters(meta: dict) -> dict:
     return {"extensions": list(meta.get("scan_extensions") or []),
             "ignore_patterns": list(meta.get("scan_ignore_patterns") or [])}
 
