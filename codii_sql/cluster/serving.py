@@ -16,7 +16,7 @@ import signal
 import threading
 
 from ..errors import UsageError
-from ..http.server import check_port
+from ..http.server import check_port, query_params
 from ..service import get_workspace
 from .connection import connected, forwarded_env
 
@@ -32,10 +32,7 @@ def serve_on_ray(address: str, workspaces: list[str], *, host: str, port: int, r
         UsageError: Ray is missing, the cluster cannot be reached, a workspace is unknown (checked
             before anything is deployed), or the replicas did not start.
     """
-    if not workspaces:
-        raise UsageError("serve --http needs a workspace to serve: --workspace NAME (see `codii-sql workspace`)")
-    for name in workspaces:
-        get_workspace(name)
+    _check_workspaces(workspaces)
     with connected(address) as ray:
         from ray import serve
 
@@ -102,11 +99,16 @@ def build_app(args: dict):
         UsageError: no or an unknown workspace.
     """
     names = [n.strip() for n in str(args.get("workspace", "")).split(",") if n.strip()]
+    _check_workspaces(names)
+    return application(names, int(args.get("replicas", 1)))
+
+
+def _check_workspaces(names: list[str]) -> None:
+    """Raises UsageError for no workspace or an unknown one, before anything is deployed."""
     if not names:
-        raise UsageError("build_app needs workspace=NAME[,NAME...]")
+        raise UsageError("serving needs a workspace: --workspace NAME (serve run: workspace=NAME[,NAME...])")
     for name in names:
         get_workspace(name)
-    return application(names, int(args.get("replicas", 1)))
 
 
 class SearchReplica:
@@ -121,10 +123,8 @@ class SearchReplica:
     async def __call__(self, request):
         from starlette.responses import JSONResponse
 
-        params: dict[str, list[str]] = {}
-        for key, value in request.query_params.multi_items():
-            params.setdefault(key, []).append(value)
-        status, body = await asyncio.to_thread(self.handler.answer, request.url.path, params, request.method)
+        status, body = await asyncio.to_thread(self.handler.answer, request.url.path, query_params(request),
+                                               request.method)
         return JSONResponse(body, status_code=status)
 
 

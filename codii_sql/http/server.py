@@ -19,7 +19,7 @@ def app(handler: SearchHandler) -> Starlette:
     """An ASGI app answering every GET with ``handler`` (unknown paths: its 404)."""
     def endpoint(request: Request) -> JSONResponse:
         # A plain function: Starlette runs it in its thread pool, so SQLite never blocks the event loop.
-        status, body = handler.answer(request.url.path, _params(request), request.method)
+        status, body = handler.answer(request.url.path, query_params(request), request.method)
         return JSONResponse(body, status_code=status)
 
     # Every method reaches the handler, so a POST gets its JSON 405 rather than Starlette's text.
@@ -48,7 +48,8 @@ def run(handler: SearchHandler, host: str, port: int) -> None:
     uvicorn.run(app(handler), host=host, port=port, log_level="warning")
 
 
-def _params(request: Request) -> dict[str, list[str]]:
+def query_params(request: Request) -> dict[str, list[str]]:
+    """Each query parameter's values in order (``ext`` may repeat), as :meth:`SearchHandler.answer` takes them."""
     out: dict[str, list[str]] = {}
     for key, value in request.query_params.multi_items():
         out.setdefault(key, []).append(value)

@@ -34,6 +34,7 @@ from ..storage.lock import writer_lock
 from ..storage.store import Store
 from .builds import build, reword_disk_full
 from .embedders import embedder_for_build
+from .status import inspect
 
 #: The scratch folders' name prefix, followed by the building process's pid (see :func:`sweep_scratch`).
 SCRATCH_PREFIX = "codii-sql-aside-"
@@ -112,7 +113,7 @@ def _build(work: Codebase, embedder: Embedder, embed_elsewhere: EmbedElsewhere |
            vectors: bool | None, options: dict) -> tuple[BuildReport, int]:
     """The scratch build: lexical phase, vectors from ``embed_elsewhere``, vector phase; its
     report (counting the chunks embedded elsewhere as embedded) and how many those were."""
-    meta = _meta(work)
+    meta = inspect(work)["snapshot"] if work.db_path.is_file() else {}
     if embed_elsewhere is None or not vectors_wanted(vectors, meta, work.root):
         return build(work, force=force, vectors=vectors, **options), 0
     lexical = build(work, force=force, vectors=False, **options)
@@ -131,13 +132,6 @@ def _build(work: Codebase, embedder: Embedder, embed_elsewhere: EmbedElsewhere |
     lexical.vectors_pending, lexical.vectors_enabled = final.vectors_pending, final.vectors_enabled
     lexical.phase_seconds.update(final.phase_seconds)
     return lexical, elsewhere
-
-
-def _meta(work: Codebase) -> dict:
-    if not work.db_path.is_file():
-        return {}
-    with Store(work.db_path, create=False) as store:
-        return store.meta()
 
 
 def unembedded(work: Codebase, cache: EmbeddingCache | None) -> tuple[dict[str, str], int]:

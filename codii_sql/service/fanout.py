@@ -139,7 +139,7 @@ def search_many(codebases: list[Codebase], query: str, opts: SearchOptions, *, w
         raise refusals[0]
     members = [MemberAnswer(str(cb.root), res, searchers[cb].embedder.model_id)
                for cb, (res, _) in answers.items() if isinstance(res, list)]
-    merged, by_rank = merge(members, opts.limit)
+    merged, _ = merge(members, opts.limit)
     for cb in codebases:
         if cb in failures:
             rows.append({"codebase": str(cb.root), "status": "failed", "note": failures[cb]})
@@ -161,7 +161,7 @@ def search_many(codebases: list[Codebase], query: str, opts: SearchOptions, *, w
                      **({"note": "; ".join(notes)} if notes else {})})
     notes = embed_notes + [r["note"] if r["note"].startswith(r["codebase"]) else f"{r['codebase']}: {r['note']}"
                            for r in rows if r.get("note")]
-    if by_rank and len({m.model_id for m in members}) > 1:  # not when BM25 alone gave no cosine to merge by
+    if len({m.model_id for m in members}) > 1:  # no shared cosine scale: say why they merged by rank
         notes.append("the members' vectors come from different embedding models, so their results are merged by "
                      "rank, not by similarity")
     return ManyResponse(query, workspace, rows, merged, time.perf_counter() - started, notes)

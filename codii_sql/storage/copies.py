@@ -16,7 +16,6 @@ from pathlib import Path
 import apsw
 
 from ..errors import StorageError
-from . import queries
 from .store import BUSY_TIMEOUT_MS
 
 
@@ -28,7 +27,6 @@ def snapshot(source: Path, target: Path) -> None:
         StorageError: either file cannot be read or written (the message names which).
     """
     _backup(source, target)
-    _checkpoint(target)
 
 
 def publish(source: Path, target: Path) -> None:
@@ -36,10 +34,12 @@ def publish(source: Path, target: Path) -> None:
     transaction of ``target`` when it exists (the caller holds its writer lock), else by renaming a
     full copy into place. ``source`` is left as it was.
 
+    A backup reads its source through the source's write-ahead log, and a backup into a new file
+    writes no log of its own (checked: no ``-wal`` after it), so nothing needs checkpointing.
+
     Raises:
         StorageError: ``target`` cannot be written; it is left as it was.
     """
-    _checkpoint(source)
     target.parent.mkdir(parents=True, exist_ok=True)
     if target.is_file():
         _backup(source, target)
@@ -47,7 +47,6 @@ def publish(source: Path, target: Path) -> None:
     part = target.with_name(f"{target.name}.part-{os.getpid()}")
     try:
         _backup(source, part)
-        _checkpoint(part)
         for suffix in ("-wal", "-shm"):  # a fresh file has no log; a stale one would replay into it
             Path(f"{target}{suffix}").unlink(missing_ok=True)
         os.replace(part, target)
@@ -75,16 +74,3 @@ def _backup(source: Path, target: Path) -> None:
         raise StorageError(f"cannot copy the index {source} to {target}: {err}; check that both folders are "
                            "writable and have space, then build again") from None
 
-
-def _checkpoint(path: Path) -> None:
-    """Fold ``path``'s write-ahead log into the main file, so the ``.db`` alone is the whole index."""
-    try:
-        conn = apsw.Connection(str(path))
-        try:
-            conn.set_busy_timeout(BUSY_TIMEOUT_MS)
-            for _ in conn.execute(queries.sql("wal_checkpoint")):
-                pass
-        finally:
-            conn.close()
-    except apsw.Error as err:
-        raise StorageError(f"cannot checkpoint the index {path}: {err}") from None
