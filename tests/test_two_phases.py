@@ -369,3 +369,36 @@ def test_an_agents_percent_never_goes_back_within_a_build():
     seen = [_percent(*step) for step in steps]
     assert seen == sorted(seen) and seen[1] == 5 and seen[4] == 55 and seen[-1] == 100
     assert _percent("indexing", {"phase": "chunk", "done": 50, "total": 100}, vec(0, 0, "off")) == 50
+
+
+def test_a_build_that_finishes_between_the_snapshot_read_and_the_lock_probe_is_not_called_dead(
+        sample_repo, codii_home, monkeypatch):
+    """CI saw a 4-file build reported 'failed ... stopped before it finished': status read the
+    snapshot (indexing, phase scan), the build finished and let its lock go, then the probe found
+    the lock free. The interleaving is forced here with the real lock and the real index file."""
+    import importlib
+
+    from codii_sql.storage.lock import is_locked, writer_lock
+
+    assert run("build", sample_repo, "--no-vectors").exit_code == 0
+    cb = Codebase.open(sample_repo)
+    build = writer_lock(cb)
+    build.__enter__()
+    with Store(cb.db_path, create=False) as store, store.transaction():
+        store.set_meta(status="indexing", phase="scan")
+
+    def build_finishes_first(codebase):
+        if build is not None and is_locked(codebase):
+            with Store(cb.db_path, create=False) as store, store.transaction():
+                store.set_meta(status="indexed", phase="done")
+            build.__exit__(None, None, None)
+        return is_locked(codebase)
+
+    status_module = importlib.import_module("codii_sql.service.status")
+    monkeypatch.setattr(status_module, "is_locked", build_finishes_first)
+    assert status_module.status(cb)["status"] == "indexed"
+    build = None
+    with Store(cb.db_path, create=False) as store, store.transaction():
+        store.set_meta(status="indexing", phase="scan")  # and no process holds the lock: it died
+    st = status_module.status(cb)
+    assert st["status"] == "failed" and "stopped before it finished" in st["error"]

@@ -40,9 +40,8 @@ def status(codebase: Codebase, *, check_stale: bool = True) -> dict:
         outer = codebase.enclosing()
         return {**out, "status": "not_indexed", **({"inside_indexed": str(outer.root)} if outer else {})}
     with Store(codebase.db_path, create=False) as store:
-        meta = store.meta()
         counts = store.row("counts")
-        state, vectors = _state(codebase, meta, store.row("vector_counts"))
+        state, meta, vectors = _state(codebase, store)
         problem = health.damage(store) if check_stale and state != "indexing" else None
     if problem:
         state = "damaged"
@@ -72,11 +71,20 @@ def _damage_advice(root: Path | str, problem: str, db: Path) -> str:
             f"(MCP: index_codebase force=true), `codii-sql clear --db {db} --yes` deletes it")
 
 
-def _state(codebase: Codebase, meta: dict, vector_counts: dict) -> tuple[str, dict]:
-    """``(status, vectors)`` from the snapshot and the locks held now (no staleness walk); a dead
-    build's snapshot gets ``error`` and ``phase`` set in ``meta`` as ``status`` reports them."""
-    lexical = is_locked(codebase)
-    vectors = vector_progress(meta, vector_counts, running=vectors_running(codebase), lexical=lexical)
+def _state(codebase: Codebase, store: Store) -> tuple[str, dict, dict]:
+    """``(status, meta, vectors)`` from the snapshot and the locks held now (no staleness walk); a
+    dead build's snapshot gets ``error`` and ``phase`` set in ``meta`` as ``status`` reports them.
+
+    A build writes its final status before it lets the writer lock go, so a snapshot saying
+    ``indexing`` with the lock free is read again after the probe: the build may have finished
+    between the two reads (a small codebase builds in milliseconds). Only a snapshot still saying
+    ``indexing`` while the lock stays free is a build whose process died.
+    """
+    meta, lexical = store.meta(), is_locked(codebase)
+    if not lexical and meta.get("status") == "indexing":
+        meta = store.meta()
+        lexical = meta.get("status") == "indexing" and is_locked(codebase)  # or a new build took it since
+    vectors = vector_progress(meta, store.row("vector_counts"), running=vectors_running(codebase), lexical=lexical)
     state = meta.get("status", "not_indexed")
     if lexical:
         state = "indexing"
@@ -85,7 +93,7 @@ def _state(codebase: Codebase, meta: dict, vector_counts: dict) -> tuple[str, di
         meta["error"] = meta.get("error") or "the indexing process stopped before it finished; run build again"
     elif vectors["state"] == "running":
         state, meta["phase"] = "indexing", "vectors"
-    return state, vectors
+    return state, meta, vectors
 
 
 def vector_progress(meta: dict, counts: dict, *, running: bool, lexical: bool = False) -> dict:
@@ -125,10 +133,8 @@ def list_codebases() -> list[dict]:
     for db in sorted(paths.indexes_dir().glob("*.db")):
         try:
             with Store(db, create=False) as store:
-                meta = store.meta()
                 counts = store.row("counts")
-                vector_counts = store.row("vector_counts")
-                state, _ = _state(Codebase(Path(meta.get("root") or "."), db), meta, vector_counts)
+                state, meta, _ = _state(Codebase(Path(store.meta().get("root") or "."), db), store)
                 problem = health.damage(store) if state != "indexing" else None
             if problem:  # broken pages the few rows read here do not touch (status finds them too)
                 raise DamagedIndexError(_damage_advice(meta.get("root") or "ROOT", problem, db))
