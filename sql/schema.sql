@@ -39,11 +39,14 @@ CREATE INDEX IF NOT EXISTS chunks_file_id ON chunks(file_id);
 CREATE INDEX IF NOT EXISTS chunks_text_hash ON chunks(text_hash);
 
 -- BM25 over code: '_' is part of a word so parse_header stays one token; the subtokens
--- column makes getUserName match "user name" (measured: +22% index, queries ~1 ms).
+-- column makes getUserName match "user name" (measured: +22% index, queries ~1 ms). Porter
+-- stemming (both sides: FTS5 stems MATCH terms too) lets "retries" find retry(): BM25 alone
+-- measured CoSQA dev NDCG@10 0.347 -> 0.364, git dev hit@1 0.441 -> 0.458 (docs/eval.md).
+-- search.sql's stem_probe must use this same tokenizer.
 CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
     content, subtokens, symbol, path,
     content = 'chunks', content_rowid = 'id',
-    tokenize = "unicode61 remove_diacritics 2 tokenchars '_'"
+    tokenize = "porter unicode61 remove_diacritics 2 tokenchars '_'"
 );
 
 -- rowid = chunks.id. Brute-force cosine KNN (sqlite-vec 0.1.9 has no ANN index). 384 is the bundled
@@ -91,6 +94,11 @@ DELETE FROM chunks;
 DELETE FROM files;
 DELETE FROM merkle_nodes;
 DELETE FROM meta;
+
+-- name: fts_drop
+-- Schema 1-4 -> 5 migration: chunks_fts again with the porter tokenizer (FTS5 cannot change a
+-- table's tokenizer in place); create_schema makes it anew, fts_rebuild refills it from chunks.
+DROP TABLE IF EXISTS chunks_fts;
 
 -- name: bits_rebuild
 -- Schema 1/2 -> 3 migration: chunks_bits again, partitioned, from the float vectors (a vec0

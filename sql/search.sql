@@ -315,8 +315,16 @@ WHERE c.path = :path
 ORDER BY c.start_line;
 
 -- name: create_vocab
--- Per-connection (temp) view of FTS5's term statistics: the .db itself stays unchanged.
+-- Per-connection (temp) view of FTS5's term statistics: the .db itself stays unchanged. The
+-- vocabulary holds stems, so query terms are stemmed by an empty temp FTS5 table with the
+-- tokenizer of chunks_fts (sql/schema.sql) and its 'instance' view: SQLite's own stemmer,
+-- not a second one in Python that could disagree. Temp tables are writable even when the
+-- index is opened read-only or immutable.
 CREATE VIRTUAL TABLE IF NOT EXISTS temp.chunks_fts_vocab USING fts5vocab(main, 'chunks_fts', 'row');
+CREATE VIRTUAL TABLE IF NOT EXISTS temp.stem_probe USING fts5(
+    term, tokenize = "porter unicode61 remove_diacritics 2 tokenchars '_'"
+);
+CREATE VIRTUAL TABLE IF NOT EXISTS temp.stem_probe_tokens USING fts5vocab(temp, 'stem_probe', 'instance');
 
 -- name: path_has_a_term
 -- 1 when some indexed path holds one of the query's terms (:fq, an FTS5 OR-expression), else
@@ -325,5 +333,13 @@ CREATE VIRTUAL TABLE IF NOT EXISTS temp.chunks_fts_vocab USING fts5vocab(main, '
 SELECT 1 FROM chunks_fts WHERE chunks_fts MATCH '{path} : (' || :fq || ')' LIMIT 1;
 
 -- name: term_doc_counts
--- How many chunks contain each term (:terms is a JSON array); absent terms are left out.
-SELECT term, doc FROM temp.chunks_fts_vocab WHERE term IN (SELECT value FROM json_each(:terms));
+-- How many chunks contain each term (:terms is a JSON array), by its stem; absent terms are
+-- left out. A term of several tokens (4.17.2) counts as its rarest token. The term as written
+-- is looked up too: an index of schema 4 opened immutable (unmigrated) holds unstemmed terms.
+DELETE FROM temp.stem_probe;
+INSERT INTO temp.stem_probe(rowid, term) SELECT key + 1, value FROM json_each(:terms);
+SELECT t.value AS term, min(v.doc) AS doc
+FROM json_each(:terms) t
+JOIN temp.stem_probe_tokens s ON s.doc = t.key + 1
+JOIN temp.chunks_fts_vocab v ON v.term IN (s.term, t.value)
+GROUP BY t.key;

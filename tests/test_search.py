@@ -354,15 +354,29 @@ def test_coarse_knn_matches_the_exact_scan(searcher, embedder, monkeypatch):
     assert searcher.similar(vec, SearchOptions(limit=1)) == []
 
 
-@pytest.mark.parametrize("version", [1, 2, 3])
+#: chunks_fts as schemas 1-4 declared it: no stemming.
+UNSTEMMED_FTS = """DROP TABLE chunks_fts;
+CREATE VIRTUAL TABLE chunks_fts USING fts5(content, subtokens, symbol, path, content = 'chunks', content_rowid = 'id',
+    tokenize = "unicode61 remove_diacritics 2 tokenchars '_'");
+INSERT INTO chunks_fts(chunks_fts) VALUES ('rebuild');"""
+
+
+def bm25_symbols(searcher: Searcher, query: str) -> list[str]:
+    return [r.symbol for r in searcher.search(query, SearchOptions(limit=3, mode="bm25"))]
+
+
+@pytest.mark.parametrize("version", [1, 2, 3, 4])
 def test_older_index_is_migrated_in_place(searcher, embedder, monkeypatch, version):
     """An index written before chunks_bits existed (1), or before it was partitioned (2), gets
-    partitioned sign bits on the next open; one without the vector queue (3) gets it; all
-    search as before."""
+    partitioned sign bits on the next open; one without the vector queue (3) gets it; every one
+    of them (and 4) gets a stemmed chunks_fts, refilled from its chunks; all search as before."""
     monkeypatch.setattr(search, "COARSE_MIN_CHUNKS", 0)
     store = searcher.store
     before = [r.id for r in searcher.search("parse a header", SearchOptions(limit=5, mode="vector"))]
-    store.conn.execute("DROP TABLE vector_queue")
+    store.conn.execute(UNSTEMMED_FTS)
+    assert bm25_symbols(searcher, "retried") == []  # written nowhere: unstemmed, nothing matches
+    if version < 4:
+        store.conn.execute("DROP TABLE vector_queue")
     if version < 3:
         store.conn.execute("DROP TABLE chunks_bits")
     if version == 2:
@@ -378,6 +392,20 @@ def test_older_index_is_migrated_in_place(searcher, embedder, monkeypatch, versi
         assert len(parts) == min(8, reopened.row("counts")["chunks"])
         s = Searcher(reopened, searcher.root, embedder)
         assert [r.id for r in s.search("parse a header", SearchOptions(limit=5, mode="vector"))] == before
+        assert "retry_with_backoff" in bm25_symbols(s, "retried")
+        assert reopened.value("fts_row_count") == reopened.row("counts")["chunks"]
+
+
+def test_bm25_stems_both_sides_and_long_queries_count_terms_by_their_stem(searcher):
+    """Porter stemming: "retried" finds retry() and retrying; an issue's many terms are ranked by the
+    document counts of their stems (the vocabulary holds stems), so inflected words are kept."""
+    assert "retry_with_backoff" in bm25_symbols(searcher, "retried")
+    assert bm25_symbols(searcher, "retry_with_backoff")[0] == "retry_with_backoff"  # names stem alike
+    df = {r["term"]: r["doc"] for r in searcher.store.rows(
+        "term_doc_counts", {"terms": json.dumps(["retries", "retrying", "redirects", "nowhere_at_all"])})}
+    assert df["retries"] == df["retrying"] > 0 and df["redirects"] > 0 and "nowhere_at_all" not in df
+    issue = "Retries\n" + " ".join(f"word{i}" for i in range(40)) + " retrying redirects"
+    assert {"retries", "retrying", "redirects"} <= set(searcher.select_terms(issue))
 
 
 def test_issue_template_boilerplate_is_stripped():

@@ -69,7 +69,7 @@ def test_a_queued_chunk_ranks_by_bm25_in_the_vectors_place(sample_repo, embedder
     every other chunk has a vector and it has none."""
     cb = Codebase.open(sample_repo)
     Indexer(cb, embedder).build()
-    query = "retry a failing call with exponential backoff"
+    query = "retry a call that raises IOError with exponential backoff"
     with Store(cb.db_path, create=False) as store:
         searcher = Searcher(store, cb.root, embedder)
         full = searcher.search(query, SearchOptions(limit=5))
