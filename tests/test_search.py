@@ -460,6 +460,35 @@ def test_an_older_read_only_index_says_how_to_upgrade_it(searcher, monkeypatch):
         assert writable.meta()["schema_version"] == SCHEMA_VERSION
 
 
+def test_a_read_only_schema_4_index_is_searched_unstemmed(searcher, embedder, monkeypatch):
+    """Schema 4 lacks only the stemmed chunks_fts: read-only (a shared mount, a serving replica),
+    it answers as before instead of refusing; writable, it is re-tokenized."""
+    import apsw
+
+    store = searcher.store
+    store.conn.execute(UNSTEMMED_FTS)
+    store.set_meta(schema_version=4)
+    store.close()
+    run = Store.run
+
+    def read_only(self, name, params=None):
+        if name == "fts_drop":
+            raise apsw.ReadOnlyError("attempt to write a readonly database")
+        return run(self, name, params)
+
+    monkeypatch.setattr(Store, "run", read_only)
+    with Store(store.path, create=False) as old:
+        assert old.meta()["schema_version"] == 4
+        s = Searcher(old, searcher.root, embedder)
+        assert bm25_symbols(s, "retry_with_backoff")[0] == "retry_with_backoff"
+        assert bm25_symbols(s, "retried") == []
+        issue = "Retrying\n" + " ".join(f"word{i}" for i in range(40)) + " redirects"
+        assert {"retrying", "redirects"} <= set(s.select_terms(issue))  # counted as written
+    monkeypatch.setattr(Store, "run", run)
+    with Store(store.path, create=False) as writable:
+        assert writable.meta()["schema_version"] == SCHEMA_VERSION
+
+
 def test_a_licence_header_weighs_low(tmp_path, embedder):
     """brotli: the words of licence headers ("permission", "use", "copy") matched questions."""
     licence = ("/* Copyright 2013 Google Inc. All Rights Reserved.\n"

@@ -37,6 +37,9 @@ _RETOKENIZE = ("fts_drop", "create_schema", "fts_rebuild")
 #: create_schema (which adds the tables a newer schema brought).
 _MIGRATES = {"1": ("bits_rebuild", *_RETOKENIZE), "2": ("bits_rebuild", *_RETOKENIZE),
              "3": _RETOKENIZE, "4": _RETOKENIZE}
+#: Versions searched as they are when the file is read-only: an unstemmed chunks_fts still
+#: matches (FTS5 tokenizes a query with the table's own tokenizer).
+_READABLE_AS_IS = frozenset({"4"})
 
 #: Milliseconds a connection waits on a lock held by another process before it gives up.
 BUSY_TIMEOUT_MS = 10_000
@@ -199,8 +202,9 @@ class Store:
         partitioned chunks_bits, and a stemmed chunks_fts (0.42 s for 27,785 chunks, measured at
         load 5). Decided again under the write lock, as another process may have
         migrated it meanwhile. An index of this version is opened without any write.
-        Raises ``StorageError`` when the file is read-only."""
-        if self.value("meta_get", {"key": "schema_version"}) not in _MIGRATES:
+        Raises ``StorageError`` when the file is read-only, unless its version reads as it is."""
+        version = self.value("meta_get", {"key": "schema_version"})
+        if version not in _MIGRATES:
             return
         try:
             with self.transaction():
@@ -210,6 +214,8 @@ class Store:
                         self.run(name)
                     self.set_meta(schema_version=SCHEMA_VERSION)
         except apsw.ReadOnlyError:
+            if version in _READABLE_AS_IS:
+                return
             self.conn.close()
             raise StorageError(f"{self.path} was built by an older codii-sql and is read-only, so it cannot be "
                                "upgraded in place: copy it somewhere writable and pass --db, or rebuild it") from None
