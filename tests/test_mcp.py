@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import signal
 import sys
 import textwrap
@@ -131,6 +132,11 @@ def test_index_poll_search_similar_content_chunk(codii_home, sample_repo):
 
             res = await call(s, "search_code", path=root, query="retry with exponential backoff", limit=3)
             top = res["results"][0]
+            listed = await s.call_tool("search_code", {"path": root, "query": "retry with exponential backoff",
+                                                       "limit": 1})
+            listing = "\n".join(c.text for c in listed.content)
+            numbers = [int(m) for m in re.findall(r"(?m)^ *(\d+)\t", listing)]  # each code line's file line
+            assert numbers == list(range(top["start_line"], top["end_line"] + 1)), listing
             assert (top["path"], top["symbol"]) == ("app/http.py", "retry_with_backoff")
             assert {"path", "start_line", "end_line", "score", "language", "kind", "symbol", "content",
                     "stale"} <= set(top) and len(res["results"]) <= 3

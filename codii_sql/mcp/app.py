@@ -131,7 +131,7 @@ def code_listing(results: list[dict], *, with_codebase: bool = False) -> str:
                 f"score={r['score']:.4f}" + (f" id={r['id']}" if r.get("id") else "")
                 + (" [stale: the file changed since indexing]" if r.get("stale") else ""))
         width = len(str(r["end_line"]))
-        lines = (r.get("content") or "").split("\n")
+        lines = _lines(r.get("content") or "")
         parts.append(head + "\n" + "\n".join(f"{n:>{width}}\t{line}" for n, line in
                                              zip(line_numbers(r["start_line"], r["end_line"], len(lines)), lines)))
     return "\n\n".join(parts)
@@ -153,12 +153,20 @@ def codebase_at(path: str) -> Codebase:
     return open_codebase(check_path(path))
 
 
-def numbered(content: str, first_line: int, last_line: int | None = None) -> str:
-    """``cat -n`` style: right-aligned 1-based line number, a tab, the line; with ``last_line``,
-    numbered as :func:`~codii_sql.text.line_numbers` says (a chunk of fewer file lines)."""
+def _lines(content: str) -> list[str]:
+    """``content``'s lines as the file has them: split at ``\n`` only (a chunk's line span counts
+    those), without the empty piece after a final newline (one more piece numbered every line
+    of a chunk with its first line's number: line_numbers saw a count that did not fit)."""
     lines = content.split("\n")
     if lines and lines[-1] == "":
         lines.pop()
+    return lines
+
+
+def numbered(content: str, first_line: int, last_line: int | None = None) -> str:
+    """``cat -n`` style: right-aligned 1-based line number, a tab, the line; with ``last_line``,
+    numbered as :func:`~codii_sql.text.line_numbers` says (a chunk of fewer file lines)."""
+    lines = _lines(content)
     numbers = line_numbers(first_line, last_line, len(lines)) if last_line else range(first_line, first_line + len(lines))
     return "\n".join(f"{n:>6}\t{line}" for n, line in zip(numbers, lines))
 
