@@ -17,8 +17,10 @@ def resolve_root(path: str | os.PathLike[str] | None) -> Path:
     ``..`` segments resolves to one root and so to one index.
 
     Raises:
-        UsageError: the path does not exist or is not a directory.
+        UsageError: the path is empty, does not exist or is not a directory.
     """
+    if path is not None and not os.fspath(path).strip():  # Path("") is ".": a slip, not a choice
+        raise UsageError("the path is empty: pass a folder, or leave the option out for the current directory")
     raw = Path(path if path is not None else ".").expanduser()
     if "\0" in str(raw):
         raise UsageError("the path contains a NUL byte: pass a directory path")

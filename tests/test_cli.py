@@ -6,6 +6,7 @@ import json
 import time
 
 from click.testing import CliRunner
+from support.trees import write_tree
 
 from codii_sql.cli import cli
 from codii_sql.codebase import Codebase
@@ -127,12 +128,20 @@ def test_recorded_filters_are_shown_kept_and_reset(sample_repo):
     assert reset["files"] == 4 and reset["filters"] == {"extensions": [], "ignore_patterns": []}
     assert "filters" not in json.loads(run("status", sample_repo, "--json").output)
     assert "note" not in json.loads(run("search", "retry", "--path", sample_repo, "--json").output)
+    both = json.loads(run("build", sample_repo, "--ext", "py, MD", "--json").output)  # one comma list
+    assert both["filters"]["extensions"] == [".py", ".md"] and both["files"] == 3
+    before = Codebase.open(sample_repo).db_path.read_bytes()
+    for ext in ("*", "src/", "*.py", ".p y"):  # a fresh user's --ext '*' indexed nothing, and kept that
+        res = run("build", sample_repo, "--ext", ext)
+        assert res.exit_code == 2 and "is not a file-name ending" in res.output and "Traceback" not in res.output
+    assert Codebase.open(sample_repo).db_path.read_bytes() == before
 
 
 def test_bad_input_is_one_line_without_traceback(sample_repo, tmp_path):
     for args in (["search", "x", "--path", tmp_path / "missing"],
                  ["search", "x", "--path", sample_repo / "app/parse.py"],
                  ["search", "   ", "--path", sample_repo],
+                 ["search", "x", "--path", ""], ["build", " "],  # not the current directory
                  ["stats", tmp_path]):
         res = CliRunner().invoke(cli, [str(a) for a in args])
         assert res.exit_code != 0
@@ -161,6 +170,24 @@ def test_db_alone_opens_the_recorded_codebase(sample_repo, tmp_path, monkeypatch
     assert out["codebase"] == str(sample_repo.resolve()) and out["results"][0]["stale"] is False
     res = CliRunner().invoke(cli, ["status", "--db", str(tmp_path / "missing.db")])
     assert res.exit_code == 2 and "no such index file" in res.output
+
+
+def test_a_db_of_another_existing_codebase_is_refused_and_one_whose_root_moved_is_adopted(sample_repo, tmp_path):
+    """A fresh user's `search --path slim --db gin.db` rewrote gin's index as Slim's, silently."""
+    db = tmp_path / "a.db"
+    assert run("build", sample_repo, "--db", db).exit_code == 0
+    other = write_tree(tmp_path / "other", {"b.py": "def beta():\n    return 2\n"})
+    before = db.read_bytes()
+    for args in (["search", "beta", "--path", other, "--db", db], ["build", other, "--db", db],
+                 ["status", other, "--db", db]):
+        res = run(*args)
+        assert res.exit_code == 2 and f"is the index of {sample_repo.resolve()}, not of {other}" in res.output, args
+    assert db.read_bytes() == before
+    moved = tmp_path / "moved"
+    sample_repo.rename(moved)  # the recorded root is gone: the copied or moved .db is this codebase's
+    out = json.loads(run("search", "parse_header", "--path", moved, "--db", db, "--json").output)
+    assert out["codebase"] == str(moved) and out["results"][0]["path"] == "app/parse.py"
+    assert run("clear", other, "--db", db, "--yes").exit_code == 0 and not db.exists()
 
 
 def test_file_system_root_and_home_are_refused():

@@ -179,6 +179,7 @@ def test_index_poll_search_similar_content_chunk(codii_home, sample_repo):
             await wait_indexed(s, sample_repo)
 
             # An extension filter narrows every later search: the answer says so until reset.
+            assert "not a file-name ending" in await refused(s, "index_codebase", path=root, customExtensions=["*"])
             assert (await call(s, "index_codebase", path=root, customExtensions=[".js"]))["status"] == "started"
             await wait_indexed(s, sample_repo)
             narrowed = await s.call_tool("search_code", {"path": root, "query": "parse header"})

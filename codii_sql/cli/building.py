@@ -59,7 +59,8 @@ def build(paths, workspace, force, ignore_patterns, extensions, reset_filters, n
     the vector phase then embeds the chunks, source files first. Several PATHs (or --workspace)
     build one after the other in this process, with one model load and one summary.
     """
-    job = Job(force=force, ignore=list(ignore_patterns), exts=list(extensions), reset_filters=reset_filters,
+    job = Job(force=force, ignore=list(ignore_patterns), exts=service.extension_filter(extensions),
+              reset_filters=reset_filters,
               no_cache=no_cache, embedder=embedder, vectors=vectors, daemon=daemon, dry_run=dry_run,
               as_json=as_json)
     if ray_address is not None or ray_cpus is not None:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -132,17 +134,43 @@ def positive_int(value: object) -> int:
 
 
 def normalize_extensions(extensions: Sequence[str] | None) -> tuple[str, ...] | None:
-    """``["py", ".MD"]`` -> ``(".py", ".md")``; ``None`` stays ``None`` (no filter).
+    """``["py", ".MD"]`` -> ``(".py", ".md")``, ``["go,md"]`` -> ``(".go", ".md")``; ``None``
+    stays ``None`` (no filter).
 
     Raises:
-        ValueError: not a list of non-empty strings, or an empty list (it would index nothing).
+        ValueError: not a list of non-empty strings, an empty list, or a name that no file name
+            ends with (``*``, ``src/``, ``.p y``): each would index nothing.
     """
     if extensions is None:
         return None
-    names = _string_list(extensions, "extensions")
+    names = [part.strip() for n in _string_list(extensions, "extensions") for part in n.split(",")]
     if not names or not all(n.strip(".") for n in names):
         raise ValueError(f"extensions must be a non-empty list like ['.py', '.md'], got {extensions!r}")
+    odd = next((n for n in names if _NOT_IN_AN_EXTENSION.search(n)), None)
+    if odd is not None:
+        raise ValueError(f"{odd!r} is not a file-name ending: pass endings such as .py or .md "
+                         "(to match paths by a pattern, search with a path glob)")
     return tuple("." + n.lower().lstrip(".") for n in names)
+
+
+def extension_filter(extensions: Iterable[str] | None) -> list[str] | None:
+    """A build's ``--ext`` / ``customExtensions`` as :func:`normalize_extensions` writes them;
+    ``None`` (keep the recorded filter) and ``[]`` (no filter) stay as they are.
+
+    Raises:
+        UsageError: see :func:`normalize_extensions`.
+    """
+    if extensions is None:
+        return None
+    names = list(extensions)
+    try:
+        return list(normalize_extensions(names)) if names else []
+    except ValueError as err:
+        raise UsageError(str(err)) from None
+
+
+#: Characters no extension holds: glob syntax, folder separators, white space.
+_NOT_IN_AN_EXTENSION = re.compile(r"[*?\[\]/\\\s]")
 
 
 def scan_rules(root: Path, ignore_patterns: list[str], extensions: list[str] | None) -> dict:

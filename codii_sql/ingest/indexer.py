@@ -15,7 +15,7 @@ from ..storage import health
 from ..storage.lock import vector_lock, vectors_running, writer_lock
 from ..storage.store import SCHEMA_VERSION, Store
 from .chunking import CHUNKER_VERSION
-from .config import DEFAULT_MAX_FILE_BYTES, load_config, scan_rules
+from .config import DEFAULT_MAX_FILE_BYTES, extension_filter, load_config, scan_rules
 from .embedding import embed_queued
 from .lexical import LexicalPhase
 from .plan import Plan, make_plan
@@ -81,7 +81,7 @@ class Indexer:
         self.progress = progress or (lambda phase, done, total: None)
         self.cache = cache
         self.ignore_patterns = list(ignore_patterns) if ignore_patterns is not None else None
-        self.extensions = list(extensions) if extensions is not None else None
+        self.extensions = extension_filter(extensions)
         self.vectors = vectors
         self.max_inline = max_inline
         self.prefer = prefer

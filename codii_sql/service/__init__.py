@@ -5,6 +5,7 @@ apsw, the named SQL, numpy or the stages below.
 """
 
 from ..codebase import Codebase
+from ..ingest.config import extension_filter
 from ..ingest.report import BuildReport, Progress
 from ..search.results import MAX_LIMIT, MODES, Result, SearchOptions
 from ..storage.lock import is_locked
@@ -29,6 +30,7 @@ from .watching import Update, Watcher
 from .workspaces import Workspace, add_paths, describe, get_workspace, remove, workspaces
 
 __all__ = [
+    "extension_filter",
     "AsideReport", "OpenIndexes", "build_aside", "embed_texts",
     "ManyResponse", "Workspace", "add_paths", "describe", "get_workspace", "member_paths", "members_of", "remove",
     "search_many", "search_workspace", "workspaces",

@@ -37,7 +37,7 @@ def open_codebase(path: str | os.PathLike[str] | None, db: str | os.PathLike[str
     """
     if path is None and db is not None:
         path = recorded_root(db)
-    return Codebase.open(path, db)
+    return _owned(Codebase.open(path, db), db)
 
 
 def find_codebase(path: str | os.PathLike[str] | None, db: str | os.PathLike[str] | None = None
@@ -50,4 +50,23 @@ def find_codebase(path: str | os.PathLike[str] | None, db: str | os.PathLike[str
     """
     if path is None and db is not None:
         path = recorded_root(db)
-    return Codebase.find(path, db)
+    codebase, scope = Codebase.find(path, db)
+    return _owned(codebase, db), scope
+
+
+def _owned(codebase: Codebase, db: str | os.PathLike[str] | None) -> Codebase:
+    """``codebase``, unless ``db`` is the index of another codebase that is still here: a build
+    (or a search's update) would replace its chunks by this one's. An index whose recorded root
+    is gone (a copied or moved .db) is this codebase's, as README's copy to another machine says.
+
+    Raises:
+        UsageError: ``db``'s snapshot names another existing folder.
+    """
+    if db is None or not codebase.db_path.is_file():
+        return codebase
+    with Store(codebase.db_path, create=False) as store:
+        root = store.meta().get("root")
+    if root and Path(root) != codebase.root and Path(root).is_dir():
+        raise UsageError(f"--db {db} is the index of {root}, not of {codebase.root}: pass --path {root} to "
+                         f"use it, or another --db file (or none) for {codebase.root}")
+    return codebase

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 from ..codebase import Codebase
-from ..ingest.config import scan_rules
+from ..ingest.config import extension_filter, scan_rules
 from ..ingest.indexer import vectors_wanted
 from ..ingest.survey import survey
 from ..models.cache import EmbeddingCache
@@ -35,7 +35,7 @@ def dry_run(codebase: Codebase, *, ignore_patterns: list[str] | None = None, ext
     try:
         meta = store.meta() if store is not None else {}
         ignore = ignore_patterns if ignore_patterns is not None else meta.get("scan_ignore_patterns") or []
-        exts = extensions if extensions is not None else meta.get("scan_extensions")
+        exts = extension_filter(extensions) if extensions is not None else meta.get("scan_extensions")
         rules = scan_rules(codebase.root, list(ignore), list(exts) if exts else None)
         found = survey(codebase.root, rules, store=store, cache=cache, model_id=embedder.model_id,
                        max_tokens=embedder.max_tokens)

@@ -11,7 +11,6 @@ from ..codebase import Codebase
 from ..errors import DamagedIndexError, IndexBusyError, UsageError
 from ..storage.lock import daemon_running, vector_lock, writer_lock
 from ..storage.store import Store
-from .codebases import open_codebase
 from .daemon import daemon_info
 from .status import list_codebases
 
@@ -21,12 +20,12 @@ def clear_target(path: str | os.PathLike[str] | None, db: str | os.PathLike[str]
     gone is found by ``db`` alone, or by the root that ``list_codebases`` records.
 
     Raises:
-        UsageError: no such folder and no index recorded for it (see :func:`open_codebase`).
+        UsageError: no such folder and no index recorded for it (see :meth:`Codebase.open`).
     """
     if db is not None and path is None:
         return Codebase(Path("."), Path(db).expanduser().absolute())
-    try:
-        return open_codebase(path, db)
+    try:  # not open_codebase: a --db recording another root is still the file to delete
+        return Codebase.open(path, db)
     except UsageError:
         wanted = str(Path(path or ".").expanduser().absolute())
         for r in list_codebases():

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from ..codebase import Codebase
 from ..errors import CodiiError, IndexBusyError, NotIndexedError, UsageError
-from ..ingest.config import normalize_extensions
+from ..ingest.config import extension_filter
 from ..search.budget import CHARS_PER_TOKEN
 from ..search.results import SearchOptions
 from ..search.staleness import StaleCheck
@@ -72,10 +72,7 @@ class Session:
         Raises:
             UsageError: a malformed extension list. BuildFailedError: the build failed at once.
         """
-        try:
-            exts = list(normalize_extensions(extensions)) if extensions else ([] if reset_filters else None)
-        except ValueError as err:
-            raise UsageError(str(err)) from None
+        exts = extension_filter(extensions) if extensions else ([] if reset_filters else None)
         ignore = list(ignore_patterns) if ignore_patterns or reset_filters else None
         outcome = self.jobs.start(cb, force, ignore, exts, embedder or None)
         self.following.follow(cb)
