@@ -18,8 +18,8 @@ _EXTENSIONS: dict[str, str] = {
     "js": "javascript", "mjs": "javascript", "cjs": "javascript", "jsx": "javascript",
     "ts": "typescript", "mts": "typescript", "cts": "typescript", "tsx": "tsx",
     "go": "go", "rs": "rust", "java": "java",
-    # ``.h`` goes to C: the C++ grammar rejects C code using C++ keywords (``new``, ``class``)
-    # as identifiers, while C++ headers parse acceptably with the C grammar.
+    # ``.h`` goes to C (the C++ grammar rejects C code using C++ keywords such as ``new`` as
+    # identifiers) unless its text is C++: see :func:`detect_language`.
     "c": "c", "h": "c",
     "cc": "cpp", "cpp": "cpp", "cxx": "cpp", "c++": "cpp", "hh": "cpp", "hpp": "cpp",
     "hxx": "cpp", "h++": "cpp", "ipp": "cpp", "tpp": "cpp", "inl": "cpp", "cu": "cpp",
@@ -79,13 +79,21 @@ def shebang_language(first_line: str) -> str | None:
     return next((lang for pattern, lang in _INTERPRETERS if pattern.fullmatch(program)), None)
 
 
-def detect_language(path: str, first_line: str = "") -> str | None:
+#: A line only C++ has (a namespace or template, a class with a body or a base, an access
+#: specifier): a ``.h`` file holding one is C++. Parsed as C, fmt's headers lost their classes
+#: and namespaces (``enum class color`` became a function spanning the file).
+_CPP_LINE = re.compile(r"^[ \t]*(?:namespace(?:[ \t]+[\w:]+)?[ \t]*\{|template[ \t]*<|"
+                       r"class[ \t]+\w+[^;()\n]*(?:\{|:)|(?:public|protected|private)[ \t]*:(?!:))", re.M)
+
+
+def detect_language(path: str, first_line: str = "", text: str | None = None) -> str | None:
     """Language of the file at ``path`` (relative or absolute, ``/``-separated), or ``None``.
 
     Well-known file names (``Makefile``, ``Dockerfile``...) win over the extension, which is
     compared lower-cased (``Foo.PY`` is Python). ``Dockerfile.dev`` and ``x.dockerfile`` are
     Dockerfiles. A file without an extension (``bin/deploy``, ``.hooks``) is recognised by its
-    ``first_line`` when that is a ``#!`` line (:func:`shebang_language`). Names are
+    ``first_line`` when that is a ``#!`` line (:func:`shebang_language`). A ``.h`` header is
+    ``cpp`` when its ``text`` (if given) has a line only C++ has, else ``c``. Names are
     tree-sitter-language-pack grammar names for the languages in :data:`AST_LANGUAGES` and
     plain names (``json``, ``yaml``, ``text``...) otherwise. Returns ``None`` for unknown
     extensions; the chunker then uses line windows.
@@ -98,4 +106,7 @@ def detect_language(path: str, first_line: str = "") -> str | None:
     stem, dot, ext = name.rpartition(".")
     if not dot or not stem:
         return shebang_language(first_line)
-    return _EXTENSIONS.get(ext.lower())
+    language = _EXTENSIONS.get(ext.lower())
+    if language == "c" and text is not None and ext.lower() == "h" and _CPP_LINE.search(text):
+        return "cpp"
+    return language

@@ -440,6 +440,27 @@ def test_header_prototypes_are_named_with_their_doc_comments_and_forward_declara
         "Formatter.format", "step_0", "step_2"}
 
 
+def test_a_cpp_header_is_chunked_as_cpp_and_a_c_header_as_c():
+    """fmt's include/fmt/*.h parsed as C: `namespace ui {` was a function spanning the file, and
+    the template class's methods were not found."""
+    from codii_sql.ingest.chunking import chunk_source, read_source, source_definitions
+
+    widget = ("#pragma once\n#include <string>\n\nnamespace ui {\n\ntemplate <typename T>\nclass Widget {\n public:\n"
+              "  std::string render_widget_html(const T& value) const {\n    return \"<div>\" + value + \"</div>\";\n  }\n"
+              "};\n\ninline int widget_count() { return 1; }\n\n}  // namespace ui\n")
+    source = read_source("include/widget.h", widget)
+    assert source.language == "cpp"
+    assert {c.symbol for c in chunk_source(source)} == {"Widget", "widget_count"}
+    widget_class = source_definitions(source)[0]
+    assert (widget_class.kind, widget_class.symbol, [d.symbol for d in widget_class.children]) == (
+        "class", "Widget", ["Widget.render_widget_html"])  # as C: one function "ui" over the file
+    c_header = ("#ifndef POOL_H\n#define POOL_H\nstruct pool {\n  int new;\n  int class;\n};\n"
+                "int pool_take(struct pool *p);\n#endif\n")  # C++ keywords as C names
+    assert read_source("src/pool.h", c_header).language == "c"
+    assert detect_language("src/pool.h") == "c"
+    assert "pool_take" in {c.symbol for c in chunk_source(read_source("src/pool.h", c_header))}
+
+
 def test_rust_impl_symbols_drop_generics_and_a_bare_impl_line_joins_its_first_method():
     body = "".join(f"        let v{j} = value.wrapping_mul({j}) + self.offset;\n" for j in range(8))
     methods = "".join(f"    /// Step {i}.\n    fn step_{i}(&self, value: u32) -> u32 {{\n{body}        value + {i}\n    }}\n\n"

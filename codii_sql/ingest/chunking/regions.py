@@ -88,7 +88,7 @@ class FileDefinition:
 
 def read_source(path: str, text: str) -> Source:
     """The :class:`Source` of the file at ``path`` (``/``-separated) whose decoded text is ``text``."""
-    language = detect_language(path, text[:256].split("\n", 1)[0])
+    language = detect_language(path, text[:256].split("\n", 1)[0], text)
     if language == "json" and path.lower().endswith(".ipynb"):
         notebook = _notebook(text)
         if notebook is not None:
