@@ -174,6 +174,19 @@ def test_assignment_symbols(text, symbol):
     assert [(c.kind, c.symbol) for c in chunk_text(text, "javascript")] == [("function", symbol)]
 
 
+def test_an_exported_value_a_call_makes_is_a_definition_and_its_members_are_its_own():
+    """zod: `export const safeParse = _safeParse(...)` had no definition, and the methods inside
+    `export const ZodType = core.$constructor(...)` were a bare `get`."""
+    text = ('import * as core from "./core.js";\nconst fs = require("fs");\nexport const VERSION = "4.1";\n\n'
+            'export const safeParse = /* @__PURE__ */ makeSafeParse(core.Error) as SafeParse;\n\n'
+            'export const ZodType: core.$constructor<ZodType> = core.$constructor("ZodType", (inst, def) => {\n'
+            '  core.$ZodType.init(inst, def);\n  Object.defineProperty(inst, "description", {\n'
+            '    get(this: ZodType) {\n      return core.globalRegistry.get(inst)?.description;\n    },\n  });\n});\n')
+    symbols = [(c.kind, c.symbol) for c in chunk_text(text, "typescript", max_tokens=24)]
+    assert ("function", "safeParse") in symbols and ("function", "ZodType.get") in symbols
+    assert not {s for _, s in symbols} & {"fs", "VERSION", "get"}  # a require and a constant are no API
+
+
 def test_small_class_is_one_chunk_at_the_default_budget():
     text = read("sample.java")
     chunks = chunk_text(text, "java")

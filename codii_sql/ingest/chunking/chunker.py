@@ -52,7 +52,8 @@ from .nodes import Span, capture, field_name, last_row, parser_for
 #: 5: a preamble is no longer merged into a tiny first function; tiny class/impl headers join their
 #: first member; licence headers are chunks of kind ``license``; C/C++ prototypes and Rust trait
 #: method signatures are definitions; Rust impl symbols drop generics.
-#: 6: ``.h`` headers whose text is C++ are chunked by the C++ grammar.
+#: 6: ``.h`` headers whose text is C++ are chunked by the C++ grammar; an exported JS/TS value
+#: a call makes (``export const safeParse = makeSafeParse(...)``) is a definition.
 CHUNKER_VERSION = 6
 
 #: ``max_tokens`` default: the model's 256-piece window minus room for the path/symbol header

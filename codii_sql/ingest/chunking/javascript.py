@@ -16,13 +16,23 @@ FUNCTION_VALUES = frozenset({
 _JS_SILENT_PARTS = frozenset({"prototype", "this"})
 
 
+#: Wrappers around an exported value that leave it the same value (TypeScript casts, parentheses).
+_VALUE_WRAPPERS = frozenset({"as_expression", "satisfies_expression", "non_null_expression",
+                             "parenthesized_expression"})
+
+
 def variable_name(node: tree_sitter.Node) -> str | None:
-    """``const f = () => {}``: a definition only if its single declarator binds a function/class."""
+    """``const f = () => {}``: a definition if its single declarator binds a function/class, or,
+    exported, what a call makes (``export const safeParse = _safeParse(ZodRealError)``, zod's
+    ``export const ZodType = core.$constructor("ZodType", (inst) => {...})``: a module's API)."""
     declarators = [c for c in node.named_children if c.type == "variable_declarator"]
     if len(declarators) != 1:
         return None
     value = declarators[0].child_by_field_name("value")
-    if value is None or value.type not in FUNCTION_VALUES:
+    while value is not None and value.type in _VALUE_WRAPPERS and value.named_child_count:
+        value = value.named_children[0]
+    exported = node.parent is not None and node.parent.type == "export_statement"
+    if value is None or not (value.type in FUNCTION_VALUES or exported and value.type == "call_expression"):
         return None
     return field_name(declarators[0])
 
