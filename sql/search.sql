@@ -244,14 +244,19 @@ scored AS (
     FROM named nm LEFT JOIN fused fu ON fu.id = nm.id
 ),
 -- A named symbol cut into windows reads top-down: its chunks rank by their best score, then
--- by line, so the window holding the signature and docstring leads. Ranked on ids and scores
--- alone: the text of a chunk joins in only for the rows returned.
+-- by line, so the window holding the signature and docstring leads. A later window that
+-- neither retriever found (score 0) leaves the tier: a class's 20 windows listed in line order
+-- pushed the real matches down (zod: "ZodError format issues" ranked the bare `flatten`
+-- overloads 5th, ZodError.format 7th). Ranked on ids and scores alone: the text of a chunk
+-- joins in only for the rows returned.
 ranked AS (
     SELECT id, score, tier, row_number() OVER (ORDER BY tier DESC, group_score DESC,
                                          CASE WHEN in_symbol_tier > 0 THEN start_line END, score DESC, id) AS pos
-    FROM (SELECT *, CASE WHEN in_symbol_tier > 0 THEN max(score) OVER (PARTITION BY file_id, symbol)
-                         ELSE score END AS group_score
-          FROM scored)
+    FROM (SELECT id, score, start_line, CASE WHEN bare THEN score ELSE group_score END AS group_score,
+                 CASE WHEN bare THEN 0 ELSE tier END AS tier, CASE WHEN bare THEN 0 ELSE in_symbol_tier END AS in_symbol_tier
+          FROM (SELECT *, CASE WHEN in_symbol_tier > 0 THEN max(score) OVER w ELSE score END AS group_score,
+                       in_symbol_tier > 0 AND score = 0 AND start_line > min(start_line) OVER w AS bare
+                FROM scored WINDOW w AS (PARTITION BY file_id, symbol)))
 ),
 -- How well this index as a whole matches the query: the mean cosine of its 10 nearest chunks
 -- (merge.py weighs each codebase of a workspace search by it; one model's cosines compare).

@@ -318,6 +318,27 @@ def test_a_named_symbol_beats_chunks_that_only_use_it(tmp_path, embedder):
         assert s.search("bug in net.py", SearchOptions(limit=3, mode="bm25"))[0].path == "src/net.py"
 
 
+def test_windows_of_a_named_symbol_that_nothing_matched_leave_its_tier(tmp_path, embedder):
+    """zod: "ZodError format issues" listed every window of class ZodError in line order, those
+    neither retriever found (score 0) above ZodError.format. The first window (the signature)
+    and the windows that match stay first; the bare ones fall below every scored chunk (here
+    more windows match than the limit, so none is listed)."""
+    options = "".join(f"    option_{i} = Option('o{i}', default={i}, doc='setting number {i} of the table')\n"
+                      for i in range(700))  # windows past both retrievers' depth (search.DEPTH)
+    repo = write_tree(tmp_path / "r", {
+        "src/table.py": "class ConfigTable:\n    \"\"\"Every option.\"\"\"\n" + options
+                        + "    request_timeout = Option('timeout', default=30)\n",
+    })
+    cb = Codebase.open(repo)
+    Indexer(cb, embedder).build()
+    with Store(cb.db_path, create=False) as store:
+        windows = store.conn.execute("SELECT count(*) FROM chunks WHERE symbol = 'ConfigTable'").fetchone()[0]
+        assert windows > search.DEPTH + 20
+        results = Searcher(store, cb.root, embedder).search("ConfigTable timeout", SearchOptions(limit=20))
+    tiered = [r for r in results if r.tier]
+    assert tiered[0].start_line == 1 and all(r.score > 0 for r in tiered[1:])
+
+
 def test_single_retriever_modes_rank_by_their_own_scores(searcher):
     """A natural-language query gives BM25 weight 0 in hybrid mode; bm25 mode must still rank."""
     res = searcher.search("follow redirects until a final response arrives", SearchOptions(limit=3, mode="bm25"))
