@@ -142,6 +142,21 @@ def test_find_references_gives_each_use_on_its_own_line_without_the_definition(p
         service.find_references(poly, "a b")
 
 
+def test_a_signature_after_annotations_on_its_line_or_over_lines(tmp_path, codii_home):
+    """moshi: `@CheckReturnValue @Throws(IOException::class) public abstract fun peek(): Token`
+    had an empty signature (a line starting with @ was taken for a decorator line)."""
+    repo = write_tree(tmp_path / "k", {
+        "Reader.kt": "abstract class Reader {\n  @CheckReturnValue @Throws(IOException::class) public abstract fun peek(): Token\n"
+                     "  @Throws(\n    IOException::class,\n  )\n  public abstract fun skip()\n}\n",
+        "app.py": "@app.route(\"/x\", methods=[\"GET\"])\n@retry(stop=stop_after(3))\ndef view():\n    return 1\n"})
+    cb = service.open_codebase(repo)
+    service.build(cb, vectors=False)
+    outline = service.outline(cb, "Reader.kt")["symbols"][0]["children"]
+    assert [c["signature"] for c in outline] == [
+        "@CheckReturnValue @Throws(IOException::class) public abstract fun peek(): Token", "public abstract fun skip()"]
+    assert service.outline(cb, "app.py")["symbols"][0]["signature"] == "def view():"
+
+
 def test_cli_outline_and_symbol(poly, monkeypatch):
     monkeypatch.chdir(poly.root / "go")  # a path from the shell, relative to here
     assert "Cache.Get" in CliRunner().invoke(cli, ["outline", "cache.go"]).output

@@ -221,9 +221,49 @@ def _match(symbol: str, wanted: str, prefix: bool) -> int | None:
 
 
 def _signature(lines: list[str]) -> str:
-    """The first of a definition's ``lines`` that is not a decorator, comment or blank."""
+    """The first of a definition's ``lines`` that is not a decorator, comment or blank. A line
+    of annotations followed by code (Kotlin's ``@Throws(IOException::class) fun peek(): Token``)
+    is the signature; an annotation whose arguments span lines (``@Component({``) is skipped
+    to its closing line."""
+    depth = 0  # open brackets of an annotation that goes on over lines
     for line in lines:
         stripped = line.strip()
-        if stripped and not stripped.startswith(("@", "#", "//", "/*", "*", "--", '"""', "'''")):
-            return stripped[:SIGNATURE_CHARS] + ("…" if len(stripped) > SIGNATURE_CHARS else "")
+        if depth:
+            depth = max(0, depth + _depth(stripped))
+            continue
+        if stripped.startswith("@"):
+            rest, depth = _after_annotations(stripped)
+            if not rest:
+                continue
+            return _shown(stripped)
+        if stripped and not stripped.startswith(("#", "//", "/*", "*", "--", '"""', "'''")):
+            return _shown(stripped)
     return ""
+
+
+def _shown(line: str) -> str:
+    return line[:SIGNATURE_CHARS] + ("…" if len(line) > SIGNATURE_CHARS else "")
+
+
+def _depth(text: str) -> int:
+    return sum(text.count(o) for o in "([{") - sum(text.count(c) for c in ")]}")
+
+
+def _after_annotations(line: str) -> tuple[str, int]:
+    """What follows the leading ``@Name`` / ``@Name(...)`` annotations of ``line``, and how many
+    brackets the last one leaves open ("" and > 0 when its arguments go on past the line)."""
+    rest = line
+    while rest.startswith("@"):
+        m = re.match(r"@[\w.:]+\s*", rest)
+        rest = rest[m.end():] if m else rest[1:]
+        if rest.startswith("("):
+            depth = 0
+            for i, ch in enumerate(rest):
+                depth += {"(": 1, ")": -1, "[": 1, "]": -1, "{": 1, "}": -1}.get(ch, 0)
+                if depth == 0:
+                    rest = rest[i + 1:]
+                    break
+            else:
+                return "", depth
+        rest = rest.lstrip()
+    return rest, 0
