@@ -132,6 +132,9 @@ def test_a_port_in_use_is_one_line_before_anything_starts(team):
         result = CliRunner().invoke(cli, ["serve", "--http", str(port), "--workspace", "team"])
     assert result.exit_code == 2
     assert f"cannot listen on 127.0.0.1:{port} (Address already in use): pick another --http PORT" in result.output
+    for host in ("999.1.1.1", "10.255.255.1"):  # no such address, not this machine's: the host is wrong
+        result = CliRunner().invoke(cli, ["serve", "--http", str(port), "--host", host, "--workspace", "team"])
+        assert result.exit_code == 2 and f"cannot listen on {host}: not an address of this machine" in result.output
 
 
 def test_unreachable_or_malformed_ray_addresses_are_one_line_at_once(team):

@@ -152,6 +152,8 @@ def test_index_poll_search_similar_content_chunk(codii_home, sample_repo):
             assert len(rr["results"]) <= 2 and rr["rerank"]
 
             sim = await call(s, "find_similar_code", path=root, file="app/http.py", start_line=5, end_line=13)
+            past = await refused(s, "find_similar_code", path=root, file="app/http.py", start_line=9000)
+            assert "its indexed chunks end at line" in past and "index_codebase" not in past
             paths = [r["path"] for r in sim["results"]]
             assert "app/http.py" not in paths and len(paths) == len(set(paths)) > 0
 

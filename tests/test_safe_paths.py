@@ -73,6 +73,9 @@ def test_file_set_refuses_ignored_files(tree):
         only_b.check("src/a.py")
     with pytest.raises(PathRefusedError, match="ignore rules"):
         only_b.check(".gitignore")
+    (tree / ".env").write_text("API_KEY=1\n")  # a fresh user was told of .gitignore and size limits
+    with pytest.raises(PathRefusedError, match="usually holds credentials"):
+        fileset.check(".env")
 
 
 def test_read_refuses_a_file_swapped_after_the_check(tree):

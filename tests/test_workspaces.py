@@ -133,7 +133,7 @@ def test_workspace_search_notes_missing_and_unindexed_members_and_answers(two, t
     assert status == {str(http): "ok", str(shop): "ok", str(never.resolve()): "not_indexed",
                       str(tmp_path / "gone"): "missing"}
     assert out["results"][0]["symbol"] == "checkoutTotal"
-    assert "is not indexed" in out["note"] and "no such directory" in out["note"]
+    assert "is not indexed" in out["note"] and "the folder is gone" in out["note"]
     text = run("search", "checkoutTotal", "--workspace", "mix").output
     assert f"{shop}/cart/checkout.js:1-" in text and "Note:" in text
     described = service.describe(service.get_workspace("mix"))

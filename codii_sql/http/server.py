@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import socket
 
 from starlette.applications import Starlette
@@ -37,6 +38,9 @@ def check_port(host: str, port: int) -> None:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             sock.bind((host, port))
     except OSError as err:
+        if isinstance(err, socket.gaierror) or err.errno == errno.EADDRNOTAVAIL:
+            raise UsageError(f"cannot listen on {host}: not an address of this machine ({err.strerror or err}); "
+                             "pass --host 127.0.0.1 (this machine only) or 0.0.0.0 (every interface)") from None
         raise UsageError(f"cannot listen on {host}:{port} ({err.strerror or err}): pick another --http PORT, "
                          "or stop what uses it") from None
 

@@ -290,7 +290,7 @@ class _Walker:
 
     def _add_file(self, entry: os.DirEntry, rel: str, rescued: bool) -> None:
         name = entry.name
-        reason = None if rescued else _default_file_reason(name)
+        reason = None if rescued else default_file_reason(name)
         if reason is None and self.extensions is not None and not name.lower().endswith(self.extensions):
             reason = "extension-filter"
         checked = reason or self._stat_file(entry)
@@ -333,7 +333,9 @@ def _encodable(name: str) -> bool:
     return True
 
 
-def _default_file_reason(name: str) -> str | None:
+def default_file_reason(name: str) -> str | None:
+    """Why a file named ``name`` is skipped whatever the rules say (``lock-file``, ``minified``,
+    ``secret``, ``binary-extension``), or None."""
     if name in _LOCK_FILES:
         return "lock-file"
     lower = name.lower()

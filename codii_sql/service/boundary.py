@@ -25,7 +25,7 @@ from pathlib import Path, PurePosixPath
 from ..errors import UsageError
 from ..ingest.config import DEFAULT_MAX_FILE_BYTES
 from ..ingest.read import SNIFF_BYTES, is_binary, is_private_key
-from ..ingest.walk import scan
+from ..ingest.walk import default_file_reason, scan
 
 #: Seconds a scan of the allowed file set is reused. A scan walks the whole tree, so every
 #: get_content call cannot afford one on a large repository; a file newly added to an
@@ -67,7 +67,7 @@ def _relative(root: Path, file: str) -> str:
         raise PathRefusedError("the file path is empty: pass a path relative to the codebase root")
     if ".." in PurePosixPath(file.replace(os.sep, "/")).parts:
         raise PathRefusedError(f"{file!r}: '..' is not allowed; pass the path relative to the codebase root, "
-                               "as search_code returns it")
+                               "as search results give it")
     raw = Path(file)
     if raw.is_absolute():
         for base in (str(root), os.path.realpath(root)):
@@ -181,7 +181,11 @@ class FileSet:
         Raises:
             PathRefusedError: the scan does not list ``rel``.
         """
-        if rel not in self.paths():
-            raise PathRefusedError(f"{shown or rel!r} is excluded by the codebase's ignore rules or file filters "
-                                   "(.gitignore, .codiiignore, .codii.yaml, size or extension limits): refused")
+        if rel in self.paths():
+            return
+        if default_file_reason(PurePosixPath(rel).name) == "secret":
+            raise PathRefusedError(f"{shown or rel!r} usually holds credentials (by its name: .env, *.pem, id_rsa...): "
+                                   "never indexed or served")
+        raise PathRefusedError(f"{shown or rel!r} is excluded by the codebase's ignore rules or file filters "
+                               "(.gitignore, .codiiignore, .codii.yaml, size or extension limits): refused")
 

@@ -28,7 +28,7 @@ from ..storage.lock import daemon_running, is_locked, vectors_running
 from .builds import ensure_index
 from .notes import filter_note, scope_note, vectors_note
 from .searching import open_searcher
-from .workspaces import get_workspace
+from .workspaces import get_workspace, missing_member
 
 #: Members searched at once; more threads than this only queue on 2-4 cores.
 MAX_THREADS = 4
@@ -90,7 +90,7 @@ def members_of(paths: list[str]) -> tuple[list[Codebase], list[dict], dict[Codeb
         try:
             cb = Codebase.open(path)
         except CodiiError as err:
-            rows.append({"codebase": path, "status": "missing", "note": str(err)})
+            rows.append(missing_member(path, err))
             continue
         outer = None if cb.db_path.is_file() else cb.enclosing()
         if outer is not None:

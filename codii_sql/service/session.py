@@ -255,12 +255,15 @@ class Session:
         f = self.indexes.fileset(cb).check(file)
         with self.indexes.searcher(cb) as searcher:
             used, results = similar_code(searcher, f.rel, start_line, end_line, limit, max_tokens)
-            chunked = bool(searcher.store.rows("chunks_of_file", {"path": f.rel})) if not used else True
+            chunks = searcher.store.rows("chunks_of_file", {"path": f.rel}) if not used else []
             counts = searcher.store.row("vector_counts")
             budget = searcher.budget
         if not used:
             span = f" lines {start_line or 1}-{end_line or 'end'}" if start_line or end_line else ""
-            if chunked and counts["pending"]:
+            last = max((c["end_line"] for c in chunks), default=0)
+            if chunks and start_line and start_line > last:
+                raise UsageError(f"{f.rel}{span}: its indexed chunks end at line {last}; pass lines within 1-{last}")
+            if chunks and counts["pending"]:
                 raise UsageError(f"{f.rel}{span} is indexed but its chunks have no vectors yet ("
                                  f"{counts['chunks'] - counts['pending']:,} of {counts['chunks']:,} embedded): "
                                  "search_code finds it now; find_similar_code works once they are embedded")

@@ -179,6 +179,14 @@ def _write_registry(data: dict[str, list[str]]) -> None:
     os.replace(tmp, path)
 
 
+def missing_member(path: str, err: CodiiError) -> dict:
+    """The member row of ``path``, which :meth:`Codebase.open` refused with ``err``: a folder
+    that is gone says how to drop it, not to "pass the root folder of a codebase"."""
+    gone = not os.path.exists(path)
+    return {"codebase": path, "status": "missing", "note": (
+        "the folder is gone: `codii-sql workspace remove` drops it from the workspace" if gone else str(err))}
+
+
 def describe(ws: Workspace, *, check_stale: bool = True) -> dict:
     """``{"name", "source", "members": [{"codebase", "status", "files", "chunks", "size_bytes", ...}]}``;
     a member's status is that of :func:`status` (indexed, stale, indexing, failed, not_indexed),
@@ -189,7 +197,7 @@ def describe(ws: Workspace, *, check_stale: bool = True) -> dict:
         try:
             cb = Codebase.open(path)
         except CodiiError as err:
-            members.append({"codebase": path, "status": "missing", "note": str(err)})
+            members.append(missing_member(path, err))
             continue
         if cb.root in seen:  # two spellings of one folder
             continue
