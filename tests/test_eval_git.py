@@ -125,6 +125,7 @@ def test_history_gives_queries_gold_files_and_hand_computed_metrics(history, tmp
                               "skipped": {"revert": 1, "generic": 1, "short": 1, "no-source": 2,
                                           "too-many-files": 1, "gone-at-head": 1}}
     assert out["repository"]["root"] == str(history.resolve()) and "proxy" in out["proxy"]
+    assert out["repository"]["dirty"] is False and "uncommitted" not in out["proxy"]
     (saved,) = out["saved"]
     run = json.loads(Path(saved).read_text())
     assert Path(saved).parent == tmp_path / "runs" and run["kind"] == "git"
@@ -145,6 +146,11 @@ def test_text_table_has_a_row_per_mode_and_runs_compare(history, tmp_path):
     assert res.exit_code == 0, res.output
     lines = res.stdout.splitlines()
     assert "2 used" in lines[1] and "history ended" not in lines[1] and lines[3].startswith("proxy:")
+    (history / "src" / "core.py").write_text("def edited():\n    return 0\n")  # a fresh user's run said HEAD
+    res = CliRunner().invoke(cli, ["eval", "git", str(history), "--commits", "2", "--mode", "bm25",
+                                   "--work-dir", str(tmp_path / "dirty")], catch_exceptions=False)
+    assert "uncommitted changes, and the index holds them" in res.stdout.splitlines()[3]
+    subprocess.run(["git", "checkout", "--", "src/core.py"], cwd=history, check=True)
     assert [line.split()[:2] for line in lines[-2:]] == [["bm25", "2"], ["vector", "2"]]
     a, b = sorted((tmp_path / "runs").glob("git-proj-*.json"))
     cmp = CliRunner().invoke(cli, ["eval", "--compare", str(a), str(b)], catch_exceptions=False)

@@ -87,7 +87,9 @@ def evaluate_git(cfg: GitEvalConfig, log: Log | None = None) -> dict:
         log(f"searching {len(queries)} commit subjects ({mode}) ...")
         opts = SearchOptions(limit=TOP, mode=mode, role_prior=cfg.role_prior, group_by_file=True)
         runs[mode] = _run(repo, cfg, mode, started, info, queries, rank_queries(codebase, queries, opts))
-    return {"repository": repo, "commits": commits, "proxy": PROXY, "index": info,
+    proxy = PROXY + ("; the work tree has uncommitted changes, and the index holds them, not HEAD"
+                     if repo["dirty"] else "")
+    return {"repository": repo, "commits": commits, "proxy": proxy, "index": info,
             "load_avg": [round(load_start, 2), round(os.getloadavg()[0], 2)], "runs": runs}
 
 

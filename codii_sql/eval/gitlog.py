@@ -72,10 +72,11 @@ def _git(root: Path, *args: str) -> subprocess.CompletedProcess:
 
 
 def repository(path: Path) -> dict:
-    """``{"root", "head", "branch", "shallow", "commits"}`` of the repository holding ``path``.
+    """``{"root", "head", "branch", "shallow", "commits", "dirty"}`` of the repository holding ``path``.
 
     ``root`` is its top level (the codebase that is indexed), ``commits`` the number reachable
-    from HEAD (of those present, in a shallow clone).
+    from HEAD (of those present, in a shallow clone), ``dirty`` whether tracked files differ
+    from HEAD (the index then holds the work tree, not HEAD).
 
     Raises:
         UsageError: ``path`` is not in a git work tree, or HEAD has no commit yet.
@@ -93,7 +94,9 @@ def repository(path: Path) -> dict:
     branch = _git(root, "rev-parse", "--abbrev-ref", "HEAD").stdout.strip()
     shallow = _git(root, "rev-parse", "--is-shallow-repository").stdout.strip() == "true"
     count = int(_git(root, "rev-list", "--count", "HEAD").stdout.strip() or 0)
-    return {"root": str(root), "head": head.stdout.strip(), "branch": branch, "shallow": shallow, "commits": count}
+    dirty = bool(_git(root, "status", "--porcelain", "--untracked-files=no").stdout.strip())
+    return {"root": str(root), "head": head.stdout.strip(), "branch": branch, "shallow": shallow, "commits": count,
+            "dirty": dirty}
 
 
 def walk(root: Path) -> Iterator[Commit]:
