@@ -350,6 +350,8 @@ def test_status_and_list_agree_while_another_process_builds(sample_repo, tmp_pat
             row = next(r for r in as_json(run("list", "--json")) if r["root"] == str(repo.resolve()))
             assert st["status"] == row["status"] == "indexing", (which, st["status"], row["status"])
             assert st["vectors"]["state"] == vectors_state
+            text = run("status", repo).output  # the last build's file counts are not the index's
+            assert "files_done" not in text and "files_total" not in text and f"files: {st['files']}" in text
         finally:
             proc.communicate("")
     assert as_json(run("status", sample_repo, "--json"))["vectors"]["state"] == "off"

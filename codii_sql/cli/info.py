@@ -30,7 +30,10 @@ def status(path, workspace, db, as_json):
     if as_json:
         return emit(st)
     for key, value in st.items():
-        if key == "watched_by":
+        if key in ("files_done", "files_total"):  # a build's progress: read beside "files" it looked like a count
+            if key == "files_done" and st["status"] == "indexing" and value is not None:
+                echo(f"progress: {value} of {st.get('files_total') or '?'} files of this build")
+        elif key == "watched_by":
             echo("watched_by: " + ", ".join(f"pid {w['pid']} ({w.get('by', '?')})" for w in value))
         elif value not in (None, {}, []):
             echo(f"{key}: {fmt_value(key, value)}")
