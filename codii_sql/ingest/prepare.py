@@ -95,8 +95,9 @@ def prepared_files(root: Path, todo: list[SourceFile], max_file_bytes: int, *, w
     # descriptor and keep the codebase locked after this process is killed.
     methods = multiprocessing.get_all_start_methods()
     ctx = multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
-    with cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_exit_with,
-                                initargs=(os.getpid(),)) as pool:
+    pool = cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_exit_with,
+                                  initargs=(os.getpid(),))
+    try:
         futures = [pool.submit(prepare_file, str(root), f, max_file_bytes) for f in todo[:window]]
         nxt = len(futures)
         for i in range(len(todo)):
@@ -105,6 +106,11 @@ def prepared_files(root: Path, todo: list[SourceFile], max_file_bytes: int, *, w
             if nxt < len(todo):
                 futures.append(pool.submit(prepare_file, str(root), todo[nxt], max_file_bytes))
                 nxt += 1
+    finally:
+        # A build stopped early (server exit, an error) drops the files queued ahead instead of
+        # preparing them first: the server's exit waited on them, then left the pool's
+        # semaphores to the resource tracker's warning.
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _exit_with(owner: int) -> None:
