@@ -26,8 +26,9 @@ SELECT f.path, g.symbol, g.kind, g.start_line, g.first_content, f.role, f.langua
 FROM grouped g JOIN files f ON f.id = g.file_id;
 
 -- name: symbol_files
--- Files whose text or symbols hold the name's last part (:fts, an FTS5 phrase), best BM25 first:
--- where a definition too small for a chunk of its own (a method inside its class's chunk) can be.
+-- Files whose text, symbols or path hold every part of the name (:fts, an FTS5 expression),
+-- best BM25 first: where a definition too small for a chunk of its own (a method inside its
+-- class's chunk) can be.
 WITH hits AS (
     SELECT rowid AS id, rank FROM chunks_fts WHERE chunks_fts MATCH :fts ORDER BY rank LIMIT :hits
 )

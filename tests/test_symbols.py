@@ -157,6 +157,22 @@ def test_a_signature_after_annotations_on_its_line_or_over_lines(tmp_path, codii
     assert service.outline(cb, "app.py")["symbols"][0]["signature"] == "def view():"
 
 
+def test_a_name_defined_in_many_files_is_found_up_to_the_limit_and_never_listed_as_a_use(tmp_path, codii_home):
+    """5,000 files of `class WidgetN: def run(self)`: symbol run --limit 100 gave 40 definitions
+    silently, and refs run listed the other 4,960 as uses (small methods are no chunks of their own)."""
+    files = {f"w/widget{i}.py": f"class Widget{i}:\n    def run(self):\n        return {i}\n" for i in range(150)}
+    repo = write_tree(tmp_path / "gen", {**files, "main.py": "from w.widget0 import Widget0\n\nWidget0().run()\n"})
+    cb = service.open_codebase(repo)
+    service.build(cb, vectors=False)
+    found = service.find_symbol(cb, "run", limit=100)  # 100 files parsed: main.py holds the word too
+    assert len(found["definitions"]) == 99 and found["truncated"] and "qualified name" in found["note"]
+    assert len(service.find_symbol(cb, "run", limit=20)["definitions"]) == 20
+    few = service.find_symbol(cb, "Widget7.run")
+    assert [d["path"] for d in few["definitions"]] == ["w/widget7.py"]
+    refs = service.find_references(cb, "run")
+    assert [(f["path"], [ln["text"] for ln in f["lines"]]) for f in refs["files"]] == [("main.py", ["Widget0().run()"])]
+
+
 def test_cli_outline_and_symbol(poly, monkeypatch):
     monkeypatch.chdir(poly.root / "go")  # a path from the shell, relative to here
     assert "Cache.Get" in CliRunner().invoke(cli, ["outline", "cache.go"]).output

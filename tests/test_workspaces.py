@@ -70,6 +70,17 @@ def test_a_damaged_member_fails_alone_in_status_and_each_folder_is_listed_once(t
     assert "damaged" in described["members"][1]["note"] or "not a SQLite" in described["members"][1]["note"]
 
 
+def test_a_registry_that_cannot_be_written_is_one_line(monkeypatch, tmp_path):
+    """A read-only CODII_SQL_HOME gave workspace add/remove a traceback (OSError on the lock file);
+    a home below a file fails the same way, also for root, whom permissions do not stop."""
+    (tmp_path / "file").write_text("")
+    monkeypatch.setenv("CODII_SQL_HOME", str(tmp_path / "file" / "home"))
+    for args in (["workspace", "add", "ro", tmp_path], ["workspace", "remove", "ro"]):
+        res = CliRunner().invoke(cli, [str(a) for a in args])
+        assert res.exit_code != 0 and "Traceback" not in res.output and res.output.count("\n") == 1, res.output
+        assert "cannot write the workspace registry" in res.output and "CODII_SQL_HOME" in res.output
+
+
 def test_registry_add_remove_list_and_the_environment_wins(monkeypatch, tmp_path):
     a, b = tmp_path / "a", tmp_path / "b"
     a.mkdir(), b.mkdir()

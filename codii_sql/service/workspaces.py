@@ -8,16 +8,18 @@ same; a workspace defined in the environment wins over one of the same name in t
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import filelock
 
 from ..codebase import Codebase
-from ..errors import CodiiError, UsageError
+from ..errors import CodiiError, StorageError, UsageError
 from ..paths import home
 from .status import status
 
@@ -166,9 +168,21 @@ def _checked_name(name: str) -> str:
     return name.lower()
 
 
-def _registry_lock() -> filelock.FileLock:
-    registry_path().parent.mkdir(parents=True, exist_ok=True)
-    return filelock.FileLock(str(registry_path()) + ".lock", timeout=10)
+@contextlib.contextmanager
+def _registry_lock() -> Iterator[None]:
+    """Hold the registry's lock for a read-modify-write.
+
+    Raises:
+        StorageError: the registry's folder cannot be written (read-only, full).
+    """
+    try:
+        registry_path().parent.mkdir(parents=True, exist_ok=True)
+        with filelock.FileLock(str(registry_path()) + ".lock", timeout=10):
+            yield
+    except OSError as err:
+        raise StorageError(f"cannot write the workspace registry in {registry_path().parent} ({err.strerror or err}): "
+                           "set CODII_SQL_HOME to a writable folder, or name the workspace in a WORKSPACE_<NAME> "
+                           "variable instead") from None
 
 
 def _write_registry(data: dict[str, list[str]]) -> None:
