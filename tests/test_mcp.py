@@ -399,7 +399,7 @@ def test_an_agent_searches_a_workspace_from_the_servers_environment(codii_home, 
             found = await call(s, "search_code", workspace="duo", query="order total with tax")
             assert found["results"][0]["codebase"] == str(shop) and found["results"][0]["symbol"] == "checkoutTotal"
             assert {r["codebase"] for r in found["results"]} == {str(shop), str(sample_repo)}
-            assert "no such directory" in found["note"]
+            assert "the folder is gone" in found["note"]
             retry = await call(s, "search_code", workspace="duo", query="retry with exponential backoff")
             assert retry["results"][0]["symbol"] == "retry_with_backoff"
             assert "no workspace 'nope'" in await refused(s, "search_code", workspace="nope", query="x")

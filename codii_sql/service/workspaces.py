@@ -198,7 +198,8 @@ def missing_member(path: str, err: CodiiError) -> dict:
     that is gone says how to drop it, not to "pass the root folder of a codebase"."""
     gone = not os.path.exists(path)
     return {"codebase": path, "status": "missing", "note": (
-        "the folder is gone: `codii-sql workspace remove` drops it from the workspace" if gone else str(err))}
+        "the folder is gone: drop it from the workspace (`codii-sql workspace remove`, or its WORKSPACE_<NAME> "
+        "variable)" if gone else str(err))}
 
 
 def describe(ws: Workspace, *, check_stale: bool = True) -> dict:
