@@ -110,3 +110,19 @@ def detect_language(path: str, first_line: str = "", text: str | None = None) ->
     if language == "c" and text is not None and ext.lower() == "h" and _CPP_LINE.search(text):
         return "cpp"
     return language
+
+
+#: Characters no file-name ending holds: glob syntax, folder separators, white space.
+_NOT_IN_AN_EXTENSION = re.compile(r"[*?\[\]/\\\s]")
+
+
+def bad_extension(ext: str) -> str | None:
+    """Why ``ext`` (``.py``, ``py``) can be no file-name ending, as one line, or None: a build or a
+    search filtered by ``*`` or ``src/`` matched nothing and said nothing."""
+    if not ext.strip(". "):
+        return "an empty extension filter matches nothing: pass one such as .py"
+    if _NOT_IN_AN_EXTENSION.search(ext):
+        return (f"{ext!r} is not a file-name ending: pass endings such as .py or .md "
+                "(to match paths by a pattern, search with a path glob)")
+    return None
+

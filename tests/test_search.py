@@ -449,7 +449,8 @@ def test_long_query_keeps_title_and_code_span_terms_first(searcher):
     assert searcher.select_terms(issue.replace("\n", " ")) != terms  # one line: no title, IDF order
 
 
-@pytest.mark.parametrize("opts", [SearchOptions(exts=[""]), SearchOptions(exts=["."]), SearchOptions(glob="["),
+@pytest.mark.parametrize("opts", [SearchOptions(exts=[""]), SearchOptions(exts=["."]), SearchOptions(exts=["*"]),
+                                  SearchOptions(exts=["*.go"]), SearchOptions(exts=["src/"]), SearchOptions(glob="["),
                                   SearchOptions(glob="/abs/*"), SearchOptions(glob=""), SearchOptions(language=" ")])
 def test_filters_that_can_only_match_nothing_are_errors(searcher, opts):
     with pytest.raises(UsageError):

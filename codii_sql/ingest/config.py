@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -12,6 +11,7 @@ import yaml
 from pathspec.patterns.gitignore.spec import GitIgnoreSpecPattern
 
 from ..errors import UsageError
+from ..languages import bad_extension
 
 #: Files larger than this many bytes are skipped (the issue's default: 1 MiB).
 DEFAULT_MAX_FILE_BYTES = 1 << 20
@@ -146,10 +146,9 @@ def normalize_extensions(extensions: Sequence[str] | None) -> tuple[str, ...] | 
     names = [part.strip() for n in _string_list(extensions, "extensions") for part in n.split(",")]
     if not names or not all(n.strip(".") for n in names):
         raise ValueError(f"extensions must be a non-empty list like ['.py', '.md'], got {extensions!r}")
-    odd = next((n for n in names if _NOT_IN_AN_EXTENSION.search(n)), None)
-    if odd is not None:
-        raise ValueError(f"{odd!r} is not a file-name ending: pass endings such as .py or .md "
-                         "(to match paths by a pattern, search with a path glob)")
+    problem = next(filter(None, map(bad_extension, names)), None)
+    if problem is not None:
+        raise ValueError(problem)
     return tuple("." + n.lower().lstrip(".") for n in names)
 
 
@@ -168,9 +167,6 @@ def extension_filter(extensions: Iterable[str] | None) -> list[str] | None:
     except ValueError as err:
         raise UsageError(str(err)) from None
 
-
-#: Characters no extension holds: glob syntax, folder separators, white space.
-_NOT_IN_AN_EXTENSION = re.compile(r"[*?\[\]/\\\s]")
 
 
 def scan_rules(root: Path, ignore_patterns: list[str], extensions: list[str] | None) -> dict:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 from ..errors import UsageError
+from ..languages import bad_extension
 
 MODES = ("hybrid", "bm25", "vector")
 MAX_LIMIT = 200
@@ -98,8 +99,9 @@ class SearchOptions:
             raise UsageError(f"limit must be between 1 and {MAX_LIMIT}")
         if self.max_tokens is not None and not MIN_TOKENS <= self.max_tokens <= MAX_TOKENS:
             raise UsageError(f"--max-tokens (max_tokens) must be between {MIN_TOKENS} and {MAX_TOKENS:,}")
-        if any(e.strip(". ") == "" for e in self.exts):
-            raise UsageError("an empty extension filter matches nothing: pass one such as .py")
+        problem = next(filter(None, map(bad_extension, self.exts)), None)
+        if problem is not None:
+            raise UsageError(problem)
         if self.language is not None and not self.language.strip():
             raise UsageError("the language filter is empty: pass one such as python")
         glob = self.glob
