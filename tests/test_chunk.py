@@ -185,6 +185,10 @@ def test_an_exported_value_a_call_makes_is_a_definition_and_its_members_are_its_
     symbols = [(c.kind, c.symbol) for c in chunk_text(text, "typescript", max_tokens=24)]
     assert ("function", "safeParse") in symbols and ("function", "ZodType.get") in symbols
     assert not {s for _, s in symbols} & {"fs", "VERSION", "get"}  # a require and a constant are no API
+    abstract = ("export abstract class ZodType<T> {\n  /** Parses the input. */\n"
+                "  abstract _parse(input: ParseInput): ParseReturnType<T>;\n}\n")
+    from codii_sql.ingest.chunking import definitions
+    assert [c.symbol for c in definitions(abstract, "typescript")[0].children] == ["ZodType._parse"]
 
 
 def test_small_class_is_one_chunk_at_the_default_budget():

@@ -53,7 +53,7 @@ from .nodes import Span, capture, field_name, last_row, parser_for
 #: first member; licence headers are chunks of kind ``license``; C/C++ prototypes and Rust trait
 #: method signatures are definitions; Rust impl symbols drop generics.
 #: 6: ``.h`` headers whose text is C++ are chunked by the C++ grammar; an exported JS/TS value
-#: a call makes (``export const safeParse = makeSafeParse(...)``) is a definition.
+#: a call makes (``export const safeParse = makeSafeParse(...)``) and a TS abstract method are definitions.
 CHUNKER_VERSION = 6
 
 #: ``max_tokens`` default: the model's 256-piece window minus room for the path/symbol header
