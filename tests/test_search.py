@@ -17,6 +17,7 @@ from codii_sql.search.fusion import KNN_BY_BEST_SHAPES
 from codii_sql.search.query import (
     MAX_PATH_TOKEN,
     STOP_WORDS,
+    Named,
     fts_query,
     named_in_query,
     query_shape,
@@ -337,6 +338,23 @@ def test_windows_of_a_named_symbol_that_nothing_matched_leave_its_tier(tmp_path,
         results = Searcher(store, cb.root, embedder).search("ConfigTable timeout", SearchOptions(limit=20))
     tiered = [r for r in results if r.tier]
     assert tiered[0].start_line == 1 and all(r.score > 0 for r in tiered[1:])
+
+
+def test_a_ruby_name_ending_in_bang_or_question_mark_is_its_own_name(tmp_path, embedder):
+    """sinatra: `compile!` ranked Base.compile first and `redirect?` Helpers.redirect."""
+    assert named_in_query("compile!") == Named(["compile!"], ["compile"], [])
+    assert query_shape("redirect?") == "identifier" and named_in_query("how are retries handled?").names == []
+    body = "".join(f"    step_{i} = settings.fetch(:option_{i}, {i}) * 2 + offset\n" for i in range(12))
+    methods = {"compile(path)": "Compile the routes of a path into a pattern.", "compile!": "Compile every route now.",
+               "redirect(uri)": "Halt with a redirect to the uri.", "redirect?": "Whether the response redirects."}
+    repo = write_tree(tmp_path / "rb", {"lib/base.rb": "class Base\n" + "".join(
+        f"  # {doc}\n  def {sig}\n{body}  end\n\n" for sig, doc in methods.items()) + "end\n"})
+    cb = Codebase.open(repo)
+    Indexer(cb, embedder).build()
+    with Store(cb.db_path, create=False) as store:
+        s = Searcher(store, cb.root, embedder)
+        for query, symbol in (("compile!", "Base.compile!"), ("redirect?", "Base.redirect?"), ("compile", "Base.compile")):
+            assert s.search(query, SearchOptions(limit=3))[0].symbol == symbol, query
 
 
 def test_single_retriever_modes_rank_by_their_own_scores(searcher):

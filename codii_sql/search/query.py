@@ -50,7 +50,8 @@ def query_terms(query: str, *, numbers: bool = False) -> list[str]:
 _NUMBER = re.compile(r"(?<![\w.-])\d+(?:[._-]\d+)*(?![\w-])")
 _CODE_SHAPE = re.compile(r"[A-Za-z0-9]_[A-Za-z0-9]|^_+[A-Za-z]|[a-z][A-Z]|[A-Za-z][.#][A-Za-z_]|::")
 _PATH = re.compile(r"(?:[\w.-]+/)*[\w-]{2,}\.[A-Za-z]\w{0,5}\b")
-_IDENTIFIER = re.compile(r"[A-Za-z_][\w]*(?:(?:\.|::|#)[A-Za-z_]\w*)*")
+#: A trailing ``!`` or ``?`` is part of a Ruby (Elixir, Crystal) method name: ``compile!`` is not ``compile``.
+_IDENTIFIER = re.compile(r"[A-Za-z_][\w]*(?:(?:\.|::|#)[A-Za-z_]\w*)*[!?]?")
 _PATH_PREFIX = re.compile(r"^(?:\.?/)+")
 #: Longest whitespace-free token searched for a file path. _PATH backtracks, so its cost grows
 #: with the square of a token's length: one 100,000-character token took 89 s, and blocked
@@ -100,6 +101,8 @@ def named_in_query(query: str) -> Named:
             parts = [p for p in re.split(r"\.|::|#", token.lower()) if p]
             names.add(".".join(parts))
             tails.update(parts[-1:] if len(parts) > 1 else [])
+            if token[-1] in "!?":  # also the plain name, as weaker evidence (Rust's vec! is macro vec)
+                tails.add(parts[-1].rstrip("!?"))
     names -= STOP_WORDS
     return Named(sorted(names), sorted(tails - names - STOP_WORDS), sorted(set(paths) - {""}))
 
@@ -130,7 +133,7 @@ def strip_issue_template(text: str) -> str:
     return _TASK_LIST_ITEM.sub("", _HTML_COMMENT.sub("", text))
 
 
-_CODE_TOKEN = re.compile(r"[A-Za-z]+_\w|[a-z][A-Z]|\w\.\w|[A-Za-z]#[A-Za-z_]|::|\w\(|^\w+$")
+_CODE_TOKEN = re.compile(r"[A-Za-z]+_\w|[a-z][A-Z]|\w\.\w|[A-Za-z]#[A-Za-z_]|::|\w\(|^\w+[!?]?$")
 
 
 def query_shape(query: str) -> str:
