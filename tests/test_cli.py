@@ -271,6 +271,8 @@ def test_no_update_never_builds_and_a_gone_folder_can_be_cleared(sample_repo, tm
 
 def test_inspect_an_unknown_file_and_a_capitalised_language(sample_repo):
     run("build", sample_repo)
+    res = CliRunner().invoke(cli, ["inspect", str(sample_repo), "--file", ".env"])  # not a path mistake
+    assert res.exit_code == 2 and "usually holds credentials" in res.output
     res = CliRunner().invoke(cli, ["inspect", str(sample_repo), "--file", "nope.py"])
     assert res.exit_code == 2 and "not in the index" in res.output
     info = json.loads(run("inspect", sample_repo, "--file", "app/parse.py", "--json").output)
