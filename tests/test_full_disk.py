@@ -86,6 +86,22 @@ def test_an_intact_index_is_read_on_a_full_disk_and_a_read_only_one(small_disk, 
     subprocess.run(["mount", "-o", "remount,ro", str(small_disk)], check=True)
     code, ro = cli_json("search", "retry with backoff", "--path", sample_repo, "--json")
     assert code == 0 and ro["results"] and "(the index is read-only)" in ro["note"], ro
+
+    async def read_only_agent():  # a build that fails on a read-only disk: building again cannot help
+        async with server(small_disk / "home", CODII_SQL_WATCH="0") as s:
+            res = await s.call_tool("index_codebase", {"path": str(sample_repo)})
+            if res.is_error:
+                assert "read-only" in res.content[0].text.lower(), res.content[0].text
+                return
+            for _ in range(100):
+                st = await s.call_tool("get_indexing_status", {"path": str(sample_repo)})
+                if st.structured_content["status"] != "indexing":
+                    break
+                await asyncio.sleep(0.1)
+            assert st.structured_content["status"] == "failed" and st.structured_content["resumable"] is False, st
+            assert "to resume" not in st.content[0].text and "read-only" in st.content[0].text
+
+    asyncio.run(read_only_agent())
     subprocess.run(["mount", "-o", "remount,rw", str(small_disk)], check=True)
     code, rebuilt = cli_json("build", sample_repo, "--json")  # space again: the edit is indexed
     assert code == 0 and rebuilt["modified"] == 1, rebuilt

@@ -404,3 +404,34 @@ def test_a_build_that_finishes_between_the_snapshot_read_and_the_lock_probe_is_n
         store.set_meta(status="indexing", phase="scan")  # and no process holds the lock: it died
     st = status_module.status(cb)
     assert st["status"] == "failed" and "stopped before it finished" in st["error"]
+
+
+def test_a_background_build_that_cannot_write_is_failed_but_not_resumable(sample_repo, codii_home, monkeypatch):
+    """A fresh user's read-only home: get_indexing_status said 'call index_codebase to resume',
+    which cannot help. The failure is forced after the build started (its first progress call)."""
+    import importlib
+
+    from codii_sql.errors import ReadOnlyIndexError
+    from codii_sql.service.session import Session
+
+    jobs = importlib.import_module("codii_sql.service.jobs")
+
+    def read_only_build(codebase, *, progress, **_):
+        progress("scan", 0, 0)
+        time.sleep(0.2)
+        raise ReadOnlyIndexError(f"cannot write the index beside {codebase.db_path}: Read-only file system")
+
+    assert run("build", sample_repo, "--no-vectors").exit_code == 0
+    monkeypatch.setattr(jobs, "build", read_only_build)
+    session = Session()
+    try:
+        cb = Codebase.open(sample_repo)
+        assert session.index(cb, force=True, extensions=[], ignore_patterns=[], reset_filters=False)[0]["status"] \
+            == "started"
+        deadline = time.monotonic() + 10
+        while session.indexing_status(cb)["status"] == "indexing" and time.monotonic() < deadline:
+            time.sleep(0.05)
+        st = session.indexing_status(cb)
+        assert st["status"] == "failed" and st["resumable"] is False and "Read-only" in st["last_error"]
+    finally:
+        session.shutdown()

@@ -79,7 +79,7 @@ def get_indexing_status(path: PathArg) -> CallToolResult:
             summary += (f"; {vectors['total'] - vectors['done']} chunks have no vector yet: call index_codebase "
                         "to embed them")
     elif data["status"] == "failed":
-        summary += f": {data['last_error']}; call index_codebase to resume"
+        summary += f": {data['last_error']}" + ("; call index_codebase to resume" if data.get("resumable", True) else "")
     summary = with_note(summary, data.get("note"))
     return answer(summary, data)
 

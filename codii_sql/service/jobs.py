@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from ..codebase import Codebase
-from ..errors import BuildFailedError, CodiiError, IndexBusyError
+from ..errors import BuildFailedError, CodiiError, DiskFullError, IndexBusyError, ReadOnlyIndexError
 from ..storage.lock import is_locked
 from .builds import build
 from .daemon import NICE
@@ -52,6 +52,8 @@ class Job:
     finished_at: float | None = None
     report: dict | None = None
     warnings: list[str] = field(default_factory=list)
+    #: False when building again cannot help (a read-only or full disk): ``error`` says what does.
+    resumable: bool = True
     signal: threading.Event = field(default_factory=threading.Event)
     thread: threading.Thread | None = None
 
@@ -157,6 +159,7 @@ class Jobs:
         except Exception as err:  # reported through get_indexing_status; the thread must not die silently
             job.outcome = "failed"
             job.error = str(err) if isinstance(err, CodiiError) else f"{type(err).__name__}: {err}"
+            job.resumable = not isinstance(err, (ReadOnlyIndexError, DiskFullError))
         finally:
             job.finished_at = time.time()
             job.signal.set()

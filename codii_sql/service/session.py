@@ -87,7 +87,8 @@ class Session:
 
     def indexing_status(self, cb: Codebase) -> dict:
         """``status`` (not_indexed, indexing, indexed, failed, stale), ``phase``, ``percent``, files and
-        chunks done/total, skips, failures, last error, times (ISO 8601), size, and a ``note``."""
+        chunks done/total, skips, failures, last error, times (ISO 8601), size, and a ``note``; a
+        failed one says whether building again can help (``resumable``: not on a read-only or full disk)."""
         st, job = self.jobs.status(cb)
         status = st["status"]
         error = st.get("error")
@@ -95,8 +96,9 @@ class Session:
             status = "indexing"  # this server's build is still finishing (its last commit, the checkpoint)
         late_failure = job is not None and job.outcome in ("failed", "cancelled") and \
             (job.finished_at or 0) >= (st.get("last_indexed_at") or 0)
+        resumable = True
         if late_failure and status != "indexing":
-            status, error = "failed", job.error
+            status, error, resumable = "failed", job.error, job.resumable
         prog = _progress(st, job)
         vectors = _vectors(st, job)
         percent = _percent(status, prog, vectors)
@@ -108,11 +110,12 @@ class Session:
                        "total": st.get("chunks") if status in ("indexed", "stale") else None},
             "skipped": st.get("skipped") or {}, "failed_files": st.get("failed") or {},
             "last_error": error if status in ("failed", "indexing", "damaged") else None,
+            **({"resumable": resumable} if status == "failed" else {}),
             "last_indexed_at": iso(st.get("last_indexed_at")), "build_seconds": st.get("build_seconds"),
             "size_bytes": st.get("size_bytes", 0), "db": st["db"], **({"vectors": vectors} if vectors else {}),
             "watched_by": [{**w, "started_at": iso(w.get("started_at"))} for w in st.get("watched_by") or []],
         }
-        if status == "indexing":
+        if status == "indexing" and cb.db_path.is_file():  # a first build may not have made its file yet
             data["indexer_pid"] = inspect(cb)["snapshot"].get("pid")
         if job is not None and job.warnings:  # this server's latest build went on past them
             data["note"] = "; ".join(job.warnings)
