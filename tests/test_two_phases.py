@@ -239,7 +239,9 @@ def test_a_killed_vector_phase_resumes_and_embeds_nothing_twice(tmp_path, codii_
 
 @pytest.mark.slow
 def test_build_daemon_returns_at_once_says_when_one_runs_and_finishes(tmp_path, codii_home):
-    repo = _repo_of(tmp_path, files=12, functions=10)
+    # 600 chunks: the first background build must outlast the second command's start (120 chunks
+    # were embedded in ~1.5 s on an idle machine, and the second found the index up to date).
+    repo = _repo_of(tmp_path, files=30, functions=20)
     env = _env(codii_home)
     cmd = [sys.executable, "-m", "codii_sql.cli", "build", str(repo), "--daemon", "--json"]
     started = time.monotonic()
@@ -253,7 +255,7 @@ def test_build_daemon_returns_at_once_says_when_one_runs_and_finishes(tmp_path, 
     assert st["daemon"]["pid"] == info["pid"]
     _wait(lambda: "daemon" not in as_json(run("status", repo, "--json")))
     st = as_json(run("status", repo, "--json"))
-    assert st["status"] == "indexed" and st["vectors"]["state"] == "complete" and st["files"] == 12
+    assert st["status"] == "indexed" and st["vectors"]["state"] == "complete" and st["files"] == 30
     log = open(info["log"]).read()
     assert json.loads(log[log.index("{"):])["vectors_pending"] == 0
     for _ in range(3):  # up to date: the background build may end before it is seen running; still a success
