@@ -66,6 +66,7 @@ def test_the_handler_answers_as_the_cli_does(team):
     ({"q": ["x"], "workspace": ["other"]}, 400, "workspace 'other' is not served here (served: team)"),
     ({"q": ["x"], "lmit": ["3"]}, 400, "unknown parameter 'lmit'"),
     ({"q": ["x"], "glob": ["src/[a-"]}, 400, "glob"),
+    ({"q": ["x"], "ext": ["*.go"]}, 400, "is not a file-name ending"),
 ])
 def test_bad_requests_are_one_line_errors_with_a_hint(team, params, status, says):
     code, body = SearchHandler(["team"]).answer("/search", params)
