@@ -148,13 +148,17 @@ def test_a_signature_after_annotations_on_its_line_or_over_lines(tmp_path, codii
     repo = write_tree(tmp_path / "k", {
         "Reader.kt": "abstract class Reader {\n  @CheckReturnValue @Throws(IOException::class) public abstract fun peek(): Token\n"
                      "  @Throws(\n    IOException::class,\n  )\n  public abstract fun skip()\n}\n",
-        "app.py": "@app.route(\"/x\", methods=[\"GET\"])\n@retry(stop=stop_after(3))\ndef view():\n    return 1\n"})
+        "app.py": "@app.route(\"/x\", methods=[\"GET\"])\n@retry(stop=stop_after(3))\ndef view():\n    return 1\n",
+        "PublishTests.cs": "public class PublishTests\n{\n    [Fact]\n    [Trait(\"Kind\", \"Unit\")]\n"
+                           "    public async Task Should_publish()\n    {\n        await Task.Delay(1);\n    }\n}\n"})
     cb = service.open_codebase(repo)
     service.build(cb, vectors=False)
     outline = service.outline(cb, "Reader.kt")["symbols"][0]["children"]
     assert [c["signature"] for c in outline] == [
         "@CheckReturnValue @Throws(IOException::class) public abstract fun peek(): Token", "public abstract fun skip()"]
     assert service.outline(cb, "app.py")["symbols"][0]["signature"] == "def view():"
+    (test,) = service.outline(cb, "PublishTests.cs")["symbols"][0]["children"]  # MediatR: "[Fact]" was the signature
+    assert test["signature"] == "public async Task Should_publish()"
 
 
 def test_a_name_defined_in_many_files_is_found_up_to_the_limit_and_never_listed_as_a_use(tmp_path, codii_home):
@@ -166,7 +170,8 @@ def test_a_name_defined_in_many_files_is_found_up_to_the_limit_and_never_listed_
     service.build(cb, vectors=False)
     found = service.find_symbol(cb, "run", limit=100)  # 100 files parsed: main.py holds the word too
     assert len(found["definitions"]) == 99 and found["truncated"] and "qualified name" in found["note"]
-    assert len(service.find_symbol(cb, "run", limit=20)["definitions"]) == 20
+    first = service.find_symbol(cb, "run", limit=20)  # 20 shown of 39 parsed: says so (it said nothing)
+    assert len(first["definitions"]) == 20 and first["truncated"] and "the first 20 shown" in first["note"]
     few = service.find_symbol(cb, "Widget7.run")
     assert [d["path"] for d in few["definitions"]] == ["w/widget7.py"]
     refs = service.find_references(cb, "run")

@@ -120,7 +120,11 @@ def find_symbol(codebase: Codebase, name: str, *, kind: str | None = None, prefi
              "end_line": r["end_line"], "signature": r.get("signature") or _signature((r.get("first_content") or "").split("\n")),
              "role": r["role"], "language": r["language"], "match": _HOW[how]} for how, *_, r in found[:limit]]
     out = {"codebase": str(codebase.root), "name": name, "definitions": defs}
-    if len(every) > budget and len(defs) < limit:  # small definitions are no chunks of their own: parsed, not read
+    qualified = needle != wanted
+    if len(found) > limit:
+        out.update(truncated=True, note=f"{len(found)} definitions found, the first {limit} shown: raise the limit"
+                   + ("" if qualified else ", or pass a qualified name (Class.method)"))
+    elif len(every) > budget and len(defs) < limit and not qualified:  # small definitions are parsed, not read
         out["truncated"] = True
         out["note"] = (f"more than {budget} files hold {needle!r}: the {budget} likeliest were parsed for definitions; "
                        "a qualified name (Class.method) or a higher limit finds more")
@@ -274,6 +278,8 @@ def _signature(lines: list[str]) -> str:
             if not rest:
                 continue
             return _shown(stripped)
+        if stripped.startswith("[") and stripped.endswith("]"):  # a C# attribute line: [Fact], [HttpGet("x")]
+            continue
         if stripped and not stripped.startswith(("#", "//", "/*", "*", "--", '"""', "'''")):
             return _shown(stripped)
     return ""
