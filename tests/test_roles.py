@@ -17,6 +17,8 @@ from codii_sql.ingest.roles import classify
     ("utils/INSTALL", "docs"), ("LICENSE", "docs"),
     ("setup.cfg", "config"), ("Makefile", "config"), ("BUILD", "config"), (".github/workflows/ci.yml", "config"),
     ("requests-2.3.0.dist-info/METADATA", "config"),
+    ("Alamofire.xcodeproj/project.pbxproj", "config"), ("Source/Info.plist", "config"),
+    ("src/MediatR/MediatR.csproj", "config"), ("MediatR.sln", "config"), ("Directory.Build.props", "config"),
     ("requests/packages/urllib3/poolmanager.py", "vendored"), ("third_party/x/y.c", "vendored"),
     ("api/service_pb2.py", "generated"), ("static/app.min.js", "generated"),
     ("django/conf/locale/de/LC_MESSAGES/django.po", "data"), ("po/messages.pot", "data"),

@@ -29,8 +29,12 @@ _CHANGELOG_NAMES = {"changelog", "changes", "history", "news", "releases", "rele
 _CHANGELOG_DIRS = {"changelog", "changelogs", "changes", "newsfragments", "changelog.d", "release-notes"}
 _DOC_NAMES = {"readme", "authors", "contributors", "license",
               "licence", "copying", "notice", "contributing", "code_of_conduct", "security", "todo"}
+#: Project and build files too: Xcode's and MSBuild's (Alamofire's project.pbxproj, 494 chunks, and
+#: MediatR's .csproj/.sln ranked as source, first for symbol names they list).
 _CONFIG_EXT = {".toml", ".cfg", ".ini", ".yaml", ".yml", ".json", ".lock", ".in", ".properties", ".xml",
-               ".gradle", ".editorconfig", ".env"}
+               ".gradle", ".editorconfig", ".env", ".pbxproj", ".xcscheme", ".xcworkspacedata", ".plist",
+               ".xcconfig", ".xcprivacy", ".entitlements", ".csproj", ".fsproj", ".vbproj", ".vcxproj", ".sln",
+               ".props", ".targets", ".nuspec", ".config"}
 #: Packaging metadata inside wheels and sdists (requests-2.3.0.dist-info/METADATA ranked first
 #: for an issue about sessions).
 _METADATA_DIR = re.compile(r"\.(dist|egg)-info$")
