@@ -473,6 +473,12 @@ def test_a_cpp_header_is_chunked_as_cpp_and_a_c_header_as_c():
         "class", "Widget", ["Widget.render_widget_html"])  # as C: one function "ui" over the file
     c_header = ("#ifndef POOL_H\n#define POOL_H\nstruct pool {\n  int new;\n  int class;\n};\n"
                 "int pool_take(struct pool *p);\n#endif\n")  # C++ keywords as C names
+    macros = ("#include \"base.h\"\nFMT_BEGIN_NAMESPACE\nnamespace detail {\ntemplate <typename T> struct is_wrapper {};\n"
+              "class node {\n public:\n  virtual ~node() = default;\n  int size() const { return 1; }\n};\n}  // namespace detail\n"
+              "FMT_EXPORT template <typename Context> class store {\n public:\n  void push_back(int v) { n_ += v; }\n"
+              " private:\n  int n_ = 0;\n};\nFMT_END_NAMESPACE\n")  # fmt's export macros confuse the grammar
+    named = {c.symbol for c in chunk_source(read_source("include/fmt/args.h", macros))} - {None}
+    assert "node" in named and not any(" " in s or s.split(".")[0] in ("namespace", "template") for s in named), named
     assert read_source("src/pool.h", c_header).language == "c"
     assert detect_language("src/pool.h") == "c"
     assert "pool_take" in {c.symbol for c in chunk_source(read_source("src/pool.h", c_header))}

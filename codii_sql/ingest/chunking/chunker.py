@@ -53,7 +53,8 @@ from .nodes import Span, capture, field_name, last_row, parser_for
 #: first member; licence headers are chunks of kind ``license``; C/C++ prototypes and Rust trait
 #: method signatures are definitions; Rust impl symbols drop generics.
 #: 6: ``.h`` headers whose text is C++ are chunked by the C++ grammar; an exported JS/TS value
-#: a call makes (``export const safeParse = makeSafeParse(...)``) and a TS abstract method are definitions.
+#: a call makes (``export const safeParse = makeSafeParse(...)``) and a TS abstract method are definitions;
+#: C/C++ names that error recovery made of keywords or whole lines are not.
 CHUNKER_VERSION = 6
 
 #: ``max_tokens`` default: the model's 256-piece window minus room for the path/symbol header
@@ -81,7 +82,7 @@ def _node_spans(language: str, root: tree_sitter.Node) -> list[Span]:
     spans, forward = [], []
     for node in capture(language, tuple(grammar.defs), root):
         name = grammar.names.get(node.type, field_name)(node)
-        if not name:
+        if not name or (language in ("c", "cpp") and not _plausible_c_name(name)):
             continue
         outer = node
         while outer.parent is not None and outer.parent.type in grammar.wrappers:
@@ -91,6 +92,21 @@ def _node_spans(language: str, root: tree_sitter.Node) -> list[Span]:
         forward.append(node.type in grammar.forward)
     bodies = {s.name for s, fwd in zip(spans, forward, strict=True) if not fwd}
     return [s for s, fwd in zip(spans, forward, strict=True) if not fwd or s.name not in bodies]
+
+
+#: Keywords a C/C++ declarator never names: tree-sitter's error recovery around unknown macros
+#: (fmt's ``FMT_BEGIN_NAMESPACE``, ``FMT_EXPORT template <...> class``) made a "function namespace"
+#: over a whole header and names of a doc comment and a class head.
+_C_KEYWORDS = frozenset({"namespace", "template", "class", "struct", "union", "enum", "typedef", "extern",
+                         "static", "inline", "const", "return", "using", "typename", "public", "private"})
+
+
+def _plausible_c_name(name: str) -> bool:
+    """Whether ``name`` can be a C/C++ definition's name: no keyword, no white space (but ``operator
+    new``), not longer than a line."""
+    if name.startswith("operator"):
+        return len(name) <= 40
+    return name not in _C_KEYWORDS and len(name) <= 120 and not any(ch.isspace() for ch in name)
 
 
 def _definitions(language: str, root: tree_sitter.Node, lines: Lines) -> list[Definition]:
