@@ -125,4 +125,3 @@ def bad_extension(ext: str) -> str | None:
         return (f"{ext!r} is not a file-name ending: pass endings such as .py or .md "
                 "(to match paths by a pattern, search with a path glob)")
     return None
-

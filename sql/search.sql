@@ -249,14 +249,18 @@ scored AS (
 -- pushed the real matches down (zod: "ZodError format issues" ranked the bare `flatten`
 -- overloads 5th, ZodError.format 7th). Ranked on ids and scores alone: the text of a chunk
 -- joins in only for the rows returned.
+windows AS (
+    SELECT id, score, start_line, tier, in_symbol_tier, max(score) OVER w AS symbol_best,
+           in_symbol_tier > 0 AND score = 0 AND start_line > min(start_line) OVER w AS bare
+    FROM scored WINDOW w AS (PARTITION BY file_id, symbol)
+),
 ranked AS (
     SELECT id, score, tier, row_number() OVER (ORDER BY tier DESC, group_score DESC,
                                          CASE WHEN in_symbol_tier > 0 THEN start_line END, score DESC, id) AS pos
-    FROM (SELECT id, score, start_line, CASE WHEN bare THEN score ELSE group_score END AS group_score,
-                 CASE WHEN bare THEN 0 ELSE tier END AS tier, CASE WHEN bare THEN 0 ELSE in_symbol_tier END AS in_symbol_tier
-          FROM (SELECT *, CASE WHEN in_symbol_tier > 0 THEN max(score) OVER w ELSE score END AS group_score,
-                       in_symbol_tier > 0 AND score = 0 AND start_line > min(start_line) OVER w AS bare
-                FROM scored WINDOW w AS (PARTITION BY file_id, symbol)))
+    FROM (SELECT id, score, start_line, CASE WHEN bare THEN 0 ELSE tier END AS tier,
+                 CASE WHEN bare THEN 0 ELSE in_symbol_tier END AS in_symbol_tier,
+                 CASE WHEN in_symbol_tier > 0 AND NOT bare THEN symbol_best ELSE score END AS group_score
+          FROM windows)
 ),
 -- How well this index as a whole matches the query: the mean cosine of its 10 nearest chunks
 -- (merge.py weighs each codebase of a workspace search by it; one model's cosines compare).

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -439,6 +440,11 @@ def test_bm25_stems_both_sides_and_long_queries_count_terms_by_their_stem(search
     """Porter stemming: "retried" finds retry() and retrying; an issue's many terms are ranked by the
     document counts of their stems (the vocabulary holds stems), so inflected words are kept."""
     assert "retry_with_backoff" in bm25_symbols(searcher, "retried")
+    conn = searcher.store.conn  # the query side's stemmer is the index's: one tokenizer, written twice in sql/
+    tokenizer = re.compile(r"tokenize\s*=\s*(\"[^\"]*\")")
+    index = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'chunks_fts'").fetchone()[0]
+    probe = conn.execute("SELECT sql FROM sqlite_temp_master WHERE name = 'stem_probe'").fetchone()[0]
+    assert tokenizer.search(index).group(1) == tokenizer.search(probe).group(1)
     assert bm25_symbols(searcher, "retry_with_backoff")[0] == "retry_with_backoff"  # names stem alike
     df = {r["term"]: r["doc"] for r in searcher.store.rows(
         "term_doc_counts", {"terms": json.dumps(["retries", "retrying", "redirects", "nowhere_at_all"])})}

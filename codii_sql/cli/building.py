@@ -60,9 +60,8 @@ def build(paths, workspace, force, ignore_patterns, extensions, reset_filters, n
     build one after the other in this process, with one model load and one summary.
     """
     job = Job(force=force, ignore=list(ignore_patterns), exts=service.extension_filter(extensions),
-              reset_filters=reset_filters,
-              no_cache=no_cache, embedder=embedder, vectors=vectors, daemon=daemon, dry_run=dry_run,
-              as_json=as_json)
+              reset_filters=reset_filters, no_cache=no_cache, embedder=embedder, vectors=vectors, daemon=daemon,
+              dry_run=dry_run, as_json=as_json)
     if ray_address is not None or ray_cpus is not None:
         return build_on_ray(paths, workspace, db, job, ray_address, ray_cpus)
     if workspace or len(paths) > 1:

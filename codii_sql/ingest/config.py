@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -144,7 +143,7 @@ def normalize_extensions(extensions: Sequence[str] | None) -> tuple[str, ...] | 
     if extensions is None:
         return None
     names = [part.strip() for n in _string_list(extensions, "extensions") for part in n.split(",")]
-    if not names or not all(n.strip(".") for n in names):
+    if not names:
         raise ValueError(f"extensions must be a non-empty list like ['.py', '.md'], got {extensions!r}")
     problem = next(filter(None, map(bad_extension, names)), None)
     if problem is not None:
@@ -166,7 +165,6 @@ def extension_filter(extensions: Iterable[str] | None) -> list[str] | None:
         return list(normalize_extensions(names)) if names else []
     except ValueError as err:
         raise UsageError(str(err)) from None
-
 
 
 def scan_rules(root: Path, ignore_patterns: list[str], extensions: list[str] | None) -> dict:

@@ -94,6 +94,8 @@ _SECRET_NAMES = frozenset({
     ".env", ".envrc", ".netrc", ".pgpass", ".pypirc", ".npmrc", ".git-credentials", ".htpasswd",
     "credentials", "credentials.json", "id_rsa", "id_dsa", "id_ecdsa", "id_ed25519",
 })
+#: How a refusal names that rule (the agent's get_content, inspect --file).
+SECRET_RULE = "usually holds credentials (by its name: .env, *.pem, id_rsa...)"
 _SECRET_SUFFIXES = (".pem", ".key", ".p12", ".pfx", ".jks", ".keystore", ".kdbx", ".ovpn")
 _SECRET_TEMPLATE_SUFFIXES = (".example", ".sample", ".template", ".dist", ".defaults")
 _BINARY_EXTENSIONS = frozenset(

@@ -25,7 +25,7 @@ from pathlib import Path, PurePosixPath
 from ..errors import UsageError
 from ..ingest.config import DEFAULT_MAX_FILE_BYTES
 from ..ingest.read import SNIFF_BYTES, is_binary, is_private_key
-from ..ingest.walk import default_file_reason, scan
+from ..ingest.walk import SECRET_RULE, default_file_reason, scan
 
 #: Seconds a scan of the allowed file set is reused. A scan walks the whole tree, so every
 #: get_content call cannot afford one on a large repository; a file newly added to an
@@ -184,8 +184,7 @@ class FileSet:
         if rel in self.paths():
             return
         if default_file_reason(PurePosixPath(rel).name) == "secret":
-            raise PathRefusedError(f"{shown or rel!r} usually holds credentials (by its name: .env, *.pem, id_rsa...): "
-                                   "never indexed or served")
+            raise PathRefusedError(f"{shown or rel!r} {SECRET_RULE}: never indexed or served")
         raise PathRefusedError(f"{shown or rel!r} is excluded by the codebase's ignore rules or file filters "
                                "(.gitignore, .codiiignore, .codii.yaml, size or extension limits): refused")
 

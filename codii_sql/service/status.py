@@ -9,7 +9,7 @@ from ..codebase import Codebase
 from ..errors import DamagedIndexError, NotIndexedError, StorageError, UsageError
 from ..ingest.config import scan_rules as index_scan_rules
 from ..ingest.indexer import Indexer
-from ..ingest.walk import default_file_reason
+from ..ingest.walk import SECRET_RULE, default_file_reason
 from ..storage import health
 from ..storage.lock import is_locked, vectors_running
 from ..storage.store import Store
@@ -179,8 +179,7 @@ def inspect(codebase: Codebase, file: str | None = None) -> dict:
             if row is not None:
                 out["file"] = {k: v for k, v in row.items() if k not in ("id", "mtime_ns")}
             elif not out["chunks"] and default_file_reason(Path(file).name) == "secret":
-                raise UsageError(f"{file} is not in the index: it usually holds credentials (by its name: .env, "
-                                 "*.pem, id_rsa...), and such files are never indexed")
+                raise UsageError(f"{file} is not in the index: it {SECRET_RULE}, and such files are never indexed")
             elif not out["chunks"]:
                 raise UsageError(f"{file} is not in the index: pass a path relative to the codebase root, "
                                  "as search results show it")

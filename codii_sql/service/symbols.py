@@ -25,6 +25,10 @@ REFERENCE_CHUNKS = 5_000
 REFERENCE_PARSED_FILES = 200
 #: Files holding the name's last part parsed on demand at most (a few ms each).
 PARSED_FILES = 40
+#: What separates the parts of a qualified name (and generic parameters).
+_SEPARATORS = re.compile(r"[.:#/<>]")
+#: Bracket depth changes, for annotation arguments that span lines.
+_BRACKETS = {"(": 1, "[": 1, "{": 1, ")": -1, "]": -1, "}": -1}
 #: The kinds of definitions the chunker names (ingest/chunking/grammars.py).
 KINDS = ("function", "method", "class")
 #: Symbols with the name's last part read at most (a very common name such as ``get`` in a huge index).
@@ -97,7 +101,7 @@ def find_symbol(codebase: Codebase, name: str, *, kind: str | None = None, prefi
         raise UsageError(f"unknown kind {kind!r}: use one of {', '.join(KINDS)}")
     if not codebase.db_path.is_file():
         raise not_indexed(codebase)
-    needle = re.split(r"[.:#/<>]", wanted)[-1] or wanted
+    needle = (_parts(wanted) or [wanted])[-1]
     budget = max(PARSED_FILES, limit)
     with Store(codebase.db_path, create=False) as store:
         rows = store.rows("symbol_candidates", {"needle": needle, "kind": kind or None, "cap": CANDIDATE_CAP})
@@ -147,7 +151,7 @@ def find_references(codebase: Codebase, name: str, *, limit: int = 200,
     """
     if not 1 <= limit <= MAX_REFERENCES:
         raise UsageError(f"limit must be between 1 and {MAX_REFERENCES}")
-    ident = re.split(r"[.:#/<>]", _normal(name or ""))[-1]
+    ident = (_parts(_normal(name or "")) or [""])[-1]
     if not re.fullmatch(r"[\w$]+", ident):
         raise UsageError(f"{name!r} is not an identifier: find_references looks for names such as parse_header")
     # Every definition of the identifier, whatever its class: a definition is not a use.
@@ -180,11 +184,16 @@ def find_references(codebase: Codebase, name: str, *, limit: int = 200,
             "note": "lexical: every use of the identifier on its word boundaries, whatever it refers to"}
 
 
+def _parts(name: str) -> list[str]:
+    """The parts of a (qualified) name: ``Session.send``, ``Type::method``, ``pkg/mod``, ``Foo<T>``."""
+    return [p for p in _SEPARATORS.split(name) if p]
+
+
 def _every_part(wanted: str) -> str:
     """An FTS5 expression for the files holding every part of ``wanted`` (``Widget7.run``: both
     words; a module path's parts match the path column), so that a qualified name narrows the
     files parsed for small definitions."""
-    parts = [p for p in re.split(r"[.:#/<>]", wanted) if p] or [wanted]
+    parts = _parts(wanted) or [wanted]
     return "{content symbol path}: (" + " AND ".join('"' + p.replace('"', '""') + '"' for p in parts) + ")"
 
 
@@ -201,7 +210,7 @@ def _drop_definitions(seen: dict[str, dict[int, str]], order: list[str], ident: 
             budget -= 1
             info = {"language": detect_language(path), "role": roles[path]}
             for d in _parsed(fileset, {path: info}, None).get(path, []):
-                if re.split(r"[.:#/<>]", _normal(d["symbol"]))[-1] == ident:
+                if _parts(_normal(d["symbol"]))[-1:] == [ident]:
                     for line in range(d["start_line"], d["end_line"] + 1):
                         if seen[path].get(line) == d["signature"][:SIGNATURE_CHARS]:
                             del seen[path][line]
@@ -290,7 +299,7 @@ def _shown(line: str) -> str:
 
 
 def _depth(text: str) -> int:
-    return sum(text.count(o) for o in "([{") - sum(text.count(c) for c in ")]}")
+    return sum(_BRACKETS.get(ch, 0) for ch in text)
 
 
 def _after_annotations(line: str) -> tuple[str, int]:
@@ -303,7 +312,7 @@ def _after_annotations(line: str) -> tuple[str, int]:
         if rest.startswith("("):
             depth = 0
             for i, ch in enumerate(rest):
-                depth += {"(": 1, ")": -1, "[": 1, "]": -1, "{": 1, "}": -1}.get(ch, 0)
+                depth += _BRACKETS.get(ch, 0)
                 if depth == 0:
                     rest = rest[i + 1:]
                     break
