@@ -99,7 +99,8 @@ def run_at(cb, queries: list[dict], coverage: float, tmp: Path, ranked: dict) ->
     for mode in ("hybrid", "bm25"):
         opts = service.SearchOptions(limit=10, mode=mode, group_by_file=True)
         for q in queries:
-            resp = service.search(copy, q["query"], opts, update=False)
+            resp = service.search(service.SearchRequest(q["query"], opts, [str(copy.root)], db=str(copy.db_path),
+                                                        update=False))
             ranked[(coverage, mode)][q["id"]] = list(dict.fromkeys(r.path for r in resp.results))
     copy.db_path.unlink()
 

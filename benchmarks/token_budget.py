@@ -46,7 +46,8 @@ def main() -> None:
         for q in (q for q in queries if swe_dev.release_of(q) == rel):
             text = q["query"].strip().splitlines()[0] if args.titles else q["query"]
             for b in budgets:
-                res = service.search(cb, text, SearchOptions(limit=10, max_tokens=b), update=False).results
+                res = service.search(service.SearchRequest(text, SearchOptions(limit=10, max_tokens=b), [str(cb.root)],
+                                                           update=False)).results
                 files = list(dict.fromkeys(r.path for r in res))
                 hit = [i for i, f in enumerate(files[:10]) if f in set(q["relevant"])]
                 row = rows[b]

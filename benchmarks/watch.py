@@ -138,7 +138,8 @@ def idle(pid: int, cb, seconds: float) -> dict:
 
 
 def searchable(cb, symbol: str) -> bool:
-    resp = service.search(cb, symbol, SearchOptions(limit=3, mode="bm25"), update=False)
+    resp = service.search(service.SearchRequest(symbol, SearchOptions(limit=3, mode="bm25"), [str(cb.root)],
+                                                db=str(cb.db_path), update=False))
     return any(r.symbol == symbol for r in resp.results)
 
 

@@ -9,10 +9,12 @@ holding that release plus one release of every other project (the one with the m
 per-query Acc@k, MRR@10 and NDCG@10 count only the query's own release's files as relevant, so
 another project's result above them costs. The members' answers are fetched once and merged
 with each ``--temperatures`` value (``rrf``: by rank; ``inf``: members' fused scores as they
-are); the product's own :func:`search_many` (row ``search_many``), which leaves far members
-out, is scored beside them.
-Latency: warm ``search_many`` p50 over the issues' titles at 1, 3 and 10 members (searchers
-kept open, as the MCP server keeps them), beside a single index's own :meth:`Searcher.search`.
+are); the product's own search (row ``product``: :func:`codii_sql.service.search`, which leaves
+out members whose best result could not enter) is scored beside them, with how many members it
+asked and how often a member it left out held a result of the all-members top 5 (``lost``: it
+must be 0).
+Latency: warm p50 of the product's search over the issues' titles at 1, 3 and 10 members
+(indexes kept open, as the MCP server keeps them), beside a single index's own :meth:`Searcher.search`.
 
 Releases are indexed with the product's build under ``--home`` (shared embedding cache) first.
 pylint is GPL: its index stays on this machine (bench README).
@@ -97,15 +99,16 @@ def anchors(queries: list[dict], releases: list[str]) -> dict[str, str]:
 def quality(codebases: dict, queries: list[dict], temperatures: list[str]) -> dict:
     """Micro and per-repository means of Acc@1/3/5/10, MRR@10, NDCG@10: own index, and the workspace per temperature."""
     from codii_sql.eval.metrics import metric_names, score
+    from codii_sql import service
     from codii_sql.search.merge import MERGE_TEMPERATURE, MemberAnswer, merge
     from codii_sql.service import SearchOptions, open_searcher
-    from codii_sql.service.fanout import search_many
 
     opts = SearchOptions(limit=10, group_by_file=True)
     anchor = anchors(queries, list(codebases))
     searchers = {rel: open_searcher(cb) for rel, cb in codebases.items()}
+    indexes = service.OpenIndexes()
     runs: dict[str, dict[str, list[str]]] = defaultdict(dict)
-    relevant, disagreements, searched, started = {}, 0, 0, time.perf_counter()
+    relevant, disagreements, searched, lost, started = {}, 0, 0, 0, time.perf_counter()
     for q in queries:
         own = swe_dev.release_of(q)
         members = [own] + [r for p, r in anchor.items() if p != project(own)]
@@ -115,18 +118,21 @@ def quality(codebases: dict, queries: list[dict], temperatures: list[str]) -> di
         relevant[q["id"]] = [f"{own}::{p}" for p in q["relevant"]]
         runs["own"][q["id"]] = [f"{own}::{r.path}" for r in answers[0].results]
         for t in temperatures:
-            merged = by_rank(answers) if t == "rrf" else merge(answers, opts.limit, temperature=float(t))[0]
+            merged = by_rank(answers) if t == "rrf" else merge(answers, opts.limit, temperature=float(t)).results
             runs[t][q["id"]] = list(dict.fromkeys(f"{r.codebase}::{r.path}" for r in merged))
-        product = search_many([codebases[r] for r in members], q["query"], opts,
-                              provide=lambda cb: _held(searchers[_rel(codebases, cb)]))
+        product = service.search(service.SearchRequest(q["query"], opts, [str(codebases[r].root) for r in members],
+                                                       update=False), indexes=indexes)
         names = {str(codebases[r].root): r for r in members}
         got = list(dict.fromkeys(f"{names[r.codebase]}::{r.path}" for r in product.results))
-        runs["search_many"][q["id"]] = got
-        disagreements += got != runs[str(MERGE_TEMPERATURE)].get(q["id"], got)
-        searched += sum(not m.get("pruned") for m in product.members)
-    print(f"# {len(queries)} queries x {len(anchor)} members in {time.perf_counter() - started:.0f} s; "
-          f"search_many (which leaves far members out: {searched / max(len(queries), 1):.1f} searched per query) "
-          f"differed from the default merge of all members on {disagreements}", flush=True)
+        runs["product"][q["id"]] = got
+        everyone = runs[str(MERGE_TEMPERATURE)].get(q["id"], got)
+        disagreements += got != everyone
+        left_out = {names[m.codebase] for m in product.members if m.status == "pruned"}
+        lost += any(hit.split("::")[0] in left_out for hit in everyone[:5])
+        searched += sum(m.status == "searched" for m in product.members)
+    print(f"# {len(queries)} queries x {len(anchor)} members in {time.perf_counter() - started:.0f} s; the product "
+          f"asked {searched / max(len(queries), 1):.1f} members per query, differed from the merge of all members "
+          f"on {disagreements} and left out a member holding one of its top 5 on {lost} (lost)", flush=True)
     names = metric_names("swebench")
     repo_of = {q["id"]: q["repo"] for q in queries}
     table = {}
@@ -140,24 +146,9 @@ def quality(codebases: dict, queries: list[dict], temperatures: list[str]) -> di
     print_quality(table, anchor)
     for s in searchers.values():
         s.store.close()
+    table["lost"], table["disagreements"] = lost, disagreements
+    table["members_asked"] = searched / max(len(queries), 1)
     return table
-
-
-def _rel(codebases: dict, cb) -> str:
-    return next(r for r, c in codebases.items() if c.db_path == cb.db_path)
-
-
-class _held:
-    """A searcher lent to :func:`search_many` without closing it after (the benchmark reuses it)."""
-
-    def __init__(self, searcher):
-        self.searcher = searcher
-
-    def __enter__(self):
-        return self.searcher
-
-    def __exit__(self, *exc):
-        return False
 
 
 def by_rank(answers) -> list:
@@ -190,15 +181,15 @@ def print_quality(table: dict, anchor: dict) -> None:
 
 
 def latency(codebases: dict, queries: list[dict], counts: list[int], runs: int) -> dict:
-    """Warm p50/p95 (ms) of search_many over the first n releases, and of one index's own search."""
+    """Warm p50/p95 (ms) of the product's search over the first n releases, and of one index's own search."""
+    from codii_sql import service
     from codii_sql.service import SearchOptions, open_searcher
-    from codii_sql.service.fanout import search_many
 
     titles = list(dict.fromkeys(q["query"].strip().splitlines()[0][:200] for q in queries))
     opts = SearchOptions(limit=10)
     releases = list(codebases)
     searchers = {rel: open_searcher(codebases[rel]) for rel in releases}
-    by_path = {codebases[r].db_path: searchers[r] for r in releases}
+    indexes = service.OpenIndexes()
     out = {}
     first = searchers[releases[0]]
     for t in titles:  # warm every page cache and the ONNX session
@@ -213,7 +204,8 @@ def latency(codebases: dict, queries: list[dict], counts: list[int], runs: int) 
         if len(members) < n:
             print(f"# only {len(members)} releases: no {n}-member row")
             continue
-        row = timed(lambda t: search_many(members, t, opts, provide=lambda cb: _held(by_path[cb.db_path])),
+        roots = [str(cb.root) for cb in members]
+        row = timed(lambda t: service.search(service.SearchRequest(t, opts, roots, update=False), indexes=indexes),
                     titles, runs)
         row["vs_single"] = round(row["p50"] / single["p50"], 2)
         out[str(n)] = row

@@ -20,18 +20,18 @@ def resolve_root(path: str | os.PathLike[str] | None) -> Path:
         UsageError: the path is empty, does not exist or is not a directory.
     """
     if path is not None and not os.fspath(path).strip():  # Path("") is ".": a slip, not a choice
-        raise UsageError("the path is empty: pass a folder, or leave the option out for the current directory")
+        raise UsageError("the path is empty", "pass a folder, or leave the option out for the current directory")
     raw = Path(path if path is not None else ".").expanduser()
     if "\0" in str(raw):
-        raise UsageError("the path contains a NUL byte: pass a directory path")
+        raise UsageError("the path contains a NUL byte", "pass a directory path")
     try:
         root = raw.resolve(strict=True)
     except (FileNotFoundError, RuntimeError):
-        raise UsageError(f"{raw}: no such directory; pass the root folder of a codebase") from None
+        raise UsageError(f"{raw}: no such directory", "pass the root folder of a codebase") from None
     except OSError as err:
-        raise UsageError(f"{raw}: cannot be read ({err.strerror}); pass a directory you can read") from None
+        raise UsageError(f"{raw}: cannot be read ({err.strerror})", "pass a directory you can read") from None
     if not root.is_dir():
-        raise UsageError(f"{raw} is a file, not a directory: pass the folder that contains it")
+        raise UsageError(f"{raw} is a file, not a directory", "pass the folder that contains it")
     return root
 
 
@@ -60,11 +60,11 @@ class Codebase:
         """
         db_path = Path(db).expanduser().absolute() if db is not None else None
         if db_path is not None and db_path.is_dir():
-            raise UsageError(f"--db {db} is a directory: pass a file path such as {db_path / 'index.db'}")
+            raise UsageError(f"{db} is a directory", f"pass a file path such as {db_path / 'index.db'}", field="db")
         root = resolve_root(path)
         if root == Path(root.anchor) or root == Path.home().resolve():
             raise UsageError(f"{root} is not a project folder (it would index a whole file system or home "
-                             "directory): pass the root of one codebase")
+                             "directory)", "pass the root of one codebase")
         return cls(root, db_path or default_db_path(root))
 
     @classmethod

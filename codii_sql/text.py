@@ -80,10 +80,21 @@ def identifier_subtokens(text: str) -> str:
     return " ".join(out)
 
 
-def line_numbers(start_line: int, end_line: int, count: int) -> list[int]:
-    """The file line (1-based) of each of a chunk's ``count`` content lines: ``start_line`` on,
-    one each, when the chunk spans ``count`` lines of the file; else ``start_line`` for every
-    line (a notebook cell stored as one JSON string holds several lines on one file line)."""
-    if end_line - start_line + 1 == count:
-        return list(range(start_line, end_line + 1))
-    return [start_line] * count
+def content_lines(content: str) -> list[str]:
+    """A chunk's (or a file's) lines as the file has them: split at ``\n`` only (a chunk's line span
+    counts those), without the empty piece after a final newline."""
+    lines = content.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return lines
+
+
+def numbered_lines(content: str, start_line: int, end_line: int | None = None) -> list[tuple[int, str]]:
+    """``(file line, text)`` of each line of ``content``, which starts at ``start_line`` (1-based):
+    one number each, from ``start_line`` on, when it spans ``end_line - start_line + 1`` lines (or
+    ``end_line`` is None); else ``start_line`` for every line (a notebook cell stored as one JSON
+    string holds several lines on one file line). The one numbering of every text listing."""
+    lines = content_lines(content)
+    if end_line is None or end_line - start_line + 1 == len(lines):
+        return list(enumerate(lines, start_line))
+    return [(start_line, line) for line in lines]

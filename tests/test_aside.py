@@ -41,7 +41,8 @@ def test_a_build_aside_is_published_and_the_next_one_is_incremental(sample_repo)
     counts = _counts(cb.db_path)
     assert counts["pending"] == 0 and counts["chunks"] == first.report.chunks > 0
     assert first.embedded_elsewhere == sum(calls) == first.report.chunks_embedded > 0
-    resp = service.search(cb, "retry with exponential backoff", SearchOptions(limit=3), update=False)
+    resp = service.search(service.SearchRequest("retry with exponential backoff", SearchOptions(limit=3),
+                                                [str(cb.root)], update=False))
     assert resp.results[0].symbol == "retry_with_backoff"
 
     (sample_repo / "app" / "cache.py").write_text('def evict_oldest(entries):\n    """Drop the least recently used entry."""\n    return entries[1:]\n')

@@ -40,14 +40,18 @@ def test_max_tokens_on_a_real_search_and_get_content(tmp_path, codii_home):
     repo = write_tree(tmp_path / "b", files)
     cb = service.open_codebase(repo)
     service.build(cb)
-    full = service.search(cb, "retry the request with backoff", SearchOptions(limit=10), update=False)
-    small = service.search(cb, "retry the request with backoff", SearchOptions(limit=10, max_tokens=150), update=False)
+    def ask(query, opts):
+        return service.search(service.SearchRequest(query, opts, [str(repo)], update=False))
+
+    full = ask("retry the request with backoff", SearchOptions(limit=10))
+    small = ask("retry the request with backoff", SearchOptions(limit=10, max_tokens=150))
     assert sum(tokens(r.content) + RESULT_OVERHEAD for r in small.results) <= 150 < \
         sum(tokens(r.content) + RESULT_OVERHEAD for r in full.results)
-    assert small.results[0].path == full.results[0].path and small.budget["dropped"] > 0
-    assert "max_tokens=150" in small.note
-    with pytest.raises(UsageError, match=r"\(max_tokens\) must be between 100 and"):
-        service.search(cb, "retry", SearchOptions(max_tokens=5), update=False)
+    assert small.results[0].path == full.results[0].path and small.budget.dropped > 0
+    assert "max_tokens=150" in small.note(lambda hint: None) and "budget" in [n.kind for n in small.notes]
+    with pytest.raises(UsageError, match=r"must be between 100 and") as refused:
+        ask("retry", SearchOptions(max_tokens=5))
+    assert refused.value.field == "max_tokens"
     session = service.Session()
     part = session.content(cb, "pkg/m0.py", None, None, max_tokens=100)
     assert len(part["content"]) <= 400 and part["next_start_line"] > 1

@@ -327,7 +327,7 @@ def test_a_full_disk_during_build_is_a_write_failure_not_a_damaged_index(sample_
     res = CliRunner().invoke(cli, ["build", str(sample_repo)])
     assert res.exit_code == 1 and res.output.count("\n") == 1, res.output
     assert res.output.startswith(f"Error: the disk is full writing {db}: free some space"), res.output
-    assert "build again (`codii-sql build`; MCP: index_codebase)" in res.output and "damaged" not in res.output
+    assert "then run the command again" in res.output and "MCP" not in res.output and "damaged" not in res.output
     monkeypatch.setattr(apsw, "connection_hooks", [])
     assert json.loads(run("status", sample_repo, "--json").output)["files"] == 4  # the last committed state
 

@@ -112,10 +112,10 @@ def test_a_plain_status_and_build_notice_a_damaged_page(sample_repo):
     assert healthy["status"] == "indexed" and "damage" not in healthy
     _damage_one_leaf(db)
     st = json.loads(run("status", sample_repo, "--json").output)
-    assert st["status"] == "damaged" and st["damage"] and f"build {sample_repo} --force" in st["error"], st
+    assert st["status"] == "damaged" and st["damage"] and f"build {sample_repo} --force" in st["hint"], st
     [listed] = json.loads(run("list", "--json").output)
-    assert listed["status"] == "damaged" and "clear --db" in listed["error"], listed
-    assert f"build {sample_repo} --force" in listed["error"], listed
+    assert listed["status"] == "damaged" and "clear --db" in listed["hint"], listed
+    assert f"build {sample_repo} --force" in listed["hint"], listed
     doctored = CliRunner().invoke(cli, ["doctor", str(sample_repo), "--json"])
     assert doctored.exit_code == 1 and json.loads(doctored.stdout)["damaged"], doctored.output
     res = CliRunner().invoke(cli, ["build", str(sample_repo), "--json"])

@@ -115,7 +115,7 @@ def test_get_corpus_is_run_for_the_selected_queries_only(tmp_path):
 
 @pytest.mark.parametrize("args, message", [
     (["--repos", "nope"], "unknown repository nope"),
-    (["--limit", "1", "--rerank"], "rerank unavailable"),
+    (["--limit", "1", "--rerank"], "the re-rank module cannot be imported"),
 ])
 def test_usage_errors(tmp_path, monkeypatch, args, message):
     monkeypatch.setitem(sys.modules, "codii_sql.search.rerank", None)  # makes the import fail

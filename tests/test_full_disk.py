@@ -78,7 +78,7 @@ def test_an_intact_index_is_read_on_a_full_disk_and_a_read_only_one(small_disk, 
             assert found["results"][0]["path"] == before["results"][0]["path"], found
             assert (await call(s, "get_indexing_status", path=str(sample_repo)))["files"]["indexed"] == st["files"]
             msg = await refused(s, "index_codebase", path=str(sample_repo))
-            assert "the disk is full" in msg and "MCP: index_codebase" in msg, msg
+            assert "the disk is full" in msg and "call the tool again" in msg and "codii-sql" not in msg, msg
 
     asyncio.run(agent())
 

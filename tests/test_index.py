@@ -123,8 +123,9 @@ def test_model_change_is_detected_and_force_rebuilds(sample_repo, embedder):
         def embed(self, texts):
             return embedder.embed(texts)
 
-    with pytest.raises(IndexMismatchError, match="build --force"):
+    with pytest.raises(IndexMismatchError, match="forced build") as refused:
         build(sample_repo, Other())
+    assert refused.value.hint.kind == "force_build"
     report = Indexer(Codebase.open(sample_repo), Other()).build(force=True)
     assert report.added == 4
 

@@ -84,7 +84,8 @@ def chunk_rows(cb, path):
 
 
 def bm25(cb, query, **kw):
-    return service.search(cb, query, service.SearchOptions(mode="bm25", **kw)).results
+    return service.search(service.SearchRequest(query, service.SearchOptions(mode="bm25", **kw), [str(cb.root)],
+                                                db=str(cb.db_path))).results
 
 
 def test_a_notebook_is_indexed_by_its_cells_with_lines_of_the_file(tmp_path):

@@ -312,7 +312,7 @@ def test_models_pull_without_huggingface_hub(monkeypatch):
     monkeypatch.setitem(sys.modules, "huggingface_hub", None)  # as if not installed
     result = CliRunner().invoke(models, ["pull", "cross-encoder/ms-marco-MiniLM-L-6-v2"])
     assert isinstance(result.exception, UsageError)
-    assert str(result.exception).startswith("install huggingface_hub and ensure network access")
+    assert str(result.exception).startswith("huggingface_hub is not installed: install it and ensure network access")
     bad = CliRunner().invoke(models, ["pull", "../etc"])
     assert isinstance(bad.exception, UsageError)
 

@@ -16,6 +16,7 @@ from codii_sql.ingest.indexer import Indexer
 from codii_sql.search import searcher as search
 from codii_sql.search.fusion import KNN_BY_BEST_SHAPES
 from codii_sql.search.query import (
+    MAX_FTS_TERMS,
     MAX_PATH_TOKEN,
     STOP_WORDS,
     Named,
@@ -30,7 +31,6 @@ from codii_sql.search.searcher import (
     BM25_WEIGHT,
     BM25_WEIGHTS,
     CONFIDENT_GAP,
-    MAX_FTS_TERMS,
     RRF_K,
     RRF_WEIGHT,
     Searcher,
@@ -69,7 +69,7 @@ def test_fusion_matches_hand_computation(searcher, embedder, q):
     """score = sum_r w_r * minmax(raw_r) + RRF_WEIGHT * sum_r w_r / (k + rank_r), recomputed here; for a
     question naming code (fusion shape "mixed") the KNN scores are divided by the best cosine instead."""
     conn = searcher.store.conn
-    fq = fts_query(searcher.select_terms(q))
+    fq = searcher.analyze(q).fts
     shape = searcher._fusion_shape(query_shape(q), fq)
     normal, confident = BM25_WEIGHT[shape]
     weights = ", ".join(str(w) for w in BM25_WEIGHTS.values())
@@ -149,13 +149,13 @@ def test_group_by_file_fetches_deeper_when_one_file_holds_every_chunk_fetched(tm
 
 def test_no_good_match_flags_unrelated_queries_and_never_named_or_matching_ones(searcher):
     for query in ("bake sourdough bread with a starter", "migration of monarch butterflies", "asdkjh qwelkj zxcmnb"):
-        searcher.search(query, SearchOptions(limit=3))
-        assert searcher.no_good_match, (query, searcher.best_cosine)
+        hits = searcher.find(query, SearchOptions(limit=3))
+        assert hits.no_good_match, (query, hits.best_cosine)
     for query in ("retry with exponential backoff", "parse_header", "follow redirects"):
-        searcher.search(query, SearchOptions(limit=3))
-        assert not searcher.no_good_match, (query, searcher.best_cosine)
-    searcher.search("butterflies", SearchOptions(limit=3, mode="bm25"))  # no word matches: flagged without vectors
-    assert searcher.no_good_match and searcher.best_cosine is None
+        hits = searcher.find(query, SearchOptions(limit=3))
+        assert not hits.no_good_match, (query, hits.best_cosine)
+    hits = searcher.find("butterflies", SearchOptions(limit=3, mode="bm25"))  # no word matches: flagged without vectors
+    assert hits.no_good_match and hits.best_cosine is None
 
 
 def test_empty_query_is_a_usage_error(searcher):
@@ -301,7 +301,7 @@ def test_bm25_finds_a_file_by_its_path(tmp_path, embedder):
     """The FTS5 expression alone (no name tiers) ranks the file a path names first."""
     store, s = _searcher_for(tmp_path, embedder, AUTH)
     with store:
-        fq = fts_query(s.select_terms("pkg/_auth.py"))
+        fq = s.analyze("pkg/_auth.py").fts
         rows = store.conn.execute("SELECT c.path FROM chunks_fts JOIN chunks c ON c.id = chunks_fts.rowid "
                                   "WHERE chunks_fts MATCH ? ORDER BY bm25(chunks_fts) LIMIT 1", (fq,)).fetchall()
         assert rows == [("pkg/_auth.py",)]
@@ -450,7 +450,7 @@ def test_bm25_stems_both_sides_and_long_queries_count_terms_by_their_stem(search
         "term_doc_counts", {"terms": json.dumps(["retries", "retrying", "redirects", "nowhere_at_all"])})}
     assert df["retries"] == df["retrying"] > 0 and df["redirects"] > 0 and "nowhere_at_all" not in df
     issue = "Retries\n" + " ".join(f"word{i}" for i in range(40)) + " retrying redirects"
-    assert {"retries", "retrying", "redirects"} <= set(searcher.select_terms(issue))
+    assert {"retries", "retrying", "redirects"} <= set(searcher.analyze(issue).terms)
 
 
 def test_issue_template_boilerplate_is_stripped():
@@ -467,10 +467,10 @@ def test_long_query_keeps_title_and_code_span_terms_first(searcher):
     words = [t for t, _ in rows if t.isalpha() and len(t) > 3 and t not in STOP_WORDS]
     title, body = words[:2], words[2:MAX_FTS_TERMS + 12]  # the title's words are the most common
     issue = f"{title[0]} {title[1]}\nSome text {' '.join(body)} and `retry_with_backoff` here."
-    terms = searcher.select_terms(issue)
+    terms = searcher.analyze(issue).terms
     assert len(terms) == MAX_FTS_TERMS
     assert {*title, "retry_with_backoff"} <= set(terms)
-    assert searcher.select_terms(issue.replace("\n", " ")) != terms  # one line: no title, IDF order
+    assert searcher.analyze(issue.replace("\n", " ")).terms != terms  # one line: no title, IDF order
 
 
 @pytest.mark.parametrize("opts", [SearchOptions(exts=[""]), SearchOptions(exts=["."]), SearchOptions(exts=["*"]),
@@ -529,7 +529,7 @@ def test_a_read_only_schema_4_index_is_searched_unstemmed(searcher, embedder, mo
         assert bm25_symbols(s, "retry_with_backoff")[0] == "retry_with_backoff"
         assert bm25_symbols(s, "retried") == []
         issue = "Retrying\n" + " ".join(f"word{i}" for i in range(40)) + " redirects"
-        assert {"retrying", "redirects"} <= set(s.select_terms(issue))  # counted as written
+        assert {"retrying", "redirects"} <= set(s.analyze(issue).terms)  # counted as written
     monkeypatch.setattr(Store, "run", run)
     with Store(store.path, create=False) as writable:
         assert writable.meta()["schema_version"] == SCHEMA_VERSION
@@ -559,7 +559,7 @@ def test_a_licence_header_weighs_low(tmp_path, embedder):
 
 def test_a_question_naming_a_path_word_fuses_like_a_question_naming_code(searcher):
     """zod's 'add turkmen (tk) locale': BM25 found locales/tk.ts, the vectors did not."""
-    terms = lambda q: search.fts_query(searcher.select_terms(q))  # noqa: E731
+    terms = lambda q: searcher.analyze(q).fts  # noqa: E731
     assert query_shape("where is the util helper for timers") == "natural"
     assert searcher._fusion_shape("natural", terms("where is the util helper for timers")) == "mixed"
     assert searcher._fusion_shape("natural", terms("how are failed requests retried")) == "natural"

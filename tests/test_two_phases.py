@@ -43,7 +43,8 @@ def test_no_vectors_is_bm25_only_and_a_later_build_with_vectors_fills_them_in(sa
     assert st["status"] == "indexed" and st["vectors"] == {"done": 0, "total": first["chunks"], "state": "off"}
     found = as_json(run("search", "when does it give up retrying after attempts", "--path", sample_repo, "--json"))
     assert found["results"][0]["symbol"] == "retry_with_backoff"  # hybrid: BM25 in the vectors' place
-    assert "--no-vectors" in found["note"] and "rank by BM25 alone" in found["note"]
+    assert "built with vectors off" in found["note"] and "rank by BM25 alone" in found["note"]
+    assert f"`codii-sql build {sample_repo} --vectors` embeds them" in found["note"]
     assert as_json(run("build", sample_repo, "--json"))["vectors_pending"] == first["chunks"]  # kept off
 
     filled = as_json(run("build", sample_repo, "--vectors", "--json"))

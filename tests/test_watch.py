@@ -70,7 +70,7 @@ class WatchProcess:
 
 def found(root: Path, query: str) -> list[str]:
     """``path:symbol`` of the no-update search results for ``query``."""
-    resp = service.search(service.open_codebase(root), query, SearchOptions(limit=5), update=False)
+    resp = service.search(service.SearchRequest(query, SearchOptions(limit=5), [str(root)], update=False))
     return [f"{r.path}:{r.symbol}" for r in resp.results]
 
 

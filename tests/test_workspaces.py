@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 from click.testing import CliRunner
@@ -18,6 +19,11 @@ from codii_sql.service.workspaces import parse_paths, workspaces
 
 def run(*args, env=None):
     return CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=False, env=env)
+
+
+def ask(query, opts, roots, **kw):
+    """The service's answer over the codebases at ``roots``, from their last committed states."""
+    return service.search(service.SearchRequest(query, opts, [str(r) for r in roots], update=False, **kw))
 
 
 @pytest.fixture
@@ -113,7 +119,7 @@ def test_build_several_and_search_one_list_that_names_each_codebase(two):
     http, shop = two
     out = json.loads(run("search", "compute the order total with tax", "--path", http, "--path", shop,
                          "--json").output)
-    assert {m["codebase"]: m["status"] for m in out["codebases"]} == {str(http): "ok", str(shop): "ok"}
+    assert {m["codebase"]: m["status"] for m in out["codebases"]} == {str(http): "searched", str(shop): "searched"}
     top = out["results"][0]
     assert (top["codebase"], top["path"], top["symbol"]) == (str(shop), "cart/checkout.js", "checkoutTotal")
     assert {r["codebase"] for r in out["results"]} == {str(http), str(shop)}
@@ -127,9 +133,9 @@ def test_each_members_own_order_survives_the_merge(two):
     http, shop = two
     opts = SearchOptions(limit=10)
     for query in ("follow redirects", "parse a header line", "reserve stock for an order", "debounce", "Session"):
-        merged = service.search_many([service.open_codebase(http), service.open_codebase(shop)], query, opts)
+        merged = ask(query, opts, [http, shop])
         for root in (http, shop):
-            own = service.search(service.open_codebase(root), query, opts).results
+            own = ask(query, opts, [root]).results
             mine = [(r.path, r.start_line) for r in merged.results if r.codebase == str(root)]
             assert mine == [(r.path, r.start_line) for r in own][:len(mine)], (query, root)
 
@@ -141,7 +147,7 @@ def test_workspace_search_notes_missing_and_unindexed_members_and_answers(two, t
     out = json.loads(run("search", "checkoutTotal", "--workspace", "MIX", "--json").output)
     assert out["workspace"] == "mix"
     status = {m["codebase"]: m["status"] for m in out["codebases"]}
-    assert status == {str(http): "ok", str(shop): "ok", str(never.resolve()): "not_indexed",
+    assert status == {str(http): "searched", str(shop): "searched", str(never.resolve()): "not_indexed",
                       str(tmp_path / "gone"): "missing"}
     assert out["results"][0]["symbol"] == "checkoutTotal"
     assert "is not indexed" in out["note"] and "the folder is gone" in out["note"]
@@ -199,36 +205,39 @@ def _result(path: str, score: float, match: float | None, tier: int = 0) -> Resu
 def test_merge_weighs_members_by_how_well_each_matches_and_keeps_named_tiers_first():
     near = MemberAnswer("/near", [_result("n1.py", 1.0, 0.60), _result("n2.py", 0.5, 0.60)], "m")
     far = MemberAnswer("/far", [_result("f1.py", 1.0, 0.45), _result("f2.py", 0.9, 0.45, tier=1)], "m")
-    merged, by_rank = merge([far, near], 10)
-    assert not by_rank
+    out = merge([far, near], 10)
+    merged, by_rank = out.results, out.by_rank
+    assert not by_rank and out.top == 0.60 and out.floor == -math.inf  # room left: anything enters
     assert [r.path for r in merged] == ["f2.py", "n1.py", "n2.py", "f1.py"]
     assert [r.codebase for r in merged] == ["/far", "/near", "/near", "/far"]
+    assert merge([far, near], 2).floor == 1.0  # the last kept: n1.py at weight 1
     # Both members equally close: fused scores decide, members interleave.
-    even, _ = merge([MemberAnswer("/a", [_result("a.py", 0.6, 0.5)], "m"),
-                     MemberAnswer("/b", [_result("b.py", 0.9, 0.5)], "m")], 10)
+    even = merge([MemberAnswer("/a", [_result("a.py", 0.6, 0.5)], "m"),
+                  MemberAnswer("/b", [_result("b.py", 0.9, 0.5)], "m")], 10).results
     assert [r.path for r in even] == ["b.py", "a.py"]
     # A little behind (a third of T): still above the other's weaker results.
-    close, _ = merge([MemberAnswer("/a", [_result("a1.py", 1.0, 0.50), _result("a2.py", 0.3, 0.50)], "m"),
-                      MemberAnswer("/b", [_result("b1.py", 1.0, 0.49)], "m")], 10)
+    close = merge([MemberAnswer("/a", [_result("a1.py", 1.0, 0.50), _result("a2.py", 0.3, 0.50)], "m"),
+                   MemberAnswer("/b", [_result("b1.py", 1.0, 0.49)], "m")], 10).results
     assert [r.path for r in close] == ["a1.py", "b1.py", "a2.py"]
-    mixed, by_rank = merge([MemberAnswer("/a", [_result("a1.py", 1, 0.9), _result("a2.py", 1, 0.8)], "m1"),
-                            MemberAnswer("/b", [_result("b1.py", 1, 0.1)], "m2")], 2)
-    assert by_rank and [r.path for r in mixed] == ["a1.py", "b1.py"]
-    bm25, by_rank = merge([MemberAnswer("/a", [_result("a1.py", 1, None)], "m"),
-                           MemberAnswer("/b", [_result("b1.py", 2, None)], "m")], 2)
-    assert by_rank and [r.path for r in bm25] == ["a1.py", "b1.py"]
+    mixed = merge([MemberAnswer("/a", [_result("a1.py", 1, 0.9), _result("a2.py", 1, 0.8)], "m1"),
+                   MemberAnswer("/b", [_result("b1.py", 1, 0.1)], "m2")], 2)
+    assert mixed.by_rank and [r.path for r in mixed.results] == ["a1.py", "b1.py"]
+    bm25 = merge([MemberAnswer("/a", [_result("a1.py", 1, None)], "m"),
+                  MemberAnswer("/b", [_result("b1.py", 2, None)], "m")], 2)
+    assert bm25.by_rank and [r.path for r in bm25.results] == ["a1.py", "b1.py"]
 
 
 def test_an_option_no_member_can_take_is_refused_once_and_one_some_can_take_is_noted(two):
     http, shop = two
     with pytest.raises(UsageError, match="unknown mode"):
-        service.search_workspace("x", SearchOptions(mode="sideways"), paths=[str(http), str(shop)])
-    out = service.search_workspace("reserve stock", SearchOptions(language="go"), paths=[str(http), str(shop)])
+        ask("x", SearchOptions(mode="sideways"), [http, shop])
+    out = ask("reserve stock", SearchOptions(language="go"), [http, shop])
     assert {r.codebase for r in out.results} == {str(shop)}
-    http_row = next(m for m in out.members if m["codebase"] == str(http))
-    assert http_row["status"] == "ok" and "no 'go' code in this index" in http_row["note"]
+    http_row = next(m for m in out.members if m.codebase == str(http))
+    assert http_row.status == "searched" and http_row.results == 0
+    assert any(n.codebase == str(http) and "no 'go' code in this index" in n.what for n in out.notes)
     with pytest.raises(UsageError, match="no 'klingon' code in any of the 2 codebases"):
-        service.search_workspace("x", SearchOptions(language="klingon"), paths=[str(http), str(shop)])
+        ask("x", SearchOptions(language="klingon"), [http, shop])
 
 
 #: A third codebase, far from the other two (Rust, gardening).
@@ -254,16 +263,23 @@ def three(two, tmp_path):
 def test_members_far_below_the_best_match_are_left_out_unless_the_near_ones_fall_short(three):
     http, shop, garden = three
     query = "compute the order total with tax and apply a discount"
-    out = service.search_many(three, query, SearchOptions(limit=2))
-    rows = {m["codebase"]: m for m in out.members}
-    assert rows[str(shop.root)]["results"] == 2 and not rows[str(shop.root)].get("pruned")
-    assert rows[str(http.root)]["pruned"] and rows[str(garden.root)]["pruned"]
+    roots = [cb.root for cb in three]
+    out = ask(query, SearchOptions(limit=2), roots)
+    rows = {m.codebase: m for m in out.members}
+    assert rows[str(shop.root)].results == 2 and rows[str(shop.root)].status == "searched"
+    assert rows[str(http.root)].status == rows[str(garden.root)].status == "pruned"
     assert [r.codebase for r in out.results] == [str(shop.root)] * 2
-    wide = service.search_many(three, query, SearchOptions(limit=10))  # the shop alone has too few
-    assert not any(m.get("pruned") for m in wide.members)
+    told = [n for n in out.notes if n.kind == "pruned"]
+    assert {n.codebase for n in told} == {str(http.root), str(garden.root)}
+    assert all(n.hint.kind == "search_member" for n in told)
+    # Left out only because their best could not enter: asking everyone gives the same list.
+    everyone = ask(query, SearchOptions(limit=2, exts=[".py", ".js", ".md", ".go", ".rs"]), roots)  # no routing
+    assert [(r.codebase, r.id) for r in everyone.results] == [(r.codebase, r.id) for r in out.results]
+    wide = ask(query, SearchOptions(limit=10), roots)  # the shop alone has too few
+    assert not any(m.status == "pruned" for m in wide.members)
     assert {r.codebase for r in wide.results} == {str(cb.root) for cb in three}
-    named = service.search_many(three, "checkoutTotal", SearchOptions(limit=1))  # a name: everyone
-    assert not any(m.get("pruned") for m in named.members)
+    named = ask("checkoutTotal", SearchOptions(limit=1), roots)  # a name: everyone
+    assert not any(m.status == "pruned" for m in named.members)
 
 
 def test_the_cheap_match_probe_agrees_with_the_searchs_own(three):
@@ -290,17 +306,17 @@ def test_a_member_still_waiting_for_vectors_is_neither_left_out_nor_pushed_down(
         assert searcher.match(searcher.embedder.embed_query("refund")) is None
     finally:
         searcher.store.close()
-    out = service.search_many([http, garden, shop], "refund a returned order and restock", SearchOptions(limit=2))
-    rows = {m["codebase"]: m for m in out.members}
-    assert not rows[str(shop.root)].get("pruned")
+    out = ask("refund a returned order and restock", SearchOptions(limit=2), [http.root, garden.root, shop.root])
+    rows = {m.codebase: m for m in out.members}
+    assert rows[str(shop.root)].status == "searched"
     assert (str(shop.root), "cart/refund.js") in [(r.codebase, r.path) for r in out.results]
 
 
 def test_a_subfolder_among_several_paths_searches_its_enclosing_index_under_it(two):
     http, shop = two
-    out = service.search_workspace("retry with exponential backoff", SearchOptions(limit=10),
-                                   paths=[str(http / "web"), str(shop)], update=False)
-    rows = {m["codebase"]: m for m in out.members}
-    assert rows[str(http)]["status"] == "ok" and "files under web/ only" in rows[str(http)]["note"]
+    out = ask("retry with exponential backoff", SearchOptions(limit=10), [http / "web", shop])
+    rows = {m.codebase: m for m in out.members}
+    assert rows[str(http)].status == "searched" and rows[str(http)].scope == "web"
+    assert any(n.codebase == str(http) and "files under web/ only" in n.what for n in out.notes)
     mine = [r.path for r in out.results if r.codebase == str(http)]
     assert mine and all(p.startswith("web/") for p in mine)

@@ -5,7 +5,9 @@ from __future__ import annotations
 import click
 
 from .. import service
+from ..errors import Remedy
 from .output import db_option, echo, emit, fmt_value, json_option
+from .words import words
 
 
 @click.command()
@@ -64,7 +66,7 @@ def list_(as_json):
 def _list_row(r: dict, indent: str) -> None:
     size = f"size={r['size_bytes'] / 1e6:.1f} MB"
     if "files" not in r:  # damaged or unreadable: counts are unknown, say what to do instead
-        hint = f"`codii-sql clear --db {r['db']} --yes` deletes it" if r["status"] == "damaged" else r.get("error")
+        hint = words(Remedy("clear", {"db": r["db"]})) if r["status"] == "damaged" else r.get("error")
         echo(f"{indent}{r['db']}  {r['status']}  {size}  ({hint})")
         return
     echo(f"{indent}{r.get('root') or r['db']}  {r.get('status')}  files={r['files']} chunks={r['chunks']} {size}")

@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import json
-import re
 import sys
 
 import click
 
-from ..errors import CodiiError, UsageError
+from ..errors import CodiiError, Remedy, UsageError
 from . import building, evaluation, info, maintenance, searching, symbols, watching
 from .models import models
 from .output import echo
 from .serving import serve_http
+from .words import what, words
 from .workspace import workspace
 
 
@@ -24,7 +24,8 @@ class CodiiGroup(click.Group):
         try:
             return super().invoke(ctx)
         except CodiiError as err:
-            _fail(str(err), err.exit_code, as_json, " ".join(filter(None, ["codii-sql", ctx.invoked_subcommand])))
+            where = " ".join(filter(None, ["codii-sql", ctx.invoked_subcommand]))
+            _fail(what(err), words(err.hint), err.exit_code, as_json, where)
         except click.exceptions.NoArgsIsHelpError as err:  # `codii-sql models`: its help, as asked
             echo(err.ctx.get_help() if err.ctx else err.format_message())
             ctx.exit(0)
@@ -32,45 +33,23 @@ class CodiiGroup(click.Group):
             sub = err.ctx.command_path.split(" ", 1)[1:] if err.ctx else []  # without the program's own name
             where = " ".join(["codii-sql", *sub])
             message = err.format_message().replace("is not a valid integer range", "is not a whole number in range")
-            _fail(f"{message} (see `{where} --help`)", 2, as_json, where)
+            _fail(message, None, 2, as_json, where, usage=True)
         except KeyboardInterrupt:
             echo("Interrupted: the index keeps every file committed so far; run build again to finish.", err=True)
             ctx.exit(130)
 
 
-def _fail(message: str, code: int, as_json: bool, where: str = "codii-sql") -> None:
-    """One line on stderr; under ``--json``/``--jsonl`` also ``{"error", "hint", "exit_code"}`` on
-    stdout, which a script parses: ``error`` is what went wrong, ``hint`` what to do (see :func:`split_hint`)."""
-    echo(f"Error: {message}", err=True)
+def _fail(error: str, hint: str | None, code: int, as_json: bool, where: str = "codii-sql", *,
+          usage: bool = False) -> None:
+    """``Error: error[: hint]`` on stderr (a bad option: ``(see `where --help`)``); under
+    ``--json``/``--jsonl`` also ``{"error", "hint", "exit_code"}`` on stdout, which a script parses
+    (``hint`` then defaults to the command's usage)."""
+    usage_hint = words(Remedy("help", {"command": where}))
+    echo(f"Error: {error} ({usage_hint})" if usage else f"Error: {error}: {hint}" if hint else f"Error: {error}",
+         err=True)
     if as_json:
-        error, hint = split_hint(message.removesuffix(f" (see `{where} --help`)"))
-        click.echo(json.dumps({"error": error, "hint": hint or f"see `{where} --help`", "exit_code": code},
-                              ensure_ascii=False))
+        click.echo(json.dumps({"error": error, "hint": hint or usage_hint, "exit_code": code}, ensure_ascii=False))
     raise SystemExit(code)
-
-
-#: The verbs a message's advice starts with (the house style of every error: "what went wrong:
-#: what to do", or "...; what to do").
-_ADVICE = re.compile(r"(?:: |; )(?=(?:pass|run|call|use|try|free|check|wait|reinstall|install|remove|delete|set|"
-                     r"see|give|add|start|poll|rename|choose|fix|make|point|edit|quote|open|index|build|search|"
-                     r"drop|rebuild|clear|name|list|keep|ask|cd|put|create|write|move|restart|stop|close|escape|omit|"
-                     r"lower|raise|increase|reduce|update|upgrade|select|mount|copy|kill|unset|export|read)\b)")
-
-
-def split_hint(message: str) -> tuple[str, str | None]:
-    """``message`` split at the last ``: ``/``; `` followed by advice (an imperative verb): ``(error,
-    hint)``; ``(message, None)`` when it gives none."""
-    if _ADVICE.match(": " + message):
-        return message, message
-    found = [m for m in _ADVICE.finditer(message) if _outside_brackets(message[:m.start()])]
-    if not found:
-        return message, None
-    return message[:found[-1].start()], message[found[-1].end():]
-
-
-def _outside_brackets(head: str) -> bool:
-    """True when the end of ``head`` is outside parentheses and backquotes."""
-    return head.count("(") <= head.count(")") and head.count("`") % 2 == 0
 
 
 @click.group(cls=CodiiGroup, context_settings={"help_option_names": ["-h", "--help"]})

@@ -18,7 +18,9 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from ..text import line_numbers
+from .. import service
+from ..errors import Remedy
+from .words import words
 
 err_console = Console(stderr=True)
 
@@ -46,8 +48,13 @@ _C1 = re.compile("[\x80-\x9f]")
 def json_text(obj, *, indent: int | None = None) -> str:
     """``obj`` as JSON, non-ASCII kept as is but every control character escaped (``\\u009b``):
     the same value for a parser, and nothing that drives a terminal."""
-    text = json.dumps(obj, ensure_ascii=False, indent=indent, default=str)
+    text = json.dumps(obj, ensure_ascii=False, indent=indent, default=_plain)
     return _C1.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def _plain(value) -> str:
+    """A value JSON has no type for: a remedy in the CLI's words, anything else as text."""
+    return words(value) if isinstance(value, Remedy) else str(value)
 
 
 def _dated(obj):
@@ -87,7 +94,9 @@ def fmt_value(key: str, value):
     """A status or snapshot value for text output: times (``*_at``) as local ISO 8601, containers as JSON."""
     if key.endswith("_at") and isinstance(value, (int, float)):
         return iso_time(value)
-    return json.dumps(_dated(value)) if isinstance(value, (dict, list)) else value
+    if isinstance(value, Remedy):
+        return words(value)
+    return json.dumps(_dated(value), default=_plain) if isinstance(value, (dict, list)) else value
 
 
 #: C0 controls but tab, DEL and C1 controls: shown escaped, so a file name or line holding them
@@ -111,23 +120,15 @@ def shown(text: str) -> str:
     return _CONTROLS.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
 
 
-def print_results(resp, *, with_codebase: bool = False) -> None:
-    """Numbered results with their first 12 lines, then a count and the time on stderr; over several
-    codebases each result's path is preceded by its codebase's root."""
-    if not resp.results:
+def print_results(answer) -> None:
+    """The answer's results with their first 12 lines (:data:`~codii_sql.service.PERSON`), then a
+    count and the time on stderr; over several codebases each path after its codebase's root."""
+    if not answer.results:
         echo("No results.")
-    for i, r in enumerate(resp.results, 1):
-        where = shown(f"{r.codebase + '/' if with_codebase and r.codebase else ''}{r.path}") + \
-            f":{r.start_line}-{r.end_line}"
-        label = shown(f"{r.kind} {r.symbol}" if r.symbol else r.kind)
-        echo(f"{i}. {where}  {label}  score={r.score:.4f}{'  [stale]' if r.stale else ''}", bold=True)
-        lines = r.content.splitlines()
-        for n, text in zip(line_numbers(r.start_line, r.end_line, len(lines)), lines[:12]):
-            echo(f"  {n:>5}  {shown(text)}")
-        if len(lines) > 12:
-            echo(f"         ... {len(lines) - 12} more lines")
-    n = len(resp.results)
-    echo(f"({n} result{'' if n == 1 else 's'} in {resp.seconds * 1000:.0f} ms)", err=True)
+    for line in service.listing(answer.results, service.PERSON_LISTING, with_codebase=answer.many, safe=shown):
+        echo(line, bold=not line.startswith(" "))
+    n = len(answer.results)
+    echo(f"({n} result{'' if n == 1 else 's'} in {answer.seconds * 1000:.0f} ms)", err=True)
 
 
 def describe_filters(filters: dict) -> str:

@@ -12,13 +12,14 @@ from ..service import MAX_LIMIT, MODES, SearchOptions
 from .output import (
     db_option,
     echo,
-    json_text,
     emit,
     err_console,
     json_option,
+    json_text,
     print_results,
     progress_bar,
 )
+from .words import message, words
 
 
 def _search_options(limit, mode, exts, glob, language, no_prior, group_by, rerank, rerank_model,
@@ -66,53 +67,48 @@ def search(query, paths, workspace, limit, mode, exts, glob, language, group_by,
     if as_json and jsonl:
         raise UsageError("pass either --json (one object) or --jsonl (one result per line), not both")
     opts = _search_options(limit, mode, exts, glob, language, no_prior, group_by, rerank, rerank_model, max_tokens)
-    if workspace or len(paths) > 1:
-        if db is not None or queries_file is not None:
-            given = " and ".join(o for o, v in (("--db", db), ("--queries-file", queries_file)) if v is not None)
-            raise UsageError(f"{given} search{'es' if ' and ' not in given else ''} one codebase: drop --workspace "
-                             "or the extra --path")
-        if query is None:
-            raise UsageError("missing QUERY: codii-sql search \"where are retries handled\" --workspace NAME")
-        resp = service.search_workspace(query, opts, workspace=workspace, paths=list(paths), update=not no_update)
-        return _print(resp, as_json, jsonl, with_codebase=True)
-    path = paths[0] if paths else None
-    codebase, scope = service.find_codebase(path, db)
-    opts.under = scope or None
+    many = bool(workspace) or len(paths) > 1
+    if many and queries_file is not None:
+        raise UsageError("--queries-file searches one codebase: drop --workspace or the extra --path")
+    request = service.SearchRequest(query or "", opts, list(paths), workspace, db, update=not no_update)
     if queries_file is not None:
         if query is not None:
             raise UsageError("pass either QUERY or --queries-file, not both")
-        return _batch_search(codebase, opts, queries_file, no_update, as_json)
+        return _batch_search(request, queries_file, as_json)
     if query is None:
-        raise UsageError("missing QUERY: codii-sql search \"where are retries handled\" --path REPO")
-    if not (as_json or jsonl or no_update) and query.strip() and not codebase.db_path.is_file():
-        echo(f"Indexing {codebase.root} first: every file is searchable by BM25 in seconds, and the model "
-                   "embeds the chunks in the background; later searches update only changed files.", err=True)
+        raise UsageError("missing QUERY", 'codii-sql search "where are retries handled" --path REPO')
+    if not (many or as_json or jsonl or no_update) and query.strip():
+        codebase, _ = service.find_codebase(paths[0] if paths else None, db)
+        if not codebase.db_path.is_file():
+            echo(f"Indexing {codebase.root} first: every file is searchable by BM25 in seconds, and the model "
+                 "embeds the chunks in the background; later searches update only changed files.", err=True)
     with progress_bar(not (as_json or jsonl) and err_console.is_terminal) as bar:
-        resp = service.search(codebase, query, opts, update=not no_update, progress=bar)
-    if scope and not (as_json or jsonl):
-        echo(f"Note: searching the index of {codebase.root}, files under {scope}/ only", err=True)
-    _print(resp, as_json, jsonl)
+        answer = service.search(request, progress=bar)
+    if answer.scope and not (as_json or jsonl):
+        echo(f"Note: searching the index of {answer.codebase}, files under {answer.scope}/ only", err=True)
+    _print(answer, as_json, jsonl)
 
 
-def _print(resp, as_json: bool, jsonl: bool, *, with_codebase: bool = False) -> None:
-    """The note on stderr (JSON carries it), then the response as JSON, JSON lines or text."""
-    if resp.note and not as_json:
-        echo(f"Note: {resp.note}", err=True)
+def _print(answer, as_json: bool, jsonl: bool) -> None:
+    """The note on stderr (JSON carries it), then the answer as JSON, JSON lines or text."""
+    note = answer.note(words)
+    if note and not as_json:
+        echo(f"Note: {note}", err=True)
     if as_json:
-        emit(resp.to_dict())
+        emit(answer.to_dict(words))
     elif jsonl:
-        for r in resp.results:
+        for r in answer.results:
             click.echo(json_text(r.to_dict()))
     else:
-        print_results(resp, with_codebase=with_codebase)
+        print_results(answer)
 
 
-def _batch_search(codebase, opts, lines, no_update, as_json):
+def _batch_search(request, lines, as_json):
     """One answer line per query line (streamed); with ``as_json`` one array of them at the end."""
     answers: list[dict] = []
     out = answers.append if as_json else (lambda answer: click.echo(json_text(answer)))
     failed = 0
-    with service.batch_searcher(codebase, opts, update=not no_update) as search_one:
+    with service.opened(request) as ask:
         for n, line in enumerate(lines, 1):
             if not line.strip():
                 continue
@@ -121,10 +117,12 @@ def _batch_search(codebase, opts, lines, no_update, as_json):
                 item = json.loads(line)
                 if not isinstance(item, dict) or not isinstance(item.get("query"), str):
                     raise UsageError('each line must be a JSON object with a "query" string')
-                out({"id": item.get("id"), "results": [r.to_dict() for r in search_one(item["query"])]})
+                answer = ask(item["query"])
+                out({"id": item.get("id"), "results": [r.to_dict() for r in answer.results],
+                     "no_good_match": answer.no_good_match, **({"note": answer.note(words)} if answer.notes else {})})
             except (ValueError, CodiiError) as err:
                 qid = item.get("id") if isinstance(item, dict) else None
-                out({"id": qid, "line": n, "error": f"line {n}: {err}"})
+                out({"id": qid, "line": n, "error": f"line {n}: {message(err) if isinstance(err, CodiiError) else err}"})
                 failed += 1
     if as_json:
         emit(answers)

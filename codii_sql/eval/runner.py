@@ -1,7 +1,7 @@
 """Retrieval evaluation over the dev benchmarks (``codii-sql eval``).
 
 Each corpus is indexed with the real pipeline (:func:`codii_sql.service.build`, shared embedding cache), every
-query runs through :meth:`search.Searcher.search` exactly as ``codii-sql search`` runs it, and the
+query runs through :func:`codii_sql.service.search`'s use case exactly as ``codii-sql search`` runs it, and the
 rankings are scored by ir-measures (the ``[bench]`` extra), not by hand-rolled formulas.
 
 Two dataset kinds, in the formats of ``../shared/bench/README.md``:
@@ -62,24 +62,23 @@ def index_corpus(root: Path, label: str, log: Log, embedder: str | None = None) 
 
 
 def rank_queries(codebase: Codebase, queries: list[dict], opts: SearchOptions) -> list[dict]:
-    """Run each query and return ``{"id", "files", "ms"}`` per query.
+    """Run each query through the search use case, as every face does, and return ``{"id", "files",
+    "ms"}`` per query.
 
     ``files`` are distinct paths in rank order (a file's rank is that of its best chunk);
-    ``ms`` is the wall time of :meth:`Searcher.search` alone (re-rank included), in milliseconds.
+    ``ms`` is the wall time of the search alone (re-rank included, no index update), in milliseconds.
     """
-    searcher = service.open_searcher(codebase)
+    request = service.SearchRequest("", opts, [str(codebase.root)], db=str(codebase.db_path), update=False)
     out = []
-    try:
+    with service.opened(request) as ask:
         if opts.mode != "bm25" and queries:
             # The ONNX session loads on first use (~0.5 s): keep that one-time cost out of p95.
-            searcher.embedder.embed([queries[0]["query"]])
+            ask(queries[0]["query"])
         for q in queries:
             t = time.perf_counter()
-            results = searcher.search(q["query"], opts)
+            answer = ask(q["query"])
             ms = (time.perf_counter() - t) * 1000
-            out.append({"id": q["id"], "ms": ms, "files": list(dict.fromkeys(r.path for r in results))})
-    finally:
-        searcher.store.close()
+            out.append({"id": q["id"], "ms": ms, "files": list(dict.fromkeys(r.path for r in answer.results))})
     return out
 
 

@@ -1,22 +1,29 @@
 """What the HTTP face answers, independent of the server that carries it: ``(status code, JSON body)``.
 
-``GET /search?q=&limit=&mode=&workspace=`` (also ``ext`` (repeatable), ``glob``, ``language`` and
-``group_by``) answers with the CLI's ``search --workspace NAME --json`` object, merged across the
-workspace's shards (its codebases' indexes) exactly as that search merges. The shards are read
-only: each is searched at its last committed state (a build elsewhere publishes new states), over
-one connection per index kept open between requests. ``GET /healthz`` says what is served.
+``GET /search?q=&limit=&mode=&workspace=`` (also ``ext`` (repeatable), ``glob``, ``language``,
+``group_by``, ``max_tokens``, ``rerank`` and ``codebase``, one member searched alone) answers with the
+search answer every face gives (:class:`codii_sql.service.Answer`, the CLI's ``search --json``),
+merged across the workspace's shards (its codebases' indexes) as that search merges. The shards are
+read only: each is searched at its last committed state (a build elsewhere publishes new states),
+over one connection per index kept open between requests. ``GET /healthz`` says what is served.
 """
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Mapping, Sequence
 
 from .. import service
 from ..errors import CodiiError, UsageError
+from .words import what, words
 
 #: The query parameters ``/search`` knows; any other is refused, so a typo is not silently ignored.
-SEARCH_PARAMS = frozenset({"q", "limit", "mode", "workspace", "ext", "glob", "language", "group_by"})
+SEARCH_PARAMS = frozenset({"q", "limit", "mode", "workspace", "ext", "glob", "language", "group_by", "max_tokens",
+                           "rerank", "codebase"})
+#: How to ask, told with a refused request.
+USAGE = ("GET /search?q=QUERY[&limit=10][&mode=hybrid|bm25|vector][&workspace=NAME][&codebase=PATH][&max_tokens=N]; "
+         "GET /healthz lists the workspaces served")
 
 
 class SearchHandler:
@@ -43,62 +50,82 @@ class SearchHandler:
         if path not in ("/search", "/search/"):
             return 404, _error(f"no such endpoint {path!r}", "use GET /search?q=... or GET /healthz")
         try:
-            workspace, query, opts = self._request(params)
-            resp = service.search_workspace(query, opts, workspace=workspace, update=False,
-                                            provide=self.indexes.searcher)
+            answer = service.search(self._request(params), indexes=self.indexes)
         except UsageError as err:
-            return 400, _error(str(err), "GET /search?q=QUERY[&limit=10][&mode=hybrid|bm25|vector][&workspace=NAME]; "
-                                         "GET /healthz lists the workspaces served")
+            return 400, _error(what(err), words(err.hint) or USAGE)
         except CodiiError as err:
-            return 503, _error(str(err), "the shards could not be searched; try again")
-        return 200, resp.to_dict()
+            return 503, _error(what(err), words(err.hint) or "the shards could not be searched; try again")
+        return 200, answer.to_dict(words)
 
     def health(self) -> dict:
         """``{"status": "ok", "workspaces": [{"name", "codebases", "indexed"}], "started_at"}``."""
         rows = []
         for name in self.workspaces:
             paths = service.get_workspace(name).paths
-            codebases, _, _ = service.members_of(list(paths))
+            codebases, *_ = service.members_of(list(paths))
             rows.append({"name": name, "codebases": len(paths), "indexed": len(codebases)})
         return {"status": "ok", "workspaces": rows, "started_at": service.iso(self.started)}
 
-    def _request(self, params: Mapping[str, Sequence[str]]) -> tuple[str, str, service.SearchOptions]:
-        """The workspace, query and options of a ``/search`` request.
+    def _request(self, params: Mapping[str, Sequence[str]]) -> service.SearchRequest:
+        """The search request of a ``/search`` query string.
 
         Raises:
-            UsageError: a missing query, an unknown parameter, workspace or mode, a bad limit.
+            UsageError: a missing query, an unknown parameter, workspace, member or mode, a bad number.
         """
         unknown = sorted(set(params) - SEARCH_PARAMS)
         if unknown:
-            raise UsageError(f"unknown parameter {unknown[0]!r}: /search takes {', '.join(sorted(SEARCH_PARAMS))}")
+            raise UsageError(f"unknown parameter {unknown[0]!r}", f"/search takes {', '.join(sorted(SEARCH_PARAMS))}")
         repeated = sorted(k for k, v in params.items() if len(v) > 1 and k != "ext")
         if repeated:
-            raise UsageError(f"{repeated[0]} is given {len(params[repeated[0]])} times: give it once (only ext repeats)")
+            raise UsageError(f"{repeated[0]} is given {len(params[repeated[0]])} times", "give it once (only ext repeats)")
         one = {k: v[-1] for k, v in params.items() if v}
         query = one.get("q", "")
         if not query.strip():
-            raise UsageError("missing query: GET /search?q=where+are+retries+handled")
+            raise UsageError("missing query", "GET /search?q=where+are+retries+handled")
         workspace = (one.get("workspace") or self.workspaces[0]).lower()
         if workspace not in self.workspaces:
-            raise UsageError(f"workspace {workspace!r} is not served here (served: {', '.join(self.workspaces)})")
+            raise UsageError(f"workspace {workspace!r} is not served here", f"served: {', '.join(self.workspaces)}")
         mode = one.get("mode", "hybrid")
         if mode not in service.MODES:
             raise UsageError(f"mode {mode!r} is not one of {', '.join(service.MODES)}")
         group_by = one.get("group_by", "chunk")
         if group_by not in ("chunk", "file"):
             raise UsageError(f"group_by {group_by!r} is not chunk or file")
-        opts = service.SearchOptions(limit=_limit(one.get("limit", "10")), mode=mode, exts=list(params.get("ext", [])),
-                                     glob=one.get("glob"), language=one.get("language"),
-                                     group_by_file=group_by == "file")
-        return workspace, query, opts
+        rerank = one.get("rerank", "false")
+        if rerank not in ("true", "false", "1", "0"):
+            raise UsageError(f"rerank {rerank!r} is not true or false")
+        opts = service.SearchOptions(limit=_number(one.get("limit", "10"), "limit", 1, service.MAX_LIMIT), mode=mode,
+                                     exts=list(params.get("ext", [])), glob=one.get("glob"),
+                                     language=one.get("language"), group_by_file=group_by == "file",
+                                     rerank=rerank in ("true", "1"),
+                                     max_tokens=_number(one["max_tokens"], "max_tokens", service.MIN_TOKENS,
+                                                        service.MAX_TOKENS) if "max_tokens" in one else None)
+        if "codebase" in one:
+            return service.SearchRequest(query, opts, [self._member(workspace, one["codebase"])], update=False)
+        return service.SearchRequest(query, opts, workspace=workspace, update=False)
+
+    def _member(self, workspace: str, codebase: str) -> str:
+        """``codebase`` when it names a member of ``workspace`` (its folder, or a folder inside one):
+        nothing outside the served codebases is searched.
+
+        Raises:
+            UsageError: it names no member.
+        """
+        wanted = os.path.realpath(codebase)
+        for member in service.get_workspace(workspace).paths:
+            root = os.path.realpath(member)
+            if wanted == root or wanted.startswith(root.rstrip(os.sep) + os.sep):
+                return wanted
+        raise UsageError(f"codebase {codebase!r} is no member of workspace {workspace!r}",
+                         "GET /healthz lists the members served")
 
 
-def _limit(text: str) -> int:
-    """``limit`` as an int in 1..MAX_LIMIT. Raises UsageError otherwise."""
-    limit = int(text) if text.isascii() and text.isdigit() else 0
-    if not 1 <= limit <= service.MAX_LIMIT:
-        raise UsageError(f"limit should be a whole number from 1 to {service.MAX_LIMIT} (got {text!r})")
-    return limit
+def _number(text: str, name: str, low: int, high: int) -> int:
+    """``text`` as a whole number in ``low..high``. Raises UsageError otherwise."""
+    value = int(text) if text.isascii() and text.isdigit() else low - 1
+    if not low <= value <= high:
+        raise UsageError(f"{name} should be a whole number from {low} to {high} (got {text!r})")
+    return value
 
 
 def _error(message: str, hint: str) -> dict:

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable
 
 import numpy as np
 
-from ..errors import EmbeddingFailedError, IndexMismatchError
+from ..errors import EmbeddingFailedError, IndexMismatchError, Remedy
 from ..models.cache import EmbeddingCache
 from ..models.embedder import Embedder
 from ..storage.store import Store
@@ -89,6 +89,11 @@ def _commit(store: Store, embedder: Embedder, rows: list[dict], vectors: dict[st
         if store.meta().get("model_id") != embedder.model_id:
             raise IndexMismatchError(f"the index of {store.path.name} now holds another model's vectors "
                                      "(a forced rebuild): this vector phase stops")
+        width = {len(v) // 4 for v in vectors.values()}
+        if width - {store.vector_dims()}:
+            raise IndexMismatchError(f"the embedder {embedder.name} now returns {width.pop()}-dim vectors but the "
+                                     f"index of {store.path.name} holds {store.vector_dims()}-dim ones",
+                                     Remedy("force_build"))
         wanted = {r["id"] for r in store.rows("vector_queue_still_wanted", {"chunks": json.dumps(
             [{"id": r["id"], "text_hash": r["text_hash"]} for r in rows])})}
         store.many("chunk_insert_vec", [{"id": r["id"], "embedding": vectors[r["text_hash"]]}
@@ -120,9 +125,10 @@ def _vectors_for(store: Store, embedder: Embedder, cache: EmbeddingCache | None,
         try:
             vecs = embedder.embed([texts[k] for k in keys])
         except Exception as err:  # noqa: BLE001 - any model failure stops the phase with what is committed
-            what = str(err) if isinstance(err, EmbeddingFailedError) else f"embedding failed: {type(err).__name__}: {err}"
+            ours = isinstance(err, EmbeddingFailedError)
+            what = err.what if ours else f"embedding failed: {type(err).__name__}: {err}"
             raise EmbeddingFailedError(f"{what}; the chunks embedded so far are kept and the next build resumes "
-                                       "the rest") from err
+                                       "the rest", err.hint if ours else None) from err
         fresh = {k: np.asarray(v, dtype=np.float32).tobytes() for k, v in zip(keys, vecs, strict=True)}
         if cache is not None:
             cache.put({k: np.frombuffer(b, dtype=np.float32) for k, b in fresh.items()})

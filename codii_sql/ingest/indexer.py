@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable, Iterable
 
 from ..codebase import Codebase
-from ..errors import DamagedIndexError, IndexBusyError, IndexMismatchError, UsageError
+from ..errors import DamagedIndexError, IndexBusyError, IndexMismatchError, Remedy, UsageError
 from ..models.cache import EmbeddingCache
 from ..models.embedder import Embedder
 from ..storage import health
@@ -136,13 +136,16 @@ class Indexer:
         problem = None if force else health.damage(store)
         if problem:
             root = self.codebase.root
-            raise DamagedIndexError(f"{store.path} is damaged ({problem}): run `codii-sql build {root} --force` to "
-                                    f"replace it, or `codii-sql clear {root} --yes` to delete it")
+            raise DamagedIndexError(f"{store.path} is damaged ({problem})", Remedy("force_build", {"root": str(root)}))
 
     def _lexical(self, store: Store, force: bool) -> BuildReport:
         started = time.perf_counter()
-        if self.embedder.dims is None and self._vectors_on(store):
-            self.embedder.load()  # an HTTP provider: one request says the width (and that it answers)
+        meta = store.meta()
+        known = meta.get("model_id") == self.embedder.model_id and meta.get("dims")
+        if self.embedder.dims is None and self._vectors_on(store) and not known:
+            # A new HTTP provider index: one request says the width (and that it answers). An index
+            # that records its width needs none: its lexical update works with the server down.
+            self.embedder.load()
         settings = index_settings(self.embedder)
         # --force --no-cache is the way to embed every chunk again: reuse no vector at all.
         self.reuse_index_vectors = not (force and self.cache is None)

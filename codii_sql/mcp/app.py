@@ -18,9 +18,10 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field, ValidationError
 
 from ..codebase import Codebase
-from ..errors import CodiiError, DamagedIndexError, DiskFullError, IndexMismatchError
+from ..errors import CodiiError, Remedy
 from ..service import Session, open_codebase
-from ..text import line_numbers
+from ..text import numbered_lines
+from .words import message, words
 
 #: search_code's result bound: enough for an agent to pick from, small enough for its context.
 MAX_SEARCH_LIMIT = 50
@@ -81,19 +82,15 @@ READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempot
 
 
 def agent_errors(fn):
-    """Turn :class:`CodiiError` into :class:`ToolError`, whose one-line message reaches the agent."""
+    """Turn :class:`CodiiError` into :class:`ToolError`, whose one-line message (its remedy in an
+    agent's terms, :mod:`.words`) reaches the agent."""
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         try:
             return fn(*args, **kwargs)
-        except (IndexMismatchError, DamagedIndexError) as err:
-            raise ToolError(f"{err} (over MCP: call index_codebase with force=true)") from None
-        except DiskFullError:
-            raise ToolError("the disk is full (SQLite could not write): free some space, then call the tool "
-                            "again (the index keeps its last committed state)") from None
         except CodiiError as err:
-            raise ToolError(str(err)) from None
+            raise ToolError(message(err)) from None
 
     return wrapper
 
@@ -103,11 +100,23 @@ def answer(summary: str, data: dict, body: str | None = None) -> CallToolResult:
 
     One copy per answer: the text never repeats the JSON (a client forwarding both blocks paid
     for every field twice). ``body`` defaults to :func:`rendered` ``data``, the same facts as
-    ``key: value`` lines for clients that read only text.
+    ``key: value`` lines for clients that read only text. Remedies in ``data`` are worded for an agent.
     """
+    data = _worded(data)
     text = body if body is not None else rendered(data)
     blocks = [TextContent(type="text", text=summary)] + ([TextContent(type="text", text=text)] if text else [])
     return CallToolResult(content=blocks, structured_content=data)
+
+
+def _worded(value):
+    """``value`` with every :class:`Remedy` in it as an agent's sentence."""
+    if isinstance(value, Remedy):
+        return words(value)
+    if isinstance(value, dict):
+        return {k: _worded(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_worded(v) for v in value]
+    return value
 
 
 def with_note(summary: str, note: str | None) -> str:
@@ -119,22 +128,6 @@ def rendered(data: dict) -> str:
     """``key: value`` per field; nested values as compact JSON on their line."""
     return "\n".join(f"{k}: {v if isinstance(v, str) else json.dumps(v, ensure_ascii=False, default=str)}"
                      for k, v in data.items() if v not in (None, [], {}))
-
-
-def code_listing(results: list[dict], *, with_codebase: bool = False) -> str:
-    """Each result as a header line (rank, path:start-end, symbol or kind, score, id) and its chunk's
-    lines, each after its 1-based number and a tab: the text an agent reads instead of the JSON."""
-    parts = []
-    for i, r in enumerate(results, 1):
-        where = f"{r['codebase']}/" if with_codebase and r.get("codebase") else ""
-        head = (f"{i}. {where}{r['path']}:{r['start_line']}-{r['end_line']} {r.get('symbol') or r.get('kind')} "
-                f"score={r['score']:.4f}" + (f" id={r['id']}" if r.get("id") else "")
-                + (" [stale: the file changed since indexing]" if r.get("stale") else ""))
-        width = len(str(r["end_line"]))
-        lines = _lines(r.get("content") or "")
-        parts.append(head + "\n" + "\n".join(f"{n:>{width}}\t{line}" for n, line in
-                                             zip(line_numbers(r["start_line"], r["end_line"], len(lines)), lines)))
-    return "\n\n".join(parts)
 
 
 def check_path(path: str) -> str:
@@ -153,22 +146,10 @@ def codebase_at(path: str) -> Codebase:
     return open_codebase(check_path(path))
 
 
-def _lines(content: str) -> list[str]:
-    """``content``'s lines as the file has them: split at ``\n`` only (a chunk's line span counts
-    those), without the empty piece after a final newline (one more piece numbered every line
-    of a chunk with its first line's number: line_numbers saw a count that did not fit)."""
-    lines = content.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    return lines
-
-
 def numbered(content: str, first_line: int, last_line: int | None = None) -> str:
-    """``cat -n`` style: right-aligned 1-based line number, a tab, the line; with ``last_line``,
-    numbered as :func:`~codii_sql.text.line_numbers` says (a chunk of fewer file lines)."""
-    lines = _lines(content)
-    numbers = line_numbers(first_line, last_line, len(lines)) if last_line else range(first_line, first_line + len(lines))
-    return "\n".join(f"{n:>6}\t{line}" for n, line in zip(numbers, lines))
+    """``cat -n`` style: right-aligned 1-based line number, a tab, the line; numbered as
+    :func:`~codii_sql.text.numbered_lines` says (a notebook cell's lines share one file line)."""
+    return "\n".join(f"{n:>6}\t{line}" for n, line in numbered_lines(content, first_line, last_line))
 
 
 __all__ = ["FileArg", "LineArg", "MaxTokensArg", "MAX_SEARCH_LIMIT", "PathArg", "READ_ONLY", "SESSION", "SQLITE_MAX_INTEGER",

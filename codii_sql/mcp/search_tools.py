@@ -7,7 +7,8 @@ from typing import Annotated, Literal
 from mcp.types import CallToolResult
 from pydantic import Field
 
-from ..service import SearchOptions, find_codebase
+from ..errors import Remedy
+from ..service import AGENT_LISTING, SearchOptions, SearchRequest, listing
 from .app import (
     MAX_SEARCH_LIMIT,
     READ_ONLY,
@@ -18,12 +19,12 @@ from .app import (
     PathArg,
     agent_errors,
     answer,
-    code_listing,
     check_path,
     codebase_at,
     server,
     with_note,
 )
+from .words import words
 
 
 @server.tool(
@@ -56,31 +57,19 @@ def search_code(
                                                                        "path; see list_workspaces.")] = None,
     max_tokens: MaxTokensArg = None,
 ) -> CallToolResult:
-    if workspace:
-        opts = SearchOptions(limit=limit, mode=mode, exts=list(extensionFilter), glob=pathGlob or None, rerank=rerank,
-                             max_tokens=max_tokens)
-        return _workspace_answer(SESSION.search_workspace(workspace, [path] if path.strip() else [], query, opts))
-    cb, scope = find_codebase(check_path(path))
+    paths = [path] if path.strip() else []
+    if not workspace:
+        paths = [check_path(path)]
     opts = SearchOptions(limit=limit, mode=mode, exts=list(extensionFilter), glob=pathGlob or None, rerank=rerank,
-                         under=scope or None, max_tokens=max_tokens)
-    data = SESSION.search(cb, scope, query, opts)
-    results, note = data["results"], data.get("note")
-    where = f"{cb.root}/{scope}" if scope else cb.root
-    summary = (f"{len(results)} result{'' if len(results) == 1 else 's'} for {data['query']!r} in {where} "
-               f"({data['seconds'] * 1000:.0f} ms)")
-    summary = with_note(summary, note)
-    if data.get("rerank", "applied") != "applied":
-        summary += f"\nRe-rank {data['rerank']}"
-    return answer(summary, data, code_listing(results))
-
-
-def _workspace_answer(data: dict) -> CallToolResult:
-    results, note = data["results"], data.get("note")
-    members = ", ".join(f"{m['codebase']} ({m['status']})" for m in data["codebases"])
-    summary = (f"{len(results)} result{'' if len(results) == 1 else 's'} for {data['query']!r} in workspace "
-               f"{data.get('workspace') or '-'}: {members} ({data['seconds'] * 1000:.0f} ms)")
-    summary = with_note(summary, note)
-    return answer(summary, data, code_listing(results, with_codebase=True))
+                         max_tokens=max_tokens)
+    found = SESSION.search(SearchRequest(query, opts, paths, workspace or None))
+    data = found.to_dict(words)
+    n = len(found.results)
+    where = (f"workspace {found.workspace or '-'}: " + ", ".join(f"{m.codebase} ({m.status})" for m in found.members)
+             if found.many else f"{found.codebase}/{found.scope}" if found.scope else found.codebase)
+    summary = f"{n} result{'' if n == 1 else 's'} for {found.shown_query!r} in {where} ({found.seconds * 1000:.0f} ms)"
+    return answer(with_note(summary, found.note(words)), data,
+                  "\n".join(listing(found.results, AGENT_LISTING, with_codebase=found.many)))
 
 
 @server.tool(
@@ -99,8 +88,10 @@ def find_similar_code(
     limit: Annotated[int, Field(ge=1, le=MAX_SEARCH_LIMIT, description="Number of files returned.")] = 10,
     max_tokens: MaxTokensArg = None,
 ) -> CallToolResult:
-    data = SESSION.similar(codebase_at(path), file, start_line, end_line, limit, max_tokens)
+    data, results = SESSION.similar(codebase_at(path), file, start_line, end_line, limit, max_tokens)
     span = f" lines {start_line or 1}-{end_line or 'end'}" if start_line or end_line else ""
-    summary = f"{len(data['results'])} files similar to {data['file']}{span}"
+    summary = f"{len(results)} files similar to {data['file']}{span}"
+    if data.get("note"):
+        data["note"] = f"{data['note']}; {words(Remedy('read_rest'))}"
     summary = with_note(summary, data.get("note"))
-    return answer(summary, data, code_listing(data["results"]))
+    return answer(summary, data, "\n".join(listing(results, AGENT_LISTING)))

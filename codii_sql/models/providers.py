@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import EmbeddingFailedError, UsageError
+from ..errors import EmbeddingFailedError, Remedy, UsageError
 from .embedder import Embedder
 
 #: Texts per request: OpenAI accepts 2,048 and Ollama any number, but smaller requests retry cheaply.
@@ -165,7 +165,7 @@ class HttpEmbedder(Embedder):
             elif width != self.dims:
                 raise EmbeddingFailedError(
                     f'model "{self.model}" returned {width}-dim vectors where it returned {self.dims}-dim ones before: '
-                    f"{self.endpoint.who} changed model under the same name; `codii-sql build --force` re-embeds")
+                    f"{self.endpoint.who} changed model under the same name", Remedy("force_build"))
 
     def _request(self, texts: list[str], attempts: int, timeout: float) -> list[list[float]]:
         """One request's vectors, retried as the module docstring says."""

@@ -12,6 +12,7 @@ import math
 import re
 from dataclasses import dataclass
 
+from ..text import content_lines, numbered_lines
 from .results import Result
 
 CHARS_PER_TOKEN = 4
@@ -50,8 +51,7 @@ class BudgetReport:
                                                                  f"(a line cut short ends in '{CUT_MARK.strip()}')"),
                                                 (self.merged, "merged with an overlapping chunk of their file"),
                                                 (self.dropped, "dropped (the lowest)")) if n]
-        return (f"to fit max_tokens={self.max_tokens} (~{self.used_tokens} used): {', '.join(parts)}; "
-                "get_content or get_chunk reads the rest")
+        return f"to fit max_tokens={self.max_tokens} (~{self.used_tokens} used): {', '.join(parts)}"
 
 
 def fit(results: list[Result], terms: list[str], max_tokens: int) -> tuple[list[Result], BudgetReport]:
@@ -90,7 +90,7 @@ def _merge(results: list[Result], report: BudgetReport) -> list[Result]:
     """A file's overlapping or adjacent chunks as one result (lines united, at the best one's rank)."""
     out: list[Result] = []
     for r in results:
-        host = next((o for o in out if o.path == r.path and o.codebase == r.codebase
+        host = next((o for o in out if o.path == r.path and o.codebase == r.codebase and _by_line(o) and _by_line(r)
                      and r.start_line <= o.end_line + 1 and o.start_line <= r.end_line + 1), None)
         if host is None:
             out.append(r)
@@ -100,10 +100,16 @@ def _merge(results: list[Result], report: BudgetReport) -> list[Result]:
     return out
 
 
+def _by_line(r: Result) -> bool:
+    """Whether ``r``'s content holds exactly the file lines of its span (a notebook cell does not:
+    its lines share the line of their JSON string, and they cannot be cut or united by number)."""
+    return len(content_lines(r.content)) == r.end_line - r.start_line + 1
+
+
 def _united(a: Result, b: Result) -> Result:
-    lines = {a.start_line + i: line for i, line in enumerate(a.content.split("\n"))}
-    for i, line in enumerate(b.content.split("\n")):
-        lines.setdefault(b.start_line + i, line)
+    lines = dict(numbered_lines(a.content, a.start_line, a.end_line))
+    for n, line in numbered_lines(b.content, b.start_line, b.end_line):
+        lines.setdefault(n, line)
     start, end = min(lines), max(lines)
     content = "\n".join(lines.get(n, "") for n in range(start, end + 1))
     return dataclasses.replace(a, start_line=start, end_line=end, content=content,
@@ -112,10 +118,11 @@ def _united(a: Result, b: Result) -> Result:
 
 def _trim(r: Result, word: re.Pattern | None, budget: int) -> Result:
     """``r`` cut to contiguous lines worth at most ``budget`` tokens: its first matching line, grown
-    towards the others and :data:`CONTEXT_LINES` around them, then further down while it fits."""
+    towards the others and :data:`CONTEXT_LINES` around them, then further down while it fits.
+    The span shrinks with the lines (a chunk whose lines are not the file's keeps its span)."""
     if tokens(r.content) <= budget:
         return r
-    lines = r.content.split("\n")
+    lines = content_lines(r.content)
     hits = [i for i, line in enumerate(lines) if word is not None and word.search(line)]
     lo = hi = hits[0] if hits else 0
     floor = max(0, lo - CONTEXT_LINES)
@@ -136,4 +143,6 @@ def _trim(r: Result, word: re.Pattern | None, budget: int) -> Result:
     text = "\n".join(lines[lo:hi + 1])
     if tokens(text) > budget:  # one line longer than the budget: cut it, visibly
         text = text[:max(budget * CHARS_PER_TOKEN - len(CUT_MARK), 1)] + CUT_MARK
+    if not _by_line(r):
+        return dataclasses.replace(r, content=text)
     return dataclasses.replace(r, start_line=r.start_line + lo, end_line=r.start_line + hi, content=text)

@@ -38,7 +38,20 @@ class MemberAnswer:
 
     codebase: str
     results: list[Result]
-    model_id: str
+    model_id: str | None
+
+
+@dataclass
+class Merged:
+    """The merged list; whether it fell back to ranks (members of different models, or no cosine
+    anywhere: BM25 mode); the best member's match ``top`` (the weights' reference, None by rank);
+    and ``floor``: the weighted score a result of another member must beat to enter the list
+    (that of the last result kept when the list is full, else -inf)."""
+
+    results: list[Result]
+    by_rank: bool
+    top: float | None = None
+    floor: float = -math.inf
 
 
 def member_match(results: list[Result]) -> float | None:
@@ -47,27 +60,31 @@ def member_match(results: list[Result]) -> float | None:
     return next((r.knn_match for r in results if r.knn_match is not None), None)
 
 
-def merge(answers: list[MemberAnswer], limit: int, *,
-          temperature: float = MERGE_TEMPERATURE) -> tuple[list[Result], bool]:
-    """The first ``limit`` results of all members, each tagged with its ``codebase``; and whether the
-    merge fell back to ranks (members of different models, or no cosine anywhere: BM25 mode).
+def weight(match: float, top: float, temperature: float = MERGE_TEMPERATURE) -> float:
+    """A member's score multiplier: ``exp(-(top - match) / temperature)`` (see the module docstring)."""
+    return math.exp(-(top - match) / temperature)
+
+
+def merge(answers: list[MemberAnswer], limit: int, *, temperature: float = MERGE_TEMPERATURE) -> Merged:
+    """The first ``limit`` results of all members, each tagged with its ``codebase`` (see :class:`Merged`).
     ``temperature`` is the cosine gap that costs a member a factor e (benchmarks sweep it)."""
-    tagged = [MemberAnswer(a.codebase, [replace(r, codebase=a.codebase) for r in a.results], a.model_id)
+    tagged = [MemberAnswer(a.codebase, [replace(r, codebase=r.codebase or a.codebase) for r in a.results], a.model_id)
               for a in answers]
     cosines = {a.codebase: member_match(a.results) for a in tagged}
     known = [c for c in cosines.values() if c is not None]
     if len({a.model_id for a in tagged}) > 1 or not known:
-        return _by_rank(tagged, limit), len(tagged) > 1
+        return Merged(_by_rank(tagged, limit), len(tagged) > 1)
     top = max(known)
     scored = []
     for order, a in enumerate(tagged):
         # A member whose chunks still await vectors has no fair match yet: "no vector yet" is not
         # "irrelevant", so it is not pushed down (weight 1, its fused scores as they are).
-        c = cosines[a.codebase] if cosines[a.codebase] is not None else top
-        weight = math.exp(-(top - c) / temperature)
-        scored += [((r.tier, r.score * weight), -order, -rank, r) for rank, r in enumerate(a.results)]
+        w = weight(cosines[a.codebase] if cosines[a.codebase] is not None else top, top, temperature)
+        scored += [((r.tier, r.score * w), -order, -rank, r) for rank, r in enumerate(a.results)]
     scored.sort(key=lambda item: item[:3], reverse=True)
-    return [r for *_, r in scored[:limit]], False
+    kept = scored[:limit]
+    floor = kept[-1][0][1] if len(kept) == limit else -math.inf
+    return Merged([r for *_, r in kept], False, top, floor)
 
 
 def _by_rank(answers: list[MemberAnswer], limit: int) -> list[Result]:

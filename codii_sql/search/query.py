@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import NamedTuple
 
 from ..languages import detect_language
 from ..text import split_identifier
 
+#: Bound on distinct FTS5 terms: an issue text has hundreds of words; OR-ing all of them is slow
+#: (~0.5 us per posting) and drowns the informative ones.
+MAX_FTS_TERMS = 32
 #: A query with more words than this is "long": an issue or a stack trace, not a question
 #: (the 500 CoSQA web questions have at most 14 words; the 127 SWE-bench issues at least 26).
 LONG_QUERY_WORDS = 20
@@ -159,3 +164,54 @@ def fts_query(terms: list[str]) -> str | None:
     if not terms:
         return None
     return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """A query as a search reads it, once: ``text`` (an issue's template instructions stripped),
+    its ``shape`` (:func:`query_shape`), its BM25 ``terms`` (at most :data:`MAX_FTS_TERMS`) and their
+    FTS5 expression ``fts`` (None without terms), and what it ``named`` (:func:`named_in_query`)."""
+
+    text: str
+    shape: str
+    terms: list[str]
+    fts: str | None
+    named: Named
+
+
+def analyze(query: str, doc_counts: Callable[[list[str]], dict[str, int]]) -> Analysis:
+    """The :class:`Analysis` of ``query``; ``doc_counts(terms)`` says how many chunks hold each term
+    (absent terms left out), asked only for a query with more terms than the bound. Numbers name
+    things in a short query (HTTP 304, port 8080, version 4.17.2); in an issue text they are
+    mostly line numbers and versions of pasted output."""
+    shape = query_shape(query)
+    text = (strip_issue_template(query).strip() or query) if shape == "long" else query
+    terms = select_terms(text, doc_counts, numbers=shape != "long")
+    return Analysis(text, shape, terms, fts_query(terms), named_in_query(text))
+
+
+def select_terms(query: str, doc_counts: Callable[[list[str]], dict[str, int]], *,
+                 numbers: bool = False) -> list[str]:
+    """The query's BM25 terms (:func:`query_terms`), at most :data:`MAX_FTS_TERMS` of them.
+
+    An issue text has hundreds of words: OR-ing them all costs ~0.5 us per posting and lets
+    common words outvote the few that name the code. A long query keeps, in this order,
+    the terms of its title (first line, when there are more lines), those of its code spans
+    (`` `name` ``), then the rest by fewest matching chunks (highest IDF); absent terms go.
+    Measured on 70 SWE-bench dev issues (hybrid, file level): IDF order alone Acc@5 0.643,
+    title first 0.714, title and code spans first 0.714 with Acc@1 0.457 -> 0.486.
+    """
+    terms = query_terms(query, numbers=numbers)
+    if len(terms) <= MAX_FTS_TERMS:
+        return terms
+    df = doc_counts(terms)
+    lines = query.strip().split("\n", 1)
+    title = set(query_terms(lines[0])) if len(lines) > 1 else set()
+    code = set(query_terms(" ".join(CODE_SPAN.findall(query))))
+    pos = {t: i for i, t in enumerate(terms)}
+
+    def priority(t: str) -> tuple:
+        return (0, pos[t]) if t in title else (1 if t in code else 2, df[t], pos[t])
+
+    keep = set(sorted((t for t in terms if t in df), key=priority)[:MAX_FTS_TERMS])
+    return [t for t in terms if t in keep]

@@ -16,14 +16,15 @@ MAX_TOKENS = 1_000_000
 
 @dataclass
 class Result:
-    """One chunk hit. Lines are 1-based inclusive; ``score`` is the fused score (higher is better).
+    """One chunk hit. Lines are 1-based inclusive; ``score`` is the fused score (higher is better);
+    ``stale`` says whether the file changed since indexing (None when the source is not here).
 
     Results come in score order, except that an identifier query's named symbols and files come first
     (:meth:`Searcher._run`), so a named chunk may lead with a lower score. ``codebase`` (the root) is
     set in a search over several codebases; ``cosine`` (the raw cosine similarity to the query,
-    when the chunk was a KNN candidate), ``tier`` (the named-symbol/file tier) and ``knn_match``
-    (the mean cosine of the index's 10 nearest chunks: how well the whole codebase matches) serve
-    merging and are not part of the JSON.
+    when the chunk was a KNN candidate) and ``knn_match`` (the mean cosine of the index's 10 nearest
+    chunks: how well the whole codebase matches) serve merging and are not part of the JSON;
+    ``tier`` (the named-symbol/file tier) is, when above 0, so another server can merge it.
     """
 
     path: str
@@ -34,7 +35,7 @@ class Result:
     kind: str
     symbol: str | None
     content: str
-    stale: bool
+    stale: bool | None
     id: int
     role: str
     bm25_rank: int | None = None
@@ -47,7 +48,9 @@ class Result:
     def to_dict(self) -> dict:
         """JSON-ready dict with the documented result keys first (``codebase`` only when set)."""
         out = asdict(self)
-        del out["cosine"], out["tier"], out["knn_match"]
+        del out["cosine"], out["knn_match"]
+        if not self.tier:
+            del out["tier"]
         if self.codebase is None:
             del out["codebase"]
         return out
@@ -67,7 +70,7 @@ class SearchOptions:
         exclude_path: leave this file out.
         under: keep only files under this folder (relative POSIX path, e.g. ``src/pkg``); a
             search from a subfolder of an indexed codebase sets it (:meth:`Codebase.find`).
-        role_prior: multiply scores by :data:`~codii_sql.search.searcher.ROLE_WEIGHTS` (``LONG_QUERY_ROLE_WEIGHTS`` for
+        role_prior: multiply scores by :data:`~codii_sql.search.fusion.ROLE_WEIGHTS` (``LONG_QUERY_ROLE_WEIGHTS`` for
             long queries): a soft prior for source files.
         group_by_file: one result per file, ranked by its best chunk's score plus 0.3 x its second best
             (search/fusion.py by_file).
@@ -94,30 +97,30 @@ class SearchOptions:
         """Raise UsageError on an option out of range, or a filter that can only match nothing by
         mistake (a typo, not a miss)."""
         if self.mode not in MODES:
-            raise UsageError(f"unknown mode {self.mode!r}: use one of {', '.join(MODES)}")
+            raise UsageError(f"unknown mode {self.mode!r}", f"use one of {', '.join(MODES)}")
         if not 1 <= self.limit <= MAX_LIMIT:
-            raise UsageError(f"limit must be between 1 and {MAX_LIMIT}")
+            raise UsageError(f"must be between 1 and {MAX_LIMIT}", field="limit")
         if self.max_tokens is not None and not MIN_TOKENS <= self.max_tokens <= MAX_TOKENS:
-            raise UsageError(f"--max-tokens (max_tokens) must be between {MIN_TOKENS} and {MAX_TOKENS:,}")
+            raise UsageError(f"must be between {MIN_TOKENS} and {MAX_TOKENS:,}", field="max_tokens")
         problem = next(filter(None, map(bad_extension, self.exts)), None)
         if problem is not None:
             raise UsageError(problem)
         if self.language is not None and not self.language.strip():
-            raise UsageError("the language filter is empty: pass one such as python")
+            raise UsageError("the language filter is empty", "pass one such as python")
         glob = self.glob
         if glob is None:
             return
         if not glob.strip():
-            raise UsageError("the path glob is empty: pass one such as 'src/*.py'")
+            raise UsageError("the path glob is empty", "pass one such as 'src/*.py'")
         if glob.startswith(("/", "./")):
-            raise UsageError(f"bad path glob {glob!r}: paths are relative to the codebase root; write 'src/*.py'")
+            raise UsageError(f"bad path glob {glob!r}: paths are relative to the codebase root", "write 'src/*.py'")
         if glob.startswith("!"):
-            raise UsageError(f"bad path glob {glob!r}: a leading '!' does not negate a path glob; "
-                             "use a negated class such as '[!t]*' or search a subfolder with --path")
+            raise UsageError(f"bad path glob {glob!r}: a leading '!' does not negate a path glob",
+                             "use a negated class such as '[!t]*', or search a subfolder")
         if not _classes_closed(sqlite_glob(glob)):
-            raise UsageError(f"bad path glob {glob!r}: close every '[' (or match a literal one with '[[]')")
+            raise UsageError(f"bad path glob {glob!r}", "close every '[' (or match a literal one with '[[]')")
         if "\\" in glob:
-            raise UsageError(f"bad path glob {glob!r}: use '/' between folders, e.g. 'src/*.py'")
+            raise UsageError(f"bad path glob {glob!r}", "use '/' between folders, e.g. 'src/*.py'")
 
 
 def _classes_closed(glob: str) -> bool:

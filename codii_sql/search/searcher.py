@@ -4,25 +4,16 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from ..errors import EmbeddingFailedError, IndexMismatchError, UsageError
+from ..errors import EmbeddingFailedError, IndexMismatchError, Remedy, UsageError
 from ..models.embedder import Embedder
 from ..storage.store import Store
-from .query import (
-    CODE_SPAN,
-    Named,
-    fts_query,
-    named_in_query,
-    query_shape,
-    query_terms,
-    strip_issue_template,
-    symbol_match,
-)
-from .budget import BudgetReport, fit
-from .fusion import KNN_BY_BEST_SHAPES, Bm25Weight, by_file
+from .query import Analysis, Named, analyze, symbol_match
+from .fusion import KNN_BY_BEST_SHAPES, LONG_QUERY_ROLE_WEIGHTS, ROLE_WEIGHTS, Bm25Weight, by_file
 from .results import Result, SearchOptions, sqlite_glob
 from .staleness import StaleCheck
 
@@ -53,6 +44,8 @@ COARSE_FACTOR = 4
 PROBE_K = 10
 PROBE_COARSE_K = 8
 PROBE_COARSE_MIN = 1_000
+#: ... so a probe is taken as up to this much below the full search's ``knn_match``.
+PROBE_LOW_BY = 0.01
 #: Partitions of chunks_bits (rowid % 8; sql/schema.sql and sql/search.sql hold the same 8).
 BITS_PARTITIONS = 8
 #: Fused chunks the cross-encoder re-scores (the issue asks for 20-50; a MiniLM-L6
@@ -92,6 +85,11 @@ SINGLE_MODE_WEIGHT = {"bm25": (1.0, 1.0), "vector": (0.0, 0.0)}
 FULL_TRUST_COVERAGE = 0.2
 #: Identifier-shaped queries also rank such chunks first (:meth:`Searcher.search`, ``:tiered``).
 NAME_BOOST = 1.5
+#: The highest fused score sql/search.sql can give (before a re-rank): the convex combination is
+#: at most 1, the RRF term at most RRF_WEIGHT / (RRF_K + 1), the role prior at most 1, times the
+#: name boost. A workspace search leaves a shard out only when this, at its merge weight, cannot
+#: enter the answer (service/fanout.py).
+MAX_FUSED_SCORE = (1.0 + RRF_WEIGHT / (RRF_K + 1)) * NAME_BOOST
 #: BM25 is confident when (s1 - s2) / s1 of its two best scores reaches this (sql/search.sql).
 CONFIDENT_GAP = 0.25
 #: The vectors are weak when their nearest chunk's cosine is under this: no closer than unrelated
@@ -102,23 +100,19 @@ CONFIDENT_GAP = 0.25
 #: the same, 0.6 cost CoSQA 0.007, 0.7 cost 0.032.
 WEAK_COSINE = 0.5
 WEAK_VECTORS_BM25 = 0.5
-#: Bound on distinct FTS5 terms: an issue text has hundreds of words; OR-ing all of them is slow
-#: (~0.5 us per posting) and drowns the informative ones.
-MAX_FTS_TERMS = 32
 
-#: Soft prior by file role (roles.classify). Measured on the SWE-bench dev set (issue 6):
-#: halving docs/tests/non-source scores lifts file Acc@1 0.13 -> 0.39. A query that names a
-#: test or doc file still finds it: the prior only reorders near-ties.
-#: A licence header (chunk kind ``license``, any file) weighs as data: it names no behaviour, yet
-#: its words ("warranty", "permission", "use") matched questions on brotli.
-ROLE_WEIGHTS = {"source": 1.0, "test": 0.6, "docs": 0.6, "config": 0.5, "generated": 0.5, "vendored": 0.5,
-                "data": 0.5, "license": 0.5, "changelog": 0.5}
-#: The prior for long queries (issue reports, stack traces), which nearly always ask which
-#: source file to change. Tuned on 70 SWE-bench dev issues (hybrid NDCG@10 0.677 -> 0.702,
-#: Acc@k unchanged) and checked on the 57 held-out Sphinx issues (BM25: Acc@5 0.439 -> 0.544,
-#: NDCG@10 0.388 -> 0.448). A file the query names still gets NAME_BOOST.
-LONG_QUERY_ROLE_WEIGHTS = {"source": 1.0, "test": 0.4, "docs": 0.4, "config": 0.3, "generated": 0.3,
-                           "vendored": 0.3, "data": 0.3, "license": 0.3, "changelog": 0.3}
+@dataclass
+class Hits:
+    """What one index answers a query: ``results`` best first, the BM25 ``terms`` its analysis chose
+    (at most :data:`~.query.MAX_FTS_TERMS`), ``best_cosine`` (the nearest chunk's, None without vectors),
+    ``no_good_match`` (see :meth:`Searcher._nothing_close`), and ``embedder_failed``: why the query
+    was not embedded (the results are then BM25 only), else None."""
+
+    results: list[Result]
+    terms: list[str]
+    best_cosine: float | None
+    no_good_match: bool
+    embedder_failed: str | None = None
 
 
 class Searcher:
@@ -126,22 +120,16 @@ class Searcher:
 
     Args:
         store: the open index.
-        root: the codebase root on this machine (for ``stale`` checks).
+        root: the codebase root on this machine (for ``stale`` checks); None for an index file
+            searched without its source (``stale`` is then None).
         embedder: as for the indexer; only used by hybrid and vector modes.
     """
 
-    def __init__(self, store: Store, root: Path, embedder: Embedder):
+    def __init__(self, store: Store, root: Path | None, embedder: Embedder):
         self.store = store
-        self.root = Path(root)
+        self.root = Path(root) if root is not None else None
         self.embedder = embedder
         self.dims = store.vector_dims()
-        self.note: str | None = None
-        #: Of the last search: the cosine of the query's nearest chunk (None without vectors), and
-        #: whether nothing matched it well (see :meth:`_nothing_close`).
-        self.best_cosine: float | None = None
-        self.no_good_match = False
-        #: What the last search's ``max_tokens`` cut (None without one).
-        self.budget: BudgetReport | None = None
         store.run("create_vocab")
 
     def _fusion_shape(self, shape: str, fq: str | None) -> str:
@@ -154,37 +142,21 @@ class Searcher:
             return "mixed"
         return shape
 
-    def select_terms(self, query: str, *, numbers: bool = False) -> list[str]:
-        """The query's BM25 terms (:func:`query_terms`), at most :data:`MAX_FTS_TERMS` of them.
+    def analyze(self, query: str) -> Analysis:
+        """The query's analysis (:func:`analyze`) against this index's term counts."""
+        return analyze(query, lambda terms: {r["term"]: r["doc"] for r in
+                                             self.store.rows("term_doc_counts", {"terms": json.dumps(terms)})})
 
-        An issue text has hundreds of words: OR-ing them all costs ~0.5 us per posting and lets
-        common words outvote the few that name the code. A long query keeps, in this order,
-        the terms of its title (first line, when there are more lines), those of its code spans
-        (`` `name` ``), then the rest by fewest matching chunks (highest IDF); absent terms go.
-        Measured on 70 SWE-bench dev issues (hybrid, file level): IDF order alone Acc@5 0.643,
-        title first 0.714, title and code spans first 0.714 with Acc@1 0.457 -> 0.486.
-        """
-        terms = query_terms(query, numbers=numbers)
-        if len(terms) <= MAX_FTS_TERMS:
-            return terms
-        df = {r["term"]: r["doc"] for r in self.store.rows("term_doc_counts", {"terms": json.dumps(terms)})}
-        lines = query.strip().split("\n", 1)
-        title = set(query_terms(lines[0])) if len(lines) > 1 else set()
-        code = set(query_terms(" ".join(CODE_SPAN.findall(query))))
-        pos = {t: i for i, t in enumerate(terms)}
+    def find(self, query: str, opts: SearchOptions | None = None, query_vector: np.ndarray | None = None,
+             *, embedder_failed: str | None = None) -> Hits:
+        """The top ``opts.limit`` chunks (or files) for ``query``, with what the query analysis chose;
+        ``query_vector`` (float32[dims]) is its embedding when the caller has it already (a search over
+        several codebases embeds it once), ``embedder_failed`` why the caller could not embed it (the
+        search then answers from BM25, and says so). ``opts.max_tokens`` is the caller's to apply
+        (:func:`codii_sql.search.budget.fit` with :attr:`Hits.terms`): over several codebases the
+        budget is the merged answer's.
 
-        def priority(t: str) -> tuple:
-            return (0, pos[t]) if t in title else (1 if t in code else 2, df[t], pos[t])
-
-        keep = set(sorted((t for t in terms if t in df), key=priority)[:MAX_FTS_TERMS])
-        return [t for t in terms if t in keep]
-
-    def search(self, query: str, opts: SearchOptions | None = None,
-               query_vector: np.ndarray | None = None) -> list[Result]:
-        """The top ``opts.limit`` chunks (or files) for ``query``; ``query_vector`` (float32[dims]) is its
-        embedding when the caller has it already (a search over several codebases embeds it once).
-
-        An identifier-shaped query (:func:`query_shape`) puts first the chunks defining a symbol it
+        An identifier-shaped query (:func:`~.query.query_shape`) puts first the chunks defining a symbol it
         names exactly (``Console.print``: not every ``print``) and the chunks of a file it names
         (``httpx/_auth.py``, ``_auth.py``, ``auth.py``); see sql/search.sql ``:tiered``. In a
         question or an issue, named things only get :data:`NAME_BOOST`: "where is __repr__
@@ -198,32 +170,32 @@ class Searcher:
         opts = opts or SearchOptions()
         query = (query or "").strip()
         if not query:
-            raise UsageError("the query is empty: pass some words or an identifier to search for")
+            raise UsageError("the query is empty", "pass some words or an identifier to search for")
         if not any(ch.isalnum() for ch in query):
             # FTS5 drops punctuation and the model embeds it as noise: any answer would be arbitrary.
-            raise UsageError(f"the query {query[:40]!r} has no letters or digits; punctuation is not indexed: "
+            raise UsageError(f"the query {query[:40]!r} has no letters or digits; punctuation is not indexed",
                              "search for a word or an identifier")
         opts.check()
-        shape = query_shape(query)
-        if shape == "long":
-            query = strip_issue_template(query).strip() or query
-        # Numbers name things in a short query (HTTP 304, port 8080, version 4.17.2); in an
-        # issue text they are mostly line numbers and versions of pasted output.
-        self.note, self.budget = None, None
-        qvec = self._query_vector(query, query_vector) if opts.mode != "bm25" else None
-        if qvec is None and opts.mode != "bm25":  # the embedder did not answer: self.note says so
+        # The query's analysis, once: its BM25 terms serve the statement, the no-match rule and the
+        # caller's budget.
+        a = self.analyze(query)
+        shape, named = a.shape, a.named
+        note = embedder_failed
+        qvec = None
+        if opts.mode != "bm25" and note is None:
+            qvec, note = self._query_vector(a.text, query_vector)
+        if qvec is None and opts.mode != "bm25":  # the embedder did not answer: the note says so
             opts = dataclasses.replace(opts, mode="bm25")
-        fq = fts_query(self.select_terms(query, numbers=shape != "long")) if opts.mode != "vector" else None
+        fq = a.fts if opts.mode != "vector" else None
         fused = opts.mode not in SINGLE_MODE_WEIGHT
         fshape = self._fusion_shape(shape, fq) if fused else shape
         usual, confident = SINGLE_MODE_WEIGHT.get(opts.mode) or BM25_WEIGHT[fshape]
         weight = Bm25Weight(usual, confident, max(usual, WEAK_VECTORS_BM25) if fused else usual,
                             knn_by_best=fused and fshape in KNN_BY_BEST_SHAPES)
         prior = (LONG_QUERY_ROLE_WEIGHTS if shape == "long" else ROLE_WEIGHTS) if opts.role_prior else None
-        named = named_in_query(query)
         rows = self._run(fq, qvec, opts, weight, named, prior, tiered=shape == "identifier")
-        self.best_cosine = rows[0]["knn_best"] if rows and qvec is not None else None
-        self.no_good_match = self._nothing_close(rows, query, shape)
+        best = rows[0]["knn_best"] if rows and qvec is not None else None
+        nothing_close = self._nothing_close(rows, a.terms, shape, best)
         wanted = _rows_wanted(opts)
         while opts.group_by_file and len(rows) >= wanted and len({r["path"] for r in rows}) < opts.limit \
                 and wanted < MAX_GROUPED_ROWS:
@@ -238,35 +210,36 @@ class Searcher:
                 rerank,  # onnxruntime session and tokenizer only when asked for
             )
 
-            results = rerank(query, results, model_path=opts.rerank_model, top_n=RERANK_DEPTH)
+            results = rerank(a.text, results, model_path=opts.rerank_model, top_n=RERANK_DEPTH)
             tier = {r["id"]: r["tier"] for r in rows}  # the cross-encoder orders within a name tier
             results.sort(key=lambda r: -tier[r.id])
-        results = _top(results, opts)
-        if opts.max_tokens:
-            results, self.budget = fit(results, self.select_terms(query, numbers=shape != "long"), opts.max_tokens)
-        return results
+        return Hits(_top(results, opts), a.terms, best, nothing_close, note)
 
-    def _nothing_close(self, rows: list[dict], query: str, shape: str) -> bool:
-        """Whether nothing in the index matches ``query`` well (the answer's ``no_good_match``): no
+    def search(self, query: str, opts: SearchOptions | None = None,
+               query_vector: np.ndarray | None = None) -> list[Result]:
+        """:meth:`find`'s results alone."""
+        return self.find(query, opts, query_vector).results
+
+    def _nothing_close(self, rows: list[dict], terms: list[str], shape: str, best: float | None) -> bool:
+        """Whether nothing in the index matches the query well (:attr:`Hits.no_good_match`): no
         chunk at all; else no named symbol or file, no chunk within :data:`NO_MATCH_COSINE` of the
-        query, and no chunk holding every one of its words. Never while chunks still wait for
-        vectors (their cosines are unknown), nor for BM25 alone with a long query (no cosine, and
-        AND-ing an issue's words matches nothing)."""
+        query (``best``), and no chunk holding every one of its ``terms``. Never while chunks still
+        wait for vectors (their cosines are unknown), nor for BM25 alone with a long query (no
+        cosine, and AND-ing an issue's words matches nothing)."""
         if not rows:
             return True
         if any(r["tier"] for r in rows) or self.store.value("vectors_pending"):
             return False
-        if self.best_cosine is None and shape == "long":
+        if best is None and shape == "long":
             return False
-        if self.best_cosine is not None and self.best_cosine >= NO_MATCH_COSINE:
+        if best is not None and best >= NO_MATCH_COSINE:
             return False
-        terms = self.select_terms(query, numbers=shape != "long")
         return not terms or not self.store.value("fts_any", {"fts_all": " AND ".join(
             '"' + t.replace('"', '""') + '"' for t in terms)})
 
-    def _query_vector(self, query: str, given: np.ndarray | None = None) -> bytes | None:
-        """The query's embedding as a float32 blob, or None (and :attr:`note` saying why) when the
-        embedder did not answer: the search then answers from BM25 rather than fail.
+    def _query_vector(self, query: str, given: np.ndarray | None = None) -> tuple[bytes | None, str | None]:
+        """The query's embedding as a float32 blob, or None and why, when the embedder did not
+        answer: the search then answers from BM25 rather than fail.
 
         Raises:
             IndexMismatchError: the embedder's vectors are not as wide as the index's.
@@ -274,12 +247,11 @@ class Searcher:
         try:
             vector = (given if given is not None else self.embedder.embed_query(query)).astype(np.float32)
         except EmbeddingFailedError as err:
-            self.note = f"the embedder {self.embedder.name} did not answer ({err}): these are BM25 results only"
-            return None
+            return None, str(err)
         if vector.shape[0] != self.dims:
             raise IndexMismatchError(f"the embedder {self.embedder.name} now returns {vector.shape[0]}-dim vectors but "
-                                     f"this index holds {self.dims}-dim ones: run `codii-sql build --force` to re-embed")
-        return vector.tobytes()
+                                     f"this index holds {self.dims}-dim ones", Remedy("force_build"))
+        return vector.tobytes(), None
 
     def similar(self, vectors: np.ndarray, opts: SearchOptions) -> list[Result]:
         """Chunks nearest to the mean of ``vectors`` (float32[n, dims], from the index), by cosine KNN."""
@@ -287,17 +259,13 @@ class Searcher:
         mean = (mean / (np.linalg.norm(mean) or 1.0)).astype(np.float32)
         prior = ROLE_WEIGHTS if opts.role_prior else None
         rows = self._run(None, mean.tobytes(), opts, Bm25Weight(0.0, 0.0), Named([], [], []), prior, tiered=False)
-        results = _top(self._results(rows), opts)
-        self.budget = None
-        if opts.max_tokens:
-            results, self.budget = fit(results, [], opts.max_tokens)
-        return results
+        return _top(self._results(rows), opts)
 
     def _check_language(self, language: str) -> None:
         """Raise when a language filter names no language of this index (a typo, not a miss)."""
         present = [r["language"] for r in self.store.rows("stats_by_language") if r["language"] != "(none)"]
         if language not in present:
-            raise UsageError(f"no {language!r} code in this index; its languages: {', '.join(present)}")
+            raise UsageError(f"no {language!r} code in this index", f"its languages: {', '.join(present)}")
 
     def _run(self, fq: str | None, qvec: bytes | None, opts: SearchOptions, weight: Bm25Weight,
              named: Named, prior: dict[str, float] | None, tiered: bool, rows: int | None = None) -> list[dict]:
@@ -346,7 +314,7 @@ class Searcher:
         """
         if self.store.value("vectors_pending"):  # a partial mean reads low: unknown, so never left out
             return None
-        qvec = self._query_vector("", query_vector)
+        qvec, _ = self._query_vector("", query_vector)
         coarse = self.store.row("counts")["chunks"] >= PROBE_COARSE_MIN
         return self.store.value("knn_match", {"qvec": qvec, "depth": PROBE_K,
                                               "coarse_k": PROBE_COARSE_K if coarse else 0})
@@ -360,7 +328,8 @@ class Searcher:
         return min(1.0, (1.0 - counts["pending"] / max(counts["chunks"], 1)) / FULL_TRUST_COVERAGE)
 
     def _results(self, rows: list[dict]) -> list[Result]:
-        stale = StaleCheck(self.root)
+        # A shard searched without its source (a portable index file) cannot tell staleness: None.
+        stale = StaleCheck(self.root) if self.root is not None else (lambda row: None)
         # Chunks still waiting for vectors would make the index look a worse match than it is.
         match = rows[0]["knn_match"] if rows and not self.store.value("vectors_pending") else None
         return [

@@ -7,7 +7,8 @@ apsw, the named SQL, numpy or the stages below.
 from ..codebase import Codebase
 from ..ingest.config import extension_filter
 from ..ingest.report import BuildReport, Progress
-from ..search.results import MAX_LIMIT, MODES, Result, SearchOptions
+from ..search.answer import Answer, Member, Note
+from ..search.results import MAX_LIMIT, MAX_TOKENS, MIN_TOKENS, MODES, Result, SearchOptions
 from ..storage.lock import is_locked
 from .aside import AsideReport, build_aside, embed_texts
 from .boundary import FileSet
@@ -17,12 +18,13 @@ from .daemon import daemon_info, detached, start_daemon
 from .doctor import doctor
 from .dry_run import dry_run
 from .embedders import embedder_health, embedders_in_use
-from .indexes import OpenIndexes
-from .fanout import ManyResponse, member_paths, members_of, search_many, search_workspace
+from .indexes import OpenIndexes, open_searcher
+from .listing import AGENT as AGENT_LISTING, PERSON as PERSON_LISTING, listing
 from .maintenance import clear, clear_target
 from .models import ENV_MODEL, cached_models, check_reranker, models_dir, pull_model
-from .searching import SearchResponse, batch_searcher, open_searcher, search
+from .searching import SearchRequest, opened, search
 from .session import Session, iso
+from .targets import member_paths, members_of
 from .status import inspect, is_stale, list_codebases, recorded_filters, stats, status
 from .symbols import find_references, find_symbol, outline
 from .watchers import registered, watchers
@@ -32,10 +34,10 @@ from .workspaces import Workspace, add_paths, describe, get_workspace, remove, w
 __all__ = [
     "extension_filter",
     "AsideReport", "OpenIndexes", "build_aside", "embed_texts",
-    "ManyResponse", "Workspace", "add_paths", "describe", "get_workspace", "member_paths", "members_of", "remove",
-    "search_many", "search_workspace", "workspaces",
-    "BuildReport", "Codebase", "ENV_MODEL", "MAX_LIMIT", "MODES", "Progress", "Result", "SearchOptions",
-    "SearchResponse", "Session", "batch_searcher", "build", "cached_models", "check_reranker", "clear", "clear_target", "daemon_info",
+    "AGENT_LISTING", "Answer", "Member", "Note", "PERSON_LISTING", "SearchRequest", "listing", "opened",
+    "Workspace", "add_paths", "describe", "get_workspace", "member_paths", "members_of", "remove", "workspaces",
+    "BuildReport", "Codebase", "ENV_MODEL", "MAX_LIMIT", "MAX_TOKENS", "MIN_TOKENS", "MODES", "Progress", "Result", "SearchOptions",
+    "Session", "build", "cached_models", "check_reranker", "clear", "clear_target", "daemon_info",
     "detached", "dry_run", "embedder_health", "embedders_in_use", "start_daemon", "doctor", "ensure_index",
     "find_codebase", "inspect", "is_locked", "is_stale", "iso", "list_codebases", "models_dir", "open_codebase",
     "open_searcher", "pull_model", "recorded_filters", "search", "stats", "status",

@@ -22,7 +22,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from ..errors import UsageError
+from ..errors import Remedy, UsageError
 from ..ingest.config import DEFAULT_MAX_FILE_BYTES
 from ..ingest.read import SNIFF_BYTES, is_binary, is_private_key
 from ..ingest.walk import SECRET_RULE, default_file_reason, scan
@@ -62,12 +62,12 @@ def _inside(path: str, root: str) -> bool:
 def _relative(root: Path, file: str) -> str:
     """The lexical path of ``file`` relative to ``root`` (POSIX separators), or refuse."""
     if "\0" in file:
-        raise PathRefusedError("the file path contains a NUL byte: pass a plain relative path")
+        raise PathRefusedError("the file path contains a NUL byte", "pass a plain relative path")
     if not file.strip():
-        raise PathRefusedError("the file path is empty: pass a path relative to the codebase root")
+        raise PathRefusedError("the file path is empty", "pass a path relative to the codebase root")
     if ".." in PurePosixPath(file.replace(os.sep, "/")).parts:
-        raise PathRefusedError(f"{file!r}: '..' is not allowed; pass the path relative to the codebase root, "
-                               "as search results give it")
+        raise PathRefusedError(f"{file!r}: '..' is not allowed",
+                               "pass the path relative to the codebase root, as search results give it")
     raw = Path(file)
     if raw.is_absolute():
         for base in (str(root), os.path.realpath(root)):
@@ -102,7 +102,7 @@ def resolve_file(root: Path, file: str) -> SafeFile:
     except OSError as err:
         raise PathRefusedError(f"{file!r}: cannot be read ({err.strerror})") from None
     if stat.S_ISDIR(st.st_mode):
-        raise PathRefusedError(f"{file!r} is a directory: pass a file path")
+        raise PathRefusedError(f"{file!r} is a directory", "pass a file path")
     if not stat.S_ISREG(st.st_mode):
         raise PathRefusedError(f"{file!r} is not a regular file (device, FIFO or socket): refused")
     return SafeFile(rel, Path(real), st.st_dev, st.st_ino, st.st_size)
@@ -126,7 +126,7 @@ def read_bytes(f: SafeFile, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> bytes:
     with open(fd, "rb") as fh:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode) or (st.st_dev, st.st_ino) != (f.dev, f.ino):
-            raise PathRefusedError(f"{f.rel!r} changed while it was being opened: try again")
+            raise PathRefusedError(f"{f.rel!r} changed while it was being opened", Remedy("retry"))
         if st.st_size > max_bytes:
             raise PathRefusedError(f"{f.rel!r} is larger than {max_bytes} bytes: not served")
         data = fh.read(max_bytes + 1)[:max_bytes]

@@ -11,14 +11,17 @@ from ..errors import (
     BuildFailedError,
     DaemonRunningError,
     DiskFullError,
+    EmbeddingFailedError,
     IndexBusyError,
     NotIndexedError,
     ReadOnlyIndexError,
+    Remedy,
 )
 from ..ingest.indexer import Indexer
 from ..ingest.report import BuildReport, Progress
 from ..models.cache import EmbeddingCache
 from ..models.embedder import Embedder
+from ..search.answer import Note
 from ..storage.lock import vectors_running
 from .daemon import background_allowed, start_daemon
 from .embedders import embedder_for_build, recorded_embedder
@@ -72,15 +75,16 @@ def reword_disk_full(codebase: Codebase) -> Iterator[None]:
     try:
         yield
     except DiskFullError:
-        raise DiskFullError(f"the disk is full writing {codebase.db_path}: free some space, then build again "
-                            "(`codii-sql build`; MCP: index_codebase); the index keeps its last committed state") from None
+        raise DiskFullError(f"the disk is full writing {codebase.db_path}", Remedy("free_disk")) from None
 
 
 def ensure_index(codebase: Codebase, *, update: bool = True, progress: Progress | None = None,
-                 embedder: Embedder | None = None) -> str | None:
+                 embedder: Embedder | None = None) -> Note | None:
     """Make the index usable for search: build it if missing, update it if ``update``.
 
-    Never waits for another process's build: it searches the last committed state then.
+    Never waits for another process's build: it searches the last committed state then. An
+    embedder that does not answer (a provider's server is down) leaves the edited chunks queued
+    for their vectors: the lexical update committed, and the search answers.
 
     Returns:
         a note for the user when the index could not be brought up to date, or the update
@@ -88,32 +92,46 @@ def ensure_index(codebase: Codebase, *, update: bool = True, progress: Progress 
     Raises:
         NotIndexedError: no index yet and ``update`` is false (nothing may be built then).
     """
+    root = {"root": str(codebase.root)}
     exists = codebase.db_path.is_file()
     if not update:
         if not exists:
-            raise NotIndexedError(f"{codebase.root} is not indexed and --no-update builds nothing: "
-                                  f"run `codii-sql build {codebase.root}` first")
-        st = status(codebase, check_stale=False)
-        if st["status"] == "failed":
-            return (f"the last build did not finish ({st.get('error')}): results come from the "
-                    f"{st['files']} files it committed; run `codii-sql build {codebase.root}` to complete it")
-        if st["status"] == "indexing" and st.get("phase") != "vectors":  # the vectors have a note of their own
-            return "another process is indexing this codebase: results come from the last committed state"
-        return None
+            raise NotIndexedError(f"{codebase.root} is not indexed, and a search without its update builds nothing",
+                                  Remedy("build", root))
+        return freshness_note(status(codebase, check_stale=False))
     try:
         _, warnings = refresh(codebase, progress=progress, embedder=embedder)
     except IndexBusyError:
         if not exists:
-            raise IndexBusyError(f"{codebase.root} is being indexed for the first time; try again shortly") from None
-        return "another process is indexing this codebase: results come from the last committed state"
+            raise IndexBusyError(f"{codebase.root} is being indexed for the first time", Remedy("retry")) from None
+        return Note("indexing", "another process is indexing this codebase: results come from the last committed state")
     except (DiskFullError, ReadOnlyIndexError) as err:
         if not exists:
             raise
         # A search reads: the index it has is still worth answering from.
         why = "the disk is full" if isinstance(err, DiskFullError) else "the index is read-only"
-        return (f"the index could not be updated ({why}): results come from the last committed state, and files "
-                "changed since are marked stale; free some space or make it writable, then search again")
-    return "; ".join(warnings) or None
+        return Note("update", f"the index could not be updated ({why}): results come from the last committed state, "
+                              "and files changed since are marked stale",
+                    Remedy("free_disk") if isinstance(err, DiskFullError) else Remedy("make_writable"))
+    except EmbeddingFailedError as err:
+        if not exists:
+            raise
+        return Note("update", f"the edited chunks wait for their vectors ({err.what}): they rank by BM25 alone")
+    return Note("update", "; ".join(warnings)) if warnings else None
+
+
+def freshness_note(st: dict) -> Note | None:
+    """What a search of the last committed state should say about a build that runs or failed
+    (``st`` as :func:`~.status.status` without the staleness walk), else None."""
+    root = {"root": st["codebase"]}
+    if st["status"] == "failed":
+        return Note("indexing", f"the last build did not finish ({st.get('error')}): results come from the "
+                                f"{st.get('files') or 0} files it committed", Remedy("build", root))
+    if st["status"] == "indexing" and st.get("phase") != "vectors":  # the vectors have a note of their own
+        done, total = st.get("files_done") or 0, st.get("files_total") or 0
+        progress = f" ({done}/{total} files of this build committed)" if total else ""
+        return Note("indexing", f"indexing is running{progress}: results come from the last committed state")
+    return None
 
 
 def refresh(codebase: Codebase, *, progress: Progress | None = None,

@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 
 from ..codebase import Codebase
-from ..errors import UsageError
+from ..errors import Remedy, UsageError
 from ..storage.store import Store
 
 
@@ -18,14 +18,14 @@ def recorded_root(db: str | os.PathLike[str]) -> str:
     """
     db_path = Path(db).expanduser().absolute()
     if db_path.is_dir():
-        raise UsageError(f"--db {db} is a directory: pass a file path such as {db_path / 'index.db'}")
+        raise UsageError(f"{db} is a directory", f"pass a file path such as {db_path / 'index.db'}", field="db")
     if not db_path.is_file():
-        raise UsageError(f"--db {db_path}: no such index file; pass an existing .db, or --path to build one")
+        raise UsageError(f"{db_path}: no such index file", "pass an existing .db, or the codebase folder to build one", field="db")
     with Store(db_path, create=False) as store:
         root = store.meta().get("root")
     if not root or not Path(root).is_dir():
-        raise UsageError(f"the index {db_path.name} was built for {root or 'an unknown folder'}, which is not here: "
-                         "pass the codebase folder too (--path or PATH)")
+        raise UsageError(f"the index {db_path.name} was built for {root or 'an unknown folder'}, which is not here",
+                         Remedy("pass_folder"))
     return root
 
 
@@ -67,6 +67,7 @@ def _owned(codebase: Codebase, db: str | os.PathLike[str] | None) -> Codebase:
     with Store(codebase.db_path, create=False) as store:
         root = store.meta().get("root")
     if root and Path(root) != codebase.root and Path(root).is_dir():
-        raise UsageError(f"--db {db} is the index of {root}, not of {codebase.root}: pass --path {root} to "
-                         f"use it, or another --db file (or none) for {codebase.root}")
+        raise UsageError(f"{db} is the index of {root}, not of {codebase.root}",
+                         f"pass the folder {root} to use it, or another index file (or none) for {codebase.root}",
+                         field="db")
     return codebase

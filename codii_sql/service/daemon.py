@@ -17,7 +17,7 @@ import time
 from collections.abc import Iterator
 
 from ..codebase import Codebase
-from ..errors import BuildFailedError, DaemonRunningError
+from ..errors import BuildFailedError, DaemonRunningError, Remedy
 from ..paths import logs_dir
 from ..storage.lock import daemon_lock, daemon_running
 
@@ -55,7 +55,7 @@ def start_daemon(codebase: Codebase, options: list[str]) -> dict:
     """
     running = daemon_info(codebase)
     if running is not None:
-        raise DaemonRunningError(_running_message(codebase, running))
+        raise DaemonRunningError(_running_message(codebase, running), Remedy("poll_status", {"root": str(codebase.root)}))
     log = logs_dir() / f"{codebase.db_path.stem}.log"
     log.parent.mkdir(parents=True, exist_ok=True)
     cmd = [sys.executable, "-m", "codii_sql.cli", "build", str(codebase.root), "--db", str(codebase.db_path),
@@ -70,12 +70,13 @@ def start_daemon(codebase: Codebase, options: list[str]) -> dict:
             return info
         code = proc.poll()
         if code == DaemonRunningError.exit_code:
-            raise DaemonRunningError(_running_message(codebase, daemon_info(codebase) or {}))
+            raise DaemonRunningError(_running_message(codebase, daemon_info(codebase) or {}),
+                                     Remedy("poll_status", {"root": str(codebase.root)}))
         if code == 0:  # done before we looked (an index already up to date): a success
             return {"pid": proc.pid, "started_at": None, "log": str(log), "finished": True}
         if code is not None:
-            raise BuildFailedError(f"the background build stopped at once (exit status {code}): "
-                                   f"{_last_line(log)}; its log is {log}")
+            raise BuildFailedError(f"the background build stopped at once (exit status {code}): {_last_line(log)}",
+                                   f"its log is {log}")
         time.sleep(0.05)
     return {"pid": proc.pid, "started_at": None, "log": str(log)}
 
@@ -100,8 +101,7 @@ def detached(codebase: Codebase) -> Iterator[None]:
 
 def _running_message(codebase: Codebase, info: dict) -> str:
     pid = f" (pid {info['pid']})" if info.get("pid") else ""
-    return (f"a background build of {codebase.root} is already running{pid}: "
-            f"`codii-sql status {codebase.root}` follows it")
+    return f"a background build of {codebase.root} is already running{pid}"
 
 
 def _last_line(log) -> str:

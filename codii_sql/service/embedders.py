@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 
 from ..codebase import Codebase
-from ..errors import EmbeddingFailedError, IndexMismatchError, UsageError
+from ..errors import EmbeddingFailedError, IndexMismatchError, Remedy, UsageError
 from ..ingest.config import load_config
 from ..models.embedder import Embedder
 from ..models.minilm import MODEL_ID
@@ -58,9 +58,8 @@ def embedder_for_build(codebase: Codebase, explicit: str | None, *, force: bool)
     recorded = _recorded(codebase)
     if asked and recorded and asked != canonical(recorded) and not force:
         raise IndexMismatchError(f"the index of {codebase.root} holds vectors of the embedder {recorded!r}, and this "
-                                 f"build asks for {asked!r}: `codii-sql build --force --embedder {asked}` re-embeds "
-                                 f"everything (or pass --embedder {recorded}; over MCP: index_codebase with "
-                                 f"force=true, or embedder={recorded!r})")
+                                 f"build asks for {asked!r}", Remedy("change_embedder", {
+                                     "root": str(codebase.root), "asked": asked, "recorded": recorded}))
     return get_embedder(asked or recorded or DEFAULT_EMBEDDER)
 
 

@@ -1,4 +1,4 @@
-"""Open indexes kept by a long-lived face: one read connection per index, and each codebase's readable file set."""
+"""Opening indexes for search, and those a long-lived face keeps open: one read connection per index, and each codebase's readable file set."""
 
 from __future__ import annotations
 
@@ -11,10 +11,32 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..codebase import Codebase
+from ..ingest.indexer import index_settings
 from ..search.searcher import Searcher
+from ..storage.store import Store
 from . import boundary
-from .searching import open_searcher
-from .status import scan_rules
+from .embedders import embedder_for_search
+from .status import not_indexed, scan_rules
+
+
+def open_searcher(codebase: Codebase) -> Searcher:
+    """A :class:`Searcher` over the existing index; the caller closes ``searcher.store``.
+
+    Raises:
+        NotIndexedError: no index file yet.
+        IndexMismatchError: built by another model (older chunking rules are fine: the next build re-chunks).
+    """
+    if not codebase.db_path.is_file():
+        raise not_indexed(codebase)
+    store = Store(codebase.db_path, create=False)
+    try:
+        embedder = embedder_for_search(store.meta())
+        # Chunks of older chunking rules are still valid search results; the next build re-chunks.
+        store.check_compatible({k: v for k, v in index_settings(embedder).items() if k != "chunker_version"})
+    except Exception:
+        store.close()
+        raise
+    return Searcher(store, codebase.root, embedder)
 
 
 @dataclass

@@ -49,6 +49,8 @@ class Job:
     hot: dict[str, None] = field(default_factory=dict)
     outcome: str = "running"
     error: str | None = None
+    #: The failure itself, when it was one of ours (its remedy is worded by the face).
+    failure: CodiiError | None = None
     finished_at: float | None = None
     report: dict | None = None
     warnings: list[str] = field(default_factory=list)
@@ -121,7 +123,8 @@ class Jobs:
         if job.outcome == "busy":
             return "already indexing"
         if job.outcome == "failed":
-            raise BuildFailedError(f"indexing failed: {job.error}")
+            raise BuildFailedError(f"indexing failed: {job.failure.what if job.failure else job.error}",
+                                   job.failure.hint if job.failure else None)
         return "started"
 
     def prefer(self, cb: Codebase, paths: list[str]) -> None:
@@ -138,7 +141,7 @@ class Jobs:
              embedder: str | None) -> None:
         def progress(phase: str, done: int, total: int) -> None:
             if self.cancel.is_set():
-                raise BuildCancelled("the MCP server shut down; call index_codebase to resume")
+                raise BuildCancelled("the MCP server shut down before the build finished")
             if phase == "vectors":
                 job.phase, job.vectors_done, job.vectors_total = phase, done, total
             else:
@@ -159,6 +162,7 @@ class Jobs:
         except Exception as err:  # reported through get_indexing_status; the thread must not die silently
             job.outcome = "failed"
             job.error = str(err) if isinstance(err, CodiiError) else f"{type(err).__name__}: {err}"
+            job.failure = err if isinstance(err, CodiiError) else None
             job.resumable = not isinstance(err, (ReadOnlyIndexError, DiskFullError))
         finally:
             job.finished_at = time.time()

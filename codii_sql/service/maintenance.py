@@ -56,7 +56,7 @@ def _check_in_home(db_path: Path) -> None:
     """Raise unless a damaged ``db_path`` is provably an index: one in ``$CODII_SQL_HOME/indexes``."""
     if not paths.in_indexes_dir(db_path):
         raise DamagedIndexError(f"{db_path} is damaged or not a SQLite database, so it cannot be recognised as a "
-                                "codii-sql index: if it is one, delete it by hand") from None
+                                "codii-sql index", "if it is one, delete it by hand") from None
 
 
 def discard_damaged(codebase: Codebase) -> None:
@@ -94,7 +94,7 @@ def _remove_index_files(codebase: Codebase) -> bool:
         except IndexBusyError:
             busy = _busy_message(codebase) or f"{codebase.root} is being indexed"
     if busy is not None:
-        raise IndexBusyError(f"{busy}: nothing was deleted; try again when it finishes")
+        raise IndexBusyError(f"{busy}: nothing was deleted", "try again when it finishes")
     return _delete(codebase)
 
 

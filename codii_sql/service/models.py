@@ -26,12 +26,12 @@ def pull_model(name: str, target_dir: str | None = None) -> Path:
         UsageError: ``name`` is not a repository id, huggingface_hub is missing, or the download failed.
     """
     if not _REPO_ID.match(name) or ".." in name:
-        raise UsageError(f"{name!r} is not a Hugging Face model id like cross-encoder/ms-marco-MiniLM-L-6-v2")
+        raise UsageError(f"{name!r} is not a Hugging Face model id", "pass one like cross-encoder/ms-marco-MiniLM-L-6-v2")
     try:
         from huggingface_hub import snapshot_download
     except ImportError:
-        raise UsageError("install huggingface_hub and ensure network access, or download the folder "
-                         "yourself and pass --rerank-model PATH") from None
+        raise UsageError("huggingface_hub is not installed", "install it and ensure network access, or download "
+                         "the folder yourself and pass --rerank-model PATH") from None
     target = Path(target_dir) if target_dir else models_dir() / "hf" / name
     try:
         snapshot_download(repo_id=name, local_dir=str(target), allow_patterns=PULL_FILES)
@@ -64,5 +64,5 @@ def check_reranker(model_path: str | None) -> None:
     try:
         from ..search.rerank import rerank
     except ImportError as err:
-        raise UsageError(f"rerank unavailable: {err}") from None
+        raise UsageError(f"the re-rank module cannot be imported ({err})", "reinstall codii-sql") from None
     rerank("model check", [], model_path=model_path)

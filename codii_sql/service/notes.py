@@ -1,14 +1,16 @@
-"""The notes a search answer carries: why results may be missing that the user expects."""
+"""The notes a search answer carries, as data: why results may be missing that the user expects."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
+from ..errors import Remedy
+from ..search.answer import Note
 from ..storage.store import Store
 from .status import vector_progress
 
 
-def filter_note(store: Store, *, indexing: bool | Callable[[], bool] = False) -> str | None:
+def filter_note(store: Store, root: str, *, indexing: bool | Callable[[], bool] = False) -> Note | None:
     """Why results may be missing that the user expects: the index holds only some extensions
     (an earlier build's filter, perhaps an agent's, silently narrows every later search), or no
     file at all; else None.
@@ -19,35 +21,35 @@ def filter_note(store: Store, *, indexing: bool | Callable[[], bool] = False) ->
     """
     meta = store.meta()
     exts = meta.get("scan_extensions")
-    reset = "`codii-sql build --reset-filters` (MCP: index_codebase resetFilters=true) indexes every file"
+    reset = Remedy("reset_filters", {"root": root})
     if not store.value("has_files"):
         first = "" if meta.get("last_indexed_at") else " for the first time"
         if indexing if isinstance(indexing, bool) else indexing():
-            return (f"this codebase is being indexed{first} and no file is committed yet: poll get_indexing_status "
-                    "(CLI: `codii-sql status`) and search again when it reports files indexed")
+            return Note("filters", f"this codebase is being indexed{first} and no file is committed yet",
+                        Remedy("poll_status", {"root": root}))
         if first:
-            return ("this index holds no files yet: no build of it has finished; call index_codebase "
-                    "(CLI: `codii-sql build`) to index the codebase")
+            return Note("filters", "this index holds no files yet: no build of it has finished",
+                        Remedy("build", {"root": root}))
         if exts or meta.get("scan_ignore_patterns"):
-            return f"this index holds no files: its filters or ignore rules exclude everything; {reset}"
+            return Note("filters", "this index holds no files: its filters or ignore rules exclude everything", reset)
         skipped = ", ".join(f"{n} {why}" for why, n in sorted((meta.get("skipped") or {}).items()))
-        return ("this index holds no files: the folder has no text files to index"
-                + (f" (skipped: {skipped})" if skipped else "") + "; `codii-sql status` shows what was skipped")
+        return Note("filters", "this index holds no files: the folder has no text files to index"
+                    + (f" (skipped: {skipped})" if skipped else ""))
     if exts:
-        return f"this index holds only {' '.join(exts)} files (an earlier build's filter); {reset}"
+        return Note("filters", f"this index holds only {' '.join(exts)} files (an earlier build's filter)", reset)
     return None
 
 
-def scope_note(store: Store, under: str | None) -> str | None:
+def scope_note(store: Store, under: str | None) -> Note | None:
     """Why a search kept to the subfolder ``under`` can find nothing there: none of its files
     is indexed (ignored, filtered out, or no text files); else None."""
     if not under or store.value("has_files_under", {"under": under}):
         return None
-    return (f"no file under {under}/ is indexed: it is ignored (.gitignore, .codiiignore), left out by the "
-            "index's filters, or holds no text files")
+    return Note("scope", f"no file under {under}/ is indexed: it is ignored (.gitignore, .codiiignore), left out by "
+                         "the index's filters, or holds no text files")
 
 
-def vectors_note(store: Store, *, running: bool, mode: str) -> str | None:
+def vectors_note(store: Store, root: str, *, running: bool, mode: str) -> Note | None:
     """How the missing vectors shape the answer, when some chunks have none yet (a vector phase is
     running or stopped, or vectors are off); None when every chunk has one, or in ``bm25`` mode."""
     counts = store.row("vector_counts")
@@ -55,25 +57,29 @@ def vectors_note(store: Store, *, running: bool, mode: str) -> str | None:
         return None
     progress = vector_progress(store.meta(), counts, running=running)
     done, total = progress["done"], progress["total"]
+    blind = "; vector mode cannot find them" if mode == "vector" else ""
     if progress["state"] == "running":
         eta = progress.get("eta_seconds")
         left = f", about {eta // 60} min {eta % 60} s to go" if eta else ""
-        note = f"vectors are still being embedded ({done} of {total} chunks{left}): chunks without one rank by BM25 alone"
-    elif progress["state"] == "off":
-        note = (f"this index holds vectors for {done} of {total} chunks (built with --no-vectors): the others rank "
-                "by BM25 alone; `codii-sql build --vectors` embeds them (over MCP, index_codebase keeps that choice: "
-                "ask the user)")
-    else:
-        why = f" ({progress['error']})" if progress.get("error") else ""
-        note = (f"{total - done} of {total} chunks have no vector yet, the vector phase stopped{why}: they rank by "
-                "BM25 alone; `codii-sql build` (MCP: index_codebase) embeds them")
-    return note + ("; vector mode cannot find them" if mode == "vector" else "")
+        return Note("vectors", f"vectors are still being embedded ({done} of {total} chunks{left}): chunks without one "
+                               f"rank by BM25 alone{blind}")
+    if progress["state"] == "off":
+        return Note("vectors", f"this index holds vectors for {done} of {total} chunks (built with vectors off): the "
+                               f"others rank by BM25 alone{blind}", Remedy("embed_vectors", {"root": root}))
+    why = f" ({progress['error']})" if progress.get("error") else ""
+    return Note("vectors", f"{total - done} of {total} chunks have no vector yet, the vector phase stopped{why}: they "
+                           f"rank by BM25 alone{blind}", Remedy("build", {"root": root}))
 
 
-def no_match_note(searcher) -> str | None:
-    """What to tell when nothing matched the query well (see ``Searcher.no_good_match``)."""
-    if not searcher.no_good_match:
-        return None
-    close = f"the nearest chunk's cosine is {searcher.best_cosine:.2f}, " if searcher.best_cosine is not None else ""
-    return (f"no good match: {close}no chunk holds every word of the query and no symbol or file is named by it; "
-            "what it asks for may not be in this codebase (these results are only the least unlike)")
+def no_match_note(best_cosine: float | None) -> Note:
+    """What to tell when nothing matched the query well (see ``Hits.no_good_match``)."""
+    close = f"the nearest chunk's cosine is {best_cosine:.2f}, " if best_cosine is not None else ""
+    return Note("no_good_match", f"no good match: {close}no chunk holds every word of the query and no symbol or "
+                                 "file is named by it; what it asks for may not be in this codebase (these results "
+                                 "are only the least unlike)")
+
+
+def embedder_note(name: str, why: str, codebase: str | None = None) -> Note:
+    """The query could not be embedded: the results are BM25 only."""
+    return Note("embedder", f"the embedder {name} did not answer ({why}): these are BM25 results only",
+                codebase=codebase)

@@ -1,154 +1,231 @@
-"""Searching one codebase: open its index, update it first if asked, answer with results and notes."""
+"""The search use case: one request -> one :class:`~codii_sql.search.answer.Answer`, for every face.
+
+The CLI, the MCP server, the HTTP server, Ray Serve and ``eval`` all search through :func:`search`
+(or :func:`opened`, for many queries over one set of shards). It resolves the request to shards
+(:mod:`.targets`), prepares them (an update before a CLI search), asks them (one shard directly,
+several through :mod:`.fanout`), fits the merged answer into the token budget, and tells why
+results may be missing, all in this one place.
+"""
 
 from __future__ import annotations
 
+import concurrent.futures as cf
 import contextlib
 import dataclasses
-import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
-
-import numpy as np
+from dataclasses import dataclass, field
 
 from ..codebase import Codebase
-from ..ingest.indexer import index_settings
+from ..errors import CodiiError, Remedy, UsageError
 from ..ingest.report import Progress
-from ..search.results import Result, SearchOptions
-from ..search.searcher import Searcher
-from ..storage.lock import daemon_running, is_locked, vectors_running
-from ..storage.store import Store
-from .builds import ensure_index
-from .embedders import embedder_for_search
-from .notes import filter_note, no_match_note, scope_note, vectors_note
-from .status import not_indexed
+from ..search.answer import NOTE_KINDS, Answer, Member, Note
+from ..search.budget import fit
+from ..search.merge import Merged, member_match
+from ..search.results import SearchOptions
+from .fanout import MAX_THREADS, Fanned, fan_out
+from .indexes import OpenIndexes
+from .models import check_reranker
+from .notes import no_match_note
+from .shards import Shard, ShardAnswer
+from .targets import Targets, resolve
 
 
 @dataclass
-class SearchResponse:
-    """What a search returns: results plus how fresh the index was (``note`` says why if not).
+class SearchRequest:
+    """One search, as every face asks it.
 
-    ``scope`` is the folder (relative to ``codebase``) the results were kept to, when the
-    search came from a subfolder of an indexed codebase (:meth:`Codebase.find`).
+    Attributes:
+        query: natural language, an identifier, or an issue's text.
+        options: limit, mode, filters, grouping, re-rank, token budget (:class:`SearchOptions`).
+        paths: codebase folders (a subfolder of an indexed codebase searches its files there);
+            none: the current directory, or the codebase ``db`` records.
+        workspace: a workspace whose members are searched too (see :mod:`.workspaces`).
+        db: the index file of a one-codebase search (``--db``).
+        update: bring each local index up to date first (a CLI search); else answer from the last
+            committed states (the long-lived faces, whose watchers keep indexes fresh).
     """
 
     query: str
-    codebase: str
-    results: list[Result]
-    seconds: float
-    note: str | None = None
-    scope: str | None = None
-    no_good_match: bool = False
-    best_cosine: float | None = None
-    budget: dict | None = None
-
-    def to_dict(self) -> dict:
-        """The documented JSON shape: ``{"query", "codebase", "results": [...]}`` plus ``seconds``,
-        ``no_good_match`` (nothing matched the query well), ``best_cosine`` (the query's nearest
-        chunk, when there are vectors), and ``note``/``scope`` when set."""
-        out = {"query": self.query, "codebase": self.codebase, "results": [r.to_dict() for r in self.results],
-               "seconds": round(self.seconds, 4), "no_good_match": self.no_good_match}
-        if self.best_cosine is not None:
-            out["best_cosine"] = round(self.best_cosine, 4)
-        if self.budget is not None:
-            out["budget"] = self.budget
-        if self.scope:
-            out["scope"] = self.scope
-        if self.note:
-            out["note"] = self.note
-        return out
+    options: SearchOptions = field(default_factory=SearchOptions)
+    paths: list[str] = field(default_factory=list)
+    workspace: str | None = None
+    db: str | None = None
+    update: bool = True
 
 
-def open_searcher(codebase: Codebase) -> Searcher:
-    """A :class:`Searcher` over the existing index; the caller closes ``searcher.store``.
+def search(request: SearchRequest, *, indexes: OpenIndexes | None = None, progress: Progress | None = None,
+           building: Callable[[Codebase], bool] | None = None) -> Answer:
+    """Answer ``request`` (see :func:`opened` for the keywords).
 
     Raises:
-        NotIndexedError: no index file yet.
-        IndexMismatchError: built by another model (older chunking rules are fine: the next build re-chunks).
+        UsageError: a bad query, option, path or workspace (refused before any indexing work).
+        NotIndexedError, IndexMismatchError, StorageError: the one codebase asked for cannot be searched
+            (over several, such a member is a failed member of the answer instead).
     """
-    if not codebase.db_path.is_file():
-        raise not_indexed(codebase)
-    store = Store(codebase.db_path, create=False)
-    try:
-        embedder = embedder_for_search(store.meta())
-        # Chunks of older chunking rules are still valid search results; the next build re-chunks.
-        store.check_compatible({k: v for k, v in index_settings(embedder).items() if k != "chunker_version"})
-    except Exception:
-        store.close()
-        raise
-    return Searcher(store, codebase.root, embedder)
-
-
-def search(codebase: Codebase, query: str, opts: SearchOptions, *, update: bool = True,
-           progress: Progress | None = None) -> SearchResponse:
-    """Update the index if needed (see :func:`ensure_index`), then run one search.
-
-    Raises:
-        UsageError: a bad query or option (see :meth:`Searcher.search`).
-        NotIndexedError, IndexMismatchError, StorageError: see :func:`open_searcher`.
-    """
-    opts.check()  # a bad option is refused before any indexing work
-    if update and opts.mode != "bm25":
-        # The model's start-up (~0.4 s) runs on the second core while the update check walks
-        # the tree (0.1 s on Sphinx's 1.4k files, ~0.5 s on Django's): it overlaps, not adds.
-        threading.Thread(target=_load_quietly, args=(codebase,), name="codii-model-load").start()
-    note = ensure_index(codebase, update=update, progress=progress)
-    searcher = open_searcher(codebase)
-    try:
-        t = time.perf_counter()
-        results = searcher.search(query, opts)
-        seconds = time.perf_counter() - t
-        streaming = vectors_running(codebase) or daemon_running(codebase)
-        note = "; ".join(filter(None, (
-            no_match_note(searcher) if results else None, searcher.budget.note() if searcher.budget else None,
-            note, searcher.note, filter_note(searcher.store, indexing=lambda: is_locked(codebase)),
-            None if results else scope_note(searcher.store, opts.under),
-            vectors_note(searcher.store, running=streaming, mode=opts.mode)))) or None
-        return SearchResponse(query, str(codebase.root), results, seconds, note, opts.under or None,
-                              searcher.no_good_match, searcher.best_cosine,
-                              dataclasses.asdict(searcher.budget) if searcher.budget else None)
-    finally:
-        searcher.store.close()
+    with opened(request, indexes=indexes, progress=progress, building=building) as ask:
+        return ask(request.query)
 
 
 @contextlib.contextmanager
-def batch_searcher(codebase: Codebase, opts: SearchOptions, *,
-                   update: bool = True) -> Iterator[Callable[[str], list[Result]]]:
-    """One index update and one open index for many queries: yields ``search(query) -> results``.
+def opened(request: SearchRequest, *, indexes: OpenIndexes | None = None, progress: Progress | None = None,
+           building: Callable[[Codebase], bool] | None = None) -> Iterator[Callable[..., Answer]]:
+    """The request's shards, resolved and prepared once, for many queries: yields ``ask(query,
+    options=None) -> Answer`` (``options`` default: the request's).
+
+    ``indexes`` are a long-lived face's open indexes (None: opened here, closed after);
+    ``progress`` follows an update; ``building(codebase)`` says whether a build runs (a face that
+    starts builds itself knows before the lock does).
 
     Raises:
-        as :func:`search`; the yielded function raises ``UsageError`` for a bad query.
+        as :func:`search`.
     """
-    ensure_index(codebase, update=update)
-    searcher = open_searcher(codebase)
+    request.options.check()  # a bad option is refused before any indexing work
+    targets = resolve(request.paths, request.db, request.workspace, update=request.update, indexes=indexes,
+                      progress=progress, building=building)
     try:
-        yield lambda query: searcher.search(query, opts)
+        prepared = _prepared(targets)
+        yield lambda query, options=None: _ask(targets, prepared, query, options or request.options)
     finally:
-        searcher.store.close()
+        for shard in targets.shards:
+            shard.close()
 
 
-def similar_code(searcher: Searcher, file: str, start_line: int | None, end_line: int | None,
-                 limit: int, max_tokens: int | None = None) -> tuple[int, list[Result]]:
-    """Code most like ``file`` (lines ``start_line..end_line``, 1-based inclusive; None: the file's
-    start/end): the mean of its stored chunk vectors (nothing is re-embedded), one result per
-    other file, fitted to ``max_tokens`` if given (``searcher.budget`` says what it cut). Returns
-    (chunks of ``file`` used, results); (0, []) when it has no indexed chunk.
+def _prepared(targets: Targets) -> dict[Shard, Note | CodiiError | None]:
+    """Each shard's :meth:`Shard.prepare` note, or the error it raised; a one-codebase search raises it.
+    Updates take seconds and run in threads of their own (they must not hold the search threads)."""
+    if not targets.many:
+        shard = targets.shards[0]
+        return {shard: shard.prepare()}
+
+    def prepare(shard: Shard):
+        try:
+            note = shard.prepare()
+            shard.embedder  # noqa: B018 - opens the index: a failure to read it is this member's
+            return note
+        except CodiiError as err:
+            return err
+
+    with cf.ThreadPoolExecutor(max_workers=min(MAX_THREADS, len(targets.shards) or 1)) as pool:
+        return dict(zip(targets.shards, pool.map(prepare, targets.shards)))
+
+
+def _ask(targets: Targets, prepared: dict, query: str, opts: SearchOptions) -> Answer:
+    """One query over the prepared shards: the answer, its budget applied once, its notes in order."""
+    started = time.perf_counter()
+    opts.check()
+    notes: list[Note] = []
+    rerank = None
+    if opts.rerank:
+        try:
+            check_reranker(opts.rerank_model)
+            rerank = "applied"
+        except UsageError as err:  # the search still answers, in fused order, and says why not
+            rerank = f"unavailable: {err.what}"
+            notes.append(Note("rerank", f"re-rank {rerank}", err.hint))
+            opts = dataclasses.replace(opts, rerank=False)
+    if targets.many:
+        answer, terms = _many(targets, prepared, query, opts)
+    else:
+        answer, terms = _one(targets, prepared, query, opts)
+    answer.rerank = rerank
+    if opts.max_tokens:
+        answer.results, answer.budget = fit(answer.results, terms, opts.max_tokens)
+        if answer.budget.note():
+            notes.append(Note("budget", answer.budget.note(), Remedy("read_rest")))
+    answer.notes = sorted(notes + answer.notes, key=lambda n: NOTE_KINDS.index(n.kind))
+    answer.seconds = time.perf_counter() - started
+    return answer
+
+
+def _one(targets: Targets, prepared: dict, query: str, opts: SearchOptions) -> tuple[Answer, list[str]]:
+    """One codebase: its shard's answer as it is (its results carry no ``codebase``)."""
+    shard = targets.shards[0]
+    got = shard.search(query, opts, None)
+    hits = got.hits
+    notes = [n for n in (prepared[shard], *got.notes) if n]
+    if hits.no_good_match and hits.results:
+        notes.append(no_match_note(hits.best_cosine))
+    member = Member(shard.name, "searched", len(hits.results), match=member_match(hits.results),
+                    model_id=got.model_id, scope=shard.scope or None)
+    return Answer(query, hits.results, 0.0, codebase=shard.name, members=[member], notes=notes,
+                  no_good_match=hits.no_good_match, best_cosine=hits.best_cosine,
+                  scope=shard.scope or None), hits.terms
+
+
+def _many(targets: Targets, prepared: dict, query: str, opts: SearchOptions) -> tuple[Answer, list[str]]:
+    """Several codebases: the fan-out's merged list, each member's state, and their notes."""
+    failed = {s: e for s, e in prepared.items() if isinstance(e, CodiiError)}
+    live = [s for s in targets.shards if s not in failed]
+    fanned = fan_out(live, query, opts) if live else Fanned({}, Merged([], False))
+    _refuse_if_all_refused(fanned, opts)
+    members, notes = list(targets.members), list(fanned.notes)
+    for shard in targets.shards:
+        if shard in failed:
+            members.append(Member(shard.name, "failed"))
+            notes.append(Note.of("member", failed[shard], shard.name))
+        elif shard in fanned.pruned:
+            members.append(Member(shard.name, "pruned", probe=fanned.pruned[shard]))
+        else:
+            members.append(_searched(shard, fanned, prepared[shard], notes))
+    notes += [Note("member", m.what, m.hint, m.codebase) for m in targets.notes]
+    notes += _pruned_notes(fanned, opts)
+    answers = [a for a in fanned.answers.values() if isinstance(a, ShardAnswer)]
+    if len({a.model_id for a in answers}) > 1:  # no shared cosine scale: say why they merged by rank
+        notes.append(Note("models", "the members' vectors come from different embedding models, so their results "
+                                    "are merged by rank, not by similarity"))
+    searched = [a.hits for a in answers]
+    nothing = bool(searched) and all(h.no_good_match for h in searched)
+    cosines = [h.best_cosine for h in searched if h.best_cosine is not None]
+    best = max(cosines) if cosines else None
+    results = fanned.merged.results
+    if nothing and results:
+        notes.append(no_match_note(best))
+    terms = list(dict.fromkeys(t for h in searched for t in h.terms))
+    return Answer(query, results, 0.0, workspace=targets.workspace, members=members, notes=notes,
+                  no_good_match=nothing or not results, best_cosine=best), terms
+
+
+def _searched(shard: Shard, fanned: Fanned, update: Note | None, notes: list[Note]) -> Member:
+    """The member row of a shard that was asked, its notes added to ``notes`` (a refusal, such as a
+    language it has none of, is its note: it simply has nothing to give)."""
+    got = fanned.answers[shard]
+    member = Member(shard.name, "searched", probe=fanned.probes.get(shard), scope=shard.scope or None)
+    if isinstance(got, CodiiError):
+        if not isinstance(got, UsageError):
+            member.status = "failed"
+        notes.append(Note.of("member", got, shard.name))
+        return member
+    member.results = sum(r.codebase == shard.name or (r.codebase or "").startswith(shard.name + "/")
+                         for r in fanned.merged.results)
+    member.match, member.model_id = member_match(got.hits.results), got.model_id
+    if shard.scope:
+        notes.append(Note("scope", f"files under {shard.scope}/ only", codebase=shard.name))
+    notes += [dataclasses.replace(n, codebase=shard.name) for n in (update, *got.notes) if n
+              and n.kind != "embedder"]
+    return member
+
+
+def _pruned_notes(fanned: Fanned, opts: SearchOptions) -> list[Note]:
+    """One note per member left out: why, and how to search it."""
+    best = max(fanned.probes.values(), default=0.0)
+    return [Note("pruned", f"{shard.name} was left out: its nearest chunks match the query less ({probe:.2f} against "
+                           f"{best:.2f}), so none of its results could enter these {opts.limit}",
+                 Remedy("search_member", {"root": shard.name}), shard.name)
+            for shard, probe in fanned.pruned.items()]
+
+
+def _refuse_if_all_refused(fanned: Fanned, opts: SearchOptions) -> None:
+    """Raise when every member refused the query or an option (the request itself is wrong).
+
+    Raises:
+        UsageError: the first refusal, or one naming every member for a language none of them has.
     """
-    rows = searcher.store.rows("file_vectors", {"path": file, "start_line": start_line, "end_line": end_line})
-    if not rows:
-        return 0, []
-    vectors = np.stack([np.frombuffer(r["embedding"], dtype=np.float32) for r in rows])
-    opts = SearchOptions(limit=limit, mode="vector", exclude_path=file, group_by_file=True, max_tokens=max_tokens)
-    return len(rows), searcher.similar(vectors, opts)
+    got = list(fanned.answers.values())
+    refusals = [a for a in got if isinstance(a, UsageError)]
+    if not refusals or len(refusals) < len(got):
+        return
+    if opts.language and all(r.what.startswith(f"no {opts.language.lower()!r} code") for r in refusals):
+        raise UsageError(f"no {opts.language.lower()!r} code in any of the {len(refusals)} codebases searched")
+    raise refusals[0]
 
-
-def _load_quietly(codebase: Codebase) -> None:
-    """Load the embedder the search will use (the index's, or the default for a first build)."""
-    try:
-        meta = {}
-        if codebase.db_path.is_file():
-            with Store(codebase.db_path, create=False) as store:
-                meta = store.meta()
-        embedder_for_search(meta).load()
-    except Exception:  # noqa: BLE001 - the search's own embed call raises it with its message
-        pass

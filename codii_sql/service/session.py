@@ -1,8 +1,7 @@
-"""A long-lived face's state (the MCP server's): background builds and open indexes, answers worded for an agent.
+"""A long-lived face's state (the MCP server's): background builds, open indexes, watchers.
 
-Every method returns JSON-ready data; the face only formats it. Messages name tools
-(``index_codebase``, ``get_indexing_status``), not CLI commands. Errors are
-:mod:`codii_sql.errors` types whose one-line messages the face hands on.
+Searches answer an :class:`~codii_sql.search.answer.Answer`; the other methods JSON-ready data.
+Errors are :mod:`codii_sql.errors` types whose remedies the face words.
 """
 
 from __future__ import annotations
@@ -10,26 +9,25 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import os
-import time
 from pathlib import Path
 
 from ..codebase import Codebase
-from ..errors import CodiiError, IndexBusyError, NotIndexedError, UsageError
+from ..errors import CodiiError, IndexBusyError, NotIndexedError, Remedy, UsageError
 from ..ingest.config import extension_filter
-from ..search.budget import CHARS_PER_TOKEN
-from ..search.results import SearchOptions
+from ..search.answer import Answer
+from ..search.budget import CHARS_PER_TOKEN, fit
+from ..search.results import Result
 from ..search.staleness import StaleCheck
-from ..storage.lock import vectors_running
 from ..text import decode_source
 from . import boundary
 from .indexes import OpenIndexes
 from .following import Following
 from .jobs import Job, Jobs
-from .fanout import member_paths, search_workspace
 from .maintenance import clear
-from .notes import filter_note, no_match_note, scope_note, vectors_note
-from .searching import similar_code
-from .status import inspect, list_codebases
+from .searching import SearchRequest, search
+from .similar import similar_code
+from .targets import member_paths
+from .status import inspect, list_codebases, not_indexed
 from .symbols import outline
 from .workspaces import describe, workspaces
 
@@ -38,8 +36,6 @@ MAX_CONTENT_LINES = 2000
 #: At most this many characters per get_content answer (~25k tokens): 2,000 lines do not bound a
 #: minified bundle's single 1 MB line, which would fill an agent's context.
 MAX_CONTENT_CHARS = 100_000
-#: A query echoed back longer than this is cut: an issue pasted as the query can be 100k characters.
-SHOWN_QUERY_CHARS = 200
 
 
 def iso(ts: float | None) -> str | None:
@@ -132,15 +128,9 @@ class Session:
         if st["status"] != "not_indexed":
             return st
         if job is not None and job.alive:
-            raise NotIndexedError(f"{cb.root} is being indexed for the first time and has no committed chunks yet: "
-                                  "poll get_indexing_status and retry when it reports progress")
-        outer = cb.enclosing()
-        if outer is not None:
-            raise NotIndexedError(f"{cb.root} has no index of its own but lies inside the indexed codebase "
-                                  f"{outer.root}: pass path={str(outer.root)!r} (search_code accepts the subfolder "
-                                  "as it is)")
-        raise NotIndexedError(f"{cb.root} is not indexed: call index_codebase with path={str(cb.root)!r} first, "
-                              "then poll get_indexing_status until it reports 'indexed'")
+            raise NotIndexedError(f"{cb.root} is being indexed for the first time and has no committed chunks yet",
+                                  Remedy("poll_status", {"root": str(cb.root)}))
+        raise not_indexed(cb)
 
     def clear(self, cb: Codebase) -> bool:
         """Delete the index (True) or say there was none (False).
@@ -151,8 +141,8 @@ class Session:
         self.following.unfollow(cb)  # else the next file change would build it again
         with self.jobs.guard(cb) as job:
             if job is not None and job.alive:
-                raise IndexBusyError(f"{cb.root} is being indexed: wait until get_indexing_status reports it "
-                                     "finished")
+                raise IndexBusyError(f"{cb.root} is being indexed",
+                                     Remedy("poll_status", {"root": str(cb.root)}))
             self.indexes.forget(cb)
             return clear(cb)
 
@@ -170,62 +160,23 @@ class Session:
 
     # -- reading ------------------------------------------------------------------------
 
-    def search(self, cb: Codebase, scope: str, query: str, opts: SearchOptions) -> dict:
-        """Search the last committed state: ``{"query" (its start), "codebase", ["scope"], "results",
-        "seconds", ["note"], ["rerank"]}``. Without a cross-encoder a ``rerank`` request still answers,
-        in fused order, and says why.
+    def search(self, request: SearchRequest) -> Answer:
+        """:func:`~.searching.search` from the last committed states (this server's watchers keep
+        the indexes fresh: no update first), over this server's open indexes; each codebase searched
+        is followed from then on, and its running vector phase embeds the files found first.
 
         Raises:
-            NotIndexedError: see :meth:`require_index`. UsageError: a bad query or option.
+            as :func:`~.searching.search`.
         """
-        st = self.require_index(cb)
-        t = time.perf_counter()
-        shown = query if len(query) <= SHOWN_QUERY_CHARS else query[:SHOWN_QUERY_CHARS] + "…"
-        data: dict = {"query": shown, "codebase": str(cb.root), **({"scope": scope} if scope else {})}
-        with self.indexes.searcher(cb) as searcher:
-            try:
-                results = searcher.search(query, opts)
-                if opts.rerank:
-                    data["rerank"] = "applied"
-            except UsageError as err:
-                if not opts.rerank:
-                    raise
-                data["rerank"] = f"unavailable: {err}".replace("pass --rerank-model PATH or ", "")
-                results = searcher.search(query, dataclasses.replace(opts, rerank=False))
-            indexing = st["status"] == "indexing"
-            narrowed = "; ".join(filter(None, (
-                no_match_note(searcher) if results else None, searcher.budget.note() if searcher.budget else None,
-                searcher.note, filter_note(searcher.store, indexing=indexing), None if results else scope_note(searcher.store, scope),
-                vectors_note(searcher.store, running=vectors_running(cb) or self.jobs.locked(cb),
-                             mode=opts.mode)))) or None
-        data.update(results=[r.to_dict() for r in results], seconds=round(time.perf_counter() - t, 4),
-                    no_good_match=searcher.no_good_match,
-                    **({"best_cosine": round(searcher.best_cosine, 4)} if searcher.best_cosine is not None else {}),
-                    **({"budget": dataclasses.asdict(searcher.budget)} if searcher.budget else {}))
-        self.jobs.prefer(cb, list(dict.fromkeys(r.path for r in results)))
-        self.following.follow(cb)
-        # A running build with nothing committed yet: filter_note's first-build note says it all.
-        fresh = None if indexing and not st.get("files") else _freshness_note(st)
-        note = "; ".join(filter(None, (fresh, narrowed)))
-        if note:
-            data["note"] = note
-        return data
-
-    def search_workspace(self, workspace: str | None, paths: list[str], query: str, opts: SearchOptions) -> dict:
-        """Search a workspace's members (and ``paths``) at once from their last committed states:
-        :meth:`ManyResponse.to_dict`, the query cut as in :meth:`search`.
-
-        Raises:
-            UsageError: an unknown or empty workspace, no indexed member, or a bad query or option.
-        """
-        resp = search_workspace(query, opts, workspace=workspace, paths=paths, update=False,
-                                provide=self.indexes.searcher)
-        for member in resp.members:
-            if member["status"] == "ok":
-                self.following.follow(Codebase.open(member["codebase"]))
-        data = resp.to_dict()
-        data["query"] = query if len(query) <= SHOWN_QUERY_CHARS else query[:SHOWN_QUERY_CHARS] + "…"
-        return data
+        answer = search(dataclasses.replace(request, update=False), indexes=self.indexes, building=self.jobs.locked)
+        for member in answer.members:
+            if member.status != "searched":
+                continue
+            cb = Codebase.open(member.codebase)
+            self.following.follow(cb)
+            self.jobs.prefer(cb, list(dict.fromkeys(r.path for r in answer.results
+                                                    if (r.codebase or answer.codebase) == member.codebase)))
+        return answer
 
     def index_workspace(self, workspace: str, *, force: bool, embedder: str | None) -> dict:
         """Start a background build for every member of ``workspace``: ``{"workspace", "codebases":
@@ -246,8 +197,9 @@ class Session:
         return [describe(ws) for ws in workspaces().values()]
 
     def similar(self, cb: Codebase, file: str, start_line: int | None, end_line: int | None, limit: int,
-                max_tokens: int | None = None) -> dict:
-        """Code most like ``file`` or its line range (see :func:`similar_code`).
+                max_tokens: int | None = None) -> tuple[dict, list[Result]]:
+        """Code most like ``file`` or its line range (see :func:`similar_code`): its JSON-ready data
+        and the results themselves (for a listing).
 
         Raises:
             UsageError: the range is reversed, the file is refused by the boundary or has no chunks.
@@ -257,10 +209,12 @@ class Session:
             raise UsageError(f"end_line {end_line} is before start_line {start_line}")
         f = self.indexes.fileset(cb).check(file)
         with self.indexes.searcher(cb) as searcher:
-            used, results = similar_code(searcher, f.rel, start_line, end_line, limit, max_tokens)
+            used, results = similar_code(searcher, f.rel, start_line, end_line, limit)
             chunks = searcher.store.rows("chunks_of_file", {"path": f.rel}) if not used else []
             counts = searcher.store.row("vector_counts")
-            budget = searcher.budget
+        budget = None
+        if max_tokens:
+            results, budget = fit(results, [], max_tokens)
         if not used:
             span = f" lines {start_line or 1}-{end_line or 'end'}" if start_line or end_line else ""
             last = max((c["end_line"] for c in chunks), default=0)
@@ -270,10 +224,11 @@ class Session:
                 raise UsageError(f"{f.rel}{span} is indexed but its chunks have no vectors yet ("
                                  f"{counts['chunks'] - counts['pending']:,} of {counts['chunks']:,} embedded): "
                                  "search_code finds it now; find_similar_code works once they are embedded")
-            raise UsageError(f"{f.rel}{span} has no indexed chunks: call index_codebase if the file is new")
+            raise UsageError(f"{f.rel}{span} has no indexed chunks", Remedy("build", {"root": str(cb.root)}))
         return {"codebase": str(cb.root), "file": f.rel, "start_line": start_line, "end_line": end_line,
                 "query_chunks": used, "results": [r.to_dict() for r in results],
-                **({"budget": dataclasses.asdict(budget), "note": budget.note()} if budget and budget.note() else {})}
+                **({"budget": dataclasses.asdict(budget), "note": budget.note()} if budget and budget.note() else {})
+                }, results
 
     def content(self, cb: Codebase, file: str, start_line: int | None, end_line: int | None,
                 max_tokens: int | None = None) -> dict:
@@ -365,17 +320,6 @@ def _percent(status: str, prog: dict, vectors: dict | None) -> int:
         return min(99, LEXICAL_PERCENT + round((100 - LEXICAL_PERCENT) * vectors["done"] / vectors["total"]))
     lexical = prog["done"] / prog["total"] if prog["total"] else 0.0
     return min(99, round((LEXICAL_PERCENT if with_vectors else 100) * lexical))
-
-
-def _freshness_note(st: dict) -> str | None:
-    if st["status"] == "indexing" and st.get("phase") == "vectors":
-        return None  # every file is committed; vectors_note says how far the vectors are
-    if st["status"] == "indexing":
-        return (f"indexing is running ({st.get('files_done') or 0}/{st.get('files_total') or 0} files of this build "
-                "committed): results come from the last committed state")
-    if st["status"] == "failed":
-        return f"the last indexing run did not finish ({st.get('error')}): call index_codebase to complete the index"
-    return None
 
 
 def _within_chars(lines: list[str], start: int, end: int, cap: int | None = None) -> tuple[int, str, bool]:

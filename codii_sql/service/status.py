@@ -6,7 +6,7 @@ from pathlib import Path
 
 from .. import paths
 from ..codebase import Codebase
-from ..errors import DamagedIndexError, NotIndexedError, StorageError, UsageError
+from ..errors import DamagedIndexError, NotIndexedError, Remedy, StorageError, UsageError
 from ..ingest.config import scan_rules as index_scan_rules
 from ..ingest.indexer import Indexer
 from ..ingest.walk import SECRET_RULE, default_file_reason
@@ -24,8 +24,8 @@ def not_indexed(codebase: Codebase) -> NotIndexedError:
     outer = codebase.enclosing()
     if outer is not None:
         return NotIndexedError(f"{codebase.root} has no index of its own but lies inside the indexed codebase "
-                               f"{outer.root}: pass that folder (search accepts the subfolder as it is)")
-    return NotIndexedError(f"{codebase.root} is not indexed: run `codii-sql build {codebase.root}`")
+                               f"{outer.root}", Remedy("pass_folder", {"root": str(outer.root)}))
+    return NotIndexedError(f"{codebase.root} is not indexed", Remedy("build", {"root": str(codebase.root)}))
 
 
 def status(codebase: Codebase, *, check_stale: bool = True) -> dict:
@@ -56,7 +56,8 @@ def status(codebase: Codebase, *, check_stale: bool = True) -> dict:
     if filters["extensions"] or filters["ignore_patterns"]:  # what later builds keep (--reset-filters drops)
         out["filters"] = filters
     if problem:
-        out.update(damage=problem, error=_damage_advice(codebase.root, problem, codebase.db_path))
+        damaged = _damaged(codebase.root, problem, codebase.db_path)
+        out.update(damage=problem, error=damaged.what, hint=damaged.hint)
     background = daemon_info(codebase)
     if background:
         out["daemon"] = background
@@ -66,10 +67,10 @@ def status(codebase: Codebase, *, check_stale: bool = True) -> dict:
     return out
 
 
-def _damage_advice(root: Path | str, problem: str, db: Path) -> str:
-    """One line for an index whose pages ``problem`` says are broken: what replaces or deletes it."""
-    return (f"the index file of {root} is damaged ({problem}): `codii-sql build {root} --force` replaces it "
-            f"(MCP: index_codebase force=true), `codii-sql clear --db {db} --yes` deletes it")
+def _damaged(root: Path | str, problem: str, db: Path) -> DamagedIndexError:
+    """The error of an index whose pages ``problem`` says are broken, with what replaces or deletes it."""
+    return DamagedIndexError(f"the index file of {root} is damaged ({problem})",
+                             Remedy("replace_damaged", {"root": str(root), "db": str(db)}))
 
 
 def _state(codebase: Codebase, store: Store) -> tuple[str, dict, dict]:
@@ -138,11 +139,11 @@ def list_codebases() -> list[dict]:
                 state, meta, _ = _state(Codebase(Path(store.meta().get("root") or "."), db), store)
                 problem = health.damage(store) if state != "indexing" else None
             if problem:  # broken pages the few rows read here do not touch (status finds them too)
-                raise DamagedIndexError(_damage_advice(meta.get("root") or "ROOT", problem, db))
+                raise _damaged(meta.get("root") or "ROOT", problem, db)
         except StorageError as err:  # also broken pages met past the header
             damaged = isinstance(err, DamagedIndexError)
             out.append({"db": str(db), "status": "damaged" if damaged else "unreadable", "size_bytes": _db_size(db),
-                        "error": str(err)})
+                        "error": err.what, **({"hint": err.hint} if err.hint else {})})
             continue
         if meta.get("root") and not Path(meta["root"]).is_dir():
             state = "missing"  # the folder is gone: `clear ROOT --yes` removes the index
@@ -181,8 +182,8 @@ def inspect(codebase: Codebase, file: str | None = None) -> dict:
             elif not out["chunks"] and default_file_reason(Path(file).name) == "secret":
                 raise UsageError(f"{file} is not in the index: it {SECRET_RULE}, and such files are never indexed")
             elif not out["chunks"]:
-                raise UsageError(f"{file} is not in the index: pass a path relative to the codebase root, "
-                                 "as search results show it")
+                raise UsageError(f"{file} is not in the index",
+                                 "pass a path relative to the codebase root, as search results show it")
     return out
 
 

@@ -93,12 +93,12 @@ def find_symbol(codebase: Codebase, name: str, *, kind: str | None = None, prefi
     """
     wanted = _normal(name or "")
     if not wanted.strip("."):
-        raise UsageError("the symbol name is empty: pass a name such as parse_header or Session.send")
+        raise UsageError("the symbol name is empty", "pass a name such as parse_header or Session.send")
     if not 1 <= limit <= MAX_DEFINITIONS:
-        raise UsageError(f"limit must be between 1 and {MAX_DEFINITIONS}")
+        raise UsageError(f"must be between 1 and {MAX_DEFINITIONS}", field="limit")
     kind = kind.strip().lower() if kind else None
     if kind is not None and kind not in KINDS:
-        raise UsageError(f"unknown kind {kind!r}: use one of {', '.join(KINDS)}")
+        raise UsageError(f"unknown kind {kind!r}", f"use one of {', '.join(KINDS)}")
     if not codebase.db_path.is_file():
         raise not_indexed(codebase)
     needle = (_parts(wanted) or [wanted])[-1]
@@ -150,10 +150,10 @@ def find_references(codebase: Codebase, name: str, *, limit: int = 200,
         UsageError: a name that is no identifier or a limit out of range. NotIndexedError: no index.
     """
     if not 1 <= limit <= MAX_REFERENCES:
-        raise UsageError(f"limit must be between 1 and {MAX_REFERENCES}")
+        raise UsageError(f"must be between 1 and {MAX_REFERENCES}", field="limit")
     ident = (_parts(_normal(name or "")) or [""])[-1]
     if not re.fullmatch(r"[\w$]+", ident):
-        raise UsageError(f"{name!r} is not an identifier: find_references looks for names such as parse_header")
+        raise UsageError(f"{name!r} is not an identifier", "pass a name such as parse_header")
     # Every definition of the identifier, whatever its class: a definition is not a use.
     defined = find_symbol(codebase, ident, limit=MAX_DEFINITIONS, fileset=fileset)
     skip = {(d["path"], d["signature"]) for d in defined["definitions"]}

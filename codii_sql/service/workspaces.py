@@ -19,8 +19,10 @@ from pathlib import Path
 import filelock
 
 from ..codebase import Codebase
-from ..errors import CodiiError, StorageError, UsageError
+from ..errors import CodiiError, Remedy, StorageError, UsageError, hint_text
 from ..paths import home
+from ..search.answer import Note
+from .remote import is_remote
 from .status import status
 
 ENV_PREFIX = "WORKSPACE_"
@@ -58,7 +60,7 @@ def parse_paths(value: str) -> list[str]:
 
 
 def _normalised(path: str) -> str:
-    return os.path.abspath(os.path.expanduser(path))
+    return path.rstrip("/") if is_remote(path) else os.path.abspath(os.path.expanduser(path))
 
 
 def registry_path() -> Path:
@@ -72,9 +74,9 @@ def _read_registry() -> dict[str, list[str]]:
     except FileNotFoundError:
         return {}
     except (OSError, ValueError) as err:
-        raise UsageError(f"{registry_path()} cannot be read ({err}): fix or delete it") from None
+        raise UsageError(f"{registry_path()} cannot be read ({err})", "fix or delete it") from None
     if not isinstance(data, dict):
-        raise UsageError(f"{registry_path()} is not a JSON object of workspaces: fix or delete it")
+        raise UsageError(f"{registry_path()} is not a JSON object of workspaces", "fix or delete it")
     return {str(k).lower(): [str(p) for p in v] for k, v in data.items() if isinstance(v, list)}
 
 
@@ -101,14 +103,14 @@ def get_workspace(name: str) -> Workspace:
     found = workspaces().get(name.strip().lower())
     if found is None:
         known = ", ".join(workspaces()) or "none yet"
-        raise UsageError(f"no workspace {name!r} (known: {known}): define it with `codii-sql workspace add {name} "
+        raise UsageError(f"no workspace {name!r} (known: {known})", f"define it with `codii-sql workspace add {name} "
                          f"PATH...` or WORKSPACE_{name.upper()}=PATH,PATH")
     if found.error:
         raise UsageError(found.error)
     if not found.paths:
         fix = (f"set WORKSPACE_{found.name.upper()} to PATH,PATH or a JSON array of paths" if found.source == "env"
                else f"`codii-sql workspace add {found.name} PATH...`")
-        raise UsageError(f"workspace {found.name!r} has no members: {fix}")
+        raise UsageError(f"workspace {found.name!r} has no members", fix)
     return found
 
 
@@ -122,10 +124,10 @@ def add_paths(name: str, paths: list[str]) -> Workspace:
     """
     key = _checked_name(name)
     if not paths:
-        raise UsageError("name the folders to add: codii-sql workspace add NAME PATH...")
+        raise UsageError("no folder to add", "codii-sql workspace add NAME PATH...")
     files = [p for p in paths if os.path.exists(p) and not os.path.isdir(p)]
     if files:
-        raise UsageError(f"{files[0]} is a file: a workspace member is a codebase's root folder")
+        raise UsageError(f"{files[0]} is a file", "a workspace member is a codebase's root folder")
     with _registry_lock():
         data = _read_registry()
         members = data.setdefault(key, [])
@@ -153,8 +155,8 @@ def remove(name: str, paths: list[str] | None = None) -> Workspace | None:
             gone = {_normalised(p) for p in paths}
             strangers = sorted(gone - set(data[key]))
             if strangers:
-                raise UsageError(f"{strangers[0]} is not a member of workspace {key!r} "
-                                 f"(`codii-sql workspace list` shows them)")
+                raise UsageError(f"{strangers[0]} is not a member of workspace {key!r}",
+                                 "`codii-sql workspace list` shows them")
             data[key] = [p for p in data[key] if p not in gone]
         else:
             del data[key]
@@ -180,7 +182,7 @@ def _registry_lock() -> Iterator[None]:
         with filelock.FileLock(str(registry_path()) + ".lock", timeout=10):
             yield
     except OSError as err:
-        raise StorageError(f"cannot write the workspace registry in {registry_path().parent} ({err.strerror or err}): "
+        raise StorageError(f"cannot write the workspace registry in {registry_path().parent} ({err.strerror or err})",
                            "set CODII_SQL_HOME to a writable folder, or name the workspace in a WORKSPACE_<NAME> "
                            "variable instead") from None
 
@@ -193,13 +195,12 @@ def _write_registry(data: dict[str, list[str]]) -> None:
     os.replace(tmp, path)
 
 
-def missing_member(path: str, err: CodiiError) -> dict:
-    """The member row of ``path``, which :meth:`Codebase.open` refused with ``err``: a folder
-    that is gone says how to drop it, not to "pass the root folder of a codebase"."""
-    gone = not os.path.exists(path)
-    return {"codebase": path, "status": "missing", "note": (
-        "the folder is gone: drop it from the workspace (`codii-sql workspace remove`, or its WORKSPACE_<NAME> "
-        "variable)" if gone else str(err))}
+def missing_member(path: str, err: CodiiError) -> Note:
+    """Why the member ``path`` is not searched, :meth:`Codebase.open` having refused it with ``err``:
+    a folder that is gone says how to drop it, not to "pass the root folder of a codebase"."""
+    if not os.path.exists(path):
+        return Note("member", "the folder is gone", Remedy("drop_member", {"root": path}), path)
+    return Note.of("member", err, path)
 
 
 def describe(ws: Workspace, *, check_stale: bool = True) -> dict:
@@ -209,10 +210,14 @@ def describe(ws: Workspace, *, check_stale: bool = True) -> dict:
     is not there. Each folder is listed once."""
     members, seen = [], set()
     for path in ws.paths:
+        if is_remote(path):  # another server's: its own status is its /healthz
+            members.append({"codebase": path, "status": "remote"})
+            continue
         try:
             cb = Codebase.open(path)
         except CodiiError as err:
-            members.append(missing_member(path, err))
+            note = missing_member(path, err)
+            members.append({"codebase": path, "status": "missing", "note": note.worded(hint_text)})
             continue
         if cb.root in seen:  # two spellings of one folder
             continue

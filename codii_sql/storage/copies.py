@@ -71,6 +71,6 @@ def _backup(source: Path, target: Path) -> None:
         finally:
             src.close()
     except apsw.Error as err:
-        raise StorageError(f"cannot copy the index {source} to {target}: {err}; check that both folders are "
-                           "writable and have space, then build again") from None
+        raise StorageError(f"cannot copy the index {source} to {target}: {err}",
+                           "check that both folders are writable and have space, then build again") from None
 

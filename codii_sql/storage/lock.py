@@ -85,7 +85,7 @@ def _held(codebase: Codebase, path: Path, wait: bool, busy: str,
     except OSError as err:
         kind = {errno.ENOSPC: DiskFullError, errno.EDQUOT: DiskFullError, errno.EROFS: ReadOnlyIndexError,
                 errno.EACCES: ReadOnlyIndexError, errno.EPERM: ReadOnlyIndexError}.get(err.errno, StorageError)
-        raise kind(f"cannot write the index beside {codebase.db_path}: {err.strerror}; "
+        raise kind(f"cannot write the index beside {codebase.db_path}: {err.strerror}",
                    "check the folder's permissions and free disk space (or copy the .db "
                    "somewhere writable and pass --db)") from None
     try:

@@ -22,6 +22,7 @@ from ..errors import (
     DiskFullError,
     IndexMismatchError,
     ReadOnlyIndexError,
+    Remedy,
     StorageError,
 )
 from ..paths import in_indexes_dir
@@ -73,7 +74,7 @@ class Store:
         self.path = Path(path)
         self._translate = False  # opening words its own errors, below
         if not create and not self.path.is_file():
-            raise StorageError(f"no index at {self.path}: run `codii-sql build` first")
+            raise StorageError(f"no index at {self.path}", Remedy("build"))
         #: True when opened from a full disk or a read-only folder as an immutable file (see
         #: :meth:`_open_immutable`): reads only.
         self.immutable = False
@@ -106,19 +107,19 @@ class Store:
             # build --force and clear act on damaged files only in $CODII_SQL_HOME/indexes (the service):
             # a damaged file elsewhere may not be ours.
             ours = in_indexes_dir(self.path)
-            raise DamagedIndexError(f"{self.path} is damaged or not a SQLite database ({err}): " + (
-                "`codii-sql build --force` replaces it and `codii-sql clear --yes` deletes it" if ours else
-                "if it is a codii-sql index, delete it by hand and build again")) from None
+            raise DamagedIndexError(f"{self.path} is damaged or not a SQLite database ({err})",
+                                    Remedy("force_build") if ours else
+                                    "if it is a codii-sql index, delete it by hand and build again") from None
         except (apsw.Error, OSError) as err:
             if self.path.parent.is_dir() and not os.access(self.path.parent, os.W_OK):
                 # SQLite's WAL mode writes -wal/-shm files beside the .db even to read it.
                 raise ReadOnlyIndexError(f"cannot open index {self.path}: its folder is read-only and SQLite needs to "
-                                   "write beside it: set CODII_SQL_HOME to a writable folder, or copy the .db "
-                                   "somewhere writable and pass --db") from None
+                                         "write beside it", "set CODII_SQL_HOME to a writable folder, or copy the .db "
+                                         "somewhere writable and pass --db") from None
             if isinstance(err, apsw.FullError) or _disk_full(self.path.parent):
-                raise DiskFullError(f"the disk is full opening {self.path} (SQLite could not write beside it): "
-                                    "free some space, then run the command again") from None
-            raise StorageError(f"cannot open index {self.path}: {err}; check the path and free disk space") from None
+                raise DiskFullError(f"the disk is full opening {self.path} (SQLite could not write beside it)",
+                                    Remedy("free_disk")) from None
+            raise StorageError(f"cannot open index {self.path}: {err}", "check the path and free disk space") from None
 
     def _connect(self, name: str, flags: int) -> dict[str, int]:
         """Connect to ``name`` with sqlite-vec loaded; the file's ``index_shape`` row."""
@@ -177,8 +178,8 @@ class Store:
         if (shape["ours"] == 3 or (create and fresh)) and shape["foreign_tables"] == 0:
             return
         self.conn.close()
-        raise StorageError(f"{self.path} is not a codii-sql index: pass the .db that `codii-sql build` made"
-                           " (or a new file name)")
+        raise StorageError(f"{self.path} is not a codii-sql index", "pass the .db that a codii-sql build made "
+                           "(or a new file name)")
 
     def _retry_busy(self, name: str) -> None:
         """Run statement ``name``, retrying SQLITE_BUSY for up to ``BUSY_TIMEOUT_MS``.
@@ -218,7 +219,7 @@ class Store:
                 return
             self.conn.close()
             raise StorageError(f"{self.path} was built by an older codii-sql and is read-only, so it cannot be "
-                               "upgraded in place: copy it somewhere writable and pass --db, or rebuild it") from None
+                               "upgraded in place", "copy it somewhere writable and pass --db, or rebuild it") from None
 
     def close(self) -> None:
         """Close the connection (idempotent)."""
@@ -316,11 +317,11 @@ class Store:
             return
         if dims <= 0 or dims % 8:
             raise StorageError(f"the embedder returns {dims}-dim vectors; an index stores a positive multiple of 8 "
-                               "dimensions (their sign bits fill whole bytes): choose another model or dimensions")
+                               "dimensions (their sign bits fill whole bytes)", "choose another model or dimensions")
         with self.transaction():
             if self.value("vector_rows"):
                 raise IndexMismatchError(f"the embedder returns {dims}-dim vectors but index {self.path.name} holds "
-                                         f"{self.vector_dims()}-dim ones: run `codii-sql build --force` to re-embed")
+                                         f"{self.vector_dims()}-dim ones", Remedy("force_build"))
             self._run_text(queries.sql("vector_tables_create").replace("{dims}", str(int(dims))))
 
     def _run_text(self, sql: str) -> None:
@@ -355,10 +356,8 @@ class Store:
         for key, want in expected.items():
             have = meta.get(key)
             if have != want:
-                raise IndexMismatchError(
-                    f"index {self.path.name} was built with {key}={have!r}, this version uses {want!r}: "
-                    "run `codii-sql build --force` to rebuild it"
-                )
+                raise IndexMismatchError(f"index {self.path.name} was built with {key}={have!r}, this version uses "
+                                         f"{want!r}", Remedy("force_build"))
 
 
 def _disk_full(folder: Path) -> bool:
@@ -379,15 +378,13 @@ def translate(err: apsw.Error, path: Path) -> CodiiError:
     the damage themselves (the page check, ``doctor``) rather than pass the advice on.
     """
     if isinstance(err, apsw.FullError):
-        return DiskFullError("the disk is full (SQLite could not write): free some space, then run the command "
-                             "again (the index keeps its last committed state)")
+        return DiskFullError("the disk is full (SQLite could not write)", Remedy("free_disk"))
     if isinstance(err, apsw.ReadOnlyError):
-        return ReadOnlyIndexError(f"the index file is read-only ({err}): make it writable, or copy it and pass --db")
+        return ReadOnlyIndexError(f"the index file is read-only ({err})", Remedy("make_writable"))
     if isinstance(err, (apsw.CorruptError, apsw.NotADBError)):
-        out: CodiiError = DamagedIndexError(f"the index is damaged ({err}): run `codii-sql build --force` to "
-                                            f"replace {'it' if in_indexes_dir(path) else 'it, or delete it by hand'}")
+        out: CodiiError = DamagedIndexError(f"the index is damaged ({err})", Remedy("force_build") if in_indexes_dir(path)
+                                            else "a forced build replaces it, or delete it by hand")
     else:
-        out = StorageError(f"reading the index failed ({err}): `codii-sql doctor` checks it and says how to "
-                           "replace a damaged one")
+        out = StorageError(f"reading the index failed ({err})", Remedy("doctor"))
     out.sqlite = str(err)
     return out

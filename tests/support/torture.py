@@ -223,7 +223,8 @@ class KillLoop:
         if not doctor["consistent"]:
             problems.append(f"doctor: {[c for c in doctor['checks'] if not c['ok']]}")
         complete = self.complete_chunks(problems)
-        resp = api.search(self.codebase, "handle request kind", SearchOptions(limit=20), update=False)
+        resp = api.search(api.SearchRequest("handle request kind", SearchOptions(limit=20), [str(self.codebase.root)],
+                                            db=str(self.codebase.db_path), update=False))
         for r in resp.results:
             if (r.path, r.start_line, r.end_line, r.content) not in complete:
                 problems.append(f"search returned a chunk of an incomplete file: {r.path}:{r.start_line}")

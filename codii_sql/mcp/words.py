@@ -1,0 +1,37 @@
+"""How the MCP server words what to do for an agent: a remedy as a tool call, a request field as an argument."""
+
+from __future__ import annotations
+
+from ..errors import Wording
+
+#: One sentence per remedy kind (codii_sql.errors.REMEDIES).
+SENTENCES = {
+    "build": "call index_codebase with path='{root}', then poll get_indexing_status until it reports 'indexed'",
+    "force_build": "call index_codebase with path='{root}' and force=true",
+    "reset_filters": "index_codebase with resetFilters=true indexes every file",
+    "embed_vectors": "a build with vectors embeds them; index_codebase keeps the index's choice, so ask the user "
+                     "(`codii-sql build {root} --vectors`)",
+    "poll_status": "poll get_indexing_status and search again when it reports files indexed",
+    "retry": "try again shortly",
+    "read_rest": "get_content or get_chunk reads the rest",
+    "search_member": "search_code with path='{root}' searches it alone",
+    "pass_folder": "pass path='{root}' (search_code accepts a subfolder as it is)",
+    "clear": "clear_index deletes it",
+    "replace_damaged": "call index_codebase with path='{root}' and force=true to replace it (clear_index deletes it)",
+    "doctor": "the user can check it with `codii-sql doctor {root}`",
+    "free_disk": "free some space, then call the tool again (the index keeps its last committed state)",
+    "make_writable": "the user must make the index and its folder writable",
+    "change_embedder": "call index_codebase with force=true to re-embed everything with {asked}, or with "
+                       "embedder='{recorded}'",
+    "drop_member": "ask the user to drop it from the workspace (`codii-sql workspace remove`, or its "
+                   "WORKSPACE_<NAME> variable)",
+    "help": "fix the arguments as the tool's input schema says",
+}
+#: A request field as the tools' argument.
+FIELDS = {"path": "path", "db": "path", "query": "query", "limit": "limit", "mode": "mode", "ext": "extensionFilter",
+          "glob": "pathGlob", "language": "language", "group_by": "group_by", "max_tokens": "max_tokens",
+          "workspace": "workspace", "rerank": "rerank"}
+
+
+WORDING = Wording(SENTENCES, FIELDS)
+words, what, message = WORDING.words, WORDING.what, WORDING.message

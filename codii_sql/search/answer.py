@@ -1,0 +1,157 @@
+"""One search answer for every face: results, notes, the no-match signal, the budget, each member's state.
+
+The service assembles it once (:func:`codii_sql.service.searching.search`); the CLI, the MCP
+server, the HTTP server, Ray Serve and ``eval`` only render it. Notes and member failures are data
+(:class:`Note`: a kind, what happened, a hint), so each face words the hints in its own terms.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from ..errors import CodiiError, Hint
+from .budget import BudgetReport
+from .results import Result
+
+#: The note kinds an answer may carry, in the order they are told.
+NOTE_KINDS = ("no_good_match", "budget", "rerank", "update", "indexing", "embedder", "filters", "scope",
+              "vectors", "source", "member", "models", "pruned")
+#: Member states: searched in full; left out by the routing probe (its best result could not
+#: reach the answer, see service/fanout.py); failed (the index could not be read); missing (no
+#: such folder); not indexed.
+MEMBER_STATES = ("searched", "pruned", "failed", "missing", "not_indexed")
+#: A query echoed back longer than this is cut: an issue pasted as the query can be 100k characters.
+SHOWN_QUERY_CHARS = 200
+
+#: How a face words a hint: the hint -> its sentence, or None.
+Words = Callable[[Hint], "str | None"]
+
+
+@dataclass(frozen=True)
+class Note:
+    """Why the answer may not be what the user expects: ``kind`` (one of :data:`NOTE_KINDS`),
+    ``what`` happened (one line, face-neutral), ``hint`` (see :mod:`codii_sql.errors`), and the
+    ``codebase`` it concerns in a search over several (None: the whole answer)."""
+
+    kind: str
+    what: str
+    hint: Hint = None
+    codebase: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind not in NOTE_KINDS:
+            raise ValueError(f"unknown note kind {self.kind!r}")
+
+    @classmethod
+    def of(cls, kind: str, err: CodiiError, codebase: str | None = None) -> Note:
+        """A note telling ``err`` (its field named in its words)."""
+        what = f"{err.field} {err.what}" if err.field else err.what
+        return cls(kind, what, err.hint, codebase)
+
+    def worded(self, words: Words) -> str:
+        """``[codebase: ]what[; hint]`` with the hint in ``words``."""
+        hint = words(self.hint)
+        text = f"{self.what}; {hint}" if hint else self.what
+        return f"{self.codebase}: {text}" if self.codebase and not self.what.startswith(self.codebase) else text
+
+
+@dataclass
+class Member:
+    """One codebase (shard) of the search: its ``status`` (:data:`MEMBER_STATES`), how many of the
+    answer's results are its own, its routing ``probe`` and its ``match`` (the mean cosine of its 10
+    nearest chunks: from the cheap probe, and from the full search), the ``model_id`` of its vectors,
+    and the ``scope`` folder it was kept to. A server that merges this answer with others (a remote
+    shard) weighs it by ``match`` when the models agree."""
+
+    codebase: str
+    status: str
+    results: int = 0
+    probe: float | None = None
+    match: float | None = None
+    model_id: str | None = None
+    scope: str | None = None
+
+    def to_dict(self) -> dict:
+        out: dict = {"codebase": self.codebase, "status": self.status, "results": self.results}
+        for key in ("probe", "match"):
+            if getattr(self, key) is not None:
+                out[key] = round(getattr(self, key), 6)
+        if self.model_id:
+            out["model_id"] = self.model_id
+        if self.scope:
+            out["scope"] = self.scope
+        return out
+
+
+@dataclass
+class Answer:
+    """The answer to one search request.
+
+    Attributes:
+        query: the query as asked (cut at :data:`SHOWN_QUERY_CHARS` when shown).
+        results: best first; lines 1-based inclusive, each result's content exactly its lines.
+        seconds: wall time of the search (index updates excluded).
+        codebase: the root searched, for a search of one codebase; None over several.
+        workspace: the workspace's name, when one was searched.
+        members: every codebase asked, with its state.
+        notes: why results may be missing or cut (see :class:`Note`).
+        no_good_match: nothing matched the query well in any member searched.
+        best_cosine: the cosine of the query's nearest chunk over the members (None without vectors).
+        budget: what ``max_tokens`` cut (None without one).
+        scope: the subfolder a one-codebase search was kept to.
+        rerank: ``applied`` or ``unavailable: why`` when a re-rank was asked for.
+    """
+
+    query: str
+    results: list[Result]
+    seconds: float
+    codebase: str | None = None
+    workspace: str | None = None
+    members: list[Member] = field(default_factory=list)
+    notes: list[Note] = field(default_factory=list)
+    no_good_match: bool = False
+    best_cosine: float | None = None
+    budget: BudgetReport | None = None
+    scope: str | None = None
+    rerank: str | None = None
+
+    @property
+    def shown_query(self) -> str:
+        q = self.query
+        return q if len(q) <= SHOWN_QUERY_CHARS else q[:SHOWN_QUERY_CHARS] + "…"
+
+    @property
+    def many(self) -> bool:
+        """Whether results come from several codebases (then each carries its ``codebase``)."""
+        return self.codebase is None
+
+    def note(self, words: Words) -> str | None:
+        """Every note in one line, hints in ``words`` (None without notes)."""
+        return "; ".join(n.worded(words) for n in self.notes) or None
+
+    def to_dict(self, words: Words) -> dict:
+        """The documented JSON shape, the same from every face but for the hints' words:
+        ``{"query", ["codebase"] | ["workspace"], "codebases": [member], "results": [...], "seconds",
+        "no_good_match", ["best_cosine"], ["budget"], ["scope"], ["rerank"], ["note"], ["notes"]}``;
+        ``notes`` lists the notes' kinds in order, ``note`` tells them in ``words``."""
+        out: dict = {"query": self.shown_query}
+        if self.codebase is not None:
+            out["codebase"] = self.codebase
+        if self.workspace:
+            out["workspace"] = self.workspace
+        out.update(codebases=[m.to_dict() for m in self.members], results=[r.to_dict() for r in self.results],
+                   seconds=round(self.seconds, 4), no_good_match=self.no_good_match)
+        if self.best_cosine is not None:
+            out["best_cosine"] = round(self.best_cosine, 4)
+        if self.budget is not None:
+            out["budget"] = dataclasses.asdict(self.budget)
+        if self.scope:
+            out["scope"] = self.scope
+        if self.rerank:
+            out["rerank"] = self.rerank
+        if self.notes:
+            out["note"] = self.note(words)
+            out["notes"] = [n.kind for n in self.notes]
+        return out

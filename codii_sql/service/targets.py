@@ -1,0 +1,100 @@
+"""What a search request names, as shards: a folder, an index file, a server, a workspace's members."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from ..codebase import Codebase
+from ..errors import CodiiError, Remedy, UsageError
+from ..ingest.report import Progress
+from ..search.answer import Member, Note
+from .codebases import find_codebase
+from .indexes import OpenIndexes
+from .remote import RemoteShard, is_remote
+from .shards import LocalShard, Shard
+from .workspaces import get_workspace, missing_member
+
+
+@dataclass
+class Targets:
+    """The shards of one request, the members that are no shard (a folder that is gone, a codebase
+    not indexed) with a note each, the workspace's name, and whether the answer merges several
+    codebases (a workspace, or more than one path) or is one codebase's."""
+
+    shards: list[Shard]
+    members: list[Member] = field(default_factory=list)
+    notes: list[Note] = field(default_factory=list)
+    workspace: str | None = None
+    many: bool = False
+
+
+def resolve(paths: list[str], db: str | None, workspace: str | None, *, update: bool,
+            indexes: OpenIndexes | None = None, progress: Progress | None = None,
+            building: Callable[[Codebase], bool] | None = None) -> Targets:
+    """The shards of a request (see :class:`~.searching.SearchRequest` for the arguments).
+
+    Raises:
+        UsageError: an unknown or empty workspace, no member to search, a bad path, or ``db`` with
+            several codebases.
+    """
+    if not (workspace or len(paths) > 1):
+        if paths and is_remote(paths[0]) and db is None:
+            return Targets([RemoteShard(paths[0])])
+        codebase, scope = find_codebase(paths[0] if paths else None, db)
+        return Targets([LocalShard(codebase, scope, update=update, progress=progress, indexes=indexes,
+                                   building=building)])
+    if db is not None:
+        raise UsageError("an index file is one codebase's, and this search asks several",
+                         "drop the workspace or the extra paths", field="db")
+    name, found = member_paths(workspace, list(paths))
+    codebases, members, notes, scopes = members_of([p for p in found if not is_remote(p)])
+    shards: list[Shard] = [LocalShard(cb, scopes.get(cb, ""), update=update, indexes=indexes, building=building)
+                           for cb in codebases]
+    shards += [RemoteShard(p) for p in found if is_remote(p)]
+    if not shards:
+        why = "; ".join(n.worded(lambda h: None) for n in notes) or "no codebase given"
+        raise UsageError(f"nothing to search{f' in workspace {name!r}' if name else ''}: {why}")
+    return Targets(shards, members, notes, name, True)
+
+
+def member_paths(workspace: str | None, paths: list[str]) -> tuple[str | None, list[str]]:
+    """The workspace's name (lower case) and its member paths followed by ``paths``, each once.
+
+    Raises:
+        UsageError: an unknown or empty workspace.
+    """
+    name, found = None, []
+    if workspace:
+        ws = get_workspace(workspace)
+        name, found = ws.name, list(ws.paths)
+    found += [p if is_remote(p) else os.path.abspath(os.path.expanduser(p)) for p in paths]
+    return name, list(dict.fromkeys(found))
+
+
+def members_of(paths: list[str]) -> tuple[list[Codebase], list[Member], list[Note], dict[Codebase, str]]:
+    """The indexed codebases among ``paths``; a member and a note for each that is not; and the
+    scopes: a subfolder of an indexed codebase searches that index, its files under the subfolder
+    only (``{codebase: "sub/folder"}``), as a one-codebase search does."""
+    codebases, members, notes, scopes = [], [], [], {}
+    for path in paths:
+        try:
+            cb = Codebase.open(path)
+        except CodiiError as err:
+            members.append(Member(path, "missing"))
+            notes.append(missing_member(path, err))
+            continue
+        outer = None if cb.db_path.is_file() else cb.enclosing()
+        if outer is not None:
+            scopes[outer] = cb.root.relative_to(outer.root).as_posix()
+            cb = outer
+        if cb in codebases:  # two spellings of one folder
+            continue
+        if not cb.db_path.is_file():
+            members.append(Member(str(cb.root), "not_indexed"))
+            notes.append(Note("member", f"{cb.root} is not indexed", Remedy("build", {"root": str(cb.root)}),
+                              str(cb.root)))
+            continue
+        codebases.append(cb)
+    return codebases, members, notes, scopes

@@ -1,0 +1,47 @@
+"""Errors as data: what happened and a remedy, worded by each face in its own terms."""
+
+from __future__ import annotations
+
+import pickle
+
+import pytest
+
+from codii_sql.cli import words as cli_words
+from codii_sql.errors import REMEDIES, IndexMismatchError, Remedy, UsageError
+from codii_sql.http import words as http_words
+from codii_sql.mcp import words as mcp_words
+
+FACES = {"cli": cli_words, "mcp": mcp_words, "http": http_words}
+
+
+@pytest.mark.parametrize("face", FACES)
+def test_every_face_words_every_remedy(face):
+    assert set(FACES[face].SENTENCES) == set(REMEDIES)
+    for kind in REMEDIES:
+        said = FACES[face].words(Remedy(kind, {"root": "/src/app", "db": "/i/app.db", "command": "codii-sql x",
+                                               "asked": "local", "recorded": "ollama:m"}))
+        assert said and "{" not in said and "\n" not in said, (face, kind, said)
+
+
+def test_one_remedy_three_wordings_and_no_advice_parsed_from_a_message():
+    err = IndexMismatchError("index a.db was built with model_id='x', this version uses 'y'",
+                             Remedy("force_build", {"root": "/src/app"}))
+    assert cli_words.message(err).endswith(": `codii-sql build /src/app --force` rebuilds it")
+    assert mcp_words.message(err).endswith(": call index_codebase with path='/src/app' and force=true")
+    assert "on the server" in http_words.words(err.hint)
+    assert str(err) == "index a.db was built with model_id='x', this version uses 'y': rebuild the index with a forced build"
+
+
+def test_a_field_is_named_as_each_face_names_it():
+    err = UsageError("must be between 100 and 1,000,000", field="max_tokens")
+    assert cli_words.message(err) == "--max-tokens must be between 100 and 1,000,000"
+    assert mcp_words.message(err) == "max_tokens must be between 100 and 1,000,000"
+    assert http_words.what(err) == "max_tokens must be between 100 and 1,000,000"
+
+
+def test_errors_keep_their_remedy_across_processes():
+    """Ray tasks and the build daemon send errors between processes: the remedy must survive."""
+    err = pickle.loads(pickle.dumps(UsageError("bad glob", Remedy("retry"), field="glob")))
+    assert isinstance(err, UsageError) and err.hint == Remedy("retry") and err.field == "glob"
+    with pytest.raises(ValueError, match="unknown remedy"):
+        Remedy("make_coffee")
