@@ -592,3 +592,68 @@ def test_weak_vectors_give_bm25_a_code_naming_questions_weight(tmp_path, embedde
         only_vectors = scores("zzqx wobble")  # no BM25 hit: the vectors keep their whole weight
         monkeypatch.setattr(search, "WEAK_COSINE", 1.0)
         assert scores("zzqx wobble") == only_vectors
+
+
+def test_a_100_kb_query_weighs_a_bounded_number_of_words_and_says_so(sample_repo, tmp_path):
+    """Counting 13k words' chunks one array scan each took 52-57 s of CPU; the words weighed are bounded."""
+    from codii_sql import service
+    from codii_sql.search.query import MAX_QUERY_TERMS
+
+    rng = __import__("random").Random(7)
+    words = ["".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(3, 10))) for _ in range(20000)]
+    paste = "Crash in parse_header\n" + " ".join(words)[:99_000]
+    request = service.SearchRequest(paste, SearchOptions(limit=5, mode="bm25"), [str(sample_repo)])
+    answer = service.search(request)
+    assert answer.words > MAX_QUERY_TERMS and "query" in [n.kind for n in answer.notes]
+    assert answer.results[0].symbol == "parse_header"  # the title is weighed first
+    with pytest.raises(UsageError, match="characters long; at most 100,000 are searched") as refused:
+        service.search(service.SearchRequest(paste * 2, SearchOptions(mode="bm25"), [str(sample_repo)]))
+    assert refused.value.field == "query"
+
+
+def test_identifiers_that_are_english_words_are_found_by_bm25(tmp_path, embedder):
+    """`get`, `def get`, `get(`, `each`, `is not None`: stop words in English, names in code. BM25 alone
+    (what --no-vectors users and every search in a vector phase see) found nothing for them."""
+    repo = write_tree(tmp_path / "words", {
+        "store/cache.py": '''
+            class Cache:
+                """An in-memory cache of rendered pages."""
+
+                def get(self, key, default=None):
+                    entry = self.entries.get(key)
+                    return default if entry is None else entry.value
+
+                def put(self, key, value):
+                    self.entries[key] = Entry(value)
+            ''',
+        "store/views.py": '''
+            def render(cache, name):
+                page = cache.get(name)
+                if page is not None:
+                    return page
+                return cache.put(name, build(name))
+            ''',
+        "web/list.js": '''
+            export function each(items, visit) {
+              for (const item of items) visit(item);
+            }
+
+            export function total(items) {
+              let sum = 0;
+              each(items, (item) => { sum += item.price; });
+              return sum;
+            }
+            ''',
+    })
+    cb = Codebase.open(repo)
+    Indexer(cb, embedder, vectors=False).build()
+    with Store(cb.db_path, create=False) as store:
+        s = Searcher(store, cb.root, embedder)
+        for query, want in (("get", "def get("), ("def get", "def get("), ("get(", "def get("),
+                            ("each", "function each(")):
+            got = s.search(query, SearchOptions(limit=3, mode="bm25"))
+            assert got and want in got[0].content, (query, [(r.symbol, r.path) for r in got])
+        none = s.search("is not None", SearchOptions(limit=3, mode="bm25"))
+        assert none and none[0].path == "store/views.py", [(r.symbol, r.path) for r in none]
+        # A question keeps dropping English words: "get" names nothing here.
+        assert s.analyze("how do I get a page from the cache").terms == ["page", "cache"]

@@ -8,7 +8,7 @@ from mcp.types import CallToolResult
 from pydantic import Field
 
 from ..errors import Remedy
-from ..service import AGENT_LISTING, SearchOptions, SearchRequest, listing
+from ..service import AGENT_LISTING, MAX_QUERY_CHARS, SearchOptions, SearchRequest, listing
 from .app import (
     MAX_SEARCH_LIMIT,
     READ_ONLY,
@@ -43,7 +43,7 @@ from .words import words
 )
 @agent_errors
 def search_code(
-    query: Annotated[str, Field(min_length=1, max_length=100_000, description="What to look for: words, identifiers or a question.")],
+    query: Annotated[str, Field(min_length=1, max_length=MAX_QUERY_CHARS, description="What to look for: words, identifiers or a question.")],
     path: Annotated[str, Field(description="Absolute path of the codebase root directory (or use workspace).")] = "",
     limit: Annotated[int, Field(ge=1, le=MAX_SEARCH_LIMIT, description="Number of results.")] = 10,
     extensionFilter: Annotated[list[str], Field(  # noqa: N803

@@ -13,6 +13,9 @@ from ..text import split_identifier
 #: Bound on distinct FTS5 terms: an issue text has hundreds of words; OR-ing all of them is slow
 #: (~0.5 us per posting) and drowns the informative ones.
 MAX_FTS_TERMS = 32
+#: Distinct words of a query weighed at most (their chunk counts are read to pick the rarest): the
+#: 127 SWE-bench issues hold 2,239 together, a 100 KB paste 13,197, whose counts took 1.2 s.
+MAX_QUERY_TERMS = 2_000
 #: A query with more words than this is "long": an issue or a stack trace, not a question
 #: (the 500 CoSQA web questions have at most 14 words; the 127 SWE-bench issues at least 26).
 LONG_QUERY_WORDS = 20
@@ -32,8 +35,8 @@ get gets got find finds use uses using used way ways code function method file f
 """.split())
 
 
-def query_terms(query: str, *, numbers: bool = False) -> list[str]:
-    """Distinct lower-case BM25 terms: each identifier as written plus its sub-tokens, stop words dropped.
+def query_terms(query: str, *, numbers: bool = False, stop_words: frozenset[str] = STOP_WORDS) -> list[str]:
+    """Distinct lower-case BM25 terms: each identifier as written plus its sub-tokens, ``stop_words`` dropped.
 
     ``"where is getUserName called"`` -> ``["getusername", "user", "name", "called"]`` ("get" is a stop word);
     ``"httpx/_auth.py"`` -> ``["httpx", "_auth", "auth", "py"]``.
@@ -46,7 +49,7 @@ def query_terms(query: str, *, numbers: bool = False) -> list[str]:
     whole = _NUMBER.findall(query) if numbers else []
     for word in _WORD.findall(query) + whole:
         for t in [word.lower(), *(split_identifier(word) if word not in whole else [])]:
-            if t not in seen and t not in STOP_WORDS and len(t) > 1:
+            if t not in seen and t not in stop_words and len(t) > 1:
                 seen.add(t)
                 terms.append(t)
     return terms
@@ -80,14 +83,35 @@ class Named(NamedTuple):
     paths: list[str]
 
 
-def named_in_query(query: str) -> Named:
+#: Words after which a code-like query names a definition (``def get``, ``fn each``, ``class File``).
+DEFINITION_KEYWORDS = frozenset("""
+def fn func function class struct interface trait enum type impl module mod method sub proc macro
+let const var val object record protocol extension
+""".split())
+#: Tokens (case as written) only code has: a query holding one is code, whatever its other words.
+CODE_LITERALS = frozenset({"None", "True", "False", "null", "nil", "NULL", "undefined", "nullptr", "self", "this"})
+_CODE_PUNCTUATION = re.compile(r"[()\[\]{}=<>;:.#_$@]|->")
+
+
+def looks_like_code(query: str) -> bool:
+    """Whether a short query is code rather than English (``get``, ``def get``, ``get(``,
+    ``is not None``): every word a stop word, code punctuation, a definition keyword first, or a
+    token only code has. Its English words are then identifiers, not words to drop."""
+    words = query.split()
+    return bool(words) and (all(w.lower() in STOP_WORDS for w in words) or bool(_CODE_PUNCTUATION.search(query))
+                            or words[0] in DEFINITION_KEYWORDS or any(w in CODE_LITERALS for w in words))
+
+
+def named_in_query(query: str, *, code: bool = False) -> Named:
     """Identifiers and file paths a query names (see :class:`Named`).
 
     A name is a code-shaped token (snake_case, camelCase, dotted or ``::`` path, ``Class#method`` as
     Javadoc and Ruby write it, or the whole query when it is one word). A path is a token with a ``/`` or with an extension
     :func:`~codii_sql.languages.detect_language` knows (``_auth.py``, not ``Session.send``);
     leading ``./`` and ``/`` are dropped so it can match the end of an indexed relative path,
-    and a path is not also a name (``auth.py`` names no symbol ``py``).
+    and a path is not also a name (``auth.py`` names no symbol ``py``). With ``code`` (the query is
+    code, :func:`looks_like_code`), English words are names too (``get``), and a word after a
+    definition keyword is one (``def get`` names ``get``).
     """
     paths: list[str] = []
 
@@ -101,15 +125,18 @@ def named_in_query(query: str) -> Named:
     one_word = len(query.split()) == 1
     names: set[str] = set()
     tails: set[str] = set()
-    for token in _IDENTIFIER.findall(rest):
-        if one_word or _CODE_SHAPE.search(token):
+    tokens = _IDENTIFIER.findall(rest)
+    defined = {b for a, b in zip(tokens, tokens[1:]) if a in DEFINITION_KEYWORDS} if code else set()
+    for token in tokens:
+        if one_word or token in defined or _CODE_SHAPE.search(token):
             parts = [p for p in re.split(r"\.|::|#", token.lower()) if p]
             names.add(".".join(parts))
             tails.update(parts[-1:] if len(parts) > 1 else [])
             if token[-1] in "!?":  # also the plain name, as weaker evidence (Rust's vec! is macro vec)
                 tails.add(parts[-1].rstrip("!?"))
-    names -= STOP_WORDS
-    return Named(sorted(names), sorted(tails - names - STOP_WORDS), sorted(set(paths) - {""}))
+    dropped = frozenset() if code else STOP_WORDS
+    names -= dropped
+    return Named(sorted(names), sorted(tails - names - dropped), sorted(set(paths) - {""}))
 
 
 def symbol_match(names: list[str]) -> str | None:
@@ -170,13 +197,15 @@ def fts_query(terms: list[str]) -> str | None:
 class Analysis:
     """A query as a search reads it, once: ``text`` (an issue's template instructions stripped),
     its ``shape`` (:func:`query_shape`), its BM25 ``terms`` (at most :data:`MAX_FTS_TERMS`) and their
-    FTS5 expression ``fts`` (None without terms), and what it ``named`` (:func:`named_in_query`)."""
+    FTS5 expression ``fts`` (None without terms), what it ``named`` (:func:`named_in_query`), and
+    how many distinct words it has (``words``; more than :data:`MAX_QUERY_TERMS` are not all weighed)."""
 
     text: str
     shape: str
     terms: list[str]
     fts: str | None
     named: Named
+    words: int = 0
 
 
 def analyze(query: str, doc_counts: Callable[[list[str]], dict[str, int]]) -> Analysis:
@@ -186,12 +215,18 @@ def analyze(query: str, doc_counts: Callable[[list[str]], dict[str, int]]) -> An
     mostly line numbers and versions of pasted output."""
     shape = query_shape(query)
     text = (strip_issue_template(query).strip() or query) if shape == "long" else query
-    terms = select_terms(text, doc_counts, numbers=shape != "long")
-    return Analysis(text, shape, terms, fts_query(terms), named_in_query(text))
+    code = shape == "identifier" and looks_like_code(text)
+    # Stop words are English: in code (``get``, ``def get``, ``is not None``) they are the names.
+    words = query_terms(text, numbers=shape != "long", stop_words=frozenset() if code else STOP_WORDS)
+    terms = select_terms(text, doc_counts, numbers=shape != "long", words=words)
+    fts = fts_query(terms)
+    if code and fts and len(text.split()) > 1:  # the words in their order count most: ``is not None``
+        fts = f"{fts_query([' '.join(query_terms(text, stop_words=frozenset()))])} OR {fts}"
+    return Analysis(text, shape, terms, fts, named_in_query(text, code=code), len(words))
 
 
 def select_terms(query: str, doc_counts: Callable[[list[str]], dict[str, int]], *,
-                 numbers: bool = False) -> list[str]:
+                 numbers: bool = False, words: list[str] | None = None) -> list[str]:
     """The query's BM25 terms (:func:`query_terms`), at most :data:`MAX_FTS_TERMS` of them.
 
     An issue text has hundreds of words: OR-ing them all costs ~0.5 us per posting and lets
@@ -199,15 +234,20 @@ def select_terms(query: str, doc_counts: Callable[[list[str]], dict[str, int]], 
     the terms of its title (first line, when there are more lines), those of its code spans
     (`` `name` ``), then the rest by fewest matching chunks (highest IDF); absent terms go.
     Measured on 70 SWE-bench dev issues (hybrid, file level): IDF order alone Acc@5 0.643,
-    title first 0.714, title and code spans first 0.714 with Acc@1 0.457 -> 0.486.
+    title first 0.714, title and code spans first 0.714 with Acc@1 0.457 -> 0.486. Of a query with
+    more than :data:`MAX_QUERY_TERMS` distinct words, the title's, the code spans' and then the first
+    ones are weighed. ``words`` are its :func:`query_terms` when the caller has them.
     """
-    terms = query_terms(query, numbers=numbers)
+    terms = words if words is not None else query_terms(query, numbers=numbers)
     if len(terms) <= MAX_FTS_TERMS:
         return terms
-    df = doc_counts(terms)
     lines = query.strip().split("\n", 1)
     title = set(query_terms(lines[0])) if len(lines) > 1 else set()
     code = set(query_terms(" ".join(CODE_SPAN.findall(query))))
+    if len(terms) > MAX_QUERY_TERMS:
+        first = [t for t in terms if t in title or t in code]
+        terms = list(dict.fromkeys(first + terms))[:MAX_QUERY_TERMS]
+    df = doc_counts(terms)
     pos = {t: i for i, t in enumerate(terms)}
 
     def priority(t: str) -> tuple:

@@ -113,6 +113,8 @@ class Hits:
     best_cosine: float | None
     no_good_match: bool
     embedder_failed: str | None = None
+    #: Distinct words of the query (more than ``query.MAX_QUERY_TERMS`` are not all weighed).
+    words: int = 0
 
 
 class Searcher:
@@ -213,7 +215,7 @@ class Searcher:
             results = rerank(a.text, results, model_path=opts.rerank_model, top_n=RERANK_DEPTH)
             tier = {r["id"]: r["tier"] for r in rows}  # the cross-encoder orders within a name tier
             results.sort(key=lambda r: -tier[r.id])
-        return Hits(_top(results, opts), a.terms, best, nothing_close, note)
+        return Hits(_top(results, opts), a.terms, best, nothing_close, note, a.words)
 
     def search(self, query: str, opts: SearchOptions | None = None,
                query_vector: np.ndarray | None = None) -> list[Result]:

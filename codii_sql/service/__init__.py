@@ -22,7 +22,7 @@ from .indexes import OpenIndexes, open_searcher
 from .listing import AGENT as AGENT_LISTING, PERSON as PERSON_LISTING, listing
 from .maintenance import clear, clear_target
 from .models import ENV_MODEL, cached_models, check_reranker, models_dir, pull_model
-from .searching import SearchRequest, opened, search
+from .searching import MAX_QUERY_CHARS, SearchRequest, opened, search
 from .session import Session, iso
 from .targets import member_paths, members_of
 from .status import inspect, is_stale, list_codebases, recorded_filters, stats, status
@@ -34,7 +34,7 @@ from .workspaces import Workspace, add_paths, describe, get_workspace, remove, w
 __all__ = [
     "extension_filter",
     "AsideReport", "OpenIndexes", "build_aside", "embed_texts",
-    "AGENT_LISTING", "Answer", "Member", "Note", "PERSON_LISTING", "SearchRequest", "listing", "opened",
+    "AGENT_LISTING", "MAX_QUERY_CHARS", "Answer", "Member", "Note", "PERSON_LISTING", "SearchRequest", "listing", "opened",
     "Workspace", "add_paths", "describe", "get_workspace", "member_paths", "members_of", "remove", "workspaces",
     "BuildReport", "Codebase", "ENV_MODEL", "MAX_LIMIT", "MAX_TOKENS", "MIN_TOKENS", "MODES", "Progress", "Result", "SearchOptions",
     "Session", "build", "cached_models", "check_reranker", "clear", "clear_target", "daemon_info",

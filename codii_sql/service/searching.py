@@ -22,6 +22,7 @@ from ..ingest.report import Progress
 from ..search.answer import NOTE_KINDS, Answer, Member, Note
 from ..search.budget import fit
 from ..search.merge import Merged, member_match
+from ..search.query import MAX_QUERY_TERMS
 from ..search.results import SearchOptions
 from .fanout import MAX_THREADS, Fanned, fan_out
 from .indexes import OpenIndexes
@@ -29,6 +30,10 @@ from .models import check_reranker
 from .notes import no_match_note
 from .shards import Shard, ShardAnswer
 from .targets import Targets, resolve
+
+#: The longest query searched (characters): an issue pasted whole is far shorter (the 127 SWE-bench
+#: issues: at most 30,000); the MCP server's schema says the same.
+MAX_QUERY_CHARS = 100_000
 
 
 @dataclass
@@ -111,9 +116,17 @@ def _prepared(targets: Targets) -> dict[Shard, Note | CodiiError | None]:
 
 
 def _ask(targets: Targets, prepared: dict, query: str, opts: SearchOptions) -> Answer:
-    """One query over the prepared shards: the answer, its budget applied once, its notes in order."""
+    """One query over the prepared shards: the answer, its budget applied once, its notes in order.
+
+    Raises:
+        UsageError: the query is longer than :data:`MAX_QUERY_CHARS`, or see :func:`search`.
+    """
     started = time.perf_counter()
     opts.check()
+    if len(query) > MAX_QUERY_CHARS:
+        raise UsageError(f"is {len(query):,} characters long; at most {MAX_QUERY_CHARS:,} are searched",
+                         "pass the part that names the code (an issue's title, its error and traceback)",
+                         field="query")
     notes: list[Note] = []
     rerank = None
     if opts.rerank:
@@ -129,6 +142,9 @@ def _ask(targets: Targets, prepared: dict, query: str, opts: SearchOptions) -> A
     else:
         answer, terms = _one(targets, prepared, query, opts)
     answer.rerank = rerank
+    if answer.words > MAX_QUERY_TERMS:
+        notes.append(Note("query", f"the query has {answer.words:,} distinct words: BM25 weighed its title, code spans "
+                                   f"and first {MAX_QUERY_TERMS:,}, and used the {len(terms)} that say most"))
     if opts.max_tokens:
         answer.results, answer.budget = fit(answer.results, terms, opts.max_tokens)
         if answer.budget.note():
@@ -150,7 +166,7 @@ def _one(targets: Targets, prepared: dict, query: str, opts: SearchOptions) -> t
                     model_id=got.model_id, scope=shard.scope or None)
     return Answer(query, hits.results, 0.0, codebase=shard.name, members=[member], notes=notes,
                   no_good_match=hits.no_good_match, best_cosine=hits.best_cosine,
-                  scope=shard.scope or None), hits.terms
+                  scope=shard.scope or None, words=hits.words), hits.terms
 
 
 def _many(targets: Targets, prepared: dict, query: str, opts: SearchOptions) -> tuple[Answer, list[str]]:
@@ -183,7 +199,8 @@ def _many(targets: Targets, prepared: dict, query: str, opts: SearchOptions) -> 
         notes.append(no_match_note(best))
     terms = list(dict.fromkeys(t for h in searched for t in h.terms))
     return Answer(query, results, 0.0, workspace=targets.workspace, members=members, notes=notes,
-                  no_good_match=nothing or not results, best_cosine=best), terms
+                  no_good_match=nothing or not results, best_cosine=best,
+                  words=max((h.words for h in searched), default=0)), terms
 
 
 def _searched(shard: Shard, fanned: Fanned, update: Note | None, notes: list[Note]) -> Member:
