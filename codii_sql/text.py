@@ -1,4 +1,4 @@
-"""Text primitives shared by every stage: decoding source bytes and splitting identifiers."""
+"""Text primitives shared by every stage: decoding source bytes, splitting identifiers and CJK runs, numbering lines."""
 
 from __future__ import annotations
 
@@ -78,6 +78,39 @@ def identifier_subtokens(text: str) -> str:
         if len(parts) > 1:
             out.extend(parts)
     return " ".join(out)
+
+
+#: Han ideographs (extension A and compatibility forms too), hiragana and katakana (with the
+#: halfwidth forms): scripts written without spaces between words, whose whole runs FTS5's
+#: unicode61 tokenizer keeps as one token (``获取用户名称并检查权限``: ``用户`` matched nothing).
+_CJK_RUN = re.compile("[\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+                      "\uff66-\uff9f\U00020000-\U0002fa1f]+")
+#: Thai, Lao, Khmer and Myanmar: no spaces between words either, and no pairs that make words.
+_UNSPACED = {"Thai": "\u0e00-\u0e7f", "Lao": "\u0e80-\u0eff", "Khmer": "\u1780-\u17ff", "Myanmar": "\u1000-\u109f"}
+_UNSPACED_RUN = re.compile("|".join(f"(?P<{name}>[{span}]+)" for name, span in _UNSPACED.items()))
+
+
+def cjk_bigrams(text: str) -> list[str]:
+    """Each run of Chinese or Japanese characters of ``text`` as its overlapping pairs
+    (``获取用户`` -> ``获取 取用 用户``), the index's words for them and a query's alike (the
+    bigram method of CJK search engines: no dictionary, and any two-character word matches)."""
+    out: list[str] = []
+    for run in _CJK_RUN.findall(text):
+        out += [run[i:i + 2] for i in range(max(len(run) - 1, 1))]
+    return out
+
+
+def with_cjk_bigrams(text: str) -> str:
+    """``text`` with each Chinese or Japanese run replaced by its pairs, space-separated (see
+    :func:`cjk_bigrams`): a query reads the words an index holds."""
+    return _CJK_RUN.sub(lambda m: " " + " ".join(cjk_bigrams(m.group())) + " ", text)
+
+
+def unspaced_script(text: str) -> str | None:
+    """The name of a script of ``text`` that is written without spaces and has no pairs to match
+    (Thai, Lao, Khmer, Myanmar), or None."""
+    found = _UNSPACED_RUN.search(text)
+    return found.lastgroup if found else None
 
 
 def content_lines(content: str) -> list[str]:

@@ -604,7 +604,7 @@ def test_a_100_kb_query_weighs_a_bounded_number_of_words_and_says_so(sample_repo
     paste = "Crash in parse_header\n" + " ".join(words)[:99_000]
     request = service.SearchRequest(paste, SearchOptions(limit=5, mode="bm25"), [str(sample_repo)])
     answer = service.search(request)
-    assert answer.words > MAX_QUERY_TERMS and "query" in [n.kind for n in answer.notes]
+    assert "query" in [n.kind for n in answer.notes] and f"first {MAX_QUERY_TERMS:,}" in answer.note(lambda h: None)
     assert answer.results[0].symbol == "parse_header"  # the title is weighed first
     with pytest.raises(UsageError, match="characters long; at most 100,000 are searched") as refused:
         service.search(service.SearchRequest(paste * 2, SearchOptions(mode="bm25"), [str(sample_repo)]))
@@ -657,3 +657,37 @@ def test_identifiers_that_are_english_words_are_found_by_bm25(tmp_path, embedder
         assert none and none[0].path == "store/views.py", [(r.symbol, r.path) for r in none]
         # A question keeps dropping English words: "get" names nothing here.
         assert s.analyze("how do I get a page from the cache").terms == ["page", "cache"]
+
+
+def test_chinese_and_japanese_words_inside_longer_runs_are_found(tmp_path, embedder):
+    """unicode61 keeps a run of Han or kana characters as one token: 用户 found nothing in 获取用户名称并检查权限."""
+    repo = write_tree(tmp_path / "cjk", {
+        "auth/perm.py": '''
+            def check(user):
+                # 获取用户名称并检查权限
+                return user.name in ALLOWED
+            ''',
+        "ui/label.ts": '''
+            // ユーザー名を表示する
+            export function showName(name: string) { return name; }
+            ''',
+        "billing/tax.py": '''
+            def tax(amount):
+                # 计算订单的税额
+                return amount * 0.2
+            ''',
+    })
+    cb = Codebase.open(repo)
+    Indexer(cb, embedder, vectors=False).build()
+    with Store(cb.db_path, create=False) as store:
+        s = Searcher(store, cb.root, embedder)
+        for query, path in (("用户", "auth/perm.py"), ("检查权限", "auth/perm.py"), ("用户名称", "auth/perm.py"),
+                            ("ユーザー", "ui/label.ts"), ("税额", "billing/tax.py")):
+            got = s.search(query, SearchOptions(limit=3, mode="bm25"))
+            assert got and got[0].path == path, (query, [r.path for r in got])
+        assert s.analyze("检").unmatched and s.analyze("ค้นหาผู้ใช้").unmatched == "Thai text"
+        assert s.analyze("用户 permission").unmatched is None
+    from codii_sql import service
+
+    told = service.search(service.SearchRequest("检", SearchOptions(mode="bm25"), [str(repo)], update=False))
+    assert "script" in [n.kind for n in told.notes]

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..text import decode_source, identifier_subtokens
+from ..text import cjk_bigrams, decode_source, identifier_subtokens
 from .chunking import Chunk, chunk_source, read_source
 from .generated import declares_generated
 from .read import read_file
@@ -72,13 +72,15 @@ def prepare_file(root: str, f: SourceFile, max_file_bytes: int) -> Prepared:
 
 def chunk_subtokens(path: str, chunks: list[Chunk]) -> list[str]:
     """Per chunk, its FTS5 ``subtokens`` text: the identifier sub-tokens of its symbol, of the
-    file's ``path`` and of its content, space-separated (:func:`text.identifier_subtokens`).
+    file's ``path`` and of its content (:func:`text.identifier_subtokens`), and the character pairs
+    of its Chinese and Japanese text (:func:`text.cjk_bigrams`), space-separated.
 
     The path's parts are included so a query word found only in a file name (``sessions.py``)
     still matches that file's chunks.
     """
     path_tokens = identifier_subtokens(path.replace("/", " ").replace(".", " "))
-    return [" ".join(filter(None, (identifier_subtokens(c.symbol or ""), path_tokens, identifier_subtokens(c.content))))
+    return [" ".join(filter(None, (identifier_subtokens(c.symbol or ""), path_tokens, identifier_subtokens(c.content),
+                                   " ".join(cjk_bigrams(c.content)))))
             for c in chunks]
 
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from ..languages import detect_language
-from ..text import split_identifier
+from ..text import cjk_bigrams, split_identifier, unspaced_script, with_cjk_bigrams
 
 #: Bound on distinct FTS5 terms: an issue text has hundreds of words; OR-ing all of them is slow
 #: (~0.5 us per posting) and drowns the informative ones.
@@ -43,11 +43,13 @@ def query_terms(query: str, *, numbers: bool = False, stop_words: frozenset[str]
     Dotted paths and ``::`` split at the separators. Not capped: see :meth:`Searcher.select_terms`.
     With ``numbers``, standalone numbers of two or more characters are terms too (``304``,
     ``8080``, ``4.17.2``: fts_query quotes it, so FTS5 matches the tokens 4 17 2 in a row).
+    Chinese and Japanese text becomes its character pairs, as the index holds it (``用户名`` ->
+    ``用户``, ``户名``); a lone character matches nothing and is dropped.
     """
     terms: list[str] = []
     seen = set()
     whole = _NUMBER.findall(query) if numbers else []
-    for word in _WORD.findall(query) + whole:
+    for word in _WORD.findall(with_cjk_bigrams(query)) + whole:
         for t in [word.lower(), *(split_identifier(word) if word not in whole else [])]:
             if t not in seen and t not in stop_words and len(t) > 1:
                 seen.add(t)
@@ -198,7 +200,9 @@ class Analysis:
     """A query as a search reads it, once: ``text`` (an issue's template instructions stripped),
     its ``shape`` (:func:`query_shape`), its BM25 ``terms`` (at most :data:`MAX_FTS_TERMS`) and their
     FTS5 expression ``fts`` (None without terms), what it ``named`` (:func:`named_in_query`), and
-    how many distinct words it has (``words``; more than :data:`MAX_QUERY_TERMS` are not all weighed)."""
+    how many distinct words it has (``words``; more than :data:`MAX_QUERY_TERMS` are not all weighed),
+    and what BM25 cannot match in it (``unmatched``: a script written without spaces, or a lone Han
+    or kana character), else None."""
 
     text: str
     shape: str
@@ -206,6 +210,7 @@ class Analysis:
     fts: str | None
     named: Named
     words: int = 0
+    unmatched: str | None = None
 
 
 def analyze(query: str, doc_counts: Callable[[list[str]], dict[str, int]]) -> Analysis:
@@ -222,7 +227,18 @@ def analyze(query: str, doc_counts: Callable[[list[str]], dict[str, int]]) -> An
     fts = fts_query(terms)
     if code and fts and len(text.split()) > 1:  # the words in their order count most: ``is not None``
         fts = f"{fts_query([' '.join(query_terms(text, stop_words=frozenset()))])} OR {fts}"
-    return Analysis(text, shape, terms, fts, named_in_query(text, code=code), len(words))
+    return Analysis(text, shape, terms, fts, named_in_query(text, code=code), len(words), _unmatched(text))
+
+
+def _unmatched(text: str) -> str | None:
+    """What of ``text`` BM25 cannot match: Thai (Lao, Khmer, Myanmar) text, or a Chinese or Japanese
+    character standing alone (no pair to match)."""
+    script = unspaced_script(text)
+    if script:
+        return f"{script} text"
+    if any(len(pair) == 1 for pair in cjk_bigrams(text)):
+        return "lone Chinese or Japanese character"
+    return None
 
 
 def select_terms(query: str, doc_counts: Callable[[list[str]], dict[str, int]], *,

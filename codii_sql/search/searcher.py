@@ -103,18 +103,16 @@ WEAK_VECTORS_BM25 = 0.5
 
 @dataclass
 class Hits:
-    """What one index answers a query: ``results`` best first, the BM25 ``terms`` its analysis chose
-    (at most :data:`~.query.MAX_FTS_TERMS`), ``best_cosine`` (the nearest chunk's, None without vectors),
+    """What one index answers a query: ``results`` best first, the query's ``analysis`` (its BM25
+    terms and what it names), ``best_cosine`` (the nearest chunk's, None without vectors),
     ``no_good_match`` (see :meth:`Searcher._nothing_close`), and ``embedder_failed``: why the query
     was not embedded (the results are then BM25 only), else None."""
 
     results: list[Result]
-    terms: list[str]
+    analysis: Analysis | None
     best_cosine: float | None
     no_good_match: bool
     embedder_failed: str | None = None
-    #: Distinct words of the query (more than ``query.MAX_QUERY_TERMS`` are not all weighed).
-    words: int = 0
 
 
 class Searcher:
@@ -155,7 +153,7 @@ class Searcher:
         ``query_vector`` (float32[dims]) is its embedding when the caller has it already (a search over
         several codebases embeds it once), ``embedder_failed`` why the caller could not embed it (the
         search then answers from BM25, and says so). ``opts.max_tokens`` is the caller's to apply
-        (:func:`codii_sql.search.budget.fit` with :attr:`Hits.terms`): over several codebases the
+        (:func:`codii_sql.search.budget.fit` with the analysis's terms): over several codebases the
         budget is the merged answer's.
 
         An identifier-shaped query (:func:`~.query.query_shape`) puts first the chunks defining a symbol it
@@ -215,7 +213,7 @@ class Searcher:
             results = rerank(a.text, results, model_path=opts.rerank_model, top_n=RERANK_DEPTH)
             tier = {r["id"]: r["tier"] for r in rows}  # the cross-encoder orders within a name tier
             results.sort(key=lambda r: -tier[r.id])
-        return Hits(_top(results, opts), a.terms, best, nothing_close, note, a.words)
+        return Hits(_top(results, opts), a, best, nothing_close, note)
 
     def search(self, query: str, opts: SearchOptions | None = None,
                query_vector: np.ndarray | None = None) -> list[Result]:

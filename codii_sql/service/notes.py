@@ -6,6 +6,7 @@ from collections.abc import Callable
 
 from ..errors import Remedy
 from ..search.answer import Note
+from ..search.query import MAX_QUERY_TERMS, Analysis
 from ..storage.store import Store
 from .status import vector_progress
 
@@ -77,6 +78,22 @@ def no_match_note(best_cosine: float | None) -> Note:
     return Note("no_good_match", f"no good match: {close}no chunk holds every word of the query and no symbol or "
                                  "file is named by it; what it asks for may not be in this codebase (these results "
                                  "are only the least unlike)")
+
+
+def query_notes(analysis: Analysis | None) -> list[Note]:
+    """What BM25 could not read of the query: the words past its bound, text in a script written
+    without spaces that it cannot split into words, a lone Han or kana character."""
+    if analysis is None:
+        return []
+    notes = []
+    if analysis.words > MAX_QUERY_TERMS:
+        notes.append(Note("query", f"the query has {analysis.words:,} distinct words: BM25 weighed its title, code "
+                                   f"spans and first {MAX_QUERY_TERMS:,}, and used the {len(analysis.terms)} that say most"))
+    if analysis.unmatched:
+        notes.append(Note("script", f"BM25 cannot match the query's {analysis.unmatched} word by word (no spaces or "
+                                    "pairs of characters to match); these results come from the rest of the query and "
+                                    "the vectors", "add a few more words, or two characters of a Chinese or Japanese word"))
+    return notes
 
 
 def embedder_note(name: str, why: str, codebase: str | None = None) -> Note:

@@ -100,7 +100,7 @@ class RemoteShard:
             fields = {k: v for k, v in r.items() if k in _RESULT_KEYS}
             fields.update(codebase=f"{self.name}{where}" if where else self.name, knn_match=matches.get(where))
             results.append(Result(**fields))
-        hits = Hits(results, [], body.get("best_cosine"), bool(body.get("no_good_match")))
+        hits = Hits(results, None, body.get("best_cosine"), bool(body.get("no_good_match")))
         notes = [Note("member", body["note"], codebase=self.name)] if body.get("note") else []
         return ShardAnswer(hits, notes, models.pop() if len(models) == 1 else None)
 

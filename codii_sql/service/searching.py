@@ -22,12 +22,12 @@ from ..ingest.report import Progress
 from ..search.answer import NOTE_KINDS, Answer, Member, Note
 from ..search.budget import fit
 from ..search.merge import Merged, member_match
-from ..search.query import MAX_QUERY_TERMS
+from ..search.query import Analysis
 from ..search.results import SearchOptions
 from .fanout import MAX_THREADS, Fanned, fan_out
 from .indexes import OpenIndexes
 from .models import check_reranker
-from .notes import no_match_note
+from .notes import no_match_note, query_notes
 from .shards import Shard, ShardAnswer
 from .targets import Targets, resolve
 
@@ -138,15 +138,13 @@ def _ask(targets: Targets, prepared: dict, query: str, opts: SearchOptions) -> A
             notes.append(Note("rerank", f"re-rank {rerank}", err.hint))
             opts = dataclasses.replace(opts, rerank=False)
     if targets.many:
-        answer, terms = _many(targets, prepared, query, opts)
+        answer, analysis = _many(targets, prepared, query, opts)
     else:
-        answer, terms = _one(targets, prepared, query, opts)
+        answer, analysis = _one(targets, prepared, query, opts)
     answer.rerank = rerank
-    if answer.words > MAX_QUERY_TERMS:
-        notes.append(Note("query", f"the query has {answer.words:,} distinct words: BM25 weighed its title, code spans "
-                                   f"and first {MAX_QUERY_TERMS:,}, and used the {len(terms)} that say most"))
+    notes += query_notes(analysis)
     if opts.max_tokens:
-        answer.results, answer.budget = fit(answer.results, terms, opts.max_tokens)
+        answer.results, answer.budget = fit(answer.results, analysis.terms if analysis else [], opts.max_tokens)
         if answer.budget.note():
             notes.append(Note("budget", answer.budget.note(), Remedy("read_rest")))
     answer.notes = sorted(notes + answer.notes, key=lambda n: NOTE_KINDS.index(n.kind))
@@ -154,7 +152,7 @@ def _ask(targets: Targets, prepared: dict, query: str, opts: SearchOptions) -> A
     return answer
 
 
-def _one(targets: Targets, prepared: dict, query: str, opts: SearchOptions) -> tuple[Answer, list[str]]:
+def _one(targets: Targets, prepared: dict, query: str, opts: SearchOptions) -> tuple[Answer, Analysis | None]:
     """One codebase: its shard's answer as it is (its results carry no ``codebase``)."""
     shard = targets.shards[0]
     got = shard.search(query, opts, None)
@@ -166,10 +164,10 @@ def _one(targets: Targets, prepared: dict, query: str, opts: SearchOptions) -> t
                     model_id=got.model_id, scope=shard.scope or None)
     return Answer(query, hits.results, 0.0, codebase=shard.name, members=[member], notes=notes,
                   no_good_match=hits.no_good_match, best_cosine=hits.best_cosine,
-                  scope=shard.scope or None, words=hits.words), hits.terms
+                  scope=shard.scope or None), hits.analysis
 
 
-def _many(targets: Targets, prepared: dict, query: str, opts: SearchOptions) -> tuple[Answer, list[str]]:
+def _many(targets: Targets, prepared: dict, query: str, opts: SearchOptions) -> tuple[Answer, Analysis | None]:
     """Several codebases: the fan-out's merged list, each member's state, and their notes."""
     failed = {s: e for s, e in prepared.items() if isinstance(e, CodiiError)}
     live = [s for s in targets.shards if s not in failed]
@@ -197,10 +195,10 @@ def _many(targets: Targets, prepared: dict, query: str, opts: SearchOptions) -> 
     results = fanned.merged.results
     if nothing and results:
         notes.append(no_match_note(best))
-    terms = list(dict.fromkeys(t for h in searched for t in h.terms))
+    # The members' analyses differ only in the rarest terms a long query keeps: the first serves.
+    analysis = next((h.analysis for h in searched if h.analysis is not None), None)
     return Answer(query, results, 0.0, workspace=targets.workspace, members=members, notes=notes,
-                  no_good_match=nothing or not results, best_cosine=best,
-                  words=max((h.words for h in searched), default=0)), terms
+                  no_good_match=nothing or not results, best_cosine=best), analysis
 
 
 def _searched(shard: Shard, fanned: Fanned, update: Note | None, notes: list[Note]) -> Member:

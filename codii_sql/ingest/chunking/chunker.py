@@ -55,7 +55,8 @@ from .nodes import Span, capture, field_name, last_row, parser_for
 #: 6: ``.h`` headers whose text is C++ are chunked by the C++ grammar; an exported JS/TS value
 #: a call makes (``export const safeParse = makeSafeParse(...)``) and a TS abstract method are definitions;
 #: C/C++ names that error recovery made of keywords or whole lines are not.
-CHUNKER_VERSION = 6
+#: 7: the subtokens column holds the character pairs of Chinese and Japanese text (text.cjk_bigrams).
+CHUNKER_VERSION = 7
 
 #: ``max_tokens`` default: the model's 256-piece window minus room for the path/symbol header
 #: the embedder may prepend to each chunk.
