@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import re
 import signal
@@ -450,5 +451,50 @@ def test_out_of_range_and_mistyped_arguments_get_one_line_messages(codii_home, s
             assert msg == "search_code: query is required: fix the arguments as the tool's input schema says", msg
             biggest = await refused(s, "get_chunk", path=str(sample_repo), chunk_id=2**63 - 1)
             assert "no chunk 9223372036854775807 in the index" in biggest, biggest
+
+    asyncio.run(run())
+
+
+def test_every_default_answer_fits_an_agents_limit(codii_home, tmp_path):
+    """Claude Code refuses a tool result over 25,000 tokens: a generated file of 3,000 functions, a file of
+    long lines and a name used everywhere must each answer well under it by default, and say what was cut."""
+    big = "".join(f"def generated_handler_{i}(request, limit={i}):\n    return route(request, 'handler-{i}', limit)\n\n\n"
+                  for i in range(3000))
+    wide = "".join(f"ROW_{i} = '{'x' * 900}{i}'\n" for i in range(120))
+    repo = write_tree(tmp_path / "huge", {"gen/handlers.py": big, "data/rows.py": wide,
+                                          "app/main.py": "from gen.handlers import route\n\n\ndef route(r, k, n):\n"
+                                                         "    return (r, k, n)\n"})
+
+    def tokens(res) -> int:
+        text = sum(len(block.text) for block in res.content)
+        return (text + len(json.dumps(res.structured_content or {}))) // 4
+
+    async def run():
+        async with server(codii_home, CODII_SQL_WATCH="0") as s:
+            init = await s.initialize()
+            assert init.server_info.name == "codii-sql" and init.server_info.version
+            await call(s, "index_codebase", path=str(repo))
+            await wait_indexed(s, repo, timeout=600)
+            asks = {
+                "get_file_outline": {"path": str(repo), "file": "gen/handlers.py"},
+                "get_content": {"path": str(repo), "file": "data/rows.py"},
+                "search_code": {"path": str(repo), "query": "route the request to a handler", "limit": 50},
+                "find_references": {"path": str(repo), "name": "route"},
+                "find_symbol": {"path": str(repo), "name": "generated_handler", "prefix": True, "limit": 100},
+                "find_similar_code": {"path": str(repo), "file": "app/main.py", "limit": 50},
+                "list_codebases": {},
+            }
+            for tool, args in asks.items():
+                res = await s.call_tool(tool, args)
+                assert not res.is_error, (tool, res.content[0].text)
+                assert tokens(res) <= 20_000, (tool, tokens(res))
+            outline = await call(s, "get_file_outline", **asks["get_file_outline"])
+            assert outline["truncated"] and outline["total"] == 3000 and len(outline["symbols"]) == 300
+            more = await call(s, "get_file_outline", **asks["get_file_outline"], start_line=outline["next_start_line"])
+            assert more["symbols"][0]["symbol"] == "generated_handler_300"
+            content = await call(s, "get_content", **asks["get_content"])
+            assert content["next_start_line"] > 1
+            found = await call(s, "search_code", **asks["search_code"])
+            assert found["budget"]["max_tokens"] == 6000  # the default budget of an agent's search
 
     asyncio.run(run())

@@ -8,6 +8,7 @@ same JSON (clients that only read text content still see every field); ``get_con
 from __future__ import annotations
 
 import functools
+import importlib.metadata
 import json
 from pathlib import Path
 from typing import Annotated
@@ -62,6 +63,7 @@ def argument_errors(err: ValidationError) -> str:
 
 server = CodiiServer(
     name="codii-sql",
+    version=importlib.metadata.version("codii-sql"),
     instructions=(
         "Local hybrid code search (BM25 + embeddings) over indexed codebases. Call index_codebase once per "
         "repository (it returns at once; poll get_indexing_status), then search_code with natural language or "
@@ -74,10 +76,16 @@ FileArg = Annotated[str, Field(description="File path relative to the codebase r
                                            "or an absolute path inside the root.")]
 LineArg = Annotated[int | None, Field(ge=1, le=SQLITE_MAX_INTEGER, description="1-based line number, inclusive; null for the file's start/end.")]
 
-MaxTokensArg = Annotated[int | None, Field(ge=100, le=1_000_000, description=(
-    "Fit the answer in about this many tokens (4 characters each); null: no limit. Search results are "
-    "trimmed to the lines around their matches, a file's overlapping chunks merged, the lowest dropped; "
-    "the note says what was cut."))]
+#: The token budget of an answer that holds code when the agent names none, and the most it may
+#: name. Claude Code refuses a tool result over 25,000 tokens; the code is in the answer twice
+#: (the structured JSON and the numbered listing), and 4 characters a token undercounts code.
+DEFAULT_MAX_TOKENS = 6_000
+MAX_MAX_TOKENS = 8_000
+
+MaxTokensArg = Annotated[int | None, Field(ge=100, le=MAX_MAX_TOKENS, description=(
+    f"Fit the answer in about this many tokens (4 characters each); null: {DEFAULT_MAX_TOKENS:,}. Search "
+    "results are trimmed to the lines around their matches, a file's overlapping chunks merged, the lowest "
+    "dropped; the note says what was cut and how to read the rest."))]
 READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 
 
@@ -152,5 +160,5 @@ def numbered(content: str, first_line: int, last_line: int | None = None) -> str
     return "\n".join(f"{n:>6}\t{line}" for n, line in numbered_lines(content, first_line, last_line))
 
 
-__all__ = ["FileArg", "LineArg", "MaxTokensArg", "MAX_SEARCH_LIMIT", "PathArg", "READ_ONLY", "SESSION", "SQLITE_MAX_INTEGER",
+__all__ = ["DEFAULT_MAX_TOKENS", "FileArg", "LineArg", "MaxTokensArg", "MAX_SEARCH_LIMIT", "PathArg", "READ_ONLY", "SESSION", "SQLITE_MAX_INTEGER",
            "agent_errors", "answer", "check_path", "codebase_at", "numbered", "server", "with_note"]

@@ -8,6 +8,7 @@ from mcp.types import CallToolResult
 from pydantic import Field
 
 from .app import (
+    DEFAULT_MAX_TOKENS,
     READ_ONLY,
     SESSION,
     FileArg,
@@ -26,15 +27,15 @@ from .app import (
 @server.tool(
     description=(
         "Read a file of an indexed codebase, whole or a line range, as exact text plus a line-numbered view. "
-        "Lines are 1-based and inclusive; at most 2000 lines and 100,000 characters per call (next_start_line "
-        "says where to go on; a longer line is cut, and truncated says so). "
+        "Lines are 1-based and inclusive; at most 2000 lines and max_tokens (default 6,000) per call "
+        "(next_start_line says where to go on; a longer line is cut, and truncated says so). "
         "Only files inside the codebase root and not excluded by its ignore rules can be read."),
     annotations=READ_ONLY,
 )
 @agent_errors
 def get_content(path: PathArg, file: FileArg, start_line: LineArg = None, end_line: LineArg = None,
                 max_tokens: MaxTokensArg = None) -> CallToolResult:
-    data = SESSION.content(codebase_at(path), file, start_line, end_line, max_tokens)
+    data = SESSION.content(codebase_at(path), file, start_line, end_line, max_tokens or DEFAULT_MAX_TOKENS)
     start, end, total = data["start_line"], data["end_line"], data["total_lines"]
     summary = f"{data['path']} lines {start}-{end} of {total}" + (
         f" (truncated: continue at start_line={end + 1})" if "next_start_line" in data else "") + (

@@ -97,17 +97,22 @@ def clear_index(path: PathArg) -> CallToolResult:
 
 
 @server.tool(
-    description="List every indexed codebase: root, status, files, chunks, index size in bytes and last indexed time.",
+    description=("List the indexed codebases: root, status, files, chunks, index size in bytes and last indexed "
+                 "time; at most limit of them (total says how many there are)."),
     annotations=READ_ONLY,
 )
 @agent_errors
-def list_codebases() -> CallToolResult:
-    rows = SESSION.list_codebases()
-    summary = f"{len(rows)} indexed codebases" + "".join(
+def list_codebases(
+    limit: Annotated[int, Field(ge=1, le=1000, description="Codebases at most.")] = 100,
+) -> CallToolResult:
+    every = SESSION.list_codebases()
+    rows = every[:limit]
+    summary = f"{len(every)} indexed codebases" + (f" ({limit} shown: pass a larger limit)" if len(every) > limit
+                                                    else "") + "".join(
         f"\n- {r.get('root') or r['db']}: {r.get('status')}, " + (
             f"{r['files']} files, {r['chunks']} chunks" if "files" in r else f"{r['size_bytes']} bytes: {r.get('error')}")
         for r in rows)
-    return answer(summary, {"codebases": rows})
+    return answer(summary, {"codebases": rows, "total": len(every)})
 
 
 @server.tool(

@@ -10,6 +10,7 @@ from pydantic import Field
 from ..errors import Remedy
 from ..service import AGENT_LISTING, MAX_QUERY_CHARS, SearchOptions, SearchRequest, listing
 from .app import (
+    DEFAULT_MAX_TOKENS,
     MAX_SEARCH_LIMIT,
     READ_ONLY,
     SESSION,
@@ -61,7 +62,7 @@ def search_code(
     if not workspace:
         paths = [check_path(path)]
     opts = SearchOptions(limit=limit, mode=mode, exts=list(extensionFilter), glob=pathGlob or None, rerank=rerank,
-                         max_tokens=max_tokens)
+                         max_tokens=max_tokens or DEFAULT_MAX_TOKENS)
     found = SESSION.search(SearchRequest(query, opts, paths, workspace or None))
     data = found.to_dict(words)
     n = len(found.results)
@@ -88,7 +89,8 @@ def find_similar_code(
     limit: Annotated[int, Field(ge=1, le=MAX_SEARCH_LIMIT, description="Number of files returned.")] = 10,
     max_tokens: MaxTokensArg = None,
 ) -> CallToolResult:
-    data, results = SESSION.similar(codebase_at(path), file, start_line, end_line, limit, max_tokens)
+    data, results = SESSION.similar(codebase_at(path), file, start_line, end_line, limit,
+                                    max_tokens or DEFAULT_MAX_TOKENS)
     span = f" lines {start_line or 1}-{end_line or 'end'}" if start_line or end_line else ""
     summary = f"{len(results)} files similar to {data['file']}{span}"
     if data.get("note"):

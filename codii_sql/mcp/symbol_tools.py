@@ -11,19 +11,36 @@ from ..codebase import Codebase
 from ..service import FileSet
 from ..service import find_references as find_uses
 from ..service import find_symbol as find_definitions
-from .app import READ_ONLY, SESSION, FileArg, PathArg, agent_errors, answer, codebase_at, server, with_note
+from .app import (
+    READ_ONLY,
+    SESSION,
+    SQLITE_MAX_INTEGER,
+    FileArg,
+    PathArg,
+    agent_errors,
+    answer,
+    codebase_at,
+    server,
+    with_note,
+)
 
 
 @server.tool(
     description=(
         "Outline of one file: its classes, functions, methods... nested as in the source, each with kind, "
         "qualified symbol, start_line/end_line (1-based, inclusive; decorators and leading comments included) "
-        "and signature (its first line of code). Cheaper than reading the file to find where things are."),
+        "and signature (its first line of code). Cheaper than reading the file to find where things are. At "
+        "most limit definitions from start_line on: a cut outline says truncated and next_start_line."),
     annotations=READ_ONLY,
 )
 @agent_errors
-def get_file_outline(path: PathArg, file: FileArg) -> CallToolResult:
-    data = SESSION.outline(codebase_at(path), file)
+def get_file_outline(
+    path: PathArg,
+    file: FileArg,
+    start_line: Annotated[int, Field(ge=1, le=SQLITE_MAX_INTEGER, description="Definitions from this line on.")] = 1,
+    limit: Annotated[int, Field(ge=1, le=1000, description="Definitions at most.")] = 300,
+) -> CallToolResult:
+    data = SESSION.outline(codebase_at(path), file, limit=limit, start_line=start_line)
     lines = []
 
     def walk(nodes: list[dict], depth: int) -> None:
@@ -32,7 +49,8 @@ def get_file_outline(path: PathArg, file: FileArg) -> CallToolResult:
             walk(n["children"], depth + 1)
 
     walk(data["symbols"], 0)
-    summary = f"{data['path']} ({data['language'] or 'text'}): {len(data['symbols'])} top-level definitions"
+    summary = f"{data['path']} ({data['language'] or 'text'}): {len(data['symbols'])} top-level definitions" + (
+        f" (cut: call again with start_line={data['next_start_line']} for the rest)" if data.get("truncated") else "")
     summary = with_note(summary, data.get("note"))
     return answer(summary, data, "\n".join(lines))
 
@@ -75,7 +93,7 @@ def find_symbol(
 def find_references(
     path: PathArg,
     name: Annotated[str, Field(min_length=1, max_length=500, description="The identifier, e.g. merge_setting.")],
-    limit: Annotated[int, Field(ge=1, le=2000, description="Lines at most.")] = 200,
+    limit: Annotated[int, Field(ge=1, le=500, description="Lines at most.")] = 100,
 ) -> CallToolResult:
     cb = codebase_at(path)
     data = find_uses(cb, name, limit=limit, fileset=_fileset(cb))

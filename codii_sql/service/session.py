@@ -260,10 +260,10 @@ class Session:
             data["next_start_line"] = end + 1
         return data
 
-    def outline(self, cb: Codebase, file: str) -> dict:
+    def outline(self, cb: Codebase, file: str, *, limit: int | None = None, start_line: int = 1) -> dict:
         """:func:`outline` of ``file`` under this server's boundary."""
         self.require_index(cb)
-        return outline(cb, file, self.indexes.fileset(cb))
+        return outline(cb, file, self.indexes.fileset(cb), limit=limit, start_line=start_line)
 
     def chunk(self, cb: Codebase, chunk_id: int) -> dict:
         """One indexed chunk by id, with ``stale`` (its file changed since indexing).

@@ -39,25 +39,38 @@ _ROLE_ORDER = {"source": 0, "test": 2}
 _GENERICS = re.compile(r"<[^<>]*>")
 
 
-def outline(codebase: Codebase, file: str, fileset: boundary.FileSet | None = None) -> dict:
+def outline(codebase: Codebase, file: str, fileset: boundary.FileSet | None = None, *, limit: int | None = None,
+            start_line: int = 1) -> dict:
     """``{"codebase", "path", "language", "symbols": [{"kind", "symbol", "start_line", "end_line",
-    "signature", "children": [...]}]}``: the file's definitions nested as in the source, lines
+    "signature", "children": [...]}], "total"}``: the file's definitions nested as in the source, lines
     1-based inclusive (a definition's range includes its decorators and leading comments),
     ``signature`` its first line of code. The file is read now, so the outline is current.
 
     ``fileset`` (default: one under the codebase's current rules) decides which files may be read.
+    ``limit`` definitions at most, from ``start_line`` on (a definition starting before it is left
+    out, its later children kept): a cut outline has ``truncated`` and ``next_start_line``, where
+    the next call goes on (a generated file of 3,000 functions is ~35k tokens whole).
 
     Raises:
-        UsageError: the boundary refuses the file (see :mod:`.boundary`). NotIndexedError: no index.
+        UsageError: the boundary refuses the file (see :mod:`.boundary`), or a limit below 1.
+        NotIndexedError: no index.
     """
     if not codebase.db_path.is_file():
         raise not_indexed(codebase)
+    if limit is not None and limit < 1:
+        raise UsageError("must be 1 or more", field="limit")
     fileset = fileset or boundary.FileSet(codebase.root, scan_rules(codebase))
     f = fileset.check(file)
     source = _read_source(f, fileset)
-    out = {"codebase": str(codebase.root), "path": f.rel, "language": source.language,
-           "symbols": [_node(d) for d in source_definitions(source)]}
-    if not out["symbols"]:
+    nodes = [_node(d) for d in source_definitions(source)]
+    kept, next_line = _window(nodes, start_line, [limit or -1])
+    out = {"codebase": str(codebase.root), "path": f.rel, "language": source.language, "symbols": kept,
+           "total": _count(nodes)}
+    if next_line is not None:
+        out.update(truncated=True, next_start_line=next_line,
+                   note=f"{_count(kept)} of the file's {out['total']} definitions, from line {start_line}: the rest "
+                        f"starts at line {next_line}")
+    if not nodes:
         parsed = any(r.language in AST_LANGUAGES for r in source.regions)  # a component's <script> too
         out["note"] = (f"no definitions found: {source.language or 'this file type'} is chunked by "
                        f"{'its syntax tree' if parsed else 'line windows'}, and none was recognised")
@@ -68,6 +81,29 @@ def _read_source(f: boundary.SafeFile, fileset: boundary.FileSet) -> Source:
     """The file as the chunker reads it (a notebook as its cells, a component as its parts)."""
     cap = size_cap(f.rel, fileset.rules["max_file_bytes"])
     return read_source(f.rel, decode_source(boundary.read_bytes(f, cap)))
+
+
+def _window(nodes: list[dict], start: int, left: list[int]) -> tuple[list[dict], int | None]:
+    """The definitions of ``nodes`` (nested) from line ``start`` on, ``left[0]`` of them at most
+    (negative: all), and the line where the first one left out starts (None: none was)."""
+    kept: list[dict] = []
+    for n in nodes:
+        if n["start_line"] < start:  # before the window: only its children may be in it
+            children, next_line = _window(n["children"], start, left)
+            kept += children
+        elif left[0] == 0:
+            return kept, n["start_line"]
+        else:
+            left[0] -= 1
+            children, next_line = _window(n["children"], start, left)
+            kept.append({**n, "children": children})
+        if next_line is not None:
+            return kept, next_line
+    return kept, None
+
+
+def _count(nodes: list[dict]) -> int:
+    return sum(1 + _count(n["children"]) for n in nodes)
 
 
 def _node(d: FileDefinition) -> dict:
