@@ -23,7 +23,8 @@ MIN_COSINE = 0.999
 @pytest.fixture(scope="module")
 def reference() -> list[dict]:
     if not REFERENCE.exists():
-        pytest.skip(f"{REFERENCE} not found")
+        pytest.skip(f"the model's parity with PyTorch is not checked: its reference embeddings {REFERENCE} ship "
+                    "beside the checkout (../shared/models), and are not here")
     return [json.loads(line) for line in REFERENCE.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 

@@ -107,7 +107,7 @@ class Session:
             "skipped": st.get("skipped") or {}, "failed_files": st.get("failed") or {},
             "last_error": error if status in ("failed", "indexing", "damaged") else None,
             **({"resumable": resumable} if status == "failed" else {}),
-            "last_indexed_at": iso(st.get("last_indexed_at")), "build_seconds": st.get("build_seconds"),
+            "last_indexed_at": iso(st.get("last_indexed_at")), "lexical_seconds": st.get("lexical_seconds"),
             "size_bytes": st.get("size_bytes", 0), "db": st["db"], **({"vectors": vectors} if vectors else {}),
             "watched_by": [{**w, "started_at": iso(w.get("started_at"))} for w in st.get("watched_by") or []],
         }

@@ -50,7 +50,9 @@ def status(codebase: Codebase, *, check_stale: bool = True) -> dict:
         state = "stale"
     out.update(status=state, files=counts["files"], chunks=counts["chunks"], size_bytes=_db_size(codebase.db_path),
                **{k: meta.get(k) for k in ("phase", "files_done", "files_total", "skipped", "failed", "error",
-                                              "last_indexed_at", "build_seconds", "model_id", "merkle_root")},
+                                              "last_indexed_at", "model_id", "merkle_root")},
+               # The snapshot's build_seconds times the lexical phase only: named so, not as the build's.
+               lexical_seconds=meta.get("build_seconds"),
                embedder=recorded_embedder(meta), vectors=vectors)
     filters = _filters(meta)
     if filters["extensions"] or filters["ignore_patterns"]:  # what later builds keep (--reset-filters drops)
