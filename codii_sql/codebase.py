@@ -40,12 +40,21 @@ class Codebase:
     """A codebase root and the index file that belongs to it.
 
     Attributes:
-        root: the resolved root directory.
+        root: the resolved root directory; for an index file alone, the name of the codebase it was
+            built from (no folder here).
         db_path: its ``.db`` (``--db`` or the default location).
+        alone: the index file is searched without its source (a copy, an export, a shard): it is
+            read only, from its stored chunks, and whether files changed since is unknown.
     """
 
     root: Path
     db_path: Path
+    alone: bool = False
+
+    @classmethod
+    def index_alone(cls, db_path: Path, name: str) -> Codebase:
+        """The codebase of an index file whose source folder is not here, called ``name``."""
+        return cls(Path(name), Path(db_path).absolute(), alone=True)
 
     @classmethod
     def open(cls, path: str | os.PathLike[str] | None, db: str | os.PathLike[str] | None = None) -> Codebase:
@@ -91,7 +100,9 @@ class Codebase:
 
     def enclosing(self) -> Codebase | None:
         """The nearest folder above this root that has an index in the default place, or None
-        (the walk stops below ``/`` and the home directory)."""
+        (the walk stops below ``/`` and the home directory); None for an index alone."""
+        if self.alone:
+            return None
         for parent in self.root.parents:
             if parent == Path(parent.anchor) or parent == Path.home().resolve():
                 return None
@@ -102,7 +113,9 @@ class Codebase:
     def work_tree(self) -> Codebase | None:
         """The git work tree above this root (nearest folder with a ``.git`` entry: a repository,
         or a linked worktree's ``.git`` file), or None when this root is its top or there is none
-        (the walk stops below ``/`` and the home directory)."""
+        (the walk stops below ``/`` and the home directory); None for an index alone."""
+        if self.alone:
+            return None
         for folder in (self.root, *self.root.parents):
             if folder == Path(folder.anchor) or folder == Path.home().resolve():
                 return None

@@ -64,12 +64,14 @@ class _Missing(dict):
         return ""
 
 
-def worded(hint: Hint, sentences: dict[str, str]) -> str | None:
-    """``hint`` in a face's ``sentences`` (one per :data:`REMEDIES` kind, ``{param}`` placeholders;
-    a parameter the remedy lacks is left out); a plain string as it is; None for none."""
+def worded(hint: Hint, sentences: dict) -> str | None:
+    """``hint`` in a face's ``sentences`` (one per :data:`REMEDIES` kind: a text with ``{param}``
+    placeholders, a parameter the remedy lacks left out, or a function of the parameters); a plain
+    string as it is; None for none."""
     if not isinstance(hint, Remedy):
         return hint
-    text = sentences[hint.kind].format_map(_Missing(hint.params))
+    sentence = sentences[hint.kind]
+    text = sentence(_Missing(hint.params)) if callable(sentence) else sentence.format_map(_Missing(hint.params))
     return " ".join(text.split())
 
 

@@ -125,3 +125,17 @@ def bad_extension(ext: str) -> str | None:
         return (f"{ext!r} is not a file-name ending: pass endings such as .py or .md "
                 "(to match paths by a pattern, search with a path glob)")
     return None
+
+
+#: What people call the languages as a filter names them: file endings and common short names.
+LANGUAGE_ALIASES = {"ts": "typescript", "js": "javascript", "jsx": "javascript", "mjs": "javascript",
+                    "py": "python", "python3": "python", "rb": "ruby", "rs": "rust", "golang": "go",
+                    "cs": "csharp", "c#": "csharp", "c++": "cpp", "cxx": "cpp", "hpp": "cpp", "kt": "kotlin",
+                    "kts": "kotlin", "sh": "bash", "shell": "bash", "zsh": "bash", "md": "markdown",
+                    "yml": "yaml", "objc": "objc", "objective-c": "objc"}
+
+
+def language_name(name: str) -> str:
+    """The language a filter ``name`` means (``ts`` -> ``typescript``), lower case."""
+    key = name.strip().lower()
+    return LANGUAGE_ALIASES.get(key, key)

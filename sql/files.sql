@@ -135,6 +135,15 @@ FROM chunks c JOIN files f ON f.id = c.file_id WHERE c.id = :id;
 SELECT id, start_line, end_line, kind, symbol FROM chunks
 WHERE path = :path ORDER BY start_line;
 
+-- name: chunks_of_file_text
+-- A file's chunks with their text, in line order: what an index searched without its source knows
+-- of the file (its outline, its stored lines).
+SELECT id, start_line, end_line, kind, symbol, content FROM chunks
+WHERE path = :path ORDER BY start_line, id;
+
+-- name: file_language
+SELECT language FROM files WHERE path = :path;
+
 -- name: file_roles
 -- Every indexed file's role (roles.py, as the build stored it).
 SELECT path, role FROM files;

@@ -32,3 +32,18 @@ FROM chunks GROUP BY kind ORDER BY chunks DESC;
 
 -- name: stats_by_role
 SELECT role, count(*) AS files, sum(chunk_count) AS chunks FROM files GROUP BY role ORDER BY files DESC;
+
+-- name: vacuum_into
+-- A compact copy of the whole index, as of its last commit, into the new file :target
+-- (storage/copies.py export): the write-ahead log folded in, no free pages.
+VACUUM INTO :target;
+
+-- name: export_finish
+-- Makes an exported copy self-contained: a rollback journal (read alone, it creates no -wal or
+-- -shm beside it), the snapshot keys :drop (a JSON array) removed, and :meta (a JSON object of
+-- key -> JSON-encoded value) set.
+PRAGMA journal_mode = DELETE;
+BEGIN;
+DELETE FROM meta WHERE key IN (SELECT value FROM json_each(:drop));
+INSERT OR REPLACE INTO meta(key, value) SELECT key, value FROM json_each(:meta);
+COMMIT;

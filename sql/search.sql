@@ -309,6 +309,22 @@ nearest AS (
 )
 SELECT avg(1.0 - distance) AS knn_match FROM (SELECT distance FROM nearest ORDER BY distance LIMIT 10);
 
+-- name: any_allowed
+-- 1 when some chunk passes a search's extension and path filters (:exts, :glob as search_hybrid
+-- takes them), else 0: an empty answer says whether the filters left nothing to search.
+SELECT EXISTS (
+    SELECT 1 FROM chunks c
+    WHERE (:exts IS NULL OR EXISTS (SELECT 1 FROM json_each(:exts) e WHERE c.path LIKE '%' || e.value))
+      AND (:glob IS NULL OR c.path GLOB :glob OR (instr(:glob, '/') = 0 AND c.path GLOB '*/' || :glob))
+);
+
+-- name: index_extensions
+-- The file name endings an index holds, the commonest first (what a filter could have named).
+SELECT lower(CASE WHEN instr(name, '.') > 0 THEN '.' || replace(name, rtrim(name, replace(name, '.', '')), '')
+                  ELSE name END) AS ext, count(*) AS files
+FROM (SELECT replace(path, rtrim(path, replace(path, '/', '')), '') AS name FROM files)
+GROUP BY ext ORDER BY files DESC LIMIT 8;
+
 -- name: fts_any
 -- 1 when some chunk holds every one of the query's terms (:fts_all: the terms AND-ed): a query
 -- the vectors find nothing close to may still be matched word for word (search/searcher.py).

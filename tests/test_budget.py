@@ -9,6 +9,7 @@ from codii_sql import service
 from codii_sql.errors import UsageError
 from codii_sql.search.budget import RESULT_OVERHEAD, fit, tokens
 from codii_sql.search.results import Result, SearchOptions
+from codii_sql.text import content_lines
 
 
 def _r(path: str, start: int, lines: list[str], score: float = 1.0) -> Result:
@@ -26,10 +27,10 @@ def test_fit_merges_a_files_overlapping_chunks_trims_around_matches_and_drops_th
     assert "retry_count" in out[0].content and out[0].start_line > 1  # the lines around the match
     assert sum(tokens(r.content) + RESULT_OVERHEAD for r in out) <= 120
     assert report.trimmed >= 1 and report.dropped >= 1 and "dropped" in report.note()
-    first = out[0].content.split("\n")
+    first = content_lines(out[0].content)
     assert first == ["def a():", *body][out[0].start_line - 1:out[0].end_line]  # its lines, numbered right
     long_line, _ = fit([_r("l.py", 1, ["x = '" + "a" * 5000 + "'"])], [], 100)
-    assert long_line[0].content.endswith("…[cut]") and len(long_line[0].content) <= 100 * 4
+    assert long_line[0].content.endswith("…[cut]\n") and len(long_line[0].content) <= 100 * 4
     whole, nothing = fit(results[2:3], [], 10_000)
     assert whole[0].content == results[2].content and nothing.note() is None
 
@@ -55,3 +56,22 @@ def test_max_tokens_on_a_real_search_and_get_content(tmp_path, codii_home):
     session = service.Session()
     part = session.content(cb, "pkg/m0.py", None, None, max_tokens=100)
     assert len(part["content"]) <= 400 and part["next_start_line"] > 1
+
+
+def test_a_trimmed_or_merged_span_ending_in_a_blank_line_keeps_one_line_per_number():
+    """A span whose last kept line was blank lost it ('a\\n\\n' read as one line and a final newline):
+    29 of 60 budgeted searches of a new user numbered every line with the first one's number."""
+    from codii_sql.text import numbered_lines
+
+    body = ["def handler(request):", "    retry = request.retry", "", "    return retry", "", "", "x = 1" * 200]
+    r = _r("a.py", 10, body)
+    for budget in (40, 60, 90):
+        out, _ = fit([r], ["retry"], budget)
+        got = numbered_lines(out[0].content, out[0].start_line, out[0].end_line)
+        assert [n for n, _ in got] == list(range(out[0].start_line, out[0].end_line + 1)), (budget, out[0])
+        assert all(text == body[n - 10] or text.endswith("…[cut]") for n, text in got), (budget, got)
+    blank_last = Result("b.py", 1, 3, 1.0, "python", "function", None, "one\ntwo\n\n", False, 1, "source")
+    blank_first = Result("b.py", 3, 4, 0.5, "python", "function", None, "\nfour\n", False, 2, "source")
+    joined, report = fit([blank_last, blank_first], [], 1000)
+    assert report.merged == 1 and numbered_lines(joined[0].content, 1, joined[0].end_line) == \
+        [(1, "one"), (2, "two"), (3, ""), (4, "four")]

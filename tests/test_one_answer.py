@@ -21,6 +21,8 @@ from support.clients import GARDEN, PY_CLIENT, TS_CLIENT
 from support.providers import Server
 from support.trees import REPO_ROOT, write_tree
 
+from codii_sql.mcp.app import DEFAULT_MAX_TOKENS
+
 pytestmark = pytest.mark.slow
 
 #: What differs between faces by design: the time taken, and the hints' words (each face names its
@@ -71,7 +73,9 @@ def world(tmp_path_factory):
 def ask_all(world: dict, query: str, *, path: Path | None = None, workspace: str | None = None, limit: int = 5,
             max_tokens: int | None = None) -> dict:
     """The same request through each face: ``{"cli", "mcp", "http"}`` JSON answers, and their text
-    listings ``{"cli_text", "mcp_text"}`` (plus the MCP summary)."""
+    listings ``{"cli_text", "mcp_text"}`` (plus the MCP summary). Without ``max_tokens`` every face gets
+    the MCP server's default budget, which an agent's request has when it names none."""
+    max_tokens = max_tokens or DEFAULT_MAX_TOKENS
     where = ["--path", path] if path else ["--workspace", workspace]
     budget = ["--max-tokens", max_tokens] if max_tokens else []
     common = ["search", query, *where, "--limit", limit, *budget]
@@ -219,8 +223,8 @@ def test_a_team_server_is_a_shard_of_another_search(world):
     through = json.loads(cli(world["env"], "search", query, "--path", f"{url}?workspace=team", "--limit", 4,
                              "--json").stdout)
     assert [(r["id"], r["score"]) for r in through["results"]] == [(r["id"], r["score"]) for r in direct["results"]]
-    assert [r["codebase"] for r in through["results"]] == [f"{url}?workspace=team{r['codebase']}"
-                                                          for r in direct["results"]]
+    host = url.removeprefix("http://")
+    assert [r["codebase"] for r in through["results"]] == [f"{host}:{r['codebase']}" for r in direct["results"]]
     local = write_tree(world["repos"]["py"].parent / "local", {"cache.py": (
         "def evict_least_recently_used(entries, limit):\n"
         "    \"\"\"Drop the least recently used cache entries beyond the limit.\"\"\"\n"
@@ -231,7 +235,7 @@ def test_a_team_server_is_a_shard_of_another_search(world):
     assert mixed.returncode == 0, mixed.stderr
     got = json.loads(mixed.stdout)
     assert got["results"][0]["codebase"] == str(local) and got["results"][0]["symbol"] == "evict_least_recently_used"
-    assert any(r["codebase"].startswith(f"{url}?workspace=team/") for r in got["results"])
+    assert any(r["codebase"].startswith(f"{host}:/") for r in got["results"])
     states = {m["codebase"]: m["status"] for m in got["codebases"]}
     assert states == {f"{url}?workspace=team": "searched", str(local): "searched"}
     gone = cli(world["env"], "search", "retry", "--path", f"http://127.0.0.1:{servers.free_port()}", "--path", py,

@@ -78,9 +78,9 @@ def search(query, paths, workspace, limit, mode, exts, glob, language, group_by,
     if query is None:
         raise UsageError("missing QUERY", 'codii-sql search "where are retries handled" --path REPO')
     if not (many or as_json or jsonl or no_update) and query.strip():
-        codebase, _ = service.find_codebase(paths[0] if paths else None, db)
-        if not codebase.db_path.is_file():
-            echo(f"Indexing {codebase.root} first: every file is searchable by BM25 in seconds, and the model "
+        first = service.first_build(paths[0] if paths else None, db)
+        if first is not None:
+            echo(f"Indexing {first} first: every file is searchable by BM25 in seconds, and the model "
                  "embeds the chunks in the background; later searches update only changed files.", err=True)
     with progress_bar(not (as_json or jsonl) and err_console.is_terminal) as bar:
         answer = service.search(request, progress=bar)

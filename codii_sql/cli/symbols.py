@@ -7,21 +7,22 @@ import os
 import click
 
 from .. import service
-from .output import echo, emit, json_option, shown
+from .output import db_option, echo, emit, json_option, shown
 
 
 @click.command()
 @click.argument("file")
 @click.option("--path", "root", default=None, help="The codebase (default: the indexed one holding FILE, or the current directory).")
+@db_option
 @json_option
-def outline(file, root, as_json):
+def outline(file, root, db, as_json):
     """The definitions of FILE (classes, functions, methods...) nested as in the source, with their
     lines (1-based, inclusive) and first line of code; FILE is a path from here, relative to the
     codebase root, or absolute."""
     if not os.path.isabs(file) and os.path.exists(file):  # a path from the shell, relative to here
         file = os.path.abspath(file)
-    start = root if root is not None else (os.path.dirname(file) if os.path.isabs(file) else None)
-    codebase, _ = service.find_codebase(start)
+    start = root if root is not None else (os.path.dirname(file) if os.path.isabs(file) and db is None else None)
+    codebase, _ = service.find_codebase(start, db)
     data = service.outline(codebase, file)
     if as_json:
         return emit(data)
@@ -44,11 +45,12 @@ def _print_nodes(nodes: list[dict], depth: int) -> None:
 @click.option("--kind", default=None, help="Only this kind: function, method, class...")
 @click.option("--prefix", is_flag=True, help="Also symbols that start with NAME.")
 @click.option("-n", "--limit", type=int, default=20, show_default=True, help="Definitions at most (1-100).")
+@db_option
 @json_option
-def symbol(name, root, kind, prefix, limit, as_json):
+def symbol(name, root, kind, prefix, limit, db, as_json):
     """Where NAME is defined: a symbol (parse_header), a qualified one (Session.send, Type::method;
     generics such as <'a> ignored) or, with --prefix, its start. Exact matches first, source first."""
-    codebase, _ = service.find_codebase(root)
+    codebase, _ = service.find_codebase(root, db)
     data = service.find_symbol(codebase, name, kind=kind, prefix=prefix, limit=limit)
     if as_json:
         return emit(data)
@@ -63,11 +65,12 @@ def symbol(name, root, kind, prefix, limit, as_json):
 @click.argument("name")
 @click.option("--path", "root", default=None, help="The codebase (default: the current directory's).")
 @click.option("-n", "--limit", type=int, default=200, show_default=True, help="Lines at most (1-2000).")
+@db_option
 @json_option
-def refs(name, root, limit, as_json):
+def refs(name, root, limit, db, as_json):
     """Where the identifier NAME is used (the last part of Session.send: send), each occurrence on
     its own line, grouped by file, NAME's definitions left out. Lexical: exact on word boundaries."""
-    codebase, _ = service.find_codebase(root)
+    codebase, _ = service.find_codebase(root, db)
     data = service.find_references(codebase, name, limit=limit)
     if as_json:
         return emit(data)

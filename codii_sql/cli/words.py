@@ -7,7 +7,8 @@ from ..errors import Wording
 #: One sentence per remedy kind (codii_sql.errors.REMEDIES).
 SENTENCES = {
     "build": "run `codii-sql build {root}`",
-    "force_build": "`codii-sql build {root} --force` rebuilds it",
+    # An index file named by --db is rebuilt by naming it again (else the default one is built).
+    "force_build": lambda p: f"`codii-sql build {p['root']} --force{' --db ' + p['db'] if p['db'] else ''}` rebuilds it",
     "reset_filters": "`codii-sql build {root} --reset-filters` indexes every file",
     "embed_vectors": "`codii-sql build {root} --vectors` embeds them",
     "poll_status": "`codii-sql status {root}` follows it; search again when it reports files indexed",
@@ -22,7 +23,7 @@ SENTENCES = {
     "make_writable": "make the index and its folder writable, or copy the .db somewhere writable and pass --db",
     "change_embedder": "`codii-sql build {root} --force --embedder {asked}` re-embeds everything (or pass "
                        "--embedder {recorded})",
-    "drop_member": "`codii-sql workspace remove NAME {root}` drops it (or its WORKSPACE_<NAME> variable)",
+    "drop_member": "`codii-sql workspace remove {workspace} {root}` drops it (or its WORKSPACE_<NAME> variable)",
     "help": "see `{command} --help`",
 }
 #: A request field as the CLI's option (codii_sql.service.SearchRequest, SearchOptions).

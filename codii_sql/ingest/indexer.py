@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterable
 
 from ..codebase import Codebase
 from ..errors import DamagedIndexError, IndexBusyError, IndexMismatchError, Remedy, UsageError
+from ..paths import in_indexes_dir
 from ..models.cache import EmbeddingCache
 from ..models.embedder import Embedder
 from ..storage import health
@@ -136,7 +137,9 @@ class Indexer:
         problem = None if force else health.damage(store)
         if problem:
             root = self.codebase.root
-            raise DamagedIndexError(f"{store.path} is damaged ({problem})", Remedy("force_build", {"root": str(root)}))
+            custom = {} if in_indexes_dir(store.path) else {"db": str(store.path)}
+            raise DamagedIndexError(f"{store.path} is damaged ({problem})",
+                                    Remedy("force_build", {"root": str(root), **custom}))
 
     def _lexical(self, store: Store, force: bool) -> BuildReport:
         started = time.perf_counter()

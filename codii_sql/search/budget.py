@@ -111,9 +111,15 @@ def _united(a: Result, b: Result) -> Result:
     for n, line in numbered_lines(b.content, b.start_line, b.end_line):
         lines.setdefault(n, line)
     start, end = min(lines), max(lines)
-    content = "\n".join(lines.get(n, "") for n in range(start, end + 1))
+    content = _joined([lines.get(n, "") for n in range(start, end + 1)])
     return dataclasses.replace(a, start_line=start, end_line=end, content=content,
                                symbol=a.symbol if a.symbol == b.symbol else a.symbol or b.symbol)
+
+
+def _joined(lines: list[str]) -> str:
+    """``lines`` as a chunk's content: each ends in a newline, so a blank last line is a line
+    (joined without the last one, it read as a final newline, one line short of the span)."""
+    return "".join(line + "\n" for line in lines)
 
 
 def _trim(r: Result, word: re.Pattern | None, budget: int) -> Result:
@@ -140,9 +146,9 @@ def _trim(r: Result, word: re.Pattern | None, budget: int) -> Result:
             lo, grown = lo - 1, True
     while hi + 1 < len(lines) and fits(lo, hi + 1):
         hi += 1
-    text = "\n".join(lines[lo:hi + 1])
+    text = _joined(lines[lo:hi + 1])
     if tokens(text) > budget:  # one line longer than the budget: cut it, visibly
-        text = text[:max(budget * CHARS_PER_TOKEN - len(CUT_MARK), 1)] + CUT_MARK
+        text = text.rstrip("\n")[:max(budget * CHARS_PER_TOKEN - len(CUT_MARK), 1)] + CUT_MARK + "\n"
     if not _by_line(r):
         return dataclasses.replace(r, content=text)
     return dataclasses.replace(r, start_line=r.start_line + lo, end_line=r.start_line + hi, content=text)

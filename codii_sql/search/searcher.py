@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import EmbeddingFailedError, IndexMismatchError, Remedy, UsageError
+from ..languages import language_name
 from ..models.embedder import Embedder
 from ..storage.store import Store
 from .query import Analysis, Named, analyze, symbol_match
@@ -204,7 +205,7 @@ class Searcher:
             rows = self._run(fq, qvec, opts, weight, named, prior, tiered=shape == "identifier", rows=wanted)
         results = self._results(rows)
         if not results and opts.language:
-            self._check_language(opts.language.lower())
+            self._check_language(language_name(opts.language))
         if opts.rerank:
             from .rerank import (
                 rerank,  # onnxruntime session and tokenizer only when asked for
@@ -285,7 +286,7 @@ class Searcher:
             "knn_by_best": int(weight.knn_by_best),
             **{f"bm25_{col}": w for col, w in BM25_WEIGHTS.items()},
             "filtered": int(filtered), "exts": json.dumps(exts) if exts else None, "glob": sqlite_glob(opts.glob),
-            "language": opts.language.lower() if opts.language else None, "exclude_path": opts.exclude_path,
+            "language": language_name(opts.language) if opts.language else None, "exclude_path": opts.exclude_path,
             "under": under,
             "role_weights": json.dumps(prior) if prior else None, "limit": limit,
             "names": json.dumps(named.names), "tails": json.dumps(named.tails), "paths": json.dumps(named.paths),

@@ -13,7 +13,7 @@ from ..storage.lock import is_locked
 from .aside import AsideReport, build_aside, embed_texts
 from .boundary import FileSet
 from .builds import build, ensure_index
-from .codebases import find_codebase, open_codebase
+from .codebases import find_codebase, first_build, is_index_file, open_codebase
 from .daemon import daemon_info, detached, start_daemon
 from .doctor import doctor
 from .dry_run import dry_run
@@ -39,7 +39,7 @@ __all__ = [
     "BuildReport", "Codebase", "ENV_MODEL", "MAX_LIMIT", "MAX_TOKENS", "MIN_TOKENS", "MODES", "Progress", "Result", "SearchOptions",
     "Session", "build", "cached_models", "check_reranker", "clear", "clear_target", "daemon_info",
     "detached", "dry_run", "embedder_health", "embedders_in_use", "start_daemon", "doctor", "ensure_index",
-    "find_codebase", "inspect", "is_locked", "is_stale", "iso", "list_codebases", "models_dir", "open_codebase",
+    "find_codebase", "first_build", "is_index_file", "inspect", "is_locked", "is_stale", "iso", "list_codebases", "models_dir", "open_codebase",
     "open_searcher", "pull_model", "recorded_filters", "search", "stats", "status",
     "FileSet", "Update", "Watcher", "registered", "watchers", "find_references", "find_symbol", "outline",
 ]

@@ -1,4 +1,4 @@
-"""Which codebase a user means: a path, or a copied index whose snapshot names its root."""
+"""Which codebase a user means: a path, or an index file (whose snapshot names its root, or which is searched alone)."""
 
 from __future__ import annotations
 
@@ -6,50 +6,66 @@ import os
 from pathlib import Path
 
 from ..codebase import Codebase
-from ..errors import Remedy, UsageError
+from ..errors import CodiiError, UsageError
 from ..storage.store import Store
+from .remote import is_remote
 
 
-def recorded_root(db: str | os.PathLike[str]) -> str:
-    """The codebase root stored in an index's snapshot, for ``--db`` without a path.
+def index_file(db: str | os.PathLike[str]) -> Codebase:
+    """The codebase of an index file: its recorded root when that folder is here, else the index
+    alone (a copy, an export, a shard: searched read only from its stored chunks, named by its
+    manifest's codebase, else its recorded folder's name, else the file's). The file is only read.
 
     Raises:
-        UsageError: ``db`` is a directory or no index file, or the root it records is not here.
+        UsageError: ``db`` is a directory or no index file. StorageError: it is not a codii-sql index.
     """
     db_path = Path(db).expanduser().absolute()
     if db_path.is_dir():
         raise UsageError(f"{db} is a directory", f"pass a file path such as {db_path / 'index.db'}", field="db")
     if not db_path.is_file():
-        raise UsageError(f"{db_path}: no such index file", "pass an existing .db, or the codebase folder to build one", field="db")
-    with Store(db_path, create=False) as store:
-        root = store.meta().get("root")
-    if not root or not Path(root).is_dir():
-        raise UsageError(f"the index {db_path.name} was built for {root or 'an unknown folder'}, which is not here",
-                         Remedy("pass_folder"))
-    return root
+        raise UsageError(f"{db_path}: no such index file", "pass an existing .db, or the codebase folder to build one",
+                         field="db")
+    with Store(db_path, readonly=True) as store:
+        meta = store.meta()
+    root = meta.get("root")
+    if root and Path(root).is_dir():
+        return Codebase.open(root, db_path)
+    name = (meta.get("manifest") or {}).get("codebase") or (Path(root).name if root else db_path.stem)
+    return Codebase.index_alone(db_path, name)
+
+
+def is_index_file(path: str | os.PathLike[str] | None) -> bool:
+    """Whether ``path`` names an index file (``*.db``) rather than a folder: such a path is searched
+    as ``--db`` (an agent passes a shard's file as its path)."""
+    return path is not None and str(path).endswith(".db") and Path(path).expanduser().is_file()
 
 
 def open_codebase(path: str | os.PathLike[str] | None, db: str | os.PathLike[str] | None = None) -> Codebase:
-    """:meth:`Codebase.open`, where ``path`` None with ``db`` given means the root ``db`` records.
+    """:meth:`Codebase.open`, where ``path`` None with ``db`` given (or an index file as ``path``)
+    means that index file's codebase (:func:`index_file`).
 
     Raises:
-        UsageError: see :meth:`Codebase.open` and :func:`recorded_root`.
+        UsageError: see :meth:`Codebase.open` and :func:`index_file`.
     """
+    if db is None and is_index_file(path):
+        path, db = None, path
     if path is None and db is not None:
-        path = recorded_root(db)
+        return index_file(db)
     return _owned(Codebase.open(path, db), db)
 
 
 def find_codebase(path: str | os.PathLike[str] | None, db: str | os.PathLike[str] | None = None
                   ) -> tuple[Codebase, str]:
     """:meth:`Codebase.find` (the index answering a search from ``path``, and the scope), where
-    ``path`` None with ``db`` given means the root ``db`` records.
+    ``path`` None with ``db`` given (or an index file as ``path``) means that index file's codebase.
 
     Raises:
-        UsageError: see :meth:`Codebase.open` and :func:`recorded_root`.
+        UsageError: see :meth:`Codebase.open` and :func:`index_file`.
     """
+    if db is None and is_index_file(path):
+        path, db = None, path
     if path is None and db is not None:
-        path = recorded_root(db)
+        return index_file(db), ""
     codebase, scope = Codebase.find(path, db)
     return _owned(codebase, db), scope
 
@@ -71,3 +87,25 @@ def _owned(codebase: Codebase, db: str | os.PathLike[str] | None) -> Codebase:
                          f"pass the folder {root} to use it, or another index file (or none) for {codebase.root}",
                          field="db")
     return codebase
+
+
+def first_build(path: str | None, db: str | None) -> Path | None:
+    """The root a search of ``path`` (or ``db``) is about to index for the first time, else None
+    (a server, an index file, an index that exists, a path the search itself will refuse, or an
+    index folder that cannot be written: the search says why instead)."""
+    if path is not None and (is_remote(path) or is_index_file(path)):
+        return None
+    try:
+        codebase, _ = find_codebase(path, db)
+    except CodiiError:
+        return None
+    folder = codebase.db_path.parent
+    writable = os.access(folder, os.W_OK) if folder.exists() else os.access(_existing(folder), os.W_OK)
+    return None if codebase.alone or codebase.db_path.is_file() or not writable else codebase.root
+
+
+def _existing(folder: Path) -> Path:
+    """The nearest folder of ``folder`` or above it that exists."""
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    return folder

@@ -13,14 +13,14 @@ from pathlib import Path
 from ..codebase import Codebase
 from ..ingest.indexer import index_settings
 from ..search.searcher import Searcher
-from ..storage.store import Store
 from . import boundary
 from .embedders import embedder_for_search
-from .status import not_indexed, scan_rules
+from .status import not_indexed, open_store, scan_rules
 
 
 def open_searcher(codebase: Codebase) -> Searcher:
-    """A :class:`Searcher` over the existing index; the caller closes ``searcher.store``.
+    """A :class:`Searcher` over the existing index; the caller closes ``searcher.store``. An index
+    alone is searched without its source: its results' ``stale`` is None.
 
     Raises:
         NotIndexedError: no index file yet.
@@ -28,7 +28,7 @@ def open_searcher(codebase: Codebase) -> Searcher:
     """
     if not codebase.db_path.is_file():
         raise not_indexed(codebase)
-    store = Store(codebase.db_path, create=False)
+    store = open_store(codebase)
     try:
         embedder = embedder_for_search(store.meta())
         # Chunks of older chunking rules are still valid search results; the next build re-chunks.
@@ -36,7 +36,7 @@ def open_searcher(codebase: Codebase) -> Searcher:
     except Exception:
         store.close()
         raise
-    return Searcher(store, codebase.root, embedder)
+    return Searcher(store, None if codebase.alone else codebase.root, embedder)
 
 
 @dataclass

@@ -55,7 +55,8 @@ def listing(results: list[Result], style: Style, *, with_codebase: bool = False,
         lines = numbered_lines(r.content, r.start_line, r.end_line)
         width = len(str(r.end_line))
         shown = lines if style.max_lines is None else lines[:style.max_lines]
-        out += [style.line(n, width, safe(text)) for n, text in shown]
+        # A CRLF file's lines end in "\r" (its content is kept exact): a listing shows the line.
+        out += [style.line(n, width, safe(text.removesuffix("\r"))) for n, text in shown]
         if len(lines) > len(shown):
             out.append(f"         ... {len(lines) - len(shown)} more lines")
     return out

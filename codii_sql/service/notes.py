@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 
 from ..errors import Remedy
 from ..search.answer import Note
 from ..search.query import MAX_QUERY_TERMS, Analysis
+from ..search.results import sqlite_glob
 from ..storage.store import Store
 from .status import vector_progress
 
@@ -39,6 +41,20 @@ def filter_note(store: Store, root: str, *, indexing: bool | Callable[[], bool] 
     if exts:
         return Note("filters", f"this index holds only {' '.join(exts)} files (an earlier build's filter)", reset)
     return None
+
+
+def empty_filter_note(store: Store, exts: list[str], glob: str | None) -> Note | None:
+    """Why a filtered search found nothing: no indexed file passes its extension or path filter
+    (a typo, or a file type this codebase has none of); else None."""
+    if not (exts or glob):
+        return None
+    endings = [e if e.startswith(".") else "." + e for e in exts]
+    if store.value("any_allowed", {"exts": json.dumps(endings) if endings else None, "glob": sqlite_glob(glob)}):
+        return None
+    asked = " and ".join(filter(None, (f"ends in {' or '.join(endings)}" if endings else None,
+                                       f"matches the path glob {glob!r}" if glob else None)))
+    held = ", ".join(f"{r['ext']} ({r['files']})" for r in store.rows("index_extensions"))
+    return Note("filters", f"no indexed file {asked}", f"the index holds files ending in {held}" if held else None)
 
 
 def scope_note(store: Store, under: str | None) -> Note | None:

@@ -46,6 +46,7 @@ class RemoteShard:
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise UsageError(f"{url!r} is not a server address", "pass one such as http://127.0.0.1:8080")
         self.name = url.rstrip("/")
+        self.host = parts.netloc
         self.base = urllib.parse.urlunsplit((parts.scheme, parts.netloc, parts.path.rstrip("/"), "", ""))
         self.fixed = dict(urllib.parse.parse_qsl(parts.query))
         self._client = None
@@ -98,11 +99,16 @@ class RemoteShard:
         for r in body.get("results", []):
             where = r.get("codebase") or body.get("codebase")
             fields = {k: v for k, v in r.items() if k in _RESULT_KEYS}
-            fields.update(codebase=f"{self.name}{where}" if where else self.name, knn_match=matches.get(where))
+            # host:port:/path, as scp and git name a folder on another machine (a URL would be a
+            # page the server does not serve).
+            fields.update(codebase=f"{self.host}:{where}" if where else self.name, knn_match=matches.get(where))
             results.append(Result(**fields))
         hits = Hits(results, None, body.get("best_cosine"), bool(body.get("no_good_match")))
         notes = [Note("member", body["note"], codebase=self.name)] if body.get("note") else []
         return ShardAnswer(hits, notes, models.pop() if len(models) == 1 else None)
+
+    def owns(self, result: Result) -> bool:
+        return result.codebase == self.name or (result.codebase or "").startswith(self.host + ":")
 
     def close(self) -> None:
         if self._client is not None:

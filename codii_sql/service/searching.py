@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from ..codebase import Codebase
 from ..errors import CodiiError, Remedy, UsageError
 from ..ingest.report import Progress
+from ..languages import language_name
 from ..search.answer import NOTE_KINDS, Answer, Member, Note
 from ..search.budget import fit
 from ..search.merge import Merged, member_match
@@ -211,8 +212,7 @@ def _searched(shard: Shard, fanned: Fanned, update: Note | None, notes: list[Not
             member.status = "failed"
         notes.append(Note.of("member", got, shard.name))
         return member
-    member.results = sum(r.codebase == shard.name or (r.codebase or "").startswith(shard.name + "/")
-                         for r in fanned.merged.results)
+    member.results = sum(shard.owns(r) for r in fanned.merged.results)
     member.match, member.model_id = member_match(got.hits.results), got.model_id
     if shard.scope:
         notes.append(Note("scope", f"files under {shard.scope}/ only", codebase=shard.name))
@@ -240,7 +240,8 @@ def _refuse_if_all_refused(fanned: Fanned, opts: SearchOptions) -> None:
     refusals = [a for a in got if isinstance(a, UsageError)]
     if not refusals or len(refusals) < len(got):
         return
-    if opts.language and all(r.what.startswith(f"no {opts.language.lower()!r} code") for r in refusals):
-        raise UsageError(f"no {opts.language.lower()!r} code in any of the {len(refusals)} codebases searched")
+    language = language_name(opts.language) if opts.language else None
+    if language and all(r.what.startswith(f"no {language!r} code") for r in refusals):
+        raise UsageError(f"no {language!r} code in any of the {len(refusals)} codebases searched")
     raise refusals[0]
 

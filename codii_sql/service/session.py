@@ -23,7 +23,10 @@ from . import boundary
 from .indexes import OpenIndexes
 from .following import Following
 from .jobs import Job, Jobs
+from .codebases import is_index_file
 from .maintenance import clear
+from .portable import not_stored, stored_lines
+from .remote import is_remote
 from .searching import SearchRequest, search
 from .similar import similar_code
 from .targets import member_paths
@@ -170,8 +173,8 @@ class Session:
         """
         answer = search(dataclasses.replace(request, update=False), indexes=self.indexes, building=self.jobs.locked)
         for member in answer.members:
-            if member.status != "searched":
-                continue
+            if member.status != "searched" or is_remote(member.codebase) or is_index_file(member.codebase):
+                continue  # only a codebase folder here has a watcher and a build to steer
             cb = Codebase.open(member.codebase)
             self.following.follow(cb)
             self.jobs.prefer(cb, list(dict.fromkeys(r.path for r in answer.results
@@ -239,21 +242,33 @@ class Session:
             UsageError: the boundary refuses the file (:mod:`.boundary`) or the range is off the file.
         """
         self.require_index(cb)
-        fileset = self.indexes.fileset(cb)
-        f = fileset.check(file)
-        text = decode_source(boundary.read_bytes(f, fileset.rules["max_file_bytes"]))
-        lines = text.split("\n")
-        lines = [line + "\n" for line in lines[:-1]] + ([lines[-1]] if lines[-1] else [])
+        if cb.alone:  # the source is not here: the lines the index stores, the others empty and told
+            stored = stored_lines(cb, file)
+            rel = file
+            lines = [stored.get(n, "") + "\n" for n in range(1, max(stored) + 1)]
+        else:
+            fileset = self.indexes.fileset(cb)
+            f = fileset.check(file)
+            rel = f.rel
+            text = decode_source(boundary.read_bytes(f, fileset.rules["max_file_bytes"]))
+            lines = text.split("\n")
+            lines = [line + "\n" for line in lines[:-1]] + ([lines[-1]] if lines[-1] else [])
         total = len(lines)
         start = start_line or 1
         if start > max(total, 1):
-            raise UsageError(f"start_line {start} is past the end of {f.rel} ({total} lines)")
+            raise UsageError(f"start_line {start} is past the end of {rel} ({total} lines)")
         end = min(end_line or total, total, start + MAX_CONTENT_LINES - 1)
         if end < start and total:
             raise UsageError(f"end_line {end_line} is before start_line {start}")
         end, content, cut = _within_chars(lines, start, end, max_tokens * CHARS_PER_TOKEN if max_tokens else None)
-        data = {"codebase": str(cb.root), "path": f.rel, "start_line": start, "end_line": end, "total_lines": total,
+        data = {"codebase": str(cb.root), "path": rel, "start_line": start, "end_line": end, "total_lines": total,
                 "content": content}
+        if cb.alone:
+            gaps = not_stored(stored, start, end)
+            data["note"] = ("the source is not here: this is the text the index stores (total_lines is its last "
+                            "stored line)" + (f"; lines {', '.join(f'{a}-{b}' for a, b in gaps)} are not stored and "
+                                              "shown empty" if gaps else ""))
+            data["not_stored"] = gaps
         if cut:
             data["truncated"] = f"line {end} is longer than the {'max_tokens' if max_tokens else f'{MAX_CONTENT_CHARS:,} characters'} allowed: only its start is shown"
         if end < min(end_line or total, total):
@@ -276,11 +291,12 @@ class Session:
             row = searcher.store.row("chunk_by_id", {"id": chunk_id})
         if row is None:
             raise UsageError(f"no chunk {chunk_id} in the index of {cb.root}: ids change on re-indexing; search again")
-        if os.path.lexists(cb.root / row["path"]):
+        if not cb.alone and os.path.lexists(cb.root / row["path"]):
             self.indexes.fileset(cb).check(row["path"])
         return {"codebase": str(cb.root), "id": row["id"], "path": row["path"], "start_line": row["start_line"],
                 "end_line": row["end_line"], "kind": row["kind"], "symbol": row["symbol"],
-                "language": row["language"], "content": row["content"], "stale": StaleCheck(cb.root)(row)}
+                "language": row["language"], "content": row["content"],
+                "stale": None if cb.alone else StaleCheck(cb.root)(row)}
 
 
 def _progress(st: dict, job: Job | None) -> dict:

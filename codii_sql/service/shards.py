@@ -21,12 +21,12 @@ from ..errors import NotIndexedError, Remedy
 from ..ingest.report import Progress
 from ..models.embedder import Embedder
 from ..search.answer import Note
-from ..search.results import SearchOptions
+from ..search.results import Result, SearchOptions
 from ..search.searcher import Hits, Searcher
 from ..storage.lock import daemon_running, is_locked, vectors_running
 from .builds import ensure_index
 from .indexes import OpenIndexes, open_searcher
-from .notes import embedder_note, filter_note, scope_note, vectors_note
+from .notes import embedder_note, empty_filter_note, filter_note, scope_note, vectors_note
 from .status import not_indexed
 
 
@@ -74,6 +74,9 @@ class Shard(Protocol):
         Raises:
             UsageError: a bad query or option for this shard (a language it has none of).
         """
+
+    def owns(self, result: Result) -> bool:
+        """Whether a result of a merged answer is this shard's."""
 
     def close(self) -> None:
         """Release what the shard holds open."""
@@ -140,13 +143,21 @@ class LocalShard:
             opts = dataclasses.replace(opts, under=self.scope)
         with self._searcher() as s:
             hits = s.find(query, opts, vector, embedder_failed=embedder_failed)
-            running = vectors_running(self.codebase) or daemon_running(self.codebase) or self.building(self.codebase)
+            running = self.embedding_now()
             notes = [embedder_note(s.embedder.name, hits.embedder_failed) if hits.embedder_failed else None,
                      filter_note(s.store, self.name, indexing=lambda: self.building(self.codebase)),
                      None if hits.results else scope_note(s.store, opts.under),
+                     None if hits.results else empty_filter_note(s.store, opts.exts, opts.glob),
                      vectors_note(s.store, self.name, running=running,
                                   mode="bm25" if hits.embedder_failed else opts.mode)]
             return ShardAnswer(hits, [n for n in notes if n], s.embedder.model_id)
+
+    def owns(self, result: Result) -> bool:
+        return result.codebase == self.name
+
+    def embedding_now(self) -> bool:
+        """Whether a build embeds this codebase's chunks now (its vector lock, its background build)."""
+        return vectors_running(self.codebase) or daemon_running(self.codebase) or self.building(self.codebase)
 
     def close(self) -> None:
         if self._own is not None:

@@ -28,6 +28,16 @@ def not_indexed(codebase: Codebase) -> NotIndexedError:
     return NotIndexedError(f"{codebase.root} is not indexed", Remedy("build", {"root": str(codebase.root)}))
 
 
+def open_store(codebase: Codebase) -> Store:
+    """The existing index of ``codebase`` opened to read it (an index alone: read only, see
+    :class:`Store`'s ``readonly``); the caller closes it.
+
+    Raises:
+        StorageError: no such file, or it cannot be opened (see :class:`Store`).
+    """
+    return Store(codebase.db_path, create=False, readonly=codebase.alone)
+
+
 def status(codebase: Codebase, *, check_stale: bool = True) -> dict:
     """The index's state: ``status`` is not_indexed, indexing, indexed, failed or stale.
 
@@ -35,18 +45,19 @@ def status(codebase: Codebase, *, check_stale: bool = True) -> dict:
     ``check_stale`` is false). ``failed`` includes a build whose process died. ``damaged``: SQLite's
     quick_check finds broken pages (``damage`` says which; also skipped when ``check_stale`` is
     false, or while a build writes; cheap when the file is unchanged, see :mod:`~codii_sql.storage.health`).
+    An index alone (no source here) has ``stale`` None: unknown, and no build, watcher or lock of it.
     """
     out = {"codebase": str(codebase.root), "db": str(codebase.db_path)}
     if not codebase.db_path.is_file():
         outer = codebase.enclosing()
         return {**out, "status": "not_indexed", **({"inside_indexed": str(outer.root)} if outer else {})}
-    with Store(codebase.db_path, create=False) as store:
+    with open_store(codebase) as store:
         counts = store.row("counts")
         state, meta, vectors = _state(codebase, store)
         problem = health.damage(store) if check_stale and state != "indexing" else None
     if problem:
         state = "damaged"
-    elif state == "indexed" and check_stale and is_stale(codebase):
+    elif state == "indexed" and check_stale and not codebase.alone and is_stale(codebase):
         state = "stale"
     out.update(status=state, files=counts["files"], chunks=counts["chunks"], size_bytes=_db_size(codebase.db_path),
                **{k: meta.get(k) for k in ("phase", "files_done", "files_total", "skipped", "failed", "error",
@@ -60,6 +71,8 @@ def status(codebase: Codebase, *, check_stale: bool = True) -> dict:
     if problem:
         damaged = _damaged(codebase.root, problem, codebase.db_path)
         out.update(damage=problem, error=damaged.what, hint=damaged.hint)
+    if codebase.alone:
+        return {**out, "stale": None, "source": None, "manifest": meta.get("manifest")}
     background = daemon_info(codebase)
     if background:
         out["daemon"] = background
@@ -84,6 +97,10 @@ def _state(codebase: Codebase, store: Store) -> tuple[str, dict, dict]:
     between the two reads (a small codebase builds in milliseconds). Only a snapshot still saying
     ``indexing`` while the lock stays free is a build whose process died.
     """
+    if codebase.alone:  # no build of it runs here, and no lock file is probed (or made) beside it
+        meta = store.meta()
+        return meta.get("status", "not_indexed"), meta, vector_progress(meta, store.row("vector_counts"),
+                                                                         running=False)
     meta, lexical = store.meta(), is_locked(codebase)
     if not lexical and meta.get("status") == "indexing":
         meta = store.meta()
@@ -159,7 +176,7 @@ def stats(codebase: Codebase) -> dict:
     """Counts by language, chunk kind and file role."""
     if not codebase.db_path.is_file():
         raise not_indexed(codebase)
-    with Store(codebase.db_path, create=False) as store:
+    with open_store(codebase) as store:
         return {"codebase": str(codebase.root), **store.row("counts"),
                 "languages": store.rows("stats_by_language"), "kinds": store.rows("stats_by_kind"),
                 "roles": store.rows("stats_by_role")}
@@ -174,7 +191,7 @@ def inspect(codebase: Codebase, file: str | None = None) -> dict:
     """
     if not codebase.db_path.is_file():
         raise not_indexed(codebase)
-    with Store(codebase.db_path, create=False) as store:
+    with open_store(codebase) as store:
         out = {"codebase": str(codebase.root), "db": str(codebase.db_path), "snapshot": store.meta()}
         if file is not None:
             row = store.row("file_by_path", {"path": file})
@@ -194,7 +211,7 @@ def recorded_filters(codebase: Codebase) -> dict:
     build without options keeps them); empty lists when none or not indexed."""
     meta = {}
     if codebase.db_path.is_file():
-        with Store(codebase.db_path, create=False) as store:
+        with open_store(codebase) as store:
             meta = store.meta()
     return _filters(meta)
 
@@ -212,7 +229,7 @@ def scan_rules(codebase: Codebase) -> dict:
     """
     meta = {}
     if codebase.db_path.is_file():
-        with Store(codebase.db_path, create=False) as store:
+        with open_store(codebase) as store:
             meta = store.meta()
     return index_scan_rules(codebase.root, list(meta.get("scan_ignore_patterns") or []),
                             meta.get("scan_extensions") or None)
@@ -230,5 +247,5 @@ def is_stale(codebase: Codebase, ignore_patterns: list[str] | None = None,
     """
     if not codebase.db_path.is_file():
         raise not_indexed(codebase)
-    with Store(codebase.db_path, create=False) as store:
+    with open_store(codebase) as store:
         return Indexer(codebase, None, ignore_patterns=ignore_patterns, extensions=extensions).plan(store).changed

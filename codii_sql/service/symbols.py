@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from ..codebase import Codebase
 from ..errors import UsageError
 from ..ingest.chunking import FileDefinition, Source, read_source, source_definitions
 from ..ingest.config import size_cap
 from ..languages import AST_LANGUAGES, detect_language
-from ..storage.store import Store
 from ..text import decode_source
 from . import boundary
-from .status import not_indexed, scan_rules
+from .portable import stored_lines
+from .status import not_indexed, open_store, scan_rules
 
 #: Longest signature line shown (characters); a longer one ends in "…".
 SIGNATURE_CHARS = 200
@@ -59,13 +60,13 @@ def outline(codebase: Codebase, file: str, fileset: boundary.FileSet | None = No
         raise not_indexed(codebase)
     if limit is not None and limit < 1:
         raise UsageError("must be 1 or more", field="limit")
-    fileset = fileset or boundary.FileSet(codebase.root, scan_rules(codebase))
-    f = fileset.check(file)
-    source = _read_source(f, fileset)
+    rel, source = _reader(codebase, fileset)(file)
     nodes = [_node(d) for d in source_definitions(source)]
     kept, next_line = _window(nodes, start_line, [limit or -1])
-    out = {"codebase": str(codebase.root), "path": f.rel, "language": source.language, "symbols": kept,
+    out = {"codebase": str(codebase.root), "path": rel, "language": source.language, "symbols": kept,
            "total": _count(nodes)}
+    if codebase.alone:
+        out["note"] = ALONE_NOTE
     if next_line is not None:
         out.update(truncated=True, next_start_line=next_line,
                    note=f"{_count(kept)} of the file's {out['total']} definitions, from line {start_line}: the rest "
@@ -77,10 +78,27 @@ def outline(codebase: Codebase, file: str, fileset: boundary.FileSet | None = No
     return out
 
 
-def _read_source(f: boundary.SafeFile, fileset: boundary.FileSet) -> Source:
-    """The file as the chunker reads it (a notebook as its cells, a component as its parts)."""
-    cap = size_cap(f.rel, fileset.rules["max_file_bytes"])
-    return read_source(f.rel, decode_source(boundary.read_bytes(f, cap)))
+def _reader(codebase: Codebase, fileset: boundary.FileSet | None) -> Callable[[str], tuple[str, Source]]:
+    """How ``codebase``'s files are read, as the chunker reads them (a notebook as its cells, a
+    component as its parts): through ``fileset`` (default: one under its current rules) from disk,
+    or, for an index alone, as its stored chunks hold them (:func:`~.portable.stored_lines`: the
+    lines no chunk holds are empty).
+
+    The returned function gives ``(the path relative to the root, the source)``, and raises
+    UsageError for a file it may not or cannot read.
+    """
+    if codebase.alone:
+        def stored(path: str) -> tuple[str, Source]:
+            lines = stored_lines(codebase, path)
+            return path, read_source(path, "".join(lines.get(n, "") + "\n" for n in range(1, max(lines) + 1)))
+        return stored
+    files = fileset or boundary.FileSet(codebase.root, scan_rules(codebase))
+
+    def on_disk(path: str) -> tuple[str, Source]:
+        f = files.check(path)
+        data = boundary.read_bytes(f, size_cap(f.rel, files.rules["max_file_bytes"]))
+        return f.rel, read_source(f.rel, decode_source(data))
+    return on_disk
 
 
 def _window(nodes: list[dict], start: int, left: list[int]) -> tuple[list[dict], int | None]:
@@ -139,14 +157,14 @@ def find_symbol(codebase: Codebase, name: str, *, kind: str | None = None, prefi
         raise not_indexed(codebase)
     needle = (_parts(wanted) or [wanted])[-1]
     budget = max(PARSED_FILES, limit)
-    with Store(codebase.db_path, create=False) as store:
+    with open_store(codebase) as store:
         rows = store.rows("symbol_candidates", {"needle": needle, "kind": kind or None, "cap": CANDIDATE_CAP})
         files = store.rows("symbol_files", {"fts": _every_part(wanted), "hits": 20 * budget, "files": budget + 1})
     # Parse the files of matching chunk symbols first, then the text matches; at most ``budget``.
     near = [r for r in rows if _match(_normal(r["symbol"]), wanted, prefix) is not None]
     every = {r["path"]: r for r in [*near, *files]}
     candidates = dict(list(every.items())[:budget])
-    parsed = _parsed(fileset or boundary.FileSet(codebase.root, scan_rules(codebase)), candidates, kind)
+    parsed = _parsed(_reader(codebase, fileset), candidates, kind)
     rows = [r for r in rows if r["path"] not in parsed] + [d for defs in parsed.values() for d in defs]
     found = []
     for r in rows:
@@ -171,7 +189,13 @@ def find_symbol(codebase: Codebase, name: str, *, kind: str | None = None, prefi
     if not defs:
         out["note"] = (f"no {kind + ' ' if kind else 'definition '}named {name!r} in the index" + ("" if prefix else "; --prefix (MCP: prefix=true) "
                        "also finds symbols starting with it") + "; search finds uses and mentions")
+    if codebase.alone:
+        out["note"] = "; ".join(filter(None, (out.get("note"), ALONE_NOTE)))
     return out
+
+
+#: What symbol lookups of an index alone say.
+ALONE_NOTE = "read from the index's stored chunks: the source is not here"
 
 
 def find_references(codebase: Codebase, name: str, *, limit: int = 200,
@@ -194,7 +218,7 @@ def find_references(codebase: Codebase, name: str, *, limit: int = 200,
     defined = find_symbol(codebase, ident, limit=MAX_DEFINITIONS, fileset=fileset)
     skip = {(d["path"], d["signature"]) for d in defined["definitions"]}
     word = re.compile(rf"(?<![\w$]){re.escape(ident)}(?![\w$])")
-    with Store(codebase.db_path, create=False) as store:
+    with open_store(codebase) as store:
         chunks = store.rows("reference_chunks", {"fts": '{content}: "' + ident.replace('"', '""') + '"',
                                                  "cap": REFERENCE_CHUNKS})
     seen: dict[str, dict[int, str]] = {}
@@ -207,7 +231,7 @@ def find_references(codebase: Codebase, name: str, *, limit: int = 200,
                 seen.setdefault(c["path"], {})[c["start_line"] + offset] = text[:SIGNATURE_CHARS]
     order = sorted(seen, key=lambda p: (_ROLE_ORDER.get(roles[p], 1), p))
     _drop_definitions(seen, order, ident, {d["path"] for d in defined["definitions"]}, limit,
-                      fileset or boundary.FileSet(codebase.root, scan_rules(codebase)), roles)
+                      _reader(codebase, fileset), roles)
     total = sum(len(v) for v in seen.values())
     files, shown = [], 0
     for path in (p for p in order if seen[p]):  # text windows overlap: one per line
@@ -234,7 +258,7 @@ def _every_part(wanted: str) -> str:
 
 
 def _drop_definitions(seen: dict[str, dict[int, str]], order: list[str], ident: str, parsed: set[str],
-                      limit: int, fileset: boundary.FileSet, roles: dict[str, str]) -> None:
+                      limit: int, read: Callable[[str], tuple[str, Source]], roles: dict[str, str]) -> None:
     """Remove from ``seen`` the lines that define ``ident`` in the files about to be shown that
     find_symbol did not parse (it parses its likeliest files only: in 5,000 files each defining
     ``run``, 4,960 definitions were listed as uses), at most :data:`REFERENCE_PARSED_FILES` of them."""
@@ -245,7 +269,7 @@ def _drop_definitions(seen: dict[str, dict[int, str]], order: list[str], ident: 
         if path not in parsed:
             budget -= 1
             info = {"language": detect_language(path), "role": roles[path]}
-            for d in _parsed(fileset, {path: info}, None).get(path, []):
+            for d in _parsed(read, {path: info}, None).get(path, []):
                 if _parts(_normal(d["symbol"]))[-1:] == [ident]:
                     for line in range(d["start_line"], d["end_line"] + 1):
                         if seen[path].get(line) == d["signature"][:SIGNATURE_CHARS]:
@@ -253,16 +277,17 @@ def _drop_definitions(seen: dict[str, dict[int, str]], order: list[str], ident: 
         shown += len(seen[path])
 
 
-def _parsed(fileset: boundary.FileSet, files: dict[str, dict], kind: str | None) -> dict[str, list[dict]]:
+def _parsed(read: Callable[[str], tuple[str, Source]], files: dict[str, dict],
+            kind: str | None) -> dict[str, list[dict]]:
     """``{path: definition rows}`` of the candidate ``files`` parsed now as the chunker parses them
-    (every definition, however small, with its whole line range), those ``fileset`` lets us read
-    and a grammar covers; the others keep their chunks' symbols."""
+    (every definition, however small, with its whole line range), those ``read`` can read (see
+    :func:`_reader`) and a grammar covers; the others keep their chunks' symbols."""
     out = {}
     for path, info in files.items():
         if not info["language"]:
             continue
         try:
-            found = source_definitions(_read_source(fileset.check(path), fileset))
+            found = source_definitions(read(path)[1])
         except (UsageError, OSError):
             continue
         if not found:

@@ -12,6 +12,7 @@ from ..ingest.report import Progress
 from ..search.answer import Member, Note
 from .codebases import find_codebase
 from .indexes import OpenIndexes
+from .portable import FileShard
 from .remote import RemoteShard, is_remote
 from .shards import LocalShard, Shard
 from .workspaces import get_workspace, missing_member
@@ -43,13 +44,15 @@ def resolve(paths: list[str], db: str | None, workspace: str | None, *, update: 
         if paths and is_remote(paths[0]) and db is None:
             return Targets([RemoteShard(paths[0])])
         codebase, scope = find_codebase(paths[0] if paths else None, db)
+        if codebase.alone:
+            return Targets([FileShard(codebase, indexes=indexes)])
         return Targets([LocalShard(codebase, scope, update=update, progress=progress, indexes=indexes,
                                    building=building)])
     if db is not None:
         raise UsageError("an index file is one codebase's, and this search asks several",
                          "drop the workspace or the extra paths", field="db")
     name, found = member_paths(workspace, list(paths))
-    codebases, members, notes, scopes = members_of([p for p in found if not is_remote(p)])
+    codebases, members, notes, scopes = members_of([p for p in found if not is_remote(p)], name)
     shards: list[Shard] = [LocalShard(cb, scopes.get(cb, ""), update=update, indexes=indexes, building=building)
                            for cb in codebases]
     shards += [RemoteShard(p) for p in found if is_remote(p)]
@@ -73,7 +76,8 @@ def member_paths(workspace: str | None, paths: list[str]) -> tuple[str | None, l
     return name, list(dict.fromkeys(found))
 
 
-def members_of(paths: list[str]) -> tuple[list[Codebase], list[Member], list[Note], dict[Codebase, str]]:
+def members_of(paths: list[str], workspace: str | None = None
+               ) -> tuple[list[Codebase], list[Member], list[Note], dict[Codebase, str]]:
     """The indexed codebases among ``paths``; a member and a note for each that is not; and the
     scopes: a subfolder of an indexed codebase searches that index, its files under the subfolder
     only (``{codebase: "sub/folder"}``), as a one-codebase search does."""
@@ -83,7 +87,7 @@ def members_of(paths: list[str]) -> tuple[list[Codebase], list[Member], list[Not
             cb = Codebase.open(path)
         except CodiiError as err:
             members.append(Member(path, "missing"))
-            notes.append(missing_member(path, err))
+            notes.append(missing_member(path, err, workspace))
             continue
         outer = None if cb.db_path.is_file() else cb.enclosing()
         if outer is not None:

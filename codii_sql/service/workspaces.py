@@ -195,11 +195,13 @@ def _write_registry(data: dict[str, list[str]]) -> None:
     os.replace(tmp, path)
 
 
-def missing_member(path: str, err: CodiiError) -> Note:
-    """Why the member ``path`` is not searched, :meth:`Codebase.open` having refused it with ``err``:
-    a folder that is gone says how to drop it, not to "pass the root folder of a codebase"."""
+def missing_member(path: str, err: CodiiError, workspace: str | None = None) -> Note:
+    """Why the member ``path`` (of ``workspace``) is not searched, :meth:`Codebase.open` having
+    refused it with ``err``: a folder that is gone says how to drop it, not to "pass the root
+    folder of a codebase"."""
     if not os.path.exists(path):
-        return Note("member", "the folder is gone", Remedy("drop_member", {"root": path}), path)
+        return Note("member", "the folder is gone", Remedy("drop_member", {"root": path, "workspace": workspace or "NAME"}),
+                    path)
     return Note.of("member", err, path)
 
 
@@ -216,7 +218,7 @@ def describe(ws: Workspace, *, check_stale: bool = True) -> dict:
         try:
             cb = Codebase.open(path)
         except CodiiError as err:
-            note = missing_member(path, err)
+            note = missing_member(path, err, ws.name)
             members.append({"codebase": path, "status": "missing", "note": note.worded(hint_text)})
             continue
         if cb.root in seen:  # two spellings of one folder

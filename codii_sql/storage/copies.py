@@ -1,4 +1,5 @@
-"""Whole-index copies through SQLite's backup API: a consistent snapshot out, an atomic replacement in.
+"""Whole-index copies: a consistent snapshot out and an atomic replacement in (SQLite's backup API),
+and an export (a compact file to search alone, renamed into place).
 
 An index built aside (a Ray task's scratch folder) comes back to its place as one write
 transaction of the target file (https://sqlite.org/backup.html): readers of the target see the
@@ -10,12 +11,14 @@ and renamed into it, so nobody opens a half-written file.
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
 import apsw
 
 from ..errors import StorageError
+from . import queries
 from .store import BUSY_TIMEOUT_MS
 
 
@@ -53,6 +56,41 @@ def publish(source: Path, target: Path) -> None:
     finally:
         for leftover in (part, Path(f"{part}-wal"), Path(f"{part}-shm")):
             leftover.unlink(missing_ok=True)
+
+
+def export(source: Path, target: Path, meta: dict, drop: tuple[str, ...]) -> None:
+    """Write a compact, self-contained copy of the index at ``source`` to ``target``: ``VACUUM INTO``
+    a file beside ``target`` (the state of the source's last commit, its WAL folded in, no free
+    pages), made a rollback-journal file (read alone, it needs no ``-wal`` or ``-shm``), its
+    snapshot keys ``drop`` removed and ``meta`` set, then renamed into place: a reader of
+    ``target`` sees the old file or the new one whole. ``source`` is only read.
+
+    Raises:
+        StorageError: ``source`` cannot be read or ``target``'s folder written; ``target`` is as it was.
+    """
+    part = target.with_name(f".{target.name}.part-{os.getpid()}")
+    try:
+        src = apsw.Connection(str(source), flags=apsw.SQLITE_OPEN_READONLY)
+        try:
+            src.set_busy_timeout(BUSY_TIMEOUT_MS)
+            src.execute(queries.sql("vacuum_into"), {"target": str(part)}).fetchall()
+        finally:
+            src.close()
+        dst = apsw.Connection(str(part))
+        try:
+            for _ in dst.execute(queries.sql("export_finish"), {"drop": json.dumps(list(drop)),
+                                                                 "meta": json.dumps({k: json.dumps(v) for k, v in meta.items()})}):
+                pass
+        finally:
+            dst.close()
+        with open(part, "rb+") as fh:
+            os.fsync(fh.fileno())
+        os.replace(part, target)
+    except apsw.Error as err:
+        raise StorageError(f"cannot export the index {source} to {target}: {err}",
+                           "check that the target folder is writable and has space") from None
+    finally:
+        part.unlink(missing_ok=True)
 
 
 def _backup(source: Path, target: Path) -> None:

@@ -43,8 +43,9 @@ def stamp(db: Path) -> list[int]:
 
 def damage(store: Store) -> str | None:
     """What quick_check finds wrong with ``store``'s file (one line), or None when it is sound or
-    unchanged since its last clean check or :func:`vouch`. A clean check is remembered; on a
-    read-only or full disk it is simply run again next time."""
+    unchanged since its last clean check or :func:`vouch`. A clean check is remembered (not for a
+    store opened ``readonly``, beside which nothing is written); on a read-only or full disk it is
+    simply run again next time."""
     before = stamp(store.path)
     if _remembered(store.path) == before:
         return None
@@ -55,7 +56,8 @@ def damage(store: Store) -> str | None:
     except CodiiError:  # busy, I/O, interrupted: no verdict, so none is remembered either
         return None
     if report == ["ok"]:
-        _remember(store.path, before)
+        if not store.readonly:
+            _remember(store.path, before)
         return None
     # Each row may hold several lines, the first naming the schema ("*** in database main ***").
     problems = [line for row in report for line in row.splitlines() if line and not line.startswith("***")]

@@ -6,7 +6,6 @@ import contextlib
 import json
 import os
 import re
-import shutil
 import time
 import urllib.parse
 from collections.abc import Iterator, Mapping
@@ -17,7 +16,6 @@ import apsw
 import sqlite_vec
 
 from ..errors import (
-    CodiiError,
     DamagedIndexError,
     DiskFullError,
     IndexMismatchError,
@@ -27,6 +25,7 @@ from ..errors import (
 )
 from ..paths import in_indexes_dir
 from . import queries
+from .failures import disk_full, translate
 
 #: Bumped when the tables change shape. 2 added chunks_bits (binary-quantised vectors), 3
 #: partitioned it by rowid % 8, 4 added vector_queue (the vector phase), 5 stems chunks_fts
@@ -44,9 +43,6 @@ _READABLE_AS_IS = frozenset({"4"})
 
 #: Milliseconds a connection waits on a lock held by another process before it gives up.
 BUSY_TIMEOUT_MS = 10_000
-#: Free bytes under which a failed open is blamed on a full disk: SQLite's WAL index (``-shm``)
-#: alone needs 32 KiB, and a failed open of a disk with less reports a bare "disk I/O error".
-DISK_FULL_BYTES = 1 << 20
 #: A file without tables modified this recently (seconds) may be getting its schema right now.
 FRESH_SECONDS = 10
 #: Seconds a reader waits for such a file's schema: its creator commits it milliseconds after
@@ -60,6 +56,11 @@ class Store:
     Args:
         path: the ``.db`` file. Created (with its schema) unless ``create`` is false.
         create: create a missing file; when false a missing file raises ``StorageError``.
+        readonly: open for reading only and never write to the file or beside it (an index file
+            searched alone, a portable shard): immutable when no write-ahead log holds commits
+            (nothing is created beside it, and a replacement by rename leaves this reader on the
+            old file), else SQLite's read-only mode; no schema upgrade (an older schema that
+            reads as it is is searched so, another is refused).
     Raises:
         DamagedIndexError: SQLite reports the file corrupt or not a database.
         StorageError: the file cannot be opened or created, is not a codii-sql index (with
@@ -70,15 +71,20 @@ class Store:
     type (:func:`translate`): no layer above storage sees apsw.
     """
 
-    def __init__(self, path: Path, *, create: bool = True):
+    def __init__(self, path: Path, *, create: bool = True, readonly: bool = False):
         self.path = Path(path)
         self._translate = False  # opening words its own errors, below
-        if not create and not self.path.is_file():
+        if (not create or readonly) and not self.path.is_file():
             raise StorageError(f"no index at {self.path}", Remedy("build"))
         #: True when opened from a full disk or a read-only folder as an immutable file (see
         #: :meth:`_open_immutable`): reads only.
         self.immutable = False
+        self.readonly = readonly
         try:
+            if readonly:
+                self._open_for_reading()
+                self._translate = True
+                return
             try:
                 shape = self._open(create)
             except (apsw.IOError, apsw.FullError, apsw.CantOpenError, apsw.ReadOnlyError, OSError):
@@ -116,7 +122,7 @@ class Store:
                 raise ReadOnlyIndexError(f"cannot open index {self.path}: its folder is read-only and SQLite needs to "
                                          "write beside it", "set CODII_SQL_HOME to a writable folder, or copy the .db "
                                          "somewhere writable and pass --db") from None
-            if isinstance(err, apsw.FullError) or _disk_full(self.path.parent):
+            if isinstance(err, apsw.FullError) or disk_full(self.path.parent):
                 raise DiskFullError(f"the disk is full opening {self.path} (SQLite could not write beside it)",
                                     Remedy("free_disk")) from None
             raise StorageError(f"cannot open index {self.path}: {err}", "check the path and free disk space") from None
@@ -135,6 +141,24 @@ class Store:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         flags = apsw.SQLITE_OPEN_READWRITE | (apsw.SQLITE_OPEN_CREATE if create else 0)
         return self._connect(str(self.path), flags)
+
+    def _open_for_reading(self) -> None:
+        """Open ``readonly`` (see the class): immutable when quiescent, else SQLite's read-only mode.
+
+        Raises:
+            StorageError: not a codii-sql index, or of a schema this version cannot read as it is.
+        """
+        if self._quiescent():
+            shape = self._open_immutable()
+        else:
+            shape = self._connect(str(self.path), apsw.SQLITE_OPEN_READONLY)
+        self._refuse_foreign(shape, False)
+        self.run("pragma_mmap")
+        version = self.value("meta_get", {"key": "schema_version"})
+        if version is not None and str(version) != str(SCHEMA_VERSION) and str(version) not in _READABLE_AS_IS:
+            self.conn.close()
+            raise StorageError(f"{self.path} was made by an older codii-sql (schema {version}) and is read here as it "
+                               "is, without an upgrade", "export it again with this version, or rebuild it")
 
     def _await_schema(self, shape: dict[str, int]) -> dict[str, int]:
         """The shape of a file without tables once its creator has committed the schema: a build in
@@ -358,33 +382,3 @@ class Store:
             if have != want:
                 raise IndexMismatchError(f"index {self.path.name} was built with {key}={have!r}, this version uses "
                                          f"{want!r}", Remedy("force_build"))
-
-
-def _disk_full(folder: Path) -> bool:
-    """True when ``folder``'s file system has less than :data:`DISK_FULL_BYTES` free."""
-    try:
-        return shutil.disk_usage(folder).free < DISK_FULL_BYTES
-    except OSError:
-        return False
-
-
-def translate(err: apsw.Error, path: Path) -> CodiiError:
-    """The :mod:`codii_sql.errors` type a user can act on for an apsw error met on the index ``path``.
-
-    SQLITE_FULL is :class:`DiskFullError` (SQLite rolled the transaction back: the index keeps
-    its last commit); a read-only file :class:`ReadOnlyIndexError`; broken pages found while
-    reading rows (opening succeeded) :class:`DamagedIndexError`; anything else :class:`StorageError`.
-    The returned error's ``sqlite`` attribute holds SQLite's own words, for callers that report
-    the damage themselves (the page check, ``doctor``) rather than pass the advice on.
-    """
-    if isinstance(err, apsw.FullError):
-        return DiskFullError("the disk is full (SQLite could not write)", Remedy("free_disk"))
-    if isinstance(err, apsw.ReadOnlyError):
-        return ReadOnlyIndexError(f"the index file is read-only ({err})", Remedy("make_writable"))
-    if isinstance(err, (apsw.CorruptError, apsw.NotADBError)):
-        out: CodiiError = DamagedIndexError(f"the index is damaged ({err})", Remedy("force_build") if in_indexes_dir(path)
-                                            else "a forced build replaces it, or delete it by hand")
-    else:
-        out = StorageError(f"reading the index failed ({err})", Remedy("doctor"))
-    out.sqlite = str(err)
-    return out

@@ -1,0 +1,107 @@
+"""Exporting an index: a compact, self-contained copy to search alone (a CI artifact, a shard to
+serve, a file to share), with a manifest that says what it holds."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import subprocess
+import time
+import urllib.parse
+from pathlib import Path
+
+from ..codebase import Codebase
+from ..errors import UsageError
+from ..storage import copies
+from .embedders import recorded_embedder
+from .status import not_indexed, open_store
+
+#: Snapshot keys that belong to the machine and the processes that built the index: an export
+#: carries no absolute path of that machine, and no process id that means nothing elsewhere.
+MACHINE_KEYS = ("root", "pid", "vectors_pid")
+#: Seconds the git commands of the manifest may take (a huge repository's status is the slow one).
+GIT_SECONDS = 20
+
+
+def export(codebase: Codebase, target: str | os.PathLike[str]) -> dict:
+    """Write the index of ``codebase`` to ``target`` as one file to search alone (see
+    :func:`codii_sql.storage.copies.export`): the state of its last commit, written aside and
+    renamed into place, its snapshot without :data:`MACHINE_KEYS`, with a ``manifest``.
+
+    Returns:
+        ``{"codebase", "file", "bytes", "source_bytes", "seconds", "manifest"}``.
+    Raises:
+        NotIndexedError: no index. UsageError: ``target`` is a folder, the index itself, or in a folder
+            that does not exist. StorageError: it cannot be written.
+    """
+    if not codebase.db_path.is_file():
+        raise not_indexed(codebase)
+    out = Path(target).expanduser().absolute()
+    if out.is_dir():
+        raise UsageError(f"{out} is a folder", f"name the file to write, such as {out / (codebase.root.name + '.db')}")
+    if not out.parent.is_dir():
+        raise UsageError(f"{out.parent} does not exist", "create the folder first, or name a file in one that exists")
+    if out.exists() and out.samefile(codebase.db_path):
+        raise UsageError(f"{out} is the index itself", "name another file")
+    started = time.perf_counter()
+    manifest = _manifest(codebase)
+    copies.export(codebase.db_path, out, {"manifest": manifest}, MACHINE_KEYS)
+    return {"codebase": str(codebase.root), "file": str(out), "bytes": out.stat().st_size,
+            "source_bytes": codebase.db_path.stat().st_size, "seconds": round(time.perf_counter() - started, 3),
+            "manifest": manifest}
+
+
+def manifest(codebase: Codebase) -> dict | None:
+    """The manifest an export wrote into the index of ``codebase``; None for an index never exported.
+
+    Raises:
+        NotIndexedError: no index.
+    """
+    if not codebase.db_path.is_file():
+        raise not_indexed(codebase)
+    with open_store(codebase) as store:
+        return store.meta().get("manifest")
+
+
+def _manifest(codebase: Codebase) -> dict:
+    """What an exported file holds: the codebase's name, its git remote and commit (when it is a
+    git work tree here), embedder, widths, schema and chunker versions, counts, and when."""
+    with open_store(codebase) as store:
+        meta, counts = store.meta(), store.row("vector_counts")
+    return {"codebase": codebase.root.name if not codebase.alone else str(codebase.root),
+            "git": None if codebase.alone else _git(codebase.root),
+            "embedder": recorded_embedder(meta), "model_id": meta.get("model_id"), "dims": meta.get("dims"),
+            "schema_version": meta.get("schema_version"), "chunker_version": meta.get("chunker_version"),
+            "files": meta.get("files"), "chunks": counts["chunks"],
+            "vectors": {"done": counts["chunks"] - counts["pending"], "total": counts["chunks"]},
+            "indexed_at": meta.get("last_indexed_at"), "created_at": time.time(),
+            "codii_sql": importlib.metadata.version("codii-sql")}
+
+
+def _git(root: Path) -> dict | None:
+    """``{"remote", "commit", "dirty"}`` of the git work tree at ``root`` (the remote without any
+    user or token in it), or None when it is none or git is missing."""
+    def git(*args: str) -> str | None:
+        try:
+            done = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True,
+                                  timeout=GIT_SECONDS, check=False)
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        return done.stdout.strip() if done.returncode == 0 else None
+
+    commit = git("rev-parse", "HEAD")
+    if commit is None:
+        return None
+    remote = git("remote", "get-url", "origin") or None
+    dirty = git("status", "--porcelain", "--untracked-files=no")
+    return {"remote": _without_credentials(remote) if remote else None, "commit": commit,
+            "dirty": bool(dirty) if dirty is not None else None}
+
+
+def _without_credentials(url: str) -> str:
+    """``url`` without a user or token (``https://user:token@host/x`` -> ``https://host/x``); an scp-like
+    address (``git@host:org/repo``) keeps its user, which is no secret."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme and parts.netloc and "@" in parts.netloc:
+        return urllib.parse.urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]))
+    return url
