@@ -171,6 +171,46 @@ def test_files_deleted_or_rewritten_between_scan_and_read(tmp_path, embedder):
     assert build_json(repo)["modified"] == 0  # the stored hashes are those of the indexed text
 
 
+def _change_kinds(repo, phase, done):
+    """Turn files into other kinds of entries at a build stage: after the scan (before any read), and
+    after hashing (before chunking), as a branch switch does under a running build."""
+    if phase == "scan" and (repo / "gone.py").exists():
+        (repo / "mod.py").unlink()
+        (repo / "mod.py").mkdir()  # mod.py becomes the package folder mod.py/
+        (repo / "mod.py" / "inner.py").write_text("def inner():\n    return 0\n")
+        (repo / "pipe.py").unlink()
+        os.mkfifo(repo / "pipe.py")
+        (repo / "gone.py").unlink()
+    if phase == "chunk" and done == 0:
+        (repo / "late.py").unlink()
+        (repo / "late.py").mkdir()
+
+
+@pytest.mark.parametrize("entry", ["build", "watch", "search"])
+def test_a_path_that_changes_kind_mid_build_is_one_skipped_file(tmp_path, embedder, entry):
+    from codii_sql import service
+    from codii_sql.service.watching import update_if_stale
+
+    files = {name: f"def {name[:-3]}_fn():\n    return 1\n" for name in ("mod.py", "pipe.py", "gone.py", "late.py")}
+    repo = write_tree(tmp_path / "kinds", {**files, "kept.py": PY})
+    codebase = Codebase.open(repo)
+    progress = lambda phase, done, total: _change_kinds(repo, phase, done)  # noqa: E731
+    if entry == "build":
+        report = service.build(codebase, progress=progress, embedder=embedder)
+    elif entry == "watch":
+        report, _ = update_if_stale(codebase, progress)
+    else:
+        assert service.ensure_index(codebase, progress=progress, embedder=embedder) is None
+        report = None
+    st = service.status(codebase, check_stale=False)
+    assert st["status"] == "indexed" and st["files"] == 1 and not st["failed"]
+    assert st["skipped"] == {"not-regular-file": 3, "vanished": 1}
+    assert set(chunks(repo)) == {"kept.py"}  # a first index: the rest committed
+    if report is not None:
+        assert report.skipped == {"not-regular-file": 3, "vanished": 1} and report.files == 1
+    assert build_json(repo)["added"] == 1  # the next build indexes the new folder's file, mod.py/inner.py
+
+
 def test_one_codebase_identity_for_every_spelling_of_a_path(sample_repo, tmp_path, monkeypatch):
     build_json(sample_repo)
     (tmp_path / "via").symlink_to(sample_repo)

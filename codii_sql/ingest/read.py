@@ -33,8 +33,8 @@ def read_file(root: Path, f: SourceFile, *, max_file_bytes: int = DEFAULT_MAX_FI
             A notebook may be larger (:func:`~.config.size_cap`): its outputs are not indexed.
     Returns:
         bytes: the whole content, or a reason string: ``"vanished"`` (deleted since the
-        scan), ``"unreadable"``, ``"not-regular-file"`` (replaced by a FIFO or device since
-        the scan; opened non-blocking, so it never hangs), ``"too-large"``, ``"binary"``
+        scan), ``"unreadable"``, ``"not-regular-file"`` (replaced by a folder, FIFO or device
+        since the scan; opened non-blocking, so it never hangs), ``"too-large"``, ``"binary"``
         (a NUL byte in the first :data:`SNIFF_BYTES`, unless the file starts with a UTF-16
         byte-order mark), ``"minified"`` (over :data:`MINIFIED_MIN_BYTES` with lines of
         :data:`MINIFIED_MEAN_LINE` bytes on average; never a notebook, whose long lines are
@@ -47,13 +47,17 @@ def read_file(root: Path, f: SourceFile, *, max_file_bytes: int = DEFAULT_MAX_FI
         return "vanished"
     except OSError:
         return "unreadable"
-    with open(fd, "rb") as fh:
-        try:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                return "not-regular-file"
+    try:
+        # fstat before wrapping: open() of a folder's descriptor raises IsADirectoryError (a
+        # branch switch turning mod.py into mod.py/ ended the whole build with it).
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return "not-regular-file"
+        with open(fd, "rb", closefd=False) as fh:
             data = fh.read(cap + 1)
-        except OSError:
-            return "unreadable"
+    except OSError:
+        return "unreadable"
+    finally:
+        os.close(fd)
     if len(data) > cap:
         return "too-large"
     head = data[:SNIFF_BYTES]
