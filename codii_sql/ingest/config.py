@@ -7,10 +7,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
-from pathspec.patterns.gitignore.spec import GitIgnoreSpecPattern
-
 from ..errors import UsageError
 from ..languages import bad_extension
+from .ignore import pattern_problem
 
 #: Files larger than this many bytes are skipped (the issue's default: 1 MiB).
 DEFAULT_MAX_FILE_BYTES = 1 << 20
@@ -118,11 +117,9 @@ def _string_list(value: object, key: str) -> tuple[str, ...]:
 
 def _patterns(value: object) -> tuple[str, ...]:
     patterns = _string_list(value, "ignore_patterns")
-    for pattern in patterns:
-        try:
-            GitIgnoreSpecPattern(pattern)
-        except ValueError:
-            raise ValueError(f"ignore_patterns: {pattern!r} is not a valid gitignore pattern") from None
+    problem = next(filter(None, map(pattern_problem, patterns)), None)
+    if problem is not None:
+        raise ValueError(f"ignore_patterns: {problem}")
     return patterns
 
 

@@ -25,7 +25,8 @@ from pathlib import Path, PurePosixPath
 from ..errors import Remedy, UsageError
 from ..ingest.config import DEFAULT_MAX_FILE_BYTES
 from ..ingest.read import SNIFF_BYTES, is_binary, is_private_key
-from ..ingest.walk import SECRET_RULE, default_file_reason, scan
+from ..ingest.exclusions import SECRET_RULE, default_file_reason
+from ..ingest.walk import scan
 
 #: Seconds a scan of the allowed file set is reused. A scan walks the whole tree, so every
 #: get_content call cannot afford one on a large repository; a file newly added to an

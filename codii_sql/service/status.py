@@ -9,7 +9,7 @@ from ..codebase import Codebase
 from ..errors import DamagedIndexError, NotIndexedError, Remedy, StorageError, UsageError
 from ..ingest.config import scan_rules as index_scan_rules
 from ..ingest.indexer import Indexer
-from ..ingest.walk import SECRET_RULE, default_file_reason
+from ..ingest.exclusions import SECRET_RULE, default_file_reason
 from ..storage import health
 from ..storage.lock import is_locked, vectors_running
 from ..storage.store import Store
