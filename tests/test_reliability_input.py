@@ -3,6 +3,7 @@ decided deterministically, reported by reason, and never stop the rest of the bu
 
 from __future__ import annotations
 
+import base64
 import codecs
 import json
 import os
@@ -107,6 +108,30 @@ def test_sizes_and_shapes_stay_within_the_window_and_huge_files_are_not_read(tmp
     assert "empty.py" not in indexed and "blank.py" not in indexed
     res = run("build", repo)
     assert "too-large 1" in res.output and "minified 1" in res.output
+
+
+def test_long_lines_do_not_hide_code_and_only_whole_bundles_count_as_minified(tmp_path):
+    funcs = [f"def handler_{i}(request):\n    return request.args[{i}]\n\n\n" for i in range(30)]
+    blob = base64.b64encode(bytes(range(256)) * 400).decode()  # 136 KB on one line
+    cr_only = "".join(f"def on_cr_{i}(x):\n    return x + {i}\n\n\n" for i in range(400)).replace("\n", "\r")
+    rules = "".join(f".rule-{i} {{ color: #{i:03d}; }}\n" for i in range(60))
+    repo = write_tree(tmp_path / "long", {
+        "icons.py": "".join(funcs[:15]) + f"ICON = '{blob}'\n\n\n" + "".join(funcs[15:]),
+        "cr_only.py": cr_only.encode(),  # 17 KB whose lines end with a lone CR, as the decoder reads them
+        "site.css": rules + f".logo {{ background: url(data:image/png;base64,{blob}); }}\n" + rules,
+        "vendor/lib.js": "/*! lib v1.2 | (c) Someone | MIT */\n" + "var a=1;" * 5000 + "\n//# sourceMappingURL=lib.js.map\n",
+    })
+    report = build_json(repo, "--no-vectors")
+    assert report["skipped"] == {"minified": 1} and report["files"] == 3  # only the bundle is minified as a whole
+    indexed = chunks(repo)
+    assert_chunks_match_decoded_lines(repo, indexed)
+    with Store(Codebase.open(repo).db_path, create=False) as store:
+        symbols = {r[0] for r in store.conn.execute("SELECT symbol FROM chunks WHERE symbol IS NOT NULL")}
+    assert {f"handler_{i}" for i in range(30)} | {f"on_cr_{i}" for i in range(400)} <= symbols
+    line = 60 + 1  # the ICON line: 15 functions of 4 lines above it
+    windows = [c for s, e, c in indexed["icons.py"] if s == e == line]
+    assert len(windows) > 1 and "".join(windows).strip() == f"ICON = '{blob}'"  # windowed, in order, whole
+    assert "".join(c for s, e, c in indexed["site.css"] if s == e == 61).strip().endswith("); }")
 
 
 def test_file_system_oddities_are_skipped_by_reason(tmp_path):
