@@ -6,16 +6,18 @@ import click
 
 from .. import service
 from ..errors import Remedy
-from .output import db_option, echo, emit, fmt_value, json_option
+from .output import db_option, echo, emit, fmt_value, json_option, shown
 from .words import words
 
 
 @click.command()
 @click.argument("path", required=False, default=None)
 @click.option("--workspace", default=None, help="The state of every member of this workspace instead.")
+@click.option("--skipped", "list_skipped", is_flag=True,
+              help="Also list the files the last build skipped, each with its reason (secret, minified, too-large...).")
 @db_option
 @json_option
-def status(path, workspace, db, as_json):
+def status(path, workspace, list_skipped, db, as_json):
     """Show whether PATH is indexed, being indexed, failed or stale, and how far its vectors are."""
     if workspace:
         described = service.describe(service.get_workspace(workspace))
@@ -29,16 +31,29 @@ def status(path, workspace, db, as_json):
             echo(f"  {m['status']:<11} {m['codebase']}{more}" + (f"  ({m['note']})" if m.get("note") else ""))
         return None
     st = service.status(service.open_codebase(path, db))
+    skipped = st.pop("skipped_files", None)
     if as_json:
-        return emit(st)
+        return emit({**st, "skipped_files": skipped} if list_skipped else st)
     for key, value in st.items():
         if key in ("files_done", "files_total"):  # a build's progress: read beside "files" it looked like a count
             if key == "files_done" and st["status"] == "indexing" and value is not None:
                 echo(f"progress: {value} of {st.get('files_total') or '?'} files of this build")
         elif key == "watched_by":
             echo("watched_by: " + ", ".join(f"pid {w['pid']} ({w.get('by', '?')})" for w in value))
+        elif key == "skipped" and value and not list_skipped:
+            echo(f"skipped: {fmt_value(key, value)} (`status --skipped` lists them)")
         elif value not in (None, {}, []):
             echo(f"{key}: {fmt_value(key, value)}")
+    if list_skipped and skipped is not None:
+        _print_skipped(skipped)
+
+
+def _print_skipped(skipped: dict) -> None:
+    echo("skipped files:" if skipped["files"] or skipped["more"] else "skipped files: none")
+    for f in skipped["files"]:
+        echo(f"  {f['reason']:<20} {shown(f['path'])}")
+    if skipped["more"]:
+        echo(f"  and {skipped['more']:,} more")
 
 
 @click.command(name="list")
@@ -100,7 +115,10 @@ def inspect(path, file_, db, as_json):
     if as_json:
         return emit(info)
     for key, value in info["snapshot"].items():
-        echo(f"{key}: {fmt_value(key, value)}")
+        if key == "skipped_files":  # up to 200 paths: status --skipped lists them one a line
+            echo(f"{key}: {len(value['files']) + value['more']} (`codii-sql status --skipped` lists them)")
+        else:
+            echo(f"{key}: {fmt_value(key, value)}")
     if "file" in info:
         echo("file: " + "  ".join(f"{k}={fmt_value(k, v)}" for k, v in info["file"].items()))
     for c in info.get("chunks", []):

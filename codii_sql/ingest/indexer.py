@@ -19,7 +19,7 @@ from .config import DEFAULT_MAX_FILE_BYTES, extension_filter, load_config, scan_
 from .embedding import embed_queued
 from .lexical import LexicalPhase
 from .plan import Plan, make_plan
-from .report import BuildReport, Progress
+from .report import BuildReport, Progress, skip_listing
 
 
 def index_settings(embedder: Embedder) -> dict:
@@ -187,7 +187,8 @@ class Indexer:
         with store.transaction():
             store.set_meta(status="indexed", phase="done", finished_at=time.time(), last_indexed_at=time.time(),
                            merkle_root=report.merkle_root, files=report.files, chunks=report.chunks,
-                           skipped=dict(report.skipped), failed=report.failed, **took)
+                           skipped=dict(report.skipped), skipped_files=skip_listing(report.skipped_files),
+                           failed=report.failed, **took)
         return report
 
     def _vectors_on(self, store: Store) -> bool:

@@ -53,6 +53,7 @@ class LexicalPhase:
         report.unchanged = (len(plan.files) - sum(plan.skipped_after_read.values()) - report.added - report.modified
                             - report.reindexed)
         report.skipped.update(plan.skipped_after_read)
+        report.skipped_files.extend(plan.skipped_paths)
         written = {*plan.added, *plan.modified, *plan.reindexed}
         if plan.reclassify:
             reclassify(self.store, self.root, [f for p, f in plan.files.items() if p not in written],
@@ -83,6 +84,7 @@ class LexicalPhase:
             for p in batch:
                 if p.skip:
                     report.skipped[p.skip] += 1
+                    report.skipped_files.append((p.path, p.skip))
                 elif p.error:
                     report.failed[p.path] = p.error
                 else:
