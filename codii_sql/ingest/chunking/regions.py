@@ -76,7 +76,7 @@ class Source:
 class FileDefinition:
     """A definition placed in its file: lines ``start_line..end_line`` (1-based inclusive, with
     its decorators and leading comments); ``source`` is its text from its own first line on, as
-    lines (decoded for a notebook, whose file rows are JSON)."""
+    lines (decoded for a notebook, whose file rows are JSON), in ``language`` (its region's)."""
 
     kind: str
     symbol: str
@@ -84,6 +84,7 @@ class FileDefinition:
     end_line: int
     source: list[str]
     children: list[FileDefinition]
+    language: str
 
 
 def read_source(path: str, text: str) -> Source:
@@ -115,7 +116,8 @@ def source_definitions(source: Source) -> list[FileDefinition]:
     for region in source.regions:
         if region.language is not None:
             lines = region.text.split("\n")
-            found += [_outlined(d, region.rows, lines) for d in definitions(region.text, region.language)]
+            found += [_outlined(d, region.rows, lines, region.language)
+                      for d in definitions(region.text, region.language)]
     return sorted(found, key=lambda d: d.start_line)
 
 
@@ -128,9 +130,9 @@ def _placed(chunk: Chunk, region: Region, row_starts: list[int]) -> Chunk:
     return dataclasses.replace(chunk, start_line=first + 1, end_line=last + 1, start_byte=start, end_byte=end)
 
 
-def _outlined(d: Definition, rows: range | list[int], lines: list[str]) -> FileDefinition:
+def _outlined(d: Definition, rows: range | list[int], lines: list[str], language: str) -> FileDefinition:
     return FileDefinition(d.kind, d.symbol, rows[d.first] + 1, rows[d.last] + 1, lines[d.head:d.last + 1],
-                          [_outlined(c, rows, lines) for c in d.children])
+                          [_outlined(c, rows, lines, language) for c in d.children], language)
 
 
 def _row_starts(text: str) -> list[int]:
