@@ -46,7 +46,7 @@ def embed_queued(store: Store, embedder: Embedder, cache: EmbeddingCache | None,
 
     ``prefer()`` names files whose chunks go first (those an agent is searching), asked before
     each window of :data:`VECTOR_WINDOW` chunks; ``progress("vectors", done, total)`` counts chunks with a vector. Counts and
-    times go to ``report`` (``chunks_embedded``, ``vectors_reused``, phase ``vectors``).
+    times go to ``report`` (``chunks_embedded``, ``vectors_reused``, ``vectors_deduplicated``, phase ``vectors``).
 
     Raises:
         EmbeddingFailedError: the model failed; every batch before it is committed.
@@ -117,8 +117,10 @@ def _vectors_for(store: Store, embedder: Embedder, cache: EmbeddingCache | None,
     """``{text key: float32 blob}`` for the queued ``rows``: reused where known, else embedded in
     steps of :data:`EMBED_STEP` texts (each step cached at once); ``step(chunks done)`` after each."""
     found = known_vectors(store, cache, [r["text_hash"] for r in rows], reuse_index=reuse_index)
-    texts = {r["text_hash"]: r["content"] for r in rows if r["text_hash"] not in found}
-    report.vectors_reused += sum(1 for r in rows if r["text_hash"] in found)
+    missing = [r for r in rows if r["text_hash"] not in found]
+    texts = {r["text_hash"]: r["content"] for r in missing}
+    report.vectors_reused += len(rows) - len(missing)
+    report.vectors_deduplicated += len(missing) - len(texts)  # embedded once for all of them
     order = list(texts)
     for start in range(0, len(order), EMBED_STEP):
         keys = order[start:start + EMBED_STEP]

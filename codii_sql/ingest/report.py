@@ -29,7 +29,10 @@ class BuildReport:
     transactions), ``lexical`` (all of the lexical phase: every file searchable by BM25 at its
     end), ``vectors`` (the vector phase: look-ups, the model and its commits).
     ``vectors_pending`` is the number of chunks still without a vector when the build returned
-    (vectors off, left to a background worker, or a failed vector phase). ``skipped`` counts
+    (vectors off, left to a background worker, or a failed vector phase). A chunk that got its
+    vector in this build was embedded (``chunks_embedded``), found in the index or the cache
+    (``vectors_reused``), or holds the same text as a chunk embedded in the same batch
+    (``vectors_deduplicated``): for a new index, ``chunks_written`` is their sum plus ``vectors_pending``. ``skipped`` counts
     skipped paths by reason and ``skipped_files`` names them: ``(path, reason)``, a folder's path
     ending in ``/``.
     """
@@ -45,6 +48,7 @@ class BuildReport:
     chunks_written: int = 0
     chunks_embedded: int = 0
     vectors_reused: int = 0
+    vectors_deduplicated: int = 0
     skipped: Counter = field(default_factory=Counter)
     skipped_files: list[tuple[str, str]] = field(default_factory=list)
     failed: dict[str, str] = field(default_factory=dict)
