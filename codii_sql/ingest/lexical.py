@@ -15,6 +15,7 @@ from pathlib import Path
 
 from ..models.cache import EmbeddingCache, text_key
 from ..storage.store import Store
+from .chunking import ChunkSizes
 from .plan import Plan
 from .prepare import Prepared, prepared_files
 from .reclassify import reclassify
@@ -34,7 +35,8 @@ class LexicalPhase:
     """One build's lexical phase over a :class:`Plan` (see the module docstring).
 
     ``model_id`` keys the text hashes; ``reuse_index`` false reuses no vector of this index
-    (``--force --no-cache``: embed everything again).
+    (``--force --no-cache``: embed everything again); ``sizes`` and ``workers`` are the chunk
+    sizes and chunking processes of :func:`~.prepare.prepared_files`.
     """
 
     store: Store
@@ -43,6 +45,8 @@ class LexicalPhase:
     cache: EmbeddingCache | None
     progress: Progress
     reuse_index: bool = True
+    sizes: ChunkSizes = ChunkSizes()
+    workers: int = 0
 
     def run(self, plan: Plan, report: BuildReport, scan_options: tuple[list[str], list[str] | None]) -> None:
         """Write every added, modified and re-indexed file of ``plan`` in batches, then the removals."""
@@ -78,7 +82,8 @@ class LexicalPhase:
         self.progress("chunk", 0, len(todo))
         with self.store.transaction():
             self.store.set_meta(phase="chunk", files_done=0, files_total=len(todo))
-        prepared = prepared_files(self.root, todo, plan.max_file_bytes, window=4 * BATCH_FILES)
+        prepared = prepared_files(self.root, todo, plan.max_file_bytes, window=4 * BATCH_FILES, sizes=self.sizes,
+                                  workers=self.workers)
         for batch in _batches(self._counted(prepared, len(todo))):
             ok = []
             for p in batch:

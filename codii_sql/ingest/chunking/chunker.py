@@ -43,7 +43,7 @@ import tree_sitter
 from ...languages import AST_LANGUAGES
 from ...models import wordpiece
 from .grammars import GRAMMARS
-from .layout import Chunk, Definition, Layout, Lines, Piece, TokenCounter
+from .layout import Chunk, ChunkSizes, Definition, Layout, Lines, Piece, TokenCounter
 from .nodes import Span, capture, field_name, last_row, parser_for
 
 #: Stored in the index; bump whenever the chunks produced for the same input change (the next
@@ -182,7 +182,7 @@ def _ast_pieces(layout: Layout, language: str) -> list[Piece]:
 
 
 def chunk_text(text: str, language: str | None, *, max_tokens: int = DEFAULT_MAX_TOKENS,
-               count_tokens: TokenCounter = wordpiece.count_tokens) -> list[Chunk]:
+               count_tokens: TokenCounter = wordpiece.count_tokens, sizes: ChunkSizes = ChunkSizes()) -> list[Chunk]:
     """Split ``text`` into chunks of whole lines, following the rules of the module docstring.
 
     Args:
@@ -193,13 +193,14 @@ def chunk_text(text: str, language: str | None, *, max_tokens: int = DEFAULT_MAX
             pieces (default: the model's 256 minus 16 for a header); at least 8.
         count_tokens: word pieces of each text of a batch. The chunker counts each line once
             and adds lines up, so the counter must be additive over lines (true for WordPiece).
+        sizes: chunk sizes in characters on top of ``max_tokens`` (see :class:`~.layout.ChunkSizes`).
     Returns:
         list[Chunk]: sorted by position. AST chunks never overlap and cover every line with a
         letter or digit; text windows overlap. Empty for blank text.
     Raises:
         ValueError: if ``max_tokens < 8``.
     """
-    layout = Layout(text, max_tokens, count_tokens)
+    layout = Layout(text, max_tokens, count_tokens, sizes)
     if language in AST_LANGUAGES:
         try:
             return layout.chunks(_ast_pieces(layout, language))

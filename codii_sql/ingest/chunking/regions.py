@@ -34,7 +34,7 @@ import tree_sitter
 from ...languages import detect_language
 from ...models import wordpiece
 from .chunker import DEFAULT_MAX_TOKENS, chunk_text, definitions
-from .layout import Chunk, Definition, TokenCounter
+from .layout import Chunk, ChunkSizes, Definition, TokenCounter
 from .nodes import parser_for
 
 #: Kernel language names that are not grammar names.
@@ -100,12 +100,13 @@ def read_source(path: str, text: str) -> Source:
 
 
 def chunk_source(source: Source, *, max_tokens: int = DEFAULT_MAX_TOKENS,
-                 count_tokens: TokenCounter = wordpiece.count_tokens) -> list[Chunk]:
-    """:func:`~.chunker.chunk_text` of every region, in file lines and bytes, sorted by position;
-    no chunk spans two regions."""
+                 count_tokens: TokenCounter = wordpiece.count_tokens, sizes: ChunkSizes = ChunkSizes()) -> list[Chunk]:
+    """:func:`~.chunker.chunk_text` of every region (``sizes`` as there), in file lines and bytes,
+    sorted by position; no chunk spans two regions."""
     chunks = [_placed(c, region, source.row_starts)
               for region in source.regions
-              for c in chunk_text(region.text, region.language, max_tokens=max_tokens, count_tokens=count_tokens)]
+              for c in chunk_text(region.text, region.language, max_tokens=max_tokens, count_tokens=count_tokens,
+                                  sizes=sizes)]
     return sorted(chunks, key=lambda c: (c.start_line, c.start_byte))
 
 
