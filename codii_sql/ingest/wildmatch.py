@@ -160,19 +160,14 @@ def _bracket(p: bytes, i: int) -> tuple[bytes | None, int]:
             return None, i
         ch = p[i]
         if ch == 0x5C:
-            i += 1
-            if i >= n:
+            ch, i = _literal(p, i)
+            if ch is None:
                 return None, i
-            ch = p[i]
             members.add(ch)
         elif ch == 0x2D and prev and i + 1 < n and p[i + 1] != 0x5D:  # a range prev-hi
-            i += 1
-            hi = p[i]
-            if hi == 0x5C:
-                i += 1
-                if i >= n:
-                    return None, i
-                hi = p[i]
+            hi, i = _literal(p, i + 1)
+            if hi is None:
+                return None, i
             members.update(range(prev, hi + 1))
             ch = 0
         elif ch == 0x5B and i + 1 < n and p[i + 1] == 0x3A:  # [:name:]
@@ -198,3 +193,9 @@ def _bracket(p: bytes, i: int) -> tuple[bytes | None, int]:
     if not wanted:
         return NEVER, i + 1
     return b"[" + b"".join(re.escape(bytes([c])) for c in sorted(wanted)) + b"]", i + 1
+
+
+def _literal(p: bytes, i: int) -> tuple[int | None, int]:
+    """The byte at ``p[i]`` (the next one when that is a backslash) and its index; None past the end."""
+    i += p[i] == 0x5C
+    return (p[i], i) if i < len(p) else (None, i)
