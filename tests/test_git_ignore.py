@@ -9,6 +9,8 @@ import shutil
 import subprocess
 import sysconfig
 import tempfile
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -17,6 +19,7 @@ from hypothesis import strategies as st
 from support.trees import REPO_ROOT
 
 from codii_sql.ingest.ignore import read_ignore_file
+from codii_sql.ingest.repositories import GIT_TIMEOUT_SECONDS
 from codii_sql.ingest.walk import scan
 
 #: Names codii-sql adds no rule of its own for (no lock file, secret, binary or build folder).
@@ -219,3 +222,22 @@ def test_this_checkout_lists_what_git_lists(git_home):
     if not (REPO_ROOT / ".git").exists():
         pytest.skip(f"{REPO_ROOT} is not a Git checkout (an sdist or a copy): nothing to compare with")
     assert assert_walk_is_git(REPO_ROOT) > 100
+
+
+@pytest.mark.slow
+def test_a_fifo_in_place_of_an_ignore_file_never_blocks_the_walk(tmp_path, git_home):
+    repo = tmp_path / "repo"
+    git(tmp_path, "init", "-q", str(repo))
+    write(repo, "sub/a.py")
+    (repo / ".git/info/exclude").unlink(missing_ok=True)
+    for fifo in (repo / ".git/info/exclude", repo / ".gitignore", git_home / ".config/git/ignore"):
+        fifo.parent.mkdir(parents=True, exist_ok=True)
+        os.mkfifo(fifo)
+    found: list[set[str]] = []
+    walk = threading.Thread(target=lambda: found.append({f.path for f in scan(repo / "sub").files}), daemon=True)
+    started = time.monotonic()
+    walk.start()
+    walk.join(timeout=3 * GIT_TIMEOUT_SECONDS)
+    assert found == [{"a.py"}]  # a blocking open() of any of them would still be waiting
+    # Git itself blocks on such a FIFO (git status hangs there): the walk waits for it this long at most.
+    assert time.monotonic() - started < GIT_TIMEOUT_SECONDS + 5

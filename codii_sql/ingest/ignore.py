@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from . import wildmatch
-from .repositories import WorkTree, excludes_file, git_info_path
+from .repositories import WorkTree, excludes_file, git_info_path, read_bytes
 
 #: Ignore files read in every directory, lowest precedence first.
 IGNORE_FILE_NAMES = (".gitignore", ".codiiignore")
@@ -108,12 +108,7 @@ def pattern_problem(pattern: str) -> str | None:
 
 def read_ignore_file(path: str, base: bytes, can_rescue: bool, *, git: bool = False) -> IgnoreLevel | None:
     """The level of the ignore file at ``path``; an unreadable one is ignored like a missing one, as Git does."""
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read()
-    except OSError:
-        return None
-    return compile_level(split_lines(data), base, can_rescue, git=git)
+    return compile_level(split_lines(read_bytes(path)), base, can_rescue, git=git)
 
 
 def outer_levels(tree: WorkTree) -> tuple[IgnoreLevel, ...]:
