@@ -9,7 +9,7 @@ import re
 #: (and ``None``) is chunked in overlapping line windows.
 AST_LANGUAGES: frozenset[str] = frozenset({
     "python", "javascript", "typescript", "tsx", "go", "rust", "java", "c", "cpp", "csharp",
-    "ruby", "php", "kotlin", "swift", "bash", "markdown",
+    "ruby", "php", "kotlin", "swift", "bash", "markdown", "sql",
 })
 
 # Grammar names where tree-sitter-language-pack has a grammar, plain names otherwise.

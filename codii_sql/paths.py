@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import unicodedata
 from pathlib import Path
 
 
@@ -40,7 +41,22 @@ def in_indexes_dir(db_path: Path) -> bool:
 
 
 def default_db_path(root: Path) -> Path:
-    """``$CODII_SQL_HOME/indexes/<dirname>-<first 12 hex of sha256(resolved root)>.db``."""
-    name = re.sub(r"[^A-Za-z0-9._-]+", "_", root.name or "root").strip("._") or "root"
+    """``$CODII_SQL_HOME/indexes/<dirname>-<first 12 hex of sha256(resolved root)>.db``: the folder's
+    name (NFC) keeps letters and digits of any script and ``._-`` (``ünïcode-repo`` was
+    ``n_code-repo``), other runs become ``_``. An index made under the ASCII-only name of earlier
+    versions stays in use while no file has the new name."""
     digest = hashlib.sha256(os.fsencode(str(root))).hexdigest()[:12]
-    return indexes_dir() / f"{name[:40]}-{digest}.db"
+    path = indexes_dir() / f"{_safe_name(unicodedata.normalize('NFC', root.name), _UNSAFE)}-{digest}.db"
+    legacy = path.with_name(f"{_safe_name(root.name, _UNSAFE_BEFORE)}-{digest}.db")
+    return legacy if legacy != path and legacy.is_file() and not path.exists() else path
+
+
+#: What an index file name leaves out of a folder name: all but letters and digits (any script) and ``._-``.
+_UNSAFE = re.compile(r"[^\w.-]+")
+#: ... and what it left out before (all but ASCII letters and digits).
+_UNSAFE_BEFORE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def _safe_name(name: str, unsafe: re.Pattern[str]) -> str:
+    """``name`` with each run of ``unsafe`` characters as ``_``, at most 40 characters."""
+    return (unsafe.sub("_", name or "root").strip("._") or "root")[:40]

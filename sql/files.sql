@@ -110,6 +110,10 @@ JOIN chunks c ON c.id = q.chunk_id AND c.text_hash = j.value ->> 'text_hash';
 -- name: vector_queue_done
 DELETE FROM vector_queue WHERE chunk_id = :id;
 
+-- name: vector_queue_among
+-- Those of the chunk ids :ids (a JSON array) that still wait for their vector.
+SELECT q.chunk_id FROM json_each(:ids) j JOIN vector_queue q ON q.chunk_id = j.value;
+
 -- name: vectors_pending
 -- 1 when any chunk still waits for its vector (cheap: stops at the first queue row).
 SELECT EXISTS (SELECT 1 FROM vector_queue);

@@ -266,16 +266,31 @@ ranked AS (
 -- (merge.py weighs each codebase of a workspace search by it; one model's cosines compare).
 knn_match AS (
     SELECT avg(raw) AS knn_match, max(raw) AS knn_best FROM (SELECT raw FROM knn_hits ORDER BY raw DESC LIMIT 10)
+),
+-- The windows of one line too long for a chunk read left to right: among the rows returned they
+-- take the places (position, score, tier) their scores earned, in byte order (`search HTTPError`
+-- listed a line's second half before its first). Window functions only: a second reference to
+-- `ranked` doubles the inlined CTE tree past SQLite's nesting limit.
+placed AS (
+    SELECT id, CASE WHEN one_line THEN nth_value(pos, nth) OVER slots ELSE pos END AS pos,
+           CASE WHEN one_line THEN nth_value(score, nth) OVER slots ELSE score END AS score,
+           CASE WHEN one_line THEN nth_value(tier, nth) OVER slots ELSE tier END AS tier
+    FROM (SELECT r.id, r.pos, r.score, r.tier, c.file_id, c.start_line, c.start_line = c.end_line AS one_line,
+                 row_number() OVER (PARTITION BY c.file_id, c.start_line, c.start_line = c.end_line
+                                    ORDER BY c.start_byte, r.id) AS nth
+          FROM ranked r JOIN chunks c ON c.id = r.id
+          WHERE r.pos <= :limit)
+    WINDOW slots AS (PARTITION BY file_id, start_line, one_line ORDER BY pos
+                     ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING)
 )
 SELECT c.id, c.path, c.start_line, c.end_line, c.language, c.kind, c.symbol, c.content, r.score, r.tier,
        fu.cc, fu.rrf, fu.bm25_rank, fu.knn_rank, fu.distance, f.role,
        f.hash AS file_hash, f.size AS file_size, f.mtime_ns AS file_mtime_ns, m.knn_match, m.knn_best
-FROM ranked r
+FROM placed r
 JOIN chunks c ON c.id = r.id
 JOIN files f ON f.id = c.file_id
 LEFT JOIN fused fu ON fu.id = r.id
 CROSS JOIN knn_match m
-WHERE r.pos <= :limit
 ORDER BY r.pos;
 
 -- name: knn_match

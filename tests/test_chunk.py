@@ -91,6 +91,9 @@ EXPECTED_AT_64 = {
                      (24, "class", "Circle"), (28, "class", "Kind"), (30, "function", "main")],
     "sample.sh": [(1, "module", None), (4, "function", "usage"), (9, "function", "build"),
                   (13, "module", None)],
+    "sample.sql": [(1, "module", None), (3, "function", "create_orders"), (12, "function", "revenue_by_day"),
+                   (13, "function", "revenue_by_day.days"), (16, "function", "revenue_by_day.totals"),
+                   (19, "function", "revenue_by_day")],
 }
 
 # At 24 word pieces classes no longer fit, so their members become chunks of their own.
@@ -108,6 +111,7 @@ MEMBERS_AT_24 = {
     "sample.php": {("method", "UserController.show")},
     "sample.kt": {("method", "Circle.area")},
     "sample.swift": {("method", "Circle.area"), ("method", "Circle.scaled")},
+    "sample.sql": {("class", "create_orders.orders"), ("function", "create_orders.orders_created")},
 }
 
 

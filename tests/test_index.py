@@ -5,8 +5,10 @@ from __future__ import annotations
 import os
 
 import pytest
+from click.testing import CliRunner
 from support.trees import write_tree
 
+from codii_sql.cli import cli
 from codii_sql.codebase import Codebase
 from codii_sql.errors import IndexMismatchError
 from codii_sql.ingest.indexer import Indexer
@@ -205,3 +207,17 @@ def test_a_no_op_update_keeps_the_last_build_duration(sample_repo, embedder):
     build(sample_repo, embedder)
     with Store(Codebase.open(sample_repo).db_path, create=False) as store:
         assert store.meta()["build_seconds"] == took
+
+
+def test_the_chunk_counts_of_a_build_add_up(tmp_path, embedder):
+    """`1408 written, 1298 embedded, 0 reused`: the other 110 were chunks whose text another chunk
+    of the build has (licence headers, copied files), embedded once and not counted."""
+    licence = "# Copyright 2026 Example Corp.\n# Licensed under the Apache License, Version 2.0.\n\n"
+    files = {f"pkg/m{i}.py": licence + f"def handler_{i}(x):\n    return x + {i}\n" for i in range(6)}
+    repo = write_tree(tmp_path / "dup", {**files, "copy/a.py": "def same():\n    return 1\n",
+                                         "copy/b.py": "def same():\n    return 1\n"})
+    report = build(repo, embedder)
+    assert report.vectors_deduplicated == 6  # five copies of the licence, one of the copied file
+    assert report.chunks_written == report.chunks_embedded + report.vectors_deduplicated + report.vectors_reused
+    res = CliRunner().invoke(cli, ["build", str(tmp_path / "dup"), "--force", "--no-cache"])
+    assert "(14 written, 8 embedded, 6 identical to another chunk's text: embedded once, 0 vectors reused)" in res.output

@@ -3,6 +3,7 @@ decided deterministically, reported by reason, and never stop the rest of the bu
 
 from __future__ import annotations
 
+import base64
 import codecs
 import json
 import os
@@ -109,6 +110,30 @@ def test_sizes_and_shapes_stay_within_the_window_and_huge_files_are_not_read(tmp
     assert "too-large 1" in res.output and "minified 1" in res.output
 
 
+def test_long_lines_do_not_hide_code_and_only_whole_bundles_count_as_minified(tmp_path):
+    funcs = [f"def handler_{i}(request):\n    return request.args[{i}]\n\n\n" for i in range(30)]
+    blob = base64.b64encode(bytes(range(256)) * 400).decode()  # 136 KB on one line
+    cr_only = "".join(f"def on_cr_{i}(x):\n    return x + {i}\n\n\n" for i in range(400)).replace("\n", "\r")
+    rules = "".join(f".rule-{i} {{ color: #{i:03d}; }}\n" for i in range(60))
+    repo = write_tree(tmp_path / "long", {
+        "icons.py": "".join(funcs[:15]) + f"ICON = '{blob}'\n\n\n" + "".join(funcs[15:]),
+        "cr_only.py": cr_only.encode(),  # 17 KB whose lines end with a lone CR, as the decoder reads them
+        "site.css": rules + f".logo {{ background: url(data:image/png;base64,{blob}); }}\n" + rules,
+        "vendor/lib.js": "/*! lib v1.2 | (c) Someone | MIT */\n" + "var a=1;" * 5000 + "\n//# sourceMappingURL=lib.js.map\n",
+    })
+    report = build_json(repo, "--no-vectors")
+    assert report["skipped"] == {"minified": 1} and report["files"] == 3  # only the bundle is minified as a whole
+    indexed = chunks(repo)
+    assert_chunks_match_decoded_lines(repo, indexed)
+    with Store(Codebase.open(repo).db_path, create=False) as store:
+        symbols = {r[0] for r in store.conn.execute("SELECT symbol FROM chunks WHERE symbol IS NOT NULL")}
+    assert {f"handler_{i}" for i in range(30)} | {f"on_cr_{i}" for i in range(400)} <= symbols
+    line = 60 + 1  # the ICON line: 15 functions of 4 lines above it
+    windows = [c for s, e, c in indexed["icons.py"] if s == e == line]
+    assert len(windows) > 1 and "".join(windows).strip() == f"ICON = '{blob}'"  # windowed, in order, whole
+    assert "".join(c for s, e, c in indexed["site.css"] if s == e == 61).strip().endswith("); }")
+
+
 def test_file_system_oddities_are_skipped_by_reason(tmp_path):
     root = tmp_path / "build" / "target" / "node_modules" / "repo"
     repo = write_tree(root, {"src/main.py": PY, "src/sub/util.py": "def helper():\n    return 2\n"})
@@ -169,6 +194,46 @@ def test_files_deleted_or_rewritten_between_scan_and_read(tmp_path, embedder):
     assert "rewritten_at_hash" in indexed["m1.py"][0][2] and "rewritten_at_chunk" in indexed["m3.py"][0][2]
     assert json.loads(run("doctor", repo, "--check-only", "--json").output)["consistent"]
     assert build_json(repo)["modified"] == 0  # the stored hashes are those of the indexed text
+
+
+def _change_kinds(repo, phase, done):
+    """Turn files into other kinds of entries at a build stage: after the scan (before any read), and
+    after hashing (before chunking), as a branch switch does under a running build."""
+    if phase == "scan" and (repo / "gone.py").exists():
+        (repo / "mod.py").unlink()
+        (repo / "mod.py").mkdir()  # mod.py becomes the package folder mod.py/
+        (repo / "mod.py" / "inner.py").write_text("def inner():\n    return 0\n")
+        (repo / "pipe.py").unlink()
+        os.mkfifo(repo / "pipe.py")
+        (repo / "gone.py").unlink()
+    if phase == "chunk" and done == 0:
+        (repo / "late.py").unlink()
+        (repo / "late.py").mkdir()
+
+
+@pytest.mark.parametrize("entry", ["build", "watch", "search"])
+def test_a_path_that_changes_kind_mid_build_is_one_skipped_file(tmp_path, embedder, entry):
+    from codii_sql import service
+    from codii_sql.service.watching import update_if_stale
+
+    files = {name: f"def {name[:-3]}_fn():\n    return 1\n" for name in ("mod.py", "pipe.py", "gone.py", "late.py")}
+    repo = write_tree(tmp_path / "kinds", {**files, "kept.py": PY})
+    codebase = Codebase.open(repo)
+    progress = lambda phase, done, total: _change_kinds(repo, phase, done)  # noqa: E731
+    if entry == "build":
+        report = service.build(codebase, progress=progress, embedder=embedder)
+    elif entry == "watch":
+        report, _ = update_if_stale(codebase, progress)
+    else:
+        assert service.ensure_index(codebase, progress=progress, embedder=embedder) is None
+        report = None
+    st = service.status(codebase, check_stale=False)
+    assert st["status"] == "indexed" and st["files"] == 1 and not st["failed"]
+    assert st["skipped"] == {"not-regular-file": 3, "vanished": 1}
+    assert set(chunks(repo)) == {"kept.py"}  # a first index: the rest committed
+    if report is not None:
+        assert report.skipped == {"not-regular-file": 3, "vanished": 1} and report.files == 1
+    assert build_json(repo)["added"] == 1  # the next build indexes the new folder's file, mod.py/inner.py
 
 
 def test_one_codebase_identity_for_every_spelling_of_a_path(sample_repo, tmp_path, monkeypatch):

@@ -85,6 +85,15 @@ def test_read_refuses_a_file_swapped_after_the_check(tree):
         read_bytes(f)
 
 
+@pytest.mark.parametrize("kind", ["folder", "fifo"])
+def test_read_refuses_a_file_that_changed_kind_after_the_check(tree, kind):
+    f = resolve_file(tree, "src/b.py")
+    (tree / "src" / "b.py").unlink()
+    (tree / "src" / "b.py").mkdir() if kind == "folder" else os.mkfifo(tree / "src" / "b.py")
+    with pytest.raises(PathRefusedError, match="changed"):
+        read_bytes(f)
+
+
 def test_read_refuses_files_over_the_size_cap(tree):
     with pytest.raises(PathRefusedError, match="larger than 4 bytes"):
         read_bytes(resolve_file(tree, "src/a.py"), max_bytes=4)

@@ -87,7 +87,10 @@ def test_ignore_patterns_argument_has_the_highest_precedence(tmp_path):
 def test_gitdir_file_points_to_info_exclude(tmp_path):
     root = tmp_path / "worktree"
     write(tmp_path, "gitdirs/wt/commondir", "../main\n")
+    write(tmp_path, "gitdirs/wt/HEAD", "ref: refs/heads/wt\n")
     write(tmp_path, "gitdirs/main/info/exclude", "excluded.py\n")
+    for folder in ("objects", "refs"):  # what makes it a repository for Git
+        (tmp_path / "gitdirs/main" / folder).mkdir()
     write(root, ".git", "gitdir: ../gitdirs/wt\n")
     write(root, "excluded.py")
     write(root, "kept.py")

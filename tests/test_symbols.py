@@ -161,6 +161,40 @@ def test_a_signature_after_annotations_on_its_line_or_over_lines(tmp_path, codii
     assert test["signature"] == "public async Task Should_publish()"
 
 
+def test_a_typescript_private_method_is_its_own_signature_and_no_use_of_itself(tmp_path, codii_home):
+    """A new user's #private methods (not async) showed their first body line as the signature,
+    and refs listed the definition line as a use: '#' was read as a comment marker."""
+    repo = write_tree(tmp_path / "ts", {"client.ts": """
+        export class Client {
+          #secret = 1;
+
+          #compute(x: number): number {
+            const y = x * 2;
+            return y + this.#secret;
+          }
+
+          async #load(url: string): Promise<void> {
+            await fetch(url);
+          }
+
+          run(): number {
+            return this.#compute(3);
+          }
+        }
+        """, "deploy.py": "# compute the plan\ndef plan():\n    return 1\n"})
+    cb = service.open_codebase(repo)
+    service.build(cb, vectors=False)
+    methods = {c["symbol"]: c["signature"] for c in service.outline(cb, "client.ts")["symbols"][0]["children"]}
+    assert methods["Client.#compute"] == "#compute(x: number): number {"
+    assert methods["Client.#load"] == "async #load(url: string): Promise<void> {"
+    (found,) = service.find_symbol(cb, "compute")["definitions"]
+    assert found["signature"] == "#compute(x: number): number {"
+    refs = service.find_references(cb, "compute")
+    assert [(f["path"], [ln["line"] for ln in f["lines"]]) for f in refs["files"]] == [
+        ("client.ts", [14]), ("deploy.py", [1])]
+    assert service.outline(cb, "deploy.py")["symbols"][0]["signature"] == "def plan():"  # Python's '#' is a comment
+
+
 def test_a_name_defined_in_many_files_is_found_up_to_the_limit_and_never_listed_as_a_use(tmp_path, codii_home):
     """5,000 files of `class WidgetN: def run(self)`: symbol run --limit 100 gave 40 definitions
     silently, and refs run listed the other 4,960 as uses (small methods are no chunks of their own)."""

@@ -190,8 +190,10 @@ def _print_report(codebase, report, filters) -> None:
     echo(f"Indexed {codebase.root} -> {codebase.db_path}")
     echo(f"  files: {report.files} ({report.added} added, {report.modified} modified, {report.removed} removed, "
                f"{report.reindexed} re-indexed, {report.unchanged} unchanged)")
+    shared = (f"{report.vectors_deduplicated} identical to another chunk's text: embedded once, "
+              if report.vectors_deduplicated else "")
     echo(f"  chunks: {report.chunks} ({report.chunks_written} written, {report.chunks_embedded} embedded, "
-               f"{report.vectors_reused} vectors reused)")
+         f"{shared}{report.vectors_reused} vectors reused)")
     if report.vectors_pending:
         why = "vectors are off (--vectors embeds them)" if not report.vectors_enabled else \
             "another process is embedding them"

@@ -66,6 +66,7 @@ def _print_row(row: dict) -> None:
     unchanged = "" if row["published"] else "; nothing changed, the index in place is left as it was"
     echo(f"Built {row['codebase']} on {row['host']} -> {row['db']}: {row['files']:,} files, {row['chunks']:,} chunks "
          f"({row['chunks_embedded']:,} embedded, {row['embedded_elsewhere']:,} of them by embedding tasks; "
+         f"{row['vectors_deduplicated']:,} identical to another chunk's text; "
          f"{row['vectors_reused']:,} reused) in {row['wall_seconds']:.1f} s{unchanged}")
 
 

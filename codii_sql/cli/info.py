@@ -2,20 +2,24 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
 from .. import service
-from ..errors import Remedy
-from .output import db_option, echo, emit, fmt_value, json_option
+from ..errors import Remedy, UsageError
+from .output import db_option, echo, emit, fmt_value, json_option, shown
 from .words import words
 
 
 @click.command()
 @click.argument("path", required=False, default=None)
 @click.option("--workspace", default=None, help="The state of every member of this workspace instead.")
+@click.option("--skipped", "list_skipped", is_flag=True,
+              help="Also list the files the last build skipped, each with its reason (secret, minified, too-large...).")
 @db_option
 @json_option
-def status(path, workspace, db, as_json):
+def status(path, workspace, list_skipped, db, as_json):
     """Show whether PATH is indexed, being indexed, failed or stale, and how far its vectors are."""
     if workspace:
         described = service.describe(service.get_workspace(workspace))
@@ -29,16 +33,29 @@ def status(path, workspace, db, as_json):
             echo(f"  {m['status']:<11} {m['codebase']}{more}" + (f"  ({m['note']})" if m.get("note") else ""))
         return None
     st = service.status(service.open_codebase(path, db))
+    skipped = st.pop("skipped_files", None)
     if as_json:
-        return emit(st)
+        return emit({**st, "skipped_files": skipped} if list_skipped else st)
     for key, value in st.items():
         if key in ("files_done", "files_total"):  # a build's progress: read beside "files" it looked like a count
             if key == "files_done" and st["status"] == "indexing" and value is not None:
                 echo(f"progress: {value} of {st.get('files_total') or '?'} files of this build")
         elif key == "watched_by":
             echo("watched_by: " + ", ".join(f"pid {w['pid']} ({w.get('by', '?')})" for w in value))
+        elif key == "skipped" and value and not list_skipped:
+            echo(f"skipped: {fmt_value(key, value)} (`status --skipped` lists them)")
         elif value not in (None, {}, []):
             echo(f"{key}: {fmt_value(key, value)}")
+    if list_skipped and skipped is not None:
+        _print_skipped(skipped)
+
+
+def _print_skipped(skipped: dict) -> None:
+    echo("skipped files:" if skipped["files"] or skipped["more"] else "skipped files: none")
+    for f in skipped["files"]:
+        echo(f"  {f['reason']:<20} {shown(f['path'])}")
+    if skipped["more"]:
+        echo(f"  and {skipped['more']:,} more")
 
 
 @click.command(name="list")
@@ -89,19 +106,66 @@ def stats(path, db, as_json):
 
 
 @click.command()
-@click.argument("path", required=False, default=None)
-@click.option("--file", "file_", default=None, help="Also list the chunks of this file (relative path).")
+@click.argument("args", nargs=-1, metavar="[QUERY] [PATH]")
+@click.option("--file", "file_", default=None, help="List the chunks of this file (relative path) with the snapshot.")
+@click.option("--raw", is_flag=True, help="With QUERY: print each chunk's whole stored text, not its first line.")
+@click.option("--limit", type=click.IntRange(1, service.MAX_LIMIT), default=None,
+              help="With QUERY: chunks listed [default: 10].")
 @db_option
 @json_option
-def inspect(path, file_, db, as_json):
-    """Show the index's snapshot (model, chunker, Merkle root, counts) and optionally one file's chunks."""
+def inspect(args, file_, raw, limit, db, as_json):
+    """Show the index's snapshot (model, chunker, Merkle root, counts) and optionally one file's chunks;
+    with QUERY, the chunks a search for it matches, each with its BM25 and KNN rank (nothing is updated).
+
+    `inspect PATH` and `inspect PATH --file F` show the snapshot; `inspect QUERY [PATH]` a query's chunks
+    (a single argument that is a folder is the PATH, unless --raw or --limit is given).
+    """
+    query, path = _query_and_path(args, file_, raw or limit is not None)
     codebase = service.open_codebase(path, db)
+    if query is not None:
+        return _print_query(service.inspect_query(codebase, query, limit=limit or 10, raw=raw), raw, as_json)
     info = service.inspect(codebase, file_)
     if as_json:
         return emit(info)
     for key, value in info["snapshot"].items():
-        echo(f"{key}: {fmt_value(key, value)}")
+        if key == "skipped_files":  # up to 200 paths: status --skipped lists them one a line
+            echo(f"{key}: {len(value['files']) + value['more']} (`codii-sql status --skipped` lists them)")
+        else:
+            echo(f"{key}: {fmt_value(key, value)}")
     if "file" in info:
         echo("file: " + "  ".join(f"{k}={fmt_value(k, v)}" for k, v in info["file"].items()))
     for c in info.get("chunks", []):
         echo(f"  {c['start_line']:>5}-{c['end_line']:<5} {c['kind']:<9} {c['symbol'] or ''}  (id {c['id']})")
+
+
+def _query_and_path(args: tuple[str, ...], file_: str | None, query_options: bool) -> tuple[str | None, str | None]:
+    """``(query, path)`` from inspect's arguments (see its help)."""
+    if len(args) > 2 or (file_ is not None and (len(args) > 1 or query_options)):
+        raise UsageError("inspect takes [PATH] with --file, or QUERY [PATH] (with --raw, --limit)",
+                         Remedy("help", {"command": "codii-sql inspect"}))
+    if file_ is not None or not args:
+        return None, args[0] if args else None
+    if len(args) == 1 and not query_options and Path(args[0]).expanduser().is_dir():
+        return None, args[0]
+    return args[0], args[1] if len(args) == 2 else None
+
+
+def _print_query(info: dict, raw: bool, as_json: bool) -> None:
+    if as_json:
+        return emit(info)
+    echo(f"{len(info['chunks'])} chunk(s) for {info['query']!r} in {info['codebase']} "
+         f"(FTS5 terms: {' '.join(info['fts_terms']) or 'none'})")
+    if info.get("note"):
+        echo(f"note: {info['note']}")
+    for c in info["chunks"]:
+        ranks = (f"bm25 #{c['bm25_rank'] or '-'}  knn #{c['knn_rank'] or '-'}"
+                 + (f"  cos {c['cosine']:.3f}" if c["cosine"] is not None else "")
+                 + ("" if c["has_vector"] else "  (no vector yet)") + (f"  tier {c['tier']}" if c["tier"] else ""))
+        echo(f"{c['pos']:>3}. {shown(c['path'])}:{c['start_line']}-{c['end_line']}  {c['kind']} {c['symbol'] or ''}"
+             f"  score={c['score']:.4f}  {ranks}  (id {c['id']})")
+        if raw:
+            for line in c["content"].rstrip("\n").split("\n"):
+                echo(f"       | {shown(line)}")
+        else:
+            echo(f"       {shown(c['first_line'])[:160]}")
+    return None

@@ -8,19 +8,20 @@ file, except that negations are invalid and a pattern matching a directory says 
 the files under it (``vendor/** linguist-vendored``, not ``vendor/``). For each attribute the
 last matching line decides; a deeper ``.gitattributes`` overrides its parents', and
 ``$GIT_DIR/info/attributes`` overrides all. Other attributes and macro lines (``[attr]``) are
-ignored; a quoted pattern (C-style, for names with spaces) is skipped.
+ignored; a quoted pattern (C-style, for names with spaces) is skipped. Files are read as Git reads
+them (:func:`~.ignore.split_lines`: a byte-order mark dropped, ``\\n`` lines).
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from pathspec.patterns.gitignore.spec import GitIgnoreSpecPattern
-
-from .ignore import Rule
+from . import wildmatch
+from .ignore import Rule, split_lines
 
 #: The file read in every walked directory.
 FILE_NAME = ".gitattributes"
@@ -32,7 +33,7 @@ _MENTIONS = re.compile(r"[-!]?(linguist-(?:generated|vendored|documentation))(?:
 
 @dataclass(frozen=True, slots=True)
 class _Line:
-    base: str  # "" for the root, else "dir/sub/"
+    base: bytes  # b"" for the root, else b"dir/sub/"
     rule: Rule
     marks: tuple[tuple[str, bool | None], ...]  # (role, set / unset / unspecified)
 
@@ -51,7 +52,7 @@ class Attributes:
         self.lines: list[_Line] = []
         for base, data in files:
             digest.update(f"{len(base)}:{base}{len(data)}:".encode() + data)
-            self.lines.extend(_parse(base, data.decode("utf-8", errors="replace")))
+            self.lines.extend(_parse(os.fsencode(base), split_lines(data)))
         self.fingerprint = digest.hexdigest()
 
     def __eq__(self, other: object) -> bool:
@@ -61,28 +62,26 @@ class Attributes:
     def marks(self, path: str) -> dict[str, bool]:
         """``{role: True (set) or False (unset)}`` for the file at relative POSIX ``path``."""
         out: dict[str, bool | None] = {}
+        encoded = os.fsencode(path)
         for line in self.lines:
-            if path.startswith(line.base) and line.rule.matches_itself(path[len(line.base):], False):
+            if encoded.startswith(line.base) and line.rule.matches_itself(encoded[len(line.base):], False):
                 out.update(line.marks)
         return {role: value for role, value in out.items() if value is not None}
 
 
-def _parse(base: str, text: str) -> list[_Line]:
+def _parse(base: bytes, lines: list[bytes]) -> list[_Line]:
     """The lines of one attribute file that mention a linguist attribute."""
-    lines = []
-    for raw in text.splitlines():
-        pattern, *attrs = raw.split() or ("#",)
-        marks = tuple(m for m in map(_mark, attrs) if m is not None)
-        if not marks or pattern.startswith(("#", "[", "!", '"')):
+    out = []
+    for raw in lines:
+        pattern, *attrs = raw.split() or (b"#",)
+        marks = tuple(m for m in map(_mark, (os.fsdecode(a) for a in attrs)) if m is not None)
+        if not marks or pattern.startswith((b"#", b"[", b"!", b'"')):
             continue  # comment, macro, invalid negation, or quoted pattern
-        try:
-            compiled = GitIgnoreSpecPattern(pattern)
-        except ValueError:
-            continue
-        if compiled.regex is not None:
-            regex = re.compile(compiled.regex.pattern, compiled.regex.flags | re.DOTALL)
-            lines.append(_Line(base, Rule(regex, excludes=True, rescues=False), marks))
-    return lines
+        parsed = wildmatch.parse(pattern)
+        if parsed is not None:
+            rule = Rule(re.compile(parsed.regex, re.DOTALL), excludes=True, rescues=False, dir_only=parsed.dir_only)
+            out.append(_Line(base, rule, marks))
+    return out
 
 
 def _mark(attr: str) -> tuple[str, bool | None] | None:

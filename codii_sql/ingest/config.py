@@ -7,10 +7,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
-from pathspec.patterns.gitignore.spec import GitIgnoreSpecPattern
-
 from ..errors import UsageError
 from ..languages import bad_extension
+from .chunking import ChunkSizes
+from .ignore import pattern_problem
 
 #: Files larger than this many bytes are skipped (the issue's default: 1 MiB).
 DEFAULT_MAX_FILE_BYTES = 1 << 20
@@ -32,7 +32,12 @@ def size_cap(name: str, max_file_bytes: int) -> int:
 #: The optional per-codebase configuration file, at the root.
 CONFIG_FILE_NAME = ".codii.yaml"
 #: Its keys, all optional.
-CONFIG_KEYS = ("ignore_patterns", "extensions", "max_file_bytes", "vectors", "embedder")
+CONFIG_KEYS = ("ignore_patterns", "extensions", "max_file_bytes", "vectors", "embedder", "max_chunk_size",
+               "min_chunk_size", "embedding_batch_size", "workers")
+#: The integer settings: (lowest, highest, unit). A chunk under 100 characters is a line or two;
+#: 64 processes outnumber any machine's cores that chunking could use.
+BOUNDS = {"max_chunk_size": (100, 100_000, "characters"), "min_chunk_size": (0, 10_000, "characters"),
+          "embedding_batch_size": (1, 4096, "texts per model call"), "workers": (0, 64, "chunking processes, 0 = auto")}
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +51,10 @@ class CodebaseConfig:
         max_file_bytes: files larger than this many bytes are skipped.
         vectors: false for BM25 and symbols only (no model time); None: as the builds choose.
         embedder: the embedder name for this codebase's builds (``local``, ``ollama:MODEL``...).
+        max_chunk_size, min_chunk_size: chunk sizes in characters (see :class:`~.chunking.ChunkSizes`);
+            the model's word-piece budget still caps a chunk.
+        embedding_batch_size: texts per call of the embedder (each call's vectors are cached at once).
+        workers: chunking processes (0 or None: up to 4, one per core).
     """
 
     ignore_patterns: tuple[str, ...] = ()
@@ -53,6 +62,14 @@ class CodebaseConfig:
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
     vectors: bool | None = None
     embedder: str | None = None
+    max_chunk_size: int | None = None
+    min_chunk_size: int | None = None
+    embedding_batch_size: int | None = None
+    workers: int | None = None
+
+    @property
+    def chunk_sizes(self) -> ChunkSizes:
+        return ChunkSizes(self.max_chunk_size, self.min_chunk_size)
 
 
 def load_config(root: Path) -> CodebaseConfig:
@@ -79,15 +96,34 @@ def load_config(root: Path) -> CodebaseConfig:
     if unknown:
         raise ValueError(f"{path}: unknown key(s) {', '.join(unknown)}; allowed: {', '.join(CONFIG_KEYS)}")
     try:
-        return CodebaseConfig(
+        config = CodebaseConfig(
             ignore_patterns=_patterns(data.get("ignore_patterns") or []),
             extensions=normalize_extensions(data.get("extensions")),
             max_file_bytes=positive_int(data.get("max_file_bytes", DEFAULT_MAX_FILE_BYTES)),
             vectors=_optional_bool(data.get("vectors"), "vectors"),
             embedder=_optional_name(data.get("embedder"), "embedder"),
+            **{key: bounded(data.get(key), key) for key in BOUNDS},
         )
+        sizes = config.chunk_sizes
+        if sizes.max_chars is not None and sizes.min_chars is not None and sizes.min_chars >= sizes.max_chars:
+            raise ValueError(f"min_chunk_size ({sizes.min_chars}) must be below max_chunk_size ({sizes.max_chars})")
     except ValueError as exc:
         raise ValueError(f"{path}: {exc}") from None
+    return config
+
+
+def bounded(value: object, key: str) -> int | None:
+    """``value`` of the integer setting ``key`` (:data:`BOUNDS`), or None when unset.
+
+    Raises:
+        ValueError: not an integer within its bounds (one line, naming the unit).
+    """
+    if value is None:
+        return None
+    low, high, unit = BOUNDS[key]
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ValueError(f"{key} must be an integer from {low:,} to {high:,} ({unit}), got {value!r}")
+    return value
 
 
 def _optional_name(value: object, key: str) -> str | None:
@@ -118,11 +154,9 @@ def _string_list(value: object, key: str) -> tuple[str, ...]:
 
 def _patterns(value: object) -> tuple[str, ...]:
     patterns = _string_list(value, "ignore_patterns")
-    for pattern in patterns:
-        try:
-            GitIgnoreSpecPattern(pattern)
-        except ValueError:
-            raise ValueError(f"ignore_patterns: {pattern!r} is not a valid gitignore pattern") from None
+    problem = next(filter(None, map(pattern_problem, patterns)), None)
+    if problem is not None:
+        raise ValueError(f"ignore_patterns: {problem}")
     return patterns
 
 

@@ -41,12 +41,13 @@ RATE_SMOOTHING = 0.3
 
 def embed_queued(store: Store, embedder: Embedder, cache: EmbeddingCache | None, report: BuildReport,
                  progress: Progress, *, prefer: Callable[[], Iterable[str]] | None = None,
-                 reuse_index: bool = True) -> None:
-    """Embed every queued chunk of ``store`` (the caller holds the vector lock).
+                 reuse_index: bool = True, batch_size: int | None = None) -> None:
+    """Embed every queued chunk of ``store`` (the caller holds the vector lock), ``batch_size``
+    texts per embedder call (None: :data:`EMBED_STEP`).
 
     ``prefer()`` names files whose chunks go first (those an agent is searching), asked before
     each window of :data:`VECTOR_WINDOW` chunks; ``progress("vectors", done, total)`` counts chunks with a vector. Counts and
-    times go to ``report`` (``chunks_embedded``, ``vectors_reused``, phase ``vectors``).
+    times go to ``report`` (``chunks_embedded``, ``vectors_reused``, ``vectors_deduplicated``, phase ``vectors``).
 
     Raises:
         EmbeddingFailedError: the model failed; every batch before it is committed.
@@ -65,7 +66,7 @@ def embed_queued(store: Store, embedder: Embedder, cache: EmbeddingCache | None,
             t = time.perf_counter()
             rows = window[start:start + VECTOR_BATCH]
             done = total - pending
-            vectors = _vectors_for(store, embedder, cache, rows, report, reuse_index,
+            vectors = _vectors_for(store, embedder, cache, rows, report, reuse_index, batch_size or EMBED_STEP,
                                    lambda n, done=done: progress("vectors", done + n, total))
             so_far = (start + len(rows)) / max(time.perf_counter() - started, 1e-6)
             # Until a first window ends, its own average so far is the best estimate there is.
@@ -113,15 +114,17 @@ def _next_batch(store: Store, hot: list[str], n: int) -> list[dict]:
 
 
 def _vectors_for(store: Store, embedder: Embedder, cache: EmbeddingCache | None, rows: list[dict],
-                 report: BuildReport, reuse_index: bool, step: Callable[[int], None]) -> dict[str, bytes]:
+                 report: BuildReport, reuse_index: bool, batch_size: int, step: Callable[[int], None]) -> dict[str, bytes]:
     """``{text key: float32 blob}`` for the queued ``rows``: reused where known, else embedded in
-    steps of :data:`EMBED_STEP` texts (each step cached at once); ``step(chunks done)`` after each."""
+    steps of ``batch_size`` texts (each step cached at once); ``step(chunks done)`` after each."""
     found = known_vectors(store, cache, [r["text_hash"] for r in rows], reuse_index=reuse_index)
-    texts = {r["text_hash"]: r["content"] for r in rows if r["text_hash"] not in found}
-    report.vectors_reused += sum(1 for r in rows if r["text_hash"] in found)
+    missing = [r for r in rows if r["text_hash"] not in found]
+    texts = {r["text_hash"]: r["content"] for r in missing}
+    report.vectors_reused += len(rows) - len(missing)
+    report.vectors_deduplicated += len(missing) - len(texts)  # embedded once for all of them
     order = list(texts)
-    for start in range(0, len(order), EMBED_STEP):
-        keys = order[start:start + EMBED_STEP]
+    for start in range(0, len(order), batch_size):
+        keys = order[start:start + batch_size]
         try:
             vecs = embedder.embed([texts[k] for k in keys])
         except Exception as err:  # noqa: BLE001 - any model failure stops the phase with what is committed

@@ -1,68 +1,60 @@
-"""Git's ignore rules compiled by pathspec: one level per ignore file, the last matching pattern wins.
+"""Git's ignore rules: one level per ignore file, each pattern a regex of :mod:`.wildmatch`.
 
 Within one file the last matching pattern wins; a deeper directory's files override its
 parents'. A negation may rescue a default-excluded path only from a ``.codiiignore`` or the
-config, and only when its last component is literal (see :func:`compile_level`).
+config, and only when its last component is literal (see :func:`compile_level`). Files are read
+as Git reads them: bytes, a UTF-8 byte-order mark at the start dropped, lines ended by ``\\n``
+(a ``\\r`` before it dropped), trailing unescaped spaces trimmed.
 """
 
 from __future__ import annotations
 
+import codecs
+import os
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from pathspec.patterns.gitignore.spec import GitIgnoreSpecPattern
+from . import wildmatch
+from .repositories import WorkTree, excludes_file, git_info_path, read_bytes
 
 #: Ignore files read in every directory, lowest precedence first.
 IGNORE_FILE_NAMES = (".gitignore", ".codiiignore")
 
 
-#: pathspec's name for the regex group that captures the ``/`` after a directory match.
-_DIR_MARK = "ps_d"
-#: How pathspec starts the regex of a pattern without an inner slash (``*.log``, ``logs/``).
-_ANY_LEADING_DIRS = "^(?:.+/)?"
-
-
 @dataclass(frozen=True, slots=True)
 class Rule:
-    """One gitignore pattern, as a regex compiled by pathspec."""
+    """One pattern: ``regex`` fullmatches the UTF-8 path relative to its level's folder."""
 
-    regex: re.Pattern[str]
+    regex: re.Pattern[bytes]
     excludes: bool  # False for a negation ("!pattern")
     rescues: bool  # a negation that re-includes default-excluded paths
+    dir_only: bool  # the pattern ended with "/"
 
-    def matches_itself(self, path: str, is_dir: bool) -> bool:
-        """Whether the pattern matches ``path`` itself, as Git matches it.
-
-        pathspec's regexes also match every path under a matching directory (it checks
-        flat file lists); such a match captures the ``/`` after that directory in the
-        ``ps_d`` group. The walk prunes ignored directories itself, so those matches are
-        discarded here: otherwise ``!*/`` (any directory) would re-include the files under
-        every directory. A directory-only pattern (``logs/``) matches a directory when
-        ``ps_d`` captures the slash appended after the directory's own name.
-        """
-        regex = self.regex
-        if _DIR_MARK not in regex.groupindex:
-            return regex.search(path) is not None
-        m = regex.search(path)
-        if m is not None and m.group(_DIR_MARK) is None:
-            return True
-        end = len(path) + 1
-        return is_dir and any(m.end(_DIR_MARK) == end for m in regex.finditer(path + "/"))
+    def matches_itself(self, path: bytes, is_dir: bool) -> bool:
+        """Whether the pattern matches ``path`` itself (never merely a folder above it: the walk
+        prunes ignored folders itself)."""
+        return (is_dir or not self.dir_only) and self.regex.fullmatch(path) is not None
 
 
 @dataclass(frozen=True, slots=True)
 class IgnoreLevel:
-    """The patterns of one ignore file (or of the config), matched relative to ``base``."""
+    """The patterns of one ignore file (or of the config), matched relative to ``base``.
 
-    base: str  # "" for the root, else "dir/sub/" (with the trailing slash)
+    ``base`` is the folder relative to the walk's anchor (``""``, else ``"dir/sub/"``) as UTF-8
+    bytes; ``git`` marks Git's own files (``.gitignore``, ``info/exclude``, ``core.excludesFile``),
+    whose rules do not apply to files Git tracks.
+    """
+
+    base: bytes
     rules: tuple[Rule, ...]  # in file order
-    any_rule: re.Pattern[str]  # all rules in one alternation: most paths match none
+    any_rule: re.Pattern[bytes]  # all rules in one alternation: most paths match none
+    git: bool = False
 
-    def verdict(self, rel: str, is_dir: bool) -> Rule | None:
-        """The last rule matching the path itself (Git: the last matching pattern wins)."""
+    def verdict(self, rel: bytes, is_dir: bool) -> Rule | None:
+        """The last rule matching the path ``rel`` (UTF-8, relative to the anchor; it lies under ``base``)."""
         path = rel[len(self.base):]
-        if not (self.any_rule.search(path) or is_dir and self.any_rule.search(path + "/")):
+        if self.any_rule.fullmatch(path) is None:
             return None
         for rule in reversed(self.rules):
             if rule.matches_itself(path, is_dir):
@@ -70,64 +62,65 @@ class IgnoreLevel:
         return None
 
 
-def compile_level(lines: Sequence[str], base: str, can_rescue: bool) -> IgnoreLevel | None:
-    """The level for these pattern lines, or ``None`` when they hold no pattern.
+def split_lines(data: bytes) -> list[bytes]:
+    """The lines of an ignore or attributes file as Git splits them: a leading UTF-8 BOM dropped
+    (Git's skip_utf8_bom; kept, it made the first pattern ``\\ufeffsecrets/`` and indexed the
+    secrets), ``\\n`` ends a line and a ``\\r`` before it is dropped; no other character ends one."""
+    if data.startswith(codecs.BOM_UTF8):
+        data = data[len(codecs.BOM_UTF8):]
+    lines = data.split(b"\n")
+    return [line[:-1] if line.endswith(b"\r") else line for line in lines]
 
-    A negation rescues default-excluded paths only from ``.codiiignore`` or the config, and
-    only when its last path component is literal (``!src/build/``, not ``!*/``).
+
+def compile_level(lines: Sequence[bytes | str], base: bytes, can_rescue: bool, *, git: bool = False) -> IgnoreLevel | None:
+    """The level for these pattern lines (str lines are encoded as UTF-8), or ``None`` when they hold no pattern.
+
+    A negation rescues default-excluded paths only from ``.codiiignore`` or the config
+    (``can_rescue``), and only when its last path component is literal (``!src/build/``, not ``!*/``).
     """
-    rules = []
+    rules, basenames, anchored = [], [], []
     for line in lines:
-        try:
-            pattern = GitIgnoreSpecPattern(_fix_trailing_globstar(line))
-        except ValueError:
-            continue  # Git ignores an invalid pattern (``!``, a trailing ``\\``)
-        if pattern.include is None:
+        pattern = wildmatch.parse(line if isinstance(line, bytes) else os.fsencode(line))
+        if pattern is None:
             continue
-        last = pattern.pattern.rstrip().lstrip("!").rstrip("/").rsplit("/", 1)[-1]
+        (basenames if pattern.basename else anchored).append(pattern.core)
         rules.append(Rule(
-            # DOTALL: file names may hold newlines, which pathspec's ``.`` would not match.
-            regex=re.compile(pattern.regex.pattern, pattern.regex.flags | re.DOTALL),
-            excludes=pattern.include,
-            rescues=can_rescue and not pattern.include and not any(c in last for c in "*?["),
+            regex=re.compile(pattern.regex, re.DOTALL),
+            excludes=not pattern.negated,
+            rescues=can_rescue and pattern.negated and not any(c in pattern.last for c in b"*?["),
+            dir_only=pattern.dir_only,
         ))
     if not rules:
         return None
-    return IgnoreLevel(base, tuple(rules), _alternation(r.regex.pattern for r in rules))
+    # Basename patterns share one "any leading folders" prefix: a miss costs one pass, not one per pattern.
+    parts = ([wildmatch.ANY_FOLDERS + b"(?:" + b"|".join(basenames) + b")"] if basenames else []) + anchored
+    return IgnoreLevel(base, tuple(rules), re.compile(b"|".join(b"(?:" + p + b")" for p in parts), re.DOTALL), git)
 
 
-def _alternation(regexes: Iterator[str]) -> re.Pattern[str]:
-    """One regex matching (with ``.search``) wherever any of ``regexes`` does.
-
-    Each alternative is anchored at the start (``.*?`` before an unanchored one), and the
-    alternatives of pathspec's "any leading directories" form share one ``(?:.+/)?`` prefix,
-    so a miss costs a few passes instead of one per pattern and start position. A group
-    name may appear only once per regex, so pathspec's ``ps_d`` group becomes a plain ``/``.
-    """
-    any_dirs, rest = [], []
-    for regex in regexes:
-        regex = regex.replace(f"(?P<{_DIR_MARK}>/)", "/")
-        if regex.startswith(_ANY_LEADING_DIRS):
-            any_dirs.append(regex[len(_ANY_LEADING_DIRS):])
-        else:
-            rest.append(regex[1:] if regex.startswith("^") else ".*?" + regex)
-    if any_dirs:
-        rest.append(_ANY_LEADING_DIRS[1:] + "(?:" + "|".join(any_dirs) + ")")
-    return re.compile("^(?:" + "|".join(f"(?:{p})" for p in rest) + ")", re.DOTALL)
+def pattern_problem(pattern: str) -> str | None:
+    """Why ``pattern`` (a config ``ignore_patterns`` entry) can match nothing, or None: an empty
+    negation, a trailing backslash, an unclosed ``[`` or an unknown ``[:class:]``."""
+    parsed = wildmatch.parse(os.fsencode(pattern))
+    if parsed is not None and parsed.core == wildmatch.NEVER:
+        return f"{pattern!r} is not a valid gitignore pattern (it can match nothing)"
+    return None
 
 
-def _fix_trailing_globstar(line: str) -> str:
-    """``a/**/`` -> ``a/**/*/``: the same directories for Git (those under ``a``), but
-    pathspec 1.1.1 turns ``a/**/`` into a match of ``a`` itself."""
-    stripped = line.rstrip()
-    return stripped + "*/" if stripped.endswith("/**/") else line
+def read_ignore_file(path: str, base: bytes, can_rescue: bool, *, git: bool = False) -> IgnoreLevel | None:
+    """The level of the ignore file at ``path``; an unreadable one is ignored like a missing one, as Git does."""
+    return compile_level(split_lines(read_bytes(path)), base, can_rescue, git=git)
 
 
-def read_ignore_file(path: str, base: str, can_rescue: bool) -> IgnoreLevel | None:
-    # Git reads ignore files as bytes; an unreadable one is ignored like a missing one.
-    try:
-        with open(path, "rb") as fh:
-            text = fh.read().decode("utf-8", errors="replace")
-    except OSError:
-        return None
-    return compile_level(text.splitlines(), base, can_rescue)
+def outer_levels(tree: WorkTree) -> tuple[IgnoreLevel, ...]:
+    """Git's levels above the root's own ``.gitignore`` files, lowest precedence first:
+    ``core.excludesFile`` and ``info/exclude`` (relative to the work tree's top), then, for a
+    root below the top, the ``.gitignore`` of each folder from the top down to the root's parent."""
+    levels = [read_ignore_file(excludes_file(tree.top), b"", can_rescue=False, git=True),
+              read_ignore_file(git_info_path(tree.top, "exclude"), b"", can_rescue=False, git=True)]
+    parts = tree.prefix.split("/")[:-1]
+    for depth in range(len(parts)):
+        folder = "".join(part + "/" for part in parts[:depth])
+        path = os.path.join(tree.top, folder, ".gitignore")
+        if not os.path.islink(path):  # Git does not follow a symlinked .gitignore
+            levels.append(read_ignore_file(path, os.fsencode(folder), can_rescue=False, git=True))
+    return tuple(level for level in levels if level is not None)

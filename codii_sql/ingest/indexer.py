@@ -15,12 +15,12 @@ from ..models.embedder import Embedder
 from ..storage import health
 from ..storage.lock import vector_lock, vectors_running, writer_lock
 from ..storage.store import SCHEMA_VERSION, Store
-from .chunking import CHUNKER_VERSION
-from .config import DEFAULT_MAX_FILE_BYTES, extension_filter, load_config, scan_rules
+from .chunking import CHUNKER_VERSION, ChunkSizes
+from .config import DEFAULT_MAX_FILE_BYTES, CodebaseConfig, bounded, extension_filter, load_config, scan_rules
 from .embedding import embed_queued
 from .lexical import LexicalPhase
 from .plan import Plan, make_plan
-from .report import BuildReport, Progress
+from .report import BuildReport, Progress, skip_listing
 
 
 def index_settings(embedder: Embedder) -> dict:
@@ -71,12 +71,21 @@ class Indexer:
             lexical phase (a search embeds a few edited chunks itself and leaves a large queue
             to a background worker); None: whatever is queued.
         prefer: asked before each vector batch for the files whose chunks go first.
+        workers: chunking processes (0: one per core, up to 4); recorded, so later builds keep it
+            until told otherwise; None: as recorded, else ``.codii.yaml``'s ``workers``, else 0.
+
+    ``.codii.yaml``'s ``max_chunk_size``, ``min_chunk_size`` and ``embedding_batch_size`` are read
+    at each build and recorded in the snapshot; a change of the chunk sizes re-chunks every file.
+
+    Raises:
+        UsageError: ``workers`` is out of range.
     """
 
     def __init__(self, codebase: Codebase, embedder: Embedder | None, *, progress: Progress | None = None,
                  cache: EmbeddingCache | None = None, ignore_patterns: Iterable[str] | None = None,
                  extensions: Iterable[str] | None = None, vectors: bool | None = None,
-                 max_inline: int | None = None, prefer: Callable[[], Iterable[str]] | None = None):
+                 max_inline: int | None = None, prefer: Callable[[], Iterable[str]] | None = None,
+                 workers: int | None = None):
         self.codebase = codebase
         self.embedder = embedder
         self.progress = progress or (lambda phase, done, total: None)
@@ -88,6 +97,11 @@ class Indexer:
         self.prefer = prefer
         self.max_file_bytes = DEFAULT_MAX_FILE_BYTES
         self.reuse_index_vectors = True
+        try:
+            self.workers = bounded(workers, "workers")
+        except ValueError as err:
+            raise UsageError(str(err)) from None
+        self.embedding_batch_size: int | None = None
 
     def build(self, *, force: bool = False, wait: bool = True) -> BuildReport:
         """Bring the index up to date with the files on disk and return what changed.
@@ -154,12 +168,17 @@ class Indexer:
         self.reuse_index_vectors = not (force and self.cache is None)
         if force:
             self._start_over(store, settings)
-        if store.meta().get("chunker_version") not in (None, CHUNKER_VERSION):
-            # New chunking rules: re-chunk every file instead of refusing the index. Chunk texts
-            # that did not change keep their vectors (looked up by text hash), so it is cheap.
+        config = self._config()
+        sizes = {"max_chunk_size": config.max_chunk_size, "min_chunk_size": config.min_chunk_size}
+        meta = store.meta()
+        if meta.get("chunker_version") not in (None, CHUNKER_VERSION) or meta.get("chunk_sizes", sizes) != sizes:
+            # New chunking rules or sizes: re-chunk every file instead of refusing the index. Chunk
+            # texts that did not change keep their vectors (looked up by text hash), so it is cheap.
             with store.transaction():
                 store.run("files_mark_reindex")
                 store.set_meta(chunker_version=CHUNKER_VERSION)
+        workers = next((w for w in (self.workers, meta.get("workers"), config.workers) if w is not None), 0)
+        self.embedding_batch_size = config.embedding_batch_size
         store.check_compatible(settings)
         if self.embedder.dims is not None:
             store.fit_vector_tables(self.embedder.dims)
@@ -168,13 +187,16 @@ class Indexer:
             store.set_meta(**settings, root=str(self.codebase.root), status="indexing", pid=os.getpid(),
                            started_at=time.time(), phase="scan", error=None,
                            vectors_enabled=self._vectors_on(store), embedder=self.embedder.name,
-                           **({"vectors": self.vectors} if self.vectors is not None else {}))
+                           chunk_sizes=sizes, embedding_batch_size=config.embedding_batch_size,
+                           **({"vectors": self.vectors} if self.vectors is not None else {}),
+                           **({"workers": self.workers} if self.workers is not None else {}))
         report = BuildReport()
         try:
             plan = self.plan(store)
             self.max_file_bytes = plan.max_file_bytes
             LexicalPhase(store, self.codebase.root, self.embedder.model_id, self.cache, self.progress,
-                         self.reuse_index_vectors).run(plan, report, self._options(store))
+                         self.reuse_index_vectors, ChunkSizes(sizes["max_chunk_size"], sizes["min_chunk_size"]),
+                         workers).run(plan, report, self._options(store))
         except BaseException as err:
             why = ("interrupted; every file committed so far is kept, run build again to finish"
                    if isinstance(err, KeyboardInterrupt) else f"{type(err).__name__}: {err}")
@@ -190,8 +212,20 @@ class Indexer:
         with store.transaction():
             store.set_meta(status="indexed", phase="done", finished_at=time.time(), last_indexed_at=time.time(),
                            merkle_root=report.merkle_root, files=report.files, chunks=report.chunks,
-                           skipped=dict(report.skipped), failed=report.failed, **took)
+                           skipped=dict(report.skipped), skipped_files=skip_listing(report.skipped_files),
+                           failed=report.failed, **took)
         return report
+
+    def _config(self) -> CodebaseConfig:
+        """``.codii.yaml`` of the codebase.
+
+        Raises:
+            UsageError: it is malformed.
+        """
+        try:
+            return load_config(self.codebase.root)
+        except ValueError as err:
+            raise UsageError(str(err)) from None
 
     def _vectors_on(self, store: Store) -> bool:
         return vectors_wanted(self.vectors, store.meta(), self.codebase.root)
@@ -222,7 +256,7 @@ class Indexer:
                 store.set_meta(vectors_pid=os.getpid(), vectors_started_at=time.time(), vectors_error=None)
             try:
                 embed_queued(store, self.embedder, self.cache, report, self.progress, prefer=self.prefer,
-                             reuse_index=self.reuse_index_vectors)
+                             reuse_index=self.reuse_index_vectors, batch_size=self.embedding_batch_size)
             except Exception as err:
                 with store.transaction():
                     store.set_meta(vectors_error=str(err))

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from ..models.cache import EmbeddingCache, text_key
 from ..storage.store import Store
+from .chunking import ChunkSizes
 from .plan import Plan
 from .prepare import Prepared, prepared_files
 from .reclassify import reclassify
@@ -34,7 +35,8 @@ class LexicalPhase:
     """One build's lexical phase over a :class:`Plan` (see the module docstring).
 
     ``model_id`` keys the text hashes; ``reuse_index`` false reuses no vector of this index
-    (``--force --no-cache``: embed everything again).
+    (``--force --no-cache``: embed everything again); ``sizes`` and ``workers`` are the chunk
+    sizes and chunking processes of :func:`~.prepare.prepared_files`.
     """
 
     store: Store
@@ -43,6 +45,8 @@ class LexicalPhase:
     cache: EmbeddingCache | None
     progress: Progress
     reuse_index: bool = True
+    sizes: ChunkSizes = ChunkSizes()
+    workers: int = 0
 
     def run(self, plan: Plan, report: BuildReport, scan_options: tuple[list[str], list[str] | None]) -> None:
         """Write every added, modified and re-indexed file of ``plan`` in batches, then the removals."""
@@ -53,6 +57,7 @@ class LexicalPhase:
         report.unchanged = (len(plan.files) - sum(plan.skipped_after_read.values()) - report.added - report.modified
                             - report.reindexed)
         report.skipped.update(plan.skipped_after_read)
+        report.skipped_files.extend(plan.skipped_paths)
         written = {*plan.added, *plan.modified, *plan.reindexed}
         if plan.reclassify:
             reclassify(self.store, self.root, [f for p, f in plan.files.items() if p not in written],
@@ -77,12 +82,14 @@ class LexicalPhase:
         self.progress("chunk", 0, len(todo))
         with self.store.transaction():
             self.store.set_meta(phase="chunk", files_done=0, files_total=len(todo))
-        prepared = prepared_files(self.root, todo, plan.max_file_bytes, window=4 * BATCH_FILES)
+        prepared = prepared_files(self.root, todo, plan.max_file_bytes, window=4 * BATCH_FILES, sizes=self.sizes,
+                                  workers=self.workers)
         for batch in _batches(self._counted(prepared, len(todo))):
             ok = []
             for p in batch:
                 if p.skip:
                     report.skipped[p.skip] += 1
+                    report.skipped_files.append((p.path, p.skip))
                 elif p.error:
                     report.failed[p.path] = p.error
                 else:

@@ -30,6 +30,7 @@ class Plan:
     skipped: Counter
     max_file_bytes: int
     skipped_after_read: Counter = field(default_factory=Counter)
+    skipped_paths: list[tuple[str, str]] = field(default_factory=list)  # (path, reason) of both counters
     touched: list[SourceFile] = field(default_factory=list)
     old: merkle.Tree | None = None
     added: list[str] = field(default_factory=list)
@@ -57,7 +58,8 @@ def make_plan(store: Store, root: Path, rules: dict, progress: Callable[[str, in
     result = scan(root, **rules, on_progress=lambda found: progress("scan", found, None))
     progress("scan", len(result.files), len(result.files))
     plan = Plan(files={f.path: f for f in result.files}, skipped=Counter(result.skipped),
-                max_file_bytes=rules["max_file_bytes"], attributes=result.attributes,
+                max_file_bytes=rules["max_file_bytes"], skipped_paths=list(result.skipped_paths),
+                attributes=result.attributes,
                 reclassify=stale_roles(store.meta(), result.attributes))
     plan.seconds["scan"] = time.perf_counter() - t
     t = time.perf_counter()
@@ -94,6 +96,7 @@ def _hashes(root: Path, files: list[SourceFile], stored: dict, plan: Plan,
         for i, (f, digest) in enumerate(zip(need, pool.map(lambda f: _hash_file(root, f, cap), need))):
             if not digest.startswith("sha256:"):
                 plan.skipped_after_read[digest] += 1
+                plan.skipped_paths.append((f.path, digest))
                 continue
             hashes[f.path] = digest[len("sha256:"):]
             row = stored.get(f.path)

@@ -13,13 +13,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..text import cjk_bigrams, decode_source, identifier_subtokens
-from .chunking import Chunk, chunk_source, read_source
+from .chunking import Chunk, ChunkSizes, chunk_source, read_source
 from .generated import declares_generated
 from .read import read_file
 from .walk import SourceFile
 
 #: Below this many files to chunk, worker processes cost more to start than they save.
 POOL_MIN_FILES = 64
+#: Worker processes by default: one per core, at most this many (the writer and the model need the others).
+MAX_AUTO_WORKERS = 4
 #: How often (seconds) a worker checks that the process it works for is still alive.
 ORPHAN_CHECK_SECONDS = 1.0
 
@@ -44,8 +46,9 @@ class Prepared:
     generated: bool = False  # the bytes declare it generated (generated.declares_generated)
 
 
-def prepare_file(root: str, f: SourceFile, max_file_bytes: int) -> Prepared:
-    """Read, hash, decode and chunk one file. Never raises: failures land in ``skip``/``error``.
+def prepare_file(root: str, f: SourceFile, max_file_bytes: int, sizes: ChunkSizes = ChunkSizes()) -> Prepared:
+    """Read, hash, decode and chunk one file (``sizes``: the chunk sizes in characters of
+    ``.codii.yaml``). Never raises: failures land in ``skip``/``error``.
 
     ``max_file_bytes`` caps the text that gets indexed: the file, or a notebook's cells (its
     file may be larger, see :func:`~.config.size_cap`); over it the file is skipped as ``too-large``.
@@ -63,7 +66,7 @@ def prepare_file(root: str, f: SourceFile, max_file_bytes: int) -> Prepared:
             out.skip = "too-large"
             return out
         out.language = source.language
-        out.chunks = chunk_source(source)
+        out.chunks = chunk_source(source, sizes=sizes)
         out.subtokens = chunk_subtokens(f.path, out.chunks)
     except Exception as err:  # one bad file must not stop the build; it is retried next run
         out.error = f"{type(err).__name__}: {err}"
@@ -84,15 +87,16 @@ def chunk_subtokens(path: str, chunks: list[Chunk]) -> list[str]:
             for c in chunks]
 
 
-def prepared_files(root: Path, todo: list[SourceFile], max_file_bytes: int, *, window: int) -> Iterator[Prepared]:
-    """:func:`prepare_file` of each of ``todo``, in order; in worker processes from
-    :data:`POOL_MIN_FILES` files on, at most ``window`` files ahead of the consumer (never the
-    whole repository in memory at once)."""
+def prepared_files(root: Path, todo: list[SourceFile], max_file_bytes: int, *, window: int,
+                   sizes: ChunkSizes = ChunkSizes(), workers: int = 0) -> Iterator[Prepared]:
+    """:func:`prepare_file` of each of ``todo``, in order; in ``workers`` processes (0: one per
+    core, at most :data:`MAX_AUTO_WORKERS`) from :data:`POOL_MIN_FILES` files on, at most
+    ``window`` files ahead of the consumer (never the whole repository in memory at once)."""
     if len(todo) < POOL_MIN_FILES:
         for f in todo:
-            yield prepare_file(str(root), f, max_file_bytes)
+            yield prepare_file(str(root), f, max_file_bytes, sizes)
         return
-    workers = max(1, min(4, (os.cpu_count() or 2)))
+    workers = workers or max(1, min(MAX_AUTO_WORKERS, (os.cpu_count() or 2)))
     # forkserver/spawn, not fork: a forked worker would inherit the writer lock's file
     # descriptor and keep the codebase locked after this process is killed.
     methods = multiprocessing.get_all_start_methods()
@@ -100,13 +104,13 @@ def prepared_files(root: Path, todo: list[SourceFile], max_file_bytes: int, *, w
     pool = cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_exit_with,
                                   initargs=(os.getpid(),))
     try:
-        futures = [pool.submit(prepare_file, str(root), f, max_file_bytes) for f in todo[:window]]
+        futures = [pool.submit(prepare_file, str(root), f, max_file_bytes, sizes) for f in todo[:window]]
         nxt = len(futures)
         for i in range(len(todo)):
             yield futures[i].result()
             futures[i] = None
             if nxt < len(todo):
-                futures.append(pool.submit(prepare_file, str(root), todo[nxt], max_file_bytes))
+                futures.append(pool.submit(prepare_file, str(root), todo[nxt], max_file_bytes, sizes))
                 nxt += 1
     finally:
         # A build stopped early (server exit, an error) drops the files queued ahead instead of

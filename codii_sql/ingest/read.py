@@ -9,16 +9,19 @@ import stat
 from pathlib import Path
 
 from .config import DEFAULT_MAX_FILE_BYTES, is_notebook, size_cap
+from .generated import COMMENT_LINE
 from .walk import SourceFile
 
 #: A NUL byte in this many leading bytes marks a file binary (Git looks at the first 8000
 #: bytes in ``buffer_is_binary``; the issue rounds to 8 KiB).
 SNIFF_BYTES = 8192
-#: A file longer than this whose lines average more than MINIFIED_MEAN_LINE bytes is a
-#: minified or generated bundle whatever its name (a 677 KB one-line app.js made 1,490
-#: one-line chunks of noise and cost minutes of model time).
+#: A file longer than this whose lines average more than MINIFIED_MEAN_LINE bytes, and whose
+#: long lines are as many as its lines of code, is a minified or generated bundle whatever its
+#: name (a 677 KB one-line app.js made 1,490 one-line chunks of noise and cost minutes of model time).
 MINIFIED_MIN_BYTES = 16 * 1024
 MINIFIED_MEAN_LINE = 1000
+#: Line ends as :func:`~codii_sql.text.decode_source` reads them: a lone CR ends a line too.
+_LINE_END = re.compile(rb"\r\n?|\n")
 
 #: A private key whatever the file is called (``deploy_key``): PEM/OpenSSH armour (RFC 7468).
 _PRIVATE_KEY = re.compile(rb"\A\s*-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----")
@@ -33,11 +36,10 @@ def read_file(root: Path, f: SourceFile, *, max_file_bytes: int = DEFAULT_MAX_FI
             A notebook may be larger (:func:`~.config.size_cap`): its outputs are not indexed.
     Returns:
         bytes: the whole content, or a reason string: ``"vanished"`` (deleted since the
-        scan), ``"unreadable"``, ``"not-regular-file"`` (replaced by a FIFO or device since
-        the scan; opened non-blocking, so it never hangs), ``"too-large"``, ``"binary"``
+        scan), ``"unreadable"``, ``"not-regular-file"`` (replaced by a folder, FIFO or device
+        since the scan; opened non-blocking, so it never hangs), ``"too-large"``, ``"binary"``
         (a NUL byte in the first :data:`SNIFF_BYTES`, unless the file starts with a UTF-16
-        byte-order mark), ``"minified"`` (over :data:`MINIFIED_MIN_BYTES` with lines of
-        :data:`MINIFIED_MEAN_LINE` bytes on average; never a notebook, whose long lines are
+        byte-order mark), ``"minified"`` (:func:`is_minified`; never a notebook, whose long lines are
         outputs), ``"secret"`` (a private key).
     """
     cap = size_cap(f.path, max_file_bytes)
@@ -47,24 +49,47 @@ def read_file(root: Path, f: SourceFile, *, max_file_bytes: int = DEFAULT_MAX_FI
         return "vanished"
     except OSError:
         return "unreadable"
-    with open(fd, "rb") as fh:
-        try:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                return "not-regular-file"
+    try:
+        # fstat before wrapping: open() of a folder's descriptor raises IsADirectoryError (a
+        # branch switch turning mod.py into mod.py/ ended the whole build with it).
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return "not-regular-file"
+        with open(fd, "rb", closefd=False) as fh:
             data = fh.read(cap + 1)
-        except OSError:
-            return "unreadable"
+    except OSError:
+        return "unreadable"
+    finally:
+        os.close(fd)
     if len(data) > cap:
         return "too-large"
     head = data[:SNIFF_BYTES]
     if is_binary(head):
         return "binary"
-    minified = len(data) > MINIFIED_MIN_BYTES and len(data) > MINIFIED_MEAN_LINE * (data.count(b"\n") + 1)
-    if minified and not is_notebook(f.path):
+    if is_minified(data) and not is_notebook(f.path):
         return "minified"
     if is_private_key(head):
         return "secret"
     return data
+
+
+def is_minified(data: bytes) -> bool:
+    """True for a file minified as a whole: over :data:`MINIFIED_MIN_BYTES`, lines of over
+    :data:`MINIFIED_MEAN_LINE` bytes on average (lines ended by LF, CRLF or a lone CR, as the
+    decoder ends them), and at least as many such long lines as short lines of code (a bundle's
+    licence banner and ``//# sourceMappingURL`` are comments). One long line in a module (a base64
+    constant, a data URI) leaves it source: its other lines are code, and the chunker windows the long one."""
+    if len(data) <= MINIFIED_MIN_BYTES:
+        return False
+    ends = data.count(b"\n") + data.count(b"\r") - data.count(b"\r\n")
+    if len(data) <= MINIFIED_MEAN_LINE * (ends + 1):
+        return False
+    long = code = 0
+    for line in _LINE_END.split(data):
+        if len(line) > MINIFIED_MEAN_LINE:
+            long += 1
+        elif line.strip() and not COMMENT_LINE.match(line):
+            code += 1
+    return long >= code
 
 
 def is_binary(data: bytes) -> bool:

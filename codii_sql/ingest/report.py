@@ -6,6 +6,14 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+#: Skipped paths listed at most (``status --skipped``, ``build --json``, the MCP status); the rest are counted.
+SKIPPED_LISTED = 200
+#: The order in which skipped paths are listed, by reason: first what a user would not expect
+#: to be left out, last what they asked to leave out.
+SKIP_ORDER = ("secret", "too-large", "minified", "binary", "undecodable-name", "unreadable", "not-regular-file",
+              "vanished", "symlink-outside-root", "symlink-loop", "symlink-dangling", "binary-extension",
+              "lock-file", "nested-repository", "extension-filter", "default-excluded", "ignored")
+
 Progress = Callable[[str, int, int | None], None]
 """``progress(phase, done, total)``: phases scan (files found; total None until the walk ends), hash
 (files whose stat changed), chunk (files chunked and written) and vectors (chunks with a vector)."""
@@ -21,7 +29,12 @@ class BuildReport:
     transactions), ``lexical`` (all of the lexical phase: every file searchable by BM25 at its
     end), ``vectors`` (the vector phase: look-ups, the model and its commits).
     ``vectors_pending`` is the number of chunks still without a vector when the build returned
-    (vectors off, left to a background worker, or a failed vector phase).
+    (vectors off, left to a background worker, or a failed vector phase). A chunk that got its
+    vector in this build was embedded (``chunks_embedded``), found in the index or the cache
+    (``vectors_reused``), or holds the same text as a chunk embedded in the same batch
+    (``vectors_deduplicated``): for a new index, ``chunks_written`` is their sum plus ``vectors_pending``. ``skipped`` counts
+    skipped paths by reason and ``skipped_files`` names them: ``(path, reason)``, a folder's path
+    ending in ``/``.
     """
 
     files: int = 0
@@ -35,7 +48,9 @@ class BuildReport:
     chunks_written: int = 0
     chunks_embedded: int = 0
     vectors_reused: int = 0
+    vectors_deduplicated: int = 0
     skipped: Counter = field(default_factory=Counter)
+    skipped_files: list[tuple[str, str]] = field(default_factory=list)
     failed: dict[str, str] = field(default_factory=dict)
     seconds: float = 0.0
     phase_seconds: Counter = field(default_factory=Counter)
@@ -47,6 +62,16 @@ class BuildReport:
         """JSON-ready dict."""
         out = dict(self.__dict__)
         out["skipped"] = dict(self.skipped)
+        out["skipped_files"] = skip_listing(self.skipped_files)
         out["phase_seconds"] = {k: round(v, 3) for k, v in self.phase_seconds.items()}
         out["seconds"] = round(self.seconds, 3)
         return out
+
+
+def skip_listing(skipped: list[tuple[str, str]], limit: int = SKIPPED_LISTED) -> dict:
+    """``{"files": [{"path", "reason"}], "more": N}``: the first ``limit`` of the ``(path, reason)``
+    pairs in :data:`SKIP_ORDER`, then by path, and how many were left out."""
+    rank = {reason: i for i, reason in enumerate(SKIP_ORDER)}
+    ordered = sorted(skipped, key=lambda pr: (rank.get(pr[1], -1), pr[1], pr[0]))
+    return {"files": [{"path": path, "reason": reason} for path, reason in ordered[:limit]],
+            "more": max(0, len(ordered) - limit)}

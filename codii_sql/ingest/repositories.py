@@ -1,8 +1,16 @@
-"""Where Git keeps a repository: ``.git`` directories and ``gitdir:`` files, ``info/`` files, nested repositories."""
+"""Where Git keeps a repository: ``.git`` directories and ``gitdir:`` files, ``info/`` files, nested
+repositories, and what only Git itself knows of one (``core.excludesFile``, the tracked files)."""
 
 from __future__ import annotations
 
 import os
+import stat
+import subprocess
+from dataclasses import dataclass
+
+#: Seconds a ``git`` command may take before the scan goes on without its answer. ``git ls-files``
+#: answers in milliseconds; it hangs only where Git itself would (a FIFO in place of an ignore file).
+GIT_TIMEOUT_SECONDS = 10
 
 
 def git_info_path(root: str, name: str) -> str:
@@ -28,16 +36,67 @@ def git_info_path(root: str, name: str) -> str:
     return os.path.join(git_dir, "info", name)
 
 
-def in_git_work_tree(root: str) -> bool:
-    """Whether ``root`` or a folder above it holds a ``.git`` (so ``root`` is in a Git work tree)."""
+@dataclass(frozen=True, slots=True)
+class WorkTree:
+    """The Git work tree a scan root lies in: its ``top`` folder and the root's place in it,
+    ``prefix`` (``""`` for the top itself, else ``"sub/dir/"``)."""
+
+    top: str
+    prefix: str
+
+
+def work_tree(root: str) -> WorkTree | None:
+    """The work tree holding ``root`` (absolute): the nearest folder at or above it whose ``.git``
+    is a repository as Git sees one (:func:`is_repository`), or None."""
     path = root
     while True:
-        if os.path.lexists(os.path.join(path, ".git")):
-            return True
+        dot_git = os.path.join(path, ".git")
+        if os.path.lexists(dot_git) and _is_repository_at(dot_git):
+            rel = os.path.relpath(root, path)
+            return WorkTree(path, "" if rel == "." else rel.replace(os.sep, "/") + "/")
         parent = os.path.dirname(path)
         if parent == path:
-            return False
+            return None
         path = parent
+
+
+def excludes_file(top: str) -> str:
+    """Git's ``core.excludesFile`` for the work tree at ``top`` (any config level, ``~`` expanded),
+    else its default ``$XDG_CONFIG_HOME/git/ignore`` (``~/.config/git/ignore`` when unset or empty).
+    Without ``git`` on the PATH, the default."""
+    try:
+        out = _git(top, "config", "--path", "--get", "core.excludesFile")
+    except OSError:
+        out = None
+    if out:
+        return os.path.join(top, os.fsdecode(out.rstrip(b"\n")))
+    xdg = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    return os.path.join(xdg, "git", "ignore")
+
+
+def tracked_but_ignored(root: str) -> set[str]:
+    """The files under ``root`` that Git tracks although its ignore rules match them (``git add -f``,
+    or added before the rule), relative to ``root``: ``git ls-files`` lists them, so the walk does.
+    Empty without ``git``, or when it fails (a repository it refuses as another user's)."""
+    try:
+        out = _git(root, "ls-files", "-z", "--cached", "--ignored", "--exclude-standard")
+    except OSError:
+        return set()
+    return {os.fsdecode(p) for p in (out or b"").split(b"\0") if p}
+
+
+def _git(cwd: str, *args: str) -> bytes | None:
+    """``git -C cwd ARGS``'s stdout, or None when it exits non-zero (an unset key, a refused repository).
+
+    Raises:
+        OSError: no ``git`` on the PATH.
+    """
+    try:
+        done = subprocess.run(["git", "-C", cwd, *args], capture_output=True, timeout=GIT_TIMEOUT_SECONDS,
+                              stdin=subprocess.DEVNULL, check=False)
+    except subprocess.TimeoutExpired:
+        return None
+    return done.stdout if done.returncode == 0 else None
 
 
 def is_repository(dot_git: os.DirEntry | None) -> bool:
@@ -45,18 +104,21 @@ def is_repository(dot_git: os.DirEntry | None) -> bool:
     or a file ``gitdir: PATH`` (a submodule's or a worktree's link) whose PATH is one. An empty
     ``.git`` folder or a dangling link does not: ``git status`` lists such a folder's files as the
     outer repository's own."""
-    if dot_git is None:
-        return False
+    return dot_git is not None and _is_repository_at(dot_git.path)
+
+
+def _is_repository_at(dot_git: str) -> bool:
+    """:func:`is_repository` of the ``.git`` entry at path ``dot_git``."""
     try:
-        if dot_git.is_dir():
-            return is_git_dir(dot_git.path)
-        with open(dot_git.path, encoding="utf-8") as fh:
+        if os.path.isdir(dot_git):
+            return is_git_dir(dot_git)
+        with open(dot_git, encoding="utf-8") as fh:
             first = fh.readline()
     except (OSError, UnicodeDecodeError):
         return False
     if not first.startswith("gitdir:"):
         return False
-    return is_git_dir(os.path.join(os.path.dirname(dot_git.path), first[len("gitdir:"):].strip()))
+    return is_git_dir(os.path.join(os.path.dirname(dot_git), first[len("gitdir:"):].strip()))
 
 
 def is_git_dir(path: str) -> bool:
@@ -74,11 +136,22 @@ def is_git_dir(path: str) -> bool:
 
 
 def read_bytes(path: str) -> bytes:
-    """The bytes of a small metadata file, or ``b""`` when it is missing or unreadable."""
+    """The bytes of a small metadata file (an ignore or attributes file), or ``b""`` when it is
+    missing, unreadable or no regular file: opened non-blocking, so a FIFO in its place never hangs."""
     if not path:
         return b""
     try:
-        with open(path, "rb") as fh:
-            return fh.read()
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:
         return b""
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return b""
+        blocks = []
+        while block := os.read(fd, 1 << 16):
+            blocks.append(block)
+        return b"".join(blocks)
+    except OSError:
+        return b""
+    finally:
+        os.close(fd)

@@ -10,6 +10,7 @@ from ..models.cache import EmbeddingCache, text_key
 from ..models.wordpiece import count_tokens
 from ..storage.store import Store
 from . import roles
+from .config import load_config
 from .prepare import prepared_files
 from .vectors import known_vectors
 from .walk import scan
@@ -57,13 +58,18 @@ def survey(root: Path, rules: dict, *, store: Store | None, cache: EmbeddingCach
     count what it finds, and find the chunk texts the model would embed. Writes nothing.
 
     ``store`` (an existing index) and ``cache`` supply known vectors; ``max_tokens`` caps each text's
-    word pieces as the model does.
+    word pieces as the model does. Chunk sizes and workers come from ``.codii.yaml``, as a build's do.
+
+    Raises:
+        ValueError: ``.codii.yaml`` is malformed.
     """
     out = Survey()
+    config = load_config(root)
     result = scan(root, **rules)
     out.skipped.update(result.skipped)
     keys: dict[str, str] = {}
-    for p in prepared_files(root, result.files, rules["max_file_bytes"], window=1024):
+    for p in prepared_files(root, result.files, rules["max_file_bytes"], window=1024, sizes=config.chunk_sizes,
+                            workers=config.workers or 0):
         if p.skip or p.error:
             out.skipped[p.skip or "failed"] += 1
             continue

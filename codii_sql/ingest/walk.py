@@ -4,25 +4,33 @@ The walk reads only directory listings, ``stat`` results and ignore files, never
 contents, so re-scanning an unchanged tree costs no reads; :func:`read_file` reads one file
 later and does the binary sniffing.
 
-Ignore rules (Git's ``gitignore(5)`` semantics, compiled by pathspec's ``GitIgnoreSpecPattern``), from
-lowest to highest precedence:
+Ignore rules are Git's (``gitignore(5)``, matched as Git's wildmatch does: :mod:`.wildmatch`), so
+that inside a Git work tree the files walked are those ``git ls-files --cached --others
+--exclude-standard`` lists. From lowest to highest precedence:
 
-1. ``$GIT_DIR/info/exclude`` of the repository at the root (``ROOT/.git`` as a directory, or
-   a ``gitdir:`` file as in worktrees and submodules), relative to the root;
-2. ``.gitignore`` then ``.codiiignore`` in each directory, relative to that directory; a
-   deeper directory's files override its parents'. ``.codiiignore`` uses the same syntax and
-   overrides ``.gitignore`` of the same directory (ripgrep's ``.ignore`` convention);
+1. Git's ``core.excludesFile`` (default ``$XDG_CONFIG_HOME/git/ignore``, else
+   ``~/.config/git/ignore``), then ``$GIT_DIR/info/exclude`` of the work tree the root lies in
+   (``.git`` a directory, or a ``gitdir:`` file as in worktrees and submodules), both relative to
+   the work tree's top; then, when the root is a subfolder of the work tree, the ``.gitignore``
+   of each folder from the top down to the root's parent, each relative to its folder;
+2. ``.gitignore`` then ``.codiiignore`` in each directory under the root, relative to that
+   directory; a deeper directory's files override its parents'. ``.codiiignore`` uses the same
+   syntax and overrides ``.gitignore`` of the same directory (ripgrep's ``.ignore`` convention);
 3. ``ignore_patterns`` (from ``.codii.yaml`` or the argument), relative to the root, like
    patterns given to ``git`` on the command line.
 
 Within one file the last matching pattern wins. An ignored directory is not descended into,
-so as in Git a negation cannot re-include a file under it. Not read: Git's global
-``core.excludesFile`` (the user's machine config, not the codebase's), ignore files above the
-root, and any other ``.*ignore`` file (``.dockerignore``, ``.npmignore``...).
+so as in Git a negation cannot re-include a file under it. Files Git tracks are listed whatever
+Git's own rules (1 and the ``.gitignore`` files) say, as ``git ls-files --cached`` lists them; a
+``.codiiignore`` or ``ignore_patterns`` still excludes them. Outside a work tree, ``core.excludesFile``
+and ``info/exclude`` are not read. Two deliberate differences from Git: the root itself is never
+ignored (a pattern of a parent folder matching it, ``build/``, does not empty the index of
+``build/docs``), and symlinks inside the root are followed (Git lists the link). Any other
+``.*ignore`` file (``.dockerignore``, ``.npmignore``...) has no effect.
 
-After the ignore rules come the default exclusions (VCS metadata, dependency, virtualenv,
-cache and build directories; lock files; minified bundles; binary extensions; files that
-usually hold credentials, such as ``.env``, ``*.pem``, ``id_rsa``). They match
+After the ignore rules come the default exclusions (:mod:`.exclusions`: VCS metadata, dependency,
+virtualenv, cache and build directories; lock files; minified bundles; binary extensions; files
+that usually hold credentials, such as ``.env``, ``*.pem``, ``id_rsa``). They match
 names of path components relative to the root only, so a root that itself lives under
 ``build/`` is indexed. A negation in a ``.codiiignore`` or in ``ignore_patterns`` (for
 example ``!src/build/``) re-includes a default-excluded path; a ``.gitignore`` negation does
@@ -55,14 +63,9 @@ from pathlib import Path
 from .attributes import Attributes
 from .attributes import FILE_NAME as ATTRIBUTES_FILE
 from .config import DEFAULT_MAX_FILE_BYTES, normalize_extensions, positive_int, size_cap
-from .ignore import (
-    IGNORE_FILE_NAMES,
-    IgnoreLevel,
-    Rule,
-    compile_level,
-    read_ignore_file,
-)
-from .repositories import git_info_path, in_git_work_tree, is_repository, read_bytes
+from .exclusions import VIRTUALENV_MARKER, default_file_reason, excluded_dir
+from .ignore import IGNORE_FILE_NAMES, IgnoreLevel, Rule, compile_level, outer_levels, read_ignore_file
+from .repositories import git_info_path, is_repository, read_bytes, tracked_but_ignored, work_tree
 
 #: Files found between two calls of :func:`scan`'s ``on_progress``.
 PROGRESS_EVERY = 500
@@ -74,41 +77,6 @@ SKIP_REASONS = (
     "extension-filter", "symlink-outside-root", "symlink-loop", "symlink-dangling",
     "unreadable", "not-regular-file", "undecodable-name",
 )
-
-_DEFAULT_EXCLUDED_DIRS = frozenset({
-    ".git", ".hg", ".svn", "node_modules", ".venv", "venv", "__pycache__", ".mypy_cache",
-    ".pytest_cache", ".ruff_cache", ".tox", ".nox", "dist", "build", "target", ".next",
-    ".gradle", ".idea", ".vscode",
-})
-_VIRTUALENV_MARKER = "pyvenv.cfg"
-_LOCK_FILES = frozenset({
-    "package-lock.json", "npm-shrinkwrap.json", "yarn.lock", "pnpm-lock.yaml", "bun.lockb",
-    "poetry.lock", "Pipfile.lock", "uv.lock", "Cargo.lock", "Gemfile.lock", "composer.lock",
-    "go.sum",
-})
-_MINIFIED_SUFFIXES = (".min.js", ".min.mjs", ".min.css", ".map")
-#: Files that usually hold credentials: never indexed, embedded, cached or served to an agent
-#: unless a ``.codiiignore``/``ignore_patterns`` negation asks for them (``!.env.test``).
-#: Templates of them (``.env.example``) carry no secrets and stay.
-_SECRET_NAMES = frozenset({
-    ".env", ".envrc", ".netrc", ".pgpass", ".pypirc", ".npmrc", ".git-credentials", ".htpasswd",
-    "credentials", "credentials.json", "id_rsa", "id_dsa", "id_ecdsa", "id_ed25519",
-})
-#: How a refusal names that rule (the agent's get_content, inspect --file).
-SECRET_RULE = "usually holds credentials (by its name: .env, *.pem, id_rsa...)"
-_SECRET_SUFFIXES = (".pem", ".key", ".p12", ".pfx", ".jks", ".keystore", ".kdbx", ".ovpn")
-_SECRET_TEMPLATE_SUFFIXES = (".example", ".sample", ".template", ".dist", ".defaults")
-_BINARY_EXTENSIONS = frozenset(
-    "png jpg jpeg gif bmp ico icns webp tif tiff psd heic avif "
-    "zip tar gz tgz bz2 xz zst 7z rar lz4 jar war ear whl egg apk dmg iso deb rpm "
-    "ttf otf woff woff2 eot "
-    "mp3 mp4 m4a aac wav flac ogg opus avi mov mkv webm wmv "
-    "pyc pyo pyd so dylib dll exe o a lib obj class wasm bin "
-    "pdf ai eps doc docx xls xlsx ppt pptx odt "
-    "db sqlite sqlite3 onnx npy npz pkl pickle parquet h5 hdf5 pt pth ckpt safetensors "
-    "tflite pb feather arrow".split()
-)
-
 
 @dataclass(frozen=True, slots=True)
 class SourceFile:
@@ -137,6 +105,8 @@ class ScanResult:
             directory already on the walk chain, or a symlink cycle (ELOOP);
             ``"undecodable-name"`` a name that is not UTF-8; ``"unreadable"`` a directory
             that cannot be listed or an entry that cannot be stat-ed.
+        skipped_paths: ``(path, reason)`` of each skip counted in ``skipped``, in walk order: a
+            folder's path ends in ``/``; an undecodable name is shown with ``\\xNN`` escapes.
         dirs: the directories walked, relative (``""`` the root, else ``"dir/sub/"``): a file
             watcher's changes outside them (ignored trees, nested repositories) need no build.
         attributes: the linguist marks of the walked ``.gitattributes`` files.
@@ -144,6 +114,7 @@ class ScanResult:
 
     files: list[SourceFile]
     skipped: collections.Counter[str] = field(default_factory=collections.Counter)
+    skipped_paths: list[tuple[str, str]] = field(default_factory=list)
     dirs: set[str] = field(default_factory=set)
     attributes: Attributes = field(default_factory=Attributes)
 
@@ -158,6 +129,7 @@ class _Dir:
     levels: tuple[IgnoreLevel, ...]  # lowest precedence first
     parent: _Dir | None
     rescued: bool = False  # re-included by a .codiiignore or config negation
+    git_ignored: bool = False  # ignored by Git's rules, entered only for the files Git tracks in it
 
     def chain_reals(self) -> Iterator[str]:
         d: _Dir | None = self
@@ -167,7 +139,11 @@ class _Dir:
 
 
 class _Walker:
-    """One scan: the root's settings, the skip counter and the files found so far."""
+    """One scan: the root's settings, the skip counter and the files found so far.
+
+    Ignore levels match paths relative to the anchor: the top of the Git work tree the root lies
+    in (``prefix`` is the root's path from there), else the root itself.
+    """
 
     def __init__(self, root: Path, max_file_bytes: int, ignore_patterns: Sequence[str],
                  extensions: tuple[str, ...] | None) -> None:
@@ -175,18 +151,25 @@ class _Walker:
         self.root_real = os.path.realpath(self.root)
         self.max_file_bytes = max_file_bytes
         self.extensions = extensions
-        top = compile_level(list(ignore_patterns), "", can_rescue=True)
+        self.tree = work_tree(self.root)
+        self.prefix = os.fsencode(self.tree.prefix) if self.tree else b""
+        top = compile_level(list(ignore_patterns), self.prefix, can_rescue=True)
         self.top = (top,) if top else ()
         self.files: list[SourceFile] = []
         self.skipped: collections.Counter[str] = collections.Counter()
+        self.skipped_paths: list[tuple[str, str]] = []
         self.dirs: set[str] = set()
         self.attribute_files: list[tuple[str, bytes]] = []
-        self.in_work_tree = in_git_work_tree(self.root)
+        #: Files Git tracks that its rules ignore, and their folders ("a/b/"): listed all the same.
+        self.tracked: set[str] = set()
+        for path in tracked_but_ignored(self.root) if self.tree else ():
+            self.tracked.add(path)
+            parts = path.split("/")[:-1]
+            self.tracked.update("/".join(parts[:i]) + "/" for i in range(1, len(parts) + 1))
 
     def run(self, on_progress: Callable[[int], None] | None = None) -> ScanResult:
-        exclude_path = git_info_path(self.root, "exclude")
-        exclude = read_ignore_file(exclude_path, "", can_rescue=False) if exclude_path else None
-        stack = [_Dir(self.root, "", self.root_real, (exclude,) if exclude else (), None)]
+        levels = outer_levels(self.tree) if self.tree else ()
+        stack = [_Dir(self.root, "", self.root_real, levels, None)]
         reported = 0
         while stack:
             stack.extend(self._visit(stack.pop()))
@@ -198,7 +181,11 @@ class _Walker:
         self.attribute_files.sort(key=lambda base_data: base_data[0].count("/"))
         info = read_bytes(git_info_path(self.root, "attributes"))
         self.attribute_files.extend([("", info)] if info else [])
-        return ScanResult(self.files, self.skipped, self.dirs, Attributes(self.attribute_files))
+        return ScanResult(self.files, self.skipped, self.skipped_paths, self.dirs, Attributes(self.attribute_files))
+
+    def _skip(self, reason: str, path: str) -> None:
+        self.skipped[reason] += 1
+        self.skipped_paths.append((path, reason))
 
     def _visit(self, d: _Dir) -> list[_Dir]:
         """List one directory: record its files, return its subdirectories to walk."""
@@ -206,14 +193,14 @@ class _Walker:
             with os.scandir(d.abs) as it:
                 entries = list(it)
         except OSError:
-            self.skipped["unreadable"] += 1
+            self._skip("unreadable", d.rel)
             return []
         names = {e.name: e for e in entries}
-        if d.parent is not None and _VIRTUALENV_MARKER in names:
-            self.skipped["default-excluded"] += 1
+        if d.parent is not None and VIRTUALENV_MARKER in names:
+            self._skip("default-excluded", d.rel)
             return []
-        if d.parent is not None and self.in_work_tree and not d.rescued and is_repository(names.get(".git")):
-            self.skipped["nested-repository"] += 1
+        if d.parent is not None and self.tree and not d.rescued and is_repository(names.get(".git")):
+            self._skip("nested-repository", d.rel)
             return []
         d.levels = self._with_ignore_files(d, names)
         self._read_attributes(d, names.get(ATTRIBUTES_FILE))
@@ -231,7 +218,8 @@ class _Walker:
             entry = names.get(name)
             # Git (>= 2.32) does not follow a symlinked .gitignore in the working tree.
             if entry is not None and entry.is_file(follow_symlinks=False):
-                level = read_ignore_file(entry.path, d.rel, can_rescue=name != ".gitignore")
+                level = read_ignore_file(entry.path, self.prefix + os.fsencode(d.rel), can_rescue=name != ".gitignore",
+                                         git=name == ".gitignore")
                 if level:
                     levels.append(level)
         return tuple(levels)
@@ -243,10 +231,12 @@ class _Walker:
             if data:
                 self.attribute_files.append((d.rel, data))
 
-    def _verdict(self, d: _Dir, rel: str, is_dir: bool) -> Rule | None:
-        """The deciding rule for a path: the highest-precedence level with a matching rule."""
+    def _verdict(self, d: _Dir, rel: str, is_dir: bool, tracked: bool) -> Rule | None:
+        """The deciding rule for a path: the highest-precedence level with a matching rule (for a
+        path Git tracks, among codii-sql's own levels only)."""
+        path = self.prefix + os.fsencode(rel)
         for level in (*self.top, *reversed(d.levels)):
-            rule = level.verdict(rel, is_dir)
+            rule = None if tracked and level.git else level.verdict(path, is_dir)
             if rule is not None:
                 return rule
         return None
@@ -254,39 +244,44 @@ class _Walker:
     def _visit_entry(self, d: _Dir, entry: os.DirEntry) -> _Dir | None:
         name = entry.name
         if not _encodable(name):
-            self.skipped["undecodable-name"] += 1
+            self._skip("undecodable-name", d.rel + escaped(name))
             return None
         rel = d.rel + name
         try:
             is_dir = entry.is_dir()  # follows symlinks; False for a dangling one
         except OSError:
             is_dir = False
-        rule = self._verdict(d, rel, is_dir)
-        if rule is not None and rule.excludes:
-            self.skipped["ignored"] += 1
+        shown = rel + "/" if is_dir else rel
+        tracked = shown in self.tracked
+        rule = self._verdict(d, rel, is_dir, tracked)
+        if (d.git_ignored and not tracked) or (rule is not None and rule.excludes):
+            self._skip("ignored", shown)
             return None
         rescued = rule is not None and rule.rescues
         if name == ".git":
-            self.skipped["default-excluded"] += 1
+            self._skip("default-excluded", shown)
             return None
         if is_dir:
-            return self._enter_dir(d, entry, rel, rescued)
+            child = self._enter_dir(d, entry, rel, rescued)
+            if child is not None and tracked:  # entered for its tracked files: is the rest ignored?
+                git_rule = self._verdict(d, rel, True, False)
+                child.git_ignored = d.git_ignored or (git_rule is not None and git_rule.excludes)
+            return child
         self._add_file(entry, rel, rescued)
         return None
 
     def _enter_dir(self, d: _Dir, entry: os.DirEntry, rel: str, rescued: bool) -> _Dir | None:
-        name = entry.name
-        if not rescued and (name in _DEFAULT_EXCLUDED_DIRS or name.endswith(".egg-info")):
-            self.skipped["default-excluded"] += 1
+        if not rescued and excluded_dir(entry.name):
+            self._skip("default-excluded", rel + "/")
             return None
-        real = os.path.join(d.real, name)
+        real = os.path.join(d.real, entry.name)
         if entry.is_symlink():
             real = os.path.realpath(entry.path)
             reason = self._symlink_reason(real)
             if reason is None and real in d.chain_reals():
                 reason = "symlink-loop"
             if reason:
-                self.skipped[reason] += 1
+                self._skip(reason, rel + "/")
                 return None
         return _Dir(entry.path, rel + "/", real, d.levels, d, rescued)
 
@@ -297,7 +292,7 @@ class _Walker:
             reason = "extension-filter"
         checked = reason or self._stat_file(entry)
         if isinstance(checked, str):
-            self.skipped[checked] += 1
+            self._skip(checked, rel)
         else:
             self.files.append(SourceFile(rel, checked.st_size, checked.st_mtime_ns))
 
@@ -323,6 +318,12 @@ class _Walker:
         return None if inside else "symlink-outside-root"
 
 
+def escaped(name: str) -> str:
+    """``name`` as it can be shown and stored: bytes that are not UTF-8 (``os`` gave them as lone
+    surrogates) as ``\\xNN``."""
+    return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
 def _encodable(name: str) -> bool:
     """False for names holding bytes that are not UTF-8 (``os`` maps them to lone surrogates,
     which cannot be stored as SQLite TEXT)."""
@@ -333,22 +334,6 @@ def _encodable(name: str) -> bool:
     except UnicodeEncodeError:
         return False
     return True
-
-
-def default_file_reason(name: str) -> str | None:
-    """Why a file named ``name`` is skipped whatever the rules say (``lock-file``, ``minified``,
-    ``secret``, ``binary-extension``), or None."""
-    if name in _LOCK_FILES:
-        return "lock-file"
-    lower = name.lower()
-    if lower.endswith(_MINIFIED_SUFFIXES):
-        return "minified"
-    if (lower in _SECRET_NAMES or lower.endswith(_SECRET_SUFFIXES)
-            or (lower.startswith(".env.") and not lower.endswith(_SECRET_TEMPLATE_SUFFIXES))):
-        return "secret"
-    if lower.rpartition(".")[2] in _BINARY_EXTENSIONS and "." in lower:
-        return "binary-extension"
-    return None
 
 
 def scan(root: Path, *, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,

@@ -19,6 +19,7 @@ from .doctor import doctor
 from .dry_run import dry_run
 from .embedders import embedder_health, embedders_in_use
 from .indexes import OpenIndexes, open_searcher
+from .inspecting import inspect_query
 from .listing import AGENT as AGENT_LISTING, PERSON as PERSON_LISTING, listing
 from .maintenance import clear, clear_target
 from .models import ENV_MODEL, cached_models, check_reranker, models_dir, pull_model
@@ -39,7 +40,8 @@ __all__ = [
     "BuildReport", "Codebase", "ENV_MODEL", "MAX_LIMIT", "MAX_TOKENS", "MIN_TOKENS", "MODES", "Progress", "Result", "SearchOptions",
     "Session", "build", "cached_models", "check_reranker", "clear", "clear_target", "daemon_info",
     "detached", "dry_run", "embedder_health", "embedders_in_use", "start_daemon", "doctor", "ensure_index",
-    "find_codebase", "first_build", "is_index_file", "inspect", "is_locked", "is_stale", "iso", "list_codebases", "models_dir", "open_codebase",
+    "find_codebase", "first_build", "is_index_file", "inspect", "inspect_query", "is_locked", "is_stale", "iso",
+    "list_codebases", "models_dir", "open_codebase",
     "open_searcher", "pull_model", "recorded_filters", "search", "stats", "status",
     "FileSet", "Update", "Watcher", "registered", "watchers", "find_references", "find_symbol", "outline",
 ]

@@ -119,7 +119,7 @@ def _build(work: Codebase, embedder: Embedder, embed_elsewhere: EmbedElsewhere |
     lexical = build(work, force=force, vectors=False, **options)
     cache = EmbeddingCache(options["cache_path"])
     try:
-        pending, reused = unembedded(work, cache)
+        pending, reused, shared = unembedded(work, cache)
         elsewhere = 0
         for done in embed_elsewhere(embedder.name, pending):
             cache.put(done)
@@ -129,19 +129,22 @@ def _build(work: Codebase, embedder: Embedder, embed_elsewhere: EmbedElsewhere |
     final = build(work, vectors=True, **options)  # every vector is in the cache now: no model runs
     lexical.chunks_embedded = final.chunks_embedded + elsewhere
     lexical.vectors_reused += reused  # the lexical phase reuses the vectors of texts it finds in the cache itself
+    lexical.vectors_deduplicated += shared
     lexical.vectors_pending, lexical.vectors_enabled = final.vectors_pending, final.vectors_enabled
     lexical.phase_seconds.update(final.phase_seconds)
     return lexical, elsewhere
 
 
-def unembedded(work: Codebase, cache: EmbeddingCache | None) -> tuple[dict[str, str], int]:
+def unembedded(work: Codebase, cache: EmbeddingCache | None) -> tuple[dict[str, str], int, int]:
     """``{text key: chunk text}`` of the queued chunks whose vectors neither the index nor ``cache``
-    holds, and how many queued chunks have a known vector (reused, as the vector phase counts them)."""
+    holds, how many queued chunks have a known vector (reused, as the vector phase counts them),
+    and how many hold the text of another of the first kind (embedded once for all of them)."""
     with Store(work.db_path, create=False) as store:
         rows = store.rows("vector_queue_next", {"n": -1})
         known = known_vectors(store, cache, [r["text_hash"] for r in rows])
-    return ({r["text_hash"]: r["content"] for r in rows if r["text_hash"] not in known},
-            sum(1 for r in rows if r["text_hash"] in known))
+    texts = {r["text_hash"]: r["content"] for r in rows if r["text_hash"] not in known}
+    reused = sum(1 for r in rows if r["text_hash"] in known)
+    return texts, reused, len(rows) - reused - len(texts)
 
 
 def sweep_scratch(scratch_dir: str | None = None) -> None:

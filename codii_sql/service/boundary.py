@@ -25,7 +25,8 @@ from pathlib import Path, PurePosixPath
 from ..errors import Remedy, UsageError
 from ..ingest.config import DEFAULT_MAX_FILE_BYTES
 from ..ingest.read import SNIFF_BYTES, is_binary, is_private_key
-from ..ingest.walk import SECRET_RULE, default_file_reason, scan
+from ..ingest.exclusions import SECRET_RULE, default_file_reason
+from ..ingest.walk import scan
 
 #: Seconds a scan of the allowed file set is reused. A scan walks the whole tree, so every
 #: get_content call cannot afford one on a large repository; a file newly added to an
@@ -123,13 +124,19 @@ def read_bytes(f: SafeFile, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> bytes:
         fd = os.open(f.real, flags)
     except OSError as err:
         raise PathRefusedError(f"{f.rel!r}: cannot be opened ({err.strerror})") from None
-    with open(fd, "rb") as fh:
+    try:
+        # Checked before wrapping: open() of a folder's descriptor raises IsADirectoryError.
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode) or (st.st_dev, st.st_ino) != (f.dev, f.ino):
             raise PathRefusedError(f"{f.rel!r} changed while it was being opened", Remedy("retry"))
         if st.st_size > max_bytes:
             raise PathRefusedError(f"{f.rel!r} is larger than {max_bytes} bytes: not served")
-        data = fh.read(max_bytes + 1)[:max_bytes]
+        with open(fd, "rb", closefd=False) as fh:
+            data = fh.read(max_bytes + 1)[:max_bytes]
+    except OSError as err:
+        raise PathRefusedError(f"{f.rel!r}: cannot be read ({err.strerror})") from None
+    finally:
+        os.close(fd)
     head = data[:SNIFF_BYTES]
     if is_binary(head):
         # The indexer skips it (scan.read_file): decoded, it would reach the agent as U+FFFD

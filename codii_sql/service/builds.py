@@ -40,9 +40,10 @@ def build(codebase: Codebase, *, force: bool = False, wait: bool = True, progres
           use_cache: bool = True, warn: Callable[[str], None] | None = None,
           embedder: Embedder | None = None, embedder_name: str | None = None, vectors: bool | None = None,
           max_inline: int | None = None, prefer: Callable[[], Iterable[str]] | None = None,
-          cache_path: Path | None = None) -> BuildReport:
+          cache_path: Path | None = None, workers: int | None = None) -> BuildReport:
     """Build or update the index of ``codebase``: the lexical phase, then the vector phase (see
-    :class:`Indexer` for ``vectors``, ``max_inline`` and ``prefer``, and :meth:`Indexer.build` for errors).
+    :class:`Indexer` for ``vectors``, ``max_inline``, ``prefer`` and ``workers``, and :meth:`Indexer.build`
+    for errors).
 
     ``force`` on an index SQLite reports damaged deletes it first (see :func:`discard_damaged`).
     ``warn`` receives one-line warnings that do not stop the build (a damaged embedding cache
@@ -63,7 +64,7 @@ def build(codebase: Codebase, *, force: bool = False, wait: bool = True, progres
         with reword_disk_full(codebase):
             return Indexer(codebase, embedder, progress=progress, cache=cache,
                            ignore_patterns=ignore_patterns, extensions=extensions, vectors=vectors,
-                           max_inline=max_inline, prefer=prefer).build(force=force, wait=wait)
+                           max_inline=max_inline, prefer=prefer, workers=workers).build(force=force, wait=wait)
     finally:
         if cache is not None:
             cache.close()

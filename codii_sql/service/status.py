@@ -9,7 +9,7 @@ from ..codebase import Codebase
 from ..errors import DamagedIndexError, NotIndexedError, Remedy, StorageError, UsageError
 from ..ingest.config import scan_rules as index_scan_rules
 from ..ingest.indexer import Indexer
-from ..ingest.walk import SECRET_RULE, default_file_reason
+from ..ingest.exclusions import SECRET_RULE, default_file_reason
 from ..storage import health
 from ..storage.lock import is_locked, vectors_running
 from ..storage.store import Store
@@ -42,10 +42,12 @@ def status(codebase: Codebase, *, check_stale: bool = True) -> dict:
     """The index's state: ``status`` is not_indexed, indexing, indexed, failed or stale.
 
     ``stale`` means a build would change the index (see :func:`is_stale`; skipped when
-    ``check_stale`` is false). ``failed`` includes a build whose process died. ``damaged``: SQLite's
-    quick_check finds broken pages (``damage`` says which; also skipped when ``check_stale`` is
-    false, or while a build writes; cheap when the file is unchanged, see :mod:`~codii_sql.storage.health`).
-    An index alone (no source here) has ``stale`` None: unknown, and no build, watcher or lock of it.
+    ``check_stale`` is false). ``skipped`` counts the paths the last build skipped by reason, and
+    ``skipped_files`` names them (see :func:`skipped_files`). ``failed`` includes a build whose
+    process died. ``damaged``: SQLite's quick_check finds broken pages (``damage`` says which; also
+    skipped when ``check_stale`` is false, or while a build writes; cheap when the file is
+    unchanged, see :mod:`~codii_sql.storage.health`). An index alone (no source here) has ``stale``
+    None: unknown, and no build, watcher or lock of it.
     """
     out = {"codebase": str(codebase.root), "db": str(codebase.db_path)}
     if not codebase.db_path.is_file():
@@ -63,7 +65,7 @@ def status(codebase: Codebase, *, check_stale: bool = True) -> dict:
                **{k: meta.get(k) for k in ("phase", "files_done", "files_total", "skipped", "failed", "error",
                                               "last_indexed_at", "model_id", "merkle_root")},
                # The snapshot's build_seconds times the lexical phase only: named so, not as the build's.
-               lexical_seconds=meta.get("build_seconds"),
+               lexical_seconds=meta.get("build_seconds"), skipped_files=skipped_files(meta),
                embedder=recorded_embedder(meta), vectors=vectors)
     filters = _filters(meta)
     if filters["extensions"] or filters["ignore_patterns"]:  # what later builds keep (--reset-filters drops)
@@ -80,6 +82,17 @@ def status(codebase: Codebase, *, check_stale: bool = True) -> dict:
     if watching:
         out["watched_by"] = watching
     return out
+
+
+def skipped_files(meta: dict) -> dict:
+    """``{"files": [{"path", "reason"}], "more": N}``: the paths the last build skipped, at most
+    :data:`~codii_sql.ingest.report.SKIPPED_LISTED` of them (secrets, too large, minified, binary
+    first; a folder's path ends in ``/``, an undecodable name shows its bytes as ``\\xNN``), and how
+    many more were skipped. An index built before the paths were recorded lists none."""
+    recorded = meta.get("skipped_files")
+    if recorded is not None:
+        return recorded
+    return {"files": [], "more": sum((meta.get("skipped") or {}).values())}
 
 
 def _damaged(root: Path | str, problem: str, db: Path) -> DamagedIndexError:

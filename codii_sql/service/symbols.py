@@ -36,6 +36,10 @@ KINDS = ("function", "method", "class")
 CANDIDATE_CAP = 5_000
 _HOW = {0: "exact", 1: "qualified", 2: "prefix"}
 _ROLE_ORDER = {"source": 0, "test": 2}
+#: What opens a comment line (or a docstring) in some language.
+_COMMENT_MARKERS = ("#", "//", "/*", "*", "--", '"""', "'''")
+#: Languages whose ``#`` opens a private class member's name.
+_HASH_NAMES = frozenset({"javascript", "typescript", "tsx"})
 #: Generic parameters (`Foo<'a>.bar`, `List<T>::get`): ignored on both sides of a comparison.
 _GENERICS = re.compile(r"<[^<>]*>")
 
@@ -126,7 +130,7 @@ def _count(nodes: list[dict]) -> int:
 
 def _node(d: FileDefinition) -> dict:
     return {"kind": d.kind, "symbol": d.symbol, "start_line": d.start_line, "end_line": d.end_line,
-            "signature": _signature(d.source), "children": [_node(c) for c in d.children]}
+            "signature": _signature(d.source, d.language), "children": [_node(c) for c in d.children]}
 
 
 def find_symbol(codebase: Codebase, name: str, *, kind: str | None = None, prefix: bool = False,
@@ -175,7 +179,8 @@ def find_symbol(codebase: Codebase, name: str, *, kind: str | None = None, prefi
             found.append((how, _ROLE_ORDER.get(r["role"], 1), len(r["symbol"]), r["path"], r))
     found.sort(key=lambda item: item[:4])
     defs = [{"path": r["path"], "symbol": r["symbol"], "kind": r["kind"], "start_line": r["start_line"],
-             "end_line": r["end_line"], "signature": r.get("signature") or _signature((r.get("first_content") or "").split("\n")),
+             "end_line": r["end_line"],
+             "signature": r.get("signature") or _signature((r.get("first_content") or "").split("\n"), r["language"]),
              "role": r["role"], "language": r["language"], "match": _HOW[how]} for how, *_, r in found[:limit]]
     out = {"codebase": str(codebase.root), "name": name, "definitions": defs}
     qualified = needle != wanted
@@ -298,7 +303,7 @@ def _parsed(read: Callable[[str], tuple[str, Source]], files: dict[str, dict],
             stack.extend(d.children)
             if kind is None or d.kind == kind:
                 rows.append({"path": path, "symbol": d.symbol, "kind": d.kind, "start_line": d.start_line,
-                             "end_line": d.end_line, "signature": _signature(d.source),
+                             "end_line": d.end_line, "signature": _signature(d.source, d.language),
                              "role": info["role"], "language": info["language"]})
         out[path] = rows
     return out
@@ -332,11 +337,11 @@ def _match(symbol: str, wanted: str, prefix: bool) -> int | None:
     return None
 
 
-def _signature(lines: list[str]) -> str:
-    """The first of a definition's ``lines`` that is not a decorator, comment or blank. A line
-    of annotations followed by code (Kotlin's ``@Throws(IOException::class) fun peek(): Token``)
-    is the signature; an annotation whose arguments span lines (``@Component({``) is skipped
-    to its closing line."""
+def _signature(lines: list[str], language: str | None) -> str:
+    """The first of a definition's ``lines`` (in ``language``) that is not a decorator, comment
+    or blank. A line of annotations followed by code (Kotlin's ``@Throws(IOException::class) fun
+    peek(): Token``) is the signature; an annotation whose arguments span lines (``@Component({``)
+    is skipped to its closing line."""
     depth = 0  # open brackets of an annotation that goes on over lines
     for line in lines:
         stripped = line.strip()
@@ -350,9 +355,17 @@ def _signature(lines: list[str]) -> str:
             return _shown(stripped)
         if stripped.startswith("[") and stripped.endswith("]"):  # a C# attribute line: [Fact], [HttpGet("x")]
             continue
-        if stripped and not stripped.startswith(("#", "//", "/*", "*", "--", '"""', "'''")):
+        if stripped and not _comment(stripped, language):
             return _shown(stripped)
     return ""
+
+
+def _comment(line: str, language: str | None) -> bool:
+    """Whether a stripped line opens with a comment marker; in JavaScript and TypeScript ``#`` opens a
+    private name (``#compute(x) {``), not a comment: the first body line was shown as its signature."""
+    if line.startswith("#") and language in _HASH_NAMES and not line.startswith("#!"):
+        return False
+    return line.startswith(_COMMENT_MARKERS)
 
 
 def _shown(line: str) -> str:

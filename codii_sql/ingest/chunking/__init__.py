@@ -1,8 +1,8 @@
 """Chunking: a file's text -> chunks of whole lines (tree-sitter definitions, Markdown sections, line windows)."""
 
 from .chunker import CHUNKER_VERSION, DEFAULT_MAX_TOKENS, chunk_text, definitions
-from .layout import Chunk, Definition
+from .layout import Chunk, ChunkSizes, Definition
 from .regions import FileDefinition, Source, chunk_source, read_source, source_definitions
 
-__all__ = ["CHUNKER_VERSION", "DEFAULT_MAX_TOKENS", "Chunk", "Definition", "FileDefinition", "Source", "chunk_source",
-           "chunk_text", "definitions", "read_source", "source_definitions"]
+__all__ = ["CHUNKER_VERSION", "DEFAULT_MAX_TOKENS", "Chunk", "ChunkSizes", "Definition", "FileDefinition", "Source",
+           "chunk_source", "chunk_text", "definitions", "read_source", "source_definitions"]

@@ -15,6 +15,8 @@ Rules (all sizes in word pieces of the embedding model, see :mod:`codii_sql.word
   ``X.prototype.m = () => ...``) are definitions named by their target (``res.send``, ``X.m``).
 * Markdown is split at headings in the same way (kind ``section``, symbol ``A > B``); ATX
   (``#``, ``##``) and setext (a line underlined with ``===`` or ``---``) headings alike.
+* SQL is split at its definitions (:mod:`.sql`): ``-- name:`` blocks, ``CREATE TABLE/VIEW/INDEX/
+  TRIGGER...`` statements and the CTEs of ``WITH`` clauses.
 * Other text (and a failed parse) is cut into token-bounded line windows that overlap by up
   to ``max_tokens // 4`` word pieces, a few lines (kind ``text``).
 * Merge rule: neighbouring whole units with the same parent (an import line and the function
@@ -41,7 +43,7 @@ import tree_sitter
 from ...languages import AST_LANGUAGES
 from ...models import wordpiece
 from .grammars import GRAMMARS
-from .layout import Chunk, Definition, Layout, Lines, Piece, TokenCounter
+from .layout import Chunk, ChunkSizes, Definition, Layout, Lines, Piece, TokenCounter
 from .nodes import Span, capture, field_name, last_row, parser_for
 
 #: Stored in the index; bump whenever the chunks produced for the same input change (the next
@@ -56,7 +58,8 @@ from .nodes import Span, capture, field_name, last_row, parser_for
 #: a call makes (``export const safeParse = makeSafeParse(...)``) and a TS abstract method are definitions;
 #: C/C++ names that error recovery made of keywords or whole lines are not.
 #: 7: the subtokens column holds the character pairs of Chinese and Japanese text (text.cjk_bigrams).
-CHUNKER_VERSION = 7
+#: 8: SQL is chunked by its definitions (``-- name:`` blocks, CREATE statements, CTEs: see :mod:`.sql`).
+CHUNKER_VERSION = 8
 
 #: ``max_tokens`` default: the model's 256-piece window minus room for the path/symbol header
 #: the embedder may prepend to each chunk.
@@ -122,7 +125,7 @@ def _definitions(language: str, root: tree_sitter.Node, lines: Lines) -> list[De
             stack.pop()
         parent = stack[-1][1] if stack else None
         first = span.head
-        while first - 1 in prefix_rows:
+        while first - 1 in prefix_rows and (parent is None or first - 1 > parent.head):
             first -= 1
         kind = span.kind
         if kind == "function" and parent is not None and parent.kind == "class":
@@ -172,12 +175,14 @@ def _ast_pieces(layout: Layout, language: str) -> list[Piece]:
     definitions = _definitions(language, tree.root_node, lines)
     kind = GRAMMARS[language].module_kind
     licence = _licence_end(language, tree.root_node, layout) if kind == "module" else -1
+    if definitions:  # never past a definition's own first line (SQL's "-- name:" header is a comment)
+        licence = min(licence, definitions[0].head - 1)
     head = layout.windows(0, licence, "license", None) if licence >= 0 else []
     return head + layout.layout(licence + 1, len(lines) - 1, definitions, kind, None)
 
 
 def chunk_text(text: str, language: str | None, *, max_tokens: int = DEFAULT_MAX_TOKENS,
-               count_tokens: TokenCounter = wordpiece.count_tokens) -> list[Chunk]:
+               count_tokens: TokenCounter = wordpiece.count_tokens, sizes: ChunkSizes = ChunkSizes()) -> list[Chunk]:
     """Split ``text`` into chunks of whole lines, following the rules of the module docstring.
 
     Args:
@@ -188,13 +193,14 @@ def chunk_text(text: str, language: str | None, *, max_tokens: int = DEFAULT_MAX
             pieces (default: the model's 256 minus 16 for a header); at least 8.
         count_tokens: word pieces of each text of a batch. The chunker counts each line once
             and adds lines up, so the counter must be additive over lines (true for WordPiece).
+        sizes: chunk sizes in characters on top of ``max_tokens`` (see :class:`~.layout.ChunkSizes`).
     Returns:
         list[Chunk]: sorted by position. AST chunks never overlap and cover every line with a
         letter or digit; text windows overlap. Empty for blank text.
     Raises:
         ValueError: if ``max_tokens < 8``.
     """
-    layout = Layout(text, max_tokens, count_tokens)
+    layout = Layout(text, max_tokens, count_tokens, sizes)
     if language in AST_LANGUAGES:
         try:
             return layout.chunks(_ast_pieces(layout, language))

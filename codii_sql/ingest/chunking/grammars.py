@@ -10,6 +10,7 @@ import tree_sitter
 from ...languages import AST_LANGUAGES
 from .javascript import assignment_name, default_export_name, member_name, variable_name
 from .markdown import markdown_spans
+from .sql import sql_spans
 from .nodes import Span, field_name, first_child_name, node_text
 
 
@@ -198,6 +199,7 @@ GRAMMARS: dict[str, Grammar] = {
     "bash": Grammar({"function_definition": "function"}),
     "markdown": Grammar({}, prefixes=(), separator=" > ", module_kind="section",
                          spans=markdown_spans),
+    "sql": Grammar({}, prefixes=("comment", "marginalia"), spans=sql_spans),
 }
 
 assert set(GRAMMARS) == AST_LANGUAGES

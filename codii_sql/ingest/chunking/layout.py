@@ -36,15 +36,28 @@ class Chunk:
     content: str
 
 
-class Lines:
-    """The file as lines (with their ``\\n``), their byte offsets and word-piece counts.
+@dataclass(frozen=True, slots=True)
+class ChunkSizes:
+    """Chunk sizes in characters (``.codii.yaml``'s ``max_chunk_size`` and ``min_chunk_size``): a
+    chunk holds at most ``max_chars`` (and still at most the word-piece budget); pieces under
+    ``min_chars`` join a neighbour by the merge rule (instead of pieces under an eighth of the
+    budget). None: the word-piece budget alone decides."""
 
-    Tokens are counted once per non-blank line in one batch; the count of a line range is the
-    sum of its lines' counts. That is exact for BERT WordPiece, which never joins word pieces
-    across whitespace, so a line break is always a piece boundary.
+    max_chars: int | None = None
+    min_chars: int | None = None
+
+
+class Lines:
+    """The file as lines (with their ``\\n``), their byte offsets and their costs.
+
+    A line's cost (``tokens``) is its word pieces, counted once per non-blank line in one batch;
+    with a character budget (``max_chars`` filling ``max_tokens``), at least its share of that
+    budget, so that a range within ``max_tokens`` is within both. The cost of a line range is the
+    sum of its lines' costs. That is exact for BERT WordPiece, which never joins word pieces across
+    whitespace, so a line break is always a piece boundary.
     """
 
-    def __init__(self, text: str, count_tokens: TokenCounter):
+    def __init__(self, text: str, count_tokens: TokenCounter, max_tokens: int = 0, max_chars: int | None = None):
         parts = text.split("\n")
         self.lines = [p + "\n" for p in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
         self.byte_starts = list(itertools.accumulate(
@@ -56,14 +69,21 @@ class Lines:
         distinct = list(dict.fromkeys(s for s in stripped if s))
         counts = dict(zip(distinct, count_tokens(distinct))) if distinct else {}
         self.tokens = [counts.get(s, 0) for s in stripped]
+        if max_chars:
+            self.tokens = [max(n, char_cost(line, max_tokens, max_chars)) for n, line in zip(self.tokens, self.lines)]
         self._cumulative = list(itertools.accumulate(self.tokens, initial=0))
+        self._chars = list(itertools.accumulate(map(len, self.lines), initial=0))
 
     def __len__(self) -> int:
         return len(self.lines)
 
     def count(self, first: int, last: int) -> int:
-        """Word pieces in lines ``first..last`` (0-based, inclusive)."""
+        """The cost (word pieces) of lines ``first..last`` (0-based, inclusive)."""
         return self._cumulative[last + 1] - self._cumulative[first]
+
+    def chars(self, first: int, last: int) -> int:
+        """Characters in lines ``first..last`` (0-based, inclusive)."""
+        return self._chars[last + 1] - self._chars[first]
 
     def trim(self, first: int, last: int) -> tuple[int, int]:
         """The range without its leading and trailing blank lines (``first > last`` if empty)."""
@@ -123,17 +143,31 @@ def _cut_evenly(line: str, parts: int) -> list[str]:
     return [line[a:b] for a, b in itertools.pairwise(cuts)]
 
 
-class Layout:
-    """Chunks one file; holds the lines and the budget shared by every step."""
+def char_cost(text: str, max_tokens: int, max_chars: int) -> int:
+    """``text``'s share of a budget of ``max_tokens`` that ``max_chars`` characters fill, rounded up."""
+    return -(-len(text) * max_tokens // max_chars)
 
-    def __init__(self, text: str, max_tokens: int, count_tokens: TokenCounter):
+
+class Layout:
+    """Chunks one file; holds the lines and the budget shared by every step (``sizes``: see :class:`ChunkSizes`)."""
+
+    def __init__(self, text: str, max_tokens: int, count_tokens: TokenCounter, sizes: ChunkSizes = ChunkSizes()):
         if max_tokens < 8:
             raise ValueError(f"max_tokens must be at least 8, got {max_tokens}")
-        self.lines = Lines(text, count_tokens)
+        self.lines = Lines(text, count_tokens, max_tokens, sizes.max_chars)
         self.text = text
         self.max_tokens = max_tokens
         self.count_tokens = count_tokens
+        if sizes.max_chars:
+            self.count_tokens = lambda parts: [max(n, char_cost(p, max_tokens, sizes.max_chars))
+                                               for p, n in zip(parts, count_tokens(parts), strict=True)]
         self.tiny = max_tokens // 8
+        self.min_chars = sizes.min_chars
+
+    def small(self, tokens: int, first: int, last: int) -> bool:
+        """Whether a piece of ``tokens`` over lines ``first..last`` is small enough to join a
+        neighbour: under ``min_chars`` characters when set, else under an eighth of the budget."""
+        return self.lines.chars(first, last) < self.min_chars if self.min_chars is not None else tokens < self.tiny
 
     # -- shared
 
@@ -186,7 +220,7 @@ class Layout:
                 j += 1
             keep_cut = j <= last and cut is not None and 2 * (cut - i) >= j - i
             end = cut - 1 if keep_cut else j - 1
-            if j <= last and lines.count(j, last) < self.tiny:
+            if j <= last and self.small(lines.count(j, last), j, last):
                 end = min(self._halfway(i, last), j - 1)  # a tiny rest would be a junk chunk: split evenly
             a, b = lines.trim(i, end)
             pieces.append(Piece(a, b, kind, symbol, lines.count(a, b), mergeable=False))
@@ -270,7 +304,8 @@ class Layout:
             pieces += self.place(child)
             cursor = child.last + 1
         pieces += self.gap(cursor, last, kind, symbol)
-        if symbol is not None and pieces and not pieces[0].is_def and not (extends and pieces[0].tokens < self.tiny):
+        if symbol is not None and pieces and not pieces[0].is_def and not (
+                extends and self.small(pieces[0].tokens, pieces[0].first, pieces[0].last)):
             pieces[0].mergeable = False
         return self.merge(pieces)
 
@@ -320,9 +355,11 @@ class Layout:
         if not (group and piece.mergeable and group[-1].mergeable) or size + piece.tokens > self.max_tokens:
             return False
         group_def = any(p.is_def for p in group)
+        group_small = self.small(size, group[0].first, group[-1].last)
         if piece.is_def:
-            return not group_def and size < self.tiny
-        return piece.tokens < self.tiny if group_def else min(size, piece.tokens) < self.tiny
+            return not group_def and group_small
+        piece_small = self.small(piece.tokens, piece.first, piece.last)
+        return piece_small if group_def else group_small or piece_small
 
     def _join(self, group: list[Piece]) -> Piece:
         if len(group) == 1:

@@ -34,7 +34,7 @@ import tree_sitter
 from ...languages import detect_language
 from ...models import wordpiece
 from .chunker import DEFAULT_MAX_TOKENS, chunk_text, definitions
-from .layout import Chunk, Definition, TokenCounter
+from .layout import Chunk, ChunkSizes, Definition, TokenCounter
 from .nodes import parser_for
 
 #: Kernel language names that are not grammar names.
@@ -76,7 +76,7 @@ class Source:
 class FileDefinition:
     """A definition placed in its file: lines ``start_line..end_line`` (1-based inclusive, with
     its decorators and leading comments); ``source`` is its text from its own first line on, as
-    lines (decoded for a notebook, whose file rows are JSON)."""
+    lines (decoded for a notebook, whose file rows are JSON), in ``language`` (its region's)."""
 
     kind: str
     symbol: str
@@ -84,6 +84,7 @@ class FileDefinition:
     end_line: int
     source: list[str]
     children: list[FileDefinition]
+    language: str
 
 
 def read_source(path: str, text: str) -> Source:
@@ -99,12 +100,13 @@ def read_source(path: str, text: str) -> Source:
 
 
 def chunk_source(source: Source, *, max_tokens: int = DEFAULT_MAX_TOKENS,
-                 count_tokens: TokenCounter = wordpiece.count_tokens) -> list[Chunk]:
-    """:func:`~.chunker.chunk_text` of every region, in file lines and bytes, sorted by position;
-    no chunk spans two regions."""
+                 count_tokens: TokenCounter = wordpiece.count_tokens, sizes: ChunkSizes = ChunkSizes()) -> list[Chunk]:
+    """:func:`~.chunker.chunk_text` of every region (``sizes`` as there), in file lines and bytes,
+    sorted by position; no chunk spans two regions."""
     chunks = [_placed(c, region, source.row_starts)
               for region in source.regions
-              for c in chunk_text(region.text, region.language, max_tokens=max_tokens, count_tokens=count_tokens)]
+              for c in chunk_text(region.text, region.language, max_tokens=max_tokens, count_tokens=count_tokens,
+                                  sizes=sizes)]
     return sorted(chunks, key=lambda c: (c.start_line, c.start_byte))
 
 
@@ -115,7 +117,8 @@ def source_definitions(source: Source) -> list[FileDefinition]:
     for region in source.regions:
         if region.language is not None:
             lines = region.text.split("\n")
-            found += [_outlined(d, region.rows, lines) for d in definitions(region.text, region.language)]
+            found += [_outlined(d, region.rows, lines, region.language)
+                      for d in definitions(region.text, region.language)]
     return sorted(found, key=lambda d: d.start_line)
 
 
@@ -128,9 +131,9 @@ def _placed(chunk: Chunk, region: Region, row_starts: list[int]) -> Chunk:
     return dataclasses.replace(chunk, start_line=first + 1, end_line=last + 1, start_byte=start, end_byte=end)
 
 
-def _outlined(d: Definition, rows: range | list[int], lines: list[str]) -> FileDefinition:
+def _outlined(d: Definition, rows: range | list[int], lines: list[str], language: str) -> FileDefinition:
     return FileDefinition(d.kind, d.symbol, rows[d.first] + 1, rows[d.last] + 1, lines[d.head:d.last + 1],
-                          [_outlined(c, rows, lines) for c in d.children])
+                          [_outlined(c, rows, lines, language) for c in d.children], language)
 
 
 def _row_starts(text: str) -> list[int]:

@@ -1,0 +1,46 @@
+"""A line too long for one chunk is cut into windows: search lists the windows of one line in line order."""
+
+from __future__ import annotations
+
+import pytest
+from support.trees import write_tree
+
+from codii_sql.codebase import Codebase
+from codii_sql.ingest.indexer import Indexer
+from codii_sql.search.results import SearchOptions
+from codii_sql.search.searcher import Searcher
+from codii_sql.storage.store import Store
+
+MESSAGES = ", ".join(f"E{i}: 'request {i} failed with an HTTPError from the upstream service'" for i in range(40))
+ERRORS_TS = f"""// Errors of the client.
+import {{ Response }} from './response';
+
+/** Raised for a response whose status is not 2xx. */
+export class HTTPError extends Error {{
+  response: Response;
+
+  static readonly MESSAGES = {{ {MESSAGES} }};
+
+  constructor(response: Response) {{
+    super(HTTPError.MESSAGES.E0);
+    this.response = response;
+  }}
+}}
+"""
+
+
+@pytest.mark.parametrize("query, mode", [("HTTPError", "hybrid"), ("HTTPError", "bm25"),
+                                         ("request failed upstream service", "hybrid")])
+def test_windows_of_one_line_come_in_line_order(tmp_path, embedder, query, mode):
+    """A new user's `search HTTPError` listed 6-7, then 9-9's second half, then its first half."""
+    repo = write_tree(tmp_path / "r", {"src/errors.ts": ERRORS_TS})
+    cb = Codebase.open(repo)
+    Indexer(cb, embedder).build()
+    with Store(cb.db_path, create=False) as store:
+        windows = [c for (c,) in store.conn.execute("SELECT content FROM chunks WHERE start_line = 8 ORDER BY start_byte")]
+        results = Searcher(store, cb.root, embedder).search(query, SearchOptions(limit=10, mode=mode))
+    assert len(windows) > 2
+    listed = [r.content for r in results if r.start_line == r.end_line == 8]
+    assert len(listed) > 2 and listed == [w for w in windows if w in listed]
+    if not any(r.tier for r in results):  # the places keep their scores: still in score order
+        assert [r.score for r in results] == sorted((r.score for r in results), reverse=True)

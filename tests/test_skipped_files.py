@@ -1,0 +1,71 @@
+"""Every skipped file can be seen, with its reason: build --json, status --skipped (text and JSON) and
+the service's status dict, capped with a count."""
+
+from __future__ import annotations
+
+import json
+import os
+
+from click.testing import CliRunner
+from support.trees import write_tree
+
+from codii_sql import service
+from codii_sql.cli import cli
+from codii_sql.ingest.report import SKIPPED_LISTED
+
+
+def run(*args):
+    res = CliRunner().invoke(cli, [str(a) for a in args])
+    assert res.exit_code == 0, res.output
+    return res.output
+
+
+def test_skipped_files_are_listed_with_their_reason(tmp_path):
+    repo = write_tree(tmp_path / "repo", {
+        "src/app.py": "def app():\n    return 1\n",
+        ".env": "TOKEN=1\n",
+        "deploy_key": "-----BEGIN OPENSSH PRIVATE KEY-----\nb3Blbg==\n",
+        "blob.dat": b"\x00\x01\x02binary",
+        "dist/app.min.js": "var a=1;",
+        "bundle.js": "/*! v1 */\n" + "var a=1;" * 5000 + "\n",
+        "big.txt": "x" * (1 << 20) + "x",
+        "node_modules/left-pad/index.js": "module.exports = 1;\n",
+        ".gitignore": "*.log\n",
+        "debug.log": "noise\n",
+        **{f"zz/c{i:03d}.pem": "-----BEGIN CERTIFICATE-----\n" for i in range(SKIPPED_LISTED)},
+    })
+    with open(os.path.join(os.fsencode(repo), b"bad\xff.py"), "wb") as fh:
+        fh.write(b"x = 1\n")
+
+    built = json.loads(run("build", repo, "--json", "--no-vectors"))
+    assert built["skipped"] == {"secret": SKIPPED_LISTED + 2, "binary": 1, "default-excluded": 2, "minified": 1,
+                                "too-large": 1, "undecodable-name": 1, "ignored": 1}
+    listing = built["skipped_files"]
+    assert len(listing["files"]) == SKIPPED_LISTED and listing["more"] == sum(built["skipped"].values()) - SKIPPED_LISTED
+    secrets = {f["path"] for f in listing["files"] if f["reason"] == "secret"}
+    assert {".env", "deploy_key"} <= secrets  # by name and by content, listed first
+
+    st = service.status(service.open_codebase(str(repo)))
+    assert st["skipped_files"] == listing  # the key the MCP get_indexing_status reads
+    text = run("status", repo, "--skipped")
+    assert "secret               .env" in text and "deploy_key" in text
+    assert f"and {listing['more']:,} more" in text
+    assert "`status --skipped` lists them" in run("status", repo)
+    assert json.loads(run("status", repo, "--skipped", "--json"))["skipped_files"] == listing
+    assert "skipped_files" not in json.loads(run("status", repo, "--json"))
+
+
+def test_every_reason_is_listed_when_few_files_are_skipped(tmp_path):
+    repo = write_tree(tmp_path / "repo", {
+        "src/app.py": "def app():\n    return 1\n", "blob.dat": b"\x00\x01", "bundle.js": "var a=1;" * 5000,
+        "big.txt": "x" * (1 << 20) + "x", "node_modules/m.js": "1;\n", "logo.png": b"\x89PNG", "yarn.lock": "x\n",
+    })
+    with open(os.path.join(os.fsencode(repo), b"bad\xff.py"), "wb") as fh:
+        fh.write(b"x = 1\n")
+    os.mkfifo(repo / "pipe.py")
+    run("build", repo, "--no-vectors")
+    text = run("status", repo, "--skipped")
+    shown = [line.split() for line in text.split("skipped files:")[1].strip().splitlines()]
+    assert shown == [["too-large", "big.txt"], ["minified", "bundle.js"], ["binary", "blob.dat"],
+                     ["undecodable-name", "bad\\xff.py"], ["not-regular-file", "pipe.py"],
+                     ["binary-extension", "logo.png"], ["lock-file", "yarn.lock"], ["default-excluded", "node_modules/"]]
