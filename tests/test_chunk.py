@@ -524,3 +524,13 @@ def test_default_exports_class_fields_and_object_members_are_definitions(languag
     assert {("function", "httpAdapter"), ("method", "Store.handle"), ("function", "get"), ("function", "post"),
             ("function", "default")} <= found, found
     assert not any(s in ("count", "retries") for _, s in found)  # fields that hold values stay code
+
+
+def test_a_top_comment_that_only_mentions_a_licence_is_no_licence_header():
+    """sql/search.sql's parameter notes say 'a licence header chunk': they are documentation, not a licence."""
+    doc = "# Parameters: :role_weights weighs a licence header chunk as data.\n# Ranking notes follow.\n\n" \
+          "def rank(rows):\n    return sorted(rows)\n"
+    assert "license" not in [c.kind for c in chunk_text(doc, "python")]
+    for header in ("# Copyright 2024 The Authors\n", "# SPDX-License-Identifier: MIT\n",
+                   "# Licensed under the Apache License, Version 2.0\n", "# (c) 2019 ACME\n"):
+        assert chunk_text(header + "\ndef rank(rows):\n    return sorted(rows)\n", "python")[0].kind == "license", header

@@ -110,7 +110,8 @@ def test_tools_list_fast_with_schemas_and_descriptions(codii_home):
         assert search["limit"]["default"] == 10 and search["limit"]["maximum"] == 50
         assert search["mode"]["enum"] == ["hybrid", "bm25", "vector"] and search["rerank"]["default"] is False
         assert set(tools["index_codebase"].input_schema["properties"]) == {"path", "force", "customExtensions",
-                                                                          "ignorePatterns", "resetFilters", "embedder", "workspace"}
+                                                                          "ignorePatterns", "resetFilters", "embedder", "workspace",
+                                                                          "workers"}
         assert "LIMITS" in tools["index_codebase"].description
 
     asyncio.run(run())
@@ -128,6 +129,7 @@ def test_index_poll_search_similar_content_chunk(codii_home, sample_repo):
             assert (await call(s, "index_codebase", path=root))["status"] in ("started", "already up to date")
             st = await wait_indexed(s, sample_repo)
             assert st["percent"] == 100 and st["files"]["indexed"] == 4 and st["chunks"]["indexed"] > 4
+            assert st["skipped_files"] == {"files": [], "more": 0} or "files" in st["skipped_files"]
             assert st["last_indexed_at"] and st["last_error"] is None
             assert (await call(s, "index_codebase", path=root))["status"] == "already up to date"
 

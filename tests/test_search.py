@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 
 import pytest
@@ -691,3 +692,20 @@ def test_chinese_and_japanese_words_inside_longer_runs_are_found(tmp_path, embed
 
     told = service.search(service.SearchRequest("检", SearchOptions(mode="bm25"), [str(repo)], update=False))
     assert "script" in [n.kind for n in told.notes]
+
+
+def test_a_result_whose_file_became_a_fifo_is_stale_and_the_search_does_not_block(sample_repo, embedder):
+    """StaleCheck opened the file blocking: a FIFO in its place hung the search forever."""
+    import threading
+
+    cb = Codebase.open(sample_repo)
+    Indexer(cb, embedder, vectors=False).build()
+    (sample_repo / "app" / "parse.py").unlink()
+    os.mkfifo(sample_repo / "app" / "parse.py")
+    got = []
+    with Store(cb.db_path, create=False) as store:
+        worker = threading.Thread(target=lambda: got.extend(Searcher(store, cb.root, embedder).search(
+            "parse_header", SearchOptions(limit=3, mode="bm25"))), daemon=True)
+        worker.start()
+        worker.join(30)
+    assert not worker.is_alive() and got[0].path == "app/parse.py" and got[0].stale

@@ -40,13 +40,16 @@ def index_codebase(
                                     "another than the index's needs force=true.")] = None,
     workspace: Annotated[str | None, Field(max_length=200, description="Index every codebase of this workspace "
                                                                        "instead of path (see list_workspaces).")] = None,
+    workers: Annotated[int | None, Field(ge=0, le=64, description="Chunking processes (0: one per core, up to 4); "
+                                                                  "null: as the last build.")] = None,
 ) -> CallToolResult:
     if workspace:
         data = SESSION.index_workspace(workspace, force=force, embedder=embedder)
         lines = "".join(f"\n- {row['codebase']}: {row['status']}" for row in data["codebases"])
         return answer(f"workspace {data['workspace']}: poll get_indexing_status for each member{lines}", data)
     data, hint = SESSION.index(codebase_at(path), force=force, extensions=customExtensions,
-                               ignore_patterns=ignorePatterns, reset_filters=resetFilters, embedder=embedder)
+                               ignore_patterns=ignorePatterns, reset_filters=resetFilters, embedder=embedder,
+                               workers=workers)
     return answer(f"{data['codebase']}: {data['status']}; {hint}.", data)
 
 
@@ -54,7 +57,8 @@ def index_codebase(
     description=(
         "Indexing state of a codebase: status is not_indexed, indexing, indexed, failed or stale (files changed "
         "since the last build: call index_codebase to update). Includes phase, percent, files and chunks "
-        "done/total, vectors {done, total, state, eta_seconds}, skipped files by reason, last error, last "
+        "done/total, vectors {done, total, state, eta_seconds}, skipped files by reason (skipped) and by path "
+        "(skipped_files: the first 200 with their reason), last error, last "
         "indexed time and watched_by (processes keeping it fresh on file changes: this server does so for every "
         "codebase it indexed or searched). A build first makes every file searchable by BM25 (phase scan/hash/chunk), then embeds "
         "(phase vectors): search_code works during both. A build killed mid-way shows 'failed'; index_codebase "

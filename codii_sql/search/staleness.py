@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
 from pathlib import Path
 
 
@@ -28,9 +29,15 @@ class StaleCheck:
         full = self.root / path
         try:
             st = os.stat(full)
+            if not stat.S_ISREG(st.st_mode):  # a folder, FIFO or device now: changed (and a FIFO would block)
+                return True
             if st.st_size == row["file_size"] and st.st_mtime_ns == row["file_mtime_ns"]:
                 return False
-            with open(full, "rb") as fh:
+            # Non-blocking: the path may have become a FIFO since the stat.
+            fd = os.open(full, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+            with open(fd, "rb") as fh:
+                if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+                    return True
                 return hashlib.sha256(fh.read()).hexdigest() != row["file_hash"]
         except OSError:
             return True

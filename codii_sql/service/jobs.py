@@ -97,7 +97,7 @@ class Jobs:
             return (job is not None and job.alive) or is_locked(cb)
 
     def start(self, cb: Codebase, force: bool, ignore_patterns: list[str] | None, extensions: list[str] | None,
-              embedder: str | None = None) -> str:
+              embedder: str | None = None, workers: int | None = None) -> str:
         """Start a build unless one runs or the index is current: ``started``, ``already indexing``,
         ``already up to date``.
 
@@ -115,7 +115,7 @@ class Jobs:
             if fresh and st.get("phase") == "vectors":  # another process is embedding; nothing else to do
                 return "already indexing"
             job = Job(cb)
-            job.thread = threading.Thread(target=self._run, args=(job, force, ignore_patterns, extensions, embedder),
+            job.thread = threading.Thread(target=self._run, args=(job, force, ignore_patterns, extensions, embedder, workers),
                                           name=f"codii-build-{cb.root.name}", daemon=True)
             self._jobs[str(cb.db_path)] = job
             job.thread.start()
@@ -138,7 +138,7 @@ class Jobs:
                 job.hot.pop(next(iter(job.hot)))
 
     def _run(self, job: Job, force: bool, ignore_patterns: list[str] | None, extensions: list[str] | None,
-             embedder: str | None) -> None:
+             embedder: str | None, workers: int | None) -> None:
         def progress(phase: str, done: int, total: int) -> None:
             if self.cancel.is_set():
                 raise BuildCancelled("the MCP server shut down before the build finished")
@@ -152,7 +152,7 @@ class Jobs:
         try:
             report = build(job.codebase, force=force, wait=False, progress=progress, warn=job.warnings.append,
                            ignore_patterns=ignore_patterns, extensions=extensions, embedder_name=embedder,
-                           prefer=lambda: list(job.hot))
+                           prefer=lambda: list(job.hot), workers=workers)
             job.report = report.to_dict()
             job.outcome, job.phase = "indexed", "done"
         except IndexBusyError:

@@ -62,18 +62,19 @@ class Session:
     # -- building -----------------------------------------------------------------------
 
     def index(self, cb: Codebase, *, force: bool, extensions: list[str], ignore_patterns: list[str],
-              reset_filters: bool, embedder: str | None = None) -> tuple[dict, str]:
+              reset_filters: bool, embedder: str | None = None, workers: int | None = None) -> tuple[dict, str]:
         """Start a background build: ``({"codebase", "status", ["options_applied"]}, hint)``.
 
         Empty ``extensions``/``ignore_patterns`` keep the last build's, unless ``reset_filters``;
-        ``embedder`` names one (see :mod:`.embedders`), else the index's own or the default.
+        ``embedder`` names one (see :mod:`.embedders`), else the index's own or the default;
+        ``workers`` the chunking processes (0: one per core; None: as recorded).
 
         Raises:
             UsageError: a malformed extension list. BuildFailedError: the build failed at once.
         """
         exts = extension_filter(extensions) if extensions else ([] if reset_filters else None)
         ignore = list(ignore_patterns) if ignore_patterns or reset_filters else None
-        outcome = self.jobs.start(cb, force, ignore, exts, embedder or None)
+        outcome = self.jobs.start(cb, force, ignore, exts, embedder or None, workers)
         self.following.follow(cb)
         data = {"codebase": str(cb.root), "status": outcome}
         hint = {"started": "poll get_indexing_status", "already indexing": "poll get_indexing_status",
@@ -107,7 +108,8 @@ class Session:
             "files": {"done": prog["done"], "total": prog["total"], "indexed": st.get("files", 0)},
             "chunks": {"indexed": st.get("chunks", 0),
                        "total": st.get("chunks") if status in ("indexed", "stale") else None},
-            "skipped": st.get("skipped") or {}, "failed_files": st.get("failed") or {},
+            "skipped": st.get("skipped") or {}, "skipped_files": st.get("skipped_files") or {},
+            "failed_files": st.get("failed") or {},
             "last_error": error if status in ("failed", "indexing", "damaged") else None,
             **({"resumable": resumable} if status == "failed" else {}),
             "last_indexed_at": iso(st.get("last_indexed_at")), "lexical_seconds": st.get("lexical_seconds"),

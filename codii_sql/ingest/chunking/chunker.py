@@ -59,7 +59,8 @@ from .nodes import Span, capture, field_name, last_row, parser_for
 #: C/C++ names that error recovery made of keywords or whole lines are not.
 #: 7: the subtokens column holds the character pairs of Chinese and Japanese text (text.cjk_bigrams).
 #: 8: SQL is chunked by its definitions (``-- name:`` blocks, CREATE statements, CTEs: see :mod:`.sql`).
-CHUNKER_VERSION = 8
+#: 9: a licence header needs a licence's phrases, not the word alone.
+CHUNKER_VERSION = 9
 
 #: ``max_tokens`` default: the model's 256-piece window minus room for the path/symbol header
 #: the embedder may prepend to each chunk.
@@ -151,8 +152,13 @@ def definitions(text: str, language: str) -> list[Definition]:
         return []
 
 
-#: Words that make a file's opening comments a licence header.
-_LICENCE = re.compile(r"\b(copyright|licen[cs]ed?|spdx-license-identifier)\b|\(c\)\s*\d{4}", re.IGNORECASE)
+#: Phrases that make a file's opening comments a licence header: a copyright line (a year, (c) or
+#: the sign), an SPDX tag, a grant or a licence's name; not the word "licence" alone (sql/search.sql's
+#: parameter notes, which mention "a licence header chunk", became 7 licence chunks).
+_LICENCE = re.compile(r"\bcopyright\b.{0,40}(\d{4}|\(c\)|©)|©\s*\d{4}|\(c\)\s*\d{4}|spdx-license-identifier"
+                      r"|\blicensed\s+(under|to)\b|permission\s+is\s+hereby\s+granted|all\s+rights\s+reserved"
+                      r"|\b(general\s+public|apache|mit|bsd|mozilla\s+public|eclipse\s+public)\s+licen[cs]e\b"
+                      r"|\blicen[cs]e,?\s+version\s+\d", re.IGNORECASE)
 
 
 def _licence_end(language: str, root: tree_sitter.Node, lines: Layout) -> int:
