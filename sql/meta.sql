@@ -41,8 +41,10 @@ VACUUM INTO :target;
 -- name: export_finish
 -- Makes an exported copy self-contained: a rollback journal (read alone, it creates no -wal or
 -- -shm beside it), the snapshot keys :drop (a JSON array) removed, and :meta (a JSON object of
--- key -> JSON-encoded value) set.
+-- key -> JSON-encoded value) set. secure_delete zeroes what the removed keys held (the machine's
+-- absolute root was still in the file's bytes after a plain DELETE).
 PRAGMA journal_mode = DELETE;
+PRAGMA secure_delete = ON;
 BEGIN;
 DELETE FROM meta WHERE key IN (SELECT value FROM json_each(:drop));
 INSERT OR REPLACE INTO meta(key, value) SELECT key, value FROM json_each(:meta);

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import shutil
 import stat
+import sys
 
+import pytest
 from click.testing import CliRunner
 from support.trees import SAMPLE, write_tree
 
@@ -62,3 +65,178 @@ def test_an_index_file_alone_is_searched_read_only_from_its_stored_chunks(tmp_pa
     assert "def retry_with_backoff" in content["content"] and content["not_stored"] == [] or "not stored" in \
         content["note"]
     assert content["content"].split("\n")[0] == SAMPLE["app/http.py"].strip("\n").split("\n")[0].strip()
+
+
+QUERIES = ["retry with exponential backoff", "parse_header", "follow redirects until a final response", "debounce",
+           "split a header line into name and value", "getUserName", "Session.send", "give up after attempts",
+           "HTTP helpers", "the guide to retries", "timer", "clearTimeout", "resolve_redirects", "max_redirects",
+           "lower case the name", "callback fires once after quiet time", "IOError", "exponential", "partition",
+           "what happens when a request keeps failing"]
+
+
+def test_an_export_answers_as_its_index_did_and_carries_nothing_of_the_machine(tmp_path, codii_home):
+    repo = write_tree(tmp_path / "projects" / "sample", SAMPLE)
+    assert run("build", repo).exit_code == 0
+    before = {(q, m): [(r["id"], r["score"]) for r in as_json(run("search", q, "--path", repo, "--mode", m,
+                                                                   "--no-update", "--json"))["results"]]
+              for q in QUERIES for m in ("hybrid", "bm25", "vector")}
+    shelf = tmp_path / "shelf"
+    shelf.mkdir()
+    out = as_json(run("export", repo, "--to", shelf / "sample.db", "--json"))
+    assert out["manifest"]["codebase"] == "sample" and out["manifest"]["chunks"] > 4
+    assert sorted(os.listdir(shelf)) == ["sample.db"]  # written aside, renamed in: nothing else left
+    raw = (shelf / "sample.db").read_bytes()
+    assert str(tmp_path).encode() not in raw and str(codii_home).encode() not in raw
+    shutil.rmtree(repo)
+    shelf.chmod(0o555)
+    (shelf / "sample.db").chmod(0o444)
+    try:
+        after = {(q, m): [(r["id"], r["score"]) for r in as_json(run("search", q, "--db", shelf / "sample.db",
+                                                                      "--mode", m, "--json"))["results"]]
+                 for q in QUERIES for m in ("hybrid", "bm25", "vector")}
+        assert after == before
+        assert as_json(run("inspect", "--manifest", "--db", shelf / "sample.db", "--json"))["files"] == 4
+        checked = as_json(run("doctor", "--db", shelf / "sample.db", "--check-only", "--json"))
+        assert checked["consistent"], checked
+        refused = run("doctor", "--db", shelf / "sample.db")
+        assert refused.exit_code == 2 and "never written" in refused.output
+        assert sorted(os.listdir(shelf)) == ["sample.db"]
+    finally:
+        shelf.chmod(0o755)
+
+
+def test_an_export_on_a_read_only_mount_is_searched_and_read(tmp_path, codii_home):
+    """Where even root cannot write (a read-only bind mount, as a CI artifact store or a container's
+    volume can be): nothing may need a -wal, -shm, lock or marker file beside the index."""
+    import subprocess
+
+    repo = write_tree(tmp_path / "sample", SAMPLE)
+    assert run("build", repo).exit_code == 0
+    shelf, mounted = tmp_path / "shelf", tmp_path / "ro"
+    shelf.mkdir()
+    mounted.mkdir()
+    assert run("export", repo, "--to", shelf / "sample.db").exit_code == 0
+    bind = subprocess.run(["mount", "--bind", str(shelf), str(mounted)], capture_output=True, text=True)
+    if bind.returncode != 0:
+        pytest.skip(f"a read-only bind mount needs root with CAP_SYS_ADMIN: {bind.stderr.strip()}")
+    try:
+        ro = subprocess.run(["mount", "-o", "remount,bind,ro", str(mounted)], capture_output=True, text=True)
+        if ro.returncode != 0:
+            pytest.skip(f"cannot remount read-only: {ro.stderr.strip()}")
+        shutil.rmtree(repo)
+        found = as_json(run("search", "retry with exponential backoff", "--db", mounted / "sample.db", "--json"))
+        assert found["results"][0]["symbol"] == "retry_with_backoff" and "source" in found["notes"]
+        assert as_json(run("outline", "app/http.py", "--db", mounted / "sample.db", "--json"))["symbols"]
+        assert as_json(run("doctor", "--db", mounted / "sample.db", "--check-only", "--json"))["consistent"]
+        assert as_json(run("status", "--db", mounted / "sample.db", "--json"))["stale"] is None
+    finally:
+        subprocess.run(["umount", str(mounted)], capture_output=True)
+
+
+def _service(version: str) -> dict:
+    return {"svc/alpha.py": f'''
+        def alpha_handler(request):
+            """Answer the alpha request: version {version} of the handler."""
+            return {{"version": "{version}", "path": request.path}}
+        ''', "svc/beta.py": '''
+        def beta_handler(request):
+            """Answer the beta request."""
+            return request.body
+        '''}
+
+
+def _exported(tmp_path, name: str, files: dict) -> "os.PathLike":
+    repo = write_tree(tmp_path / "src" / name, files)
+    assert run("build", repo).exit_code == 0
+    out = tmp_path / "built" / f"{name}.db"
+    out.parent.mkdir(exist_ok=True)
+    assert run("export", repo, "--to", out).exit_code == 0
+    return out
+
+
+@pytest.mark.slow
+def test_a_served_folder_of_shards_swaps_a_file_under_load_without_a_failed_or_mixed_answer(tmp_path, codii_home):
+    import concurrent.futures as cf
+    import threading
+    import time
+
+    import httpx
+    from support import servers
+    one, two = _exported(tmp_path, "one", _service("one")), _exported(tmp_path, "two", _service("two"))
+    other = _exported(tmp_path, "other", {"shop/cart.js": "// Sum the cart.\nexport function total(items) {\n"
+                                                           "  return items.reduce((s, i) => s + i.price, 0);\n}\n"})
+    shards = tmp_path / "shards"
+    shards.mkdir()
+    shutil.copy(one, shards / "svc.db")
+    shutil.copy(other, shards / "other.db")
+    port = servers.free_port()
+    proc = servers.start(["--shards", str(shards)], port)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        health = httpx.get(f"{url}/healthz").json()
+        assert health["shards"]["files"] == ["other.db", "svc.db"]
+        got = httpx.get(f"{url}/search", params={"q": "alpha_handler", "codebase": "svc"}).json()
+        assert got["results"][0]["symbol"] == "alpha_handler" and got["codebase"] == str(shards / "svc.db")
+        every = httpx.get(f"{url}/search", params={"q": "sum the prices of the cart"}).json()
+        assert every["results"][0]["codebase"] == str(shards / "other.db")
+        assert {m["codebase"] for m in every["codebases"]} == {str(shards / "svc.db"), str(shards / "other.db")}
+        stop, answers, errors = threading.Event(), [], []
+
+        def client():
+            with httpx.Client(timeout=60) as http:
+                while not stop.is_set():
+                    r = http.get(f"{url}/search", params={"q": "alpha handler version", "limit": 5})
+                    (answers if r.status_code == 200 else errors).append(r.json() if r.status_code == 200 else r.text)
+
+        with cf.ThreadPoolExecutor(16) as pool:
+            for _ in range(16):
+                pool.submit(client)
+            for i in range(20):  # a new file renamed over the served one, as a CI upload would
+                part = shards / f".svc.db.part-{i}"
+                shutil.copy(two if i % 2 == 0 else one, part)
+                os.replace(part, shards / "svc.db")
+                time.sleep(0.15)
+            stop.set()
+        assert not errors and len(answers) > 40, (errors[:3], len(answers))
+        for a in answers:
+            versions = {("one" if "version one" in r["content"] else "two") for r in a["results"]
+                        if r["path"] == "svc/alpha.py"}
+            assert len(versions) == 1, (a["codebases"], a.get("note"))  # the old file or the new one, never a mix
+        assert {v for a in answers for r in a["results"] if r["path"] == "svc/alpha.py"
+                for v in ("one", "two") if f"version {v}" in r["content"]} == {"one", "two"}
+        (shards / "other.db").unlink()  # a shard removed is searched no more
+        assert [m["codebase"] for m in httpx.get(f"{url}/search", params={"q": "cart"}).json()["codebases"]] == \
+            [str(shards / "svc.db")]
+    finally:
+        servers.stop(proc)
+
+
+@pytest.mark.slow
+def test_an_agent_searches_and_reads_a_folder_of_shards_over_mcp(tmp_path, codii_home):
+    from mcp import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+    from support.trees import REPO_ROOT
+
+    shards = tmp_path / "shards"
+    shards.mkdir()
+    shutil.copy(_exported(tmp_path, "svc", _service("one")), shards / "svc.db")
+    params = StdioServerParameters(command=sys.executable, args=["-m", "codii_sql.mcp", "--no-watch", "--shards",
+                                                                 str(shards)], cwd=str(REPO_ROOT),
+                                   env={"CODII_SQL_HOME": str(codii_home), "PYTHONPATH": str(REPO_ROOT),
+                                        "CODII_SQL_THREADS": "1"})
+
+    async def run():
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            found = (await session.call_tool("search_code", {"query": "answer the alpha request"})).structured_content
+            top = found["results"][0]
+            assert top["symbol"] == "alpha_handler" and top["codebase"] == str(shards / "svc.db")
+            assert top["stale"] is None and "source" in found["notes"]
+            read_back = await session.call_tool("get_content", {"path": top["codebase"], "file": top["path"]})
+            assert not read_back.is_error and "def alpha_handler" in read_back.structured_content["content"]
+            chunk = await session.call_tool("get_chunk", {"path": top["codebase"], "chunk_id": top["id"]})
+            assert chunk.structured_content["stale"] is None and "version one" in chunk.structured_content["content"]
+            listed = (await session.call_tool("list_workspaces", {})).structured_content["workspaces"]
+            assert {"name": "shards", "source": "shards"}.items() <= listed[-1].items()
+
+    asyncio.run(run())

@@ -17,8 +17,10 @@ from .output import (
     err_console,
     json_option,
     print_dry_run,
+    print_export,
     progress_bar,
 )
+from .words import message
 
 
 @click.command()
@@ -48,20 +50,25 @@ from .output import (
                    "embedded by tasks of 256) and publishes the index whole to its usual path. Needs codii-sql[ray].")
 @click.option("--ray-cpus", type=click.IntRange(1, 1024), default=None,
               help="CPUs of the Ray that --ray local starts [default: all of this machine's].")
+@click.option("--export", "export_to", type=click.Path(dir_okay=False), default=None, metavar="FILE",
+              help="Then write the index as one compact file to search alone (see `codii-sql export`).")
 @click.option("--detached", is_flag=True, hidden=True, help="Run as the background process of --daemon.")
 @db_option
 @json_option
 def build(paths, workspace, force, ignore_patterns, extensions, reset_filters, no_cache, embedder, vectors, daemon,
-          dry_run, ray_address, ray_cpus, detached, db, as_json):
+          dry_run, ray_address, ray_cpus, export_to, detached, db, as_json):
     """Build or update the index of the codebase at each PATH (default: the current directory).
 
     Every file is searchable by BM25, symbol and path as soon as the lexical phase commits it;
     the vector phase then embeds the chunks, source files first. Several PATHs (or --workspace)
     build one after the other in this process, with one model load and one summary.
     """
+    if export_to is not None and (workspace or len(paths) > 1 or daemon or dry_run or ray_address or ray_cpus):
+        raise UsageError("--export writes one codebase's index when its build ends here",
+                         "build one PATH without --daemon, --dry-run or --ray, or run `codii-sql export` after")
     job = Job(force=force, ignore=list(ignore_patterns), exts=service.extension_filter(extensions),
               reset_filters=reset_filters, no_cache=no_cache, embedder=embedder, vectors=vectors, daemon=daemon,
-              dry_run=dry_run, as_json=as_json)
+              dry_run=dry_run, as_json=as_json, export_to=export_to)
     if ray_address is not None or ray_cpus is not None:
         return build_on_ray(paths, workspace, db, job, ray_address, ray_cpus)
     if workspace or len(paths) > 1:
@@ -92,6 +99,7 @@ class Job:
     daemon: bool
     dry_run: bool
     as_json: bool
+    export_to: str | None = None
 
     def run(self, codebase) -> dict:
         """Build (or survey, or start in the background) ``codebase``; its JSON, printed as text unless ``as_json``."""
@@ -122,6 +130,10 @@ class Job:
                **({"warnings": warnings} if warnings else {})}
         if not self.as_json:
             _print_report(codebase, report, filters)
+        if self.export_to is not None:
+            out["export"] = service.export(codebase, self.export_to)
+            if not self.as_json:
+                print_export(out["export"])
         return out
 
     def _start_daemon(self, codebase) -> dict:
@@ -176,8 +188,9 @@ def _build_many(found: list[str], job: Job) -> None:
             rows.append({"ok": True, **job.run(codebase)})
         except CodiiError as err:
             failed.append(path)
-            rows.append({"codebase": path, "ok": False, "error": str(err)})
-            echo(f"Error: {err}" if str(err).startswith(path) else f"Error: {path}: {err}", err=True)
+            said = message(err)
+            rows.append({"codebase": path, "ok": False, "error": said})
+            echo(f"Error: {said}" if said.startswith(path) else f"Error: {path}: {said}", err=True)
     if job.as_json:
         emit({"codebases": rows, "built": len(rows) - len(failed), "failed": len(failed)})
     else:

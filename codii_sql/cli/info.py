@@ -111,9 +111,11 @@ def stats(path, db, as_json):
 @click.option("--raw", is_flag=True, help="With QUERY: print each chunk's whole stored text, not its first line.")
 @click.option("--limit", type=click.IntRange(1, service.MAX_LIMIT), default=None,
               help="With QUERY: chunks listed [default: 10].")
+@click.option("--manifest", "show_manifest", is_flag=True,
+              help="Print the manifest an export wrote into the index (what it holds, from where, when).")
 @db_option
 @json_option
-def inspect(args, file_, raw, limit, db, as_json):
+def inspect(args, file_, raw, limit, show_manifest, db, as_json):
     """Show the index's snapshot (model, chunker, Merkle root, counts) and optionally one file's chunks;
     with QUERY, the chunks a search for it matches, each with its BM25 and KNN rank (nothing is updated).
 
@@ -122,6 +124,16 @@ def inspect(args, file_, raw, limit, db, as_json):
     """
     query, path = _query_and_path(args, file_, raw or limit is not None)
     codebase = service.open_codebase(path, db)
+    if show_manifest:
+        manifest = service.manifest(codebase)
+        if manifest is None:
+            raise UsageError(f"{codebase.db_path} holds no manifest: it was never exported",
+                             "`codii-sql export PATH --to FILE` writes a file that has one")
+        if as_json:
+            return emit(manifest)
+        for key, value in manifest.items():
+            echo(f"{key}: {fmt_value(key, value)}")
+        return None
     if query is not None:
         return _print_query(service.inspect_query(codebase, query, limit=limit or 10, raw=raw), raw, as_json)
     info = service.inspect(codebase, file_)

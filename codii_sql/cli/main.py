@@ -70,7 +70,10 @@ def cli():
               help="With --http: serve from Ray Serve replicas on a cluster (local, auto or host:6379).")
 @click.option("--replicas", type=click.IntRange(1, 256), default=None,
               help="With --ray: Ray Serve replicas, each holding every shard read-only [default: 1].")
-def serve(no_watch, port, workspaces, host, ray_address, replicas):
+@click.option("--shards", default=None, metavar="DIR",
+              help="Serve the index files (.db) of this folder, each searched alone: files added, removed or "
+                   "replaced by rename are picked up without a restart.")
+def serve(no_watch, port, workspaces, host, ray_address, replicas, shards):
     """Run the MCP server on stdio (for Claude Code, Cursor and other MCP clients), or with --http an
     HTTP search server over a workspace's indexes (one process, or Ray Serve replicas with --ray)."""
     if port is None:
@@ -79,12 +82,13 @@ def serve(no_watch, port, workspaces, host, ray_address, replicas):
             raise UsageError(f"{given[0]} goes with --http PORT (without it, serve runs the MCP server on stdio)")
         from ..mcp import main as serve_main
 
-        serve_main(["--no-watch"] if no_watch else [])
+        serve_main([*(["--no-watch"] if no_watch else []), *(["--shards", shards] if shards else [])])
         return
-    serve_http(list(workspaces), host, port, ray_address, replicas)
+    serve_http(list(workspaces), host, port, ray_address, replicas, shards)
 
 
 for command in (building.build, searching.search, info.status, info.list_, info.stats, maintenance.clear,
+                maintenance.export,
                 info.inspect, maintenance.doctor, serve, evaluation.eval_, models, workspace, watching.watch,
                 symbols.outline, symbols.symbol, symbols.refs):
     cli.add_command(command)

@@ -11,7 +11,7 @@ from .. import service
 from ..codebase import Codebase
 from ..errors import CodiiError, IndexBusyError, UsageError
 from ..paths import in_indexes_dir
-from .output import db_option, echo, emit, json_option
+from .output import db_option, echo, emit, json_option, print_export
 
 
 @click.command()
@@ -95,3 +95,19 @@ def doctor(path, check_only, db, as_json):
                    "was inconsistent (repaired)")
     if out["damaged"] or (check_only and not out["consistent"]):
         sys.exit(1)
+
+
+@click.command(name="export")
+@click.argument("path", required=False, default=None)
+@click.option("--to", "target", required=True, type=click.Path(dir_okay=False), metavar="FILE",
+              help="The file to write (written beside it, then renamed into place).")
+@db_option
+@json_option
+def export(path, target, db, as_json):
+    """Write the index of PATH as one compact file to search alone: a CI artifact, a shard to serve
+    (`serve --shards DIR`), a file to share. Its write-ahead log is folded in, it carries no absolute
+    path of this machine, and its manifest (`inspect --manifest`) says what it holds."""
+    out = service.export(service.open_codebase(path, db), target)
+    if as_json:
+        return emit(out)
+    print_export(out)

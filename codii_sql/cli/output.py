@@ -157,3 +157,12 @@ def print_dry_run(survey: dict) -> None:
         echo(f"  model: {embed['texts']} new texts ({embed['word_pieces']} word pieces), about "
                    f"{minutes:.1f} min on this machine ({embed['chunks_per_second']} chunks/s measured on "
                    f"{embed['sample']} of them); BM25 covers every file before that")
+
+
+def print_export(out: dict) -> None:
+    """The text form of an export: where, how big against the index, and what it holds."""
+    m = out["manifest"]
+    git = f", {m['git']['commit'][:12]}{' (uncommitted changes)' if m['git'].get('dirty') else ''}" if m.get("git") else ""
+    echo(f"{out['file']}: {out['bytes'] / 1e6:.1f} MB (the index: {out['source_bytes'] / 1e6:.1f} MB), in "
+         f"{out['seconds']:.1f} s; {m['codebase']}{git}: {m['files']} files, {m['chunks']} chunks, vectors "
+         f"{m['vectors']['done']}/{m['vectors']['total']} ({m['embedder']})")

@@ -7,20 +7,25 @@ from ..errors import UsageError
 from .output import echo
 
 
-def serve_http(workspaces: list[str], host: str, port: int, ray_address: str | None, replicas: int | None) -> None:
-    """Serve ``workspaces`` on ``host:port`` until interrupted: Ray Serve replicas with ``ray_address``,
-    else one process.
+def serve_http(workspaces: list[str], host: str, port: int, ray_address: str | None, replicas: int | None,
+               shards: str | None = None) -> None:
+    """Serve ``workspaces`` (and the folder of index files ``shards``) on ``host:port`` until
+    interrupted: Ray Serve replicas with ``ray_address``, else one process.
 
     Raises:
-        UsageError: no or an unknown workspace, --replicas without --ray, Ray missing or unreachable.
+        UsageError: nothing or an unknown workspace to serve, --replicas without --ray, Ray missing or
+            unreachable, --shards with --ray.
     """
     if replicas is not None and ray_address is None:
         raise UsageError("--replicas counts Ray Serve replicas: pass --ray too (one process serves without it)")
+    if shards is not None and ray_address is not None:
+        raise UsageError("--shards serves a folder from this process", "drop --ray (or serve a workspace on Ray)")
     url = f"http://{host}:{port}/search?q=..."
     if ray_address is None:
+        handler = http.SearchHandler(workspaces, shards)  # refuses nothing to serve before the port is tried
         http.check_port(host, port)
-        handler = http.SearchHandler(workspaces)
-        echo(f"Serving {', '.join(handler.workspaces)} on {url} (GET /healthz; Ctrl-C stops)", err=True)
+        served = [*handler.workspaces, *([f"the shards of {handler.shards.folder}"] if handler.shards else [])]
+        echo(f"Serving {', '.join(served)} on {url} (GET /healthz; Ctrl-C stops)", err=True)
         http.run(handler, host, port)
         return
 

@@ -27,17 +27,24 @@ USAGE = ("GET /search?q=QUERY[&limit=10][&mode=hybrid|bm25|vector][&workspace=NA
 
 
 class SearchHandler:
-    """Answers for the workspaces ``names`` (the first is the default of ``/search``).
+    """Answers for the workspaces ``names`` (the first is the default of ``/search``) and the folder
+    of index files ``shards`` (served as a workspace named after the folder; the default when no
+    workspace is served).
 
     Raises:
-        UsageError: no workspace, or an unknown or empty one (checked at start, so a server never
-            starts serving nothing).
+        UsageError: nothing to serve, an unknown or empty workspace, or a shard folder that is none
+            (checked at start, so a server never starts serving nothing).
     """
 
-    def __init__(self, names: Sequence[str]):
-        if not names:
-            raise UsageError("serve --http needs a workspace to serve: --workspace NAME (see `codii-sql workspace`)")
+    def __init__(self, names: Sequence[str], shards: str | None = None):
+        if not names and shards is None:
+            raise UsageError("serve --http needs something to serve",
+                             "pass --workspace NAME (see `codii-sql workspace`) or --shards DIR (a folder of .db files)")
         self.workspaces = [service.get_workspace(name).name for name in names]
+        self.shards = service.ShardFolder(shards) if shards is not None else None
+        if self.shards is not None and self.shards.name.lower() in self.workspaces:
+            raise UsageError(f"the shard folder {self.shards.folder} has a served workspace's name",
+                             "rename the folder, or serve the workspace from another server")
         self.indexes = service.OpenIndexes()
         self.started = time.time()
 
@@ -58,13 +65,18 @@ class SearchHandler:
         return 200, answer.to_dict(words)
 
     def health(self) -> dict:
-        """``{"status": "ok", "workspaces": [{"name", "codebases", "indexed"}], "started_at"}``."""
+        """``{"status": "ok", "workspaces": [{"name", "codebases", "indexed"}], ["shards": {"name",
+        "folder", "files": [names]}], "started_at"}``."""
         rows = []
         for name in self.workspaces:
             paths = service.get_workspace(name).paths
             codebases, *_ = service.members_of(list(paths))
             rows.append({"name": name, "codebases": len(paths), "indexed": len(codebases)})
-        return {"status": "ok", "workspaces": rows, "started_at": service.iso(self.started)}
+        out = {"status": "ok", "workspaces": rows, "started_at": service.iso(self.started)}
+        if self.shards is not None:
+            out["shards"] = {"name": self.shards.name, "folder": str(self.shards.folder),
+                             "files": [p.name for p in self.shards.files()]}
+        return out
 
     def _request(self, params: Mapping[str, Sequence[str]]) -> service.SearchRequest:
         """The search request of a ``/search`` query string.
@@ -82,9 +94,10 @@ class SearchHandler:
         query = one.get("q", "")
         if not query.strip():
             raise UsageError("missing query", "GET /search?q=where+are+retries+handled")
-        workspace = (one.get("workspace") or self.workspaces[0]).lower()
-        if workspace not in self.workspaces:
-            raise UsageError(f"workspace {workspace!r} is not served here", f"served: {', '.join(self.workspaces)}")
+        served = self.workspaces + ([self.shards.name.lower()] if self.shards is not None else [])
+        workspace = (one.get("workspace") or served[0]).lower()
+        if workspace not in served:
+            raise UsageError(f"workspace {workspace!r} is not served here", f"served: {', '.join(served)}")
         mode = one.get("mode", "hybrid")
         if mode not in service.MODES:
             raise UsageError(f"mode {mode!r} is not one of {', '.join(service.MODES)}")
@@ -100,6 +113,9 @@ class SearchHandler:
                                      rerank=rerank in ("true", "1"),
                                      max_tokens=_number(one["max_tokens"], "max_tokens", service.MIN_TOKENS,
                                                         service.MAX_TOKENS) if "max_tokens" in one else None)
+        if workspace not in self.workspaces:  # the shard folder: a shard by its name, or every one
+            return service.SearchRequest(query, opts, [one["codebase"]] if "codebase" in one else [],
+                                         shards=str(self.shards.folder), update=False)
         if "codebase" in one:
             return service.SearchRequest(query, opts, [self._member(workspace, one["codebase"])], update=False)
         return service.SearchRequest(query, opts, workspace=workspace, update=False)

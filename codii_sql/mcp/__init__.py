@@ -11,7 +11,10 @@ import argparse
 import sys
 
 from . import file_tools, indexing_tools, search_tools, symbol_tools  # noqa: F401 - importing registers the tools
+from ..errors import CodiiError
+from ..service import ShardFolder
 from .app import SESSION, server
+from .words import message
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -23,9 +26,17 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="codii-sql-server", description="codii-sql's MCP server on stdio.")
     parser.add_argument("--no-watch", action="store_true",
                         help="do not keep indexed codebases fresh on file changes (also $CODII_SQL_WATCH=0)")
+    parser.add_argument("--shards", metavar="DIR", default=None,
+                        help="also serve the index files (.db) of DIR, each searched alone (search_code with "
+                             "workspace=DIR's name, or with no path or workspace)")
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     if args.no_watch:
         SESSION.following.enabled = False
+    if args.shards:
+        try:
+            SESSION.shards = ShardFolder(args.shards)
+        except CodiiError as err:
+            parser.exit(2, f"Error: {message(err)}\n")
     try:
         server.run("stdio")
     finally:

@@ -39,7 +39,8 @@ from .words import words
         "not indexed, call index_codebase first; while indexing runs, results come from the last committed "
         "state. mode: hybrid (default), bm25 (exact words/identifiers) or vector (meaning). workspace (in place "
         "of path, or with it) searches every codebase of a workspace at once (list_workspaces names them): one "
-        "ranked list whose results carry their codebase."),
+        "ranked list whose results carry their codebase. A path may also be an index file (.db) searched alone; "
+        "on a server started with --shards DIR, no path and no workspace searches every index file of DIR."),
     annotations=READ_ONLY,
 )
 @agent_errors
@@ -58,12 +59,17 @@ def search_code(
                                                                        "path; see list_workspaces.")] = None,
     max_tokens: MaxTokensArg = None,
 ) -> CallToolResult:
-    paths = [path] if path.strip() else []
-    if not workspace:
-        paths = [check_path(path)]
     opts = SearchOptions(limit=limit, mode=mode, exts=list(extensionFilter), glob=pathGlob or None, rerank=rerank,
                          max_tokens=max_tokens or DEFAULT_MAX_TOKENS)
-    found = SESSION.search(SearchRequest(query, opts, paths, workspace or None))
+    folder = SESSION.shards
+    if folder is not None and ((workspace or "").lower() == folder.name.lower() or not (path.strip() or workspace)):
+        # The server's folder of index files (serve --shards): each searched alone; a path names one.
+        request = SearchRequest(query, opts, [path] if path.strip() else [], shards=str(folder.folder))
+    else:
+        request = SearchRequest(query, opts, [path] if path.strip() or not workspace else [], workspace or None)
+        if not workspace:
+            request.paths = [check_path(path)]
+    found = SESSION.search(request)
     data = found.to_dict(words)
     n = len(found.results)
     where = (f"workspace {found.workspace or '-'}: " + ", ".join(f"{m.codebase} ({m.status})" for m in found.members)

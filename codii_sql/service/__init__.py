@@ -17,6 +17,7 @@ from .codebases import find_codebase, first_build, is_index_file, open_codebase
 from .daemon import daemon_info, detached, start_daemon
 from .doctor import doctor
 from .dry_run import dry_run
+from .export import export, manifest
 from .embedders import embedder_health, embedders_in_use
 from .indexes import OpenIndexes, open_searcher
 from .inspecting import inspect_query
@@ -25,6 +26,7 @@ from .maintenance import clear, clear_target
 from .models import ENV_MODEL, cached_models, check_reranker, models_dir, pull_model
 from .searching import MAX_QUERY_CHARS, SearchRequest, opened, search
 from .session import Session, iso
+from .shard_folder import ShardFolder
 from .targets import member_paths, members_of
 from .status import inspect, is_stale, list_codebases, recorded_filters, stats, status
 from .symbols import find_references, find_symbol, outline
@@ -38,8 +40,8 @@ __all__ = [
     "AGENT_LISTING", "MAX_QUERY_CHARS", "Answer", "Member", "Note", "PERSON_LISTING", "SearchRequest", "listing", "opened",
     "Workspace", "add_paths", "describe", "get_workspace", "member_paths", "members_of", "remove", "workspaces",
     "BuildReport", "Codebase", "ENV_MODEL", "MAX_LIMIT", "MAX_TOKENS", "MIN_TOKENS", "MODES", "Progress", "Result", "SearchOptions",
-    "Session", "build", "cached_models", "check_reranker", "clear", "clear_target", "daemon_info",
-    "detached", "dry_run", "embedder_health", "embedders_in_use", "start_daemon", "doctor", "ensure_index",
+    "Session", "ShardFolder", "build", "cached_models", "check_reranker", "clear", "clear_target", "daemon_info",
+    "detached", "dry_run", "export", "manifest", "embedder_health", "embedders_in_use", "start_daemon", "doctor", "ensure_index",
     "find_codebase", "first_build", "is_index_file", "inspect", "inspect_query", "is_locked", "is_stale", "iso",
     "list_codebases", "models_dir", "open_codebase",
     "open_searcher", "pull_model", "recorded_filters", "search", "stats", "status",

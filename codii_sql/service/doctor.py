@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import tempfile
+from pathlib import Path
+
 from ..codebase import Codebase
 from ..ingest.doctor import examine
 from ..storage.lock import writer_lock
+from ..storage.copies import snapshot
 from ..storage.store import Store
 from .builds import build, reword_disk_full
 from .embedders import embedder_health, recorded_embedder
+from ..errors import UsageError
 from .status import not_indexed
 
 
@@ -23,6 +28,18 @@ def doctor(codebase: Codebase, *, repair: bool = True, rebuild: bool = True) -> 
     """
     if not codebase.db_path.is_file():
         raise not_indexed(codebase)
+    if codebase.alone:  # a copy, an export: never written, so checked on a scratch copy of its own
+        if repair:
+            raise UsageError(f"{codebase.db_path} is an index file searched alone, and is never written",
+                             "check it with doctor --check-only; repair happens by building and exporting it again")
+        with tempfile.TemporaryDirectory(prefix="codii-sql-doctor-") as scratch:
+            copy = Path(scratch) / codebase.db_path.name  # FTS5's own check is a write, even when it finds nothing
+            snapshot(codebase.db_path, copy)
+            with Store(copy, create=False) as store:
+                report = examine(store, repair=False)
+                embedder = None if report.damaged else recorded_embedder(store.meta())
+        return {"codebase": str(codebase.root), "db": str(codebase.db_path), **report.to_dict(),
+                **({"embedder": embedder_health(embedder)} if embedder else {})}
     with reword_disk_full(codebase), writer_lock(codebase), Store(codebase.db_path, create=False) as store:
         report = examine(store, repair=repair)
         embedder = None if report.damaged else recorded_embedder(store.meta())

@@ -8,7 +8,6 @@ import os
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from ..codebase import Codebase
 from ..ingest.indexer import index_settings
@@ -39,26 +38,39 @@ def open_searcher(codebase: Codebase) -> Searcher:
     return Searcher(store, None if codebase.alone else codebase.root, embedder)
 
 
+#: Connections kept open at most: a folder of 1,000 shards must not hold 1,000 files open (each
+#: at least one descriptor); the least recently used idle ones are closed past it.
+MAX_OPEN = 128
+
+
 @dataclass
 class OpenIndex:
-    """A cached searcher, the identity ``(st_dev, st_ino)`` of the file it opened, and its lock."""
+    """A cached searcher, the identity ``(st_dev, st_ino)`` of the file it opened, its lock, and
+    when it was last used (a count of uses: the least recent is closed first)."""
 
     searcher: Searcher
     identity: tuple[int, int]
     lock: threading.Lock = field(default_factory=threading.Lock)
+    used: int = 0
+    #: Set (under ``lock``) once it is closed: a search that waited for it looks again.
+    closed: bool = False
 
 
 class OpenIndexes:
     """One read connection per index, reused across calls; reopened when the file is replaced.
 
     An apsw connection must not run two statements at once from two threads, so each is used
-    under its own lock.
+    under its own lock. A file replaced by rename (a new inode) is opened anew for the next search,
+    and the old connection is closed once the search still using it ends: that search reads the
+    old file whole, the next the new one whole. At most :data:`MAX_OPEN` stay open.
     """
 
-    def __init__(self):
+    def __init__(self, max_open: int = MAX_OPEN):
         self._lock = threading.Lock()
         self._open: dict[str, OpenIndex] = {}
         self._filesets: dict[str, tuple[str, boundary.FileSet]] = {}
+        self._uses = 0
+        self.max_open = max_open
 
     @contextlib.contextmanager
     def searcher(self, cb: Codebase) -> Iterator[Searcher]:
@@ -67,17 +79,41 @@ class OpenIndexes:
         Raises:
             NotIndexedError, IndexMismatchError: see :func:`open_searcher`.
         """
+        while True:
+            entry = self._entry(cb)
+            with entry.lock:
+                if entry.closed:  # retired (its file replaced) or evicted while this search waited for it
+                    continue
+                yield entry.searcher
+                return
+
+    def _entry(self, cb: Codebase) -> OpenIndex:
+        """The open entry of ``cb``'s file as it is now (opened anew when it was replaced); the entries
+        this retires are closed once the searches using them end."""
         key = str(cb.db_path)
+        retired: list[OpenIndex] = []
         with self._lock:
             entry = self._open.get(key)
-            identity = _identity(cb.db_path)
+            identity = _identity(cb)
             if entry is not None and entry.identity != identity:
-                self._close(key)
+                retired.append(self._open.pop(key))
                 entry = None
             if entry is None:
                 entry = self._open[key] = OpenIndex(open_searcher(cb), identity)
-        with entry.lock:
-            yield entry.searcher
+                retired += self._least_used()
+            self._uses += 1
+            entry.used = self._uses
+        for old in retired:  # outside the shared lock: waiting for a search on it holds up no other
+            _close(old)
+        return entry
+
+    def _least_used(self) -> list[OpenIndex]:
+        """The idle entries past :attr:`max_open`, least recently used first, taken out of the cache."""
+        over = len(self._open) - self.max_open
+        if over <= 0:
+            return []
+        idle = sorted((e.used, k) for k, e in self._open.items() if not e.lock.locked())
+        return [self._open.pop(k) for _, k in idle[:over]]
 
     def forget(self, cb: Codebase) -> None:
         """Close ``cb``'s connection (before its file is deleted)."""
@@ -88,8 +124,7 @@ class OpenIndexes:
     def _close(self, key: str) -> None:
         entry = self._open.pop(key, None)
         if entry is not None:
-            with entry.lock:
-                entry.searcher.store.close()
+            _close(entry)
 
     def fileset(self, cb: Codebase) -> boundary.FileSet:
         """The boundary's file set for ``cb`` under its current rules (``.codii.yaml`` + last build's options)."""
@@ -103,6 +138,21 @@ class OpenIndexes:
             return cached[1]
 
 
-def _identity(path: Path) -> tuple[int, int]:
-    st = os.stat(path)
+def _identity(cb: Codebase) -> tuple[int, int]:
+    """The file's ``(st_dev, st_ino)``: another one when the file was replaced by rename.
+
+    Raises:
+        NotIndexedError: the file is gone.
+    """
+    try:
+        st = os.stat(cb.db_path)
+    except FileNotFoundError:
+        raise not_indexed(cb) from None
     return st.st_dev, st.st_ino
+
+
+def _close(entry: OpenIndex) -> None:
+    """Close ``entry`` once no search uses it, and mark it so."""
+    with entry.lock:
+        entry.searcher.store.close()
+        entry.closed = True

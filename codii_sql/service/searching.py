@@ -48,6 +48,8 @@ class SearchRequest:
             none: the current directory, or the codebase ``db`` records.
         workspace: a workspace whose members are searched too (see :mod:`.workspaces`).
         db: the index file of a one-codebase search (``--db``).
+        shards: a folder of index files searched alone (:class:`~.shard_folder.ShardFolder`): every
+            one, or those ``paths`` name (by file name, stem or path).
         update: bring each local index up to date first (a CLI search); else answer from the last
             committed states (the long-lived faces, whose watchers keep indexes fresh).
     """
@@ -57,6 +59,7 @@ class SearchRequest:
     paths: list[str] = field(default_factory=list)
     workspace: str | None = None
     db: str | None = None
+    shards: str | None = None
     update: bool = True
 
 
@@ -88,7 +91,7 @@ def opened(request: SearchRequest, *, indexes: OpenIndexes | None = None, progre
     """
     request.options.check()  # a bad option is refused before any indexing work
     targets = resolve(request.paths, request.db, request.workspace, update=request.update, indexes=indexes,
-                      progress=progress, building=building)
+                      progress=progress, building=building, shards=request.shards)
     try:
         prepared = _prepared(targets)
         yield lambda query, options=None: _ask(targets, prepared, query, options or request.options)

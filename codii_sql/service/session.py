@@ -28,6 +28,7 @@ from .maintenance import clear
 from .portable import not_stored, stored_lines
 from .remote import is_remote
 from .searching import SearchRequest, search
+from .shard_folder import ShardFolder
 from .similar import similar_code
 from .targets import member_paths
 from .status import inspect, list_codebases, not_indexed
@@ -53,6 +54,8 @@ class Session:
         self.jobs = Jobs()
         self.indexes = OpenIndexes()
         self.following = Following(self.jobs)
+        #: A folder of index files this server also serves (``serve --shards DIR``), or None.
+        self.shards: ShardFolder | None = None
 
     def shutdown(self) -> None:
         """Stop the watchers and running builds at their next batch commit (see :meth:`Jobs.shutdown`)."""
@@ -198,8 +201,13 @@ class Session:
         return {"workspace": name, "codebases": rows}
 
     def list_workspaces(self) -> list[dict]:
-        """Every workspace with each member's state (see :func:`describe`)."""
-        return [describe(ws) for ws in workspaces().values()]
+        """Every workspace with each member's state (see :func:`describe`), and the shard folder served
+        (its members: each index file, searched alone)."""
+        rows = [describe(ws) for ws in workspaces().values()]
+        if self.shards is not None:
+            rows.append({"name": self.shards.name, "source": "shards", "members": [
+                {"codebase": str(p), "status": "alone", "size_bytes": p.stat().st_size} for p in self.shards.files()]})
+        return rows
 
     def similar(self, cb: Codebase, file: str, start_line: int | None, end_line: int | None, limit: int,
                 max_tokens: int | None = None) -> tuple[dict, list[Result]]:

@@ -10,10 +10,11 @@ from ..codebase import Codebase
 from ..errors import CodiiError, Remedy, UsageError
 from ..ingest.report import Progress
 from ..search.answer import Member, Note
-from .codebases import find_codebase
+from .codebases import find_codebase, index_file, is_index_file
 from .indexes import OpenIndexes
 from .portable import FileShard
 from .remote import RemoteShard, is_remote
+from .shard_folder import ShardFolder
 from .shards import LocalShard, Shard
 from .workspaces import get_workspace, missing_member
 
@@ -33,13 +34,22 @@ class Targets:
 
 def resolve(paths: list[str], db: str | None, workspace: str | None, *, update: bool,
             indexes: OpenIndexes | None = None, progress: Progress | None = None,
-            building: Callable[[Codebase], bool] | None = None) -> Targets:
+            building: Callable[[Codebase], bool] | None = None, shards: str | None = None) -> Targets:
     """The shards of a request (see :class:`~.searching.SearchRequest` for the arguments).
 
     Raises:
-        UsageError: an unknown or empty workspace, no member to search, a bad path, or ``db`` with
-            several codebases.
+        UsageError: an unknown or empty workspace, no member to search, a bad path, ``db`` with
+            several codebases, or a shard folder without that shard (or without any).
     """
+    if shards is not None:
+        folder = ShardFolder(shards)
+        if len(paths) == 1:
+            return Targets([folder.shard(paths[0], indexes)])
+        found = [folder.shard(p, indexes) for p in paths] if paths else folder.shards(indexes)
+        if not found:
+            raise UsageError(f"no index file in {folder.folder}", "put .db files there (`codii-sql export PATH --to "
+                                                                  "FILE` writes one)")
+        return Targets(found, workspace=folder.name, many=True)
     if not (workspace or len(paths) > 1):
         if paths and is_remote(paths[0]) and db is None:
             return Targets([RemoteShard(paths[0])])
@@ -53,7 +63,8 @@ def resolve(paths: list[str], db: str | None, workspace: str | None, *, update: 
                          "drop the workspace or the extra paths", field="db")
     name, found = member_paths(workspace, list(paths))
     codebases, members, notes, scopes = members_of([p for p in found if not is_remote(p)], name)
-    shards: list[Shard] = [LocalShard(cb, scopes.get(cb, ""), update=update, indexes=indexes, building=building)
+    shards: list[Shard] = [FileShard(cb, indexes=indexes) if cb.alone else
+                           LocalShard(cb, scopes.get(cb, ""), update=update, indexes=indexes, building=building)
                            for cb in codebases]
     shards += [RemoteShard(p) for p in found if is_remote(p)]
     if not shards:
@@ -78,13 +89,13 @@ def member_paths(workspace: str | None, paths: list[str]) -> tuple[str | None, l
 
 def members_of(paths: list[str], workspace: str | None = None
                ) -> tuple[list[Codebase], list[Member], list[Note], dict[Codebase, str]]:
-    """The indexed codebases among ``paths``; a member and a note for each that is not; and the
-    scopes: a subfolder of an indexed codebase searches that index, its files under the subfolder
+    """The indexed codebases among ``paths`` (an index file is its codebase, alone when its source is
+    not here); a member and a note for each that is not; and the scopes: a subfolder of an indexed codebase searches that index, its files under the subfolder
     only (``{codebase: "sub/folder"}``), as a one-codebase search does."""
     codebases, members, notes, scopes = [], [], [], {}
     for path in paths:
         try:
-            cb = Codebase.open(path)
+            cb = index_file(path) if is_index_file(path) else Codebase.open(path)
         except CodiiError as err:
             members.append(Member(path, "missing"))
             notes.append(missing_member(path, err, workspace))
