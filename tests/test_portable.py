@@ -240,3 +240,18 @@ def test_an_agent_searches_and_reads_a_folder_of_shards_over_mcp(tmp_path, codii
             assert {"name": "shards", "source": "shards"}.items() <= listed[-1].items()
 
     asyncio.run(run())
+
+
+def test_more_shards_than_open_connections_are_searched_in_one_pass(tmp_path, codii_home):
+    """Past the open-connection bound, a new entry was the least recently used and closed at once:
+    every search looked again forever (a folder of 1,000 shards hung its first search)."""
+    from codii_sql.service.indexes import OpenIndexes
+
+    shards = tmp_path / "shards"
+    shards.mkdir()
+    made = _exported(tmp_path, "svc", _service("one"))
+    for i in range(6):
+        shutil.copy(made, shards / f"s{i}.db")
+    answer = service.search(service.SearchRequest("alpha_handler", service.SearchOptions(limit=3), shards=str(shards),
+                                                  update=False), indexes=OpenIndexes(max_open=2))
+    assert [m.status for m in answer.members] == ["searched"] * 6 and answer.results

@@ -98,10 +98,10 @@ class OpenIndexes:
             if entry is not None and entry.identity != identity:
                 retired.append(self._open.pop(key))
                 entry = None
-            if entry is None:
-                entry = self._open[key] = OpenIndex(open_searcher(cb), identity)
-                retired += self._least_used()
             self._uses += 1
+            if entry is None:
+                entry = self._open[key] = OpenIndex(open_searcher(cb), identity, used=self._uses)
+                retired += self._least_used()  # never the new one: it is the most recent
             entry.used = self._uses
         for old in retired:  # outside the shared lock: waiting for a search on it holds up no other
             _close(old)

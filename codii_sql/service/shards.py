@@ -104,6 +104,7 @@ class LocalShard:
         self.indexes = indexes
         self.building = building or is_locked
         self._own: Searcher | None = None
+        self._embedder: Embedder | None = None
 
     def prepare(self) -> Note | None:
         """See :meth:`Shard.prepare` (:func:`ensure_index`).
@@ -120,8 +121,12 @@ class LocalShard:
 
     @property
     def embedder(self) -> Embedder:
-        with self._searcher() as searcher:
-            return searcher.embedder
+        # Kept once known: asked several times a search, it must not reopen an index the open-index
+        # cache closed meanwhile (1,000 shards past its 128 thrashed for minutes).
+        if self._embedder is None:
+            with self._searcher() as searcher:
+                self._embedder = searcher.embedder
+        return self._embedder
 
     @contextlib.contextmanager
     def _searcher(self) -> Iterator[Searcher]:
