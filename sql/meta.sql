@@ -14,6 +14,11 @@ ON CONFLICT(key) DO UPDATE SET value = excluded.value;
 SELECT (SELECT count(*) FROM files)  AS files,
        (SELECT count(*) FROM chunks) AS chunks;
 
+-- name: has_vectors
+-- 1 when any chunk has its vector (an index built with vectors off has none: a search need not
+-- embed the query). About 1 ms on a 77k-chunk index either way.
+SELECT EXISTS (SELECT 1 FROM chunks_vec);
+
 -- name: has_files
 -- 1 when any file is indexed (cheap: stops at the first row; counts reads them all).
 SELECT EXISTS (SELECT 1 FROM files);

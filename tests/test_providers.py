@@ -184,3 +184,13 @@ def test_an_index_built_by_a_provider_is_refused_another_model(sample_repo):
     res = run("build", sample_repo, "--embedder", "openai:text-embedding-test")
     one_line_error(res, "'ollama:nomic-embed-text'", "--force --embedder openai:text-embedding-test")
     assert Path(Codebase.open(sample_repo).db_path).is_file()
+
+
+def test_an_index_without_vectors_is_searched_without_asking_the_provider(sample_repo, server):
+    """Built with vectors off, an index has nothing to compare a query embedding with: a hybrid
+    search answers from BM25 and does not ask the embedding server at all."""
+    as_json(run("build", sample_repo, "--embedder", "ollama:nomic-embed-text", "--no-vectors", "--json"))
+    asked = server.stats()["texts"]
+    found = as_json(run("search", "parse_header", "--path", sample_repo, "--mode", "hybrid", "--json"))
+    assert found["results"][0]["symbol"] == "parse_header"
+    assert server.stats()["texts"] == asked and "did not answer" not in found.get("note", "")

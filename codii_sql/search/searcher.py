@@ -153,7 +153,8 @@ class Searcher:
         """The top ``opts.limit`` chunks (or files) for ``query``, with what the query analysis chose;
         ``query_vector`` (float32[dims]) is its embedding when the caller has it already (a search over
         several codebases embeds it once), ``embedder_failed`` why the caller could not embed it (the
-        search then answers from BM25, and says so). ``opts.max_tokens`` is the caller's to apply
+        search then answers from BM25, and says so); an index without vectors answers from BM25
+        without embedding it. ``opts.max_tokens`` is the caller's to apply
         (:func:`codii_sql.search.budget.fit` with the analysis's terms): over several codebases the
         budget is the merged answer's.
 
@@ -183,6 +184,8 @@ class Searcher:
         shape, named = a.shape, a.named
         note = embedder_failed
         qvec = None
+        if opts.mode != "bm25" and query_vector is None and not self.store.value("has_vectors"):
+            opts = dataclasses.replace(opts, mode="bm25")  # nothing to compare an embedding with
         if opts.mode != "bm25" and note is None:
             qvec, note = self._query_vector(a.text, query_vector)
         if qvec is None and opts.mode != "bm25":  # the embedder did not answer: the note says so

@@ -47,7 +47,7 @@ class Shard(Protocol):
         name: what the results' ``codebase`` says: the codebase root, or the shard's own name.
         scope: the folder (relative POSIX path) its results are kept to, or "".
         embedder: embeds the query for this shard (a search embeds it once per embedder); None
-            when the shard embeds it itself (a remote server).
+            when the shard embeds it itself (a remote server), or has no vectors to compare it with.
     """
 
     name: str
@@ -105,6 +105,7 @@ class LocalShard:
         self.building = building or is_locked
         self._own: Searcher | None = None
         self._embedder: Embedder | None = None
+        self._embedder_known = False
 
     def prepare(self) -> Note | None:
         """See :meth:`Shard.prepare` (:func:`ensure_index`).
@@ -120,12 +121,13 @@ class LocalShard:
         return ensure_index(self.codebase, update=self.update, progress=self.progress)
 
     @property
-    def embedder(self) -> Embedder:
+    def embedder(self) -> Embedder | None:
         # Kept once known: asked several times a search, it must not reopen an index the open-index
         # cache closed meanwhile (1,000 shards past its 128 thrashed for minutes).
-        if self._embedder is None:
+        if not self._embedder_known:
             with self._searcher() as searcher:
-                self._embedder = searcher.embedder
+                self._embedder = searcher.embedder if searcher.store.value("has_vectors") else None
+            self._embedder_known = True
         return self._embedder
 
     @contextlib.contextmanager
