@@ -152,3 +152,17 @@ def test_unreachable_or_malformed_ray_addresses_are_one_line_at_once(team):
     for bad in ("nonsense", "127.0.0.1:99999", "ray://:10001"):
         result = build(bad)
         assert result.returncode == 2 and "is not a Ray address: use host:port" in result.stderr, result.stderr
+
+
+def test_the_page_marks_the_query_words_in_identifiers_and_escapes_every_line():
+    from codii_sql.http import code
+
+    shown = code.marked('def parse_header(retries): raise HTTPError("<b>")  # retry', ["header", "retry", "http"])
+    assert shown == ('def parse_<mark>header</mark>(<mark>retries</mark>): raise <mark>HTTP</mark>Error('
+                     '&quot;&lt;b&gt;&quot;)  # <mark>retry</mark>')
+    assert "<mark>" not in code.marked("parser of pars", ["par"])  # too short to stand for a word
+    lines = ['x = "<script>alert(1)</script>"\n', "def handle(request):\n", "    return request\u202e\n"]
+    html = code.highlighted("a.py", lines, lambda name: f"/symbol?name={name}")
+    assert len(html) == 3 and "<script>" not in "".join(html) and "\\u202e" in html[2]
+    assert '<a class="nf name" href="/symbol?name=handle">handle</a>' in html[1]
+    assert '<a class="name" href="/symbol?name=request">request</a>' in html[2]  # plain names: no span

@@ -73,18 +73,22 @@ def cli():
 @click.option("--shards", default=None, metavar="DIR",
               help="Serve the index files (.db) of this folder, each searched alone: files added, removed or "
                    "replaced by rename are picked up without a restart.")
-def serve(no_watch, port, workspaces, host, ray_address, replicas, shards):
+@click.option("--token", default=None, metavar="TOKEN",
+              help="With --http: require this bearer token on every page and API call (a login form sets a cookie); "
+                   "default $CODII_SQL_HTTP_TOKEN.")
+def serve(no_watch, port, workspaces, host, ray_address, replicas, shards, token):
     """Run the MCP server on stdio (for Claude Code, Cursor and other MCP clients), or with --http an
     HTTP search server over a workspace's indexes (one process, or Ray Serve replicas with --ray)."""
     if port is None:
-        given = [o for o, v in (("--workspace", workspaces), ("--ray", ray_address), ("--replicas", replicas)) if v]
+        given = [o for o, v in (("--workspace", workspaces), ("--ray", ray_address), ("--replicas", replicas),
+                                ("--token", token)) if v]
         if given:
             raise UsageError(f"{given[0]} goes with --http PORT (without it, serve runs the MCP server on stdio)")
         from ..mcp import main as serve_main
 
         serve_main([*(["--no-watch"] if no_watch else []), *(["--shards", shards] if shards else [])])
         return
-    serve_http(list(workspaces), host, port, ray_address, replicas, shards)
+    serve_http(list(workspaces), host, port, ray_address, replicas, shards, token)
 
 
 for command in (building.build, searching.search, info.status, info.list_, info.stats, maintenance.clear,

@@ -8,7 +8,7 @@ from .output import echo
 
 
 def serve_http(workspaces: list[str], host: str, port: int, ray_address: str | None, replicas: int | None,
-               shards: str | None = None) -> None:
+               shards: str | None = None, token: str | None = None) -> None:
     """Serve ``workspaces`` (and the folder of index files ``shards``) on ``host:port`` until
     interrupted: Ray Serve replicas with ``ray_address``, else one process.
 
@@ -20,13 +20,18 @@ def serve_http(workspaces: list[str], host: str, port: int, ray_address: str | N
         raise UsageError("--replicas counts Ray Serve replicas: pass --ray too (one process serves without it)")
     if shards is not None and ray_address is not None:
         raise UsageError("--shards serves a folder from this process", "drop --ray (or serve a workspace on Ray)")
+    token = http.token_from(token)
+    if token is not None and ray_address is not None:
+        raise UsageError("--token guards the server of this process", "drop --ray, or guard Ray Serve's port yourself")
     url = f"http://{host}:{port}/search?q=..."
     if ray_address is None:
         handler = http.SearchHandler(workspaces, shards)  # refuses nothing to serve before the port is tried
         http.check_port(host, port)
         served = [*handler.workspaces, *([f"the shards of {handler.shards.folder}"] if handler.shards else [])]
-        echo(f"Serving {', '.join(served)} on {url} (GET /healthz; Ctrl-C stops)", err=True)
-        http.run(handler, host, port)
+        page = f"http://{host}:{port}/"
+        echo(f"Serving {', '.join(served)} on {page} (the web page; GET /search and /healthz for programs"
+             f"{'; the token is needed' if token else ''}; Ctrl-C stops)", err=True)
+        http.run(handler, host, port, token)
         return
 
     def ready() -> None:

@@ -10,6 +10,7 @@ over one connection per index kept open between requests. ``GET /healthz`` says 
 
 from __future__ import annotations
 
+import hashlib
 import os
 import time
 from collections.abc import Mapping, Sequence
@@ -20,7 +21,7 @@ from .words import what, words
 
 #: The query parameters ``/search`` knows; any other is refused, so a typo is not silently ignored.
 SEARCH_PARAMS = frozenset({"q", "limit", "mode", "workspace", "ext", "glob", "language", "group_by", "max_tokens",
-                           "rerank", "codebase"})
+                           "rerank", "codebase", "role"})
 #: How to ask, told with a refused request.
 USAGE = ("GET /search?q=QUERY[&limit=10][&mode=hybrid|bm25|vector][&workspace=NAME][&codebase=PATH][&max_tokens=N]; "
          "GET /healthz lists the workspaces served")
@@ -57,7 +58,7 @@ class SearchHandler:
         if path not in ("/search", "/search/"):
             return 404, _error(f"no such endpoint {path!r}", "use GET /search?q=... or GET /healthz")
         try:
-            answer = service.search(self._request(params), indexes=self.indexes)
+            answer = service.search(self.request_of(params), indexes=self.indexes)
         except UsageError as err:
             return 400, _error(what(err), words(err.hint) or USAGE)
         except CodiiError as err:
@@ -78,7 +79,7 @@ class SearchHandler:
                              "files": [p.name for p in self.shards.files()]}
         return out
 
-    def _request(self, params: Mapping[str, Sequence[str]]) -> service.SearchRequest:
+    def request_of(self, params: Mapping[str, Sequence[str]]) -> service.SearchRequest:
         """The search request of a ``/search`` query string.
 
         Raises:
@@ -108,17 +109,35 @@ class SearchHandler:
         if rerank not in ("true", "false", "1", "0"):
             raise UsageError(f"rerank {rerank!r} is not true or false")
         opts = service.SearchOptions(limit=_number(one.get("limit", "10"), "limit", 1, service.MAX_LIMIT), mode=mode,
-                                     exts=list(params.get("ext", [])), glob=one.get("glob"),
-                                     language=one.get("language"), group_by_file=group_by == "file",
+                                     exts=[e for e in params.get("ext", []) if e.strip()], glob=one.get("glob"),
+                                     language=one.get("language"), role=one.get("role"),
+                                     group_by_file=group_by == "file",
                                      rerank=rerank in ("true", "1"),
                                      max_tokens=_number(one["max_tokens"], "max_tokens", service.MIN_TOKENS,
                                                         service.MAX_TOKENS) if "max_tokens" in one else None)
+        codebase = self.served().get(one.get("codebase", ""), None) if one.get("codebase") else None
+        if codebase is not None:  # a codebase by its short name (the page's links)
+            return service.SearchRequest(query, opts, [str(codebase.db_path if codebase.alone else codebase.root)],
+                                         update=False)
         if workspace not in self.workspaces:  # the shard folder: a shard by its name, or every one
-            return service.SearchRequest(query, opts, [one["codebase"]] if "codebase" in one else [],
+            return service.SearchRequest(query, opts, [one["codebase"]] if one.get("codebase") else [],
                                          shards=str(self.shards.folder), update=False)
-        if "codebase" in one:
+        if one.get("codebase"):
             return service.SearchRequest(query, opts, [self._member(workspace, one["codebase"])], update=False)
         return service.SearchRequest(query, opts, workspace=workspace, update=False)
+
+    def served(self) -> dict[str, service.Codebase]:
+        """Every codebase served, by a short name for links (its folder's or file's name; the same
+        name twice gets its path's hash): the workspaces' members that are here, and the shards."""
+        found: list[service.Codebase] = []
+        for name in self.workspaces:
+            codebases, *_ = service.members_of(list(service.get_workspace(name).paths))
+            found += codebases
+        if self.shards is not None:
+            found += [service.Codebase.index_alone(p, p.stem) for p in self.shards.files()]
+        names = [cb.db_path.stem if cb.alone else cb.root.name for cb in found]
+        return {(n if names.count(n) == 1 else f"{n}-{hashlib.sha1(str(cb.db_path).encode()).hexdigest()[:6]}"): cb
+                for n, cb in zip(names, found)}
 
     def _member(self, workspace: str, codebase: str) -> str:
         """``codebase`` when it names a member of ``workspace`` (its folder, or a folder inside one):

@@ -1,4 +1,4 @@
-"""The HTTP face in one process: a Starlette app served by uvicorn (both already come with the MCP SDK)."""
+"""The HTTP face in one process: the JSON API and the web page, a Starlette app served by uvicorn."""
 
 from __future__ import annotations
 
@@ -6,25 +6,36 @@ import errno
 import socket
 
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from ..errors import UsageError
+from .auth import TokenGate, login_routes
 from .handler import SearchHandler
+from .pages import SECURITY_HEADERS, Pages
 
 METHODS = ("GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS")
 
 
-def app(handler: SearchHandler) -> Starlette:
-    """An ASGI app answering every GET with ``handler`` (unknown paths: its 404)."""
+def app(handler: SearchHandler, token: str | None = None) -> Starlette:
+    """An ASGI app: the web page (:class:`.pages.Pages`), and the JSON API for every other path
+    (``handler``'s answers; unknown paths: its 404). With ``token``, every request but the login
+    page's needs it (:mod:`.auth`)."""
     def endpoint(request: Request) -> JSONResponse:
         # A plain function: Starlette runs it in its thread pool, so SQLite never blocks the event loop.
         status, body = handler.answer(request.url.path, query_params(request), request.method)
         return JSONResponse(body, status_code=status)
 
-    # Every method reaches the handler, so a POST gets its JSON 405 rather than Starlette's text.
-    return Starlette(routes=[Route("/{path:path}", endpoint, methods=list(METHODS))])
+    pages = Pages(handler)
+    routes = pages.routes()
+    if token is not None:
+        routes.append(Route("/login", login_routes(token, pages.templates, SECURITY_HEADERS), methods=["GET", "POST"]))
+    # Every other method and path reaches the handler, so a POST gets its JSON 405 rather than Starlette's text.
+    routes.append(Route("/{path:path}", endpoint, methods=list(METHODS)))
+    middleware = [Middleware(TokenGate, token=token)] if token is not None else []
+    return Starlette(routes=routes, middleware=middleware)
 
 
 def check_port(host: str, port: int) -> None:
@@ -45,11 +56,11 @@ def check_port(host: str, port: int) -> None:
                          "or stop what uses it") from None
 
 
-def run(handler: SearchHandler, host: str, port: int) -> None:
-    """Serve ``handler`` on ``host:port`` until interrupted."""
+def run(handler: SearchHandler, host: str, port: int, token: str | None = None) -> None:
+    """Serve ``handler`` (and its web page) on ``host:port`` until interrupted, behind ``token`` if given."""
     import uvicorn
 
-    uvicorn.run(app(handler), host=host, port=port, log_level="warning")
+    uvicorn.run(app(handler, token), host=host, port=port, log_level="warning")
 
 
 def query_params(request: Request) -> dict[str, list[str]]:

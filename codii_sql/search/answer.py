@@ -116,6 +116,8 @@ class Answer:
     budget: BudgetReport | None = None
     scope: str | None = None
     rerank: str | None = None
+    #: The BM25 terms the query's analysis chose (a page highlights them; not part of the JSON).
+    terms: list[str] = field(default_factory=list)
 
     @property
     def shown_query(self) -> str:

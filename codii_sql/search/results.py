@@ -8,6 +8,8 @@ from ..errors import UsageError
 from ..languages import bad_extension
 
 MODES = ("hybrid", "bm25", "vector")
+#: The roles a file can have (ingest/roles.py classify, .gitattributes marks), as a filter names them.
+ROLES = ("source", "test", "docs", "config", "generated", "vendored", "data", "changelog")
 MAX_LIMIT = 200
 #: The max_tokens taken: at least one result's header and a few lines.
 MIN_TOKENS = 100
@@ -70,6 +72,7 @@ class SearchOptions:
         exclude_path: leave this file out.
         under: keep only files under this folder (relative POSIX path, e.g. ``src/pkg``); a
             search from a subfolder of an indexed codebase sets it (:meth:`Codebase.find`).
+        role: keep only files of this role (:data:`ROLES`: ``source``, ``test``, ``docs``...).
         role_prior: multiply scores by :data:`~codii_sql.search.fusion.ROLE_WEIGHTS` (``LONG_QUERY_ROLE_WEIGHTS`` for
             long queries): a soft prior for source files.
         group_by_file: one result per file, ranked by its best chunk's score plus 0.3 x its second best
@@ -87,6 +90,7 @@ class SearchOptions:
     language: str | None = None
     exclude_path: str | None = None
     under: str | None = None
+    role: str | None = None
     role_prior: bool = True
     group_by_file: bool = False
     rerank: bool = False
@@ -105,6 +109,8 @@ class SearchOptions:
         problem = next(filter(None, map(bad_extension, self.exts)), None)
         if problem is not None:
             raise UsageError(problem)
+        if self.role is not None and self.role not in ROLES:
+            raise UsageError(f"unknown role {self.role!r}", f"use one of {', '.join(ROLES)}", field="role")
         if self.language is not None and not self.language.strip():
             raise UsageError("the language filter is empty", "pass one such as python")
         glob = self.glob

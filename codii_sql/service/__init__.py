@@ -8,7 +8,7 @@ from ..codebase import Codebase
 from ..ingest.config import extension_filter
 from ..ingest.report import BuildReport, Progress
 from ..search.answer import Answer, Member, Note
-from ..search.results import MAX_LIMIT, MAX_TOKENS, MIN_TOKENS, MODES, Result, SearchOptions
+from ..search.results import MAX_LIMIT, MAX_TOKENS, MIN_TOKENS, MODES, ROLES, Result, SearchOptions
 from ..storage.lock import is_locked
 from .aside import AsideReport, build_aside, embed_texts
 from .boundary import FileSet
@@ -23,6 +23,7 @@ from .indexes import OpenIndexes, open_searcher
 from .inspecting import inspect_query
 from .listing import AGENT as AGENT_LISTING, PERSON as PERSON_LISTING, listing
 from .maintenance import clear, clear_target
+from .reading import FileText, file_text
 from .models import ENV_MODEL, cached_models, check_reranker, models_dir, pull_model
 from .searching import MAX_QUERY_CHARS, SearchRequest, opened, search
 from .session import Session, iso
@@ -39,8 +40,8 @@ __all__ = [
     "AsideReport", "OpenIndexes", "build_aside", "embed_texts",
     "AGENT_LISTING", "MAX_QUERY_CHARS", "Answer", "Member", "Note", "PERSON_LISTING", "SearchRequest", "listing", "opened",
     "Workspace", "add_paths", "describe", "get_workspace", "member_paths", "members_of", "remove", "workspaces",
-    "BuildReport", "Codebase", "ENV_MODEL", "MAX_LIMIT", "MAX_TOKENS", "MIN_TOKENS", "MODES", "Progress", "Result", "SearchOptions",
-    "Session", "ShardFolder", "build", "cached_models", "check_reranker", "clear", "clear_target", "daemon_info",
+    "BuildReport", "Codebase", "ENV_MODEL", "MAX_LIMIT", "MAX_TOKENS", "MIN_TOKENS", "MODES", "ROLES", "Progress", "Result", "SearchOptions",
+    "FileText", "Session", "ShardFolder", "build", "file_text", "cached_models", "check_reranker", "clear", "clear_target", "daemon_info",
     "detached", "dry_run", "export", "manifest", "embedder_health", "embedders_in_use", "start_daemon", "doctor", "ensure_index",
     "find_codebase", "first_build", "is_index_file", "inspect", "inspect_query", "is_locked", "is_stale", "iso",
     "list_codebases", "models_dir", "open_codebase",

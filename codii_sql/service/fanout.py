@@ -96,7 +96,7 @@ def _route(shards: list[Shard], query: str, opts: SearchOptions,
     filtered, re-ranked (logits have no bound) or identifier searches (a named symbol outranks any
     cosine), shards of different models, or fewer than three shards."""
     everyone = (list(shards), [], {})
-    filtered = opts.exts or opts.glob or opts.language or opts.exclude_path or opts.under
+    filtered = opts.exts or opts.glob or opts.language or opts.exclude_path or opts.under or opts.role
     scoped = any(s.scope for s in shards)
     models = {_embedder_key(s) for s in shards}
     if opts.mode == "bm25" or filtered or scoped or opts.rerank or len(shards) < 3 or len(models) > 1 \

@@ -146,6 +146,7 @@ def _ask(targets: Targets, prepared: dict, query: str, opts: SearchOptions) -> A
     else:
         answer, analysis = _one(targets, prepared, query, opts)
     answer.rerank = rerank
+    answer.terms = list(analysis.terms) if analysis else []
     notes += query_notes(analysis)
     if opts.max_tokens:
         answer.results, answer.budget = fit(answer.results, analysis.terms if analysis else [], opts.max_tokens)

@@ -18,14 +18,12 @@ from ..search.answer import Answer
 from ..search.budget import CHARS_PER_TOKEN, fit
 from ..search.results import Result
 from ..search.staleness import StaleCheck
-from ..text import decode_source
-from . import boundary
 from .indexes import OpenIndexes
 from .following import Following
 from .jobs import Job, Jobs
 from .codebases import is_index_file
 from .maintenance import clear
-from .portable import not_stored, stored_lines
+from .reading import file_text
 from .remote import is_remote
 from .searching import SearchRequest, search
 from .shard_folder import ShardFolder
@@ -252,17 +250,8 @@ class Session:
             UsageError: the boundary refuses the file (:mod:`.boundary`) or the range is off the file.
         """
         self.require_index(cb)
-        if cb.alone:  # the source is not here: the lines the index stores, the others empty and told
-            stored = stored_lines(cb, file)
-            rel = file
-            lines = [stored.get(n, "") + "\n" for n in range(1, max(stored) + 1)]
-        else:
-            fileset = self.indexes.fileset(cb)
-            f = fileset.check(file)
-            rel = f.rel
-            text = decode_source(boundary.read_bytes(f, fileset.rules["max_file_bytes"]))
-            lines = text.split("\n")
-            lines = [line + "\n" for line in lines[:-1]] + ([lines[-1]] if lines[-1] else [])
+        read = file_text(cb, file, None if cb.alone else self.indexes.fileset(cb))
+        rel, lines = read.path, read.lines
         total = len(lines)
         start = start_line or 1
         if start > max(total, 1):
@@ -274,7 +263,7 @@ class Session:
         data = {"codebase": str(cb.root), "path": rel, "start_line": start, "end_line": end, "total_lines": total,
                 "content": content}
         if cb.alone:
-            gaps = not_stored(stored, start, end)
+            gaps = [[max(a, start), min(b, end)] for a, b in read.not_stored if a <= end and b >= start]
             data["note"] = ("the source is not here: this is the text the index stores (total_lines is its last "
                             "stored line)" + (f"; lines {', '.join(f'{a}-{b}' for a, b in gaps)} are not stored and "
                                               "shown empty" if gaps else ""))

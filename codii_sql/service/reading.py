@@ -1,0 +1,47 @@
+"""Reading a file of a codebase back, for a face that shows it: from disk through the file boundary,
+or, for an index alone, as its stored chunks hold it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..codebase import Codebase
+from ..languages import detect_language
+from ..text import decode_source
+from . import boundary
+from .portable import not_stored, stored_lines
+from .status import scan_rules
+
+
+@dataclass
+class FileText:
+    """A file's text as a face shows it: ``path`` relative to the root, ``language``, ``lines``
+    (1-based: ``lines[0]`` is line 1, each with its newline, the last one's if the file has it),
+    and ``not_stored``: the ranges ``[first, last]`` an index alone does not hold (shown empty)."""
+
+    path: str
+    language: str | None
+    lines: list[str]
+    not_stored: list[list[int]] = field(default_factory=list)
+    alone: bool = False
+
+
+def file_text(codebase: Codebase, path: str, fileset: boundary.FileSet | None = None) -> FileText:
+    """The text of ``path`` in ``codebase``: read now through ``fileset`` (default: one under the
+    codebase's current rules), or for an index alone from its stored chunks.
+
+    Raises:
+        UsageError: the boundary refuses the file (outside the root, ignored, binary, too big...), or
+            an index alone holds no such file.
+    """
+    if codebase.alone:
+        stored = stored_lines(codebase, path)
+        last = max(stored)
+        return FileText(path, detect_language(path), [stored.get(n, "") + "\n" for n in range(1, last + 1)],
+                        not_stored(stored, 1, last), alone=True)
+    files = fileset or boundary.FileSet(codebase.root, scan_rules(codebase))
+    f = files.check(path)
+    text = decode_source(boundary.read_bytes(f, files.rules["max_file_bytes"]))
+    lines = text.split("\n")
+    lines = [line + "\n" for line in lines[:-1]] + ([lines[-1]] if lines[-1] else [])
+    return FileText(f.rel, detect_language(f.rel, lines[0] if lines else ""), lines)
