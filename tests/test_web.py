@@ -218,3 +218,33 @@ def test_results_follow_the_query_as_it_is_typed(site):
     assert "/?q=parse_retry_after&mode=hybrid&limit=10" in d.current_url and "glob=" not in d.current_url
     assert any("parse_retry_after" in e.text for e in d.find_elements(By.CSS_SELECTOR, ".result"))
     assert d.switch_to.active_element.get_attribute("id") == "q"  # still typing: the box keeps the focus
+
+
+def test_a_shard_folder_is_searched_and_read_from_its_stored_chunks(site, tmp_path):
+    """An export served alone (serve --shards): the page searches it, the file view shows the text
+    its chunks store, says the source is not here, and numbers each line as the file does."""
+    shards = tmp_path / "shards"
+    shards.mkdir()
+    assert cli(site["env"], "export", site["py"], "--to", shards / "pyclient.db").returncode == 0
+    port = servers.free_port()
+    saved = dict(os.environ)
+    os.environ.update(site["env"])
+    try:
+        proc = servers.start(["--shards", str(shards)], port)
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    try:
+        d, url = site["driver"], f"http://127.0.0.1:{port}"
+        results = _search(d, url, "parse_retry_after")
+        assert results
+        results[0].find_element(By.CSS_SELECTOR, "a.open").click()
+        assert "/file/pyclient/" in d.current_url
+        assert "The source of this index is not here" in d.find_element(By.TAG_NAME, "main").text
+        line = int(d.current_url.rsplit("#L", 1)[1])
+        path = d.current_url.split("/file/pyclient/", 1)[1].split("?", 1)[0].split("#", 1)[0]
+        on_disk = (site["py"] / path).read_text().split("\n")
+        assert d.find_element(By.ID, f"L{line}").find_element(By.CSS_SELECTOR, "code").text == \
+            on_disk[line - 1].rstrip()
+    finally:
+        servers.stop(proc)
