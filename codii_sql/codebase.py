@@ -6,7 +6,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import UsageError
+from .errors import ReadOnlyIndexError, Remedy, UsageError
 from .paths import default_db_path
 
 
@@ -55,6 +55,18 @@ class Codebase:
     def index_alone(cls, db_path: Path, name: str) -> Codebase:
         """The codebase of an index file whose source folder is not here, called ``name``."""
         return cls(Path(name), Path(db_path).absolute(), alone=True)
+
+    def refuse_writes(self) -> None:
+        """Refuse to build, update or lock an index file alone: it has no source to read, and a
+        shard or an export is only ever read (a build would leave its error and locks in it).
+
+        Raises:
+            ReadOnlyIndexError: the index is alone.
+        """
+        if self.alone:
+            raise ReadOnlyIndexError(f"{self.db_path} is an index file alone (the source of {self.root} is not "
+                                     "here): it is only read, never built or written", Remedy("export_again",
+                                                                                   {"db": str(self.db_path)}))
 
     @classmethod
     def open(cls, path: str | os.PathLike[str] | None, db: str | os.PathLike[str] | None = None) -> Codebase:

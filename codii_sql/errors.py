@@ -34,6 +34,7 @@ REMEDIES: dict[str, str] = {
                        "build it with its own embedder {recorded}",
     "drop_member": "drop {root} from the workspace, or from the WORKSPACE_<NAME> variable it came from",
     "help": "see the usage of {command}",
+    "export_again": "build its codebase where the source is, and export it again to {db}",
 }
 
 

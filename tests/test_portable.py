@@ -255,3 +255,45 @@ def test_more_shards_than_open_connections_are_searched_in_one_pass(tmp_path, co
     answer = service.search(service.SearchRequest("alpha_handler", service.SearchOptions(limit=3), shards=str(shards),
                                                   update=False), indexes=OpenIndexes(max_open=2))
     assert [m.status for m in answer.members] == ["searched"] * 6 and answer.results
+
+
+def test_a_file_alone_is_never_built_and_its_notes_say_to_export_again(tmp_path, codii_home):
+    """A shard's note once told users to `build SHARD.db --vectors`, which crashed with a traceback
+    and left 'failed', a lock and a marker in the shard. Every way to build one is now refused in
+    one line, in a fresh process and over MCP, and the file and its folder stay as they were."""
+    import subprocess
+
+    from mcp import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+    from support.trees import REPO_ROOT
+
+    repo = write_tree(tmp_path / "repo", SAMPLE)
+    assert run("build", repo, "--no-vectors").exit_code == 0
+    shard = tmp_path / "shelf" / "sample.db"
+    shard.parent.mkdir()
+    assert run("export", repo, "--to", shard).exit_code == 0
+    shutil.rmtree(repo)
+    before = sorted(os.listdir(shard.parent)), shard.read_bytes()
+    found = as_json(run("search", "retry with exponential backoff", "--db", shard, "--json"))
+    assert "vectors" in found["notes"] and "build SOURCE --vectors --export" in found["note"]
+    assert f"build {shard}" not in found["note"]
+    env = {**os.environ, "CODII_SQL_HOME": str(codii_home), "PYTHONPATH": str(REPO_ROOT)}
+    for args in (["build", shard, "--vectors"], ["build", "--db", shard], ["build", shard, "--dry-run"],
+                 ["build", shard, "--daemon"], ["build", shard, "--json"]):
+        res = subprocess.run([sys.executable, "-m", "codii_sql.cli", *map(str, args)], capture_output=True, text=True,
+                             env=env, timeout=120)
+        said = res.stdout + res.stderr
+        assert res.returncode == 1 and "Traceback" not in said and "never built" in said, (args, said)
+        assert len(res.stderr.strip().splitlines()) == 1, said
+    params = StdioServerParameters(command=sys.executable, args=["-m", "codii_sql.mcp", "--no-watch"],
+                                   cwd=str(REPO_ROOT), env={"CODII_SQL_HOME": str(codii_home),
+                                                            "PYTHONPATH": str(REPO_ROOT), "CODII_SQL_THREADS": "1"})
+
+    async def ask():
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            res = await session.call_tool("index_codebase", {"path": str(shard)})
+            assert res.is_error and "never built" in res.content[0].text and "--export" in res.content[0].text
+
+    asyncio.run(ask())
+    assert (sorted(os.listdir(shard.parent)), shard.read_bytes()) == before

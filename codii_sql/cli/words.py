@@ -25,6 +25,8 @@ SENTENCES = {
                        "--embedder {recorded})",
     "drop_member": "`codii-sql workspace remove {workspace} {root}` drops it (or its WORKSPACE_<NAME> variable)",
     "help": "see `{command} --help`",
+    "export_again": "build its source where that is and export it again (`codii-sql build SOURCE --vectors "
+                    "--export {db}`)",
 }
 #: A request field as the CLI's option (codii_sql.service.SearchRequest, SearchOptions).
 FIELDS = {"path": "--path", "db": "--db", "query": "QUERY", "limit": "--limit", "mode": "--mode", "ext": "--ext",

@@ -24,6 +24,8 @@ SENTENCES = {
     "change_embedder": "`codii-sql build {root} --force --embedder {asked}` on the server re-embeds it",
     "drop_member": "the server's workspace must drop it (`codii-sql workspace remove` on the server)",
     "help": "see GET /healthz for what is served",
+    "export_again": "the shard is read only: `codii-sql build SOURCE --export {db}` where its source is "
+                    "makes it anew, then rename it into the served folder",
 }
 #: A request field as the query parameter.
 FIELDS = {"path": "codebase", "db": "codebase", "query": "q", "limit": "limit", "mode": "mode", "ext": "ext",

@@ -26,6 +26,8 @@ SENTENCES = {
     "drop_member": "ask the user to drop it from the workspace (`codii-sql workspace remove`, or its "
                    "WORKSPACE_<NAME> variable)",
     "help": "fix the arguments as the tool's input schema says",
+    "export_again": "the user must build its source and export it again "
+                    "(`codii-sql build SOURCE --export {db}`)",
 }
 #: A request field as the tools' argument.
 FIELDS = {"path": "path", "db": "path", "query": "query", "limit": "limit", "mode": "mode", "ext": "extensionFilter",

@@ -55,7 +55,9 @@ def build(codebase: Codebase, *, force: bool = False, wait: bool = True, progres
     Raises:
         DiskFullError: SQLite could not write the index (every batch commits whole, so the index
             keeps its last committed state).
+        ReadOnlyIndexError: the codebase is an index file alone (nothing is written to it).
     """
+    codebase.refuse_writes()
     if force:
         discard_damaged(codebase)
     embedder = embedder or embedder_for_build(codebase, embedder_name, force=force)

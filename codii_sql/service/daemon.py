@@ -52,7 +52,9 @@ def start_daemon(codebase: Codebase, options: list[str]) -> dict:
     Raises:
         DaemonRunningError: a background build of ``codebase`` is running already.
         BuildFailedError: the process stopped at once (its log's last line says why).
+        ReadOnlyIndexError: an index file alone is never built.
     """
+    codebase.refuse_writes()
     running = daemon_info(codebase)
     if running is not None:
         raise DaemonRunningError(_running_message(codebase, running), Remedy("poll_status", {"root": str(codebase.root)}))

@@ -27,8 +27,10 @@ def dry_run(codebase: Codebase, *, ignore_patterns: list[str] | None = None, ext
     loading it), and scales by word pieces. Neither the index nor the cache is created or written.
 
     Raises:
-        UsageError: ``.codii.yaml`` is malformed.
+        UsageError: ``.codii.yaml`` is malformed. ReadOnlyIndexError: an index file alone has no
+            source to survey.
     """
+    codebase.refuse_writes()
     embedder = embedder_for_build(codebase, embedder_name, force=False)
     store = Store(codebase.db_path, create=False) if codebase.db_path.is_file() else None
     cache = EmbeddingCache() if cache_path().is_file() else None

@@ -103,7 +103,9 @@ class Jobs:
 
         Raises:
             BuildFailedError: the build failed at once (bad ``.codii.yaml``, model/index mismatch...).
+            ReadOnlyIndexError: ``cb`` is an index file alone (a shard is never built).
         """
+        cb.refuse_writes()
         with self.guard(cb) as job:
             if (job is not None and job.alive) or is_locked(cb):
                 return "already indexing"

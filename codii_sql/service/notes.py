@@ -66,9 +66,11 @@ def scope_note(store: Store, under: str | None) -> Note | None:
                          "the index's filters, or holds no text files")
 
 
-def vectors_note(store: Store, root: str, *, running: bool, mode: str) -> Note | None:
+def vectors_note(store: Store, root: str, *, running: bool, mode: str, alone_db: str | None = None) -> Note | None:
     """How the missing vectors shape the answer, when some chunks have none yet (a vector phase is
-    running or stopped, or vectors are off); None when every chunk has one, or in ``bm25`` mode."""
+    running or stopped, or vectors are off); None when every chunk has one, or in ``bm25`` mode.
+    ``alone_db`` is the index file when it is searched alone: it is never built, so the remedy is
+    to build its source and export it again."""
     counts = store.row("vector_counts")
     if not counts["pending"] or mode == "bm25":
         return None
@@ -82,10 +84,12 @@ def vectors_note(store: Store, root: str, *, running: bool, mode: str) -> Note |
                                f"rank by BM25 alone{blind}")
     if progress["state"] == "off":
         return Note("vectors", f"this index holds vectors for {done} of {total} chunks (built with vectors off): the "
-                               f"others rank by BM25 alone{blind}", Remedy("embed_vectors", {"root": root}))
+                               f"others rank by BM25 alone{blind}",
+                    Remedy("export_again", {"db": alone_db}) if alone_db else Remedy("embed_vectors", {"root": root}))
     why = f" ({progress['error']})" if progress.get("error") else ""
     return Note("vectors", f"{total - done} of {total} chunks have no vector yet, the vector phase stopped{why}: they "
-                           f"rank by BM25 alone{blind}", Remedy("build", {"root": root}))
+                           f"rank by BM25 alone{blind}",
+                Remedy("export_again", {"db": alone_db}) if alone_db else Remedy("build", {"root": root}))
 
 
 def no_match_note(best_cosine: float | None) -> Note:

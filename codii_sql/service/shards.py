@@ -156,7 +156,8 @@ class LocalShard:
                      None if hits.results else scope_note(s.store, opts.under),
                      None if hits.results else empty_filter_note(s.store, opts.exts, opts.glob),
                      vectors_note(s.store, self.name, running=running,
-                                  mode="bm25" if hits.embedder_failed else opts.mode)]
+                                  mode="bm25" if hits.embedder_failed else opts.mode,
+                                  alone_db=str(self.codebase.db_path) if self.codebase.alone else None)]
             return ShardAnswer(hits, [n for n in notes if n], s.embedder.model_id)
 
     def owns(self, result: Result) -> bool:

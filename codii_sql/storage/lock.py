@@ -76,6 +76,7 @@ def vectors_running(codebase: Codebase) -> bool:
 @contextlib.contextmanager
 def _held(codebase: Codebase, path: Path, wait: bool, busy: str,
           busy_error: type[IndexBusyError] = IndexBusyError) -> Iterator[None]:
+    codebase.refuse_writes()
     # Not 0 when not waiting: _probe takes the lock for an instant.
     lock = filelock.FileLock(str(path), timeout=-1 if wait else 1.0)
     try:
