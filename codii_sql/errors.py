@@ -104,6 +104,12 @@ def hint_text(hint: Hint) -> str | None:
     return hint.neutral() if isinstance(hint, Remedy) else hint
 
 
+class BuildStopped(Exception):
+    """Raised from a build's progress callback to stop it at a batch boundary on request (a watcher
+    stopping, an MCP session ending): what the build committed is kept, and the index is left
+    indexed (then stale, since the files it did not reach differ), not failed."""
+
+
 class CodiiError(Exception):
     """Base class: ``what`` went wrong (one line) and a ``hint`` of what to do (see the module
     docstring); ``field`` names the request field at fault (``max_tokens``, ``path``), which a

@@ -254,3 +254,29 @@ def test_a_full_os_watch_table_falls_back_to_polling_and_says_so(codii_home, tmp
     thread.join(10)
     assert watcher.poll and "limit of file watches" in notices[0] and "polling" in notices[0]
     assert found(repo, "arrived_late")[0] == "app/late.py:arrived_late"
+
+
+def test_a_build_stopped_on_request_leaves_the_index_stale_not_failed(codii_home, tmp_path):
+    """A watcher (the MCP session's, when the client closes) stops a build from its progress
+    callback; the index was then 'failed' (WatchStopped) until the next search repaired it. What
+    the stopped build committed is kept, the index is stale, and the next build finishes it."""
+    from codii_sql.errors import BuildStopped
+
+    files = {f"pkg/m{i}.py": f"def f{i}(x):\n    return x + {i}\n" for i in range(40)}
+    repo = write_tree(tmp_path / "repo", files)
+    cb = service.open_codebase(repo)
+    service.build(cb, vectors=False)
+    for i in range(40):
+        (repo / f"pkg/m{i}.py").write_text(f"def g{i}(x):\n    return x - {i}\n")
+
+    def stop(phase: str, done: int, total: int | None) -> None:
+        if phase == "chunk":
+            raise BuildStopped("the watcher stopped")
+
+    with pytest.raises(BuildStopped):
+        service.build(cb, progress=stop)
+    st = service.status(cb, check_stale=True)
+    assert st["status"] == "stale" and not st.get("error"), st
+    service.build(cb)
+    assert service.status(cb, check_stale=True)["status"] == "indexed"
+    assert found(repo, "g39")[0] == "pkg/m39.py:g39"

@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable, Iterable
 
 from ..codebase import Codebase
-from ..errors import DamagedIndexError, IndexBusyError, IndexMismatchError, Remedy, UsageError
+from ..errors import BuildStopped, DamagedIndexError, IndexBusyError, IndexMismatchError, Remedy, UsageError
 from ..paths import in_indexes_dir
 from ..models.cache import EmbeddingCache
 from ..models.embedder import Embedder
@@ -197,6 +197,10 @@ class Indexer:
             LexicalPhase(store, self.codebase.root, self.embedder.model_id, self.cache, self.progress,
                          self.reuse_index_vectors, ChunkSizes(sizes["max_chunk_size"], sizes["min_chunk_size"]),
                          workers).run(plan, report, self._options(store))
+        except BuildStopped:
+            with store.transaction():  # stopped on request: what it committed is the index, now stale
+                store.set_meta(status="indexed", error=None, finished_at=time.time())
+            raise
         except BaseException as err:
             why = ("interrupted; every file committed so far is kept, run build again to finish"
                    if isinstance(err, KeyboardInterrupt) else f"{type(err).__name__}: {err}")
@@ -257,6 +261,8 @@ class Indexer:
             try:
                 embed_queued(store, self.embedder, self.cache, report, self.progress, prefer=self.prefer,
                              reuse_index=self.reuse_index_vectors, batch_size=self.embedding_batch_size)
+            except BuildStopped:
+                raise  # on request: the queue keeps the rest, nothing failed
             except Exception as err:
                 with store.transaction():
                     store.set_meta(vectors_error=str(err))

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from ..codebase import Codebase
-from ..errors import CodiiError, IndexBusyError
+from ..errors import BuildStopped, CodiiError, IndexBusyError
 from ..ingest.report import BuildReport, Progress
 from ..ingest.walk import scan
 from .builds import refresh
@@ -38,10 +38,6 @@ WAKE_MS = 1000
 #: every watched tree per poll, so it is slow on big trees and off by default.
 ENV_POLL = "CODII_SQL_WATCH_POLL"
 POLL_MS = 1000
-
-
-class WatchStopped(Exception):
-    """Raised from a build's progress callback when the watcher is told to stop (at a batch boundary)."""
 
 
 @dataclass
@@ -204,7 +200,7 @@ class Watcher:
             report, warnings = self.update(follow.codebase, self._progress)
         except IndexBusyError:
             return False
-        except WatchStopped:
+        except BuildStopped:
             return True
         except (CodiiError, OSError) as err:  # reported; the next change tries again
             self.on_update(Update(follow.codebase, None, time.perf_counter() - started, error=str(err)))
@@ -218,5 +214,5 @@ class Watcher:
 
     def _progress(self, phase: str, done: int, total: int | None) -> None:
         if self.stop.is_set():
-            raise WatchStopped("the watcher stopped; run `codii-sql build` or `watch` again to finish")
+            raise BuildStopped("the watcher stopped")
 
