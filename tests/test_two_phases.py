@@ -438,3 +438,19 @@ def test_a_background_build_that_cannot_write_is_failed_but_not_resumable(sample
         assert st["status"] == "failed" and st["resumable"] is False and "Read-only" in st["last_error"]
     finally:
         session.shutdown()
+
+
+def test_a_vector_phase_running_elsewhere_is_indexing_in_every_listing(sample_repo, codii_home):
+    """MCP list_codebases said 'failed' while `build --daemon` embedded (it asked only the writer
+    lock); get_indexing_status, status and list said 'indexing'. All read both locks now."""
+    from codii_sql import service
+    from codii_sql.storage.lock import vector_lock
+
+    cb = service.open_codebase(sample_repo)
+    service.build(cb, vectors=False)
+    session = service.Session()
+    assert [r["status"] for r in session.list_codebases()] == ["indexed"]
+    with vector_lock(cb):  # another process's vector phase, as its lock shows it
+        assert [r["status"] for r in session.list_codebases()] == ["indexing"]
+        assert [r["status"] for r in service.list_codebases()] == ["indexing"]
+        assert session.indexing_status(cb)["status"] == "indexing"

@@ -9,7 +9,6 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import os
-from pathlib import Path
 
 from ..codebase import Codebase
 from ..errors import CodiiError, IndexBusyError, NotIndexedError, Remedy, UsageError
@@ -153,16 +152,9 @@ class Session:
             return clear(cb)
 
     def list_codebases(self) -> list[dict]:
-        """Every index (see :func:`list_codebases`), a dead indexer's ``indexing`` shown as ``failed``."""
-        rows = []
-        for row in list_codebases():
-            if row.get("status") == "indexing" and row.get("root"):
-                # The snapshot says indexing even after its indexer died: ask the lock.
-                if not self.jobs.locked(Codebase(Path(row["root"]), Path(row["db"]))):
-                    row["status"] = "failed"
-            row["last_indexed_at"] = iso(row.get("last_indexed_at"))
-            rows.append(row)
-        return rows
+        """Every index (see :func:`list_codebases`, which asks the writer and vector locks: a dead
+        indexer's ``indexing`` is ``failed`` there, a running vector phase ``indexing``)."""
+        return [{**row, "last_indexed_at": iso(row.get("last_indexed_at"))} for row in list_codebases()]
 
     # -- reading ------------------------------------------------------------------------
 
