@@ -106,9 +106,14 @@ def test_a_real_server_answers_over_http_and_stops_on_ctrl_c(team):
         bad = httpx.get(f"{url}/search", params={"q": "x", "mode": "fuzzy"}, timeout=30)
         assert bad.status_code == 400 and "mode 'fuzzy'" in bad.json()["error"]
         assert httpx.get(f"{url}/nowhere", timeout=30).status_code == 404
+        # DNS rebinding: a page of evil.example resolving its name to 127.0.0.1 sends its own Host.
+        rebound = httpx.get(f"{url}/search", params={"q": "redirects"}, headers={"Host": "evil.example"}, timeout=30)
+        assert rebound.status_code == 400 and "results" not in rebound.text
+        assert httpx.get(f"{url}/healthz", headers={"Host": f"localhost:{port}"}, timeout=30).status_code == 200
     finally:
         code, err = servers.stop(proc)
     assert code == 0 and "Serving team on http://127.0.0.1:" in err and "Traceback" not in err
+    assert "Warning" not in err  # loopback only: nothing to warn of
 
 
 def test_other_methods_repeated_parameters_and_odd_limits_are_refused(team):

@@ -7,6 +7,6 @@ The API is ``GET /search`` and ``GET /healthz``; the page ``/``, ``/file/...``, 
 
 from .auth import token_from
 from .handler import SearchHandler
-from .server import app, check_port, run
+from .server import allowed_hosts, app, check_port, run
 
-__all__ = ["SearchHandler", "app", "check_port", "run", "token_from"]
+__all__ = ["SearchHandler", "allowed_hosts", "app", "check_port", "run", "token_from"]

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import errno
+import ipaddress
 import socket
 
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
+from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
@@ -17,12 +19,28 @@ from .handler import SearchHandler
 from .pages import SECURITY_HEADERS, Pages
 
 METHODS = ("GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS")
+#: The names a browser uses for this machine. A server bound to loopback answers only requests
+#: addressed to one of them: a web page elsewhere can point its own DNS name at 127.0.0.1 (DNS
+#: rebinding) and read a server without a token, but its requests carry its name as Host.
+LOOPBACK_NAMES = ["127.0.0.1", "localhost", "::1", "[::1]"]
 
 
-def app(handler: SearchHandler, token: str | None = None) -> Starlette:
+def allowed_hosts(host: str) -> list[str]:
+    """The Host header values a server listening on ``host`` answers: the loopback names when it
+    listens on loopback only, else any (who may reach it is the network's and ``--token``'s call)."""
+    if host == "localhost":
+        return LOOPBACK_NAMES
+    try:
+        return LOOPBACK_NAMES if ipaddress.ip_address(host).is_loopback else ["*"]
+    except ValueError:  # a name of this machine's other interfaces
+        return ["*"]
+
+
+def app(handler: SearchHandler, token: str | None = None, host: str = "127.0.0.1") -> Starlette:
     """An ASGI app: the web page (:class:`.pages.Pages`), and the JSON API for every other path
     (``handler``'s answers; unknown paths: its 404). With ``token``, every request but the login
-    page's needs it (:mod:`.auth`)."""
+    page's needs it (:mod:`.auth`). Listening on ``host``, it answers the Host names of
+    :func:`allowed_hosts` (others get 400)."""
     def endpoint(request: Request) -> JSONResponse:
         # A plain function: Starlette runs it in its thread pool, so SQLite never blocks the event loop.
         status, body = handler.answer(request.url.path, query_params(request), request.method)
@@ -34,7 +52,9 @@ def app(handler: SearchHandler, token: str | None = None) -> Starlette:
         routes.append(Route("/login", login_routes(token, pages.templates, SECURITY_HEADERS), methods=["GET", "POST"]))
     # Every other method and path reaches the handler, so a POST gets its JSON 405 rather than Starlette's text.
     routes.append(Route("/{path:path}", endpoint, methods=list(METHODS)))
-    middleware = [Middleware(TokenGate, token=token)] if token is not None else []
+    middleware = [Middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts(host))]
+    if token is not None:
+        middleware.append(Middleware(TokenGate, token=token))
     return Starlette(routes=routes, middleware=middleware)
 
 
@@ -60,7 +80,7 @@ def run(handler: SearchHandler, host: str, port: int, token: str | None = None) 
     """Serve ``handler`` (and its web page) on ``host:port`` until interrupted, behind ``token`` if given."""
     import uvicorn
 
-    uvicorn.run(app(handler, token), host=host, port=port, log_level="warning")
+    uvicorn.run(app(handler, token, host), host=host, port=port, log_level="warning")
 
 
 def query_params(request: Request) -> dict[str, list[str]]:
