@@ -248,3 +248,32 @@ def test_a_shard_folder_is_searched_and_read_from_its_stored_chunks(site, tmp_pa
             on_disk[line - 1].rstrip()
     finally:
         servers.stop(proc)
+
+
+def test_a_newline_in_a_name_opens_and_a_file_changed_since_indexing_says_so(site, tmp_path):
+    """A file named with a newline was linked from the results, then Starlette's path route did
+    not match it (plain 404); a file edited since its build marked the old hit's lines silently."""
+    env = site["env"]
+    repo = write_tree(tmp_path / "odd", {"new\nline.py": "def newline_thing():\n    return 1\n",
+                                         "mod.py": "def moved_thing():\n    return 2\n"}).resolve()
+    assert cli(env, "build", repo, "--no-vectors").returncode == 0
+    assert cli(env, "workspace", "add", "odd", repo).returncode == 0
+    port = servers.free_port()
+    saved = dict(os.environ)
+    os.environ.update(env)
+    try:
+        proc = servers.start(["--workspace", "odd"], port)
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    try:
+        url = f"http://127.0.0.1:{port}"
+        page = httpx.get(url + "/", params={"q": "newline_thing"}).text
+        assert "/file/odd/new%0Aline.py" in page
+        opened = httpx.get(url + "/file/odd/new%0Aline.py?hl=1-2")
+        assert opened.status_code == 200 and "newline_thing" in opened.text and "changed since" not in opened.text
+        (repo / "mod.py").write_text("# one\n# two\n# three\ndef moved_thing():\n    return 2\n")
+        stale = httpx.get(url + "/file/odd/mod.py?hl=1-2").text
+        assert "This file changed since it was indexed: lines 1-2 were the hit then" in stale
+    finally:
+        servers.stop(proc)

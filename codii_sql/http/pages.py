@@ -16,6 +16,7 @@ import urllib.parse
 from collections import OrderedDict
 from pathlib import Path
 
+from starlette.convertors import Convertor, register_url_convertor
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 from starlette.routing import Mount, Route
@@ -28,6 +29,22 @@ from ..text import numbered_lines
 from . import code
 from .handler import SearchHandler
 from .words import what, words
+
+
+class _AnyPath(Convertor):
+    """Starlette's ``path`` convertor, newlines included: its ``.*`` stops at one, so a file whose
+    name holds a newline (Git allows it) was linked from the results and then not found."""
+
+    regex = r"[\s\S]*"
+
+    def convert(self, value: str) -> str:
+        return value
+
+    def to_string(self, value: str) -> str:
+        return value
+
+
+register_url_convertor("anypath", _AnyPath())
 
 HERE = Path(__file__).parent
 #: No inline script or style, nothing from elsewhere, no framing: a file's text cannot run.
@@ -66,7 +83,7 @@ class Pages:
 
     def routes(self) -> list:
         return [Route("/", self.search, methods=["GET", "HEAD"]),
-                Route("/file/{name}/{path:path}", self.file, methods=["GET", "HEAD"]),
+                Route("/file/{name}/{path:anypath}", self.file, methods=["GET", "HEAD"]),
                 Route("/symbol", self.symbol, methods=["GET", "HEAD"]),
                 Route("/refs", self.refs, methods=["GET", "HEAD"]),
                 Route("/static/code.css", self.code_css, methods=["GET", "HEAD"]),

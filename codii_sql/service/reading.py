@@ -3,6 +3,7 @@ or, for an index alone, as its stored chunks hold it."""
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 
 from ..codebase import Codebase
@@ -10,20 +11,23 @@ from ..languages import detect_language
 from ..text import decode_source
 from . import boundary
 from .portable import not_stored, stored_lines
-from .status import scan_rules
+from .status import open_store, scan_rules
 
 
 @dataclass
 class FileText:
     """A file's text as a face shows it: ``path`` relative to the root, ``language``, ``lines``
     (1-based: ``lines[0]`` is line 1, each with its newline, the last one's if the file has it),
-    and ``not_stored``: the ranges ``[first, last]`` an index alone does not hold (shown empty)."""
+    and ``not_stored``: the ranges ``[first, last]`` an index alone does not hold (shown empty);
+    ``changed``: the file on disk is not the version the index holds (edited or not indexed since),
+    so line numbers an answer gave may point elsewhere now."""
 
     path: str
     language: str | None
     lines: list[str]
     not_stored: list[list[int]] = field(default_factory=list)
     alone: bool = False
+    changed: bool = False
 
 
 def file_text(codebase: Codebase, path: str, fileset: boundary.FileSet | None = None) -> FileText:
@@ -41,7 +45,10 @@ def file_text(codebase: Codebase, path: str, fileset: boundary.FileSet | None = 
                         not_stored(stored, 1, last), alone=True)
     files = fileset or boundary.FileSet(codebase.root, scan_rules(codebase))
     f = files.check(path)
-    text = decode_source(boundary.read_bytes(f, files.rules["max_file_bytes"]))
-    lines = text.split("\n")
+    raw = boundary.read_bytes(f, files.rules["max_file_bytes"])
+    lines = decode_source(raw).split("\n")
     lines = [line + "\n" for line in lines[:-1]] + ([lines[-1]] if lines[-1] else [])
-    return FileText(f.rel, detect_language(f.rel, lines[0] if lines else ""), lines)
+    with open_store(codebase) as store:
+        indexed = store.row("file_by_path", {"path": f.rel})
+    changed = indexed is None or indexed["hash"] != hashlib.sha256(raw).hexdigest()
+    return FileText(f.rel, detect_language(f.rel, lines[0] if lines else ""), lines, changed=changed)
