@@ -9,6 +9,9 @@ import re
 #: Above this share of undecodable bytes a file is taken to be Latin-1, not broken UTF-8.
 _MAX_INVALID_UTF8_SHARE = 0.01
 
+#: Unicode's bidirectional controls (marks, embeddings, overrides, isolates), a regex class's inside:
+#: printed raw, an RTL override makes ``evil\u202etxt.py`` read as another name (Trojan Source).
+BIDI_CONTROLS = "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
 _WORD = re.compile(r"[^\W_]+|_+", re.UNICODE)
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")

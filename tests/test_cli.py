@@ -365,10 +365,11 @@ def test_text_output_escapes_control_characters_in_names_and_lines(tmp_path):
     repo.mkdir()
     (repo / "new\nline\a.py").write_text('def ring():\n    return "\x1b[31mred\x9b2J"\n')
     (repo / "calls.py").write_text('def caller():\n    """\x1b]0;title\x07"""\n    return ring()\n')
+    (repo / "rtl\u202etxt.py").write_text('def ring_back():\n    return "abc\u202eRTL"\n')  # Trojan Source
     res = run("search", "ring", "--path", repo)
     assert res.exit_code == 0
     assert "new\\nline\\x07.py:1-2" in res.stdout and "\\x1b[31mred\\x9b2J" in res.stdout
-    controls = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # all but tab and newline
+    controls = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")  # not tab, newline
     for args in (("build", repo), ("build", repo, "--dry-run"), ("search", "ring", "--path", repo), ("status", repo),
                  ("list",), ("stats", repo),
                  ("inspect", repo), ("outline", repo / "new\nline\a.py"), ("symbol", "ring", "--path", repo),

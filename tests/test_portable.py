@@ -87,6 +87,10 @@ def test_an_export_answers_as_its_index_did_and_carries_nothing_of_the_machine(t
     assert sorted(os.listdir(shelf)) == ["sample.db"]  # written aside, renamed in: nothing else left
     raw = (shelf / "sample.db").read_bytes()
     assert str(tmp_path).encode() not in raw and str(codii_home).encode() not in raw
+    # A target ending in a slash names a folder: one that does not exist is not made a file.
+    folder = tmp_path / "not_yet"
+    slash = run("export", repo, "--to", f"{folder}/")
+    assert slash.exit_code == 2 and "names a folder, which does not exist" in slash.output and not folder.exists()
     shutil.rmtree(repo)
     shelf.chmod(0o555)
     (shelf / "sample.db").chmod(0o444)

@@ -149,10 +149,12 @@ def test_hostile_names_and_contents_are_text_and_no_script_runs(site):
         d.switch_to.alert.text  # noqa: B018
     assert d.title != "owned" and not d.find_elements(By.TAG_NAME, "img")
     assert "\\u202e" in d.page_source and "\u202e" not in d.find_element(By.TAG_NAME, "main").text
+    assert "\u202e" not in d.title
     assert '<script>alert("pwned")' not in d.page_source and "&lt;script&gt;" in d.page_source
     link = next(a for a in d.find_elements(By.CSS_SELECTOR, ".result a.open"))
     link.click()
     assert d.title != "owned" and not d.find_elements(By.TAG_NAME, "img")
+    assert "\u202e" not in d.title  # the file view's title names the file
     headers = httpx.get(d.current_url).headers
     assert "script-src 'self'" in headers["content-security-policy"] and "unsafe-inline" not in \
         headers["content-security-policy"]

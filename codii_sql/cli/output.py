@@ -20,6 +20,7 @@ from rich.progress import (
 
 from .. import service
 from ..errors import Remedy
+from ..text import BIDI_CONTROLS
 from .words import words
 
 err_console = Console(stderr=True)
@@ -99,13 +100,14 @@ def fmt_value(key: str, value):
     return json.dumps(_dated(value), default=_plain) if isinstance(value, (dict, list)) else value
 
 
-#: C0 controls but tab, DEL and C1 controls: shown escaped, so a file name or line holding them
-#: cannot ring the bell, break the ``path:line`` format or send escape sequences to the terminal.
-_CONTROLS = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f]")
+#: C0 controls but tab, DEL, C1 controls and the bidirectional controls: shown escaped, so a file
+#: name or line holding them cannot ring the bell, break the ``path:line`` format, send escape
+#: sequences to the terminal or read as another name.
+_CONTROLS = re.compile(f"[\\x00-\\x08\\x0a-\\x1f\\x7f-\\x9f{BIDI_CONTROLS}]")
 
 
 #: The same controls but newline: a whole text answer keeps its lines.
-_TERMINAL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_TERMINAL = re.compile(f"[\\x00-\\x08\\x0b-\\x1f\\x7f-\\x9f{BIDI_CONTROLS}]")
 
 
 def echo(message: str = "", *, err: bool = False, nl: bool = True, bold: bool = False) -> None:

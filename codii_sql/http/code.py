@@ -20,9 +20,11 @@ from pygments.styles import get_style_by_name
 from pygments.token import STANDARD_TYPES, Name, Token, Whitespace
 from pygments.util import ClassNotFound
 
+from ..text import BIDI_CONTROLS
+
 #: C0 and C1 controls but tab, DEL, and the bidirectional controls (an RTL override reorders how a
 #: name reads: ``evil\u202etxt.py``).
-_INVISIBLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_INVISIBLE = re.compile(f"[\x00-\x08\x0b-\x1f\x7f-\x9f{BIDI_CONTROLS}]")
 #: Names shorter than this are not linked (``i``, ``x``: every file has them).
 MIN_LINKED = 2
 #: Above this many characters a file is shown without colours (Pygments' regex lexers slow down).

@@ -37,6 +37,9 @@ def export(codebase: Codebase, target: str | os.PathLike[str]) -> dict:
     if not codebase.db_path.is_file():
         raise not_indexed(codebase)
     out = Path(target).expanduser().absolute()
+    if str(target).endswith(("/", os.sep)) and not out.is_dir():  # Path drops the slash that says "a folder"
+        raise UsageError(f"{target} names a folder, which does not exist",
+                         f"create it first, or name the file to write, such as {out / (codebase.root.name + '.db')}")
     if out.is_dir():
         raise UsageError(f"{out} is a folder", f"name the file to write, such as {out / (codebase.root.name + '.db')}")
     if not out.parent.is_dir():
