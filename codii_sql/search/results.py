@@ -110,7 +110,7 @@ class SearchOptions:
         if problem is not None:
             raise UsageError(problem)
         if self.role is not None and self.role not in ROLES:
-            raise UsageError(f"unknown role {self.role!r}", f"use one of {', '.join(ROLES)}", field="role")
+            raise UsageError(f"{self.role!r} is not known", f"use one of {', '.join(ROLES)}", field="role")
         if self.language is not None and not self.language.strip():
             raise UsageError("the language filter is empty", "pass one such as python")
         glob = self.glob
