@@ -227,6 +227,21 @@ def test_merge_weighs_members_by_how_well_each_matches_and_keeps_named_tiers_fir
     assert bm25.by_rank and [r.path for r in bm25.results] == ["a1.py", "b1.py"]
 
 
+def test_a_member_without_vectors_keeps_its_place_only_with_bm25_evidence():
+    """A shard exported without vectors has no cosine: its best chunk, whatever it was, scored
+    like the best match of the member that has vectors (a new user's 'command line options' over
+    a folder of shards listed two graph benchmarks above the answer)."""
+    near = MemberAnswer("/near", [_result("n1.py", 1.0, 0.60), _result("n2.py", 0.8, 0.60),
+                                  _result("n3.py", 0.5, 0.60)], "m")
+    blind = [_result("b1.py", 1.0, None), _result("b2.py", 0.9, None)]
+    weak = merge([near, MemberAnswer("/blind", blind, "m", evidence=False)], 3).results
+    assert [r.path for r in weak] == ["n1.py", "n2.py", "n3.py"]  # 1.0 * e^-1 = 0.37 < 0.5
+    held = merge([near, MemberAnswer("/blind", blind, "m", evidence=True)], 3).results
+    assert [r.path for r in held] == ["n1.py", "b1.py", "b2.py"]  # every word found: as it scores
+    unjudged = merge([near, MemberAnswer("/blind", blind, "m")], 3).results  # a long query, a server
+    assert [r.path for r in unjudged] == [r.path for r in held]
+
+
 def test_an_option_no_member_can_take_is_refused_once_and_one_some_can_take_is_noted(two):
     http, shop = two
     with pytest.raises(UsageError, match="unknown mode"):

@@ -9,6 +9,10 @@ its 10 nearest chunks ``m`` (``knn_match``) against the best member's ``m*``, we
 ``exp(-(m* - m) / T)``. A member a gap of ``T`` behind keeps 37% of its scores; one far behind
 contributes its results only below every close member's. A chunk defining a named symbol or in
 a named file (tier > 0, identifier queries) still comes before those without, as in one index.
+A member with no cosine (built without vectors, or its chunks still waiting for them) keeps its
+scores when BM25 found a chunk holding every query word or a named symbol (its match is unknown,
+not poor), else it counts as a gap of ``T`` behind the weakest member that has one: a shard
+exported without vectors no longer puts its best chunk, whatever it is, beside the best match.
 Members whose vectors come from different models share no cosine scale, and BM25-only searches
 have none: they merge by rank (RRF).
 """
@@ -34,11 +38,13 @@ RRF_K = 60
 
 @dataclass
 class MemberAnswer:
-    """One member's results (its own order), its root, and the model id its vectors come from."""
+    """One member's results (its own order), its root, the model id its vectors come from, and its
+    ``evidence`` when it has no cosine (``Hits.lexical_evidence``; None: not judged)."""
 
     codebase: str
     results: list[Result]
     model_id: str | None
+    evidence: bool | None = None
 
 
 @dataclass
@@ -68,18 +74,20 @@ def weight(match: float, top: float, temperature: float = MERGE_TEMPERATURE) -> 
 def merge(answers: list[MemberAnswer], limit: int, *, temperature: float = MERGE_TEMPERATURE) -> Merged:
     """The first ``limit`` results of all members, each tagged with its ``codebase`` (see :class:`Merged`).
     ``temperature`` is the cosine gap that costs a member a factor e (benchmarks sweep it)."""
-    tagged = [MemberAnswer(a.codebase, [replace(r, codebase=r.codebase or a.codebase) for r in a.results], a.model_id)
-              for a in answers]
+    tagged = [MemberAnswer(a.codebase, [replace(r, codebase=r.codebase or a.codebase) for r in a.results], a.model_id,
+                           a.evidence) for a in answers]
     cosines = {a.codebase: member_match(a.results) for a in tagged}
     known = [c for c in cosines.values() if c is not None]
     if len({a.model_id for a in tagged}) > 1 or not known:
         return Merged(_by_rank(tagged, limit), len(tagged) > 1)
-    top = max(known)
+    top, unmatched = max(known), min(known) - temperature
     scored = []
     for order, a in enumerate(tagged):
-        # A member whose chunks still await vectors has no fair match yet: "no vector yet" is not
-        # "irrelevant", so it is not pushed down (weight 1, its fused scores as they are).
-        w = weight(cosines[a.codebase] if cosines[a.codebase] is not None else top, top, temperature)
+        # No cosine is "not known", not "irrelevant": BM25's evidence decides (module docstring).
+        match = cosines[a.codebase]
+        if match is None:
+            match = unmatched if a.evidence is False else top
+        w = weight(match, top, temperature)
         scored += [((r.tier, r.score * w), -order, -rank, r) for rank, r in enumerate(a.results)]
     scored.sort(key=lambda item: item[:3], reverse=True)
     kept = scored[:limit]

@@ -106,14 +106,18 @@ WEAK_VECTORS_BM25 = 0.5
 class Hits:
     """What one index answers a query: ``results`` best first, the query's ``analysis`` (its BM25
     terms and what it names), ``best_cosine`` (the nearest chunk's, None without vectors),
-    ``no_good_match`` (see :meth:`Searcher._nothing_close`), and ``embedder_failed``: why the query
-    was not embedded (the results are then BM25 only), else None."""
+    ``no_good_match`` (see :meth:`Searcher._nothing_close`), ``embedder_failed``: why the query
+    was not embedded (the results are then BM25 only), else None; and, when no cosine tells how
+    well the index matches (no vectors, none yet, BM25 mode), ``lexical_evidence``: whether a
+    chunk holds every query word or a named symbol or file was found (None when a cosine is known,
+    or for a long query, whose words no chunk holds all of)."""
 
     results: list[Result]
     analysis: Analysis | None
     best_cosine: float | None
     no_good_match: bool
     embedder_failed: str | None = None
+    lexical_evidence: bool | None = None
 
 
 class Searcher:
@@ -217,7 +221,9 @@ class Searcher:
             results = rerank(a.text, results, model_path=opts.rerank_model, top_n=RERANK_DEPTH)
             tier = {r["id"]: r["tier"] for r in rows}  # the cross-encoder orders within a name tier
             results.sort(key=lambda r: -tier[r.id])
-        return Hits(_top(results, opts), a, best, nothing_close, note)
+        evidence = None if best is not None or shape == "long" else \
+            bool(rows) and (any(r["tier"] for r in rows) or self._holds_every_term(a.terms))
+        return Hits(_top(results, opts), a, best, nothing_close, note, evidence)
 
     def search(self, query: str, opts: SearchOptions | None = None,
                query_vector: np.ndarray | None = None) -> list[Result]:
@@ -238,8 +244,12 @@ class Searcher:
             return False
         if best is not None and best >= NO_MATCH_COSINE:
             return False
-        return not terms or not self.store.value("fts_any", {"fts_all": " AND ".join(
-            '"' + t.replace('"', '""') + '"' for t in terms)})
+        return not self._holds_every_term(terms)
+
+    def _holds_every_term(self, terms: list[str]) -> bool:
+        """Whether some chunk holds every one of the query's BM25 ``terms`` (False for none)."""
+        return bool(terms) and bool(self.store.value("fts_any", {"fts_all": " AND ".join(
+            '"' + t.replace('"', '""') + '"' for t in terms)}))
 
     def _query_vector(self, query: str, given: np.ndarray | None = None) -> tuple[bytes | None, str | None]:
         """The query's embedding as a float32 blob, or None and why, when the embedder did not

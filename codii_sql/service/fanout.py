@@ -124,8 +124,8 @@ def _could_enter(probe: float, merged: Merged) -> bool:
 
 
 def _merged(answers: dict[Shard, ShardAnswer | CodiiError], limit: int) -> Merged:
-    return merge([MemberAnswer(s.name, a.hits.results, a.model_id) for s, a in answers.items()
-                  if isinstance(a, ShardAnswer)], limit)
+    return merge([MemberAnswer(s.name, a.hits.results, a.model_id, a.hits.lexical_evidence)
+                  for s, a in answers.items() if isinstance(a, ShardAnswer)], limit)
 
 
 def _guarded(work: Callable[[Shard], object]) -> Callable[[Shard], object]:
