@@ -31,6 +31,9 @@ def serve_http(workspaces: list[str], host: str, port: int, ray_address: str | N
         page = f"http://{host}:{port}/"
         echo(f"Serving {', '.join(served)} on {page} (the web page; GET /search and /healthz for programs"
              f"{'; the token is needed' if token else ''}; Ctrl-C stops)", err=True)
+        if handler.shards and not handler.shards.files():
+            echo(f"Note: {handler.shards.folder} holds no .db file yet: an index renamed into it is served from "
+                 "the next request", err=True)
         if token is None and http.allowed_hosts(host) == ["*"]:
             echo(f"Warning: {host} is reachable from other machines and no --token is set: whoever reaches port "
                  f"{port} reads every served file (--token or $CODII_SQL_HTTP_TOKEN guards it)", err=True)

@@ -115,7 +115,8 @@ class Store:
             ours = in_indexes_dir(self.path)
             raise DamagedIndexError(f"{self.path} is damaged or not a SQLite database ({err})",
                                     Remedy("force_build") if ours else
-                                    "if it is a codii-sql index, delete it by hand and build again") from None
+                                    "if it is a codii-sql index, delete it by hand and build again; else pass "
+                                    "an index file codii-sql wrote (build or export)") from None
         except (apsw.Error, OSError) as err:
             if self.path.parent.is_dir() and not os.access(self.path.parent, os.W_OK):
                 # SQLite's WAL mode writes -wal/-shm files beside the .db even to read it.
