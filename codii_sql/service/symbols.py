@@ -14,6 +14,7 @@ from ..text import decode_source
 from . import boundary
 from .portable import stored_lines
 from .status import not_indexed, open_store, scan_rules
+from .symbol_rows import symbol_rows
 
 #: Longest signature line shown (characters); a longer one ends in "…".
 SIGNATURE_CHARS = 200
@@ -162,7 +163,7 @@ def find_symbol(codebase: Codebase, name: str, *, kind: str | None = None, prefi
     needle = (_parts(wanted) or [wanted])[-1]
     budget = max(PARSED_FILES, limit)
     with open_store(codebase) as store:
-        rows = store.rows("symbol_candidates", {"needle": needle, "kind": kind or None, "cap": CANDIDATE_CAP})
+        rows = symbol_rows(store, needle, kind or None, CANDIDATE_CAP)
         files = store.rows("symbol_files", {"fts": _every_part(wanted), "hits": 20 * budget, "files": budget + 1})
     # Parse the files of matching chunk symbols first, then the text matches; at most ``budget``.
     near = [r for r in rows if _match(_normal(r["symbol"]), wanted, prefix) is not None]
