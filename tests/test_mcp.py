@@ -19,6 +19,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from support.providers import Server
 from support.trees import REPO_ROOT, write_tree
 
+from codii_sql import service
 from codii_sql.codebase import Codebase
 from codii_sql.storage.store import Store
 
@@ -457,6 +458,12 @@ def test_out_of_range_and_mistyped_arguments_get_one_line_messages(codii_home, s
     asyncio.run(run())
 
 
+def tokens(res) -> int:
+    """An answer's tokens as the client receives it: its text blocks and its structured JSON, 4 characters each."""
+    text = sum(len(block.text) for block in res.content)
+    return (text + len(json.dumps(res.structured_content or {}))) // 4
+
+
 def test_every_default_answer_fits_an_agents_limit(codii_home, tmp_path):
     """Claude Code refuses a tool result over 25,000 tokens: a generated file of 3,000 functions, a file of
     long lines and a name used everywhere must each answer well under it by default, and say what was cut."""
@@ -466,10 +473,6 @@ def test_every_default_answer_fits_an_agents_limit(codii_home, tmp_path):
     repo = write_tree(tmp_path / "huge", {"gen/handlers.py": big, "data/rows.py": wide,
                                           "app/main.py": "from gen.handlers import route\n\n\ndef route(r, k, n):\n"
                                                          "    return (r, k, n)\n"})
-
-    def tokens(res) -> int:
-        text = sum(len(block.text) for block in res.content)
-        return (text + len(json.dumps(res.structured_content or {}))) // 4
 
     async def run():
         async with server(codii_home, CODII_SQL_WATCH="0") as s:
@@ -491,12 +494,77 @@ def test_every_default_answer_fits_an_agents_limit(codii_home, tmp_path):
                 assert not res.is_error, (tool, res.content[0].text)
                 assert tokens(res) <= 20_000, (tool, tokens(res))
             outline = await call(s, "get_file_outline", **asks["get_file_outline"])
-            assert outline["truncated"] and outline["total"] == 3000 and len(outline["symbols"]) == 300
+            shown = len(outline["symbols"])  # cut by the default max_tokens before the limit of 300
+            assert outline["truncated"] and outline["total"] == 3000 and 100 < shown < 300
             more = await call(s, "get_file_outline", **asks["get_file_outline"], start_line=outline["next_start_line"])
-            assert more["symbols"][0]["symbol"] == "generated_handler_300"
+            assert more["symbols"][0]["symbol"] == f"generated_handler_{shown}"
             content = await call(s, "get_content", **asks["get_content"])
             assert content["next_start_line"] > 1
             found = await call(s, "search_code", **asks["search_code"])
             assert found["budget"]["max_tokens"] == 6000  # the default budget of an agent's search
+
+    asyncio.run(run())
+
+
+def test_every_answer_at_the_maximum_limits_fits_an_agents_limit(codii_home, tmp_path):
+    """Each tool at its largest limit and max_tokens, on hostile input (900-character lines, 6,000 definitions
+    with long names under a long path, a name on every line, 250 skipped files and 90 codebases with long
+    paths, one workspace of them and 90 missing folders, a chunk of one 200,000-character line): every answer stays under 20,000 tokens, says it was cut, and its next offset or line goes on.
+    Built without vectors (find_similar_code is bounded as search_code is, above)."""
+    deep = "/".join(["a_rather_long_folder_name_for_paths"] * 4)
+    big = "".join(f"def handler_with_a_rather_long_generated_name_{i}(request, first_parameter=None, second={i}, "
+                  f"**keywords):\n    return {i}\n" for i in range(6000))  # 0.7 MB: under the 1 MiB file cap
+    wide = "".join(f'zz_{i} = zz + "{"q" * 900}"\n' for i in range(600))
+    files = {f"{deep}/big.py": big, f"{deep}/wide.py": wide, "zz.py": "def zz():\n    return 1\n",
+             "one_line.py": f'x = 1\nlong_value = "{"q" * 200_000}"\nz = 2\n'}  # one chunk of 200,019 characters
+    files.update({f"{deep}/blobs/a_binary_file_with_a_long_name_{i:04}.dat": b"x\0" * 10 for i in range(250)})  # binary: skipped
+    repo = write_tree(tmp_path / "hostile", files)
+    service.build(service.open_codebase(repo), vectors=False)
+    members = [str(repo)]
+    for i in range(90):
+        small = write_tree(tmp_path / ("another_codebase_with_a_long_folder_name_" * 3 + str(i)), {"m.py": "x = 1\n"})
+        service.build(service.open_codebase(small), vectors=False)
+        members += [str(small), str(tmp_path / f"a_member_folder_that_is_not_there_with_a_long_name_{i}")]
+    root = str(repo)
+    asks = {
+        "get_file_outline": {"path": root, "file": f"{deep}/big.py", "limit": 1000, "max_tokens": 8000},
+        "find_references": {"path": root, "name": "zz", "limit": 500, "max_tokens": 8000},
+        "find_symbol": {"path": root, "name": "handler_with", "prefix": True, "limit": 100, "max_tokens": 8000},
+        "list_codebases": {"limit": 1000, "max_tokens": 8000},
+        "get_indexing_status": {"path": root, "max_tokens": 8000},
+        "get_content": {"path": root, "file": f"{deep}/wide.py", "max_tokens": 8000},
+        "search_code": {"path": root, "query": "zz handler request", "limit": 50, "max_tokens": 8000, "mode": "bm25"},
+        "list_workspaces": {"max_tokens": 8000},
+    }
+
+    async def run():
+        async with server(codii_home, CODII_SQL_WATCH="0", WORKSPACE_EVERYTHING=json.dumps(members)) as s:
+            answers = {}
+            for tool, args in asks.items():
+                res = await s.call_tool(tool, args)
+                assert not res.is_error, (tool, res.content[0].text)
+                assert tokens(res) <= 20_000, (tool, tokens(res))
+                answers[tool] = res.structured_content
+            for query, glob in (("zz", "*wide.py"), ("long_value", "one_line.py")):
+                chunk = (await call(s, "search_code", path=root, query=query, mode="bm25", pathGlob=glob))["results"][0]
+                res = await s.call_tool("get_chunk", {"path": root, "chunk_id": chunk["id"], "max_tokens": 8000})
+                assert tokens(res) <= 20_000, ("get_chunk", glob, tokens(res))
+            assert res.structured_content["truncated"] and res.structured_content["next_start_line"] == 2
+            outline, refs, defs, listed, status = (answers[t] for t in ("get_file_outline", "find_references",
+                                                                        "find_symbol", "list_codebases",
+                                                                        "get_indexing_status"))
+            assert outline["truncated"] and outline["total"] == 6000 and len(outline["symbols"]) < 1000
+            more = await call(s, "get_file_outline", **{**asks["get_file_outline"], "start_line": outline["next_start_line"]})
+            assert more["symbols"][0]["start_line"] == outline["next_start_line"]
+            shown = sum(len(f["lines"]) for f in refs["files"])
+            assert refs["truncated"] and refs["total"] == 600 and shown < 500 and refs["next_offset"] == shown
+            rest = await call(s, "find_references", **{**asks["find_references"], "offset": refs["next_offset"]})
+            assert rest["files"][0]["lines"][0]["line"] == refs["files"][-1]["lines"][-1]["line"] + 1
+            assert defs["truncated"] and defs["total"] == 6000 and defs["next_offset"] == len(defs["definitions"]) < 100
+            assert listed["truncated"] and listed["total"] == 91 and listed["next_offset"] == len(listed["codebases"])
+            skipped = status["skipped_files"]
+            assert len(skipped["files"]) + skipped["more"] == 250 and skipped["more"] > 0 and "left out" in status["note"]
+            everything = answers["list_workspaces"]["workspaces"][0]
+            assert everything["more_members"] > 0 and len(everything["members"]) + everything["more_members"] == 181
 
     asyncio.run(run())

@@ -449,8 +449,8 @@ def test_a_vector_phase_running_elsewhere_is_indexing_in_every_listing(sample_re
     cb = service.open_codebase(sample_repo)
     service.build(cb, vectors=False)
     session = service.Session()
-    assert [r["status"] for r in session.list_codebases()] == ["indexed"]
+    assert [r["status"] for r in session.list_codebases()["codebases"]] == ["indexed"]
     with vector_lock(cb):  # another process's vector phase, as its lock shows it
-        assert [r["status"] for r in session.list_codebases()] == ["indexing"]
+        assert [r["status"] for r in session.list_codebases()["codebases"]] == ["indexing"]
         assert [r["status"] for r in service.list_codebases()] == ["indexing"]
         assert session.indexing_status(cb)["status"] == "indexing"

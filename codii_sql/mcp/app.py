@@ -86,6 +86,12 @@ MaxTokensArg = Annotated[int | None, Field(ge=100, le=MAX_MAX_TOKENS, descriptio
     f"Fit the answer in about this many tokens (4 characters each); null: {DEFAULT_MAX_TOKENS:,}. Search "
     "results are trimmed to the lines around their matches, a file's overlapping chunks merged, the lowest "
     "dropped; the note says what was cut and how to read the rest."))]
+#: The same budget for an answer that lists things (definitions, uses, codebases, paths).
+ListTokensArg = Annotated[int | None, Field(ge=100, le=MAX_MAX_TOKENS, description=(
+    f"Fit the answer in about this many tokens (4 characters each); null: {DEFAULT_MAX_TOKENS:,}. Whole items "
+    "are left out from the end; truncated, total and the note say how many and where the next call starts."))]
+OffsetArg = Annotated[int, Field(ge=0, le=1_000_000, description="Skip this many items first (0-based): a cut "
+                                                                  "answer's next_offset.")]
 READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 
 
@@ -160,5 +166,5 @@ def numbered(content: str, first_line: int, last_line: int | None = None) -> str
     return "\n".join(f"{n:>6}\t{line}" for n, line in numbered_lines(content, first_line, last_line))
 
 
-__all__ = ["DEFAULT_MAX_TOKENS", "FileArg", "LineArg", "MaxTokensArg", "MAX_SEARCH_LIMIT", "PathArg", "READ_ONLY", "SESSION", "SQLITE_MAX_INTEGER",
+__all__ = ["DEFAULT_MAX_TOKENS", "FileArg", "LineArg", "ListTokensArg", "MaxTokensArg", "OffsetArg", "MAX_SEARCH_LIMIT", "PathArg", "READ_ONLY", "SESSION", "SQLITE_MAX_INTEGER",
            "agent_errors", "answer", "check_path", "codebase_at", "numbered", "server", "with_note"]

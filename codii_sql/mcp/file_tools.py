@@ -46,13 +46,17 @@ def get_content(path: PathArg, file: FileArg, start_line: LineArg = None, end_li
 @server.tool(
     description=(
         "Get one indexed chunk by its id (the 'id' field of search_code results): exact indexed text with line "
-        "numbers, path, lines, kind, symbol and stale (the file changed since indexing). Ids change when a "
-        "file is re-indexed: search again if one is gone."),
+        "numbers, path, lines, kind, symbol and stale (the file changed since indexing); at most max_tokens "
+        "(default 6,000) of its lines (truncated and next_start_line say where get_content goes on). Ids change "
+        "when a file is re-indexed: search again if one is gone."),
     annotations=READ_ONLY,
 )
 @agent_errors
-def get_chunk(path: PathArg, chunk_id: Annotated[int, Field(ge=1, le=SQLITE_MAX_INTEGER, description="Chunk id from search_code.")]) -> CallToolResult:
-    data = SESSION.chunk(codebase_at(path), chunk_id)
+def get_chunk(path: PathArg, chunk_id: Annotated[int, Field(ge=1, le=SQLITE_MAX_INTEGER, description="Chunk id from search_code.")],
+              max_tokens: MaxTokensArg = None) -> CallToolResult:
+    data = SESSION.chunk(codebase_at(path), chunk_id, max_tokens or DEFAULT_MAX_TOKENS)
     summary = (f"chunk {data['id']}: {data['path']}:{data['start_line']}-{data['end_line']} "
-               f"{data['symbol'] or data['kind']}" + (" [stale: the file changed since indexing]" if data["stale"] else ""))
-    return answer(summary, data, numbered(data["content"], data["start_line"], data["end_line"]))
+               f"{data['symbol'] or data['kind']}" + (" [stale: the file changed since indexing]" if data["stale"] else "")) + (
+        f"\nNote: {data['truncated']}: get_content with start_line={data['next_start_line']} reads on"
+        if "truncated" in data else "")
+    return answer(summary, data, numbered(data["content"], data["start_line"], data.get("shown_end_line", data["end_line"])))

@@ -8,7 +8,20 @@ from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
 from ..service import clear_target
-from .app import READ_ONLY, SESSION, PathArg, agent_errors, answer, check_path, codebase_at, server, with_note
+from .app import (
+    DEFAULT_MAX_TOKENS,
+    READ_ONLY,
+    SESSION,
+    ListTokensArg,
+    OffsetArg,
+    PathArg,
+    agent_errors,
+    answer,
+    check_path,
+    codebase_at,
+    server,
+    with_note,
+)
 
 
 @server.tool(
@@ -58,7 +71,7 @@ def index_codebase(
         "Indexing state of a codebase: status is not_indexed, indexing, indexed, failed or stale (files changed "
         "since the last build: call index_codebase to update). Includes phase, percent, files and chunks "
         "done/total, vectors {done, total, state, eta_seconds}, skipped files by reason (skipped) and by path "
-        "(skipped_files: the first 200 with their reason), last error, last "
+        "(skipped_files: the first 200 with their reason, as many as fit in max_tokens, default 6,000), last error, last "
         "indexed time and watched_by (processes keeping it fresh on file changes: this server does so for every "
         "codebase it indexed or searched). A build first makes every file searchable by BM25 (phase scan/hash/chunk), then embeds "
         "(phase vectors): search_code works during both. A build killed mid-way shows 'failed'; index_codebase "
@@ -66,8 +79,8 @@ def index_codebase(
     annotations=READ_ONLY,
 )
 @agent_errors
-def get_indexing_status(path: PathArg) -> CallToolResult:
-    data = SESSION.indexing_status(codebase_at(path))
+def get_indexing_status(path: PathArg, max_tokens: ListTokensArg = None) -> CallToolResult:
+    data = SESSION.indexing_status(codebase_at(path), max_tokens or DEFAULT_MAX_TOKENS)
     summary = f"{data['codebase']}: {data['status']}"
     vectors = data.get("vectors") or {}  # absent with no index and no build
     if data["status"] == "indexing" and data["phase"] == "vectors":
@@ -102,34 +115,40 @@ def clear_index(path: PathArg) -> CallToolResult:
 
 @server.tool(
     description=("List the indexed codebases: root, status, files, chunks, index size in bytes and last indexed "
-                 "time; at most limit of them (total says how many there are)."),
+                 "time; at most limit of them and max_tokens (default 6,000) from offset on (total says how many "
+                 "there are, next_offset where a cut list goes on)."),
     annotations=READ_ONLY,
 )
 @agent_errors
 def list_codebases(
     limit: Annotated[int, Field(ge=1, le=1000, description="Codebases at most.")] = 100,
+    offset: OffsetArg = 0,
+    max_tokens: ListTokensArg = None,
 ) -> CallToolResult:
-    every = SESSION.list_codebases()
-    rows = every[:limit]
-    summary = f"{len(every)} indexed codebases" + (f" ({limit} shown: pass a larger limit)" if len(every) > limit
-                                                    else "") + "".join(
+    data = SESSION.list_codebases(limit=limit, offset=offset, max_tokens=max_tokens or DEFAULT_MAX_TOKENS)
+    rows = data["codebases"]
+    summary = f"{data['total']} indexed codebases" + (
+        f" ({len(rows)} shown: call again with offset={data['next_offset']} for the rest)" if data.get("truncated")
+        else "") + "".join(
         f"\n- {r.get('root') or r['db']}: {r.get('status')}, " + (
             f"{r['files']} files, {r['chunks']} chunks" if "files" in r else f"{r['size_bytes']} bytes: {r.get('error')}")
         for r in rows)
-    return answer(summary, {"codebases": rows, "total": len(every)})
+    return answer(summary, data)
 
 
 @server.tool(
     description=(
         "List the workspaces (named sets of codebases, from WORKSPACE_<NAME> variables of the server's environment "
         "or `codii-sql workspace add`): each member's status (indexed, stale, indexing, not_indexed, failed, "
-        "missing), files, chunks and index size. search_code and index_codebase take a workspace name."),
+        "missing), files, chunks and index size, as many members as fit in max_tokens (default 6,000; "
+        "more_members counts the others). search_code and index_codebase take a workspace name."),
     annotations=READ_ONLY,
 )
 @agent_errors
-def list_workspaces() -> CallToolResult:
-    rows = SESSION.list_workspaces()
+def list_workspaces(max_tokens: ListTokensArg = None) -> CallToolResult:
+    data = SESSION.list_workspaces(max_tokens or DEFAULT_MAX_TOKENS)
+    rows = data["workspaces"]
     summary = f"{len(rows)} workspaces" + "".join(
         f"\n- {ws['name']} ({ws['source']}): " + ", ".join(f"{m['codebase']} {m['status']}" for m in ws["members"])
-        for ws in rows)
-    return answer(summary, {"workspaces": rows})
+        + (f" and {ws['more_members']} more" if ws.get("more_members") else "") for ws in rows)
+    return answer(with_note(summary, data.get("note")), data)

@@ -12,10 +12,13 @@ from ..service import FileSet
 from ..service import find_references as find_uses
 from ..service import find_symbol as find_definitions
 from .app import (
+    DEFAULT_MAX_TOKENS,
     READ_ONLY,
     SESSION,
     SQLITE_MAX_INTEGER,
     FileArg,
+    ListTokensArg,
+    OffsetArg,
     PathArg,
     agent_errors,
     answer,
@@ -30,7 +33,8 @@ from .app import (
         "Outline of one file: its classes, functions, methods... nested as in the source, each with kind, "
         "qualified symbol, start_line/end_line (1-based, inclusive; decorators and leading comments included) "
         "and signature (its first line of code). Cheaper than reading the file to find where things are. At "
-        "most limit definitions from start_line on: a cut outline says truncated and next_start_line."),
+        "most limit definitions and max_tokens (default 6,000) from start_line on: a cut outline says truncated "
+        "and next_start_line."),
     annotations=READ_ONLY,
 )
 @agent_errors
@@ -39,8 +43,10 @@ def get_file_outline(
     file: FileArg,
     start_line: Annotated[int, Field(ge=1, le=SQLITE_MAX_INTEGER, description="Definitions from this line on.")] = 1,
     limit: Annotated[int, Field(ge=1, le=1000, description="Definitions at most.")] = 300,
+    max_tokens: ListTokensArg = None,
 ) -> CallToolResult:
-    data = SESSION.outline(codebase_at(path), file, limit=limit, start_line=start_line)
+    data = SESSION.outline(codebase_at(path), file, limit=limit, start_line=start_line,
+                           max_tokens=max_tokens or DEFAULT_MAX_TOKENS)
     lines = []
 
     def walk(nodes: list[dict], depth: int) -> None:
@@ -60,7 +66,9 @@ def get_file_outline(
         "Where a symbol is defined, from the index: by exact name (parse_header), qualified name (Session.send, "
         "pkg.module.func, Type::method; generics like <'a> ignored) or, with prefix=true, its start. Each "
         "definition has path, symbol, kind, start_line/end_line (1-based, inclusive), signature, role and match "
-        "(exact, qualified or prefix); exact matches and source files come first. For uses, search_code."),
+        "(exact, qualified or prefix); exact matches and source files come first. At most limit definitions "
+        "and max_tokens (default 6,000) from offset on: a cut answer says truncated, total and next_offset. "
+        "For uses, find_references."),
     annotations=READ_ONLY,
 )
 @agent_errors
@@ -70,9 +78,12 @@ def find_symbol(
     kind: Annotated[str | None, Field(max_length=40, description="Only this kind: function, method, class...")] = None,
     prefix: Annotated[bool, Field(description="Also symbols starting with name.")] = False,
     limit: Annotated[int, Field(ge=1, le=100, description="Definitions at most.")] = 20,
+    offset: OffsetArg = 0,
+    max_tokens: ListTokensArg = None,
 ) -> CallToolResult:
     cb = codebase_at(path)
-    data = find_definitions(cb, name, kind=kind, prefix=prefix, limit=limit, fileset=_fileset(cb))
+    data = find_definitions(cb, name, kind=kind, prefix=prefix, limit=limit, offset=offset,
+                            max_tokens=max_tokens or DEFAULT_MAX_TOKENS, fileset=_fileset(cb))
     defs = data["definitions"]
     summary = f"{len(defs)} definition{'' if len(defs) == 1 else 's'} of {data['name']!r} in {cb.root}"
     summary = with_note(summary, data.get("note"))
@@ -85,8 +96,9 @@ def find_symbol(
     description=(
         "Where an identifier is used: every occurrence on identifier boundaries, with its exact 1-based line "
         "and text, grouped by file (source first), the name's definitions excluded; for Session.send it looks "
-        "for send. Lexical (a same-named other thing counts too), from the indexed text. total and truncated "
-        "say how many there are beyond limit."),
+        "for send. Lexical (a same-named other thing counts too), from the indexed text. At most limit lines "
+        "and max_tokens (default 6,000) from offset on: total, truncated and next_offset say how many there are "
+        "and where the next call starts."),
     annotations=READ_ONLY,
 )
 @agent_errors
@@ -94,12 +106,16 @@ def find_references(
     path: PathArg,
     name: Annotated[str, Field(min_length=1, max_length=500, description="The identifier, e.g. merge_setting.")],
     limit: Annotated[int, Field(ge=1, le=500, description="Lines at most.")] = 100,
+    offset: OffsetArg = 0,
+    max_tokens: ListTokensArg = None,
 ) -> CallToolResult:
     cb = codebase_at(path)
-    data = find_uses(cb, name, limit=limit, fileset=_fileset(cb))
+    data = find_uses(cb, name, limit=limit, offset=offset, max_tokens=max_tokens or DEFAULT_MAX_TOKENS,
+                     fileset=_fileset(cb))
     shown = sum(len(f["lines"]) for f in data["files"])
     summary = (f"{data['total']} uses of {data['identifier']!r} in {data['total_files']} files of {cb.root}"
-               + (f" ({shown} shown)" if data["truncated"] else "") + f"; {data['note']}")
+               + (f" ({shown} shown: call again with offset={data['next_offset']} for the rest)" if data["truncated"]
+                  else "") + f"; {data['note']}")
     body = "\n".join(f"{f['path']}:{ln['line']}: {ln['text']}" for f in data["files"] for ln in f["lines"])
     return answer(summary, data, body)
 

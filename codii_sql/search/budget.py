@@ -8,8 +8,10 @@ and English with BPE tokenizers; an agent's own tokenizer differs by some 10-20%
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from ..text import content_lines, numbered_lines
@@ -31,6 +33,31 @@ MIN_RESULT_TOKENS = 20
 def tokens(text: str) -> int:
     """Estimated tokens of ``text`` (see the module docstring)."""
     return math.ceil(len(text) / CHARS_PER_TOKEN)
+
+
+def json_tokens(value, *, plus: str = "") -> int:
+    """Estimated tokens of ``value`` as JSON (spaced as json.dumps writes it), and of the text ``plus``."""
+    return tokens(json.dumps(value, ensure_ascii=False, default=str) + plus)
+
+
+def fitting(costs: Iterable[int], max_tokens: int) -> int:
+    """How many items, from the first, fit in ``max_tokens`` when they cost ``costs`` tokens each
+    (read lazily, up to the first that does not fit). The first always counts, so a caller that goes
+    on after the last item shown always moves."""
+    used = n = 0
+    for cost in costs:
+        if n and used + cost > max_tokens:
+            break
+        used += cost
+        n += 1
+    return n
+
+
+def page(items: list, offset: int, limit: int, max_tokens: int | None, cost=json_tokens) -> list:
+    """``items[offset:offset + limit]``, then only as many whole ones as fit in ``max_tokens`` (None:
+    no cut) at ``cost(item)`` tokens each (see :func:`fitting`: at least one)."""
+    window = items[offset:offset + limit]
+    return window[:fitting(map(cost, window), max_tokens)] if max_tokens else window
 
 
 @dataclass

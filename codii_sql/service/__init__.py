@@ -30,7 +30,8 @@ from .session import Session, iso
 from .shard_folder import ShardFolder
 from .targets import member_paths, members_of
 from .status import inspect, is_stale, list_codebases, recorded_filters, stats, status
-from .symbols import find_references, find_symbol, outline
+from .outline import outline
+from .symbols import find_references, find_symbol
 from .watchers import registered, watchers
 from .watching import Update, Watcher
 from .workspaces import Workspace, add_paths, describe, get_workspace, remove, workspaces

@@ -17,6 +17,7 @@ from ..search.answer import Answer
 from ..search.budget import CHARS_PER_TOKEN, fit
 from ..search.results import Result
 from ..search.staleness import StaleCheck
+from ..text import content_lines
 from .indexes import OpenIndexes
 from .following import Following
 from .jobs import Job, Jobs
@@ -29,7 +30,8 @@ from .shard_folder import ShardFolder
 from .similar import similar_code
 from .targets import member_paths
 from .status import inspect, list_codebases, not_indexed
-from .symbols import outline
+from .outline import outline
+from .paging import codebases_page, fit_file_lists, fit_workspaces
 from .workspaces import describe, workspaces
 
 #: get_content returns at most this many lines per call (then ``next_start_line``).
@@ -85,10 +87,11 @@ class Session:
             data["options_applied"] = False
         return data, hint
 
-    def indexing_status(self, cb: Codebase) -> dict:
+    def indexing_status(self, cb: Codebase, max_tokens: int | None = None) -> dict:
         """``status`` (not_indexed, indexing, indexed, failed, stale), ``phase``, ``percent``, files and
         chunks done/total, skips, failures, last error, times (ISO 8601), size, and a ``note``; a
-        failed one says whether building again can help (``resumable``: not on a read-only or full disk)."""
+        failed one says whether building again can help (``resumable``: not on a read-only or full disk).
+        With ``max_tokens``, the lists of skipped and failed paths fit in it (:func:`fit_file_lists`)."""
         st, job = self.jobs.status(cb)
         status = st["status"]
         error = st.get("error")
@@ -120,7 +123,7 @@ class Session:
             data["indexer_pid"] = inspect(cb)["snapshot"].get("pid")
         if job is not None and job.warnings:  # this server's latest build went on past them
             data["note"] = "; ".join(job.warnings)
-        return data
+        return fit_file_lists(data, max_tokens) if max_tokens else data
 
     def require_index(self, cb: Codebase) -> dict:
         """The codebase's status, unless it has no index yet.
@@ -151,10 +154,12 @@ class Session:
             self.indexes.forget(cb)
             return clear(cb)
 
-    def list_codebases(self) -> list[dict]:
+    def list_codebases(self, *, limit: int | None = None, offset: int = 0, max_tokens: int | None = None) -> dict:
         """Every index (see :func:`list_codebases`, which asks the writer and vector locks: a dead
-        indexer's ``indexing`` is ``failed`` there, a running vector phase ``indexing``)."""
-        return [{**row, "last_indexed_at": iso(row.get("last_indexed_at"))} for row in list_codebases()]
+        indexer's ``indexing`` is ``failed`` there, a running vector phase ``indexing``), as
+        :func:`codebases_page` cuts them (no ``limit``: all)."""
+        rows = [{**row, "last_indexed_at": iso(row.get("last_indexed_at"))} for row in list_codebases()]
+        return codebases_page(rows, limit=limit or max(len(rows), 1), offset=offset, max_tokens=max_tokens)
 
     # -- reading ------------------------------------------------------------------------
 
@@ -190,14 +195,15 @@ class Session:
                 rows.append({"codebase": path, "status": f"failed: {err}"})
         return {"workspace": name, "codebases": rows}
 
-    def list_workspaces(self) -> list[dict]:
-        """Every workspace with each member's state (see :func:`describe`), and the shard folder served
-        (its members: each index file, searched alone)."""
+    def list_workspaces(self, max_tokens: int | None = None) -> dict:
+        """``{"workspaces": [...]}``: every workspace with each member's state (see :func:`describe`),
+        and the shard folder served (its members: each index file, searched alone); with
+        ``max_tokens``, the members that fit in it (:func:`fit_workspaces`)."""
         rows = [describe(ws) for ws in workspaces().values()]
         if self.shards is not None:
             rows.append({"name": self.shards.name, "source": "shards", "members": [
                 {"codebase": str(p), "status": "alone", "size_bytes": p.stat().st_size} for p in self.shards.files()]})
-        return rows
+        return fit_workspaces(rows, max_tokens) if max_tokens else {"workspaces": rows}
 
     def similar(self, cb: Codebase, file: str, start_line: int | None, end_line: int | None, limit: int,
                 max_tokens: int | None = None) -> tuple[dict, list[Result]]:
@@ -266,13 +272,17 @@ class Session:
             data["next_start_line"] = end + 1
         return data
 
-    def outline(self, cb: Codebase, file: str, *, limit: int | None = None, start_line: int = 1) -> dict:
+    def outline(self, cb: Codebase, file: str, *, limit: int | None = None, start_line: int = 1,
+                max_tokens: int | None = None) -> dict:
         """:func:`outline` of ``file`` under this server's boundary."""
         self.require_index(cb)
-        return outline(cb, file, self.indexes.fileset(cb), limit=limit, start_line=start_line)
+        return outline(cb, file, self.indexes.fileset(cb), limit=limit, start_line=start_line, max_tokens=max_tokens)
 
-    def chunk(self, cb: Codebase, chunk_id: int) -> dict:
-        """One indexed chunk by id, with ``stale`` (its file changed since indexing).
+    def chunk(self, cb: Codebase, chunk_id: int, max_tokens: int | None = None) -> dict:
+        """One indexed chunk by id, with ``stale`` (its file changed since indexing). With
+        ``max_tokens``, its content is as many whole lines as fit (the head of the first when it
+        alone is longer: a 200,000-character line is one chunk); a cut one has ``truncated`` (what
+        was cut), ``shown_end_line`` and ``next_start_line`` (where get_content goes on), lines 1-based.
 
         Raises:
             UsageError: no such chunk, or the boundary now refuses its file.
@@ -284,10 +294,11 @@ class Session:
             raise UsageError(f"no chunk {chunk_id} in the index of {cb.root}: ids change on re-indexing; search again")
         if not cb.alone and os.path.lexists(cb.root / row["path"]):
             self.indexes.fileset(cb).check(row["path"])
-        return {"codebase": str(cb.root), "id": row["id"], "path": row["path"], "start_line": row["start_line"],
+        data = {"codebase": str(cb.root), "id": row["id"], "path": row["path"], "start_line": row["start_line"],
                 "end_line": row["end_line"], "kind": row["kind"], "symbol": row["symbol"],
                 "language": row["language"], "content": row["content"],
                 "stale": None if cb.alone else StaleCheck(cb.root)(row)}
+        return {**data, **_chunk_within(row, max_tokens)} if max_tokens else data
 
 
 def _progress(st: dict, job: Job | None) -> dict:
@@ -327,6 +338,20 @@ def _percent(status: str, prog: dict, vectors: dict | None) -> int:
         return min(99, LEXICAL_PERCENT + round((100 - LEXICAL_PERCENT) * vectors["done"] / vectors["total"]))
     lexical = prog["done"] / prog["total"] if prog["total"] else 0.0
     return min(99, round((LEXICAL_PERCENT if with_vectors else 100) * lexical))
+
+
+def _chunk_within(row: dict, max_tokens: int) -> dict:
+    """What a chunk's answer changes to fit ``max_tokens``: nothing when it fits, else its ``content``
+    cut to whole lines (or the head of the first), ``shown_end_line``, ``next_start_line`` and ``truncated``."""
+    lines = [line + "\n" for line in content_lines(row["content"])]
+    last, content, cut = _within_chars(lines, 1, len(lines), max_tokens * CHARS_PER_TOKEN)
+    if not cut and last == len(lines):
+        return {}
+    first, by_line = row["start_line"], len(lines) == row["end_line"] - row["start_line"] + 1
+    shown = first + last - 1 if by_line else first  # a notebook cell's lines share one file line
+    what = f"the head of line {shown}" if cut else f"lines {first}-{shown}"
+    return {"content": content, "shown_end_line": shown, "next_start_line": shown + 1,
+            "truncated": f"{what} of the chunk's {first}-{row['end_line']} shown, to fit max_tokens={max_tokens}"}
 
 
 def _within_chars(lines: list[str], start: int, end: int, cap: int | None = None) -> tuple[int, str, bool]:

@@ -1,4 +1,4 @@
-"""Symbols for agents: a file's outline (parsed as the chunker parses it) and definitions by name (from the index)."""
+"""Symbols for agents: definitions by name (from the index, small ones parsed now) and uses by name."""
 
 from __future__ import annotations
 
@@ -7,13 +7,15 @@ from collections.abc import Callable
 
 from ..codebase import Codebase
 from ..errors import UsageError
-from ..ingest.chunking import FileDefinition, Source, read_source, source_definitions
+from ..ingest.chunking import Source, read_source, source_definitions
 from ..ingest.config import size_cap
-from ..languages import AST_LANGUAGES, detect_language
+from ..languages import detect_language
+from ..search.budget import json_tokens, page
 from ..text import decode_source
 from . import boundary
 from .portable import stored_lines
 from .status import not_indexed, open_store, scan_rules
+from .symbol_rows import symbol_rows
 
 #: Longest signature line shown (characters); a longer one ends in "…".
 SIGNATURE_CHARS = 200
@@ -44,45 +46,7 @@ _HASH_NAMES = frozenset({"javascript", "typescript", "tsx"})
 _GENERICS = re.compile(r"<[^<>]*>")
 
 
-def outline(codebase: Codebase, file: str, fileset: boundary.FileSet | None = None, *, limit: int | None = None,
-            start_line: int = 1) -> dict:
-    """``{"codebase", "path", "language", "symbols": [{"kind", "symbol", "start_line", "end_line",
-    "signature", "children": [...]}], "total"}``: the file's definitions nested as in the source, lines
-    1-based inclusive (a definition's range includes its decorators and leading comments),
-    ``signature`` its first line of code. The file is read now, so the outline is current.
-
-    ``fileset`` (default: one under the codebase's current rules) decides which files may be read.
-    ``limit`` definitions at most, from ``start_line`` on (a definition starting before it is left
-    out, its later children kept): a cut outline has ``truncated`` and ``next_start_line``, where
-    the next call goes on (a generated file of 3,000 functions is ~35k tokens whole).
-
-    Raises:
-        UsageError: the boundary refuses the file (see :mod:`.boundary`), or a limit below 1.
-        NotIndexedError: no index.
-    """
-    if not codebase.db_path.is_file():
-        raise not_indexed(codebase)
-    if limit is not None and limit < 1:
-        raise UsageError("must be 1 or more", field="limit")
-    rel, source = _reader(codebase, fileset)(file)
-    nodes = [_node(d) for d in source_definitions(source)]
-    kept, next_line = _window(nodes, start_line, [limit or -1])
-    out = {"codebase": str(codebase.root), "path": rel, "language": source.language, "symbols": kept,
-           "total": _count(nodes)}
-    if codebase.alone:
-        out["note"] = ALONE_NOTE
-    if next_line is not None:
-        out.update(truncated=True, next_start_line=next_line,
-                   note=f"{_count(kept)} of the file's {out['total']} definitions, from line {start_line}: the rest "
-                        f"starts at line {next_line}")
-    if not nodes:
-        parsed = any(r.language in AST_LANGUAGES for r in source.regions)  # a component's <script> too
-        out["note"] = (f"no definitions found: {source.language or 'this file type'} is chunked by "
-                       f"{'its syntax tree' if parsed else 'line windows'}, and none was recognised")
-    return out
-
-
-def _reader(codebase: Codebase, fileset: boundary.FileSet | None) -> Callable[[str], tuple[str, Source]]:
+def reader(codebase: Codebase, fileset: boundary.FileSet | None) -> Callable[[str], tuple[str, Source]]:
     """How ``codebase``'s files are read, as the chunker reads them (a notebook as its cells, a
     component as its parts): through ``fileset`` (default: one under its current rules) from disk,
     or, for an index alone, as its stored chunks hold them (:func:`~.portable.stored_lines`: the
@@ -105,38 +69,15 @@ def _reader(codebase: Codebase, fileset: boundary.FileSet | None) -> Callable[[s
     return on_disk
 
 
-def _window(nodes: list[dict], start: int, left: list[int]) -> tuple[list[dict], int | None]:
-    """The definitions of ``nodes`` (nested) from line ``start`` on, ``left[0]`` of them at most
-    (negative: all), and the line where the first one left out starts (None: none was)."""
-    kept: list[dict] = []
-    for n in nodes:
-        if n["start_line"] < start:  # before the window: only its children may be in it
-            children, next_line = _window(n["children"], start, left)
-            kept += children
-        elif left[0] == 0:
-            return kept, n["start_line"]
-        else:
-            left[0] -= 1
-            children, next_line = _window(n["children"], start, left)
-            kept.append({**n, "children": children})
-        if next_line is not None:
-            return kept, next_line
-    return kept, None
-
-
-def _count(nodes: list[dict]) -> int:
-    return sum(1 + _count(n["children"]) for n in nodes)
-
-
-def _node(d: FileDefinition) -> dict:
-    return {"kind": d.kind, "symbol": d.symbol, "start_line": d.start_line, "end_line": d.end_line,
-            "signature": _signature(d.source, d.language), "children": [_node(c) for c in d.children]}
-
-
 def find_symbol(codebase: Codebase, name: str, *, kind: str | None = None, prefix: bool = False,
-                limit: int = 20, fileset: boundary.FileSet | None = None) -> dict:
+                limit: int = 20, offset: int = 0, max_tokens: int | None = None,
+                fileset: boundary.FileSet | None = None) -> dict:
     """Definitions of ``name`` from the index: ``{"codebase", "name", "definitions": [{"path",
-    "symbol", "kind", "start_line", "end_line", "signature", "role", "language", "match"}]}``.
+    "symbol", "kind", "start_line", "end_line", "signature", "role", "language", "match"}]}``,
+    at most ``limit`` from the ``offset``-th (0-based) on, and with ``max_tokens`` (None: any) as
+    many whole ones as fit in that many tokens (:func:`~codii_sql.search.budget.json_tokens` of
+    each; at least one). A cut answer has ``truncated``, ``total`` (definitions found) and
+    ``next_offset``, and its note says so.
 
     ``name`` is a symbol (``parse_header``), a qualified one (``Session.send``, ``pkg.mod.func``,
     ``Type::method``) or, with ``prefix``, its start. Generic parameters (``Parser<'a>``) and the
@@ -147,13 +88,15 @@ def find_symbol(codebase: Codebase, name: str, *, kind: str | None = None, prefi
     passes its cached one: a new one walks the tree once).
 
     Raises:
-        UsageError: an empty name or a limit out of range. NotIndexedError: no index.
+        UsageError: an empty name, a limit out of range, a negative offset, a max_tokens below 1.
+        NotIndexedError: no index.
     """
     wanted = _normal(name or "")
     if not wanted.strip("."):
         raise UsageError("the symbol name is empty", "pass a name such as parse_header or Session.send")
     if not 1 <= limit <= MAX_DEFINITIONS:
         raise UsageError(f"must be between 1 and {MAX_DEFINITIONS}", field="limit")
+    _check_page(offset, max_tokens)
     kind = kind.strip().lower() if kind else None
     if kind is not None and kind not in KINDS:
         raise UsageError(f"unknown kind {kind!r}", f"use one of {', '.join(KINDS)}")
@@ -162,13 +105,13 @@ def find_symbol(codebase: Codebase, name: str, *, kind: str | None = None, prefi
     needle = (_parts(wanted) or [wanted])[-1]
     budget = max(PARSED_FILES, limit)
     with open_store(codebase) as store:
-        rows = store.rows("symbol_candidates", {"needle": needle, "kind": kind or None, "cap": CANDIDATE_CAP})
+        rows = symbol_rows(store, needle, kind or None, CANDIDATE_CAP)
         files = store.rows("symbol_files", {"fts": _every_part(wanted), "hits": 20 * budget, "files": budget + 1})
     # Parse the files of matching chunk symbols first, then the text matches; at most ``budget``.
     near = [r for r in rows if _match(_normal(r["symbol"]), wanted, prefix) is not None]
     every = {r["path"]: r for r in [*near, *files]}
     candidates = dict(list(every.items())[:budget])
-    parsed = _parsed(_reader(codebase, fileset), candidates, kind)
+    parsed = _parsed(reader(codebase, fileset), candidates, kind)
     rows = [r for r in rows if r["path"] not in parsed] + [d for defs in parsed.values() for d in defs]
     found = []
     for r in rows:
@@ -178,20 +121,26 @@ def find_symbol(codebase: Codebase, name: str, *, kind: str | None = None, prefi
         if how is not None:
             found.append((how, _ROLE_ORDER.get(r["role"], 1), len(r["symbol"]), r["path"], r))
     found.sort(key=lambda item: item[:4])
-    defs = [{"path": r["path"], "symbol": r["symbol"], "kind": r["kind"], "start_line": r["start_line"],
-             "end_line": r["end_line"],
-             "signature": r.get("signature") or _signature((r.get("first_content") or "").split("\n"), r["language"]),
-             "role": r["role"], "language": r["language"], "match": _HOW[how]} for how, *_, r in found[:limit]]
+    window = [{"path": r["path"], "symbol": r["symbol"], "kind": r["kind"], "start_line": r["start_line"],
+               "end_line": r["end_line"],
+               "signature": r.get("signature") or signature((r.get("first_content") or "").split("\n"), r["language"]),
+               "role": r["role"], "language": r["language"], "match": _HOW[how]} for how, *_, r in found[offset:offset + limit]]
+    defs = page(window, 0, limit, max_tokens)
     out = {"codebase": str(codebase.root), "name": name, "definitions": defs}
     qualified = needle != wanted
-    if len(found) > limit:
-        out.update(truncated=True, note=f"{len(found)} definitions found, the first {limit} shown: raise the limit"
-                   + ("" if qualified else ", or pass a qualified name (Class.method)"))
+    if offset + len(defs) < len(found):
+        cut = f"limit={limit}" if len(defs) == limit else f"max_tokens={max_tokens}"
+        out.update(truncated=True, total=len(found), next_offset=offset + len(defs),
+                   note=f"{len(found)} definitions found, {len(defs)} shown from offset {offset} (to fit {cut}): the "
+                        f"rest from offset={offset + len(defs)}" + ("" if qualified else ", or pass a qualified name "
+                                                                                       "(Class.method)"))
     elif len(every) > budget and len(defs) < limit and not qualified:  # small definitions are parsed, not read
         out["truncated"] = True
         out["note"] = (f"more than {budget} files hold {needle!r}: the {budget} likeliest were parsed for definitions; "
                        "a qualified name (Class.method) or a higher limit finds more")
-    if not defs:
+    if not defs and found:
+        out.update(total=len(found), note=f"offset {offset} is past the {len(found)} definitions found")
+    elif not defs:
         out["note"] = (f"no {kind + ' ' if kind else 'definition '}named {name!r} in the index" + ("" if prefix else "; --prefix (MCP: prefix=true) "
                        "also finds symbols starting with it") + "; search finds uses and mentions")
     if codebase.alone:
@@ -203,19 +152,24 @@ def find_symbol(codebase: Codebase, name: str, *, kind: str | None = None, prefi
 ALONE_NOTE = "read from the index's stored chunks: the source is not here"
 
 
-def find_references(codebase: Codebase, name: str, *, limit: int = 200,
-                    fileset: boundary.FileSet | None = None) -> dict:
+def find_references(codebase: Codebase, name: str, *, limit: int = 200, offset: int = 0,
+                    max_tokens: int | None = None, fileset: boundary.FileSet | None = None) -> dict:
     """Where the identifier ``name`` (its last part for a qualified name: ``send`` of
     ``Session.send``) is used: ``{"codebase", "name", "identifier", "files": [{"path", "role",
     "lines": [{"line", "text"}]}], "total", "total_files", "truncated"}``, exact on identifier boundaries, each
-    occurrence's own 1-based line, its definitions' lines excluded, at most ``limit`` lines.
+    occurrence's own 1-based line, its definitions' lines excluded. At most ``limit`` lines from
+    the ``offset``-th (0-based, in the answer's order) on, and with ``max_tokens`` (None: any) as
+    many whole lines as fit in that many tokens (:func:`~codii_sql.search.budget.json_tokens` of
+    each line and its path; at least one); a cut answer has ``next_offset``, and its note says so.
     Lexical, from the indexed text: a same-named other thing counts too (the note says so).
 
     Raises:
-        UsageError: a name that is no identifier or a limit out of range. NotIndexedError: no index.
+        UsageError: a name that is no identifier, a limit out of range, a negative offset, a
+            max_tokens below 1. NotIndexedError: no index.
     """
     if not 1 <= limit <= MAX_REFERENCES:
         raise UsageError(f"must be between 1 and {MAX_REFERENCES}", field="limit")
+    _check_page(offset, max_tokens)
     ident = (_parts(_normal(name or "")) or [""])[-1]
     if not re.fullmatch(r"[\w$]+", ident):
         raise UsageError(f"{name!r} is not an identifier", "pass a name such as parse_header")
@@ -230,23 +184,38 @@ def find_references(codebase: Codebase, name: str, *, limit: int = 200,
     roles = {}
     for c in chunks:
         roles[c["path"]] = c["role"]
-        for offset, line in enumerate(c["content"].split("\n")):
+        for i, line in enumerate(c["content"].split("\n")):
             text = line.strip()
             if word.search(line) and (c["path"], text[:SIGNATURE_CHARS]) not in skip:
-                seen.setdefault(c["path"], {})[c["start_line"] + offset] = text[:SIGNATURE_CHARS]
+                seen.setdefault(c["path"], {})[c["start_line"] + i] = text[:SIGNATURE_CHARS]
     order = sorted(seen, key=lambda p: (_ROLE_ORDER.get(roles[p], 1), p))
-    _drop_definitions(seen, order, ident, {d["path"] for d in defined["definitions"]}, limit,
-                      _reader(codebase, fileset), roles)
-    total = sum(len(v) for v in seen.values())
-    files, shown = [], 0
-    for path in (p for p in order if seen[p]):  # text windows overlap: one per line
-        lines = [{"line": n, "text": t} for n, t in sorted(seen[path].items())][:max(0, limit - shown)]
-        if lines:
-            files.append({"path": path, "role": roles[path], "lines": lines})
-            shown += len(lines)
-    return {"codebase": str(codebase.root), "name": name, "identifier": ident, "files": files, "total": total,
-            "total_files": len(seen), "truncated": total > shown,
-            "note": "lexical: every use of the identifier on its word boundaries, whatever it refers to"}
+    _drop_definitions(seen, order, ident, {d["path"] for d in defined["definitions"]}, offset + limit,
+                      reader(codebase, fileset), roles)
+    every = [(path, n, t) for path in order for n, t in sorted(seen[path].items())]  # windows overlap: one per line
+    # A line costs its JSON and its path (a listing shows the path on every line).
+    shown = page(every, offset, limit, max_tokens, lambda use: json_tokens({"line": use[1], "text": use[2]}, plus=use[0]))
+    files: list[dict] = []
+    for path, n, t in shown:
+        if not files or files[-1]["path"] != path:
+            files.append({"path": path, "role": roles[path], "lines": []})
+        files[-1]["lines"].append({"line": n, "text": t})
+    out = {"codebase": str(codebase.root), "name": name, "identifier": ident, "files": files, "total": len(every),
+           "total_files": len(seen), "truncated": offset + len(shown) < len(every),
+           "note": "lexical: every use of the identifier on its word boundaries, whatever it refers to"}
+    if out["truncated"]:
+        cut = f"limit={limit}" if len(shown) == limit else f"max_tokens={max_tokens}"
+        out["next_offset"] = offset + len(shown)
+        out["note"] += (f"; {len(shown)} of {len(every)} lines shown from offset {offset} (to fit {cut}): the rest "
+                        f"from offset={offset + len(shown)}")
+    return out
+
+
+def _check_page(offset: int, max_tokens: int | None) -> None:
+    """Raise UsageError for a negative ``offset`` or a ``max_tokens`` below 1."""
+    if offset < 0:
+        raise UsageError("must be 0 or more", field="offset")
+    if max_tokens is not None and max_tokens < 1:
+        raise UsageError("must be 1 or more", field="max_tokens")
 
 
 def _parts(name: str) -> list[str]:
@@ -286,7 +255,7 @@ def _parsed(read: Callable[[str], tuple[str, Source]], files: dict[str, dict],
             kind: str | None) -> dict[str, list[dict]]:
     """``{path: definition rows}`` of the candidate ``files`` parsed now as the chunker parses them
     (every definition, however small, with its whole line range), those ``read`` can read (see
-    :func:`_reader`) and a grammar covers; the others keep their chunks' symbols."""
+    :func:`reader`) and a grammar covers; the others keep their chunks' symbols."""
     out = {}
     for path, info in files.items():
         if not info["language"]:
@@ -303,7 +272,7 @@ def _parsed(read: Callable[[str], tuple[str, Source]], files: dict[str, dict],
             stack.extend(d.children)
             if kind is None or d.kind == kind:
                 rows.append({"path": path, "symbol": d.symbol, "kind": d.kind, "start_line": d.start_line,
-                             "end_line": d.end_line, "signature": _signature(d.source, d.language),
+                             "end_line": d.end_line, "signature": signature(d.source, d.language),
                              "role": info["role"], "language": info["language"]})
         out[path] = rows
     return out
@@ -337,7 +306,7 @@ def _match(symbol: str, wanted: str, prefix: bool) -> int | None:
     return None
 
 
-def _signature(lines: list[str], language: str | None) -> str:
+def signature(lines: list[str], language: str | None) -> str:
     """The first of a definition's ``lines`` (in ``language``) that is not a decorator, comment
     or blank. A line of annotations followed by code (Kotlin's ``@Throws(IOException::class) fun
     peek(): Token``) is the signature; an annotation whose arguments span lines (``@Component({``)

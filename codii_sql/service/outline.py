@@ -1,0 +1,89 @@
+"""A file's outline for agents: its definitions nested as in the source, parsed now as the chunker parses it."""
+
+from __future__ import annotations
+
+from ..codebase import Codebase
+from ..errors import UsageError
+from ..ingest.chunking import FileDefinition, source_definitions
+from ..languages import AST_LANGUAGES
+from ..search.budget import json_tokens
+from . import boundary
+from .status import not_indexed
+from .symbols import ALONE_NOTE, reader, signature
+
+
+def outline(codebase: Codebase, file: str, fileset: boundary.FileSet | None = None, *, limit: int | None = None,
+            start_line: int = 1, max_tokens: int | None = None) -> dict:
+    """``{"codebase", "path", "language", "symbols": [{"kind", "symbol", "start_line", "end_line",
+    "signature", "children": [...]}], "total"}``: the file's definitions nested as in the source, lines
+    1-based inclusive (a definition's range includes its decorators and leading comments),
+    ``signature`` its first line of code. The file is read now, so the outline is current.
+
+    ``fileset`` (default: one under the codebase's current rules) decides which files may be read.
+    ``limit`` definitions at most, from ``start_line`` on (a definition starting before it is left
+    out, its later children kept), and with ``max_tokens`` (None: any) as many whole definitions as
+    fit in that many tokens (:func:`~codii_sql.search.budget.json_tokens` of each without its
+    children; at least one): a cut outline has ``truncated`` and ``next_start_line``, where the next
+    call goes on (a generated file of 3,000 functions is ~35k tokens whole).
+
+    Raises:
+        UsageError: the boundary refuses the file (see :mod:`.boundary`), or a limit or max_tokens below 1.
+        NotIndexedError: no index.
+    """
+    if not codebase.db_path.is_file():
+        raise not_indexed(codebase)
+    if limit is not None and limit < 1:
+        raise UsageError("must be 1 or more", field="limit")
+    if max_tokens is not None and max_tokens < 1:
+        raise UsageError("must be 1 or more", field="max_tokens")
+    rel, source = reader(codebase, fileset)(file)
+    nodes = [_node(d) for d in source_definitions(source)]
+    kept, next_line = _window(nodes, start_line, {"count": limit or -1, "tokens": max_tokens, "kept": 0})
+    out = {"codebase": str(codebase.root), "path": rel, "language": source.language, "symbols": kept,
+           "total": _count(nodes)}
+    if codebase.alone:
+        out["note"] = ALONE_NOTE
+    if next_line is not None:
+        cut = f"limit={limit}" if _count(kept) == limit else f"max_tokens={max_tokens}"
+        out.update(truncated=True, next_start_line=next_line,
+                   note=f"{_count(kept)} of the file's {out['total']} definitions, from line {start_line} (to fit "
+                        f"{cut}): the rest starts at line {next_line}")
+    if not nodes:
+        parsed = any(r.language in AST_LANGUAGES for r in source.regions)  # a component's <script> too
+        out["note"] = (f"no definitions found: {source.language or 'this file type'} is chunked by "
+                       f"{'its syntax tree' if parsed else 'line windows'}, and none was recognised")
+    return out
+
+
+def _window(nodes: list[dict], start: int, left: dict) -> tuple[list[dict], int | None]:
+    """The definitions of ``nodes`` (nested) from line ``start`` on while ``left`` allows them
+    (``count``: definitions, negative for all; ``tokens``: the JSON of each without its children,
+    None for any; the first one kept always fits), and the line where the first one left out
+    starts (None: none was)."""
+    kept: list[dict] = []
+    for n in nodes:
+        if n["start_line"] < start:  # before the window: only its children may be in it
+            children, next_line = _window(n["children"], start, left)
+            kept += children
+        else:
+            cost = json_tokens({**n, "children": []}) if left["tokens"] is not None else 0
+            if left["count"] == 0 or (left["kept"] and left["tokens"] is not None and cost > left["tokens"]):
+                return kept, n["start_line"]
+            left["count"] -= 1
+            left["kept"] += 1
+            if left["tokens"] is not None:
+                left["tokens"] -= cost
+            children, next_line = _window(n["children"], start, left)
+            kept.append({**n, "children": children})
+        if next_line is not None:
+            return kept, next_line
+    return kept, None
+
+
+def _count(nodes: list[dict]) -> int:
+    return sum(1 + _count(n["children"]) for n in nodes)
+
+
+def _node(d: FileDefinition) -> dict:
+    return {"kind": d.kind, "symbol": d.symbol, "start_line": d.start_line, "end_line": d.end_line,
+            "signature": signature(d.source, d.language), "children": [_node(c) for c in d.children]}

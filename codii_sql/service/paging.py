@@ -1,0 +1,68 @@
+"""Lists in an answer cut to a page: at most so many items, and as many whole ones as fit in a token budget."""
+
+from __future__ import annotations
+
+from ..search.budget import json_tokens, page
+
+
+def codebases_page(rows: list[dict], *, limit: int, offset: int = 0, max_tokens: int | None = None) -> dict:
+    """``{"codebases": rows[offset:...], "total"}``: at most ``limit`` rows from the ``offset``-th
+    (0-based) on, as many whole ones as fit in ``max_tokens`` (None: any; at :func:`_listed` each;
+    at least one); a cut page adds ``truncated``,
+    ``next_offset`` and a ``note`` saying where the rest starts."""
+    shown = page(rows, offset, limit, max_tokens, _listed)
+    out = {"codebases": shown, "total": len(rows)}
+    if offset + len(shown) < len(rows):
+        cut = f"limit={limit}" if len(shown) == limit else f"max_tokens={max_tokens}"
+        out.update(truncated=True, next_offset=offset + len(shown),
+                   note=f"{len(shown)} of {len(rows)} codebases from offset {offset} (to fit {cut}): the rest from "
+                        f"offset={offset + len(shown)}")
+    return out
+
+
+def fit_file_lists(status: dict, max_tokens: int) -> dict:
+    """``status`` (an indexing status) with its ``skipped_files`` and then ``failed_files`` cut to
+    the whole entries that fit in ``max_tokens`` together (the JSON of each); the paths left out are
+    counted in ``skipped_files["more"]`` and ``failed_more``, and a ``note`` says so."""
+    skipped = status.get("skipped_files") or {}
+    files = skipped.get("files") or []
+    kept = page(files, 0, len(files), max_tokens)
+    left = max_tokens - sum(map(json_tokens, kept))
+    failed = list((status.get("failed_files") or {}).items())
+    kept_failed = page(failed, 0, len(failed), max(left, 1)) if len(kept) == len(files) else []
+    cut = len(files) - len(kept), len(failed) - len(kept_failed)
+    if not any(cut):
+        return status
+    out = {**status, "skipped_files": {**skipped, "files": kept, "more": skipped.get("more", 0) + cut[0]},
+           "failed_files": dict(kept_failed)}
+    if cut[1]:
+        out["failed_more"] = cut[1]
+    said = f"{cut[0]} skipped and {cut[1]} failed paths left out to fit max_tokens={max_tokens}: " \
+           "`codii-sql status --skipped` lists them"
+    out["note"] = "; ".join(filter(None, (status.get("note"), said)))
+    return out
+
+
+def fit_workspaces(rows: list[dict], max_tokens: int) -> dict:
+    """``{"workspaces": rows}`` with their members, in order, while they fit in ``max_tokens``
+    together (at :func:`_listed` each) (a workspace reached with budget left keeps at least one); a workspace
+    cut short has ``more_members`` (how many were left out), and ``truncated`` and a ``note`` say so
+    (searching a workspace by name still covers every member)."""
+    left, out, cut = max_tokens, [], 0
+    for ws in rows:
+        members = ws["members"]
+        kept = page(members, 0, len(members), left, _listed) if left > 0 else []
+        left -= sum(map(_listed, kept))
+        cut += len(members) - len(kept)
+        out.append({**ws, "members": kept} if len(kept) == len(members) else
+                   {**ws, "members": kept, "more_members": len(members) - len(kept)})
+    if not cut:
+        return {"workspaces": rows}
+    return {"workspaces": out, "truncated": True,
+            "note": f"{cut} members left out to fit max_tokens={max_tokens} (more_members says where): search_code "
+                    "with the workspace's name searches them all, get_indexing_status with a member's path reports it"}
+
+
+def _listed(row: dict) -> int:
+    """A codebase's tokens in a list: its JSON, and its path again (a face's summary names each one)."""
+    return json_tokens(row, plus=str(row.get("root") or row.get("codebase") or row.get("db") or ""))
