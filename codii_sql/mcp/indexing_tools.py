@@ -84,7 +84,8 @@ def get_indexing_status(path: PathArg, max_tokens: ListTokensArg = None) -> Call
     summary = f"{data['codebase']}: {data['status']}"
     vectors = data.get("vectors") or {}  # absent with no index and no build
     if data["status"] == "indexing" and data["phase"] == "vectors":
-        eta = f", about {vectors['eta_seconds'] // 60} min left" if vectors.get("eta_seconds") else ""
+        left = vectors.get("eta_seconds")
+        eta = "" if not left else f", about {left} s left" if left < 90 else f", about {round(left / 60)} min left"
         summary += (f" (every file searchable by BM25; vectors {vectors['done']}/{vectors['total']} chunks, "
                     f"{data['percent']}%{eta})")
     elif data["status"] == "indexing":
