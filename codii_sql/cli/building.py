@@ -143,8 +143,10 @@ class Job:
                    *(["--no-cache"] if self.no_cache else []),
                    *([f"--embedder={self.embedder}"] if self.embedder else []),
                    *([] if self.vectors is None else ["--vectors" if self.vectors else "--no-vectors"])]
-        info = service.start_daemon(codebase, options)
-        if not self.as_json and info.get("finished"):
+        info = service.build_in_background(codebase, options)
+        if not self.as_json and info.get("finished") and not info.get("log"):
+            echo(f"{codebase.root} is up to date: no background build was needed")
+        elif not self.as_json and info.get("finished"):
             echo(f"The background build of {codebase.root} already finished (nothing left to do, or a "
                        f"quick update); log: {info.get('log')}")
         elif not self.as_json:

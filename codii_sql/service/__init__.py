@@ -12,9 +12,9 @@ from ..search.results import MAX_LIMIT, MAX_TOKENS, MIN_TOKENS, MODES, ROLES, Re
 from ..storage.lock import is_locked
 from .aside import AsideReport, build_aside, embed_texts
 from .boundary import FileSet
-from .builds import build, ensure_index
+from .builds import build, build_in_background, ensure_index
 from .codebases import find_codebase, first_build, is_index_file, open_codebase
-from .daemon import daemon_info, detached, start_daemon
+from .daemon import daemon_info, detached
 from .doctor import doctor
 from .dry_run import dry_run
 from .export import export, manifest
@@ -43,7 +43,7 @@ __all__ = [
     "Workspace", "add_paths", "describe", "get_workspace", "member_paths", "members_of", "remove", "workspaces",
     "BuildReport", "Codebase", "ENV_MODEL", "MAX_LIMIT", "MAX_TOKENS", "MIN_TOKENS", "MODES", "ROLES", "Progress", "Result", "SearchOptions",
     "FileText", "Session", "ShardFolder", "build", "file_text", "cached_models", "check_reranker", "clear", "clear_target", "daemon_info",
-    "detached", "dry_run", "export", "manifest", "embedder_health", "embedders_in_use", "start_daemon", "doctor", "ensure_index",
+    "detached", "dry_run", "export", "manifest", "embedder_health", "embedders_in_use", "build_in_background", "doctor", "ensure_index",
     "find_codebase", "first_build", "is_index_file", "inspect", "inspect_query", "is_locked", "is_stale", "iso",
     "list_codebases", "models_dir", "open_codebase",
     "open_searcher", "pull_model", "recorded_filters", "search", "stats", "status",

@@ -23,7 +23,7 @@ from ..models.cache import EmbeddingCache
 from ..models.embedder import Embedder
 from ..search.answer import Note
 from ..storage.lock import vectors_running
-from .daemon import background_allowed, start_daemon
+from .daemon import background_allowed, daemon_info, start_daemon
 from .embedders import embedder_for_build, recorded_embedder
 from .maintenance import discard_damaged
 from .status import inspect, status
@@ -70,6 +70,24 @@ def build(codebase: Codebase, *, force: bool = False, wait: bool = True, progres
     finally:
         if cache is not None:
             cache.close()
+
+
+def build_in_background(codebase: Codebase, options: list[str]) -> dict:
+    """``build --daemon``: :func:`start_daemon`, unless no option asks for more and the index is
+    current (indexed, not stale, its vectors complete or off, no background build running): then
+    ``{"pid": None, "started_at": None, "log": None, "finished": True}`` and nothing is started.
+    A process started for nothing used to hold the daemon lock for a second or more, so a second
+    ``--daemon`` just after was told one is running (exit 3).
+
+    Raises:
+        as :func:`start_daemon`.
+    """
+    codebase.refuse_writes()
+    if not options and codebase.db_path.is_file() and daemon_info(codebase) is None:
+        st = status(codebase)
+        if st["status"] == "indexed" and (st.get("vectors") or {}).get("state") in ("complete", "off"):
+            return {"pid": None, "started_at": None, "log": None, "finished": True}
+    return start_daemon(codebase, options)
 
 
 @contextlib.contextmanager
