@@ -274,6 +274,23 @@ class Indexer:
         except UsageError as err:
             return {"state": "no_git", "note": str(err)}
 
+    def refresh_history(self, *, embed_up_to: int) -> dict:
+        """The history phase alone, as the ``history`` search runs it first: under the writer lock
+        (not waiting), then the vectors of the new commits when at most ``embed_up_to`` wait and
+        the vector lock is free (more are left to a build). Returns :meth:`update_history`'s answer.
+
+        Raises:
+            IndexBusyError: another process holds the writer lock.
+            StorageError: the index cannot be opened or written.
+        """
+        with Store(self.codebase.db_path, create=False) as store, contextlib.ExitStack() as held:
+            with writer_lock(self.codebase, wait=False):
+                out = self.update_history(store)
+            pending = store.row("history_counts")["pending"]
+            if 0 < pending <= embed_up_to and self._vectors_on(store) and self._take_vector_lock(held):
+                embed_history(store, self.embedder, self.cache, self.progress)
+        return out
+
     def _config(self) -> CodebaseConfig:
         """``.codii.yaml`` of the codebase.
 
