@@ -233,3 +233,6 @@ WHERE h.commit_id = :id
   AND (:glob IS NULL OR h.path GLOB :glob OR (instr(:glob, '/') = 0 AND h.path GLOB '*/' || :glob))
 ORDER BY m.score IS NULL, m.score, h.id
 LIMIT :n;
+
+-- name: history_has_vectors
+SELECT EXISTS (SELECT 1 FROM history_vec);

@@ -60,8 +60,8 @@ def log_command(root: Path, *args: str) -> list[str]:
 
 
 def read_commits(root: Path, shas: Iterable[str], *, relative: bool = False) -> Iterator[CommitDiff]:
-    """The commits ``shas`` (each read once, in the order given) with their hunks, parsed as git
-    writes them; ``relative``: paths relative to ``root`` (a subfolder of its work tree) and only
+    """The commits ``shas`` (each read once, in the order given; at least one: none means HEAD to
+    git) with their hunks, parsed as git writes them; ``relative``: paths relative to ``root`` (a subfolder of its work tree) and only
     the changes under it. Stopping the iteration stops git.
 
     Raises:

@@ -109,6 +109,8 @@ def _add(store: Store, root: Path, shas: list[str], rules: HistoryRules, relativ
          progress: Progress) -> int:
     """Read ``shas`` with their patches and write them, :data:`HISTORY_BATCH` per transaction,
     oldest first (a resumed build has the older ones); returns how many were written."""
+    if not shas:  # git log --stdin with no sha reads HEAD
+        return 0
     total, written, batch = len(shas), 0, []
     progress("history", 0, total)
     for commit in read_commits(root, reversed(shas), relative=relative):

@@ -12,10 +12,9 @@ from ..ingest.indexer import Indexer
 from ..models.cache import EmbeddingCache
 from ..search.answer import Note, Words
 from ..search.history import CommitHit, HistorySearcher, fit_commits
-from ..storage.store import Store
 from .codebases import open_codebase
 from .embedders import embedder_for_search
-from .status import not_indexed, open_store
+from .status import history_state, not_indexed, open_store
 
 #: New commits whose vectors the search embeds itself before answering (about a second of model
 #: time at ~30 texts/s); more wait for a build and rank by BM25 meanwhile.
@@ -139,18 +138,6 @@ def _update(codebase: Codebase) -> Note | None:
     finally:
         cache.close()
     return None
-
-
-def history_state(store: Store) -> dict:
-    """``{"state", "commits", "hunks", "vectors": {"done", "total"}, "head", "branch", "note"}`` of an
-    index's history; ``state`` ``not_indexed`` when no build has read it (or the file predates it)."""
-    if not store.value("history_present"):
-        return {"state": "not_indexed", "commits": 0, "hunks": 0, "vectors": {"done": 0, "total": 0}}
-    meta = store.meta().get("history") or {}
-    counts = store.row("history_counts")
-    return {"state": meta.get("state") or "not_indexed", "commits": counts["commits"], "hunks": counts["hunks"],
-            "vectors": {"done": counts["commits"] - counts["pending"], "total": counts["commits"]},
-            "head": meta.get("head"), "branch": meta.get("branch"), "note": meta.get("note")}
 
 
 def state_notes(state: dict, codebase: Codebase) -> list[Note]:
