@@ -26,7 +26,7 @@ pytestmark = pytest.mark.slow
 
 TOOLS = {"index_codebase", "get_indexing_status", "search_code", "clear_index", "list_codebases",
          "find_similar_code", "get_content", "get_chunk", "list_workspaces", "get_file_outline", "find_symbol",
-         "find_references"}
+         "find_references", "search_history", "explain_line"}
 
 
 @asynccontextmanager
