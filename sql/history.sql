@@ -4,8 +4,8 @@
 -- lines are 1-based.
 
 -- name: history_schema
--- Idempotent; run with create_schema. history_vec is made by history_vec_create once the
--- embedder's width is known (as chunks_vec, it may be another model's).
+-- Idempotent; run with create_schema. history_vec is made by history_vec_create as wide as
+-- chunks_vec before the first history is written (its model may be another than the default).
 CREATE TABLE IF NOT EXISTS history_commits (
     id          INTEGER PRIMARY KEY,
     sha         TEXT NOT NULL UNIQUE,      -- 40 hex
@@ -53,7 +53,9 @@ CREATE TABLE IF NOT EXISTS history_queue (
 
 -- name: history_vec_create
 -- rowid = history_commits.id; {dims} is replaced by a validated integer (ingest/history_vectors.py).
-CREATE VIRTUAL TABLE IF NOT EXISTS history_vec USING vec0(
+-- Run while it holds no vector.
+DROP TABLE IF EXISTS history_vec;
+CREATE VIRTUAL TABLE history_vec USING vec0(
     embedding float[{dims}] distance_metric=cosine
 );
 

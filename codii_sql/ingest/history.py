@@ -100,7 +100,9 @@ def _wanted(root: Path, bound: HistoryBound, relative: bool) -> list[str]:
     if bound.max_commits is not None:
         args.append(f"--max-count={bound.max_commits}")
     if bound.since is not None:
-        args.append(f"--since={bound.since}")
+        # A bare date would take the current time of day in git's parser: from midnight, local time.
+        since = f"{bound.since}T00:00:00" if bound.since[:1].isdigit() else bound.since
+        args.append(f"--since={since}")
     done = git(root, *args, "HEAD", *(["--", "."] if relative else []))
     return done.stdout.decode().split() if done.returncode == 0 else []
 

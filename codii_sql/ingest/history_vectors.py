@@ -100,7 +100,8 @@ def history_dims(store: Store) -> int:
 
 
 def fit_history_vec(store: Store, dims: int, embedder_name: str) -> None:
-    """Make ``history_vec`` ``dims`` wide if it does not exist (inside the caller's transaction).
+    """Make ``history_vec`` ``dims`` wide (inside the caller's transaction): created when absent,
+    made again while it holds no vector (a new index's embedder fixed the width since).
 
     Raises:
         IndexMismatchError: it holds vectors of another width (another model's: a forced build
@@ -109,7 +110,7 @@ def fit_history_vec(store: Store, dims: int, embedder_name: str) -> None:
     have = history_dims(store)
     if have == dims:
         return
-    if have:
+    if have and store.value("history_has_vectors"):
         raise IndexMismatchError(f"the embedder {embedder_name} returns {dims}-dim vectors but the history of "
                                  f"index {store.path.name} holds {have}-dim ones", Remedy("force_build"))
     store.create_history_vec(dims)

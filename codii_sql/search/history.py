@@ -94,6 +94,8 @@ class HistorySearcher:
         Raises:
             UsageError: ``glob`` is not a pattern SQLite accepts.
         """
+        if not self.store.value("history_vec_sql"):  # no history build has run on this index
+            return [], None
         terms = query_terms(query, numbers=True)[:MAX_TERMS]
         fts = fts_query(terms)
         qvec, why = self._query_vector(query)
@@ -113,7 +115,7 @@ class HistorySearcher:
     def _query_vector(self, query: str) -> tuple[bytes | None, str | None]:
         """The query's embedding when the index holds commit vectors of its width, else None and why
         (None when there simply are none yet)."""
-        if not self.store.value("history_vec_sql") or not self.store.value("history_has_vectors"):
+        if not self.store.value("history_has_vectors"):
             return None, None
         try:
             vector = np.asarray(self.embedder.embed_query(query), dtype=np.float32)
