@@ -85,11 +85,12 @@ def update_history(store: Store, root: Path, bound: HistoryBound, rules: History
         out["removed"] = _delete(store, [i for s, i in have.items() if s not in keep])
     counts = store.row("history_counts")
     out.update(commits=counts["commits"], hunks=counts["hunks"], seconds=round(time.perf_counter() - started, 3))
-    with store.transaction():
-        store.set_meta(history={"state": out["state"] if out["state"] != "unchanged" else recorded.get("state"),
-                                "note": out["note"], "head": out["head"], "bound": setting,
-                                "branch": tree.branch if tree else None, "updated_at": time.time(),
-                                "seconds": out["seconds"] if out["state"] != "unchanged" else recorded.get("seconds")})
+    record = {"state": out["state"] if out["state"] != "unchanged" else recorded.get("state"), "note": out["note"],
+              "head": out["head"], "bound": setting, "branch": tree.branch if tree else None}
+    if any(recorded.get(k) != v for k, v in record.items()) or out["added"] or out["removed"]:
+        # Written only when something changed: an idle watcher's update writes nothing.
+        with store.transaction():
+            store.set_meta(history={**record, "updated_at": time.time(), "seconds": out["seconds"]})
     return out
 
 

@@ -29,7 +29,7 @@ from .config import (
 from .embedding import embed_queued
 from .history import update_history
 from .history_rules import HistoryRules
-from .history_vectors import embed_history, fit_history_vec
+from .history_vectors import embed_history, fit_history_vec, history_dims
 from .lexical import LexicalPhase
 from .plan import Plan, make_plan
 from .report import BuildReport, Progress, skip_listing
@@ -269,8 +269,9 @@ class Indexer:
         scan = scan_rules(self.codebase.root, *self._options(store))
         rules = HistoryRules(self.codebase.root, {r["path"] for r in store.rows("files_all")},
                              scan["ignore_patterns"], scan["extensions"])
-        with store.transaction():  # the search statement reads history_vec, with or without vectors
-            fit_history_vec(store, store.vector_dims(), self.embedder.name)
+        if history_dims(store) != store.vector_dims():  # the search statement reads history_vec, vectors or not
+            with store.transaction():
+                fit_history_vec(store, store.vector_dims(), self.embedder.name)
         try:
             return update_history(store, self.codebase.root, bound, rules, self.progress)
         except UsageError as err:
