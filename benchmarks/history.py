@@ -4,13 +4,15 @@ Usage::
 
     python benchmarks/history.py quality REPO [--commits 1000] [--queries 200]
     python benchmarks/history.py cost REPO [--commits 5000] [--why-file PATH]
+    python benchmarks/history.py why REPO PATH
 
 ``quality`` indexes the newest ``--commits`` commits of REPO with every subject left out (body and
 hunks only), then asks each usable subject (cleaned as ``eval git`` cleans it) and looks for its
 own commit: hit@1/5 for the hybrid statement, for BM25 alone, and for ``git log -G`` on the
 subject's rarest identifier (rarest by how many indexed hunks hold it) over the same commits.
 ``cost`` times the history phase and its vectors on ``--commits`` commits, the index growth, an
-update after 10 new commits, and ``why`` on ``--why-file`` (a file with a long history). REPO is a
+update after 10 new commits, and ``why`` on ``--why-file`` (a file with a long history; ``why`` times
+that alone). REPO is a
 work tree (a clone); its checkout is moved for the update and put back. Prints JSON with ``uptime``.
 """
 
@@ -203,8 +205,15 @@ def main() -> None:
     c.add_argument("repo")
     c.add_argument("--commits", type=int, default=5000)
     c.add_argument("--why-file", default=None)
+    w = sub.add_parser("why")
+    w.add_argument("repo")
+    w.add_argument("file")
     args = parser.parse_args()
-    print(json.dumps(quality(args) if args.task == "quality" else cost(args), indent=2))
+    if args.task == "why":
+        out = {"uptime_start": uptime(), **why_latency(Path(args.repo).resolve(), args.file), "uptime_end": uptime()}
+    else:
+        out = quality(args) if args.task == "quality" else cost(args)
+    print(json.dumps(out, indent=2))
 
 
 if __name__ == "__main__":

@@ -208,6 +208,11 @@ def test_why_tells_the_commits_of_a_line_newest_first_with_body_and_hunk(repo):
     assert told.to_dict(words)["results"][0].keys() == {"sha", "date", "author", "email", "subject", "body", "files",
                                                       "hunks"}
 
+    # A reformatting sweep listed in .git-blame-ignore-revs is looked through, as GitHub's blame does.
+    (root / ".git-blame-ignore-revs").write_text(f"# formatting\n{shas['rename']}\n")
+    assert [r.sha for r in service.explain_line("src/http_session.py", doc, root=str(root)).results] == [
+        shas["init"]]
+
     (root / "src/http_session.py").write_text("# edited\n" + "\n".join(text))
     pending = service.explain_line("src/http_session.py", 1, root=str(root))
     assert pending.results == [] and "not committed yet" in pending.note(words)
@@ -239,6 +244,8 @@ def test_the_cli_prints_history_and_why_as_text_and_json(repo, embedder):
     assert why.exit_code == 0 and json.loads(why.output)["results"][0]["sha"] == shas["retry"]
     bad = runner.invoke(cli, ["why", "src/http_session.py"])
     assert bad.exit_code == 2 and "is not FILE:LINE" in bad.output and "Traceback" not in bad.output
+    habit = runner.invoke(cli, ["history", "retry", "--path", str(root)])
+    assert habit.exit_code == 2 and f"codii-sql history 'retry' {root}" in habit.output
     late = runner.invoke(cli, ["history", "x", str(root), "--since", "yesterday"])
     assert late.exit_code == 2 and "--since takes a date" in late.output
 

@@ -32,6 +32,10 @@ def history(query, path, glob, since, limit, max_tokens, no_update, as_json):
     """Search the commits of the codebase at PATH (default: here) for QUERY: BM25 over messages and
     diff hunks and embedding KNN over commits, fused by RRF; one result per commit with its
     matching hunks. The index must exist (codii-sql build PATH reads the history)."""
+    if path is None and glob and os.path.isdir(os.path.expanduser(glob)):
+        # `search --path` names the codebase; here the codebase is the PATH argument.
+        raise UsageError(f"--path takes a glob over the files of the commits, and {glob!r} is a folder",
+                         f"codii-sql history {query!r} {glob}")
     request = service.HistoryRequest(query, path, glob, since, limit, max_tokens, update=not no_update)
     answer = service.search_history(request)
     note = answer.note(words)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -11,6 +12,19 @@ from .gitdiff import CommitDiff, log_command, stream
 
 #: The sha git blame gives a line the work tree changed since HEAD.
 UNCOMMITTED = "0" * 40
+#: Commits a repository asks blame to look through (reformatting sweeps): the file GitHub's blame
+#: view reads by convention; ``git blame`` itself reads it only when configured.
+IGNORE_REVS_FILE = ".git-blame-ignore-revs"
+_SHA = re.compile(r"^[0-9a-f]{40}$")
+
+
+def ignored_revisions(root: Path) -> set[str]:
+    """The full shas listed in ``root``'s :data:`IGNORE_REVS_FILE` (none when it has none)."""
+    try:
+        text = (Path(root) / IGNORE_REVS_FILE).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return set()
+    return {line.strip() for line in text.splitlines() if _SHA.match(line.strip())}
 
 
 @dataclass(frozen=True)
@@ -30,7 +44,8 @@ def blame(root: Path, path: str, line: int) -> Blamed:
     Raises:
         UsageError: git cannot blame it: the file is not tracked, the line is past its end, no git.
     """
-    done = git(root, "blame", "--porcelain", "-L", f"{line},{line}", "--", path)
+    ignore = ["--ignore-revs-file", IGNORE_REVS_FILE] if ignored_revisions(root) else []
+    done = git(root, "blame", "--porcelain", *ignore, "-L", f"{line},{line}", "--", path)
     if done.returncode != 0:
         why = done.stderr.decode("utf-8", "replace").strip().splitlines()
         raise UsageError(f"git blame cannot read {path}:{line} ({why[-1] if why else 'no reason given'})",
@@ -43,11 +58,14 @@ def blame(root: Path, path: str, line: int) -> Blamed:
 
 def line_history(root: Path, blamed: Blamed, limit: int) -> list[CommitDiff]:
     """The commits that changed the line ``blamed`` names, newest first from its commit, at most
-    ``limit``, each with the hunks of that line as ``git log -L`` cuts them (renames followed).
+    ``limit``, each with the hunks of that line as ``git log -L`` cuts them (renames followed);
+    the commits of :data:`IGNORE_REVS_FILE` left out, as blame leaves them out.
 
     Raises:
         UsageError: no git command.
     """
-    cmd = log_command(root, f"-L{blamed.line},{blamed.line}:{blamed.path}", f"--max-count={limit}", blamed.sha)
+    ignored = ignored_revisions(root)
+    cmd = log_command(root, f"-L{blamed.line},{blamed.line}:{blamed.path}", f"--max-count={limit + len(ignored)}",
+                      blamed.sha)
     # log_command's -p/-M/--no-merges apply; -L prints only the diff of the line's range.
-    return list(stream(cmd))
+    return [c for c in stream(cmd) if c.sha not in ignored][:limit]
