@@ -106,11 +106,11 @@ class HistorySearcher:
             rows = self.store.rows("history_search_unranked", params)
         else:
             rows = self.store.rows("history_search", params)
-        found = [_hit(r) for r in rows]
-        for hit, row in zip(found, rows):
-            hit.hunks = [_hunk(h) for h in self.store.rows("history_hunks_of", {
-                "id": row["id"], "fts": fts, "glob": glob, "n": hunks})]
-        return found, why
+        found = {r["id"]: _hit(r) for r in rows}
+        for h in self.store.rows("history_hunks_of", {"ids": json.dumps(list(found)), "fts": fts, "glob": glob,
+                                                      "n": hunks}):
+            found[h["commit_id"]].hunks.append(_hunk(h))
+        return list(found.values()), why
 
     def _query_vector(self, query: str) -> tuple[bytes | None, str | None]:
         """The query's embedding when the index holds commit vectors of its width, else None and why
