@@ -334,7 +334,7 @@ def test_search_during_a_first_build_does_not_blame_filters(codii_home, tmp_path
 def test_an_empty_path_is_refused_not_taken_as_the_servers_folder(codii_home):
     calls = {"get_indexing_status": {}, "search_code": {"query": "x"}, "get_content": {"file": "README.md"},
              "find_similar_code": {"file": "README.md"}, "get_chunk": {"chunk_id": 1}, "clear_index": {},
-             "index_codebase": {}}
+             "index_codebase": {}, "search_history": {"query": "x"}, "explain_line": {"file": "README.md", "line": 1}}
 
     async def run():
         async with server(codii_home) as s:
