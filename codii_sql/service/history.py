@@ -100,8 +100,9 @@ def search_history(request: HistoryRequest) -> HistoryAnswer:
         if request.max_tokens is not None:
             hits, budget = fit_commits(hits, request.max_tokens)
             if budget["trimmed"] or budget["dropped"]:
-                notes.append(Note("budget", f"{budget['trimmed']} hunks cut or left out and {budget['dropped']} commits "
-                                            f"dropped to fit {request.max_tokens} tokens", Remedy("read_rest")))
+                notes.append(Note("budget", f"{budget['trimmed']} hunk(s) cut or left out and {budget['dropped']} "
+                                            f"commit(s) dropped to fit {request.max_tokens} tokens",
+                                  "ask with a larger token budget, or fewer commits"))
         return HistoryAnswer(request.query, str(codebase.root), hits, state, time.perf_counter() - started, notes,
                              budget)
     finally:

@@ -88,8 +88,8 @@ def explain_line(file: str, line: int, *, root: str | None = None, limit: int = 
     if max_tokens is not None:
         hits, budget = fit_commits(hits, max_tokens)
         if budget["trimmed"] or budget["dropped"]:
-            notes.append(Note("budget", f"{budget['trimmed']} hunks cut and {budget['dropped']} commits dropped to fit "
-                                        f"{max_tokens} tokens"))
+            notes.append(Note("budget", f"{budget['trimmed']} hunk(s) cut and {budget['dropped']} commit(s) dropped "
+                                        f"to fit {max_tokens} tokens", "ask with a larger token budget, or fewer commits"))
     return WhyAnswer(rel, line, str(tree.top), hits, time.perf_counter() - started, notes, budget)
 
 
