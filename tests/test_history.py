@@ -246,6 +246,8 @@ def test_the_cli_prints_history_and_why_as_text_and_json(repo, embedder):
     assert bad.exit_code == 2 and "is not FILE:LINE" in bad.output and "Traceback" not in bad.output
     habit = runner.invoke(cli, ["history", "retry", "--path", str(root)])
     assert habit.exit_code == 2 and f"codii-sql history 'retry' {root}" in habit.output
+    empty = runner.invoke(cli, ["history", " ", str(root)])
+    assert empty.exit_code == 2 and "QUERY must hold a word" in empty.output
     late = runner.invoke(cli, ["history", "x", str(root), "--since", "yesterday"])
     assert late.exit_code == 2 and "--since takes a date" in late.output
 

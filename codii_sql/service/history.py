@@ -7,13 +7,14 @@ import time
 from dataclasses import dataclass, field
 
 from ..codebase import Codebase
-from ..errors import IndexBusyError, Remedy, UsageError
+from ..errors import DiskFullError, EmbeddingFailedError, IndexBusyError, ReadOnlyIndexError, Remedy, UsageError
 from ..ingest.indexer import Indexer
 from ..models.cache import EmbeddingCache
 from ..search.answer import Note, Words
 from ..search.history import CommitHit, HistorySearcher, fit_commits
 from .codebases import open_codebase
 from .embedders import embedder_for_search
+from .searching import MAX_QUERY_CHARS
 from .status import history_state, not_indexed, open_store
 
 #: New commits whose vectors the search embeds itself before answering (about a second of model
@@ -82,6 +83,8 @@ def search_history(request: HistoryRequest) -> HistoryAnswer:
     """
     if not 1 <= request.limit <= MAX_HISTORY_LIMIT:
         raise UsageError(f"must be from 1 to {MAX_HISTORY_LIMIT}", field="limit")
+    if not request.query.strip() or len(request.query) > MAX_QUERY_CHARS:
+        raise UsageError(f"must hold a word, in at most {MAX_QUERY_CHARS:,} characters", field="query")
     since = parse_since(request.since)
     codebase = open_codebase(request.path)
     if not codebase.db_path.is_file():
@@ -136,6 +139,10 @@ def _update(codebase: Codebase) -> Note | None:
         Indexer(codebase, embedder, cache=cache).refresh_history(embed_up_to=INLINE_COMMITS)
     except IndexBusyError:
         return Note("indexing", "another process is indexing this codebase: the history is searched as last committed")
+    except (DiskFullError, ReadOnlyIndexError, EmbeddingFailedError) as err:
+        # A search reads: the history it has is still worth answering from.
+        return Note("update", f"the new commits could not be indexed ({err.what}): the history is searched as last "
+                              "committed")
     finally:
         cache.close()
     return None
