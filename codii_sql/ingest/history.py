@@ -63,12 +63,13 @@ def update_history(store: Store, root: Path, bound: HistoryBound, rules: History
     if bound.off:
         out["state"] = "off"
     elif tree is None:
-        out.update(state="no_git", note=f"{root} is not in a git work tree: no history is indexed")
+        # Notes name no folder: they are stored in the index, and an export carries no path of this machine.
+        out.update(state="no_git", note="the codebase is not in a git work tree: no history is indexed")
     elif tree.shallow:
-        out.update(state="shallow", note=f"{tree.top} is a shallow clone: its history is not indexed (git fetch "
+        out.update(state="shallow", note="the codebase is a shallow clone: its history is not indexed (git fetch "
                                          "--unshallow there, then build again)")
     elif tree.head is None:
-        out.update(state="empty", note=f"{tree.top} has no commit yet: no history to index")
+        out.update(state="empty", note="the repository has no commit yet: no history to index")
     recorded = store.meta().get("history") or {}
     setting = {**bound.to_dict(), "keep_subjects": keep_subjects}
     if tree is None or tree.shallow or tree.head is None:
