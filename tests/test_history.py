@@ -267,12 +267,16 @@ def test_the_patch_parser_reads_renames_quoted_paths_and_binary_files():
               b"rename to new name.py\n--- a/old name.py\t\n+++ b/new name.py\t\n@@ -3 +3,2 @@ def f():\n-x\n+y\n+z\n"
               b"diff --git \"a/t\\303\\251st.py\" \"b/t\\303\\251st.py\"\n--- \"a/t\\303\\251st.py\"\n"
               b"+++ \"b/t\\303\\251st.py\"\n@@ -1,2 +1,2 @@\n a\n-b\n+c\n@@ -10 +10 @@\n-d\n+e\n"
-              b"diff --git a/img.png b/img.png\nBinary files a/img.png and b/img.png differ\n")
+              b"diff --git a/img.png b/img.png\nBinary files a/img.png and b/img.png differ\n"
+              b"diff --git \"a/bad\\377.py\" \"b/bad\\377.py\"\n--- \"a/bad\\377.py\"\n+++ \"b/bad\\377.py\"\n"
+              b"@@ -1 +1 @@\n-a\n+b\n")
     c = parse_record(record)
     assert (c.sha, c.date, c.subject, c.body) == ("abc", 1_700_000_000, "Subject", "Body")
-    assert c.files == ["new name.py", "tést.py", "img.png"]
+    # A name that is not UTF-8 keeps its bytes as \\xNN, as the walk stores it (SQLite TEXT cannot hold it raw).
+    assert c.files == ["new name.py", "tést.py", "img.png", "bad\\xff.py"]
     first, *others = c.hunks
     assert (first.path, first.old_path, first.old_start, first.old_lines, first.new_start, first.new_lines) == (
         "new name.py", "old name.py", 3, 1, 3, 2)
-    assert [(h.path, h.old_start, h.new_start) for h in others] == [("tést.py", 1, 1), ("tést.py", 10, 10)]
+    assert [(h.path, h.old_start, h.new_start) for h in others] == [("tést.py", 1, 1), ("tést.py", 10, 10),
+                                                                    ("bad\\xff.py", 1, 1)]
     assert others[1].content == "@@ -10 +10 @@\n-d\n+e"

@@ -175,7 +175,7 @@ def _path(raw: bytes, prefix: bytes) -> str | None:
     if raw == b"/dev/null":
         return None
     name = _unquoted(raw)
-    return name[len(prefix):] if name.encode("utf-8", "surrogateescape").startswith(prefix) else name
+    return name[len(prefix):] if name.startswith(prefix.decode()) else name
 
 
 def _header_path(line: bytes) -> str | None:
@@ -190,7 +190,9 @@ def _header_path(line: bytes) -> str | None:
 
 
 def _unquoted(raw: bytes) -> str:
-    """A path as git printed it: C-quoted (``"a\\tb"``, octal UTF-8 bytes) when it holds unusual characters."""
+    """A path as git printed it: C-quoted (``"a\\tb"``, octal UTF-8 bytes) when it holds unusual
+    characters; bytes that are not UTF-8 as ``\\xNN``, as the walk stores such names (SQLite TEXT
+    cannot hold them raw)."""
     if raw.startswith(b'"') and raw.endswith(b'"') and len(raw) >= 2:
         raw = codecs.escape_decode(raw[1:-1])[0]
-    return raw.decode("utf-8", "surrogateescape")
+    return raw.decode("utf-8", "backslashreplace")
