@@ -27,7 +27,7 @@ pytestmark = pytest.mark.slow
 
 TOOLS = {"index_codebase", "get_indexing_status", "search_code", "clear_index", "list_codebases",
          "find_similar_code", "get_content", "get_chunk", "list_workspaces", "get_file_outline", "find_symbol",
-         "find_references"}
+         "find_references", "search_history", "explain_line"}
 
 
 @asynccontextmanager
@@ -254,6 +254,7 @@ def test_concurrent_index_calls_make_one_build(codii_home, tmp_path):
             assert statuses[:2].count("started") <= 1 and "started" in statuses, statuses
             assert set(statuses) <= {"started", "already indexing", "already up to date"}, statuses
             await wait_indexed(a, repo)
+            await wait_indexed(b, repo)  # b's call may have started its own update after a's build
             assert (await call(b, "get_indexing_status", path=str(repo)))["status"] == "indexed"
         c = assert_consistent(repo)
         assert c["chunks"] == 12 * 4 and c["files"] == 12
@@ -335,7 +336,7 @@ def test_search_during_a_first_build_does_not_blame_filters(codii_home, tmp_path
 def test_an_empty_path_is_refused_not_taken_as_the_servers_folder(codii_home):
     calls = {"get_indexing_status": {}, "search_code": {"query": "x"}, "get_content": {"file": "README.md"},
              "find_similar_code": {"file": "README.md"}, "get_chunk": {"chunk_id": 1}, "clear_index": {},
-             "index_codebase": {}}
+             "index_codebase": {}, "search_history": {"query": "x"}, "explain_line": {"file": "README.md", "line": 1}}
 
     async def run():
         async with server(codii_home) as s:

@@ -39,6 +39,11 @@ from .words import message
 @click.option("--vectors/--no-vectors", default=None,
               help="--no-vectors: BM25 and symbols only, no model time (kept for later builds until --vectors, "
                    "which embeds what is missing) [default: as the last build, else .codii.yaml's vectors:].")
+@click.option("--history", "history", default=None, metavar="N|DATE",
+              help="Index the newest N commits of the branch, or those since DATE (2024-01-31), with their diff "
+                   "hunks, for `codii-sql history` [default: as the last build, else .codii.yaml's history:, else "
+                   "5,000 commits or 2 years, whichever is fewer].")
+@click.option("--no-history", is_flag=True, help="Index no history (kept for later builds until --history).")
 @click.option("--daemon", is_flag=True,
               help="Return at once and build in the background (`status` follows it; log under $CODII_SQL_HOME/logs).")
 @click.option("--dry-run", is_flag=True,
@@ -55,8 +60,8 @@ from .words import message
 @click.option("--detached", is_flag=True, hidden=True, help="Run as the background process of --daemon.")
 @db_option
 @json_option
-def build(paths, workspace, force, ignore_patterns, extensions, reset_filters, no_cache, embedder, vectors, daemon,
-          dry_run, ray_address, ray_cpus, export_to, detached, db, as_json):
+def build(paths, workspace, force, ignore_patterns, extensions, reset_filters, no_cache, embedder, vectors, history,
+          no_history, daemon, dry_run, ray_address, ray_cpus, export_to, detached, db, as_json):
     """Build or update the index of the codebase at each PATH (default: the current directory).
 
     Every file is searchable by BM25, symbol and path as soon as the lexical phase commits it;
@@ -66,9 +71,12 @@ def build(paths, workspace, force, ignore_patterns, extensions, reset_filters, n
     if export_to is not None and (workspace or len(paths) > 1 or daemon or dry_run or ray_address or ray_cpus):
         raise UsageError("--export writes one codebase's index when its build ends here",
                          "build one PATH without --daemon, --dry-run or --ray, or run `codii-sql export` after")
+    if history is not None and no_history:
+        raise UsageError("pass either --history or --no-history, not both")
     job = Job(force=force, ignore=list(ignore_patterns), exts=service.extension_filter(extensions),
               reset_filters=reset_filters, no_cache=no_cache, embedder=embedder, vectors=vectors, daemon=daemon,
-              dry_run=dry_run, as_json=as_json, export_to=export_to)
+              dry_run=dry_run, as_json=as_json, export_to=export_to,
+              history=False if no_history else history)
     if ray_address is not None or ray_cpus is not None:
         return build_on_ray(paths, workspace, db, job, ray_address, ray_cpus)
     if workspace or len(paths) > 1:
@@ -100,6 +108,8 @@ class Job:
     dry_run: bool
     as_json: bool
     export_to: str | None = None
+    #: ``--history``'s value, False for ``--no-history``, None for neither.
+    history: str | bool | None = None
 
     def run(self, codebase) -> dict:
         """Build (or survey, or start in the background) ``codebase``; its JSON, printed as text unless ``as_json``."""
@@ -124,7 +134,7 @@ class Job:
             report = service.build(codebase, force=self.force, progress=_saying_waits(codebase, bar),
                                    use_cache=not self.no_cache, warn=warn,
                                    ignore_patterns=ignore, extensions=exts, embedder_name=self.embedder,
-                                   vectors=self.vectors)
+                                   vectors=self.vectors, history=self.history)
         filters = service.recorded_filters(codebase)
         out = {"codebase": str(codebase.root), "db": str(codebase.db_path), **report.to_dict(), "filters": filters,
                **({"warnings": warnings} if warnings else {})}
@@ -142,7 +152,9 @@ class Job:
                    *(f"--ext={e}" for e in self.exts), *(["--reset-filters"] if self.reset_filters else []),
                    *(["--no-cache"] if self.no_cache else []),
                    *([f"--embedder={self.embedder}"] if self.embedder else []),
-                   *([] if self.vectors is None else ["--vectors" if self.vectors else "--no-vectors"])]
+                   *([] if self.vectors is None else ["--vectors" if self.vectors else "--no-vectors"]),
+                   *([] if self.history is None else
+                     ["--no-history"] if self.history is False else [f"--history={self.history}"])]
         info = service.build_in_background(codebase, options)
         if not self.as_json and info.get("finished") and not info.get("log"):
             echo(f"{codebase.root} is up to date: no background build was needed")
@@ -217,6 +229,11 @@ def _print_report(codebase, report, filters) -> None:
         echo("  skipped: " + ", ".join(f"{k} {v}" for k, v in report.skipped.most_common()))
     for p, why in sorted(report.failed.items()):
         echo(f"  failed: {p}: {why} (retried on the next build)")
+    if report.history is not None:
+        h = report.history
+        echo(f"  history: {h['note']}" if h.get("note") else
+             f"  history: {h.get('commits', 0)} commits, {h.get('hunks', 0)} hunks ({h.get('added', 0)} added, "
+             f"{h.get('removed', 0)} removed)")
     echo(f"  time: {report.seconds:.2f} s")
     if filters["extensions"] or filters["ignore_patterns"]:
         echo(f"  filters kept for later builds: {describe_filters(filters)} (--reset-filters drops them)")

@@ -31,7 +31,7 @@ SENTENCES = {
 #: A request field as the CLI's option (codii_sql.service.SearchRequest, SearchOptions).
 FIELDS = {"path": "--path", "db": "--db", "query": "QUERY", "limit": "--limit", "mode": "--mode", "ext": "--ext",
           "glob": "--glob", "language": "--language", "group_by": "--group-by", "max_tokens": "--max-tokens",
-          "workspace": "--workspace", "rerank": "--rerank"}
+          "workspace": "--workspace", "rerank": "--rerank", "since": "--since", "line": "LINE"}
 
 
 WORDING = Wording(SENTENCES, FIELDS)

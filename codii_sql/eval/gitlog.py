@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import UsageError
+from ..gitrepo import git, text, work_tree
 
 #: Fewer words than this after cleaning say too little to search for ("Fix typo", "Cleanup").
 MIN_WORDS = 3
@@ -63,14 +64,6 @@ def subject_skip(subject: str, cleaned: str) -> str | None:
     return None
 
 
-def _git(root: Path, *args: str) -> subprocess.CompletedProcess:
-    try:
-        # The callers read the return code: a failure is an answer ("not a repository"), not a crash.
-        return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, check=False)
-    except FileNotFoundError:
-        raise UsageError("eval git needs the git command: install git and put it on PATH") from None
-
-
 def repository(path: Path) -> dict:
     """``{"root", "head", "branch", "shallow", "commits", "dirty"}`` of the repository holding ``path``.
 
@@ -83,20 +76,16 @@ def repository(path: Path) -> dict:
     """
     if not path.is_dir():
         raise UsageError(f"{path}: no such folder: pass the folder of a git clone (codii-sql eval git PATH)")
-    top = _git(path, "rev-parse", "--show-toplevel")
-    if top.returncode != 0:
+    tree = work_tree(path)
+    if tree is None:
         raise UsageError(f"{path} is not a git repository: pass the folder of a git clone "
                          "(codii-sql eval git PATH), with its history")
-    root = Path(top.stdout.strip())
-    head = _git(root, "rev-parse", "--verify", "--quiet", "HEAD^{commit}")
-    if head.returncode != 0:
-        raise UsageError(f"{root} has no commits yet: eval git needs a history to take queries from")
-    branch = _git(root, "rev-parse", "--abbrev-ref", "HEAD").stdout.strip()
-    shallow = _git(root, "rev-parse", "--is-shallow-repository").stdout.strip() == "true"
-    count = int(_git(root, "rev-list", "--count", "HEAD").stdout.strip() or 0)
-    dirty = bool(_git(root, "status", "--porcelain", "--untracked-files=no").stdout.strip())
-    return {"root": str(root), "head": head.stdout.strip(), "branch": branch, "shallow": shallow, "commits": count,
-            "dirty": dirty}
+    if tree.head is None:
+        raise UsageError(f"{tree.top} has no commits yet: eval git needs a history to take queries from")
+    count = int(text(git(tree.top, "rev-list", "--count", "HEAD")) or 0)
+    dirty = bool(text(git(tree.top, "status", "--porcelain", "--untracked-files=no")))
+    return {"root": str(tree.top), "head": tree.head, "branch": tree.branch, "shallow": tree.shallow,
+            "commits": count, "dirty": dirty}
 
 
 def walk(root: Path) -> Iterator[Commit]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import datetime
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,11 +35,58 @@ def size_cap(name: str, max_file_bytes: int) -> int:
 CONFIG_FILE_NAME = ".codii.yaml"
 #: Its keys, all optional.
 CONFIG_KEYS = ("ignore_patterns", "extensions", "max_file_bytes", "vectors", "embedder", "max_chunk_size",
-               "min_chunk_size", "embedding_batch_size", "workers")
+               "min_chunk_size", "embedding_batch_size", "workers", "history")
 #: The integer settings: (lowest, highest, unit). A chunk under 100 characters is a line or two;
 #: 64 processes outnumber any machine's cores that chunking could use.
 BOUNDS = {"max_chunk_size": (100, 100_000, "characters"), "min_chunk_size": (0, 10_000, "characters"),
           "embedding_batch_size": (1, 4096, "texts per model call"), "workers": (0, 64, "chunking processes, 0 = auto")}
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryBound:
+    """Which commits of the branch the history index holds: the newest ``max_commits`` (None: no
+    count bound), authored ``since`` a date (git's date syntax, None: no date bound); both None
+    with ``off`` set: no history at all."""
+
+    max_commits: int | None
+    since: str | None
+    off: bool = False
+
+    def to_dict(self) -> dict:
+        return {"max_commits": self.max_commits, "since": self.since, "off": self.off}
+
+
+#: The issue's default: the last 2 years or 5,000 commits, whichever is smaller.
+DEFAULT_HISTORY = HistoryBound(5000, "2.years.ago")
+HISTORY_OFF = HistoryBound(None, None, off=True)
+#: More commits than this is a mistyped number: Linux, the largest common history, has ~1.3M.
+MAX_HISTORY_COMMITS = 10_000_000
+_ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+
+
+def history_bound(value: object) -> HistoryBound:
+    """``--history``'s or ``history:``'s value as a :class:`HistoryBound`: a number of commits
+    (``500``), a date (``2024-01-31``), ``true`` (the default) or ``false`` (off).
+
+    Raises:
+        ValueError: anything else (one line saying what is taken).
+    """
+    if value is True:
+        return DEFAULT_HISTORY
+    if value is False:
+        return HISTORY_OFF
+    text = str(value).strip()
+    if isinstance(value, int) or text.isdigit():
+        count = int(text)
+        if 1 <= count <= MAX_HISTORY_COMMITS:
+            return HistoryBound(count, None)
+    elif _ISO_DATE.match(text):
+        try:
+            datetime.date.fromisoformat(text)
+            return HistoryBound(None, text)
+        except ValueError:
+            pass
+    raise ValueError(f"history must be a number of commits (500), a date (2024-01-31), true or false, got {value!r}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +104,8 @@ class CodebaseConfig:
             the model's word-piece budget still caps a chunk.
         embedding_batch_size: texts per call of the embedder (each call's vectors are cached at once).
         workers: chunking processes (0 or None: up to 4, one per core).
+        history: which commits the history index holds (:func:`history_bound`): None for the
+            default, :data:`HISTORY_OFF` for none (``history: false``).
     """
 
     ignore_patterns: tuple[str, ...] = ()
@@ -66,6 +117,7 @@ class CodebaseConfig:
     min_chunk_size: int | None = None
     embedding_batch_size: int | None = None
     workers: int | None = None
+    history: HistoryBound | None = None
 
     @property
     def chunk_sizes(self) -> ChunkSizes:
@@ -102,6 +154,7 @@ def load_config(root: Path) -> CodebaseConfig:
             max_file_bytes=positive_int(data.get("max_file_bytes", DEFAULT_MAX_FILE_BYTES)),
             vectors=_optional_bool(data.get("vectors"), "vectors"),
             embedder=_optional_name(data.get("embedder"), "embedder"),
+            history=history_bound(data["history"]) if data.get("history") is not None else None,
             **{key: bounded(data.get(key), key) for key in BOUNDS},
         )
         sizes = config.chunk_sizes

@@ -16,8 +16,20 @@ from ..storage import health
 from ..storage.lock import vector_lock, vectors_running, writer_lock
 from ..storage.store import SCHEMA_VERSION, Store
 from .chunking import CHUNKER_VERSION, ChunkSizes
-from .config import DEFAULT_MAX_FILE_BYTES, CodebaseConfig, bounded, extension_filter, load_config, scan_rules
+from .config import (
+    DEFAULT_HISTORY,
+    DEFAULT_MAX_FILE_BYTES,
+    CodebaseConfig,
+    HistoryBound,
+    bounded,
+    extension_filter,
+    load_config,
+    scan_rules,
+)
 from .embedding import embed_queued
+from .history import update_history
+from .history_rules import HistoryRules
+from .history_vectors import embed_history, fit_history_vec, history_dims
 from .lexical import LexicalPhase
 from .plan import Plan, make_plan
 from .report import BuildReport, Progress, skip_listing
@@ -53,6 +65,25 @@ def vectors_wanted(explicit: bool | None, meta: dict, root) -> bool:
     return configured is not False
 
 
+def history_wanted(explicit: HistoryBound | None, meta: dict, root) -> HistoryBound:
+    """Which commits a build indexes: ``explicit`` (``--history``/``--no-history``), else what an
+    earlier build was told (``meta["history_asked"]``), else ``.codii.yaml``'s ``history``, else
+    :data:`~.config.DEFAULT_HISTORY`.
+
+    Raises:
+        UsageError: ``.codii.yaml`` is malformed.
+    """
+    if explicit is not None:
+        return explicit
+    if meta.get("history_asked"):
+        return HistoryBound(**meta["history_asked"])
+    try:
+        configured = load_config(root).history
+    except ValueError as err:
+        raise UsageError(str(err)) from None
+    return configured or DEFAULT_HISTORY
+
+
 class Indexer:
     """Builds or updates one codebase's index.
 
@@ -73,6 +104,10 @@ class Indexer:
         prefer: asked before each vector batch for the files whose chunks go first.
         workers: chunking processes (0: one per core, up to 4); recorded, so later builds keep it
             until told otherwise; None: as recorded, else ``.codii.yaml``'s ``workers``, else 0.
+        history: which commits the history holds (see :func:`history_wanted`); recorded, so later
+            builds keep it until told otherwise.
+        with_history: update the history in this build (a search's own update leaves it alone:
+            the ``history`` use case updates it before it searches).
 
     ``.codii.yaml``'s ``max_chunk_size``, ``min_chunk_size`` and ``embedding_batch_size`` are read
     at each build and recorded in the snapshot; a change of the chunk sizes re-chunks every file.
@@ -85,8 +120,10 @@ class Indexer:
                  cache: EmbeddingCache | None = None, ignore_patterns: Iterable[str] | None = None,
                  extensions: Iterable[str] | None = None, vectors: bool | None = None,
                  max_inline: int | None = None, prefer: Callable[[], Iterable[str]] | None = None,
-                 workers: int | None = None):
+                 workers: int | None = None, history: HistoryBound | None = None, with_history: bool = True):
         self.codebase = codebase
+        self.history = history
+        self.with_history = with_history
         self.embedder = embedder
         self.progress = progress or (lambda phase, done, total: None)
         self.cache = cache
@@ -131,9 +168,14 @@ class Indexer:
                 store.run("pragma_write_cache")
                 self._refuse_damaged(store, force)
                 report = self._lexical(store, force)
+                if self.with_history:
+                    report.history = self.update_history(store)
                 pending = store.row("vector_counts")["pending"]
                 report.vectors_enabled = self._vectors_on(store)
-                embed = pending and report.vectors_enabled and (self.max_inline is None or pending <= self.max_inline)
+                # A search's inline embedding is for a few edited chunks: the commits wait for a build.
+                commits = store.row("history_counts")["pending"] if self.max_inline is None else 0
+                embed = report.vectors_enabled and (
+                    (pending and (self.max_inline is None or pending <= self.max_inline)) or commits)
                 # The vector lock is taken before the writer lock goes, when it is free: no instant
                 # in which the index looks finished with its vectors about to start.
                 locked = embed and self._take_vector_lock(held)
@@ -220,6 +262,42 @@ class Indexer:
                            failed=report.failed, **took)
         return report
 
+    def update_history(self, store: Store) -> dict:
+        """The history phase (:func:`~.history.update_history`) under the writer lock the caller holds,
+        with this build's scan rules; a missing git command is its one-line note, not an error
+        of the code build."""
+        bound = history_wanted(self.history, store.meta(), self.codebase.root)
+        if self.history is not None:
+            with store.transaction():
+                store.set_meta(history_asked=bound.to_dict())
+        scan = scan_rules(self.codebase.root, *self._options(store))
+        rules = HistoryRules(self.codebase.root, {r["path"] for r in store.rows("files_all")},
+                             scan["ignore_patterns"], scan["extensions"])
+        if history_dims(store) != store.vector_dims():  # the search statement reads history_vec, vectors or not
+            with store.transaction():
+                fit_history_vec(store, store.vector_dims(), self.embedder.name)
+        try:
+            return update_history(store, self.codebase.root, bound, rules, self.progress)
+        except UsageError as err:
+            return {"state": "no_git", "note": str(err)}
+
+    def refresh_history(self, *, embed_up_to: int) -> dict:
+        """The history phase alone, as the ``history`` search runs it first: under the writer lock
+        (not waiting), then the vectors of the new commits when at most ``embed_up_to`` wait and
+        the vector lock is free (more are left to a build). Returns :meth:`update_history`'s answer.
+
+        Raises:
+            IndexBusyError: another process holds the writer lock.
+            StorageError: the index cannot be opened or written.
+        """
+        with Store(self.codebase.db_path, create=False) as store, contextlib.ExitStack() as held:
+            with writer_lock(self.codebase, wait=False):
+                out = self.update_history(store)
+            pending = store.row("history_counts")["pending"]
+            if 0 < pending <= embed_up_to and self._vectors_on(store) and self._take_vector_lock(held):
+                embed_history(store, self.embedder, self.cache, self.progress)
+        return out
+
     def _config(self) -> CodebaseConfig:
         """``.codii.yaml`` of the codebase.
 
@@ -261,6 +339,10 @@ class Indexer:
             try:
                 embed_queued(store, self.embedder, self.cache, report, self.progress, prefer=self.prefer,
                              reuse_index=self.reuse_index_vectors, batch_size=self.embedding_batch_size)
+                if self.max_inline is None:
+                    t = time.perf_counter()
+                    report.commits_embedded = embed_history(store, self.embedder, self.cache, self.progress)
+                    report.phase_seconds["history_vectors"] += time.perf_counter() - t
             except BuildStopped:
                 raise  # on request: the queue keeps the rest, nothing failed
             except Exception as err:
@@ -282,7 +364,8 @@ class Indexer:
         except IndexMismatchError:
             with store.transaction():
                 store.run("wipe")
-                store.run("create_schema")
+                store.run("history_wipe")
+                store.create_schema()
             return
         with store.transaction():
             store.run("files_mark_reindex")

@@ -57,6 +57,10 @@ class BuildReport:
     merkle_root: str = ""
     vectors_pending: int = 0
     vectors_enabled: bool = True
+    #: The history phase's answer (:func:`~codii_sql.ingest.history.update_history`), None when not run;
+    #: commits embedded (not found in the cache) by the history's vector phase.
+    history: dict | None = None
+    commits_embedded: int = 0
 
     def to_dict(self) -> dict:
         """JSON-ready dict."""

@@ -3,14 +3,14 @@
 Tools keep the names and parameters agents know from Codii and claude-context
 (``index_codebase``, ``get_indexing_status``, ``search_code``, ``clear_index``) and add
 ``list_codebases``, ``find_similar_code``, ``get_content``, ``get_chunk``, ``get_file_outline`` and
-``find_symbol``. Builds run in
+``find_symbol``, and ``search_history`` and ``explain_line`` over the git history. Builds run in
 the background (:class:`codii_sql.service.Session`); the model loads on the first embedding.
 """
 
 import argparse
 import sys
 
-from . import file_tools, indexing_tools, search_tools, symbol_tools  # noqa: F401 - importing registers the tools
+from . import file_tools, history_tools, indexing_tools, search_tools, symbol_tools  # noqa: F401 - importing registers the tools
 from ..errors import CodiiError
 from ..service import ShardFolder
 from .app import SESSION, server

@@ -32,7 +32,7 @@ SENTENCES = {
 #: A request field as the tools' argument.
 FIELDS = {"path": "path", "db": "path", "query": "query", "limit": "limit", "mode": "mode", "ext": "extensionFilter",
           "glob": "pathGlob", "language": "language", "group_by": "group_by", "max_tokens": "max_tokens",
-          "workspace": "workspace", "rerank": "rerank"}
+          "workspace": "workspace", "rerank": "rerank", "since": "since", "line": "line"}
 
 
 WORDING = Wording(SENTENCES, FIELDS)

@@ -19,6 +19,7 @@ from .doctor import doctor
 from .dry_run import dry_run
 from .export import export, manifest
 from .embedders import embedder_health, embedders_in_use
+from .history import MAX_HISTORY_LIMIT, HistoryAnswer, HistoryRequest, search_history
 from .indexes import OpenIndexes, open_searcher
 from .inspecting import inspect_query
 from .listing import AGENT as AGENT_LISTING, PERSON as PERSON_LISTING, listing
@@ -33,6 +34,7 @@ from .status import inspect, is_stale, list_codebases, recorded_filters, stats, 
 from .outline import outline
 from .symbols import find_references, find_symbol
 from .watchers import registered, watchers
+from .why import DEFAULT_WHY_LIMIT, MAX_WHY_LIMIT, WhyAnswer, explain_line
 from .watching import Update, Watcher
 from .workspaces import Workspace, add_paths, describe, get_workspace, remove, workspaces
 
@@ -48,4 +50,6 @@ __all__ = [
     "list_codebases", "models_dir", "open_codebase",
     "open_searcher", "pull_model", "recorded_filters", "search", "stats", "status",
     "FileSet", "Update", "Watcher", "registered", "watchers", "find_references", "find_symbol", "outline",
+    "MAX_HISTORY_LIMIT", "HistoryAnswer", "HistoryRequest", "search_history",
+    "DEFAULT_WHY_LIMIT", "MAX_WHY_LIMIT", "WhyAnswer", "explain_line",
 ]

@@ -16,7 +16,9 @@ from ..errors import (
     NotIndexedError,
     ReadOnlyIndexError,
     Remedy,
+    UsageError,
 )
+from ..ingest.config import history_bound
 from ..ingest.indexer import Indexer
 from ..ingest.report import BuildReport, Progress
 from ..models.cache import EmbeddingCache
@@ -40,7 +42,8 @@ def build(codebase: Codebase, *, force: bool = False, wait: bool = True, progres
           use_cache: bool = True, warn: Callable[[str], None] | None = None,
           embedder: Embedder | None = None, embedder_name: str | None = None, vectors: bool | None = None,
           max_inline: int | None = None, prefer: Callable[[], Iterable[str]] | None = None,
-          cache_path: Path | None = None, workers: int | None = None) -> BuildReport:
+          cache_path: Path | None = None, workers: int | None = None,
+          history: str | int | bool | None = None, with_history: bool = True) -> BuildReport:
     """Build or update the index of ``codebase``: the lexical phase, then the vector phase (see
     :class:`Indexer` for ``vectors``, ``max_inline``, ``prefer`` and ``workers``, and :meth:`Indexer.build`
     for errors).
@@ -51,13 +54,21 @@ def build(codebase: Codebase, *, force: bool = False, wait: bool = True, progres
     ``embedder`` (an instance) or ``embedder_name`` picks the model; by default the one asked for
     by ``.codii.yaml`` or ``$CODII_SQL_EMBEDDER``, else the index's own (see :mod:`.embedders`).
     ``cache_path`` is the embedding cache file (default ``$CODII_SQL_HOME/cache/embeddings.db``).
+    ``history`` bounds the commits indexed: a count, a ``YYYY-MM-DD`` date, False for none (see
+    :func:`~codii_sql.ingest.config.history_bound`); None: as the last build, else ``.codii.yaml``.
+    ``with_history`` false leaves the history as it is (a search's own update).
 
     Raises:
+        UsageError: ``history`` is none of those.
         DiskFullError: SQLite could not write the index (every batch commits whole, so the index
             keeps its last committed state).
         ReadOnlyIndexError: the codebase is an index file alone (nothing is written to it).
     """
     codebase.refuse_writes()
+    try:
+        bound = history_bound(history) if history is not None else None
+    except ValueError as err:
+        raise UsageError(str(err)) from None
     if force:
         discard_damaged(codebase)
     embedder = embedder or embedder_for_build(codebase, embedder_name, force=force)
@@ -66,7 +77,8 @@ def build(codebase: Codebase, *, force: bool = False, wait: bool = True, progres
         with reword_disk_full(codebase):
             return Indexer(codebase, embedder, progress=progress, cache=cache,
                            ignore_patterns=ignore_patterns, extensions=extensions, vectors=vectors,
-                           max_inline=max_inline, prefer=prefer, workers=workers).build(force=force, wait=wait)
+                           max_inline=max_inline, prefer=prefer, workers=workers, history=bound,
+                           with_history=with_history).build(force=force, wait=wait)
     finally:
         if cache is not None:
             cache.close()
@@ -171,7 +183,8 @@ def refresh(codebase: Codebase, *, progress: Progress | None = None,
     # An update keeps the index's own embedder, whatever the environment asks for now.
     recorded = recorded_embedder(inspect(codebase)["snapshot"]) if codebase.db_path.is_file() else None
     report = build(codebase, wait=False, progress=progress, warn=warnings.append, embedder=embedder,
-                   embedder_name=recorded, max_inline=inline_vectors(codebase) if background else None)
+                   embedder_name=recorded, max_inline=inline_vectors(codebase) if background else None,
+                   with_history=False)
     if background and report.vectors_pending and report.vectors_enabled and not vectors_running(codebase):
         try:
             start_daemon(codebase, [])

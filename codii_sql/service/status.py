@@ -56,6 +56,7 @@ def status(codebase: Codebase, *, check_stale: bool = True) -> dict:
     with open_store(codebase) as store:
         counts = store.row("counts")
         state, meta, vectors = _state(codebase, store)
+        history = history_state(store)
         problem = health.damage(store) if check_stale and state != "indexing" else None
     if problem:
         state = "damaged"
@@ -66,7 +67,7 @@ def status(codebase: Codebase, *, check_stale: bool = True) -> dict:
                                               "last_indexed_at", "model_id", "merkle_root")},
                # The snapshot's build_seconds times the lexical phase only: named so, not as the build's.
                lexical_seconds=meta.get("build_seconds"), skipped_files=skipped_files(meta),
-               embedder=recorded_embedder(meta), vectors=vectors)
+               embedder=recorded_embedder(meta), vectors=vectors, history=history)
     filters = _filters(meta)
     if filters["extensions"] or filters["ignore_patterns"]:  # what later builds keep (--reset-filters drops)
         out["filters"] = filters
@@ -183,6 +184,18 @@ def list_codebases() -> list[dict]:
                     "chunks": counts["chunks"], "size_bytes": _db_size(db),
                     "last_indexed_at": meta.get("last_indexed_at"), "embedder": meta.get("embedder")})
     return out
+
+
+def history_state(store: Store) -> dict:
+    """``{"state", "commits", "hunks", "vectors": {"done", "total"}, "head", "branch", "note"}`` of an
+    index's history; ``state`` ``not_indexed`` when no build has read it (or the file predates it)."""
+    if not store.value("history_present"):
+        return {"state": "not_indexed", "commits": 0, "hunks": 0, "vectors": {"done": 0, "total": 0}}
+    meta = store.meta().get("history") or {}
+    counts = store.row("history_counts")
+    return {"state": meta.get("state") or "not_indexed", "commits": counts["commits"], "hunks": counts["hunks"],
+            "vectors": {"done": counts["commits"] - counts["pending"], "total": counts["commits"]},
+            "head": meta.get("head"), "branch": meta.get("branch"), "note": meta.get("note")}
 
 
 def stats(codebase: Codebase) -> dict:

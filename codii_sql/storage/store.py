@@ -29,17 +29,20 @@ from .failures import disk_full, translate
 
 #: Bumped when the tables change shape. 2 added chunks_bits (binary-quantised vectors), 3
 #: partitioned it by rowid % 8, 4 added vector_queue (the vector phase), 5 stems chunks_fts
-#: (porter); older indexes are migrated in place when opened. Other versions must be rebuilt.
-SCHEMA_VERSION = 5
+#: (porter), 6 added the history_* tables (sql/history.sql); older indexes are migrated in place
+#: when opened. Other versions must be rebuilt.
+SCHEMA_VERSION = 6
+#: The idempotent statements that make every table (the code's, then the history's).
+CREATE = ("create_schema", "history_schema")
 #: Re-tokenizes chunks_fts: dropped, made anew by create_schema, refilled from chunks.
 _RETOKENIZE = ("fts_drop", "create_schema", "fts_rebuild")
 #: Schema versions :meth:`Store._migrate` upgrades, and the statements each runs after
 #: create_schema (which adds the tables a newer schema brought).
 _MIGRATES = {"1": ("bits_rebuild", *_RETOKENIZE), "2": ("bits_rebuild", *_RETOKENIZE),
-             "3": _RETOKENIZE, "4": _RETOKENIZE}
+             "3": _RETOKENIZE, "4": _RETOKENIZE, "5": ()}
 #: Versions searched as they are when the file is read-only: an unstemmed chunks_fts still
-#: matches (FTS5 tokenizes a query with the table's own tokenizer).
-_READABLE_AS_IS = frozenset({"4"})
+#: matches (FTS5 tokenizes a query with the table's own tokenizer); 5 lacks only the history.
+_READABLE_AS_IS = frozenset({"4", "5"})
 
 #: Milliseconds a connection waits on a lock held by another process before it gives up.
 BUSY_TIMEOUT_MS = 10_000
@@ -106,7 +109,7 @@ class Store:
                 with self.transaction():
                     shape = self.row("index_shape")
                     self._refuse_foreign(shape, create)
-                    self.run("create_schema")
+                    self.create_schema()
             self._migrate()
             self._translate = True
         except (apsw.CorruptError, apsw.NotADBError) as err:
@@ -236,7 +239,7 @@ class Store:
             with self.transaction():
                 version = self.value("meta_get", {"key": "schema_version"})
                 if version in _MIGRATES:
-                    for name in ("create_schema", *_MIGRATES[version]):
+                    for name in (*CREATE, *_MIGRATES[version]):
                         self.run(name)
                     self.set_meta(schema_version=SCHEMA_VERSION)
         except apsw.ReadOnlyError:
@@ -245,6 +248,11 @@ class Store:
             self.conn.close()
             raise StorageError(f"{self.path} was built by an older codii-sql and is read-only, so it cannot be "
                                "upgraded in place", "copy it somewhere writable and pass --db, or rebuild it") from None
+
+    def create_schema(self) -> None:
+        """Make every missing table (:data:`CREATE`); the caller owns the transaction."""
+        for name in CREATE:
+            self.run(name)
 
     def close(self) -> None:
         """Close the connection (idempotent)."""
@@ -348,6 +356,10 @@ class Store:
                 raise IndexMismatchError(f"the embedder returns {dims}-dim vectors but index {self.path.name} holds "
                                          f"{self.vector_dims()}-dim ones", Remedy("force_build"))
             self._run_text(queries.sql("vector_tables_create").replace("{dims}", str(int(dims))))
+
+    def create_history_vec(self, dims: int) -> None:
+        """Make ``history_vec`` (sql/history.sql) ``dims`` wide; the caller checked it is absent."""
+        self._run_text(queries.sql("history_vec_create").replace("{dims}", str(int(dims))))
 
     def _run_text(self, sql: str) -> None:
         """Execute ``sql``, a named statement made concrete by its caller (see :meth:`fit_vector_tables`)."""

@@ -1,0 +1,176 @@
+"""The history phase of a build: the branch's commits and their hunks into the index, incrementally.
+
+Which commits: ``git rev-list`` of HEAD within the bound (:class:`~.config.HistoryBound`), merges
+left out (their diffs repeat their parents'). The index then holds exactly that list: commits
+it lacks are read with their patches (``git log --no-walk --stdin -p``) and written in batches,
+each batch one transaction, and commits it holds that the list lacks (a rewritten history, an
+amended or reset commit, or commits that fell out of the bound) are deleted after the new ones
+commit. A kill leaves every batch committed so far, and the commits not yet deleted: searchable
+as it is, and the next build resumes from the difference. HEAD and the bound are recorded, so
+an update with neither changed costs one ``rev-parse``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterable
+from pathlib import Path
+
+from ..gitrepo import git, work_tree
+from ..storage.store import Store
+from ..text import identifier_subtokens
+from .config import HistoryBound
+from .gitdiff import CommitDiff, Hunk, read_commits
+from .history_rules import HistoryRules
+from .report import Progress
+
+#: Commits per transaction: readers see progress at each commit, and a kill loses at most one batch.
+HISTORY_BATCH = 200
+#: Hunks kept of one commit, in diff order: a sweeping commit (a reformat, a vendored import)
+#: would otherwise fill the index with thousands of hunks that say one thing.
+MAX_HUNKS_PER_COMMIT = 40
+#: Lines kept of one hunk (its @@ line included); longer hunks end with :data:`CUT_LINE`.
+MAX_HUNK_LINES = 120
+#: Characters kept of one hunk line (a minified line can be megabytes).
+MAX_LINE_CHARS = 400
+CUT_LINE = "… [hunk cut]"
+#: Characters of a commit body kept (a pasted log can be megabytes).
+MAX_BODY_CHARS = 8000
+
+
+def update_history(store: Store, root: Path, bound: HistoryBound, rules: HistoryRules,
+                   progress: Progress | None = None, *, keep_subjects: bool = True) -> dict:
+    """Bring the history tables of ``store`` to the commits ``bound`` selects from HEAD of the
+    work tree at ``root``; the caller holds the writer lock.
+
+    ``keep_subjects`` false stores every subject empty (``benchmarks/history.py``: a subject used
+    as the query must be found from the body and the hunks alone).
+
+    Returns:
+        ``{"state", "note", "commits", "hunks", "added", "removed", "seconds", "head"}``; ``state`` is
+        ``indexed``, ``unchanged`` (HEAD and the bound as recorded), ``off`` (every commit deleted),
+        ``no_git`` (not in a git work tree), ``shallow`` (a shallow clone: not read) or ``empty``
+        (no commit yet); ``note`` says in one line why there is no history, else None.
+    Raises:
+        UsageError: no git command.
+        StorageError: the index cannot be written.
+    """
+    started = time.perf_counter()
+    progress = progress or (lambda phase, done, total: None)
+    out = {"state": "indexed", "note": None, "added": 0, "removed": 0, "head": None}
+    tree = None if bound.off else work_tree(root)
+    if bound.off:
+        out["state"] = "off"
+    elif tree is None:
+        # Notes name no folder: they are stored in the index, and an export carries no path of this machine.
+        out.update(state="no_git", note="the codebase is not in a git work tree: no history is indexed")
+    elif tree.shallow:
+        out.update(state="shallow", note="the codebase is a shallow clone: its history is not indexed (git fetch "
+                                         "--unshallow there, then build again)")
+    elif tree.head is None:
+        out.update(state="empty", note="the repository has no commit yet: no history to index")
+    recorded = store.meta().get("history") or {}
+    setting = {**bound.to_dict(), "keep_subjects": keep_subjects}
+    if tree is None or tree.shallow or tree.head is None:
+        out["removed"] = _delete(store, [r["id"] for r in store.rows("history_shas")]) if bound.off else 0
+    elif recorded.get("head") == tree.head and recorded.get("bound") == setting:
+        out.update(state="unchanged", head=tree.head)
+    else:
+        out["head"] = tree.head
+        wanted = _wanted(root, bound, bool(tree.prefix))
+        have = {r["sha"]: r["id"] for r in store.rows("history_shas")}
+        missing = [s for s in wanted if s not in have]
+        out["added"] = _add(store, root, missing, rules, bool(tree.prefix), keep_subjects, progress)
+        keep = set(wanted)
+        out["removed"] = _delete(store, [i for s, i in have.items() if s not in keep])
+    counts = store.row("history_counts")
+    out.update(commits=counts["commits"], hunks=counts["hunks"], seconds=round(time.perf_counter() - started, 3))
+    record = {"state": out["state"] if out["state"] != "unchanged" else recorded.get("state"), "note": out["note"],
+              "head": out["head"], "bound": setting, "branch": tree.branch if tree else None}
+    if any(recorded.get(k) != v for k, v in record.items()) or out["added"] or out["removed"]:
+        # Written only when something changed: an idle watcher's update writes nothing.
+        with store.transaction():
+            store.set_meta(history={**record, "updated_at": time.time(), "seconds": out["seconds"]})
+    return out
+
+
+def _wanted(root: Path, bound: HistoryBound, relative: bool) -> list[str]:
+    """The shas of the non-merge commits ``bound`` selects, newest first (under ``root`` only, for a
+    codebase that is a subfolder of its work tree)."""
+    args = ["rev-list", "--no-merges"]
+    if bound.max_commits is not None:
+        args.append(f"--max-count={bound.max_commits}")
+    if bound.since is not None:
+        # A bare date would take the current time of day in git's parser: from midnight, local time.
+        since = f"{bound.since}T00:00:00" if bound.since[:1].isdigit() else bound.since
+        args.append(f"--since={since}")
+    done = git(root, *args, "HEAD", *(["--", "."] if relative else []))
+    return done.stdout.decode().split() if done.returncode == 0 else []
+
+
+def _add(store: Store, root: Path, shas: list[str], rules: HistoryRules, relative: bool, keep_subjects: bool,
+         progress: Progress) -> int:
+    """Read ``shas`` with their patches and write them, :data:`HISTORY_BATCH` per transaction,
+    oldest first (a resumed build has the older ones); returns how many were written."""
+    if not shas:  # git log --stdin with no sha reads HEAD
+        return 0
+    total, written, batch = len(shas), 0, []
+    progress("history", 0, total)
+    for commit in read_commits(root, reversed(shas), relative=relative):
+        batch.append(commit)
+        if len(batch) == HISTORY_BATCH:
+            written += _write(store, batch, rules, keep_subjects)
+            batch = []
+            progress("history", written, total)
+    if batch:
+        written += _write(store, batch, rules, keep_subjects)
+    progress("history", written, total)
+    return written
+
+
+def _write(store: Store, commits: list[CommitDiff], rules: HistoryRules, keep_subjects: bool) -> int:
+    """One transaction: each commit, its kept hunks, their FTS5 rows, and its place in the vector queue."""
+    with store.transaction():
+        for commit in commits:
+            files = [f for f in commit.files if rules.keeps(f)]
+            hunks = [h for h in commit.hunks if rules.keeps(h.path) and rules.content_kept(h.content)]
+            hunks = hunks[:MAX_HUNKS_PER_COMMIT]
+            subject = commit.subject if keep_subjects else ""
+            body = commit.body[:MAX_BODY_CHARS]
+            cid = store.row("history_commit_insert", {
+                "sha": commit.sha, "author": commit.author, "email": commit.email, "date": commit.date,
+                "subject": subject, "body": body, "files": json.dumps(files), "hunk_count": len(hunks),
+                "subtokens": identifier_subtokens(f"{subject}\n{body}")})["id"]
+            store.many("history_hunk_insert", (_hunk_row(cid, h) for h in hunks))
+            for name in ("history_commit_fts_insert", "history_hunks_fts_insert", "history_queue_insert"):
+                store.run(name, {"id": cid})
+    return len(commits)
+
+
+def _hunk_row(commit_id: int, hunk: Hunk) -> dict:
+    content = bounded_hunk(hunk.content)
+    return {"commit_id": commit_id, "path": hunk.path, "old_path": hunk.old_path, "old_start": hunk.old_start,
+            "old_lines": hunk.old_lines, "new_start": hunk.new_start, "new_lines": hunk.new_lines,
+            "content": content, "subtokens": identifier_subtokens(f"{hunk.path}\n{content}")}
+
+
+def bounded_hunk(content: str) -> str:
+    """``content`` cut to :data:`MAX_HUNK_LINES` lines of at most :data:`MAX_LINE_CHARS` characters."""
+    lines = content.split("\n")
+    cut = len(lines) > MAX_HUNK_LINES
+    lines = [line if len(line) <= MAX_LINE_CHARS else line[:MAX_LINE_CHARS] + " …" for line in lines[:MAX_HUNK_LINES]]
+    return "\n".join(lines + ([CUT_LINE] if cut else []))
+
+
+def _delete(store: Store, ids: Iterable[int]) -> int:
+    """Delete these commits with their hunks, FTS5 rows, vectors and queue rows, in batches."""
+    ids = list(ids)
+    has_vectors = bool(store.value("history_vec_sql"))
+    for start in range(0, len(ids), HISTORY_BATCH):
+        with store.transaction():
+            for cid in ids[start:start + HISTORY_BATCH]:
+                store.run("history_commit_delete", {"id": cid})
+                if has_vectors:
+                    store.run("history_vec_delete", {"id": cid})
+    return len(ids)

@@ -1,0 +1,101 @@
+"""The ``why`` use case: the commits that made one line what it is, with their messages and hunks, as one answer."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+from ..errors import UsageError
+from ..gitrepo import work_tree
+from ..ingest.blame import UNCOMMITTED, blame, line_history
+from ..ingest.exclusions import default_file_reason
+from ..ingest.history_rules import HistoryRules
+from ..search.answer import Note, Words
+from ..search.history import CommitHit, HunkHit, fit_commits
+
+#: Commits told by default, and at most: the line's last change and the few before it say why it
+#: is so; a line with 500 commits of history still answers in about a second (README).
+DEFAULT_WHY_LIMIT = 5
+MAX_WHY_LIMIT = 50
+#: The keys of a commit of a why answer (a history result's ranks and score mean nothing here).
+_KEYS = ("sha", "date", "author", "email", "subject", "body", "files", "hunks")
+
+
+@dataclass
+class WhyAnswer:
+    """The commits that changed line ``line`` (1-based) of ``file`` (relative to the work tree's top
+    ``root``), newest first from the one blame names; ``notes``, ``budget``, ``seconds``."""
+
+    file: str
+    line: int
+    root: str
+    results: list[CommitHit]
+    seconds: float
+    notes: list[Note] = field(default_factory=list)
+    budget: dict | None = None
+
+    def note(self, words: Words) -> str | None:
+        return "; ".join(n.worded(words) for n in self.notes) or None
+
+    def to_dict(self, words: Words) -> dict:
+        """``{"file", "line", "root", "results": [{"sha", "date", "author", "email", "subject", "body",
+        "files", "hunks"}], "seconds", ["budget"], ["note", "notes"]}`` (hunks as a history answer's)."""
+        out: dict = {"file": self.file, "line": self.line, "root": self.root,
+                     "results": [{k: v for k, v in r.to_dict().items() if k in _KEYS} for r in self.results],
+                     "seconds": round(self.seconds, 4)}
+        if self.budget is not None:
+            out["budget"] = self.budget
+        if self.notes:
+            out.update(note=self.note(words), notes=[n.kind for n in self.notes])
+        return out
+
+
+def explain_line(file: str, line: int, *, root: str | None = None, limit: int = DEFAULT_WHY_LIMIT,
+                 max_tokens: int | None = None) -> WhyAnswer:
+    """Blame line ``line`` of ``file`` (relative to ``root``, else to the current directory, or
+    absolute), then follow the line back with ``git log -L``: at most ``limit`` commits.
+
+    Raises:
+        UsageError: no such file, a line out of range, a file git does not track, one that usually
+            holds credentials, a folder that is in no git work tree, a bad limit or budget.
+    """
+    if not 1 <= limit <= MAX_WHY_LIMIT:
+        raise UsageError(f"must be from 1 to {MAX_WHY_LIMIT}", field="limit")
+    if line < 1:
+        raise UsageError(f"is a 1-based line number, got {line}", field="line")
+    base = Path(root).expanduser() if root else Path.cwd()
+    path = (base / file).resolve() if not Path(file).is_absolute() else Path(file).resolve()
+    if not path.is_file():
+        raise UsageError(f"{file}: no such file", "pass FILE:LINE of a file in a git work tree")
+    tree = work_tree(path.parent)
+    if tree is None:
+        raise UsageError(f"{path.parent} is not in a git work tree: why reads a line's history from git",
+                         "run it on a file of a git clone")
+    rel = path.relative_to(tree.top.resolve()).as_posix()
+    if default_file_reason(PurePosixPath(rel).name) == "secret":
+        raise UsageError(f"{rel} usually holds credentials: its history is not shown",
+                         "a .codiiignore negation (!name) lets codii-sql read such a file")
+    started = time.perf_counter()
+    blamed = blame(tree.top, rel, line)
+    notes = [Note("history", f"{tree.top} is a shallow clone: the line's history ends at its oldest commit")] \
+        if tree.shallow else []
+    if blamed.sha == UNCOMMITTED:
+        notes.append(Note("history", f"line {line} of {rel} has changes not committed yet: no commit explains it"))
+        return WhyAnswer(rel, line, str(tree.top), [], time.perf_counter() - started, notes)
+    hits = [_hit(c) for c in line_history(tree.top, blamed, limit)]
+    budget = None
+    if max_tokens is not None:
+        hits, budget = fit_commits(hits, max_tokens)
+        if budget["trimmed"] or budget["dropped"]:
+            notes.append(Note("budget", f"{budget['trimmed']} hunk(s) cut and {budget['dropped']} commit(s) dropped "
+                                        f"to fit {max_tokens} tokens", "ask with a larger token budget, or fewer commits"))
+    return WhyAnswer(rel, line, str(tree.top), hits, time.perf_counter() - started, notes, budget)
+
+
+def _hit(commit) -> CommitHit:
+    """A commit of the line's history as a result: its hunks of that line, a private key's left out."""
+    hunks = [HunkHit(h.path, h.old_path, h.old_start, h.old_lines, h.new_start, h.new_lines, h.content, True)
+             for h in commit.hunks if HistoryRules.content_kept(h.content)]
+    return CommitHit(commit.sha, commit.date, commit.author, commit.email, commit.subject, commit.body,
+                     commit.files, 0.0, None, None, None, None, len(hunks), hunks)

@@ -1,0 +1,282 @@
+"""History search on real git repositories made here: the index, its updates and rewrites, the rules, why."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from support.history_repo import SESSION_V2, commit, day_date, git, make_history
+
+from codii_sql import service
+from codii_sql.cli import cli
+from codii_sql.cli.words import words
+from codii_sql.codebase import Codebase
+from codii_sql.errors import NotIndexedError, UsageError
+from codii_sql.ingest import history as history_phase
+from codii_sql.ingest.gitdiff import parse_record
+from codii_sql.search.history import CommitHit, HunkHit, fit_commits
+from codii_sql.storage.store import SCHEMA_VERSION, Store
+
+
+@pytest.fixture
+def repo(tmp_path) -> tuple[Path, dict[str, str]]:
+    root = tmp_path / "repo"
+    return root, make_history(root)
+
+
+def build(root: Path, embedder, **kw):
+    return service.build(Codebase.open(root), embedder=embedder, **kw)
+
+
+def ask(root: Path, query: str, **kw) -> service.HistoryAnswer:
+    return service.search_history(service.HistoryRequest(query, str(root), **kw))
+
+
+def all_hunks(root: Path) -> list[dict]:
+    with Store(Codebase.open(root).db_path, create=False) as store:
+        return [{"path": p, "content": c} for p, c in store.conn.execute("SELECT path, content FROM history_hunks")]
+
+
+def test_commits_and_hunks_are_indexed_with_vectors_and_found_by_meaning_and_words(repo, embedder):
+    root, shas = repo
+    report = build(root, embedder)
+    assert report.history["state"] == "indexed" and report.history["added"] == 4 and report.commits_embedded == 4
+    st = service.status(Codebase.open(root))["history"]
+    assert st["commits"] == 4 and st["vectors"] == {"done": 4, "total": 4} and st["head"] == shas["rename"]
+
+    found = ask(root, "Retry-After header")
+    top = found.results[0]
+    assert top.sha == shas["retry"] and top.subject == "Honour Retry-After on 503 responses"
+    assert "servers say how long" in top.body and top.knn_rank is not None
+    hunk = top.hunks[0]
+    assert hunk.path == "src/session.py" and hunk.matched and "+def retry_after_seconds(headers):" in hunk.content
+    assert hunk.content.startswith("@@ -") and hunk.new_start >= 1 and hunk.new_lines > hunk.old_lines
+
+    # Only commits with a hunk under the glob; none authored after a date past the history.
+    assert {r.sha for r in ask(root, "timeout retries", glob="*.yml").results} == {shas["init"], shas["secrets"]}
+    assert ask(root, "Retry-After", since="2030-01-01").results == []
+    # The rename: its hunk carries the old path.
+    moved = next(r for r in ask(root, "which protocol it speaks").results if r.sha == shas["rename"])
+    assert moved.hunks and moved.hunks[0].path == "src/http_session.py" and moved.hunks[0].old_path == "src/session.py"
+
+
+def test_ignored_files_and_secrets_never_reach_the_history(repo, embedder):
+    root, shas = repo
+    build(root, embedder)
+    hunks = all_hunks(root)
+    assert hunks and {h["path"] for h in hunks} == {"src/session.py", "src/http_session.py", "config.yml",
+                                                    ".codiiignore"}
+    text = "\n".join(h["content"] for h in hunks)
+    assert "supersecretvalue" not in text and "PRIVATE KEY" not in text and "quokka" not in text
+    secrets = next(r for r in ask(root, "deployment settings vendored").results if r.sha == shas["secrets"])
+    assert ".env" not in secrets.files and "vendor/lib.py" not in secrets.files and "config.yml" in secrets.files
+
+
+def test_the_history_leaves_the_code_index_as_it_was(repo, tmp_path, embedder):
+    root, _ = repo
+    build(root, embedder, history=False)
+    without = service.status(Codebase.open(root))
+    assert without["history"]["commits"] == 0 and without["history"]["state"] == "off"
+    build(root, embedder, history=True)
+    with_history = service.status(Codebase.open(root))
+    for key in ("files", "chunks", "vectors"):
+        assert with_history[key] == without[key]
+    assert with_history["history"]["commits"] == 4
+    code = service.search(service.SearchRequest("retry_after_seconds", paths=[str(root)])).results
+    assert code and code[0].path == "src/http_session.py"
+
+
+def test_new_amended_and_reset_commits_are_read_by_the_next_search(repo, embedder):
+    root, shas = repo
+    build(root, embedder)
+    new = commit(root, {"src/http_session.py": SESSION_V2 + "\n\ndef backoff_jitter():\n    return 0.1\n"},
+                 "Add jitter to the backoff", 4)
+    found = ask(root, "backoff jitter")
+    assert found.results[0].sha == new and found.history["commits"] == 5
+    assert found.history["vectors"] == {"done": 5, "total": 5}  # a few new commits are embedded at once
+
+    git(root, "commit", "-q", "--amend", "-m", "Add random jitter to the backoff delay", day=5)
+    amended = git(root, "rev-parse", "HEAD")
+    shas_now = {r.sha for r in ask(root, "jitter backoff", limit=10).results}
+    assert amended in shas_now and new not in shas_now
+
+    git(root, "reset", "-q", "--hard", shas["rename"])
+    after = ask(root, "jitter backoff")
+    assert after.history["commits"] == 4 and amended not in {r.sha for r in after.results}
+    assert after.history["head"] == shas["rename"]
+
+
+def test_the_bound_is_kept_by_later_builds_and_history_false_turns_it_off(repo, embedder):
+    root, shas = repo
+    assert build(root, embedder, history=2).history["commits"] == 2
+    assert build(root, embedder).history["state"] == "unchanged"
+    with Store(Codebase.open(root).db_path, create=False) as store:
+        assert {r["sha"] for r in store.rows("history_shas")} == {shas["rename"], shas["secrets"]}
+    assert build(root, embedder, history=day_date(2)).history["commits"] == 2  # the commits of days 2 and 3
+    with pytest.raises(UsageError, match="number of commits"):
+        build(root, embedder, history="lots")
+    (root / ".codii.yaml").write_text("history: false\n")
+    fresh = tmp_copy(root)
+    report = build(fresh, embedder)
+    assert report.history["state"] == "off" and report.history["commits"] == 0
+    assert [n.kind for n in ask(fresh, "retry").notes] == ["history"]
+
+
+def tmp_copy(root: Path) -> Path:
+    """A clone of ``root`` with its uncommitted .codii.yaml (a codebase of its own, never built)."""
+    copy = root.parent / "copy"
+    subprocess.run(["git", "clone", "-q", str(root), str(copy)], check=True)
+    (copy / ".codii.yaml").write_text((root / ".codii.yaml").read_text())
+    return copy
+
+
+def test_no_git_and_a_shallow_clone_get_one_line_and_the_code_is_still_indexed(tmp_path, repo, embedder):
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    (plain / "app.py").write_text("def main():\n    return 0\n")
+    report = build(plain, embedder)
+    assert report.files == 1 and report.history["state"] == "no_git" and "not in a git work tree" in report.history["note"]
+    answer = ask(plain, "main")
+    assert answer.results == [] and "not in a git work tree" in answer.note(words)
+
+    root, _ = repo
+    shallow = tmp_path / "shallow"
+    subprocess.run(["git", "clone", "-q", "--depth", "1", f"file://{root}", str(shallow)], check=True)
+    report = build(shallow, embedder)
+    assert report.chunks > 0 and report.history["state"] == "shallow" and "--unshallow" in report.history["note"]
+
+    with pytest.raises(NotIndexedError):
+        ask(tmp_path / "repo", "retry")
+
+
+def test_a_kill_mid_history_keeps_the_last_commit_and_the_next_build_finishes(repo, embedder, monkeypatch):
+    root, shas = repo
+    build(root, embedder, history=False)
+    monkeypatch.setattr(history_phase, "HISTORY_BATCH", 1)
+    real, calls = history_phase._write, []
+
+    def dying(store, commits, rules, keep):
+        calls.append(1)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return real(store, commits, rules, keep)
+
+    monkeypatch.setattr(history_phase, "_write", dying)
+    with pytest.raises(KeyboardInterrupt):
+        build(root, embedder, history=True)
+    answer = ask(root, "session", update=False, limit=10)
+    assert answer.history["commits"] == 2 and {r.sha for r in answer.results} == {shas["init"], shas["retry"]}
+    assert service.search(service.SearchRequest("retry_after_seconds", paths=[str(root)], update=False)).results
+    monkeypatch.setattr(history_phase, "_write", real)
+    report = build(root, embedder)
+    assert report.history["commits"] == 4 and report.history["added"] == 2
+
+
+def test_an_index_of_schema_5_is_upgraded_in_place(repo, embedder):
+    root, _ = repo
+    build(root, embedder, history=False)
+    db = Codebase.open(root).db_path
+    with Store(db) as store:
+        for stmt in ("DROP TABLE history_hunks_fts", "DROP TABLE history_commits_fts", "DROP TABLE history_hunks",
+                     "DROP TABLE history_commits", "DROP TABLE history_queue",
+                     "UPDATE meta SET value = '5' WHERE key = 'schema_version'"):
+            store.conn.execute(stmt)
+    with Store(db, readonly=True) as old:  # read as it is: the code searches, the history is absent
+        assert not old.value("history_present") and old.row("counts")["chunks"] > 0
+    with Store(db) as store:
+        assert store.meta()["schema_version"] == SCHEMA_VERSION and store.value("history_present")
+    assert build(root, embedder, history=True).history["commits"] == 4
+
+
+def test_why_tells_the_commits_of_a_line_newest_first_with_body_and_hunk(repo):
+    root, shas = repo
+    text = (root / "src/http_session.py").read_text().split("\n")
+    line = text.index("        if response.status == 503:") + 1
+    answer = service.explain_line("src/http_session.py", line, root=str(root))
+    # git's line history pairs the new line with the one it replaced, which the first commit added.
+    assert [r.sha for r in answer.results] == [shas["retry"], shas["init"]]
+    assert "servers say how long" in answer.results[0].body
+    assert "+        if response.status == 503:" in answer.results[0].hunks[0].content
+    doc = text.index('    """Keeps cookies and retries across requests."""') + 1
+    told = service.explain_line(str(root / "src/http_session.py"), doc, limit=5)
+    assert [r.sha for r in told.results] == [shas["rename"], shas["init"]]  # followed across the rename
+    assert [r.sha for r in service.explain_line("src/http_session.py", doc, root=str(root), limit=1).results] == [
+        shas["rename"]]
+    assert told.to_dict(words)["results"][0].keys() == {"sha", "date", "author", "email", "subject", "body", "files",
+                                                      "hunks"}
+
+    # A reformatting sweep listed in .git-blame-ignore-revs is looked through, as GitHub's blame does.
+    (root / ".git-blame-ignore-revs").write_text(f"# formatting\n{shas['rename']}\n")
+    assert [r.sha for r in service.explain_line("src/http_session.py", doc, root=str(root)).results] == [
+        shas["init"]]
+
+    (root / "src/http_session.py").write_text("# edited\n" + "\n".join(text))
+    pending = service.explain_line("src/http_session.py", 1, root=str(root))
+    assert pending.results == [] and "not committed yet" in pending.note(words)
+
+
+def test_why_refuses_bad_input_in_one_line(repo, tmp_path):
+    root, _ = repo
+    for file, line, said in [("nope.py", 1, "no such file"), ("src/http_session.py", 999, "has only"),
+                             (".env", 1, "usually holds credentials"), ("src/http_session.py", 0, "1-based")]:
+        with pytest.raises(UsageError, match=said):
+            service.explain_line(file, line, root=str(root))
+    (tmp_path / "loose.py").write_text("x = 1\n")
+    with pytest.raises(UsageError, match="not in a git work tree"):
+        service.explain_line("loose.py", 1, root=str(tmp_path))
+
+
+def test_the_cli_prints_history_and_why_as_text_and_json(repo, embedder):
+    root, shas = repo
+    build(root, embedder)
+    runner = CliRunner()
+    out = runner.invoke(cli, ["history", "Retry-After", str(root), "--json", "--limit", "2"])
+    assert out.exit_code == 0, out.output
+    data = json.loads(out.output)
+    assert data["results"][0]["sha"] == shas["retry"] and data["history"]["commits"] == 4
+    assert data["results"][0]["hunks"][0]["path"] == "src/session.py"
+    text = runner.invoke(cli, ["history", "Retry-After", str(root), "--path", "src/*"])
+    assert text.exit_code == 0 and shas["retry"][:12] in text.output and "+def retry_after_seconds" in text.output
+    why = runner.invoke(cli, ["why", f"{root}/src/http_session.py:1", "--json"])
+    assert why.exit_code == 0 and json.loads(why.output)["results"][0]["sha"] == shas["retry"]
+    bad = runner.invoke(cli, ["why", "src/http_session.py"])
+    assert bad.exit_code == 2 and "is not FILE:LINE" in bad.output and "Traceback" not in bad.output
+    habit = runner.invoke(cli, ["history", "retry", "--path", str(root)])
+    assert habit.exit_code == 2 and f"codii-sql history 'retry' {root}" in habit.output
+    empty = runner.invoke(cli, ["history", " ", str(root)])
+    assert empty.exit_code == 2 and "QUERY must hold a word" in empty.output
+    late = runner.invoke(cli, ["history", "x", str(root), "--since", "yesterday"])
+    assert late.exit_code == 2 and "--since takes a date" in late.output
+
+
+def test_the_budget_cuts_hunks_then_drops_commits():
+    hunk = HunkHit("a.py", None, 1, 40, 1, 40, "@@ -1,40 +1,40 @@\n" + "\n".join(f"+line {i}" for i in range(40)), True)
+    hits = [CommitHit(f"{i:040d}", 0, "Ada", "a@x", f"Subject {i}", "body " * 50, ["a.py"], 1.0, 1, 1, 1, 0.5, 1,
+                      [hunk]) for i in range(5)]
+    fitted, report = fit_commits(hits, 300)
+    assert report["trimmed"] >= 1 and report["dropped"] >= 1 and report["used_tokens"] <= 300
+    assert "more lines]" in fitted[0].hunks[0].content and len(fitted) < 5
+
+
+def test_the_patch_parser_reads_renames_quoted_paths_and_binary_files():
+    record = (b"abc\0Ada\0a@x\0" + b"1700000000\0Subject\0Body\0\n"
+              b"diff --git a/old name.py b/new name.py\nsimilarity index 90%\nrename from old name.py\n"
+              b"rename to new name.py\n--- a/old name.py\t\n+++ b/new name.py\t\n@@ -3 +3,2 @@ def f():\n-x\n+y\n+z\n"
+              b"diff --git \"a/t\\303\\251st.py\" \"b/t\\303\\251st.py\"\n--- \"a/t\\303\\251st.py\"\n"
+              b"+++ \"b/t\\303\\251st.py\"\n@@ -1,2 +1,2 @@\n a\n-b\n+c\n@@ -10 +10 @@\n-d\n+e\n"
+              b"diff --git a/img.png b/img.png\nBinary files a/img.png and b/img.png differ\n"
+              b"diff --git \"a/bad\\377.py\" \"b/bad\\377.py\"\n--- \"a/bad\\377.py\"\n+++ \"b/bad\\377.py\"\n"
+              b"@@ -1 +1 @@\n-a\n+b\n")
+    c = parse_record(record)
+    assert (c.sha, c.date, c.subject, c.body) == ("abc", 1_700_000_000, "Subject", "Body")
+    # A name that is not UTF-8 keeps its bytes as \\xNN, as the walk stores it (SQLite TEXT cannot hold it raw).
+    assert c.files == ["new name.py", "tést.py", "img.png", "bad\\xff.py"]
+    first, *others = c.hunks
+    assert (first.path, first.old_path, first.old_start, first.old_lines, first.new_start, first.new_lines) == (
+        "new name.py", "old name.py", 3, 1, 3, 2)
+    assert [(h.path, h.old_start, h.new_start) for h in others] == [("tést.py", 1, 1), ("tést.py", 10, 10),
+                                                                    ("bad\\xff.py", 1, 1)]
+    assert others[1].content == "@@ -10 +10 @@\n-d\n+e"

@@ -1,0 +1,41 @@
+"""search_history and explain_line through the SDK's own client over stdio, on a real git repository."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from support.history_repo import make_history
+from test_mcp import call, refused, server, wait_indexed
+
+pytestmark = pytest.mark.slow
+
+
+def test_search_history_and_explain_line_over_stdio(codii_home, tmp_path):
+    root = tmp_path / "repo"
+    shas = make_history(root)
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    (plain / "a.py").write_text("x = 1\n")
+
+    async def run():
+        async with server(codii_home, CODII_SQL_WATCH="0") as s:
+            msg = await refused(s, "search_history", path=str(root), query="Retry-After")
+            assert "not indexed" in msg and "index_codebase" in msg
+            await call(s, "index_codebase", path=str(root))
+            await wait_indexed(s, root)
+            found = await call(s, "search_history", path=str(root), query="Retry-After header", limit=2)
+            assert found["results"][0]["sha"] == shas["retry"]
+            assert found["results"][0]["hunks"][0]["path"] == "src/session.py" and found["history"]["commits"] == 4
+            small = await call(s, "search_history", path=str(root), query="session", max_tokens=100)
+            assert small["budget"]["max_tokens"] == 100 and small["budget"]["used_tokens"] <= 100
+            listed = await s.call_tool("search_history", {"path": str(root), "query": "Retry-After", "limit": 1})
+            assert shas["retry"][:12] in listed.content[1].text and "+def retry_after_seconds" in listed.content[1].text
+
+            told = await call(s, "explain_line", path=str(root), file="src/http_session.py", line=1)
+            assert told["results"][0]["sha"] == shas["retry"] and "Honour Retry-After" in told["results"][0]["subject"]
+            assert "not in a git work tree" in await refused(s, "explain_line", path=str(plain), file="a.py", line=1)
+            assert "usually holds credentials" in await refused(s, "explain_line", path=str(root), file=".env", line=1)
+            assert "line" in await refused(s, "explain_line", path=str(root), file="a.py", line=0)
+
+    asyncio.run(run())
