@@ -46,3 +46,8 @@ SELECT count(*) FROM files WHERE id NOT IN (SELECT file_id FROM file_texts);
 
 -- name: file_text_by_id
 SELECT text FROM file_texts WHERE file_id = :id;
+
+-- name: files_for_grep
+-- Every indexed file of an index without the grep tables (a portable shard of schema 5): read from
+-- its chunks' stored lines.
+SELECT id, path, role, language, size, mtime_ns, hash, 0 AS has_text FROM files ORDER BY path;
