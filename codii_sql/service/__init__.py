@@ -20,6 +20,7 @@ from .dry_run import dry_run
 from .export import export, manifest
 from .embedders import embedder_health, embedders_in_use
 from .indexes import OpenIndexes, open_searcher
+from .grep import MAX_CONTEXT, GrepRequest, grep
 from .inspecting import inspect_query
 from .listing import AGENT as AGENT_LISTING, PERSON as PERSON_LISTING, listing
 from .maintenance import clear, clear_target
@@ -47,4 +48,5 @@ __all__ = [
     "list_codebases", "models_dir", "open_codebase",
     "open_searcher", "pull_model", "recorded_filters", "search", "stats", "status",
     "FileSet", "Update", "Watcher", "registered", "watchers", "find_references", "find_symbol", "outline",
+    "GrepRequest", "MAX_CONTEXT", "grep",
 ]

@@ -1,0 +1,201 @@
+"""Indexed grep: the trigram planner, the index kept with each file, exact lines against the real rg binary."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+
+import apsw
+import pytest
+from click.testing import CliRunner
+from support.trees import REPO_ROOT, write_tree
+
+from codii_sql import service
+from codii_sql.cli import cli
+from codii_sql.codebase import Codebase
+from codii_sql.errors import UsageError
+from codii_sql.search import trigrams
+from codii_sql.search.pattern import GrepPattern
+from codii_sql.storage.store import Store
+
+RG = shutil.which("rg")
+
+
+def run(*args):
+    return CliRunner().invoke(cli, [str(a) for a in args])
+
+
+def grep(root, *patterns, **options):
+    options.setdefault("paths", [str(root)])
+    return service.grep(service.GrepRequest(list(patterns), update=False, **options))
+
+
+def lines(answer) -> list[tuple[str, int]]:
+    return [(f.path, g.line) for f in answer.files for g in f.lines if g.matched]
+
+
+def built(root):
+    assert run("build", root, "--no-vectors").exit_code == 0
+    return root
+
+
+def plan(pattern: str, flags: int = 0) -> str | None:
+    return trigrams.to_fts(trigrams.required([trigrams.parse(pattern, flags)]))
+
+
+def test_the_planner_keeps_every_alternative_and_every_literal_run():
+    assert plan("tcp_retransmit_skb\\(").startswith('"tcp" AND "cp_"')
+    assert plan("alpha_one|beta_two") == '("alp" AND "lph" AND "pha" AND "ha_" AND "a_o" AND "_on" AND "one") OR ' \
+                                         '("bet" AND "eta" AND "ta_" AND "a_t" AND "_tw" AND "two")'
+    assert plan("(get|set)_value") == ('("get" AND "et_" AND "t_v" AND "_va" AND "val" AND "alu" AND "lue") OR '
+                                       '("set" AND "et_" AND "t_v" AND "_va" AND "val" AND "alu" AND "lue")')
+    assert plan("colou?r") == '("col" AND "olo" AND "lor") OR ("col" AND "olo" AND "lou" AND "our")'
+    assert plan("abc.*defg") == '"abc" AND "def" AND "efg"'
+    assert plan("FooBar", 2) == plan("foobar") == '"foo" AND "oob" AND "oba" AND "bar"'  # the index folds case
+    # What requires nothing: short literals, optional parts, an alternative without a trigram.
+    assert plan("ab") is None and plan("(abcdef)*") is None and plan("abcdef|xy") is None
+    assert plan("[^a]bcd") == '"bcd"' and plan("\\w+Error") == '"err" AND "rro" AND "ror"'
+    assert plan("ÉCOLE") == '"col" AND "ole"'  # a non-ASCII letter with a case is not trusted to fold as SQLite does
+
+
+def test_alternatives_and_case_are_found_in_the_files_that_hold_them(tmp_path):
+    root = built(write_tree(tmp_path / "repo", {
+        "a.py": "x = alpha_one()\n", "b.py": "y = beta_two()\n", "c.py": "z = ALPHA_ONE\n", "d.py": "nothing here\n"}))
+    assert lines(grep(root, "alpha_one|beta_two")) == [("a.py", 1), ("b.py", 1)]
+    assert lines(grep(root, "ALPHA_one", ignore_case=True)) == [("a.py", 1), ("c.py", 1)]
+    assert lines(grep(root, "ALPHA_ONE")) == [("c.py", 1)]
+    assert lines(grep(root, "one", "beta", fixed=True)) == [("a.py", 1), ("b.py", 1)]
+    answer = grep(root, "alpha_one|beta_two")
+    assert answer.files_read == 3 and answer.trigrams.count(" OR ") == 1  # the index folds case; d.py never read
+
+
+def test_lines_no_chunk_holds_and_windows_of_a_long_line_are_matched(tmp_path):
+    long_line = "data = '" + "".join(f"tok{i:05d}_" for i in range(1000)) + "'\n"  # 10 KB: cut into windows
+    notebook = json.dumps({"cells": [{"cell_type": "code", "source": ["print(\"notebook_only\")\n"], "metadata": {},
+                                      "outputs": [], "execution_count": 1}], "metadata": {}, "nbformat": 4,
+                           "nbformat_minor": 5}, indent=1)
+    root = built(write_tree(tmp_path / "repo", {
+        "blob.py": "import os\n" + long_line, "braces.c": "int f(void) {\n  return 1;\n}\n};\n", "nb.ipynb": notebook}))
+    conn = apsw.Connection(str(Codebase.open(root).db_path))  # the chunks do split that line and skip the `};`
+    windows = [c for (c,) in conn.execute("SELECT content FROM chunks WHERE path = 'blob.py' AND start_line = 2 "
+                                          "ORDER BY start_byte")]
+    assert len(windows) > 1 and "".join(windows).rstrip("\n") == long_line.rstrip("\n")
+    assert "};" not in "".join(c for (c,) in conn.execute("SELECT content FROM chunks WHERE path = 'braces.c'"))
+    across = windows[0][-6:] + windows[1][:6]  # a string no chunk holds whole
+    assert lines(grep(root, across, fixed=True)) == [("blob.py", 2)]
+    assert lines(grep(root, "^\\};$")) == [("braces.c", 4)]
+    assert lines(grep(root, 'print\\(\\\\"notebook_only')) == [("nb.ipynb", 6)]  # the JSON, as rg reads it
+
+
+def test_an_edited_or_removed_file_is_grepped_as_it_is_now_and_the_trigram_table_stays_whole(tmp_path):
+    root = built(write_tree(tmp_path / "repo", {"a.py": "old_marker = 1\n", "b.py": "keep_marker = 2\n"}))
+    (root / "a.py").write_text("new_marker = 1\n")
+    (root / "b.py").unlink()
+    built(root)
+    assert lines(grep(root, "old_marker")) == [] and lines(grep(root, "keep_marker")) == []
+    assert lines(grep(root, "new_marker")) == [("a.py", 1)]
+    conn = apsw.Connection(str(Codebase.open(root).db_path))
+    conn.execute("INSERT INTO file_trigrams(file_trigrams, rank) VALUES ('integrity-check', 1)")
+    assert conn.execute("SELECT count(*) FROM file_texts").fetchone()[0] == 1
+
+
+def test_an_index_of_schema_5_is_upgraded_and_grepped_before_and_after_its_next_build(tmp_path):
+    root = built(write_tree(tmp_path / "repo", {"a.py": "def upgraded_marker():\n    pass\n"}))
+    db = Codebase.open(root).db_path
+    conn = apsw.Connection(str(db))
+    conn.execute("DROP TABLE file_trigrams; DROP TABLE file_texts; UPDATE meta SET value = '5' "
+                 "WHERE key = 'schema_version'")
+    conn.close()
+    before = grep(root, "upgraded_marker")  # tables made, the file read whole since it has no row
+    assert lines(before) == [("a.py", 1)] and "no trigram row yet" in before.note(lambda h: None)
+    built(root)
+    after = grep(root, "upgraded_marker")
+    assert lines(after) == [("a.py", 1)] and not after.notes
+
+
+def test_bad_patterns_say_where_and_exit_2_and_no_match_exits_1(tmp_path):
+    root = built(write_tree(tmp_path / "repo", {"a.py": "x = 1\n"}))
+    bad = run("grep", "(unclosed", root)
+    assert bad.exit_code == 2 and "at position 0" in bad.stderr and "Traceback" not in bad.output
+    assert len(bad.stderr.strip().splitlines()) == 1
+    assert run("grep", "nothing_like_this", root).exit_code == 1
+    with pytest.raises(UsageError, match="line break"):
+        GrepPattern(["a\\nb"])
+
+
+def test_a_pathological_pattern_is_bounded_per_file_and_said(tmp_path):
+    root = built(write_tree(tmp_path / "repo", {"a.txt": "a" * 40 + "b\n", "b.txt": "aaa\n"}))
+    answer = grep(root, "(a|aa)+$")
+    assert answer.timed_out == ["a.txt"] and lines(answer) == [("b.txt", 1)]
+    assert "took over" in answer.note(lambda h: None)
+
+
+def test_context_globs_types_role_order_and_rg_json_shape(tmp_path):
+    root = built(write_tree(tmp_path / "repo", {
+        "tests/test_x.py": "import x\nvalue = target_word\n", "src/x.py": "a\nb\ntarget_word\nc\n",
+        "docs/x.md": "target_word\n"}))
+    assert [f.path for f in grep(root, "target_word", sort="role").files] == ["src/x.py", "tests/test_x.py",
+                                                                               "docs/x.md"]
+    assert [f.path for f in grep(root, "target_word", globs=["*.py", "!tests/"]).files] == ["src/x.py"]
+    assert [f.path for f in grep(root, "target_word", types=["md"]).files] == ["docs/x.md"]
+    shown = [(g.line, g.matched) for g in grep(root, "target_word", paths=[str(root / "src")], before=1,
+                                                   after=1).files[0].lines]
+    assert shown == [(2, False), (3, True), (4, False)]
+    out = run("grep", "--json", "-C", "1", "target_word", root / "src")
+    kinds = [json.loads(line)["type"] for line in out.stdout.splitlines()]
+    assert out.exit_code == 0 and kinds == ["begin", "context", "match", "context", "end", "summary"]
+    match = json.loads(out.stdout.splitlines()[2])["data"]
+    assert match["line_number"] == 3 and match["submatches"] == [{"match": {"text": "target_word"}, "start": 0,
+                                                                    "end": 11}]
+
+
+def test_an_index_alone_is_grepped_from_its_stored_text(tmp_path):
+    root = built(write_tree(tmp_path / "repo", {"a.py": "first\n};\nshared_marker = 1\n"}))
+    copy = tmp_path / "alone.db"
+    assert run("export", root, "--to", copy).exit_code == 0
+    shutil.rmtree(root)
+    out = run("grep", "-n", "shared_marker|^\\};", "--db", copy)
+    assert out.exit_code == 0 and out.stdout.splitlines() == ["a.py:2:};", "a.py:3:shared_marker = 1"]
+
+
+#: Patterns with the same meaning in Python's re and rg's Rust regex: identifiers, punctuation,
+#: classes, alternations, anchors, repeats.
+PARITY_PATTERNS = [
+    ("def ", []), ("return None", []), ("self\\.\\w+\\(", []), ("^import ", []), ("^from .* import", []),
+    ("[A-Z][a-z]+Error", []), ("(store|conn)\\.execute", []), ("\\)$", []), ("^\\s*#", []), ("TODO|FIXME", []),
+    ("query", ["-i"]), ("store", ["-w"]), ("re", ["-w"]), ("SELECT", ["-i", "-w"]), ("a.b", ["-F"]),
+    ("[0-9]{3,}", []), ("\"\"\"", []), ("\\bNone\\b", []), ("x", []), ("(?:get|set)_[a-z]+", []),
+    ("-- name:", []), ("\\w+ = \\w+", []), ("\\[\\]", []), ("`[^`]+`", []), ("e{2}", ["-i"]),
+]
+
+
+@pytest.mark.skipif(RG is None, reason="the rg binary is not installed")
+@pytest.mark.parametrize("pattern, flags", PARITY_PATTERNS)
+def test_the_same_lines_as_ripgrep_over_the_indexed_files(real_tree, pattern, flags):
+    root, db, files = real_tree
+    ours = service.grep(service.GrepRequest([pattern], fixed="-F" in flags, ignore_case="-i" in flags,
+                                            word="-w" in flags, paths=[str(root)], db=str(db), update=False))
+    rg = subprocess.run([RG, "-n", "--no-heading", "-H", "--no-config", *flags, "-e", pattern, "--", *files],
+                        cwd=root, capture_output=True, text=True)
+    assert rg.returncode in (0, 1), rg.stderr
+    theirs = sorted((p, int(n)) for p, n, _ in (line.split(":", 2) for line in rg.stdout.splitlines()))
+    assert sorted(lines(ours)) == theirs
+
+
+@pytest.fixture(scope="module")
+def real_tree(tmp_path_factory):
+    """This project's own search code, SQL and README (real text of three languages), indexed, and
+    the files the index holds."""
+    root = tmp_path_factory.mktemp("real") / "tree"
+    shutil.copytree(REPO_ROOT / "codii_sql" / "search", root / "search")
+    shutil.copytree(REPO_ROOT / "sql", root / "sql")
+    shutil.copy(REPO_ROOT / "README.md", root / "README.md")
+    home = tmp_path_factory.mktemp("real-home")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("CODII_SQL_HOME", str(home))
+        built(root)
+        db = Codebase.open(root).db_path
+        with Store(db) as store:
+            files = [r["path"] for r in store.rows("grep_files_all")]
+    yield root, db, files
