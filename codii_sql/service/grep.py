@@ -18,13 +18,14 @@ from ..ingest import wildmatch
 from ..ingest.report import Progress
 from ..languages import KNOWN_LANGUAGES, language_name
 from ..search.answer import Note
-from ..search.grep import FILE_TIMEOUT_SECONDS, FileTimeout, matching_lines, with_context
+from ..search.budget import tokens
+from ..search.grep import FILE_TIMEOUT_SECONDS, FileTimeout, GrepLine, matching_lines, with_context
 from ..search.grep_answer import GrepAnswer, GrepFile
 from ..search.pattern import GrepPattern
 from ..storage.store import Store
 from ..text import decode_source, unpack_text
 from .builds import ensure_index
-from .codebases import find_codebase
+from .codebases import find_codebase, is_index_file
 from .portable import not_stored, stored_lines
 from .status import open_store
 
@@ -51,6 +52,10 @@ class GrepRequest:
         limit: matched lines at most (None: all); reading stops there, ``truncated`` says so.
         sort: ``path`` (rg's order) or ``role`` (source files first, then tests, docs, config, the rest).
         update: bring the index up to date first (a CLI grep), else the last committed state.
+        max_columns: a line longer than this (characters) is shown cut, ending in "…" (rg's
+            ``--max-columns``), its matches past the cut dropped from ``spans``; None: whole.
+        max_tokens: fit the lines shown in about this many tokens (search/budget.py's estimate): the
+            last files' lines are dropped, ``truncated`` and a note say so; None: no budget.
     """
 
     patterns: list[str]
@@ -66,14 +71,17 @@ class GrepRequest:
     limit: int | None = None
     sort: str = "path"
     update: bool = True
+    max_columns: int | None = None
+    max_tokens: int | None = None
 
     def check(self) -> None:
         """Raises UsageError for an option out of range (before any indexing work)."""
         for name in ("before", "after"):
             if not 0 <= getattr(self, name) <= MAX_CONTEXT:
                 raise UsageError(f"must be from 0 to {MAX_CONTEXT} (lines)", field=name)
-        if self.limit is not None and self.limit < 1:
-            raise UsageError("must be 1 or more (lines)", field="limit")
+        for name in ("limit", "max_columns", "max_tokens"):
+            if getattr(self, name) is not None and getattr(self, name) < 1:
+                raise UsageError("must be 1 or more", field=name)
         if self.sort not in ("path", "role"):
             raise UsageError(f"must be path or role, got {self.sort!r}", field="sort")
         for t in self.types:
@@ -100,8 +108,43 @@ def grep(request: GrepRequest, *, progress: Progress | None = None) -> GrepAnswe
     started = time.perf_counter()
     with open_store(codebase) as store:
         answer = _search(store, codebase, pattern, request, scopes, notes)
+    if request.max_columns:
+        for f in answer.files:
+            f.lines = [_cut(g, request.max_columns) for g in f.lines]
+    if request.max_tokens:
+        _fit(answer, request.max_tokens)
     answer.seconds = time.perf_counter() - started
     return answer
+
+
+def _cut(g: GrepLine, columns: int) -> GrepLine:
+    """``g`` with its text cut at ``columns`` characters (then ending in "…") and only the spans that end before the cut."""
+    if len(g.text) <= columns:
+        return g
+    text = g.text[:columns]
+    limit = len(text.encode("utf-8"))
+    return GrepLine(g.line, text + "…", [s for s in g.spans if s[1] <= limit] or ([(0, 0)] if g.spans else []))
+
+
+def _fit(answer: GrepAnswer, max_tokens: int) -> None:
+    """Keep the lines that fit ``max_tokens`` (each costs its path, number and text), in answer order."""
+    used, kept = 0, []
+    for f in answer.files:
+        lines = []
+        for g in f.lines:
+            used += tokens(f"{f.path}:{g.line}:{g.text}")
+            if used > max_tokens:
+                break
+            lines.append(g)
+        if lines:
+            f.lines = lines
+            kept.append(f)
+        if used > max_tokens:
+            answer.truncated = True
+            answer.notes.append(Note("budget", f"the lines shown were cut to fit about {max_tokens:,} tokens",
+                                     "narrow the pattern, paths or globs, or ask with a larger budget"))
+            break
+    answer.files = kept
 
 
 def _scopes(paths: list[str], db: str | None) -> tuple[Codebase, list[str]]:
@@ -110,6 +153,8 @@ def _scopes(paths: list[str], db: str | None) -> tuple[Codebase, list[str]]:
     Raises:
         UsageError: a path outside that codebase, or paths of several codebases.
     """
+    if db is None and paths and is_index_file(paths[0]):  # an index file given as the path (MCP, HTTP)
+        db, paths = paths[0], paths[1:]
     if db is not None:
         codebase, _ = find_codebase(None, db)
         if codebase.alone:
