@@ -7,8 +7,10 @@ import shutil
 import subprocess
 
 import apsw
+import httpx
 import pytest
 from click.testing import CliRunner
+from support import servers
 from support.trees import REPO_ROOT, write_tree
 
 from codii_sql import service
@@ -199,3 +201,26 @@ def real_tree(tmp_path_factory):
         with Store(db) as store:
             files = [r["path"] for r in store.rows("grep_files_all")]
     yield root, db, files
+
+
+def test_a_real_http_server_greps_behind_its_token_as_the_service_answers(tmp_path):
+    web = built(write_tree(tmp_path / "web", {"app.py": "def route_marker(x):\n    return x\n"}))
+    api = built(write_tree(tmp_path / "api", {"api.py": "route_marker = None\n"}))
+    assert run("workspace", "add", "team", web, api).exit_code == 0
+    port = servers.free_port()
+    proc = servers.start(["--workspace", "team", "--token", "grep-token"], port, token="grep-token")
+    try:
+        url, auth = f"http://127.0.0.1:{port}/grep", {"Authorization": "Bearer grep-token"}
+        assert httpx.get(url, params={"q": "route_marker", "codebase": "web"}, timeout=30).status_code == 401
+        got = httpx.get(url, params={"q": "route_marker", "codebase": "web", "context": 1}, headers=auth, timeout=30)
+        want = grep(web, "route_marker", before=1, after=1, limit=200).to_dict(lambda h: h)
+        assert got.status_code == 200
+        assert {k: v for k, v in got.json().items() if k != "seconds"} == {k: v for k, v in want.items()
+                                                                        if k != "seconds"}
+        bad = httpx.get(url, params={"q": "(x", "codebase": "api"}, headers=auth, timeout=30)
+        assert bad.status_code == 400 and "at position 0" in bad.json()["error"]
+        several = httpx.get(url, params={"q": "x"}, headers=auth, timeout=30)
+        assert several.status_code == 400 and "pass codebase=" in several.json()["hint"]
+    finally:
+        code, err = servers.stop(proc)
+    assert code == 0 and "Traceback" not in err
