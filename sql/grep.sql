@@ -51,3 +51,10 @@ SELECT text FROM file_texts WHERE file_id = :id;
 -- Every indexed file of an index without the grep tables (a portable shard of schema 5): read from
 -- its chunks' stored lines.
 SELECT id, path, role, language, size, mtime_ns, hash, 0 AS has_text FROM files ORDER BY path;
+
+-- name: chunks_at_lines
+-- The chunks holding any of the lines in the JSON array :lines ([[path, line], ...]; search --grep).
+SELECT DISTINCT c.id
+FROM json_each(:lines) j
+JOIN files f ON f.path = j.value ->> 0
+JOIN chunks c ON c.file_id = f.id AND c.start_line <= j.value ->> 1 AND c.end_line >= j.value ->> 1;

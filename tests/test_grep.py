@@ -224,3 +224,15 @@ def test_a_real_http_server_greps_behind_its_token_as_the_service_answers(tmp_pa
     finally:
         code, err = servers.stop(proc)
     assert code == 0 and "Traceback" not in err
+
+
+def test_search_grep_keeps_only_the_chunks_holding_a_matching_line(tmp_path):
+    root = built(write_tree(tmp_path / "repo", {
+        "a.py": "def retry_policy():\n    '''retry retry retry'''\n    return 1\n",
+        "b.py": "def retry_once():\n    # TODO(security): check\n    return retry_policy()\n"}))
+    plain = json.loads(run("search", "retry", "--path", root, "--mode", "bm25", "--json", "--no-update").stdout)
+    assert {r["path"] for r in plain["results"]} == {"a.py", "b.py"}
+    kept = run("search", "retry", "--path", root, "--mode", "bm25", "--json", "--no-update", "--grep",
+               "TODO\\(security\\)")
+    assert kept.exit_code == 0 and [r["path"] for r in json.loads(kept.stdout)["results"]] == ["b.py"]
+    assert run("search", "retry", "--path", root, "--grep", "(bad", "--no-update").exit_code == 2

@@ -25,7 +25,7 @@ from .words import what, words
 
 #: The query parameters ``/search`` knows; any other is refused, so a typo is not silently ignored.
 SEARCH_PARAMS = frozenset({"q", "limit", "mode", "workspace", "ext", "glob", "language", "group_by", "max_tokens",
-                           "rerank", "codebase", "role"})
+                           "rerank", "codebase", "role", "grep"})
 #: How to ask, told with a refused request.
 USAGE = ("GET /search?q=QUERY[&limit=10][&mode=hybrid|bm25|vector][&workspace=NAME][&codebase=PATH][&max_tokens=N]; "
          "GET /grep?q=PATTERN&codebase=NAME; GET /healthz lists the workspaces served")
@@ -121,7 +121,7 @@ class SearchHandler:
             raise UsageError(f"rerank {rerank!r} is not true or false")
         opts = service.SearchOptions(limit=_number(one.get("limit", "10"), "limit", 1, service.MAX_LIMIT), mode=mode,
                                      exts=[e for e in params.get("ext", []) if e.strip()], glob=one.get("glob"),
-                                     language=one.get("language"), role=one.get("role"),
+                                     language=one.get("language"), role=one.get("role"), grep=one.get("grep"),
                                      group_by_file=group_by == "file",
                                      rerank=rerank in ("true", "1"),
                                      max_tokens=_number(one["max_tokens"], "max_tokens", service.MIN_TOKENS,

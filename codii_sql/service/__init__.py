@@ -20,7 +20,8 @@ from .dry_run import dry_run
 from .export import export, manifest
 from .embedders import embedder_health, embedders_in_use
 from .indexes import OpenIndexes, open_searcher
-from .grep import MAX_CONTEXT, GrepRequest, grep
+from .grep import grep
+from .grepping import MAX_CONTEXT, GrepRequest
 from .inspecting import inspect_query
 from .listing import AGENT as AGENT_LISTING, PERSON as PERSON_LISTING, listing
 from .maintenance import clear, clear_target

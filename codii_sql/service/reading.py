@@ -9,7 +9,7 @@ from ..codebase import Codebase
 from ..languages import detect_language
 from ..text import decode_source
 from . import boundary
-from .portable import not_stored, stored_lines
+from .stored import not_stored, stored_lines
 from .status import scan_rules
 
 

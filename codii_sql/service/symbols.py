@@ -12,7 +12,7 @@ from ..ingest.config import size_cap
 from ..languages import AST_LANGUAGES, detect_language
 from ..text import decode_source
 from . import boundary
-from .portable import stored_lines
+from .stored import stored_lines
 from .status import not_indexed, open_store, scan_rules
 
 #: Longest signature line shown (characters); a longer one ends in "…".
