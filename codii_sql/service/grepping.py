@@ -8,10 +8,13 @@ case that resolves a request's paths and updates the index first is :mod:`.grep`
 
 from __future__ import annotations
 
+import collections
+import concurrent.futures as cf
 import json
 import os
 import re
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from ..codebase import Codebase
@@ -30,6 +33,10 @@ from .status import open_store
 
 #: Lines around a match at most (``-A``/``-B``/``-C``).
 MAX_CONTEXT = 100
+#: Threads that read and match candidate files (2 cores here: measured on Django's `return`, 1,481 files).
+WORKERS = 2
+#: Files read ahead of the answer at most (a limit stops the reading soon after it is reached).
+AHEAD = 32
 #: Roles in ``sort="role"`` order: the code people search for, then its tests, the rest after.
 ROLE_ORDER = {"source": 0, "test": 1, "docs": 2, "config": 3}
 
@@ -166,18 +173,15 @@ def _search(store: Store, codebase: Codebase, pattern: GrepPattern, request: Gre
     if request.sort == "role":
         rows.sort(key=lambda r: (ROLE_ORDER.get(r["role"], len(ROLE_ORDER)), r["path"]))
     unpacked = shown_lines = 0
-    for row in rows:
+    for row, text, gaps, matched in _verified(store, codebase, pattern, rows):
         if request.limit is not None and shown_lines >= request.limit:
             answer.truncated = True
             break
-        text, gaps = _text(store, codebase, row)
         if text is None:
             continue
         unpacked += not row["has_text"]
         answer.files_read += 1
-        try:
-            matched = matching_lines(pattern, text)
-        except FileTimeout:
+        if matched is None:
             answer.timed_out.append(row["path"])
             continue
         if not matched:
@@ -193,6 +197,36 @@ def _search(store: Store, codebase: Codebase, pattern: GrepPattern, request: Gre
                                      with_context(text, matched, request.before, request.after), gaps))
     answer.notes = notes + _notes(answer, pattern, has_tables, unpacked, codebase)
     return answer
+
+
+def _verified(store: Store, codebase: Codebase, pattern: GrepPattern, rows: list[dict]) -> Iterator[tuple]:
+    """``(row, text, gaps, matched lines)`` of each candidate in order (text None: unreadable; matched
+    None: timed out). Files on disk are read and matched :data:`WORKERS` at a time (the regex engine
+    and file reads release the GIL), at most :data:`AHEAD` files ahead of the consumer, which may stop."""
+    def verify(row: dict) -> tuple:
+        text, gaps = _text(store, codebase, row)
+        if text is None:
+            return row, None, gaps, []
+        try:
+            return row, text, gaps, matching_lines(pattern, text)
+        except FileTimeout:
+            return row, text, gaps, None
+
+    if codebase.alone or len(rows) < AHEAD:  # an index alone reads one connection; few files gain nothing
+        yield from map(verify, rows)
+        return
+    with cf.ThreadPoolExecutor(max_workers=WORKERS) as pool:
+        pending = collections.deque(pool.submit(verify, r) for r in rows[:AHEAD])
+        nxt = len(pending)
+        try:
+            while pending:
+                yield pending.popleft().result()
+                if nxt < len(rows):
+                    pending.append(pool.submit(verify, rows[nxt]))
+                    nxt += 1
+        finally:
+            for future in pending:
+                future.cancel()
 
 
 def _text(store: Store, codebase: Codebase, row: dict) -> tuple[str | None, list[list[int]]]:
