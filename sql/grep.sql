@@ -58,3 +58,9 @@ SELECT DISTINCT c.id
 FROM json_each(:lines) j
 JOIN files f ON f.path = j.value ->> 0
 JOIN chunks c ON c.file_id = f.id AND c.start_line <= j.value ->> 1 AND c.end_line >= j.value ->> 1;
+
+-- name: files_without_text
+SELECT path FROM files WHERE id NOT IN (SELECT file_id FROM file_texts) ORDER BY path;
+
+-- name: texts_without_file
+SELECT file_id, text FROM file_texts WHERE file_id NOT IN (SELECT id FROM files);

@@ -20,6 +20,7 @@ from codii_sql.errors import UsageError
 from codii_sql.search import trigrams
 from codii_sql.search.pattern import GrepPattern
 from codii_sql.storage.store import Store
+from codii_sql.text import pack_text
 
 RG = shutil.which("rg")
 
@@ -236,3 +237,22 @@ def test_search_grep_keeps_only_the_chunks_holding_a_matching_line(tmp_path):
                "TODO\\(security\\)")
     assert kept.exit_code == 0 and [r["path"] for r in json.loads(kept.stdout)["results"]] == ["b.py"]
     assert run("search", "retry", "--path", root, "--grep", "(bad", "--no-update").exit_code == 2
+
+
+def test_doctor_finds_and_repairs_an_orphan_text_and_a_file_without_one(tmp_path):
+    root = built(write_tree(tmp_path / "repo", {"a.py": "doctor_marker = 1\n", "b.py": "other = 2\n"}))
+    db = Codebase.open(root).db_path
+    conn = apsw.Connection(str(db))
+    conn.execute("INSERT INTO file_texts VALUES (999, ?); INSERT INTO file_trigrams(rowid, text) VALUES (999, 'gone')",
+                 (pack_text("gone"),))
+    checked = json.loads(run("doctor", root, "--check-only", "--json").stdout)
+    assert [c["name"] for c in checked["checks"] if not c["ok"]] == ["grep texts and trigram rows match files"]
+    repaired = json.loads(run("doctor", root, "--json").stdout)["checks"]
+    assert [c["repaired"] for c in repaired if not c["ok"]] == ["repaired"]
+    assert json.loads(run("doctor", root, "--check-only", "--json").stdout)["consistent"]
+    conn.execute("DELETE FROM file_texts WHERE file_id = (SELECT id FROM files WHERE path = 'a.py')")
+    found = grep(root, "doctor_marker")  # a file without a text is read whole meanwhile
+    assert lines(found) == [("a.py", 1)] and "no trigram row yet" in found.note(lambda h: None)
+    assert json.loads(run("doctor", root, "--json").stdout)["forgotten"] == ["a.py"]  # and written again
+    assert json.loads(run("doctor", root, "--check-only", "--json").stdout)["consistent"]
+    assert lines(grep(root, "doctor_marker")) == [("a.py", 1)]
