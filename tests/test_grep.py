@@ -222,6 +222,10 @@ def test_a_real_http_server_greps_behind_its_token_as_the_service_answers(tmp_pa
         assert bad.status_code == 400 and "at position 0" in bad.json()["error"]
         several = httpx.get(url, params={"q": "x"}, headers=auth, timeout=30)
         assert several.status_code == 400 and "pass codebase=" in several.json()["hint"]
+        page = httpx.get(f"http://127.0.0.1:{port}/", params={"q": "route_(marker)", "mode": "grep", "codebase": "web"},
+                         headers=auth, timeout=30)
+        assert page.status_code == 200 and '<a class="open" href="/file/web/app.py?hl=1#L1">1</a>' in page.text
+        assert "def <mark>route_marker</mark>(x):" in page.text
     finally:
         code, err = servers.stop(proc)
     assert code == 0 and "Traceback" not in err
