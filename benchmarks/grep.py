@@ -5,7 +5,7 @@ Prints numbers; not run in CI. Each tree is indexed without vectors into a scrat
 
   python benchmarks/grep.py size TREE...             # index size with and without the grep tables
   python benchmarks/grep.py parity TREE... [-n 1000]  # same files, lines and match counts as rg
-  python benchmarks/grep.py speed TREE [--runs 5]     # warm: selective and common patterns vs rg
+  python benchmarks/grep.py speed TREE [--runs 5] [-p PATTERN...]  # warm: selective and common patterns vs rg
 
 Parity compares ``rg -n --no-heading`` (and ``rg --count-matches`` per file) over exactly the files the
 index holds (passed to rg by name, so rg's own ignore rules add nothing), with ``codii-sql grep``'s
@@ -126,9 +126,26 @@ def _pattern(kind: str, line: str, rng: random.Random) -> tuple[str, list[str]] 
     return ident.lower(), ["-w", "-i"]
 
 
+#: File names passed to one rg process at most (bytes): the kernel's 86k paths exceed the OS's
+#: argument limit (2 MiB here), so they go in batches, one after the other, as xargs would.
+ARG_BYTES = 1 << 20
+
+
 def _rg(root: Path, files: list[str], pattern: str, flags: list[str], *extra: str) -> subprocess.CompletedProcess:
-    return subprocess.run(["rg", "--no-config", "-H", *extra, *flags, "-e", pattern, "--", *files], cwd=root,
-                          capture_output=True, text=True, errors="replace")
+    """rg over ``files`` (in batches of :data:`ARG_BYTES`), its outputs joined."""
+    batches, batch, size = [], [], 0
+    for f in files:
+        if size + len(f) + 1 > ARG_BYTES and batch:
+            batches.append(batch)
+            batch, size = [], 0
+        batch.append(f)
+        size += len(f) + 1
+    batches.append(batch)
+    runs = [subprocess.run(["rg", "--no-config", "-H", *extra, *flags, "-e", pattern, "--", *b], cwd=root,
+                           capture_output=True, text=True, errors="replace") for b in batches]
+    code = 0 if any(r.returncode == 0 for r in runs) else max(r.returncode for r in runs)
+    return subprocess.CompletedProcess(runs[0].args, code, "".join(r.stdout for r in runs),
+                                       "".join(r.stderr for r in runs))
 
 
 def _theirs(root: Path, files: list[str], pattern: str, flags: list[str]) -> tuple[set, dict]:
@@ -169,7 +186,7 @@ def parity(trees: list[Path], home: Path, n: int) -> None:
     print(f"all: {same}/{total} equal; load {_load()}")
 
 
-def speed(tree: Path, home: Path, runs: int) -> None:
+def speed(tree: Path, home: Path, runs: int, patterns: list[str]) -> None:
     """Median warm seconds per pattern: in-process grep, the CLI, rg over the same files, rg over the tree."""
     from codii_sql import service
 
@@ -179,7 +196,7 @@ def speed(tree: Path, home: Path, runs: int) -> None:
     print(f"load before: {_load()}")
     print(f"{'pattern':28} {'lines':>7} {'read':>6} {'grep ms':>8} {'cli ms':>8} {'rg files ms':>11} {'rg tree ms':>10} "
           f"{'rg/grep':>7}")
-    for pattern in SELECTIVE + COMMON:
+    for pattern in patterns:
         request = service.GrepRequest([pattern], paths=[str(tree)], update=False)
         answer = service.grep(request)
         ours = _median(runs, lambda: service.grep(request))
@@ -214,6 +231,8 @@ def main() -> None:
     parser.add_argument("--home", type=Path, default=Path(tempfile.gettempdir()) / "codii-grep-bench")
     parser.add_argument("-n", type=int, default=1000, help="parity: patterns in all")
     parser.add_argument("--runs", type=int, default=5, help="speed: timed runs per pattern (median)")
+    parser.add_argument("-p", "--pattern", action="append", help="speed: a pattern (repeatable; default: Django's "
+                                                                 "selective and common ones)")
     args = parser.parse_args()
     if shutil.which("rg") is None:
         sys.exit("rg is not installed (apt-get install ripgrep)")
@@ -223,7 +242,7 @@ def main() -> None:
     elif args.what == "parity":
         parity(trees, args.home, args.n)
     else:
-        speed(trees[0], args.home, args.runs)
+        speed(trees[0], args.home, args.runs, args.pattern or SELECTIVE + COMMON)
 
 
 if __name__ == "__main__":

@@ -260,3 +260,20 @@ def test_doctor_finds_and_repairs_an_orphan_text_and_a_file_without_one(tmp_path
     assert json.loads(run("doctor", root, "--json").stdout)["forgotten"] == ["a.py"]  # and written again
     assert json.loads(run("doctor", root, "--check-only", "--json").stdout)["consistent"]
     assert lines(grep(root, "doctor_marker")) == [("a.py", 1)]
+
+
+def test_an_index_alone_of_schema_5_is_grepped_from_its_chunks_and_says_which_lines_it_lacks(tmp_path):
+    root = built(write_tree(tmp_path / "repo", {"a.c": "int f(void) {\n  return old_marker;\n}\n};\n"
+                                                        "int g(void) {\n  return 2;\n}\n"}))
+    copy = tmp_path / "old.db"
+    assert run("export", root, "--to", copy).exit_code == 0
+    shutil.rmtree(root)
+    conn = apsw.Connection(str(copy))
+    conn.execute("DROP TABLE file_trigrams; DROP TABLE file_texts; UPDATE meta SET value = '5' "
+                 "WHERE key = 'schema_version'")
+    conn.close()
+    copy.chmod(0o444)
+    found = service.grep(service.GrepRequest(["old_marker|^\\};"], db=str(copy), update=False))
+    assert lines(found) == [("a.c", 2)] and found.files[0].not_stored == [[4, 4]]
+    assert "no trigram table" in found.note(lambda h: None)
+    assert run("grep", "-t", "nosuchlanguage", "x", "--db", copy).exit_code == 2

@@ -21,15 +21,16 @@ class FileTimeout(Exception):
 class GrepLine:
     """One line of a file in a grep answer: ``line`` 1-based, ``text`` without its line break,
     ``spans`` the matches as ``[start, end)`` byte offsets into the line's UTF-8 (as rg reports
-    them); no spans for a context line."""
+    them), ``context`` for a line shown around a match (no spans)."""
 
     line: int
     text: str
     spans: list[tuple[int, int]] = field(default_factory=list)
+    context: bool = False
 
     @property
     def matched(self) -> bool:
-        return bool(self.spans)
+        return not self.context
 
 
 def lines_of(text: str) -> list[str]:
@@ -121,4 +122,4 @@ def with_context(text: str, matched: list[GrepLine], before: int, after: int) ->
     wanted: set[int] = set()
     for m in matched:
         wanted.update(range(max(1, m.line - before), min(len(lines), m.line + after) + 1))
-    return [by_number.get(n) or GrepLine(n, lines[n - 1]) for n in sorted(wanted)]
+    return [by_number.get(n) or GrepLine(n, lines[n - 1], context=True) for n in sorted(wanted)]

@@ -31,10 +31,10 @@ class GrepFile:
 
 def _line(g: GrepLine) -> dict:
     out: dict = {"line": g.line, "text": g.text}
-    if g.spans:
-        out["submatches"] = [list(s) for s in g.spans]
-    else:
+    if g.context:
         out["context"] = True
+    else:
+        out["submatches"] = [list(s) for s in g.spans]
     return out
 
 

@@ -96,50 +96,6 @@ class GrepRequest:
                                  "md or yaml", field="type")
 
 
-def _cut(g: GrepLine, columns: int) -> GrepLine:
-    """``g`` with its text cut at ``columns`` characters (then ending in "…") and only the spans that end before the cut."""
-    if len(g.text) <= columns:
-        return g
-    text = g.text[:columns]
-    limit = len(text.encode("utf-8"))
-    return GrepLine(g.line, text + "…", [s for s in g.spans if s[1] <= limit] or ([(0, 0)] if g.spans else []))
-
-
-def _fit(answer: GrepAnswer, max_tokens: int) -> None:
-    """Keep the lines that fit ``max_tokens`` (each costs its path, number and text), in answer order."""
-    used, kept = 0, []
-    for f in answer.files:
-        lines = []
-        for g in f.lines:
-            used += tokens(f"{f.path}:{g.line}:{g.text}")
-            if used > max_tokens:
-                break
-            lines.append(g)
-        if lines:
-            f.lines = lines
-            kept.append(f)
-        if used > max_tokens:
-            answer.truncated = True
-            answer.notes.append(Note("budget", f"the lines shown were cut to fit about {max_tokens:,} tokens",
-                                     "narrow the pattern, paths or globs, or ask with a larger budget"))
-            break
-    answer.files = kept
-
-
-def grep_chunk_ids(codebase: Codebase, pattern: str) -> list[int]:
-    """Ids of the chunks of ``codebase`` that hold a line ``pattern`` matches (``search --grep``), from
-    its last committed state; a line no chunk holds adds none.
-
-    Raises:
-        UsageError: a bad pattern.
-    """
-    request = GrepRequest([pattern], update=False)
-    found = search_codebase(codebase, GrepPattern(request.patterns), request, [], [])
-    lines = [[f.path, g.line] for f in found.files for g in f.lines]
-    with open_store(codebase) as store:
-        return sorted(r["id"] for r in store.rows("chunks_at_lines", {"lines": json.dumps(lines)}))
-
-
 def search_codebase(codebase: Codebase, pattern: GrepPattern, request: GrepRequest, scopes: list[str],
                     notes: list[Note]) -> GrepAnswer:
     """``request`` over ``codebase``'s files under ``scopes`` (relative paths; [] for all), its last committed
@@ -154,6 +110,20 @@ def search_codebase(codebase: Codebase, pattern: GrepPattern, request: GrepReque
         _fit(answer, request.max_tokens)
     answer.seconds = time.perf_counter() - started
     return answer
+
+
+def grep_chunk_ids(codebase: Codebase, pattern: str) -> list[int]:
+    """Ids of the chunks of ``codebase`` that hold a line ``pattern`` matches (``search --grep``), from
+    its last committed state; a line no chunk holds adds none.
+
+    Raises:
+        UsageError: a bad pattern.
+    """
+    request = GrepRequest([pattern], update=False)
+    found = search_codebase(codebase, GrepPattern(request.patterns), request, [], [])
+    lines = [[f.path, g.line] for f in found.files for g in f.lines]
+    with open_store(codebase) as store:
+        return sorted(r["id"] for r in store.rows("chunks_at_lines", {"lines": json.dumps(lines)}))
 
 
 def _search(store: Store, codebase: Codebase, pattern: GrepPattern, request: GrepRequest, scopes: list[str],
@@ -280,6 +250,36 @@ def _globbed(path: str, globs: list, includes: bool) -> bool:
         if hit:
             verdict = not negated
     return (not includes) if verdict is None else verdict
+
+
+def _cut(g: GrepLine, columns: int) -> GrepLine:
+    """``g`` with its text cut at ``columns`` characters (then ending in "…"), its spans cut there too."""
+    if len(g.text) <= columns:
+        return g
+    text = g.text[:columns]
+    limit = len(text.encode("utf-8"))
+    return GrepLine(g.line, text + "…", [(a, min(b, limit)) for a, b in g.spans if a < limit], g.context)
+
+
+def _fit(answer: GrepAnswer, max_tokens: int) -> None:
+    """Keep the lines that fit ``max_tokens`` (each costs its path, number and text), in answer order."""
+    used, kept = 0, []
+    for f in answer.files:
+        lines = []
+        for g in f.lines:
+            used += tokens(f"{f.path}:{g.line}:{g.text}")
+            if used > max_tokens:
+                break
+            lines.append(g)
+        if lines:
+            f.lines = lines
+            kept.append(f)
+        if used > max_tokens:
+            answer.truncated = True
+            answer.notes.append(Note("budget", f"the lines shown were cut to fit about {max_tokens:,} tokens",
+                                     "narrow the pattern, paths or globs, or ask with a larger budget"))
+            break
+    answer.files = kept
 
 
 def _notes(answer: GrepAnswer, pattern: GrepPattern, has_tables: bool, unpacked: int, codebase: Codebase) -> list[Note]:
