@@ -277,3 +277,13 @@ def test_an_index_alone_of_schema_5_is_grepped_from_its_chunks_and_says_which_li
     assert lines(found) == [("a.c", 2)] and found.files[0].not_stored == [[4, 4]]
     assert "no trigram table" in found.note(lambda h: None)
     assert run("grep", "-t", "nosuchlanguage", "x", "--db", copy).exit_code == 2
+
+
+def test_a_file_turned_into_a_symlink_out_of_the_root_is_not_read(tmp_path):
+    secret = tmp_path / "outside.txt"
+    secret.write_text("leak_marker = 'from outside the root'\n")
+    root = built(write_tree(tmp_path / "repo", {"a.py": "leak_marker = 1\n"}))
+    (root / "a.py").unlink()
+    (root / "a.py").symlink_to(secret)  # after the build: the index still lists a.py
+    found = grep(root, "leak_marker")
+    assert lines(found) == [] and "could not be read now" in found.note(lambda h: None)

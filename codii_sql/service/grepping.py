@@ -18,8 +18,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from ..codebase import Codebase
-from ..errors import UsageError
+from ..errors import Remedy, UsageError
 from ..ingest import wildmatch
+from ..ingest.config import size_cap
 from ..languages import KNOWN_LANGUAGES, language_name
 from ..search.answer import Note
 from ..search.budget import tokens
@@ -28,8 +29,9 @@ from ..search.grep_answer import GrepAnswer, GrepFile
 from ..search.pattern import GrepPattern
 from ..storage.store import Store
 from ..text import decode_source, unpack_text
+from . import boundary
 from .stored import not_stored, stored_lines
-from .status import open_store
+from .status import open_store, scan_rules
 
 #: Lines around a match at most (``-A``/``-B``/``-C``).
 MAX_CONTEXT = 100
@@ -142,12 +144,13 @@ def _search(store: Store, codebase: Codebase, pattern: GrepPattern, request: Gre
     rows = [r for r in rows if keep(r)]
     if request.sort == "role":
         rows.sort(key=lambda r: (ROLE_ORDER.get(r["role"], len(ROLE_ORDER)), r["path"]))
-    unpacked = shown_lines = 0
+    unpacked = shown_lines = unreadable = 0
     for row, text, gaps, matched in _verified(store, codebase, pattern, rows):
         if request.limit is not None and shown_lines >= request.limit:
             answer.truncated = True
             break
         if text is None:
+            unreadable += 1
             continue
         unpacked += not row["has_text"]
         answer.files_read += 1
@@ -166,6 +169,10 @@ def _search(store: Store, codebase: Codebase, pattern: GrepPattern, request: Gre
         answer.files.append(GrepFile(row["path"], row["role"], row["language"], in_file,
                                      with_context(text, matched, request.before, request.after), gaps))
     answer.notes = notes + _notes(answer, pattern, has_tables, unpacked, codebase)
+    if unreadable:
+        answer.notes.append(Note("grep", f"{unreadable} indexed files could not be read now (gone, or no longer a "
+                                         "regular text file inside the root) and were not searched",
+                                 Remedy("build", {"root": answer.codebase})))
     return answer
 
 
@@ -173,8 +180,11 @@ def _verified(store: Store, codebase: Codebase, pattern: GrepPattern, rows: list
     """``(row, text, gaps, matched lines)`` of each candidate in order (text None: unreadable; matched
     None: timed out). Files on disk are read and matched :data:`WORKERS` at a time (the regex engine
     and file reads release the GIL), at most :data:`AHEAD` files ahead of the consumer, which may stop."""
+    max_bytes = 0 if codebase.alone else scan_rules(codebase)["max_file_bytes"]
+    root_real = os.path.realpath(codebase.root)
+
     def verify(row: dict) -> tuple:
-        text, gaps = _text(store, codebase, row)
+        text, gaps = _text(store, codebase, row, root_real, max_bytes)
         if text is None:
             return row, None, gaps, []
         try:
@@ -199,15 +209,15 @@ def _verified(store: Store, codebase: Codebase, pattern: GrepPattern, rows: list
                 future.cancel()
 
 
-def _text(store: Store, codebase: Codebase, row: dict) -> tuple[str | None, list[list[int]]]:
-    """A candidate's text and the line ranges it lacks: from disk (None when the file is gone or
-    unreadable now), or for an index alone its stored text, else its chunks' stored lines."""
+def _text(store: Store, codebase: Codebase, row: dict, root_real: str, max_bytes: int
+          ) -> tuple[str | None, list[list[int]]]:
+    """A candidate's text and the line ranges it lacks: from disk through the file boundary (None when
+    the file is gone, or became something grep must not read: a symlink out of the root, a device, a
+    binary or a private key, larger than ``max_bytes``), or for an index alone its stored text, else
+    its chunks' stored lines."""
     if not codebase.alone:
-        try:
-            with open(os.path.join(codebase.root, row["path"]), "rb") as fh:
-                return decode_source(fh.read()), []
-        except OSError:
-            return None, []
+        data = boundary.read_indexed(root_real, row["path"], size_cap(row["path"], max_bytes))
+        return (None if data is None else decode_source(data)), []
     if row["has_text"]:
         return unpack_text(store.value("file_text_by_id", {"id": row["id"]})), []
     lines = stored_lines(codebase, row["path"])
