@@ -19,6 +19,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from support.providers import Server
 from support.trees import REPO_ROOT, write_tree
 
+from codii_sql import service
 from codii_sql.codebase import Codebase
 from codii_sql.storage.store import Store
 
@@ -517,6 +518,10 @@ def test_an_agent_greps_exact_lines_and_gets_a_bad_pattern_as_one_line(codii_hom
             assert [(f["path"], [ln["line"] for ln in f["lines"]]) for f in found["files"]] == \
                 [(path, numbers) for path, numbers in expected if numbers]
             assert found["matched_lines"] == 2
+            same = service.grep(service.GrepRequest([r"def (send|parse_header)\("], paths=[str(sample_repo)], limit=100,
+                                                    update=False, max_columns=300, max_tokens=6000))
+            assert {k: v for k, v in found.items() if k != "seconds"} == {
+                k: v for k, v in same.to_dict(lambda h: h).items() if k != "seconds"}  # one answer, every face
             literal = await call(s, "grep_code", path=str(sample_repo), pattern="(self", literal=True, context=1)
             assert literal["matched_lines"] >= 1 and any(ln.get("context") for f in literal["files"]
                                                          for ln in f["lines"])
