@@ -133,7 +133,7 @@ def _search(store: Store, codebase: Codebase, pattern: GrepPattern, request: Gre
     answer = GrepAnswer(list(request.patterns), str(codebase.db_path if codebase.alone else codebase.root),
                         trigrams=pattern.fts, scan=pattern.scans)
     has_tables = store.value("grep_tables") == 2
-    answer.files_indexed = store.row("counts")["files"]
+    answer.files_indexed = store.value("grep_file_count")
     started = time.perf_counter()
     if pattern.scans or not has_tables:
         rows = store.rows("grep_files_all" if has_tables else "files_for_grep")
