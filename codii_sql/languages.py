@@ -135,6 +135,10 @@ LANGUAGE_ALIASES = {"ts": "typescript", "js": "javascript", "jsx": "javascript",
                     "yml": "yaml", "objc": "objc", "objective-c": "objc"}
 
 
+#: Every language a file can be detected as (by its ending or its whole name).
+KNOWN_LANGUAGES: frozenset[str] = frozenset(_EXTENSIONS.values()) | frozenset(_FILE_NAMES.values())
+
+
 def language_name(name: str) -> str:
     """The language a filter ``name`` means (``ts`` -> ``typescript``), lower case."""
     key = name.strip().lower()

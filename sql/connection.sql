@@ -43,15 +43,17 @@ ROLLBACK;
 -- One read, so a schema committed by another process between two checks cannot mix states.
 -- ours: how many of meta/files/chunks exist (3 = a codii-sql index); tables: all tables and views;
 -- foreign: tables that are not ours, or named like ours with another shape (someone else's
--- database, never written to). Ours: meta, files, chunks, merkle_nodes, vector_queue and the FTS5/vec0 shadow
--- tables chunks_*, and sql/history.sql's history_*; the column checks catch another tool's `meta`/`files`/`chunks`.
+-- database, never written to). Ours: meta, files, chunks, merkle_nodes, vector_queue, file_texts and the
+-- FTS5/vec0 shadow tables chunks_* and file_trigrams*, and sql/history.sql's history_*; the column checks
+-- catch another tool's `meta`/`files`/`chunks`.
 SELECT
   (SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN ('meta', 'files', 'chunks')) AS ours,
   (SELECT count(*) FROM sqlite_master WHERE type IN ('table', 'view')) AS tables,
   (SELECT count(*) FROM sqlite_master m
    WHERE m.type IN ('table', 'view')
-     AND ((m.name NOT IN ('meta', 'files', 'chunks', 'merkle_nodes', 'vector_queue')
-           AND m.name NOT LIKE 'chunks\_%' ESCAPE '\' AND m.name NOT LIKE 'history\_%' ESCAPE '\'
+     AND ((m.name NOT IN ('meta', 'files', 'chunks', 'merkle_nodes', 'vector_queue', 'file_texts')
+           AND m.name NOT LIKE 'chunks\_%' ESCAPE '\' AND m.name NOT LIKE 'file\_trigrams%' ESCAPE '\'
+           AND m.name NOT LIKE 'history\_%' ESCAPE '\'
            AND m.name NOT LIKE 'sqlite\_%' ESCAPE '\')
           OR (m.name = 'meta' AND NOT EXISTS (SELECT 1 FROM pragma_table_info('meta') WHERE name = 'value'))
           OR (m.name = 'files' AND NOT EXISTS (SELECT 1 FROM pragma_table_info('files') WHERE name = 'mtime_ns'))

@@ -35,6 +35,7 @@
 --   :exclude_path a path whose chunks are left out (find-similar), or NULL
 --   :under        a folder (relative, no trailing '/') whose files alone are kept, or NULL
 --   :role         a file role (source, test, docs, config...: ingest/roles.py) whose files alone are kept, or NULL
+--   :chunk_ids    JSON array of the chunk ids alone kept (search --grep: the chunks holding a matching line), or NULL
 --   :role_weights JSON object role -> multiplier ('{"test": 0.5}'), or NULL for none; a licence
 --                 header chunk (kind 'license') takes the role 'license' here
 --   :names :tails :paths  JSON arrays (lower case, query.py named_in_query) of identifiers
@@ -73,6 +74,7 @@ allowed AS (
       AND (:exclude_path IS NULL OR c.path <> :exclude_path)
       AND (:under IS NULL OR substr(c.path, 1, length(:under) + 1) = :under || '/')
       AND (:role IS NULL OR c.file_id IN (SELECT id FROM files WHERE role = :role))
+      AND (:chunk_ids IS NULL OR c.id IN (SELECT value FROM json_each(:chunk_ids)))
 ),
 bm25_hits AS MATERIALIZED (
     SELECT rowid AS id, -bm25(chunks_fts, :bm25_content, :bm25_subtokens, :bm25_symbol, :bm25_path) AS raw

@@ -27,7 +27,7 @@ pytestmark = pytest.mark.slow
 
 TOOLS = {"index_codebase", "get_indexing_status", "search_code", "clear_index", "list_codebases",
          "find_similar_code", "get_content", "get_chunk", "list_workspaces", "get_file_outline", "find_symbol",
-         "find_references", "search_history", "explain_line"}
+         "find_references", "search_history", "explain_line", "grep_code"}
 
 
 @asynccontextmanager
@@ -486,6 +486,7 @@ def test_every_default_answer_fits_an_agents_limit(codii_home, tmp_path):
                 "get_content": {"path": str(repo), "file": "data/rows.py"},
                 "search_code": {"path": str(repo), "query": "route the request to a handler", "limit": 50},
                 "find_references": {"path": str(repo), "name": "route"},
+                "grep_code": {"path": str(repo), "pattern": "route|x+", "limit": 2000, "context": 10},
                 "find_symbol": {"path": str(repo), "name": "generated_handler", "prefix": True, "limit": 100},
                 "find_similar_code": {"path": str(repo), "file": "app/main.py", "limit": 50},
                 "list_codebases": {},
@@ -503,6 +504,34 @@ def test_every_default_answer_fits_an_agents_limit(codii_home, tmp_path):
             assert content["next_start_line"] > 1
             found = await call(s, "search_code", **asks["search_code"])
             assert found["budget"]["max_tokens"] == 6000  # the default budget of an agent's search
+            grepped = await call(s, "grep_code", **asks["grep_code"])
+            assert grepped["truncated"] and grepped["matched_lines"] == 3000 + 2 + 120  # every one counted, few shown
+
+    asyncio.run(run())
+
+
+def test_an_agent_greps_exact_lines_and_gets_a_bad_pattern_as_one_line(codii_home, sample_repo):
+    async def run():
+        async with server(codii_home, CODII_SQL_WATCH="0") as s:
+            await call(s, "index_codebase", path=str(sample_repo))
+            await wait_indexed(s, sample_repo)
+            found = await call(s, "grep_code", path=str(sample_repo), pattern=r"def (send|parse_header)\(")
+            expected = [(str(p.relative_to(sample_repo)), [n for n, line in enumerate(p.read_text().split("\n"), 1)
+                                                           if re.search(r"def (send|parse_header)\(", line)])
+                        for p in sorted(sample_repo.rglob("*.py"))]
+            assert [(f["path"], [ln["line"] for ln in f["lines"]]) for f in found["files"]] == \
+                [(path, numbers) for path, numbers in expected if numbers]
+            assert found["matched_lines"] == 2
+            same = service.grep(service.GrepRequest([r"def (send|parse_header)\("], paths=[str(sample_repo)], limit=100,
+                                                    update=False, max_columns=300, max_tokens=6000))
+            assert {k: v for k, v in found.items() if k != "seconds"} == {
+                k: v for k, v in same.to_dict(lambda h: h).items() if k != "seconds"}  # one answer, every face
+            literal = await call(s, "grep_code", path=str(sample_repo), pattern="(self", literal=True, context=1)
+            assert literal["matched_lines"] >= 1 and any(ln.get("context") for f in literal["files"]
+                                                         for ln in f["lines"])
+            msg = await refused(s, "grep_code", path=str(sample_repo), pattern="(self")
+            assert "grep_code: pattern '(self' is not a valid regular expression" in msg and "at position 0" in msg
+            assert "\n" not in msg, msg
 
     asyncio.run(run())
 

@@ -8,7 +8,7 @@ import sys
 import click
 
 from ..errors import CodiiError, Remedy, UsageError
-from . import building, evaluation, history, info, maintenance, searching, symbols, watching
+from . import building, evaluation, grep, history, info, maintenance, searching, symbols, watching
 from .models import models
 from .output import echo
 from .serving import serve_http
@@ -94,7 +94,7 @@ def serve(no_watch, port, workspaces, host, ray_address, replicas, shards, token
 for command in (building.build, searching.search, info.status, info.list_, info.stats, maintenance.clear,
                 maintenance.export,
                 info.inspect, maintenance.doctor, serve, evaluation.eval_, models, workspace, watching.watch,
-                symbols.outline, symbols.symbol, symbols.refs, history.history, history.why):
+                symbols.outline, symbols.symbol, symbols.refs, history.history, history.why, grep.grep):
     cli.add_command(command)
 
 

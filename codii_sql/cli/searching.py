@@ -23,10 +23,11 @@ from .words import message, words
 
 
 def _search_options(limit, mode, exts, glob, language, no_prior, group_by, rerank, rerank_model,
-                    max_tokens=None) -> SearchOptions:
+                    max_tokens=None, grep=None) -> SearchOptions:
     return SearchOptions(limit=limit, mode=mode, exts=list(exts), glob=glob, language=language,
                          role_prior=not no_prior, group_by_file=group_by == "file",
-                         rerank=rerank or rerank_model is not None, rerank_model=rerank_model, max_tokens=max_tokens)
+                         rerank=rerank or rerank_model is not None, rerank_model=rerank_model, max_tokens=max_tokens,
+                         grep=grep)
 
 
 @click.command()
@@ -51,6 +52,8 @@ def _search_options(limit, mode, exts, glob, language, no_prior, group_by, reran
 @click.option("--max-tokens", type=int, default=None,
               help="Fit the answer in about this many tokens (4 characters each): chunks trimmed to the lines around "
                    "their matches, a file's overlapping chunks merged, the lowest results dropped; a note says what.")
+@click.option("--grep", "grep_pattern", default=None, metavar="PATTERN",
+              help="Only chunks holding a line this regex matches (as `codii-sql grep` finds them).")
 @click.option("--no-update", is_flag=True, help="Search the index as it is, without updating it first.")
 @click.option("--queries-file", type=click.File("r", encoding="utf-8"), default=None,
               help='Batch mode: JSONL lines {"id", "query"}; prints {"id", "results"} lines.')
@@ -58,7 +61,7 @@ def _search_options(limit, mode, exts, glob, language, no_prior, group_by, reran
 @json_option
 @click.option("--jsonl", is_flag=True, help="Print one JSON result per line.")
 def search(query, paths, workspace, limit, mode, exts, glob, language, group_by, no_prior, rerank, rerank_model,
-           max_tokens, no_update, queries_file, db, as_json, jsonl):
+           max_tokens, grep_pattern, no_update, queries_file, db, as_json, jsonl):
     """Search the codebase for QUERY (natural language or an identifier).
 
     Builds the index first if it is missing, and updates it if files changed.
@@ -66,7 +69,8 @@ def search(query, paths, workspace, limit, mode, exts, glob, language, group_by,
     """
     if as_json and jsonl:
         raise UsageError("pass either --json (one object) or --jsonl (one result per line), not both")
-    opts = _search_options(limit, mode, exts, glob, language, no_prior, group_by, rerank, rerank_model, max_tokens)
+    opts = _search_options(limit, mode, exts, glob, language, no_prior, group_by, rerank, rerank_model, max_tokens,
+                           grep_pattern)
     many = bool(workspace) or len(paths) > 1
     if many and queries_file is not None:
         raise UsageError("--queries-file searches one codebase: drop --workspace or the extra --path")

@@ -127,6 +127,21 @@ _IDENT = re.compile(r"\w+")
 _PIECE = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+|[^\W\d_]+")
 
 
+def marked_spans(text: str, spans: list[tuple[int, int]]) -> Markup:
+    """``text`` escaped, its ``spans`` (``[start, end)`` byte offsets into its UTF-8, as grep gives
+    them) in ``<mark>``; control characters shown as escapes."""
+    raw = text.encode("utf-8")
+    out, at = [], 0
+    for a, b in spans:
+        start, end = len(raw[:a].decode("utf-8", "ignore")), len(raw[:b].decode("utf-8", "ignore"))
+        if end > start:
+            out += [html.escape(visible(text[at:start]), quote=True),
+                    f"<mark>{html.escape(visible(text[start:end]), quote=True)}</mark>"]
+            at = end
+    out.append(html.escape(visible(text[at:]), quote=True))
+    return Markup("".join(out))
+
+
 def marked(text: str, terms: list[str]) -> Markup:
     """``text`` escaped, each word or identifier part that matches one of ``terms`` in ``<mark>``.
 

@@ -5,11 +5,15 @@
 search answer every face gives (:class:`codii_sql.service.Answer`, the CLI's ``search --json``),
 merged across the workspace's shards (its codebases' indexes) as that search merges. The shards are
 read only: each is searched at its last committed state (a build elsewhere publishes new states),
-over one connection per index kept open between requests. ``GET /healthz`` says what is served.
+over one connection per index kept open between requests. ``GET /grep?q=PATTERN&codebase=NAME`` (also
+``literal``, ``ignore_case``, ``word``, ``glob`` and ``type`` (repeatable), ``context``, ``sort``, ``limit``,
+``max_tokens``) answers with the grep answer every face gives (``codii_sql.service.grep``), one
+codebase at a time. ``GET /healthz`` says what is served.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import time
@@ -21,10 +25,15 @@ from .words import what, words
 
 #: The query parameters ``/search`` knows; any other is refused, so a typo is not silently ignored.
 SEARCH_PARAMS = frozenset({"q", "limit", "mode", "workspace", "ext", "glob", "language", "group_by", "max_tokens",
-                           "rerank", "codebase", "role"})
+                           "rerank", "codebase", "role", "grep"})
 #: How to ask, told with a refused request.
 USAGE = ("GET /search?q=QUERY[&limit=10][&mode=hybrid|bm25|vector][&workspace=NAME][&codebase=PATH][&max_tokens=N]; "
-         "GET /healthz lists the workspaces served")
+         "GET /grep?q=PATTERN&codebase=NAME; GET /healthz lists the workspaces served")
+#: The query parameters ``/grep`` knows; ``glob`` and ``type`` may repeat.
+GREP_PARAMS = frozenset({"q", "codebase", "literal", "ignore_case", "word", "glob", "type", "context", "sort", "limit",
+                         "max_tokens"})
+#: Matching lines a ``/grep`` answer shows by default and at most.
+GREP_LIMIT, MAX_GREP_LIMIT = 200, 10_000
 
 
 class SearchHandler:
@@ -55,9 +64,11 @@ class SearchHandler:
             return 405, _error(f"{method} is not answered here", "use GET /search?q=... or GET /healthz")
         if path in ("/healthz", "/healthz/"):
             return 200, self.health()
-        if path not in ("/search", "/search/"):
-            return 404, _error(f"no such endpoint {path!r}", "use GET /search?q=... or GET /healthz")
+        if path not in ("/search", "/search/", "/grep", "/grep/"):
+            return 404, _error(f"no such endpoint {path!r}", "use GET /search?q=..., /grep?q=... or GET /healthz")
         try:
+            if path.startswith("/grep"):
+                return 200, service.grep(self.grep_request_of(params)).to_dict(words)
             answer = service.search(self.request_of(params), indexes=self.indexes)
         except UsageError as err:
             return 400, _error(what(err), words(err.hint) or USAGE)
@@ -110,7 +121,7 @@ class SearchHandler:
             raise UsageError(f"rerank {rerank!r} is not true or false")
         opts = service.SearchOptions(limit=_number(one.get("limit", "10"), "limit", 1, service.MAX_LIMIT), mode=mode,
                                      exts=[e for e in params.get("ext", []) if e.strip()], glob=one.get("glob"),
-                                     language=one.get("language"), role=one.get("role"),
+                                     language=one.get("language"), role=one.get("role"), grep=one.get("grep"),
                                      group_by_file=group_by == "file",
                                      rerank=rerank in ("true", "1"),
                                      max_tokens=_number(one["max_tokens"], "max_tokens", service.MIN_TOKENS,
@@ -125,6 +136,52 @@ class SearchHandler:
         if one.get("codebase"):
             return service.SearchRequest(query, opts, [self._member(workspace, one["codebase"])], update=False)
         return service.SearchRequest(query, opts, workspace=workspace, update=False)
+
+    def grep_request_of(self, params: Mapping[str, Sequence[str]]) -> service.GrepRequest:
+        """The grep request of a ``/grep`` query string, over one served codebase (``codebase``: its short
+        name, or a path inside a member; may be left out when one codebase is served).
+
+        Raises:
+            UsageError: a missing pattern, an unknown or repeated parameter, an unknown codebase, a bad number.
+        """
+        unknown = sorted(set(params) - GREP_PARAMS)
+        if unknown:
+            raise UsageError(f"unknown parameter {unknown[0]!r}", f"/grep takes {', '.join(sorted(GREP_PARAMS))}")
+        repeated = sorted(k for k, v in params.items() if len(v) > 1 and k not in ("glob", "type"))
+        if repeated:
+            raise UsageError(f"{repeated[0]} is given {len(params[repeated[0]])} times", "give it once (only glob and "
+                                                                                          "type repeat)")
+        one = {k: v[-1] for k, v in params.items() if v}
+        if not one.get("q"):
+            raise UsageError("missing pattern", "GET /grep?q=def+parse_&codebase=NAME")
+        served = self.served()
+        name = one.get("codebase") or (next(iter(served)) if len(served) == 1 else "")
+        if name in served:
+            where = str(served[name].db_path if served[name].alone else served[name].root)
+        else:
+            where = self._any_member(name, served)
+        flag = {k: _flag(one.get(k, "false"), k) for k in ("literal", "ignore_case", "word")}
+        context = _number(one.get("context", "0"), "context", 0, service.MAX_CONTEXT)
+        return service.GrepRequest([one["q"]], fixed=flag["literal"], ignore_case=flag["ignore_case"],
+                                   word=flag["word"], paths=[where], globs=list(params.get("glob", [])),
+                                   types=list(params.get("type", [])), before=context, after=context,
+                                   sort=one.get("sort", "path"),
+                                   limit=_number(one.get("limit", str(GREP_LIMIT)), "limit", 1, MAX_GREP_LIMIT),
+                                   max_tokens=_number(one["max_tokens"], "max_tokens", service.MIN_TOKENS,
+                                                      service.MAX_TOKENS) if "max_tokens" in one else None,
+                                   update=False)
+
+    def _any_member(self, name: str, served: dict) -> str:
+        """``name`` when it is a path inside a member of a served workspace.
+
+        Raises:
+            UsageError: it is none (or no name was given while several codebases are served).
+        """
+        for workspace in self.workspaces if name else []:
+            with contextlib.suppress(UsageError):
+                return self._member(workspace, name)
+        raise UsageError(f"codebase {name!r} is not served here" if name else "several codebases are served",
+                         f"pass codebase=, one of: {', '.join(served)}")
 
     def served(self) -> dict[str, service.Codebase]:
         """Every codebase served, by a short name for links (its folder's or file's name; the same
@@ -161,6 +218,13 @@ def _number(text: str, name: str, low: int, high: int) -> int:
     if not low <= value <= high:
         raise UsageError(f"{name} should be a whole number from {low} to {high} (got {text!r})")
     return value
+
+
+def _flag(text: str, name: str) -> bool:
+    """``text`` as a boolean parameter. Raises UsageError unless true, false, 1 or 0."""
+    if text not in ("true", "false", "1", "0"):
+        raise UsageError(f"{name} {text!r} is not true or false")
+    return text in ("true", "1")
 
 
 def _error(message: str, hint: str) -> dict:

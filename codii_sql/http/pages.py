@@ -58,6 +58,8 @@ SECURITY_HEADERS = {
 ASSET_CACHE = "public, max-age=86400, immutable"
 #: The search form's fields, as the JSON API's /search takes them.
 FORM_FIELDS = ("q", "mode", "limit", "workspace", "codebase", "language", "glob", "role", "ext", "group_by")
+#: Matching lines the page's grep mode shows at most.
+GREP_LINES = 500
 #: Members whose state the status line reads (each opens its index once per page).
 STATUS_MEMBERS = 50
 #: The coloured files kept, in bytes of HTML (a 5,000-line Python file is about 1.5 MB).
@@ -90,9 +92,12 @@ class Pages:
                 Mount("/static", _Assets(directory=str(HERE / "static")), name="static")]
 
     def search(self, request: Request) -> Response:
-        """``/``: the search form, and with ``q`` its answer grouped by file."""
+        """``/``: the search form, and with ``q`` its answer grouped by file (``mode=grep``: the lines
+        matching ``q`` as a regular expression, :meth:`grep`)."""
         params = {k: v for k, v in _params(request).items() if k in FORM_FIELDS and any(x.strip() for x in v)}
         context = {"form": {k: v[-1] for k, v in params.items()}, "answer": None, "groups": [], "error": None}
+        if params.get("q") and context["form"].get("mode") == "grep":
+            return self.grep(request, params, context)
         if params.get("q"):
             started = time.perf_counter()
             try:
@@ -102,6 +107,24 @@ class Pages:
             except CodiiError as err:
                 context["error"] = f"{what(err)}: {words(err.hint)}" if err.hint else what(err)
         return self._page(request, "search.html", context, 400 if context["error"] else 200)
+
+    def grep(self, request: Request, params: dict[str, list[str]], context: dict) -> Response:
+        """The grep answer of ``q`` in the form's codebase, at most :data:`GREP_LINES` lines, each
+        linking to its line in the file view, the matches marked."""
+        asked = {"q": params["q"], "limit": [str(GREP_LINES)], **{k: params[k] for k in ("codebase", "glob")
+                                                                  if k in params}}
+        started = time.perf_counter()
+        try:
+            found = service.grep(self.handler.grep_request_of(asked))
+        except CodiiError as err:
+            context["error"] = f"{what(err)}: {words(err.hint)}" if err.hint else what(err)
+            return self._page(request, "search.html", context, 400)
+        names = {str(cb.db_path if cb.alone else cb.root): name for name, cb in self.handler.served().items()}
+        files = [{"path": f.path, "lines": [(g.line, code.marked_spans(g.text, g.spans)) for g in f.lines]}
+                 for f in found.files]
+        return self._page(request, "grep.html", {**context, "found": found, "files": files,
+                                                 "name": names.get(found.codebase, ""), "note": found.note(words),
+                                                 "ms": round((time.perf_counter() - started) * 1000)})
 
     def file(self, request: Request) -> Response:
         """``/file/<codebase>/<path>?hl=A-B``: the file, coloured, each line an anchor, the lines

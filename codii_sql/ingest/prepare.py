@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..text import cjk_bigrams, decode_source, identifier_subtokens
+from ..text import cjk_bigrams, decode_source, identifier_subtokens, pack_text
 from .chunking import Chunk, ChunkSizes, chunk_source, read_source
 from .generated import declares_generated
 from .read import read_file
@@ -31,7 +31,8 @@ class Prepared:
     """One file read, hashed and chunked (in a worker process). ``error`` set means: not indexed this run.
 
     ``subtokens[i]`` is the FTS5 ``subtokens`` text of ``chunks[i]`` (see :func:`chunk_subtokens`),
-    computed in the worker so the writer only inserts.
+    computed in the worker so the writer only inserts; ``text`` is the whole decoded file as
+    :func:`~codii_sql.text.pack_text` stores it (grep's trigram row), packed here for the same reason.
     """
 
     path: str
@@ -44,6 +45,7 @@ class Prepared:
     skip: str | None = None
     error: str | None = None
     generated: bool = False  # the bytes declare it generated (generated.declares_generated)
+    text: bytes = b""
 
 
 def prepare_file(root: str, f: SourceFile, max_file_bytes: int, sizes: ChunkSizes = ChunkSizes()) -> Prepared:
@@ -61,10 +63,12 @@ def prepare_file(root: str, f: SourceFile, max_file_bytes: int, sizes: ChunkSize
             return out
         out.hash = hashlib.sha256(data).hexdigest()
         out.generated = declares_generated(data, f.path)
-        source = read_source(f.path, decode_source(data))
+        text = decode_source(data)
+        source = read_source(f.path, text)
         if source.size > max_file_bytes:
             out.skip = "too-large"
             return out
+        out.text = pack_text(text)
         out.language = source.language
         out.chunks = chunk_source(source, sizes=sizes)
         out.subtokens = chunk_subtokens(f.path, out.chunks)

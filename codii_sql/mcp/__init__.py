@@ -10,7 +10,7 @@ the background (:class:`codii_sql.service.Session`); the model loads on the firs
 import argparse
 import sys
 
-from . import file_tools, history_tools, indexing_tools, search_tools, symbol_tools  # noqa: F401 - importing registers the tools
+from . import file_tools, grep_tools, history_tools, indexing_tools, search_tools, symbol_tools  # noqa: F401 - importing registers the tools
 from ..errors import CodiiError
 from ..service import ShardFolder
 from .app import SESSION, server

@@ -16,8 +16,8 @@ from .budget import BudgetReport
 from .results import Result
 
 #: The note kinds an answer may carry, in the order they are told.
-NOTE_KINDS = ("no_good_match", "budget", "query", "script", "rerank", "update", "indexing", "embedder", "filters", "scope",
-              "vectors", "source", "member", "models", "pruned", "history")
+NOTE_KINDS = ("no_good_match", "budget", "grep", "query", "script", "rerank", "update", "indexing", "embedder", "filters",
+              "scope", "vectors", "source", "member", "models", "pruned", "history")
 #: Member states: searched in full; left out by the routing probe (its best result could not
 #: reach the answer, see service/fanout.py); failed (the index could not be read); missing (no
 #: such folder); not indexed.

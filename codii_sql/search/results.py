@@ -81,6 +81,9 @@ class SearchOptions:
         rerank_model: its path; None: ``$CODII_SQL_RERANK_MODEL`` (see :mod:`codii_sql.search.rerank`).
         max_tokens: fit the answer in about this many tokens (see :mod:`codii_sql.search.budget`);
             None: every result whole.
+        grep: keep only chunks holding a line this pattern (Python ``re`` syntax) matches, as
+            ``codii-sql grep`` finds them (``search --grep``).
+        chunk_ids: keep only these chunks: the shard sets it from ``grep`` before it searches.
     """
 
     limit: int = 10
@@ -96,6 +99,8 @@ class SearchOptions:
     rerank: bool = False
     rerank_model: str | None = None
     max_tokens: int | None = None
+    grep: str | None = None
+    chunk_ids: list[int] | None = None
 
     def check(self) -> None:
         """Raise UsageError on an option out of range, or a filter that can only match nothing by

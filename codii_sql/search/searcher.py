@@ -291,7 +291,8 @@ class Searcher:
         limit = rows or _rows_wanted(opts)
         exts = [e if e.startswith(".") else "." + e for e in opts.exts] if opts.exts else None
         under = (opts.under or "").strip("/") or None
-        filtered = bool(exts or opts.glob or opts.language or opts.exclude_path or under or opts.role)
+        filtered = bool(exts or opts.glob or opts.language or opts.exclude_path or under or opts.role
+                        or opts.chunk_ids is not None)
         params = {
             "fts_query": fq, "qvec": qvec, "rrf_k": RRF_K, **self._knn_params(qvec, limit, filtered),
             "rrf_weight": RRF_WEIGHT, "w_fts": weight.usual, "w_fts_confident": weight.confident,
@@ -301,6 +302,7 @@ class Searcher:
             "filtered": int(filtered), "exts": json.dumps(exts) if exts else None, "glob": sqlite_glob(opts.glob),
             "language": language_name(opts.language) if opts.language else None, "exclude_path": opts.exclude_path,
             "under": under, "role": opts.role,
+            "chunk_ids": json.dumps(opts.chunk_ids) if opts.chunk_ids is not None else None,
             "role_weights": json.dumps(prior) if prior else None, "limit": limit,
             "names": json.dumps(named.names), "tails": json.dumps(named.tails), "paths": json.dumps(named.paths),
             "name_boost": NAME_BOOST, "tiered": int(tiered), "pending": int(bool(self.store.value("vectors_pending"))),

@@ -21,6 +21,8 @@ from .export import export, manifest
 from .embedders import embedder_health, embedders_in_use
 from .history import MAX_HISTORY_LIMIT, HistoryAnswer, HistoryRequest, search_history
 from .indexes import OpenIndexes, open_searcher
+from .grep import grep
+from .grepping import MAX_CONTEXT, GrepRequest
 from .inspecting import inspect_query
 from .listing import AGENT as AGENT_LISTING, PERSON as PERSON_LISTING, listing
 from .maintenance import clear, clear_target
@@ -52,4 +54,5 @@ __all__ = [
     "FileSet", "Update", "Watcher", "registered", "watchers", "find_references", "find_symbol", "outline",
     "MAX_HISTORY_LIMIT", "HistoryAnswer", "HistoryRequest", "search_history",
     "DEFAULT_WHY_LIMIT", "MAX_WHY_LIMIT", "WhyAnswer", "explain_line",
+    "GrepRequest", "MAX_CONTEXT", "grep",
 ]

@@ -148,6 +148,35 @@ def read_bytes(f: SafeFile, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> bytes:
     return data
 
 
+def read_indexed(root_real: str, rel: str, max_bytes: int) -> bytes | None:
+    """The content of the indexed file ``rel`` under the root whose real path is ``root_real``, under
+    checks 2, 3 and 5 (check 4 held when the index took the file), or None when it no longer
+    passes them or is gone. For grep, which reads thousands of files a call: the real path is the
+    open descriptor's (``/proc/self/fd`` on Linux: one call, where :func:`resolve_file`'s
+    ``realpath`` costs ~0.4 ms a file, measured on Django), else ``realpath``."""
+    path = os.path.join(root_real, rel)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return None
+    try:
+        try:
+            real = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            real = os.path.realpath(path)
+        st = os.fstat(fd)
+        if not _inside(real, root_real) or not stat.S_ISREG(st.st_mode) or st.st_size > max_bytes:
+            return None
+        with open(fd, "rb", closefd=False) as fh:
+            data = fh.read(max_bytes + 1)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    head = data[:SNIFF_BYTES]
+    return None if len(data) > max_bytes or is_binary(head) or is_private_key(head) else data
+
+
 class FileSet:
     """The paths a scan of one root lists (check 4), refreshed after :data:`FILE_SET_TTL_SECONDS`.
 

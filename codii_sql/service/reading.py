@@ -10,8 +10,8 @@ from ..codebase import Codebase
 from ..languages import detect_language
 from ..text import decode_source
 from . import boundary
-from .portable import not_stored, stored_lines
 from .status import open_store, scan_rules
+from .stored import not_stored, stored_lines
 
 
 @dataclass

@@ -70,7 +70,7 @@ class RemoteShard:
         import httpx  # only when a remote shard is searched
 
         params = {"q": query, "limit": opts.limit, "mode": opts.mode, **self.fixed}
-        params.update({k: v for k, v in (("glob", opts.glob), ("language", opts.language)) if v})
+        params.update({k: v for k, v in (("glob", opts.glob), ("language", opts.language), ("grep", opts.grep)) if v})
         if opts.group_by_file:
             params["group_by"] = "file"
         if opts.rerank:

@@ -25,6 +25,7 @@ from ..search.results import Result, SearchOptions
 from ..search.searcher import Hits, Searcher
 from ..storage.lock import daemon_running, is_locked, vectors_running
 from .builds import ensure_index
+from .grepping import grep_chunk_ids
 from .indexes import OpenIndexes, open_searcher
 from .notes import embedder_note, empty_filter_note, filter_note, scope_note, vectors_note
 from .status import not_indexed
@@ -148,6 +149,8 @@ class LocalShard:
                embedder_failed: str | None = None) -> ShardAnswer:
         if self.scope:
             opts = dataclasses.replace(opts, under=self.scope)
+        if opts.grep:
+            opts = dataclasses.replace(opts, chunk_ids=grep_chunk_ids(self.codebase, opts.grep))
         with self._searcher() as s:
             hits = s.find(query, opts, vector, embedder_failed=embedder_failed)
             running = self.embedding_now()

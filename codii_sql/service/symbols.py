@@ -13,7 +13,7 @@ from ..languages import detect_language
 from ..search.budget import json_tokens, page
 from ..text import decode_source
 from . import boundary
-from .portable import stored_lines
+from .stored import stored_lines
 from .status import not_indexed, open_store, scan_rules
 from .symbol_rows import symbol_rows
 

@@ -29,20 +29,23 @@ from .failures import disk_full, translate
 
 #: Bumped when the tables change shape. 2 added chunks_bits (binary-quantised vectors), 3
 #: partitioned it by rowid % 8, 4 added vector_queue (the vector phase), 5 stems chunks_fts
-#: (porter), 6 added the history_* tables (sql/history.sql); older indexes are migrated in place
-#: when opened. Other versions must be rebuilt.
-SCHEMA_VERSION = 6
-#: The idempotent statements that make every table (the code's, then the history's).
+#: (porter), 6 added the history_* tables (sql/history.sql), 7 file_texts and file_trigrams (grep);
+#: older indexes are migrated in place when opened. Other versions must be rebuilt.
+SCHEMA_VERSION = 7
+#: The idempotent statements that make every table (the code's and grep's, then the history's).
 CREATE = ("create_schema", "history_schema")
 #: Re-tokenizes chunks_fts: dropped, made anew by create_schema, refilled from chunks.
 _RETOKENIZE = ("fts_drop", "create_schema", "fts_rebuild")
+#: Fills the grep tables create_schema added: the next build reads every file again (the text is on
+#: disk only), reusing unchanged chunks' vectors; grep reads files without a trigram row whole till then.
+_GREP = ("files_mark_reindex",)
 #: Schema versions :meth:`Store._migrate` upgrades, and the statements each runs after
 #: create_schema (which adds the tables a newer schema brought).
-_MIGRATES = {"1": ("bits_rebuild", *_RETOKENIZE), "2": ("bits_rebuild", *_RETOKENIZE),
-             "3": _RETOKENIZE, "4": _RETOKENIZE, "5": ()}
-#: Versions searched as they are when the file is read-only: an unstemmed chunks_fts still
-#: matches (FTS5 tokenizes a query with the table's own tokenizer); 5 lacks only the history.
-_READABLE_AS_IS = frozenset({"4", "5"})
+_MIGRATES = {"1": ("bits_rebuild", *_RETOKENIZE, *_GREP), "2": ("bits_rebuild", *_RETOKENIZE, *_GREP),
+             "3": (*_RETOKENIZE, *_GREP), "4": (*_RETOKENIZE, *_GREP), "5": _GREP, "6": _GREP}
+#: Versions searched as they are when read-only: an unstemmed chunks_fts still matches (FTS5 tokenizes a
+#: query with the table's own tokenizer); 5 and 6 lack tables history and grep do without.
+_READABLE_AS_IS = frozenset({"4", "5", "6"})
 
 #: Milliseconds a connection waits on a lock held by another process before it gives up.
 BUSY_TIMEOUT_MS = 10_000
@@ -226,9 +229,9 @@ class Store:
                 time.sleep(0.01)
 
     def _migrate(self) -> None:
-        """Bring an index of schema 1-4 to :data:`SCHEMA_VERSION` in one transaction (a kill leaves
+        """Bring an index of schema 1-5 to :data:`SCHEMA_VERSION` in one transaction (a kill leaves
         it as it was, retried next open): the tables a newer schema brought, for 1 and 2 the
-        partitioned chunks_bits, and a stemmed chunks_fts (0.42 s for 27,785 chunks, measured at
+        partitioned chunks_bits, a stemmed chunks_fts (0.42 s for 27,785 chunks, measured at
         load 5). Decided again under the write lock, as another process may have
         migrated it meanwhile. An index of this version is opened without any write.
         Raises ``StorageError`` when the file is read-only, unless its version reads as it is."""

@@ -18,8 +18,10 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def start(args: list[str], port: int, *, timeout: float = 60.0) -> subprocess.Popen:
-    """``codii-sql serve --http PORT ARGS`` in a new process, once ``/healthz`` answers 200."""
+def start(args: list[str], port: int, *, timeout: float = 60.0, token: str | None = None) -> subprocess.Popen:
+    """``codii-sql serve --http PORT ARGS`` in a new process, once ``/healthz`` answers 200 (asked with
+    ``token``, the server's ``--token``, when it has one)."""
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
     proc = subprocess.Popen([sys.executable, "-m", "codii_sql.cli", "serve", "--http", str(port), *args],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=os.environ.copy())
     deadline = time.monotonic() + timeout
@@ -27,7 +29,7 @@ def start(args: list[str], port: int, *, timeout: float = 60.0) -> subprocess.Po
         if proc.poll() is not None:
             raise AssertionError(f"the server exited {proc.returncode}: {proc.stderr.read()}")
         try:
-            if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=2).status_code == 200:
+            if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=2, headers=headers).status_code == 200:
                 return proc
         except httpx.HTTPError:
             pass

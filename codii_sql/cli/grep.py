@@ -1,0 +1,119 @@
+"""``grep``: exact and regular-expression search of the indexed files, with ripgrep's options and output."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from .. import service
+from .output import db_option, echo, json_text, shown
+from .words import words
+
+_CONTEXT = click.IntRange(0, service.MAX_CONTEXT)
+
+
+@click.command("grep")
+@click.argument("pattern", required=False)
+@click.argument("paths", nargs=-1)
+@click.option("-e", "--regexp", "patterns", multiple=True, metavar="PATTERN",
+              help="A pattern (repeatable: a line matches when any does); PATTERN is then a PATH.")
+@click.option("-F", "--fixed-strings", "fixed", is_flag=True, help="The patterns are literal strings, not regexes.")
+@click.option("-i", "--ignore-case", "ignore_case", is_flag=True, help="Match case-insensitively.")
+@click.option("-w", "--word-regexp", "word", is_flag=True, help="Only matches with no word character around them.")
+@click.option("-l", "--files-with-matches", "files_only", is_flag=True, help="Print the paths of files that match.")
+@click.option("-c", "--count", "count", is_flag=True, help="Print each matching file's number of matching lines.")
+@click.option("-n/-N", "--line-number/--no-line-number", "numbers", default=True, help="Show line numbers (default).")
+@click.option("-A", "--after-context", "after", type=_CONTEXT, default=None, help="Lines after each match.")
+@click.option("-B", "--before-context", "before", type=_CONTEXT, default=None, help="Lines before each match.")
+@click.option("-C", "--context", "context", type=_CONTEXT, default=0, help="Lines before and after each match.")
+@click.option("-g", "--glob", "globs", multiple=True,
+              help="Only paths matching this gitignore-style glob ('!' excludes; repeatable, the last match wins).")
+@click.option("-t", "--type", "types", multiple=True, help="Only files of this language (py, rust, go...; repeatable).")
+@click.option("--sort", type=click.Choice(["path", "role"]), default="path", show_default=True,
+              help="File order: by path, or source files first, then tests, docs, config, the rest.")
+@click.option("--limit", type=click.IntRange(1), default=None, help="Stop after this many matching lines.")
+@click.option("--no-update", is_flag=True, help="Search the index as it is, without updating it first.")
+@db_option
+@click.option("--json", "as_json", is_flag=True, help="JSON lines in rg --json's shape (begin, match, context, "
+                                                       "end, summary).")
+def grep(pattern, paths, patterns, fixed, ignore_case, word, files_only, count, numbers, after, before, context,
+         globs, types, sort, limit, no_update, db, as_json):
+    """Lines matching PATTERN (Python regex syntax) in the indexed files under PATH (default: the current
+    folder's codebase), in path and line order, as `rg -n --no-heading` prints them. Candidate files come
+    from the index's trigrams; every one is read and matched exactly. Exit status 1 when nothing matched."""
+    if patterns:
+        paths = ((pattern,) if pattern is not None else ()) + tuple(paths)
+    elif pattern is not None:
+        patterns = (pattern,)
+    request = service.GrepRequest(list(patterns), fixed=fixed, ignore_case=ignore_case, word=word, paths=list(paths),
+                                  db=db, globs=list(globs), types=list(types),
+                                  before=context if before is None else before,
+                                  after=context if after is None else after, limit=limit, sort=sort,
+                                  update=not no_update)
+    answer = service.grep(request)
+    if as_json:
+        _print_json(answer)
+    elif files_only:
+        _write(shown(f.path) + "\n" for f in answer.files)
+    elif count:
+        _write(f"{shown(f.path)}:{f.matches}\n" for f in answer.files)
+    else:
+        _write(_text_lines(answer, numbers, bool(request.before or request.after)))
+    note = answer.note(words)
+    if note and not as_json:
+        echo(f"Note: {note}", err=True)
+    if not answer.matched_lines:
+        raise SystemExit(1)
+
+
+def _write(lines) -> None:
+    """Write ``lines`` to stdout in blocks (one terminal write per line made 100k-line answers slow)."""
+    block: list[str] = []
+    for line in lines:
+        block.append(line)
+        if len(block) >= 4096:
+            sys.stdout.write("".join(block))
+            block = []
+    sys.stdout.write("".join(block))
+    sys.stdout.flush()
+
+
+def _text_lines(answer, numbers: bool, with_context: bool):
+    """rg's ``path:line:text`` (``path-line-text`` for context lines, ``--`` between groups)."""
+    last = None
+    for f in answer.files:
+        path = shown(f.path)
+        for g in f.lines:
+            if with_context and last is not None and last != (f.path, g.line - 1):
+                yield "--\n"
+            last = (f.path, g.line)
+            mark = ":" if g.matched else "-"
+            yield f"{path}{mark}{g.line}{mark}{shown(g.text)}\n" if numbers else f"{path}{mark}{shown(g.text)}\n"
+
+
+def _print_json(answer) -> None:
+    """JSON lines as ``rg --json`` prints them: per file ``begin``, ``match``/``context``, ``end``; then a
+    ``summary`` whose ``codii`` member tells how the candidates were found and the notes."""
+    out = []
+    for f in answer.files:
+        path = {"text": f.path}
+        out.append({"type": "begin", "data": {"path": path}})
+        for g in f.lines:
+            raw = g.text.encode("utf-8")
+            subs = [{"match": {"text": raw[s:e].decode("utf-8", "replace")}, "start": s, "end": e} for s, e in g.spans]
+            out.append({"type": "match" if g.matched else "context",
+                        "data": {"path": path, "lines": {"text": g.text + "\n"}, "line_number": g.line,
+                                 "submatches": subs}})
+        out.append({"type": "end", "data": {"path": path, "binary_offset": None,
+                                            "stats": {"matched_lines": f.matches, "searches": 1,
+                                                      "searches_with_match": 1}}})
+    seconds = answer.seconds
+    elapsed = {"secs": int(seconds), "nanos": int((seconds % 1) * 1e9), "human": f"{seconds:.6f}s"}
+    out.append({"type": "summary", "data": {
+        "elapsed_total": elapsed,
+        "stats": {"elapsed": elapsed, "searches": answer.files_read, "searches_with_match": answer.matched_files,
+                  "matched_lines": answer.matched_lines,
+                  "matches": sum(len(g.spans) for f in answer.files for g in f.lines)},
+        "codii": {k: v for k, v in answer.to_dict(words).items() if k not in ("files", "patterns")}}})
+    _write(json_text(o) + "\n" for o in out)

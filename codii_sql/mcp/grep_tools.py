@@ -1,0 +1,56 @@
+"""MCP tool grep_code: exact or regular-expression search of an indexed codebase's files, line by line."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from mcp.types import CallToolResult
+from pydantic import Field
+
+from ..service import GrepRequest, grep
+from .app import DEFAULT_MAX_TOKENS, READ_ONLY, SESSION, MaxTokensArg, PathArg, agent_errors, answer, codebase_at, \
+    server, with_note
+from .words import words
+
+#: A line longer than this (characters) is sent cut: a minified or data line would spend the budget alone.
+MAX_LINE_CHARS = 300
+
+
+@server.tool(
+    description=(
+        "Search an indexed codebase's files for a regular expression (Python re syntax) or, with literal=true, "
+        "an exact string, like ripgrep: every matching line with its path, 1-based line number, text and "
+        "submatches (byte offsets into the line, end exclusive), files in path order (source first with "
+        "sort=role). Exact: candidate files come from the index's trigrams and every one is read and matched. "
+        "Use it for identifiers with punctuation (foo->bar, TODO(security)), error messages, regexes; "
+        "search_code for meaning. matched_lines and matched_files count every match; truncated says the "
+        "limit or max_tokens cut the lines shown. Files the index skips (ignored, binary, secrets) are not searched."),
+    annotations=READ_ONLY,
+)
+@agent_errors
+def grep_code(
+    path: PathArg,
+    pattern: Annotated[str, Field(min_length=1, max_length=10_000, description="The regular expression, or the "
+                                                                               "string with literal=true.")],
+    literal: Annotated[bool, Field(description="Match pattern as a literal string (rg -F).")] = False,
+    ignore_case: Annotated[bool, Field(description="Case-insensitive (rg -i).")] = False,
+    word: Annotated[bool, Field(description="Only matches with no word character around them (rg -w).")] = False,
+    pathGlob: Annotated[list[str], Field(  # noqa: N803
+        max_length=20, description="gitignore-style globs over the relative path, e.g. ['*.py', '!tests/']; "
+                                   "'!' excludes, the last match wins; [] = all files.")] = [],
+    context: Annotated[int, Field(ge=0, le=10, description="Lines of context before and after each match.")] = 0,
+    sort: Annotated[str, Field(pattern="^(path|role)$", description="path, or role: source files first.")] = "path",
+    limit: Annotated[int, Field(ge=1, le=2000, description="Matching lines shown at most.")] = 100,
+    max_tokens: MaxTokensArg = None,
+) -> CallToolResult:
+    cb = codebase_at(path)
+    SESSION.require_index(cb)
+    found = grep(GrepRequest([pattern], fixed=literal, ignore_case=ignore_case, word=word, paths=[path],
+                             globs=list(pathGlob), before=context, after=context, limit=limit, sort=sort, update=False,
+                             max_columns=MAX_LINE_CHARS, max_tokens=max_tokens or DEFAULT_MAX_TOKENS))
+    shown = sum(g.matched for f in found.files for g in f.lines)
+    summary = (f"{found.matched_lines} matching lines in {found.matched_files} files of {found.codebase}"
+               + (f" ({shown} shown)" if found.truncated else "") + f" ({found.seconds * 1000:.0f} ms)")
+    body = "\n".join(f"{f.path}{':' if g.matched else '-'}{g.line}{':' if g.matched else '-'}{g.text}"
+                     for f in found.files for g in f.lines)
+    return answer(with_note(summary, found.note(words)), found.to_dict(words), body)

@@ -1,0 +1,93 @@
+"""One grep answer for every face: the matching lines by file, the counts, how the candidates were found, the notes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .answer import Note, Words
+from .grep import GrepLine
+
+
+@dataclass
+class GrepFile:
+    """One file's lines in a grep answer: ``matches`` is how many of its lines matched (all of them,
+    also when ``lines`` was cut by a limit), ``lines`` the matched and context lines in line order,
+    ``not_stored`` the line ranges ``[first, last]`` an index alone does not hold (never searched)."""
+
+    path: str
+    role: str
+    language: str | None
+    matches: int
+    lines: list[GrepLine] = field(default_factory=list)
+    not_stored: list[list[int]] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        out = {"path": self.path, "role": self.role, "language": self.language, "matches": self.matches,
+               "lines": [_line(g) for g in self.lines]}
+        if self.not_stored:
+            out["not_stored"] = self.not_stored
+        return out
+
+
+def _line(g: GrepLine) -> dict:
+    out: dict = {"line": g.line, "text": g.text}
+    if g.context:
+        out["context"] = True
+    else:
+        out["submatches"] = [list(s) for s in g.spans]
+    return out
+
+
+@dataclass
+class GrepAnswer:
+    """The answer to one grep request.
+
+    Attributes:
+        patterns: the patterns as asked.
+        codebase: the root searched (an index file's path for an index alone).
+        files: files with a matching line, in path order (or by role: source first).
+        matched_lines, matched_files: the totals over every file read (a ``limit`` cuts ``files``,
+            not these, unless ``truncated``: reading stopped, so they count what was read).
+        files_indexed: the codebase's indexed files; ``files_read``: the candidates verified.
+        trigrams: the FTS5 expression the candidates satisfied, None when every file was read
+            (``scan``: the patterns require no trigram).
+        timed_out: files whose matching passed the time bound (their matches are not counted).
+        truncated: the ``limit`` or token budget stopped the answer early.
+        seconds: wall time (the update excluded); ``candidate_seconds`` of it in the trigram query.
+        notes: why lines may be missing or the answer cut.
+    """
+
+    patterns: list[str]
+    codebase: str
+    files: list[GrepFile] = field(default_factory=list)
+    matched_lines: int = 0
+    matched_files: int = 0
+    files_indexed: int = 0
+    files_read: int = 0
+    trigrams: str | None = None
+    scan: bool = False
+    timed_out: list[str] = field(default_factory=list)
+    truncated: bool = False
+    seconds: float = 0.0
+    candidate_seconds: float = 0.0
+    notes: list[Note] = field(default_factory=list)
+
+    def note(self, words: Words) -> str | None:
+        """Every note in one line, hints in ``words`` (None without notes)."""
+        return "; ".join(n.worded(words) for n in self.notes) or None
+
+    def to_dict(self, words: Words) -> dict:
+        """``{"patterns", "codebase", "files": [{"path", "role", "language", "matches", "lines": [{"line",
+        "text", "submatches": [[start, end]] | "context": true}], ["not_stored"]}], "matched_lines",
+        "matched_files", "files_indexed", "files_read", "trigrams", "scan", "timed_out", "truncated",
+        "seconds", ["note", "notes"]}``: lines 1-based, submatches byte offsets into the line's UTF-8
+        (end exclusive), the hints in ``words``."""
+        out: dict = {"patterns": self.patterns, "codebase": self.codebase, "files": [f.to_dict() for f in self.files],
+                     "matched_lines": self.matched_lines, "matched_files": self.matched_files,
+                     "files_indexed": self.files_indexed, "files_read": self.files_read, "trigrams": self.trigrams,
+                     "scan": self.scan, "timed_out": self.timed_out, "truncated": self.truncated,
+                     "seconds": round(self.seconds, 4)}
+        if self.notes:
+            out["note"] = self.note(words)
+            out["notes"] = [n.kind for n in self.notes]
+        return out

@@ -1,0 +1,106 @@
+"""A grep pattern as asked (``-e`` patterns, ``-F``, ``-i``, ``-w``): checked, compiled, and planned into trigrams."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import regex
+
+from ..errors import UsageError
+from . import trigrams
+
+#: Leading global flags, ``(?i)``: Python allows them only at the very start of a pattern, so
+#: wrapping several patterns (``-e``, ``-w``) moves them to the front of the whole.
+_GLOBAL_FLAGS = re.compile(r"^\(\?([aiLmsux]+)\)")
+
+
+@dataclass
+class GrepPattern:
+    """The patterns of one grep, compiled.
+
+    Args:
+        patterns: one or more patterns in Python's ``re`` syntax (``-e`` may repeat): a line matches
+            when any of them matches it.
+        fixed: the patterns are literal strings (``-F``).
+        ignore_case: case-insensitive (``-i``), Unicode simple folding as Python's ``re`` does it.
+        word: only matches with no word character right before or after them (``-w``, as rg's
+            ``(?:^|\\W)pattern(?:\\W|$)`` test).
+    Raises:
+        UsageError: an empty list, a pattern that is not valid syntax (the message names the
+            position), or one holding a line break (grep matches within one line).
+
+    ``regex`` is the compiled whole (the ``regex`` module, for its per-call ``timeout``: Python's
+    ``re`` cannot be stopped); ``fts`` the trigram expression candidates must satisfy, None when the
+    patterns require no trigram (every file is read); ``line_bound`` whether it may run over a whole
+    file at once (:func:`~.trigrams.line_bound`).
+    """
+
+    patterns: list[str]
+    fixed: bool = False
+    ignore_case: bool = False
+    word: bool = False
+    regex: regex.Pattern = field(init=False)
+    fts: str | None = field(init=False)
+    line_bound: bool = field(init=False)
+
+    def __post_init__(self) -> None:
+        if not self.patterns:
+            raise UsageError("no pattern given", "pass a pattern to search for", field="pattern")
+        sources = [re.escape(p) if self.fixed else p for p in self.patterns]
+        flags = re.IGNORECASE if self.ignore_case else 0
+        parsed = [_parsed(s, flags, shown) for s, shown in zip(sources, self.patterns)]
+        whole = _combined(sources, self.word)
+        tree = _parsed(whole, flags, " | ".join(self.patterns))
+        self.fts = trigrams.to_fts(trigrams.required(parsed))
+        self.line_bound = trigrams.line_bound(tree)
+        try:
+            self.regex = regex.compile(whole, flags | regex.MULTILINE | regex.VERSION0)
+        except regex.error as err:  # syntax the re parser accepts but regex refuses
+            raise _bad(" | ".join(self.patterns), str(err), getattr(err, "pos", None)) from None
+
+    @property
+    def scans(self) -> bool:
+        """Whether every indexed file is read: the patterns require no trigram (none has a literal run
+        of 3 or more characters that every match contains)."""
+        return self.fts is None
+
+
+def _combined(sources: list[str], word: bool) -> str:
+    """One pattern for all ``sources``: each a non-capturing group, ``-w`` bounds around them, the
+    global flags hoisted to the front."""
+    flags, bodies = "", []
+    for s in sources:
+        head = _GLOBAL_FLAGS.match(s)
+        if head:
+            flags += head.group(1)
+            s = s[head.end():]
+        bodies.append(s)
+    body = bodies[0] if len(bodies) == 1 and not word else "|".join(f"(?:{b})" for b in bodies)
+    if word:
+        body = rf"(?<!\w)(?:{body})(?!\w)"
+    return (f"(?{''.join(dict.fromkeys(flags))})" if flags else "") + body
+
+
+def _parsed(source: str, flags: int, shown: str):
+    """Python's parse of ``source``.
+
+    Raises:
+        UsageError: bad syntax (naming the position in ``shown``), or a literal line break.
+    """
+    try:
+        tree = trigrams.parse(source, flags)
+    except re.error as err:
+        raise _bad(shown, err.msg, err.pos) from None
+    except (RecursionError, OverflowError) as err:  # thousands of nested groups, a repeat count past 4 billion
+        raise _bad(shown, f"too complex ({type(err).__name__})", None) from None
+    if trigrams.names_newline(tree):
+        raise UsageError(f"{shown!r} holds a line break, and grep matches within one line",
+                         "search for each line's part separately", field="pattern")
+    return tree
+
+
+def _bad(shown: str, why: str, pos: int | None) -> UsageError:
+    where = f" at position {pos}" if pos is not None else ""
+    return UsageError(f"{shown!r} is not a valid regular expression: {why}{where}",
+                      "fix the pattern, or search it as a literal string", field="pattern")

@@ -1,0 +1,268 @@
+"""From a regular expression to the trigrams its every match must contain: an AND/OR query for the trigram index.
+
+After Russ Cox, "Regular Expression Matching with a Trigram Index" (2012), simplified: each node
+of Python's own parse of the pattern (``re._parser``) yields either the small set of strings it can
+match exactly (``exact``), or a query that every string it matches satisfies (``match``). A
+concatenation multiplies exact sets while they stay small, an alternation unions them (or ORs the
+queries), anything else (``.``, ``\\w+``, a large class, ``x*``) ends the literal run. Each exact
+set becomes the OR, over its strings, of the AND of each string's trigrams. Every simplification
+drops a requirement, never adds one: the query may select more files than match, never fewer.
+
+The index folds case (FTS5 ``trigram``, ``case_sensitive 0``), so trigrams are kept in lower case
+and one query serves ``-i`` and case-sensitive patterns alike; a letter whose folding SQLite and
+Python might not agree on (a non-ASCII letter with a case) is treated as unknown.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from re import _constants as C  # noqa: N812 - the parser's own opcode names
+from re import _parser
+
+#: A node's exact strings are kept while at most this many (Cox's sets are bounded the same way;
+#: ``[abc][def][ghi]`` is 27): past it the run is turned into a query and a new run starts.
+MAX_EXACT = 32
+#: A character class of at most this many characters is an exact set of one-character strings.
+MAX_CLASS = 8
+#: Trigrams ANDed per exact string at most, evenly spread (more read more doclists for little gain).
+MAX_TRIGRAMS = 12
+
+#: No requirement: every file is a candidate (the empty AND).
+ANY: tuple = ("and", ())
+
+
+@dataclass(frozen=True)
+class Info:
+    """What is known of the strings a node matches: ``exact`` (all of them, lower-cased) or ``match``."""
+
+    exact: frozenset[str] | None = None
+    match: tuple = ANY
+
+
+def _and(*queries: tuple | str) -> tuple:
+    """The AND of ``queries``, flattened; ANY parts dropped."""
+    parts: list = []
+    for q in queries:
+        if q == ANY:
+            continue
+        parts.extend(q[1] if isinstance(q, tuple) and q[0] == "and" else [q])
+    unique = tuple(dict.fromkeys(parts))
+    return unique[0] if len(unique) == 1 else ("and", unique)
+
+
+def _or(*queries: tuple | str) -> tuple:
+    """The OR of ``queries``, flattened; ANY if any part is ANY."""
+    parts: list = []
+    for q in queries:
+        if q == ANY:
+            return ANY
+        parts.extend(q[1] if isinstance(q, tuple) and q[0] == "or" else [q])
+    unique = tuple(dict.fromkeys(parts))
+    if not unique:
+        return ANY
+    return unique[0] if len(unique) == 1 else ("or", unique)
+
+
+def fold(char: str) -> str | None:
+    """``char`` as the index stores it, or None when that is uncertain: ASCII is lower-cased, a
+    character without case (punctuation, CJK) kept; a NUL, a line break or a non-ASCII letter with a
+    case (``É``, ``ſ``: SQLite's and Python's folding may differ) is unknown."""
+    if char in "\x00\n":
+        return None
+    if char.isascii():
+        return char.lower()
+    return char if char.lower() == char == char.upper() else None
+
+
+def string_query(text: str) -> tuple | str:
+    """The AND of ``text``'s trigrams (ANY under 3 characters), at most :data:`MAX_TRIGRAMS`."""
+    grams = list(dict.fromkeys(text[i:i + 3] for i in range(len(text) - 2)))
+    if len(grams) > MAX_TRIGRAMS:
+        step = (len(grams) - 1) / (MAX_TRIGRAMS - 1)
+        grams = [grams[round(k * step)] for k in range(MAX_TRIGRAMS)]
+    return _and(*grams)
+
+
+def exact_query(strings: frozenset[str]) -> tuple | str:
+    """The OR over ``strings`` of each one's trigrams (ANY when one is under 3 characters)."""
+    return _or(*(string_query(s) for s in sorted(strings)))
+
+
+def as_query(info: Info) -> tuple | str:
+    return info.match if info.exact is None else exact_query(info.exact)
+
+
+def _literal(code: int) -> Info:
+    folded = fold(chr(code))
+    return Info(frozenset({folded})) if folded is not None else Info()
+
+
+def _class(items: list) -> Info:
+    """A ``[...]`` class: its characters when few, known and not negated; else one unknown character."""
+    chars: list[str] = []
+    for op, av in items:
+        if op is C.LITERAL:
+            chars.append(chr(av))
+        elif op is C.RANGE and av[1] - av[0] < MAX_CLASS:
+            chars.extend(chr(c) for c in range(av[0], av[1] + 1))
+        else:  # NEGATE, CATEGORY (\d, \w), a wide range, a charset the compiler built
+            return Info()
+    folded = {fold(c) for c in chars}
+    if None in folded or not folded or len(folded) > MAX_CLASS:
+        return Info()
+    return Info(frozenset(folded))
+
+
+def _repeat(av: tuple) -> Info:
+    low, high, sub = av
+    inner = _sequence(sub)
+    if low == 0:
+        if high == 1 and inner.exact is not None:  # x? : x or nothing
+            return Info(inner.exact | {""})
+        return Info()  # x*, x{0,n}: may match nothing, so requires nothing
+    if low == high and inner.exact is not None:
+        strings = frozenset({""})
+        for _ in range(low):
+            strings = frozenset(a + b for a in strings for b in inner.exact)
+            if len(strings) > MAX_EXACT:
+                return Info(match=as_query(inner))
+        return Info(strings)
+    return Info(match=as_query(inner))  # x+, x{2,5}: x at least once
+
+
+def _branch(alternatives: list) -> Info:
+    infos = [_sequence(a) for a in alternatives]
+    if all(i.exact is not None for i in infos):
+        union = frozenset().union(*(i.exact for i in infos))
+        if len(union) <= MAX_EXACT:
+            return Info(union)
+    return Info(match=_or(*(as_query(i) for i in infos)))
+
+
+#: Zero-width nodes: they consume nothing, so the strings around them stay adjacent.
+_ZERO_WIDTH = frozenset({C.AT, C.ASSERT, C.ASSERT_NOT})
+
+
+def _node(op, av) -> Info:
+    if op is C.LITERAL:
+        return _literal(av)
+    if op is C.IN:
+        return _class(av)
+    if op is C.SUBPATTERN:
+        return _sequence(av[3])
+    if op is C.ATOMIC_GROUP:
+        return _sequence(av)
+    if op is C.BRANCH:
+        return _branch(av[1])
+    if op in (C.MAX_REPEAT, C.MIN_REPEAT, C.POSSESSIVE_REPEAT):
+        return _repeat(av)
+    if op in _ZERO_WIDTH:
+        return Info(frozenset({""}))
+    return Info()  # ANY, NOT_LITERAL, GROUPREF...: one or more unknown characters
+
+
+def _sequence(items) -> Info:
+    """A concatenation: exact sets multiplied while small; each run ended becomes a query part."""
+    run, parts = frozenset({""}), []
+    for op, av in items:
+        info = _node(op, av)
+        if info.exact is not None:
+            product = frozenset(a + b for a in run for b in info.exact)
+            if len(product) <= MAX_EXACT:
+                run = product
+                continue
+            parts.append(exact_query(run))
+            run = info.exact
+            continue
+        parts += [exact_query(run), info.match]
+        run = frozenset({""})
+    if not parts:
+        return Info(run)
+    return Info(match=_and(*parts, exact_query(run)))
+
+
+def parse(pattern: str, flags: int = 0) -> _parser.SubPattern:
+    """Python's parse of ``pattern``.
+
+    Raises:
+        re.error: the pattern is not valid ``re`` syntax (``pos`` says where).
+    """
+    return _parser.parse(pattern, flags)
+
+
+def required(parsed: list[_parser.SubPattern]) -> tuple | str:
+    """The trigram query every line matching one of the ``parsed`` patterns satisfies (an OR over
+    them); :data:`ANY` when some pattern requires no trigram."""
+    return _or(*(as_query(_sequence(p)) for p in parsed))
+
+
+def to_fts(query: tuple | str) -> str | None:
+    """``query`` as an FTS5 MATCH expression of quoted trigrams; None for :data:`ANY`."""
+    if query == ANY:
+        return None
+    if isinstance(query, str):
+        return '"' + query.replace('"', '""') + '"'
+    joiner = " AND " if query[0] == "and" else " OR "
+    return joiner.join(f"({to_fts(q)})" if isinstance(q, tuple) else to_fts(q) for q in query[1])
+
+
+def _walk(items):
+    """Every (op, av) of a parse tree, depth first, assertions and groups included."""
+    for op, av in items:
+        yield op, av
+        if op is C.SUBPATTERN:
+            yield from _walk(av[3])
+        elif op is C.ATOMIC_GROUP:
+            yield from _walk(av)
+        elif op is C.BRANCH:
+            for alternative in av[1]:
+                yield from _walk(alternative)
+        elif op in (C.MAX_REPEAT, C.MIN_REPEAT, C.POSSESSIVE_REPEAT):
+            yield from _walk(av[2])
+        elif op in (C.ASSERT, C.ASSERT_NOT):
+            yield from _walk(av[1])
+        elif op is C.GROUPREF_EXISTS:
+            yield from _walk(av[1])
+            if av[2] is not None:
+                yield from _walk(av[2])
+
+
+#: Classes (``\\s``, ``\\W``, ``\\D``) whose members include a line break.
+_BREAKING_CATEGORIES = frozenset({C.CATEGORY_SPACE, C.CATEGORY_NOT_WORD, C.CATEGORY_NOT_DIGIT,
+                                  C.CATEGORY_UNI_SPACE, C.CATEGORY_UNI_NOT_WORD, C.CATEGORY_UNI_NOT_DIGIT,
+                                  C.CATEGORY_LINEBREAK, C.CATEGORY_UNI_LINEBREAK})
+
+
+def _class_takes_newline(items: list) -> bool:
+    negated = any(op is C.NEGATE for op, _ in items)
+    holds = any((op is C.LITERAL and av == 10) or (op is C.RANGE and av[0] <= 10 <= av[1])
+                or (op is C.CATEGORY and av in _BREAKING_CATEGORIES) for op, av in items)
+    return holds != negated
+
+
+def names_newline(parsed: _parser.SubPattern) -> bool:
+    """Whether the pattern holds a literal line break (``\\n``), which a line never contains."""
+    return any(op is C.LITERAL and av == 10 for op, av in _walk(parsed))
+
+
+def line_bound(parsed: _parser.SubPattern) -> bool:
+    """Whether the pattern can be run over a whole file at once (MULTILINE) and give exactly the
+    matches it gives line by line: nothing in it (assertions included) can match a line break, and
+    it has no ``\\A``/``\\Z`` (which a file has once, its lines each)."""
+    dotall = bool(parsed.state.flags & re.DOTALL)
+    for op, av in _walk(parsed):
+        if op is C.NOT_LITERAL and av != 10:
+            return False
+        if op is C.ANY and (dotall or _dotall_inside(parsed)):
+            return False
+        if op is C.IN and _class_takes_newline(av):
+            return False
+        if op is C.AT and av in (C.AT_BEGINNING_STRING, C.AT_END_STRING):
+            return False
+    return True
+
+
+def _dotall_inside(parsed: _parser.SubPattern) -> bool:
+    """Whether a scoped flag group ``(?s:...)`` turns DOTALL on somewhere."""
+    return any(op is C.SUBPATTERN and av[1] & re.DOTALL for op, av in _walk(parsed))

@@ -1,0 +1,67 @@
+"""The grep use case: one request -> one :class:`~codii_sql.search.grep_answer.GrepAnswer`, for every face.
+
+It resolves the request's paths to one codebase and scopes in it, brings the index up to date when
+asked (a CLI grep), and greps it (:mod:`.grepping`).
+"""
+
+from __future__ import annotations
+
+import os
+
+from ..codebase import Codebase
+from ..errors import UsageError
+from ..ingest.report import Progress
+from ..search.answer import Note
+from ..search.grep_answer import GrepAnswer
+from ..search.pattern import GrepPattern
+from .builds import ensure_index
+from .codebases import find_codebase, is_index_file
+from .grepping import GrepRequest, search_codebase
+
+
+def grep(request: GrepRequest, *, progress: Progress | None = None) -> GrepAnswer:
+    """Answer ``request``.
+
+    Raises:
+        UsageError: a bad pattern (naming its position), option or path.
+        NotIndexedError, StorageError: the codebase cannot be searched.
+    """
+    request.check()
+    pattern = GrepPattern(request.patterns, fixed=request.fixed, ignore_case=request.ignore_case, word=request.word)
+    codebase, scopes = _scopes(request.paths, request.db)
+    notes: list[Note] = []
+    if not codebase.alone:
+        update = ensure_index(codebase, update=request.update, progress=progress)
+        if update:
+            notes.append(update)
+    return search_codebase(codebase, pattern, request, scopes, notes)
+
+
+def _scopes(paths: list[str], db: str | None) -> tuple[Codebase, list[str]]:
+    """The codebase the ``paths`` lie in and each one relative to its root ([] for the whole).
+
+    Raises:
+        UsageError: a path outside that codebase, or paths of several codebases.
+    """
+    if db is None and paths and is_index_file(paths[0]):  # an index file given as the path (MCP, HTTP)
+        db, paths = paths[0], paths[1:]
+    if db is not None:
+        codebase, _ = find_codebase(None, db)
+        if codebase.alone:
+            return codebase, [p.strip("/") for p in paths if p.strip("/") not in ("", ".")]
+    first = os.path.abspath(paths[0]) if paths else None
+    anchor = first if first is None or os.path.isdir(first) else os.path.dirname(first)
+    codebase, scope = find_codebase(anchor, db)
+    if not paths:
+        return codebase, [scope] if scope else []
+    scopes = []
+    for p in paths:
+        rel = os.path.relpath(os.path.realpath(p), os.path.realpath(codebase.root))
+        if rel == os.pardir or rel.startswith(os.pardir + os.sep):
+            raise UsageError(f"{p} is outside the codebase {codebase.root}", "grep one codebase at a time",
+                             field="path")
+        if rel != ".":
+            scopes.append(rel.replace(os.sep, "/"))
+        else:
+            return codebase, []
+    return codebase, scopes

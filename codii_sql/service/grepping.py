@@ -1,0 +1,316 @@
+"""Grep over one codebase's index: the request, its candidates, their filters, reading and matching them, the notes.
+
+Candidates come from the trigram index (:mod:`codii_sql.search.trigrams`), then every candidate is
+read (from disk; for an index alone, the text it stores) and matched line by line, so the lines
+and columns are exact. The files are the indexed ones: what the index skips is not grep'd. The use
+case that resolves a request's paths and updates the index first is :mod:`.grep`.
+"""
+
+from __future__ import annotations
+
+import collections
+import concurrent.futures as cf
+import json
+import os
+import re
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from ..codebase import Codebase
+from ..errors import Remedy, UsageError
+from ..ingest import wildmatch
+from ..ingest.config import size_cap
+from ..languages import KNOWN_LANGUAGES, language_name
+from ..search.answer import Note
+from ..search.budget import tokens
+from ..search.grep import FILE_TIMEOUT_SECONDS, FileTimeout, GrepLine, matching_lines, with_context
+from ..search.grep_answer import GrepAnswer, GrepFile
+from ..search.pattern import GrepPattern
+from ..storage.store import Store
+from ..text import decode_source, unpack_text
+from . import boundary
+from .stored import not_stored, stored_lines
+from .status import open_store, scan_rules
+
+#: Lines around a match at most (``-A``/``-B``/``-C``).
+MAX_CONTEXT = 100
+#: Threads that read and match candidate files (2 cores here: measured on Django's `return`, 1,481 files).
+WORKERS = 2
+#: Files read ahead of the answer at most (a limit stops the reading soon after it is reached).
+AHEAD = 32
+#: Roles in ``sort="role"`` order: the code people search for, then its tests, the rest after.
+ROLE_ORDER = {"source": 0, "test": 1, "docs": 2, "config": 3}
+
+
+@dataclass
+class GrepRequest:
+    """One grep, as every face asks it.
+
+    Attributes:
+        patterns: one or more patterns (``-e``); a line matches when one of them does.
+        fixed, ignore_case, word: ``-F``, ``-i``, ``-w`` (see :class:`~codii_sql.search.pattern.GrepPattern`).
+        paths: files or folders to search in (rg's ``PATH...``), inside one codebase; none: the current
+            folder's codebase (or the ``db``'s), all of it.
+        db: the index file (``--db``): with no source here, its stored text is searched.
+        globs: rg's ``-g``: gitignore-style globs over the path relative to the root, ``!`` excludes;
+            the last one that matches decides, and with any include glob a file must match one.
+        types: rg's ``-t``: languages (``py``, ``rust``...), a file must be one of them.
+        before, after: context lines (``-B``, ``-A``; ``-C`` sets both), 0-100.
+        limit: matched lines at most (None: all); reading stops there, ``truncated`` says so.
+        sort: ``path`` (rg's order) or ``role`` (source files first, then tests, docs, config, the rest).
+        update: bring the index up to date first (a CLI grep), else the last committed state.
+        max_columns: a line longer than this (characters) is shown cut, ending in "…" (rg's
+            ``--max-columns``), its matches past the cut dropped from ``spans``; None: whole.
+        max_tokens: fit the lines shown in about this many tokens (search/budget.py's estimate): the
+            last files' lines are dropped, ``truncated`` and a note say so; None: no budget.
+    """
+
+    patterns: list[str]
+    fixed: bool = False
+    ignore_case: bool = False
+    word: bool = False
+    paths: list[str] = field(default_factory=list)
+    db: str | None = None
+    globs: list[str] = field(default_factory=list)
+    types: list[str] = field(default_factory=list)
+    before: int = 0
+    after: int = 0
+    limit: int | None = None
+    sort: str = "path"
+    update: bool = True
+    max_columns: int | None = None
+    max_tokens: int | None = None
+
+    def check(self) -> None:
+        """Raises UsageError for an option out of range (before any indexing work)."""
+        for name in ("before", "after"):
+            if not 0 <= getattr(self, name) <= MAX_CONTEXT:
+                raise UsageError(f"must be from 0 to {MAX_CONTEXT} (lines)", field=name)
+        for name in ("limit", "max_columns", "max_tokens"):
+            if getattr(self, name) is not None and getattr(self, name) < 1:
+                raise UsageError("must be 1 or more", field=name)
+        if self.sort not in ("path", "role"):
+            raise UsageError(f"must be path or role, got {self.sort!r}", field="sort")
+        for t in self.types:
+            if language_name(t) not in KNOWN_LANGUAGES:
+                raise UsageError(f"{t!r} is not a file type known here", "pass a language such as py, js, rust, go, c, "
+                                 "md or yaml", field="type")
+
+
+def search_codebase(codebase: Codebase, pattern: GrepPattern, request: GrepRequest, scopes: list[str],
+                    notes: list[Note]) -> GrepAnswer:
+    """``request`` over ``codebase``'s files under ``scopes`` (relative paths; [] for all), its last committed
+    state, lines cut and fitted as the request asks; ``notes`` (an update's) come first."""
+    started = time.perf_counter()
+    with open_store(codebase) as store:
+        answer = _search(store, codebase, pattern, request, scopes, notes)
+    if request.max_columns:
+        for f in answer.files:
+            f.lines = [_cut(g, request.max_columns) for g in f.lines]
+    if request.max_tokens:
+        _fit(answer, request.max_tokens)
+    answer.seconds = time.perf_counter() - started
+    return answer
+
+
+def grep_chunk_ids(codebase: Codebase, pattern: str) -> list[int]:
+    """Ids of the chunks of ``codebase`` that hold a line ``pattern`` matches (``search --grep``), from
+    its last committed state; a line no chunk holds adds none.
+
+    Raises:
+        UsageError: a bad pattern.
+    """
+    request = GrepRequest([pattern], update=False)
+    found = search_codebase(codebase, GrepPattern(request.patterns), request, [], [])
+    lines = [[f.path, g.line] for f in found.files for g in f.lines]
+    with open_store(codebase) as store:
+        return sorted(r["id"] for r in store.rows("chunks_at_lines", {"lines": json.dumps(lines)}))
+
+
+def _search(store: Store, codebase: Codebase, pattern: GrepPattern, request: GrepRequest, scopes: list[str],
+            notes: list[Note]) -> GrepAnswer:
+    answer = GrepAnswer(list(request.patterns), str(codebase.db_path if codebase.alone else codebase.root),
+                        trigrams=pattern.fts, scan=pattern.scans)
+    has_tables = store.value("grep_tables") == 2
+    answer.files_indexed = store.value("grep_file_count")
+    started = time.perf_counter()
+    if pattern.scans or not has_tables:
+        rows = store.rows("grep_files_all" if has_tables else "files_for_grep")
+    else:
+        rows = store.rows("grep_candidates", {"trigrams": pattern.fts})
+    answer.candidate_seconds = time.perf_counter() - started
+    keep = _filter(request, scopes)
+    rows = [r for r in rows if keep(r)]
+    if request.sort == "role":
+        rows.sort(key=lambda r: (ROLE_ORDER.get(r["role"], len(ROLE_ORDER)), r["path"]))
+    unpacked = shown_lines = unreadable = 0
+    for row, text, gaps, matched in _verified(store, codebase, pattern, rows):
+        if request.limit is not None and shown_lines >= request.limit:
+            answer.truncated = True
+            break
+        if text is None:
+            unreadable += 1
+            continue
+        unpacked += not row["has_text"]
+        answer.files_read += 1
+        if matched is None:
+            answer.timed_out.append(row["path"])
+            continue
+        if not matched:
+            continue
+        answer.matched_files += 1
+        answer.matched_lines += len(matched)
+        in_file = len(matched)
+        if request.limit is not None and len(matched) > request.limit - shown_lines:
+            matched = matched[:request.limit - shown_lines]
+            answer.truncated = True
+        shown_lines += len(matched)
+        answer.files.append(GrepFile(row["path"], row["role"], row["language"], in_file,
+                                     with_context(text, matched, request.before, request.after), gaps))
+    answer.notes = notes + _notes(answer, pattern, has_tables, unpacked, codebase)
+    if unreadable:
+        answer.notes.append(Note("grep", f"{unreadable} indexed files could not be read now (gone, or no longer a "
+                                         "regular text file inside the root) and were not searched",
+                                 Remedy("build", {"root": answer.codebase})))
+    return answer
+
+
+def _verified(store: Store, codebase: Codebase, pattern: GrepPattern, rows: list[dict]) -> Iterator[tuple]:
+    """``(row, text, gaps, matched lines)`` of each candidate in order (text None: unreadable; matched
+    None: timed out). Files on disk are read and matched :data:`WORKERS` at a time (the regex engine
+    and file reads release the GIL), at most :data:`AHEAD` files ahead of the consumer, which may stop."""
+    max_bytes = 0 if codebase.alone else scan_rules(codebase)["max_file_bytes"]
+    root_real = os.path.realpath(codebase.root)
+
+    def verify(row: dict) -> tuple:
+        text, gaps = _text(store, codebase, row, root_real, max_bytes)
+        if text is None:
+            return row, None, gaps, []
+        try:
+            return row, text, gaps, matching_lines(pattern, text)
+        except FileTimeout:
+            return row, text, gaps, None
+
+    if codebase.alone or len(rows) < AHEAD:  # an index alone reads one connection; few files gain nothing
+        yield from map(verify, rows)
+        return
+    with cf.ThreadPoolExecutor(max_workers=WORKERS) as pool:
+        pending = collections.deque(pool.submit(verify, r) for r in rows[:AHEAD])
+        nxt = len(pending)
+        try:
+            while pending:
+                yield pending.popleft().result()
+                if nxt < len(rows):
+                    pending.append(pool.submit(verify, rows[nxt]))
+                    nxt += 1
+        finally:
+            for future in pending:
+                future.cancel()
+
+
+def _text(store: Store, codebase: Codebase, row: dict, root_real: str, max_bytes: int
+          ) -> tuple[str | None, list[list[int]]]:
+    """A candidate's text and the line ranges it lacks: from disk through the file boundary (None when
+    the file is gone, or became something grep must not read: a symlink out of the root, a device, a
+    binary or a private key, larger than ``max_bytes``), or for an index alone its stored text, else
+    its chunks' stored lines."""
+    if not codebase.alone:
+        data = boundary.read_indexed(root_real, row["path"], size_cap(row["path"], max_bytes))
+        return (None if data is None else decode_source(data)), []
+    if row["has_text"]:
+        return unpack_text(store.value("file_text_by_id", {"id": row["id"]})), []
+    lines = stored_lines(codebase, row["path"])
+    last = max(lines)
+    return "\n".join(lines.get(n, "") for n in range(1, last + 1)) + "\n", not_stored(lines, 1, last)
+
+
+def _filter(request: GrepRequest, scopes: list[str]):
+    """The test a candidate row passes: under one of ``scopes``, of one of the ``types``, kept by the globs."""
+    languages = {language_name(t) for t in request.types}
+    globs = [_glob(g) for g in request.globs]
+    includes = any(not negated for negated, _, _ in globs)
+
+    def keep(row: dict) -> bool:
+        path = row["path"]
+        if scopes and not any(path == s or path.startswith(s + "/") for s in scopes):
+            return False
+        if languages and row["language"] not in languages:
+            return False
+        return _globbed(path, globs, includes) if globs else True
+    return keep
+
+
+def _glob(text: str) -> tuple[bool, re.Pattern[bytes], bool]:
+    """``(negated, regex, dir_only)`` of one ``-g`` glob, read as a gitignore line is (rg's globs)."""
+    parsed = wildmatch.parse(text.encode("utf-8"))
+    if parsed is None:
+        raise UsageError(f"{text!r} is not a glob", "pass a glob such as '*.py' or '!tests/'", field="glob")
+    return parsed.negated, re.compile(parsed.regex), parsed.dir_only
+
+
+def _globbed(path: str, globs: list, includes: bool) -> bool:
+    """rg's verdict: the last glob matching the file (or, for a folder glob, a folder above it)
+    decides; no glob matching keeps the file only when no include glob was given."""
+    raw = path.encode("utf-8")
+    folders = [raw[:i] for i in range(len(raw)) if raw[i:i + 1] == b"/"]
+    verdict = None
+    for negated, regex, dir_only in globs:
+        hit = any(regex.fullmatch(f) for f in folders) or (not dir_only and regex.fullmatch(raw))
+        if hit:
+            verdict = not negated
+    return (not includes) if verdict is None else verdict
+
+
+def _cut(g: GrepLine, columns: int) -> GrepLine:
+    """``g`` with its text cut at ``columns`` characters (then ending in "…"), its spans cut there too."""
+    if len(g.text) <= columns:
+        return g
+    text = g.text[:columns]
+    limit = len(text.encode("utf-8"))
+    return GrepLine(g.line, text + "…", [(a, min(b, limit)) for a, b in g.spans if a < limit], g.context)
+
+
+def _fit(answer: GrepAnswer, max_tokens: int) -> None:
+    """Keep the lines that fit ``max_tokens`` (each costs its path, number and text), in answer order."""
+    used, kept = 0, []
+    for f in answer.files:
+        lines = []
+        for g in f.lines:
+            used += tokens(f"{f.path}:{g.line}:{g.text}")
+            if used > max_tokens:
+                break
+            lines.append(g)
+        if lines:
+            f.lines = lines
+            kept.append(f)
+        if used > max_tokens:
+            answer.truncated = True
+            answer.notes.append(Note("budget", f"the lines shown were cut to fit about {max_tokens:,} tokens",
+                                     "narrow the pattern, paths or globs, or ask with a larger budget"))
+            break
+    answer.files = kept
+
+
+def _notes(answer: GrepAnswer, pattern: GrepPattern, has_tables: bool, unpacked: int, codebase: Codebase) -> list[Note]:
+    notes = []
+    if pattern.scans:
+        notes.append(Note("grep", "no pattern has a literal of 3 or more characters that every match holds, so every "
+                                  "indexed file was read (no trigram narrowed the candidates)"))
+    if not has_tables:
+        notes.append(Note("grep", "this index has no trigram table (made before grep existed): its chunks' stored "
+                                  "lines were read, and lines no chunk holds were not searched"))
+    elif unpacked:
+        notes.append(Note("grep", f"{unpacked} files have no trigram row yet (indexed before grep existed) and were "
+                                  "read whole; the next build adds their rows"))
+    if answer.timed_out:
+        shown = ", ".join(answer.timed_out[:5]) + (" ..." if len(answer.timed_out) > 5 else "")
+        notes.append(Note("grep", f"the pattern took over {FILE_TIMEOUT_SECONDS:g} s on {len(answer.timed_out)} files, "
+                                  f"whose matches are not counted: {shown}",
+                          "simplify the pattern (nested repeats such as (a+)+ backtrack)"))
+    if any(f.not_stored for f in answer.files) or (codebase.alone and not has_tables):
+        notes.append(Note("grep", "lines the index does not store were not searched (not_stored lists them)"))
+    if answer.truncated:
+        notes.append(Note("grep", f"stopped at {answer.matched_lines} matching lines: the counts cover the files "
+                                  "read so far", "ask with a higher limit, or narrow the paths or globs"))
+    return notes

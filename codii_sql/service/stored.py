@@ -1,0 +1,42 @@
+"""What an index alone holds of a file: the lines its chunks store, and the ranges they leave out."""
+
+from __future__ import annotations
+
+from ..codebase import Codebase
+from ..errors import UsageError
+from ..text import numbered_lines
+from .status import open_store
+
+
+def stored_lines(codebase: Codebase, file: str) -> dict[int, str]:
+    """``{line: text}`` (1-based) of ``file`` as the chunks of an index alone hold it: every line some
+    chunk spans (a notebook cell's lines, which share one file line, are not placed).
+
+    Raises:
+        UsageError: the index holds no such file.
+    """
+    with open_store(codebase) as store:
+        chunks = store.rows("chunks_of_file_text", {"path": file})
+    if not chunks:
+        raise UsageError(f"{file} is not in the index", "pass a path relative to the codebase root, as search results "
+                                                        "show it")
+    lines: dict[int, str] = {}
+    for c in chunks:
+        numbered = numbered_lines(c["content"], c["start_line"], c["end_line"])
+        if numbered and numbered[-1][0] == c["end_line"]:
+            for n, text in numbered:
+                lines.setdefault(n, text)
+    return lines
+
+
+def not_stored(lines: dict[int, str], start: int, end: int) -> list[list[int]]:
+    """The ranges ``[first, last]`` of lines ``start..end`` that ``lines`` lacks."""
+    gaps: list[list[int]] = []
+    for n in range(start, end + 1):
+        if n in lines:
+            continue
+        if gaps and gaps[-1][1] == n - 1:
+            gaps[-1][1] = n
+        else:
+            gaps.append([n, n])
+    return gaps

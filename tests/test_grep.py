@@ -1,0 +1,289 @@
+"""Indexed grep: the trigram planner, the index kept with each file, exact lines against the real rg binary."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+
+import apsw
+import httpx
+import pytest
+from click.testing import CliRunner
+from support import servers
+from support.trees import REPO_ROOT, write_tree
+
+from codii_sql import service
+from codii_sql.cli import cli
+from codii_sql.codebase import Codebase
+from codii_sql.errors import UsageError
+from codii_sql.search import trigrams
+from codii_sql.search.pattern import GrepPattern
+from codii_sql.storage.store import Store
+from codii_sql.text import pack_text
+
+RG = shutil.which("rg")
+
+
+def run(*args):
+    return CliRunner().invoke(cli, [str(a) for a in args])
+
+
+def grep(root, *patterns, **options):
+    options.setdefault("paths", [str(root)])
+    return service.grep(service.GrepRequest(list(patterns), update=False, **options))
+
+
+def lines(answer) -> list[tuple[str, int]]:
+    return [(f.path, g.line) for f in answer.files for g in f.lines if g.matched]
+
+
+def built(root):
+    assert run("build", root, "--no-vectors").exit_code == 0
+    return root
+
+
+def plan(pattern: str, flags: int = 0) -> str | None:
+    return trigrams.to_fts(trigrams.required([trigrams.parse(pattern, flags)]))
+
+
+def test_the_planner_keeps_every_alternative_and_every_literal_run():
+    assert plan("tcp_retransmit_skb\\(").startswith('"tcp" AND "cp_"')
+    assert plan("alpha_one|beta_two") == '("alp" AND "lph" AND "pha" AND "ha_" AND "a_o" AND "_on" AND "one") OR ' \
+                                         '("bet" AND "eta" AND "ta_" AND "a_t" AND "_tw" AND "two")'
+    assert plan("(get|set)_value") == ('("get" AND "et_" AND "t_v" AND "_va" AND "val" AND "alu" AND "lue") OR '
+                                       '("set" AND "et_" AND "t_v" AND "_va" AND "val" AND "alu" AND "lue")')
+    assert plan("colou?r") == '("col" AND "olo" AND "lor") OR ("col" AND "olo" AND "lou" AND "our")'
+    assert plan("abc.*defg") == '"abc" AND "def" AND "efg"'
+    assert plan("FooBar", 2) == plan("foobar") == '"foo" AND "oob" AND "oba" AND "bar"'  # the index folds case
+    # What requires nothing: short literals, optional parts, an alternative without a trigram.
+    assert plan("ab") is None and plan("(abcdef)*") is None and plan("abcdef|xy") is None
+    assert plan("[^a]bcd") == '"bcd"' and plan("\\w+Error") == '"err" AND "rro" AND "ror"'
+    assert plan("ÉCOLE") == '"col" AND "ole"'  # a non-ASCII letter with a case is not trusted to fold as SQLite does
+
+
+def test_alternatives_and_case_are_found_in_the_files_that_hold_them(tmp_path):
+    root = built(write_tree(tmp_path / "repo", {
+        "a.py": "x = alpha_one()\n", "b.py": "y = beta_two()\n", "c.py": "z = ALPHA_ONE\n", "d.py": "nothing here\n"}))
+    assert lines(grep(root, "alpha_one|beta_two")) == [("a.py", 1), ("b.py", 1)]
+    assert lines(grep(root, "ALPHA_one", ignore_case=True)) == [("a.py", 1), ("c.py", 1)]
+    assert lines(grep(root, "ALPHA_ONE")) == [("c.py", 1)]
+    assert lines(grep(root, "one", "beta", fixed=True)) == [("a.py", 1), ("b.py", 1)]
+    answer = grep(root, "alpha_one|beta_two")
+    assert answer.files_read == 3 and answer.trigrams.count(" OR ") == 1  # the index folds case; d.py never read
+
+
+def test_lines_no_chunk_holds_and_windows_of_a_long_line_are_matched(tmp_path):
+    long_line = "data = '" + "".join(f"tok{i:05d}_" for i in range(1000)) + "'\n"  # 10 KB: cut into windows
+    notebook = json.dumps({"cells": [{"cell_type": "code", "source": ["print(\"notebook_only\")\n"], "metadata": {},
+                                      "outputs": [], "execution_count": 1}], "metadata": {}, "nbformat": 4,
+                           "nbformat_minor": 5}, indent=1)
+    root = built(write_tree(tmp_path / "repo", {
+        "blob.py": "import os\n" + long_line, "braces.c": "int f(void) {\n  return 1;\n}\n};\n", "nb.ipynb": notebook}))
+    conn = apsw.Connection(str(Codebase.open(root).db_path))  # the chunks do split that line and skip the `};`
+    windows = [c for (c,) in conn.execute("SELECT content FROM chunks WHERE path = 'blob.py' AND start_line = 2 "
+                                          "ORDER BY start_byte")]
+    assert len(windows) > 1 and "".join(windows).rstrip("\n") == long_line.rstrip("\n")
+    assert "};" not in "".join(c for (c,) in conn.execute("SELECT content FROM chunks WHERE path = 'braces.c'"))
+    across = windows[0][-6:] + windows[1][:6]  # a string no chunk holds whole
+    assert lines(grep(root, across, fixed=True)) == [("blob.py", 2)]
+    assert lines(grep(root, "^\\};$")) == [("braces.c", 4)]
+    assert lines(grep(root, 'print\\(\\\\"notebook_only')) == [("nb.ipynb", 6)]  # the JSON, as rg reads it
+
+
+def test_an_edited_or_removed_file_is_grepped_as_it_is_now_and_the_trigram_table_stays_whole(tmp_path):
+    root = built(write_tree(tmp_path / "repo", {"a.py": "old_marker = 1\n", "b.py": "keep_marker = 2\n"}))
+    (root / "a.py").write_text("new_marker = 1\n")
+    (root / "b.py").unlink()
+    built(root)
+    assert lines(grep(root, "old_marker")) == [] and lines(grep(root, "keep_marker")) == []
+    assert lines(grep(root, "new_marker")) == [("a.py", 1)]
+    conn = apsw.Connection(str(Codebase.open(root).db_path))
+    conn.execute("INSERT INTO file_trigrams(file_trigrams, rank) VALUES ('integrity-check', 1)")
+    assert conn.execute("SELECT count(*) FROM file_texts").fetchone()[0] == 1
+
+
+def test_an_index_of_schema_5_is_upgraded_and_grepped_before_and_after_its_next_build(tmp_path):
+    root = built(write_tree(tmp_path / "repo", {"a.py": "def upgraded_marker():\n    pass\n"}))
+    db = Codebase.open(root).db_path
+    conn = apsw.Connection(str(db))
+    conn.execute("DROP TABLE file_trigrams; DROP TABLE file_texts; UPDATE meta SET value = '5' "
+                 "WHERE key = 'schema_version'")
+    conn.close()
+    before = grep(root, "upgraded_marker")  # tables made, the file read whole since it has no row
+    assert lines(before) == [("a.py", 1)] and "no trigram row yet" in before.note(lambda h: None)
+    built(root)
+    after = grep(root, "upgraded_marker")
+    assert lines(after) == [("a.py", 1)] and not after.notes
+
+
+def test_bad_patterns_say_where_and_exit_2_and_no_match_exits_1(tmp_path):
+    root = built(write_tree(tmp_path / "repo", {"a.py": "x = 1\n"}))
+    bad = run("grep", "(unclosed", root)
+    assert bad.exit_code == 2 and "at position 0" in bad.stderr and "Traceback" not in bad.output
+    assert len(bad.stderr.strip().splitlines()) == 1
+    assert run("grep", "nothing_like_this", root).exit_code == 1
+    with pytest.raises(UsageError, match="line break"):
+        GrepPattern(["a\\nb"])
+
+
+def test_a_pathological_pattern_is_bounded_per_file_and_said(tmp_path):
+    root = built(write_tree(tmp_path / "repo", {"a.txt": "a" * 40 + "b\n", "b.txt": "aaa\n"}))
+    answer = grep(root, "(a|aa)+$")
+    assert answer.timed_out == ["a.txt"] and lines(answer) == [("b.txt", 1)]
+    assert "took over" in answer.note(lambda h: None)
+
+
+def test_context_globs_types_role_order_and_rg_json_shape(tmp_path):
+    root = built(write_tree(tmp_path / "repo", {
+        "tests/test_x.py": "import x\nvalue = target_word\n", "src/x.py": "a\nb\ntarget_word\nc\n",
+        "docs/x.md": "target_word\n"}))
+    assert [f.path for f in grep(root, "target_word", sort="role").files] == ["src/x.py", "tests/test_x.py",
+                                                                               "docs/x.md"]
+    assert [f.path for f in grep(root, "target_word", globs=["*.py", "!tests/"]).files] == ["src/x.py"]
+    assert [f.path for f in grep(root, "target_word", types=["md"]).files] == ["docs/x.md"]
+    shown = [(g.line, g.matched) for g in grep(root, "target_word", paths=[str(root / "src")], before=1,
+                                                   after=1).files[0].lines]
+    assert shown == [(2, False), (3, True), (4, False)]
+    out = run("grep", "--json", "-C", "1", "target_word", root / "src")
+    kinds = [json.loads(line)["type"] for line in out.stdout.splitlines()]
+    assert out.exit_code == 0 and kinds == ["begin", "context", "match", "context", "end", "summary"]
+    match = json.loads(out.stdout.splitlines()[2])["data"]
+    assert match["line_number"] == 3 and match["submatches"] == [{"match": {"text": "target_word"}, "start": 0,
+                                                                    "end": 11}]
+
+
+def test_an_index_alone_is_grepped_from_its_stored_text(tmp_path):
+    root = built(write_tree(tmp_path / "repo", {"a.py": "first\n};\nshared_marker = 1\n"}))
+    copy = tmp_path / "alone.db"
+    assert run("export", root, "--to", copy).exit_code == 0
+    shutil.rmtree(root)
+    out = run("grep", "-n", "shared_marker|^\\};", "--db", copy)
+    assert out.exit_code == 0 and out.stdout.splitlines() == ["a.py:2:};", "a.py:3:shared_marker = 1"]
+
+
+#: Patterns with the same meaning in Python's re and rg's Rust regex: identifiers, punctuation,
+#: classes, alternations, anchors, repeats.
+PARITY_PATTERNS = [
+    ("def ", []), ("return None", []), ("self\\.\\w+\\(", []), ("^import ", []), ("^from .* import", []),
+    ("[A-Z][a-z]+Error", []), ("(store|conn)\\.execute", []), ("\\)$", []), ("^\\s*#", []), ("TODO|FIXME", []),
+    ("query", ["-i"]), ("store", ["-w"]), ("re", ["-w"]), ("SELECT", ["-i", "-w"]), ("a.b", ["-F"]),
+    ("[0-9]{3,}", []), ("\"\"\"", []), ("\\bNone\\b", []), ("x", []), ("(?:get|set)_[a-z]+", []),
+    ("-- name:", []), ("\\w+ = \\w+", []), ("\\[\\]", []), ("`[^`]+`", []), ("e{2}", ["-i"]),
+]
+
+
+@pytest.mark.skipif(RG is None, reason="the rg binary is not installed")
+@pytest.mark.parametrize("pattern, flags", PARITY_PATTERNS)
+def test_the_same_lines_as_ripgrep_over_the_indexed_files(real_tree, pattern, flags):
+    root, db, files = real_tree
+    ours = service.grep(service.GrepRequest([pattern], fixed="-F" in flags, ignore_case="-i" in flags,
+                                            word="-w" in flags, paths=[str(root)], db=str(db), update=False))
+    rg = subprocess.run([RG, "-n", "--no-heading", "-H", "--no-config", *flags, "-e", pattern, "--", *files],
+                        cwd=root, capture_output=True, text=True)
+    assert rg.returncode in (0, 1), rg.stderr
+    theirs = sorted((p, int(n)) for p, n, _ in (line.split(":", 2) for line in rg.stdout.splitlines()))
+    assert sorted(lines(ours)) == theirs
+
+
+@pytest.fixture(scope="module")
+def real_tree(tmp_path_factory):
+    """This project's own search code, SQL and README (real text of three languages), indexed, and
+    the files the index holds."""
+    root = tmp_path_factory.mktemp("real") / "tree"
+    shutil.copytree(REPO_ROOT / "codii_sql" / "search", root / "search")
+    shutil.copytree(REPO_ROOT / "sql", root / "sql")
+    shutil.copy(REPO_ROOT / "README.md", root / "README.md")
+    home = tmp_path_factory.mktemp("real-home")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("CODII_SQL_HOME", str(home))
+        built(root)
+        db = Codebase.open(root).db_path
+        with Store(db) as store:
+            files = [r["path"] for r in store.rows("grep_files_all")]
+    yield root, db, files
+
+
+def test_a_real_http_server_greps_behind_its_token_as_the_service_answers(tmp_path):
+    web = built(write_tree(tmp_path / "web", {"app.py": "def route_marker(x):\n    return x\n"}))
+    api = built(write_tree(tmp_path / "api", {"api.py": "route_marker = None\n"}))
+    assert run("workspace", "add", "team", web, api).exit_code == 0
+    port = servers.free_port()
+    proc = servers.start(["--workspace", "team", "--token", "grep-token"], port, token="grep-token")
+    try:
+        url, auth = f"http://127.0.0.1:{port}/grep", {"Authorization": "Bearer grep-token"}
+        assert httpx.get(url, params={"q": "route_marker", "codebase": "web"}, timeout=30).status_code == 401
+        got = httpx.get(url, params={"q": "route_marker", "codebase": "web", "context": 1}, headers=auth, timeout=30)
+        want = grep(web, "route_marker", before=1, after=1, limit=200).to_dict(lambda h: h)
+        assert got.status_code == 200
+        assert {k: v for k, v in got.json().items() if k != "seconds"} == {k: v for k, v in want.items()
+                                                                        if k != "seconds"}
+        bad = httpx.get(url, params={"q": "(x", "codebase": "api"}, headers=auth, timeout=30)
+        assert bad.status_code == 400 and "at position 0" in bad.json()["error"]
+        several = httpx.get(url, params={"q": "x"}, headers=auth, timeout=30)
+        assert several.status_code == 400 and "pass codebase=" in several.json()["hint"]
+        page = httpx.get(f"http://127.0.0.1:{port}/", params={"q": "route_(marker)", "mode": "grep", "codebase": "web"},
+                         headers=auth, timeout=30)
+        assert page.status_code == 200 and '<a class="open" href="/file/web/app.py?hl=1#L1">1</a>' in page.text
+        assert "def <mark>route_marker</mark>(x):" in page.text
+    finally:
+        code, err = servers.stop(proc)
+    assert code == 0 and "Traceback" not in err
+
+
+def test_search_grep_keeps_only_the_chunks_holding_a_matching_line(tmp_path):
+    root = built(write_tree(tmp_path / "repo", {
+        "a.py": "def retry_policy():\n    '''retry retry retry'''\n    return 1\n",
+        "b.py": "def retry_once():\n    # TODO(security): check\n    return retry_policy()\n"}))
+    plain = json.loads(run("search", "retry", "--path", root, "--mode", "bm25", "--json", "--no-update").stdout)
+    assert {r["path"] for r in plain["results"]} == {"a.py", "b.py"}
+    kept = run("search", "retry", "--path", root, "--mode", "bm25", "--json", "--no-update", "--grep",
+               "TODO\\(security\\)")
+    assert kept.exit_code == 0 and [r["path"] for r in json.loads(kept.stdout)["results"]] == ["b.py"]
+    assert run("search", "retry", "--path", root, "--grep", "(bad", "--no-update").exit_code == 2
+
+
+def test_doctor_finds_and_repairs_an_orphan_text_and_a_file_without_one(tmp_path):
+    root = built(write_tree(tmp_path / "repo", {"a.py": "doctor_marker = 1\n", "b.py": "other = 2\n"}))
+    db = Codebase.open(root).db_path
+    conn = apsw.Connection(str(db))
+    conn.execute("INSERT INTO file_texts VALUES (999, ?); INSERT INTO file_trigrams(rowid, text) VALUES (999, 'gone')",
+                 (pack_text("gone"),))
+    checked = json.loads(run("doctor", root, "--check-only", "--json").stdout)
+    assert [c["name"] for c in checked["checks"] if not c["ok"]] == ["grep texts and trigram rows match files"]
+    repaired = json.loads(run("doctor", root, "--json").stdout)["checks"]
+    assert [c["repaired"] for c in repaired if not c["ok"]] == ["repaired"]
+    assert json.loads(run("doctor", root, "--check-only", "--json").stdout)["consistent"]
+    conn.execute("DELETE FROM file_texts WHERE file_id = (SELECT id FROM files WHERE path = 'a.py')")
+    found = grep(root, "doctor_marker")  # a file without a text is read whole meanwhile
+    assert lines(found) == [("a.py", 1)] and "no trigram row yet" in found.note(lambda h: None)
+    assert json.loads(run("doctor", root, "--json").stdout)["forgotten"] == ["a.py"]  # and written again
+    assert json.loads(run("doctor", root, "--check-only", "--json").stdout)["consistent"]
+    assert lines(grep(root, "doctor_marker")) == [("a.py", 1)]
+
+
+def test_an_index_alone_of_schema_5_is_grepped_from_its_chunks_and_says_which_lines_it_lacks(tmp_path):
+    root = built(write_tree(tmp_path / "repo", {"a.c": "int f(void) {\n  return old_marker;\n}\n};\n"
+                                                        "int g(void) {\n  return 2;\n}\n"}))
+    copy = tmp_path / "old.db"
+    assert run("export", root, "--to", copy).exit_code == 0
+    shutil.rmtree(root)
+    conn = apsw.Connection(str(copy))
+    conn.execute("DROP TABLE file_trigrams; DROP TABLE file_texts; UPDATE meta SET value = '5' "
+                 "WHERE key = 'schema_version'")
+    conn.close()
+    copy.chmod(0o444)
+    found = service.grep(service.GrepRequest(["old_marker|^\\};"], db=str(copy), update=False))
+    assert lines(found) == [("a.c", 2)] and found.files[0].not_stored == [[4, 4]]
+    assert "no trigram table" in found.note(lambda h: None)
+    assert run("grep", "-t", "nosuchlanguage", "x", "--db", copy).exit_code == 2
+
+
+def test_a_file_turned_into_a_symlink_out_of_the_root_is_not_read(tmp_path):
+    secret = tmp_path / "outside.txt"
+    secret.write_text("leak_marker = 'from outside the root'\n")
+    root = built(write_tree(tmp_path / "repo", {"a.py": "leak_marker = 1\n"}))
+    (root / "a.py").unlink()
+    (root / "a.py").symlink_to(secret)  # after the build: the index still lists a.py
+    found = grep(root, "leak_marker")
+    assert lines(found) == [] and "could not be read now" in found.note(lambda h: None)
