@@ -45,7 +45,7 @@ def test_commits_and_hunks_are_indexed_with_vectors_and_found_by_meaning_and_wor
     report = build(root, embedder)
     assert report.history["state"] == "indexed" and report.history["added"] == 4 and report.commits_embedded == 4
     st = service.status(Codebase.open(root))["history"]
-    assert st["commits"] == 4 and st["vectors"] == {"done": 4, "total": 4} and st["head"] == shas["rename"]
+    assert st["commits"] == 4 and st["vectors"] == {"done": 4, "total": 4, "off": False} and st["head"] == shas["rename"]
 
     found = ask(root, "Retry-After header")
     top = found.results[0]
@@ -96,7 +96,7 @@ def test_new_amended_and_reset_commits_are_read_by_the_next_search(repo, embedde
                  "Add jitter to the backoff", 4)
     found = ask(root, "backoff jitter")
     assert found.results[0].sha == new and found.history["commits"] == 5
-    assert found.history["vectors"] == {"done": 5, "total": 5}  # a few new commits are embedded at once
+    assert found.history["vectors"] == {"done": 5, "total": 5, "off": False}  # a few new commits are embedded at once
 
     git(root, "commit", "-q", "--amend", "-m", "Add random jitter to the backoff delay", day=5)
     amended = git(root, "rev-parse", "HEAD")

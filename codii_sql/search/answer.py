@@ -131,7 +131,7 @@ class Answer:
 
     def note(self, words: Words) -> str | None:
         """Every note in one line, hints in ``words`` (None without notes)."""
-        return "; ".join(n.worded(words) for n in self.notes) or None
+        return worded_notes(self.notes, words)
 
     def to_dict(self, words: Words) -> dict:
         """The documented JSON shape, the same from every face but for the hints' words:
@@ -153,7 +153,17 @@ class Answer:
             out["scope"] = self.scope
         if self.rerank:
             out["rerank"] = self.rerank
-        if self.notes:
-            out["note"] = self.note(words)
-            out["notes"] = [n.kind for n in self.notes]
-        return out
+        return with_notes(out, self.notes, words)
+
+
+def worded_notes(notes: list[Note], words: Words) -> str | None:
+    """Every one of ``notes`` in one line, hints in ``words`` (None without notes)."""
+    return "; ".join(n.worded(words) for n in notes) or None
+
+
+def with_notes(out: dict, notes: list[Note], words: Words) -> dict:
+    """``out`` with ``note`` (``notes`` told in ``words``) and ``notes`` (their kinds in order) when
+    there are any: the tail of every answer's JSON (search, history, why)."""
+    if notes:
+        out.update(note=worded_notes(notes, words), notes=[n.kind for n in notes])
+    return out

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .answer import Note, Words
+from .answer import Note, Words, with_notes, worded_notes
 from .grep import GrepLine
 
 
@@ -74,7 +74,7 @@ class GrepAnswer:
 
     def note(self, words: Words) -> str | None:
         """Every note in one line, hints in ``words`` (None without notes)."""
-        return "; ".join(n.worded(words) for n in self.notes) or None
+        return worded_notes(self.notes, words)
 
     def to_dict(self, words: Words) -> dict:
         """``{"patterns", "codebase", "files": [{"path", "role", "language", "matches", "lines": [{"line",
@@ -87,7 +87,4 @@ class GrepAnswer:
                      "files_indexed": self.files_indexed, "files_read": self.files_read, "trigrams": self.trigrams,
                      "scan": self.scan, "timed_out": self.timed_out, "truncated": self.truncated,
                      "seconds": round(self.seconds, 4)}
-        if self.notes:
-            out["note"] = self.note(words)
-            out["notes"] = [n.kind for n in self.notes]
-        return out
+        return with_notes(out, self.notes, words)

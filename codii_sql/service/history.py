@@ -10,7 +10,7 @@ from ..codebase import Codebase
 from ..errors import DiskFullError, EmbeddingFailedError, IndexBusyError, ReadOnlyIndexError, Remedy, UsageError
 from ..ingest.indexer import Indexer
 from ..models.cache import EmbeddingCache
-from ..search.answer import Note, Words
+from ..search.answer import Note, Words, with_notes, worded_notes
 from ..search.history import CommitHit, HistorySearcher, fit_commits
 from .codebases import open_codebase
 from .embedders import embedder_for_search
@@ -56,7 +56,7 @@ class HistoryAnswer:
     budget: dict | None = None
 
     def note(self, words: Words) -> str | None:
-        return "; ".join(n.worded(words) for n in self.notes) or None
+        return worded_notes(self.notes, words)
 
     def to_dict(self, words: Words) -> dict:
         """``{"query", "codebase", "results": [commit], "history", "seconds", ["budget"], ["note", "notes"]}``;
@@ -67,9 +67,7 @@ class HistoryAnswer:
                      "history": self.history, "seconds": round(self.seconds, 4)}
         if self.budget is not None:
             out["budget"] = self.budget
-        if self.notes:
-            out.update(note=self.note(words), notes=[n.kind for n in self.notes])
-        return out
+        return with_notes(out, self.notes, words)
 
 
 def search_history(request: HistoryRequest) -> HistoryAnswer:
@@ -160,6 +158,8 @@ def state_notes(state: dict, codebase: Codebase) -> list[Note]:
         return [Note("history", "history indexing is off for this codebase (history: false or --no-history)")]
     waiting = state["vectors"]["total"] - state["vectors"]["done"]
     if waiting:
-        return [Note("vectors", f"{waiting} of {state['commits']} commits wait for their vectors: they rank by BM25 "
-                                "alone", Remedy("build", root))]
+        off = state["vectors"].get("off")
+        return [Note("vectors", f"{waiting} of {state['commits']} commits wait for their vectors"
+                                f"{' (built with vectors off)' if off else ''}: they rank by BM25 alone",
+                     Remedy("embed_vectors" if off else "build", root))]
     return []

@@ -187,14 +187,17 @@ def list_codebases() -> list[dict]:
 
 
 def history_state(store: Store) -> dict:
-    """``{"state", "commits", "hunks", "vectors": {"done", "total"}, "head", "branch", "note"}`` of an
-    index's history; ``state`` ``not_indexed`` when no build has read it (or the file predates it)."""
+    """``{"state", "commits", "hunks", "vectors": {"done", "total", "off"}, "head", "branch", "note"}`` of
+    an index's history (``off``: the index is built with vectors off, so no build embeds them);
+    ``state`` ``not_indexed`` when no build has read it (or the file predates it)."""
     if not store.value("history_present"):
-        return {"state": "not_indexed", "commits": 0, "hunks": 0, "vectors": {"done": 0, "total": 0}}
-    meta = store.meta().get("history") or {}
+        return {"state": "not_indexed", "commits": 0, "hunks": 0, "vectors": {"done": 0, "total": 0, "off": False}}
+    snapshot = store.meta()
+    meta = snapshot.get("history") or {}
     counts = store.row("history_counts")
     return {"state": meta.get("state") or "not_indexed", "commits": counts["commits"], "hunks": counts["hunks"],
-            "vectors": {"done": counts["commits"] - counts["pending"], "total": counts["commits"]},
+            "vectors": {"done": counts["commits"] - counts["pending"], "total": counts["commits"],
+                        "off": snapshot.get("vectors_enabled") is False},
             "head": meta.get("head"), "branch": meta.get("branch"), "note": meta.get("note")}
 
 

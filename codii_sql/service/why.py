@@ -11,7 +11,7 @@ from ..gitrepo import work_tree
 from ..ingest.blame import UNCOMMITTED, blame, line_history
 from ..ingest.exclusions import default_file_reason
 from ..ingest.history_rules import HistoryRules
-from ..search.answer import Note, Words
+from ..search.answer import Note, Words, with_notes, worded_notes
 from ..search.history import CommitHit, HunkHit, fit_commits
 
 #: Commits told by default, and at most: the line's last change and the few before it say why it
@@ -36,7 +36,7 @@ class WhyAnswer:
     budget: dict | None = None
 
     def note(self, words: Words) -> str | None:
-        return "; ".join(n.worded(words) for n in self.notes) or None
+        return worded_notes(self.notes, words)
 
     def to_dict(self, words: Words) -> dict:
         """``{"file", "line", "root", "results": [{"sha", "date", "author", "email", "subject", "body",
@@ -46,9 +46,7 @@ class WhyAnswer:
                      "seconds": round(self.seconds, 4)}
         if self.budget is not None:
             out["budget"] = self.budget
-        if self.notes:
-            out.update(note=self.note(words), notes=[n.kind for n in self.notes])
-        return out
+        return with_notes(out, self.notes, words)
 
 
 def explain_line(file: str, line: int, *, root: str | None = None, limit: int = DEFAULT_WHY_LIMIT,
