@@ -21,14 +21,20 @@ DELETE FROM file_texts WHERE file_id = :id;
 -- 2 when this index has the grep tables (schema 6 on); a portable shard of schema 5 has none.
 SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN ('file_texts', 'file_trigrams');
 
--- name: grep_file_count
--- The indexed files (not the chunks: counting 2.9M kernel chunks read gigabytes from a cold cache).
-SELECT count(*) FROM files;
-
 -- name: grep_candidates
 -- Files that may hold a match: those whose trigram row has every trigram the pattern requires
--- (:trigrams, an FTS5 expression of quoted trigrams joined by AND/OR: search/trigrams.py), and every
--- file without a trigram row yet (indexed before grep existed), which only reading can tell.
+-- (:trigrams, an FTS5 expression of quoted trigrams joined by AND/OR: search/trigrams.py). Driven
+-- by the MATCH, so a selective pattern touches its few files only (meta grep_complete: every file
+-- has its trigram row).
+SELECT f.id, f.path, f.role, f.language, f.size, f.mtime_ns, f.hash, 1 AS has_text
+FROM file_trigrams t JOIN files f ON f.id = t.rowid
+WHERE file_trigrams MATCH :trigrams
+ORDER BY f.path;
+
+-- name: grep_candidates_partial
+-- As grep_candidates, for an index whose files may lack their trigram row (upgraded from schema 5
+-- or 6, before the build that fills them): every file without one is a candidate too, which only
+-- reading can tell. The NOT IN probes file_texts once per file: 21 s cold on the kernel's 92k files.
 SELECT f.id, f.path, f.role, f.language, f.size, f.mtime_ns, f.hash,
        f.id IN (SELECT file_id FROM file_texts) AS has_text
 FROM files f
@@ -43,10 +49,16 @@ SELECT f.id, f.path, f.role, f.language, f.size, f.mtime_ns, f.hash,
 FROM files f
 ORDER BY f.path;
 
+-- name: grep_mark_incomplete
+-- Schema 5/6 -> 7 (storage/store.py _GREP): files lack their trigram row until a build has written
+-- them all again, whatever the snapshot said before.
+DELETE FROM meta WHERE key = 'grep_complete';
+
 -- name: grep_without_text
 -- How many indexed files have no stored text and trigram row yet (an index upgraded from schema 5
--- before its next build); grep reads them whole.
-SELECT count(*) FROM files WHERE id NOT IN (SELECT file_id FROM file_texts);
+-- or 6 before its next build); grep reads them whole. A look-up per file, once per index: a build
+-- that finds none records meta grep_complete, and every later build writes each file's row.
+SELECT count(*) FROM files f WHERE NOT EXISTS (SELECT 1 FROM file_texts t WHERE t.file_id = f.id);
 
 -- name: file_text_by_id
 SELECT text FROM file_texts WHERE file_id = :id;

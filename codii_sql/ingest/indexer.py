@@ -224,9 +224,12 @@ class Indexer:
         store.check_compatible(settings)
         if self.embedder.dims is not None:
             store.fit_vector_tables(self.embedder.dims)
+        # Every file a build writes gets its grep text and trigram row, so an index that starts empty
+        # is complete for grep; one upgraded from schema 5/6 is checked once its build has finished.
+        complete = {"grep_complete": True} if not store.value("has_files") else {}
         with store.transaction():
             # Roles are re-derived after the scan (reclassify.py), which reads the .gitattributes.
-            store.set_meta(**settings, root=str(self.codebase.root), status="indexing", pid=os.getpid(),
+            store.set_meta(**complete, **settings, root=str(self.codebase.root), status="indexing", pid=os.getpid(),
                            started_at=time.time(), phase="scan", error=None,
                            vectors_enabled=self._vectors_on(store), embedder=self.embedder.name,
                            chunk_sizes=sizes, embedding_batch_size=config.embedding_batch_size,
@@ -255,11 +258,12 @@ class Indexer:
         # A no-op update keeps the last real build's duration (status shows how long a build took).
         wrote = report.added or report.modified or report.removed or report.reindexed
         took = {"build_seconds": round(report.seconds, 3)} if wrote else {}
+        grep = {} if store.meta().get("grep_complete") or store.value("grep_without_text") else {"grep_complete": True}
         with store.transaction():
             store.set_meta(status="indexed", phase="done", finished_at=time.time(), last_indexed_at=time.time(),
                            merkle_root=report.merkle_root, files=report.files, chunks=report.chunks,
                            skipped=dict(report.skipped), skipped_files=skip_listing(report.skipped_files),
-                           failed=report.failed, **took)
+                           failed=report.failed, **took, **grep)
         return report
 
     def update_history(self, store: Store) -> dict:

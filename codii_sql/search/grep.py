@@ -17,7 +17,7 @@ class FileTimeout(Exception):
     """The pattern took longer than its bound on one file."""
 
 
-@dataclass
+@dataclass(slots=True)
 class GrepLine:
     """One line of a file in a grep answer: ``line`` 1-based, ``text`` without its line break,
     ``spans`` the matches as ``[start, end)`` byte offsets into the line's UTF-8 (as rg reports
@@ -61,36 +61,41 @@ def matching_lines(pattern: GrepPattern, text: str, timeout: float = FILE_TIMEOU
 
 
 def _whole(pattern: GrepPattern, text: str, deadline: float) -> list[GrepLine]:
-    # Spans first, in one pass of the engine; then one step per line, not per match (106k matches of
-    # `self` in Django: per-match bookkeeping was most of the time).
-    found = [m.span() for m in pattern.regex.finditer(text, concurrent=True,
-                                                      timeout=max(deadline - time.monotonic(), 0.001))]
+    # One pass of the engine over the file, then one step per line, not per match: the line
+    # assembly, not the engine, was most of the time for common patterns (`self` in Django: 106k
+    # matches on 99k lines; docs/benchmarks.md "Grep").
+    if not text:
+        return []
     end_of_lines = len(text) - 1 if text.endswith("\n") else len(text)  # a match past it is on no line
+    ascii_text = text.isascii()
     out: list[GrepLine] = []
     line_no, cursor, start, stop = 1, 0, 0, -1
     spans: list[tuple[int, int]] = []
-    for at, end in found:
-        if at > end_of_lines or not text:
-            break
+    for m in pattern.regex.finditer(text, concurrent=True, timeout=max(deadline - time.monotonic(), 0.001)):
+        at, end = m.span()
         if at > stop:  # a new line: find its bounds
+            if at > end_of_lines:
+                break
             if spans:
-                out.append(_line(line_no, text[start:stop], spans, start))
+                out.append(_line(line_no, text[start:stop], spans, ascii_text))
             line_no += text.count("\n", cursor, at)
             cursor = at
             start = text.rfind("\n", 0, at) + 1
             stop = text.find("\n", at)
-            stop = len(text) if stop < 0 else stop
+            if stop < 0:
+                stop = len(text)
             spans = []
-        spans.append((at, end))
+        spans.append((at - start, end - start))
     if spans:
-        out.append(_line(line_no, text[start:stop], spans, start))
+        out.append(_line(line_no, text[start:stop], spans, ascii_text))
     return out
 
 
-def _line(number: int, line: str, spans: list[tuple[int, int]], offset: int) -> GrepLine:
-    """A matched line from spans given as character offsets into the file (``offset``: the line's start)."""
-    return GrepLine(number, line, [_span(line, a - offset, b - offset) for a, b in spans]
-                    if not line.isascii() else [(a - offset, b - offset) for a, b in spans])
+def _line(number: int, line: str, spans: list[tuple[int, int]], ascii_text: bool) -> GrepLine:
+    """A matched line from spans given as character offsets into it (byte offsets once converted)."""
+    if ascii_text or line.isascii():
+        return GrepLine(number, line, spans, False)
+    return GrepLine(number, line, [_span(line, a, b) for a, b in spans], False)
 
 
 def _by_line(pattern: GrepPattern, text: str, deadline: float) -> list[GrepLine]:

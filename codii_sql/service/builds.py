@@ -28,7 +28,7 @@ from ..storage.lock import vectors_running
 from .daemon import background_allowed, daemon_info, start_daemon
 from .embedders import embedder_for_build, recorded_embedder
 from .maintenance import discard_damaged
-from .status import inspect, status
+from .status import brief_status, inspect, status
 
 #: A search embeds the chunks its update queued when they take about this many seconds of model
 #: time (the first search of a 1,000-chunk repository must answer in seconds, not minutes).
@@ -131,7 +131,7 @@ def ensure_index(codebase: Codebase, *, update: bool = True, progress: Progress 
         if not exists:
             raise NotIndexedError(f"{codebase.root} is not indexed, and a search without its update builds nothing",
                                   Remedy("build", root))
-        return freshness_note(status(codebase, check_stale=False))
+        return freshness_note(brief_status(codebase))
     try:
         _, warnings = refresh(codebase, progress=progress, embedder=embedder)
     except IndexBusyError:

@@ -132,20 +132,22 @@ def _search(store: Store, codebase: Codebase, pattern: GrepPattern, request: Gre
             notes: list[Note]) -> GrepAnswer:
     answer = GrepAnswer(list(request.patterns), str(codebase.db_path if codebase.alone else codebase.root),
                         trigrams=pattern.fts, scan=pattern.scans)
+    meta = store.meta()
     has_tables = store.value("grep_tables") == 2
-    answer.files_indexed = store.value("grep_file_count")
+    answer.files_indexed = meta["files"] if meta.get("status") == "indexed" and "files" in meta else store.value("file_count")
     started = time.perf_counter()
     if pattern.scans or not has_tables:
         rows = store.rows("grep_files_all" if has_tables else "files_for_grep")
     else:
-        rows = store.rows("grep_candidates", {"trigrams": pattern.fts})
+        rows = store.rows("grep_candidates" if meta.get("grep_complete") else "grep_candidates_partial",
+                          {"trigrams": pattern.fts})
     answer.candidate_seconds = time.perf_counter() - started
     keep = _filter(request, scopes)
     rows = [r for r in rows if keep(r)]
     if request.sort == "role":
         rows.sort(key=lambda r: (ROLE_ORDER.get(r["role"], len(ROLE_ORDER)), r["path"]))
     unpacked = shown_lines = unreadable = 0
-    for row, text, gaps, matched in _verified(store, codebase, pattern, rows):
+    for row, text, gaps, matched in _verified(store, codebase, meta, pattern, rows):
         if request.limit is not None and shown_lines >= request.limit:
             answer.truncated = True
             break
@@ -176,11 +178,12 @@ def _search(store: Store, codebase: Codebase, pattern: GrepPattern, request: Gre
     return answer
 
 
-def _verified(store: Store, codebase: Codebase, pattern: GrepPattern, rows: list[dict]) -> Iterator[tuple]:
+def _verified(store: Store, codebase: Codebase, meta: dict, pattern: GrepPattern, rows: list[dict]) -> Iterator[tuple]:
     """``(row, text, gaps, matched lines)`` of each candidate in order (text None: unreadable; matched
-    None: timed out). Files on disk are read and matched :data:`WORKERS` at a time (the regex engine
-    and file reads release the GIL), at most :data:`AHEAD` files ahead of the consumer, which may stop."""
-    max_bytes = 0 if codebase.alone else scan_rules(codebase)["max_file_bytes"]
+    None: timed out), under the size cap of the build whose snapshot is ``meta``. Files on disk are
+    read and matched :data:`WORKERS` at a time (the regex engine and file reads release the GIL), at
+    most :data:`AHEAD` files ahead of the consumer, which may stop."""
+    max_bytes = 0 if codebase.alone else scan_rules(codebase, meta)["max_file_bytes"]
     root_real = os.path.realpath(codebase.root)
 
     def verify(row: dict) -> tuple:

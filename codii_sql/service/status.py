@@ -85,6 +85,23 @@ def status(codebase: Codebase, *, check_stale: bool = True) -> dict:
     return out
 
 
+def brief_status(codebase: Codebase) -> dict:
+    """What :func:`~.builds.freshness_note` needs, without counting chunks or walking the tree:
+    ``status`` (as :func:`status` decides it, but a vector phase alone reads as indexed), ``phase``,
+    ``files_done``, ``files_total``, ``error`` and ``files`` (committed files). Counting 2.9M kernel
+    chunks twice made each search and grep of the last committed state wait 0.2 s warm and 18 s cold
+    (docs/benchmarks.md, "Grep": Linux 6.12).
+
+    Raises:
+        StorageError: the index cannot be opened.
+    """
+    with open_store(codebase) as store:
+        state, meta = _lexical_state(codebase, store)
+        files = meta.get("files") if state == "indexed" and meta.get("files") is not None else store.value("file_count")
+    return {"codebase": str(codebase.root), "status": state, "files": files,
+            **{k: meta.get(k) for k in ("phase", "files_done", "files_total", "error")}}
+
+
 def skipped_files(meta: dict) -> dict:
     """``{"files": [{"path", "reason"}], "more": N}``: the paths the last build skipped, at most
     :data:`~codii_sql.ingest.report.SKIPPED_LISTED` of them (secrets, too large, minified, binary
@@ -103,32 +120,41 @@ def _damaged(root: Path | str, problem: str, db: Path) -> DamagedIndexError:
 
 
 def _state(codebase: Codebase, store: Store) -> tuple[str, dict, dict]:
-    """``(status, meta, vectors)`` from the snapshot and the locks held now (no staleness walk); a
-    dead build's snapshot gets ``error`` and ``phase`` set in ``meta`` as ``status`` reports them.
+    """``(status, meta, vectors)`` from the snapshot and the locks held now (no staleness walk): as
+    :func:`_lexical_state`, and ``indexing`` in phase ``vectors`` while a vector phase runs."""
+    state, meta = _lexical_state(codebase, store)
+    lexical = state == "indexing" and not codebase.alone
+    running = not codebase.alone and vectors_running(codebase)  # no lock file is probed (or made) beside a file alone
+    vectors = vector_progress(meta, store.row("vector_counts"), running=running, lexical=lexical)
+    if state == "indexed" and vectors["state"] == "running":
+        state, meta["phase"] = "indexing", "vectors"
+    return state, meta, vectors
+
+
+def _lexical_state(codebase: Codebase, store: Store) -> tuple[str, dict]:
+    """``(status, meta)`` from the snapshot and the writer lock: ``indexing`` while a lexical phase
+    holds the lock, ``failed`` for a snapshot saying ``indexing`` whose process died (``meta``'s
+    ``error`` and ``phase`` then say so), else the snapshot's status.
 
     A build writes its final status before it lets the writer lock go, so a snapshot saying
     ``indexing`` with the lock free is read again after the probe: the build may have finished
     between the two reads (a small codebase builds in milliseconds). Only a snapshot still saying
     ``indexing`` while the lock stays free is a build whose process died.
     """
-    if codebase.alone:  # no build of it runs here, and no lock file is probed (or made) beside it
-        meta = store.meta()
-        return meta.get("status", "not_indexed"), meta, vector_progress(meta, store.row("vector_counts"),
-                                                                         running=False)
-    meta, lexical = store.meta(), is_locked(codebase)
+    meta = store.meta()
+    if codebase.alone:  # no build of it runs here
+        return meta.get("status", "not_indexed"), meta
+    lexical = is_locked(codebase)
     if not lexical and meta.get("status") == "indexing":
         meta = store.meta()
         lexical = meta.get("status") == "indexing" and is_locked(codebase)  # or a new build took it since
-    vectors = vector_progress(meta, store.row("vector_counts"), running=vectors_running(codebase), lexical=lexical)
     state = meta.get("status", "not_indexed")
     if lexical:
         state = "indexing"
     elif state == "indexing":
         state = "failed"
         meta["error"] = meta.get("error") or "the indexing process stopped before it finished; run build again"
-    elif vectors["state"] == "running":
-        state, meta["phase"] = "indexing", "vectors"
-    return state, meta, vectors
+    return state, meta
 
 
 def vector_progress(meta: dict, counts: dict, *, running: bool, lexical: bool = False) -> dict:
@@ -250,16 +276,17 @@ def _filters(meta: dict) -> dict:
             "ignore_patterns": list(meta.get("scan_ignore_patterns") or [])}
 
 
-def scan_rules(codebase: Codebase) -> dict:
-    """The :func:`~codii_sql.ingest.walk.scan` arguments of ``codebase``'s last build (``.codii.yaml`` + its recorded options).
+def scan_rules(codebase: Codebase, meta: dict | None = None) -> dict:
+    """The :func:`~codii_sql.ingest.walk.scan` arguments of ``codebase``'s last build (``.codii.yaml`` + its
+    recorded options), from its snapshot ``meta`` when the caller has read it.
 
     Raises:
         UsageError: ``.codii.yaml`` is malformed.
     """
-    meta = {}
-    if codebase.db_path.is_file():
+    if meta is None and codebase.db_path.is_file():
         with open_store(codebase) as store:
             meta = store.meta()
+    meta = meta or {}
     return index_scan_rules(codebase.root, list(meta.get("scan_ignore_patterns") or []),
                             meta.get("scan_extensions") or None)
 

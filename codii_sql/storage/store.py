@@ -38,7 +38,7 @@ CREATE = ("create_schema", "history_schema")
 _RETOKENIZE = ("fts_drop", "create_schema", "fts_rebuild")
 #: Fills the grep tables create_schema added: the next build reads every file again (the text is on
 #: disk only), reusing unchanged chunks' vectors; grep reads files without a trigram row whole till then.
-_GREP = ("files_mark_reindex",)
+_GREP = ("files_mark_reindex", "grep_mark_incomplete")
 #: Schema versions :meth:`Store._migrate` upgrades, and the statements each runs after
 #: create_schema (which adds the tables a newer schema brought).
 _MIGRATES = {"1": ("bits_rebuild", *_RETOKENIZE, *_GREP), "2": ("bits_rebuild", *_RETOKENIZE, *_GREP),
