@@ -5,7 +5,7 @@ Prints numbers; not run in CI. Each tree is indexed without vectors into a scrat
 
   python benchmarks/grep.py size TREE...             # index size with and without the grep tables
   python benchmarks/grep.py parity TREE... [-n 1000]  # same files, lines and match counts as rg
-  python benchmarks/grep.py speed TREE [--runs 5] [-p PATTERN...]  # warm: selective and common patterns vs rg
+  python benchmarks/grep.py speed TREE [--runs 5] [-p PATTERN...] [--rg-files]  # warm: selective, common vs rg
 
 Parity compares ``rg -n --no-heading`` (and ``rg --count-matches`` per file) over exactly the files the
 index holds (passed to rg by name, so rg's own ignore rules add nothing), with ``codii-sql grep``'s
@@ -18,6 +18,7 @@ import argparse
 import os
 import random
 import re
+import resource
 import shutil
 import statistics
 import subprocess
@@ -186,28 +187,58 @@ def parity(trees: list[Path], home: Path, n: int) -> None:
     print(f"all: {same}/{total} equal; load {_load()}")
 
 
-def speed(tree: Path, home: Path, runs: int, patterns: list[str]) -> None:
-    """Median warm seconds per pattern: in-process grep, the CLI, rg over the same files, rg over the tree."""
+def speed(tree: Path, home: Path, runs: int, patterns: list[str], files_too: bool) -> None:
+    """Warm medians per pattern, the runs interleaved (grep, rg, grep, rg...) so a load change hits
+    both: in-process grep (wall and CPU seconds, all threads), rg over the tree by its own walk (wall,
+    and CPU from the child's rusage), the CLI (``grep --no-update``, a fresh process) and, with
+    ``files_too``, rg over the indexed files by name."""
     from codii_sql import service
 
     db = _index(tree, home)
-    files = _files(db)
+    files = _files(db) if files_too else []
     env = {**os.environ, "CODII_SQL_HOME": str(home)}
     print(f"load before: {_load()}")
-    print(f"{'pattern':28} {'lines':>7} {'read':>6} {'grep ms':>8} {'cli ms':>8} {'rg files ms':>11} {'rg tree ms':>10} "
-          f"{'rg/grep':>7}")
+    print(f"{'pattern':28} {'lines':>7} {'read':>6} {'grep ms':>8} {'cpu ms':>7} {'rg ms':>7} {'rg cpu':>7} "
+          f"{'cli ms':>7}{' rg files':>9} {'rg/grep':>7} {'cpu ratio':>9}")
     for pattern in patterns:
         request = service.GrepRequest([pattern], paths=[str(tree)], update=False)
         answer = service.grep(request)
-        ours = _median(runs, lambda: service.grep(request))
-        cli = _median(runs, lambda: subprocess.run([sys.executable, "-m", "codii_sql.cli", "grep", "--no-update",
-                                                    pattern, str(tree)], env=env, stdout=subprocess.DEVNULL))
-        rg_files = _median(runs, lambda: _rg(tree, files, pattern, [], "-n", "--no-heading"))
-        rg_tree = _median(runs, lambda: subprocess.run(["rg", "--no-config", "-n", "--no-heading", "-e", pattern],
-                                                       cwd=tree, stdout=subprocess.DEVNULL))
-        print(f"{pattern[:28]:28} {answer.matched_lines:7} {answer.files_read:6} {ours * 1000:8.1f} {cli * 1000:8.0f} "
-              f"{rg_files * 1000:11.1f} {rg_tree * 1000:10.1f} {rg_files / ours:7.2f}")
+        rg = ["rg", "--no-config", "-n", "--no-heading", "-e", pattern]
+        subprocess.run(rg, cwd=tree, stdout=subprocess.DEVNULL)  # warm: the page cache, the index's pages
+        ours, ours_cpu, theirs, theirs_cpu = [], [], [], []
+        for _ in range(runs):
+            wall, cpu = _timed(lambda: service.grep(request))
+            ours.append(wall)
+            ours_cpu.append(cpu)
+            wall, cpu = _timed_child(lambda: subprocess.run(rg, cwd=tree, stdout=subprocess.DEVNULL))
+            theirs.append(wall)
+            theirs_cpu.append(cpu)
+        cli = _median(min(runs, 3), lambda: subprocess.run([sys.executable, "-m", "codii_sql.cli", "grep", "--no-update",
+                                                            pattern, str(tree)], env=env, stdout=subprocess.DEVNULL))
+        by_name = _median(runs, lambda: _rg(tree, files, pattern, [], "-n", "--no-heading")) if files_too else None
+        m = statistics.median
+        print(f"{pattern[:28]:28} {answer.matched_lines:7} {answer.files_read:6} {m(ours) * 1000:8.1f} "
+              f"{m(ours_cpu) * 1000:7.1f} {m(theirs) * 1000:7.1f} {m(theirs_cpu) * 1000:7.1f} {cli * 1000:7.0f}"
+              f"{'' if by_name is None else f'{by_name * 1000:9.1f}':>9} {m(theirs) / m(ours):7.2f} "
+              f"{m(theirs_cpu) / m(ours_cpu):9.2f}")
     print(f"load after: {_load()}")
+
+
+def _timed(fn) -> tuple[float, float]:
+    """``(wall, cpu)`` seconds of ``fn()`` in this process (CPU of every thread)."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    fn()
+    return time.perf_counter() - wall, time.process_time() - cpu
+
+
+def _timed_child(fn) -> tuple[float, float]:
+    """``(wall, cpu)`` seconds of ``fn()``, which runs one child process to its end."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    wall = time.perf_counter()
+    fn()
+    wall = time.perf_counter() - wall
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def _median(runs: int, fn) -> float:
@@ -233,6 +264,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5, help="speed: timed runs per pattern (median)")
     parser.add_argument("-p", "--pattern", action="append", help="speed: a pattern (repeatable; default: Django's "
                                                                  "selective and common ones)")
+    parser.add_argument("--rg-files", action="store_true", help="speed: also time rg over the indexed files by name")
     args = parser.parse_args()
     if shutil.which("rg") is None:
         sys.exit("rg is not installed (apt-get install ripgrep)")
@@ -242,7 +274,7 @@ def main() -> None:
     elif args.what == "parity":
         parity(trees, args.home, args.n)
     else:
-        speed(trees[0], args.home, args.runs, args.pattern or SELECTIVE + COMMON)
+        speed(trees[0], args.home, args.runs, args.pattern or SELECTIVE + COMMON, args.rg_files)
 
 
 if __name__ == "__main__":

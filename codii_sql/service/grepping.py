@@ -39,6 +39,9 @@ MAX_CONTEXT = 100
 WORKERS = 2
 #: Files read ahead of the answer at most (a limit stops the reading soon after it is reached).
 AHEAD = 32
+#: Files one thread reads and matches per task: a task per file spent ~20 us of the GIL on the pool's
+#: bookkeeping, ~0.3 s of the kernel's 15,736 files for `return -EINVAL` (docs/benchmarks.md "Grep").
+BATCH = 8
 #: Roles in ``sort="role"`` order: the code people search for, then its tests, the rest after.
 ROLE_ORDER = {"source": 0, "test": 1, "docs": 2, "config": 3}
 
@@ -198,14 +201,15 @@ def _verified(store: Store, codebase: Codebase, meta: dict, pattern: GrepPattern
     if codebase.alone or len(rows) < AHEAD:  # an index alone reads one connection; few files gain nothing
         yield from map(verify, rows)
         return
+    batches = [rows[i:i + BATCH] for i in range(0, len(rows), BATCH)]
     with cf.ThreadPoolExecutor(max_workers=WORKERS) as pool:
-        pending = collections.deque(pool.submit(verify, r) for r in rows[:AHEAD])
+        pending = collections.deque(pool.submit(list, map(verify, b)) for b in batches[:AHEAD // BATCH])
         nxt = len(pending)
         try:
             while pending:
-                yield pending.popleft().result()
-                if nxt < len(rows):
-                    pending.append(pool.submit(verify, rows[nxt]))
+                yield from pending.popleft().result()
+                if nxt < len(batches):
+                    pending.append(pool.submit(list, map(verify, batches[nxt])))
                     nxt += 1
         finally:
             for future in pending:
