@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 
@@ -160,6 +161,22 @@ def test_an_index_alone_is_grepped_from_its_stored_text(tmp_path):
     shutil.rmtree(root)
     out = run("grep", "-n", "shared_marker|^\\};", "--db", copy)
     assert out.exit_code == 0 and out.stdout.splitlines() == ["a.py:2:};", "a.py:3:shared_marker = 1"]
+
+
+def test_the_whole_file_prefilter_never_drops_a_line_a_line_by_line_match_finds(tmp_path):
+    # Patterns that can match a line break are matched line by line; a file the whole pattern misses
+    # is skipped first only when no lookaround or \A/\Z could match a line where the file does not
+    # (b.txt: `foo(?!\s*bar)` misses the file as a whole, yet its line 1 matches on its own).
+    files = {"a.txt": "foo\nbar\nx = foo  \n  y\tbaz(1)\nend\n", "b.txt": "foo\nbar\n", "c.txt": "bar\n"}
+    skippable = {r"foo\s*$": True, r"\s+baz\(": True, r"[^z]\(1": True, r"no\s+such": True,
+                 r"foo(?!\s*bar)": False, r"foo\Z": False, r"\Abar": False, r"(?<=\s)y": False}
+    root = built(write_tree(tmp_path / "repo", files))
+    for pattern, prefilter in skippable.items():
+        compiled = GrepPattern([pattern])
+        assert not compiled.line_bound and compiled.prefilter == prefilter, pattern
+        truth = [(name, n) for name, text in sorted(files.items())
+                 for n, line in enumerate(text.splitlines(), 1) if re.search(pattern, line)]
+        assert lines(grep(root, pattern)) == truth, pattern
 
 
 #: Patterns with the same meaning in Python's re and rg's Rust regex: identifiers, punctuation,

@@ -33,7 +33,8 @@ class GrepPattern:
     ``regex`` is the compiled whole (the ``regex`` module, for its per-call ``timeout``: Python's
     ``re`` cannot be stopped); ``fts`` the trigram expression candidates must satisfy, None when the
     patterns require no trigram (every file is read); ``line_bound`` whether it may run over a whole
-    file at once (:func:`~.trigrams.line_bound`).
+    file at once (:func:`~.trigrams.line_bound`); ``prefilter`` whether a file the whole pattern does
+    not match can be skipped before matching line by line (:func:`~.trigrams.whole_text_implied`).
     """
 
     patterns: list[str]
@@ -43,6 +44,7 @@ class GrepPattern:
     regex: regex.Pattern = field(init=False)
     fts: str | None = field(init=False)
     line_bound: bool = field(init=False)
+    prefilter: bool = field(init=False)
 
     def __post_init__(self) -> None:
         if not self.patterns:
@@ -54,6 +56,7 @@ class GrepPattern:
         tree = _parsed(whole, flags, " | ".join(self.patterns))
         self.fts = trigrams.to_fts(trigrams.required(parsed))
         self.line_bound = trigrams.line_bound(tree)
+        self.prefilter = trigrams.whole_text_implied(tree)
         try:
             self.regex = regex.compile(whole, flags | regex.MULTILINE | regex.VERSION0)
         except regex.error as err:  # syntax the re parser accepts but regex refuses

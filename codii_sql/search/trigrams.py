@@ -266,3 +266,16 @@ def line_bound(parsed: _parser.SubPattern) -> bool:
 def _dotall_inside(parsed: _parser.SubPattern) -> bool:
     """Whether a scoped flag group ``(?s:...)`` turns DOTALL on somewhere."""
     return any(op is C.SUBPATTERN and av[1] & re.DOTALL for op, av in _walk(parsed))
+
+
+def whole_text_implied(parsed: _parser.SubPattern) -> bool:
+    """Whether every match the pattern has in one line is also a match in the whole file (MULTILINE),
+    so a file the pattern does not match as a whole has no matching line: true without lookarounds
+    (which may see past the line's end) and without ``\\A``/``\\Z`` (which a file has once)."""
+    for op, av in _walk(parsed):
+        if op in (C.ASSERT, C.ASSERT_NOT):
+            return False
+        if op is C.AT and av in (C.AT_BEGINNING_STRING, C.AT_END_STRING):
+            return False
+    return True
+
