@@ -179,6 +179,22 @@ def test_the_whole_file_prefilter_never_drops_a_line_a_line_by_line_match_finds(
         assert lines(grep(root, pattern)) == truth, pattern
 
 
+def test_an_ascii_file_matched_as_bytes_gives_the_lines_and_columns_of_its_decoded_text():
+    from codii_sql.search.grep import matches_bytes, matching_lines
+    from codii_sql.text import decode_source
+    data = b"int f(void) {\n\treturn -EINVAL; /* EINVAL */\n}\nx\x1cy = 1;\nend"  # no final line break
+    for pattern, options in [("return -EINVAL", {}), ("einval", {"ignore_case": True}), ("EINVAL", {"word": True}),
+                             ("^}$", {}), ("[a-z]+\\(", {}), ("x.y", {}), ("$", {}), ("d$", {})]:
+        compiled = GrepPattern([pattern], **options)
+        assert matches_bytes(compiled, data), pattern
+        as_bytes = [(g.line, g.text, g.spans) for g in matching_lines(compiled, data)]
+        assert as_bytes == [(g.line, g.text, g.spans) for g in matching_lines(compiled, decode_source(data))], pattern
+    # str's \s and \S also treat \x1c-\x1f as space, bytes' do not: such a pattern is matched decoded.
+    assert GrepPattern(["x\\Sy"]).ascii_regex is None and GrepPattern(["[^\\s]y"]).ascii_regex is None
+    assert not matches_bytes(GrepPattern(["x"]), "é x".encode()) and not matches_bytes(GrepPattern(["x"]), b"a\rx\n")
+    assert GrepPattern(["é"]).ascii_regex is None
+
+
 #: Patterns with the same meaning in Python's re and rg's Rust regex: identifiers, punctuation,
 #: classes, alternations, anchors, repeats.
 PARITY_PATTERNS = [

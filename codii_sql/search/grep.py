@@ -5,6 +5,8 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
+import regex
+
 from .pattern import GrepPattern
 
 #: Seconds one file's matching may take. An ordinary pattern reads a 1 MiB file in 0.01-0.05 s here
@@ -42,46 +44,63 @@ def lines_of(text: str) -> list[str]:
     return lines
 
 
-def matching_lines(pattern: GrepPattern, text: str, timeout: float = FILE_TIMEOUT_SECONDS) -> list[GrepLine]:
+def matching_lines(pattern: GrepPattern, text: str | bytes, timeout: float = FILE_TIMEOUT_SECONDS) -> list[GrepLine]:
     """The lines of ``text`` that ``pattern`` matches, in order, each with its match spans.
 
     A line-bound pattern runs once over the whole text (MULTILINE: its matches are exactly those
-    of each line on its own); another runs line by line.
+    of each line on its own); another runs line by line. ``text`` may be the file's bytes when
+    :func:`matches_bytes` says so (no decoding: the same lines and offsets).
 
     Raises:
         FileTimeout: matching took more than ``timeout`` seconds.
     """
     deadline = time.monotonic() + timeout
     try:
+        if isinstance(text, bytes):
+            return _whole(pattern.ascii_regex, text, b"\n", deadline)
         if pattern.line_bound:
-            return _whole(pattern, text, deadline)
+            return _whole(pattern.regex, text, "\n", deadline)
         return _by_line(pattern, text, deadline)
     except TimeoutError:
         raise FileTimeout() from None
 
 
-def _whole(pattern: GrepPattern, text: str, deadline: float) -> list[GrepLine]:
+def matches_bytes(pattern: GrepPattern, data: bytes) -> bool:
+    """Whether ``pattern`` may run over the raw ``data`` as it is: an ASCII file without ``\\r`` decodes
+    to the same characters (text.decode_source), and the pattern has an ASCII form that means the same
+    there (:attr:`~.pattern.GrepPattern.ascii_regex`). Decoding was a fifth of a common pattern's
+    time over the kernel's files (docs/benchmarks.md "Grep")."""
+    return pattern.ascii_regex is not None and data.isascii() and b"\r" not in data
+
+
+def as_text(text: str | bytes) -> str:
+    """A candidate's text as :func:`matching_lines` took it, as a string."""
+    return text if isinstance(text, str) else text.decode("ascii")
+
+
+def _whole(compiled: regex.Pattern, text: str | bytes, newline: str | bytes, deadline: float) -> list[GrepLine]:
     # One pass of the engine over the file, then one step per line, not per match: the line
     # assembly, not the engine, was most of the time for common patterns (`self` in Django: 106k
     # matches on 99k lines; docs/benchmarks.md "Grep").
     if not text:
         return []
-    end_of_lines = len(text) - 1 if text.endswith("\n") else len(text)  # a match past it is on no line
-    ascii_text = text.isascii()
+    end_of_lines = len(text) - 1 if text.endswith(newline) else len(text)  # a match past it is on no line
+    raw = isinstance(text, bytes)
+    ascii_text = raw or text.isascii()
     out: list[GrepLine] = []
     line_no, cursor, start, stop = 1, 0, 0, -1
     spans: list[tuple[int, int]] = []
-    for m in pattern.regex.finditer(text, concurrent=True, timeout=max(deadline - time.monotonic(), 0.001)):
+    for m in compiled.finditer(text, concurrent=True, timeout=max(deadline - time.monotonic(), 0.001)):
         at, end = m.span()
         if at > stop:  # a new line: find its bounds
             if at > end_of_lines:
                 break
             if spans:
                 out.append(_line(line_no, text[start:stop], spans, ascii_text))
-            line_no += text.count("\n", cursor, at)
+            line_no += text.count(newline, cursor, at)
             cursor = at
-            start = text.rfind("\n", 0, at) + 1
-            stop = text.find("\n", at)
+            start = text.rfind(newline, 0, at) + 1
+            stop = text.find(newline, at)
             if stop < 0:
                 stop = len(text)
             spans = []
@@ -91,8 +110,10 @@ def _whole(pattern: GrepPattern, text: str, deadline: float) -> list[GrepLine]:
     return out
 
 
-def _line(number: int, line: str, spans: list[tuple[int, int]], ascii_text: bool) -> GrepLine:
+def _line(number: int, line: str | bytes, spans: list[tuple[int, int]], ascii_text: bool) -> GrepLine:
     """A matched line from spans given as character offsets into it (byte offsets once converted)."""
+    if isinstance(line, bytes):
+        return GrepLine(number, line.decode("ascii"), spans, False)
     if ascii_text or line.isascii():
         return GrepLine(number, line, spans, False)
     return GrepLine(number, line, [_span(line, a, b) for a, b in spans], False)

@@ -34,7 +34,9 @@ class GrepPattern:
     ``re`` cannot be stopped); ``fts`` the trigram expression candidates must satisfy, None when the
     patterns require no trigram (every file is read); ``line_bound`` whether it may run over a whole
     file at once (:func:`~.trigrams.line_bound`); ``prefilter`` whether a file the whole pattern does
-    not match can be skipped before matching line by line (:func:`~.trigrams.whole_text_implied`).
+    not match can be skipped before matching line by line (:func:`~.trigrams.whole_text_implied`);
+    ``ascii_regex`` the same line-bound pattern compiled over bytes, for ASCII files read as they are
+    (:func:`~.grep.matches_bytes`), None when it has no such form (non-ASCII, ``\\s``, line by line).
     """
 
     patterns: list[str]
@@ -45,6 +47,7 @@ class GrepPattern:
     fts: str | None = field(init=False)
     line_bound: bool = field(init=False)
     prefilter: bool = field(init=False)
+    ascii_regex: regex.Pattern | None = field(init=False)
 
     def __post_init__(self) -> None:
         if not self.patterns:
@@ -61,6 +64,12 @@ class GrepPattern:
             self.regex = regex.compile(whole, flags | regex.MULTILINE | regex.VERSION0)
         except regex.error as err:  # syntax the re parser accepts but regex refuses
             raise _bad(" | ".join(self.patterns), str(err), getattr(err, "pos", None)) from None
+        self.ascii_regex = None
+        if self.line_bound and whole.isascii() and trigrams.same_on_ascii(tree):
+            try:
+                self.ascii_regex = regex.compile(whole.encode("ascii"), flags | regex.MULTILINE | regex.VERSION0)
+            except regex.error:  # a flag only str patterns take, such as (?u)
+                pass
 
     @property
     def scans(self) -> bool:

@@ -279,3 +279,18 @@ def whole_text_implied(parsed: _parser.SubPattern) -> bool:
             return False
     return True
 
+
+#: Classes whose ASCII (bytes) meaning differs from the str one on ASCII text: Python's str ``\\s``
+#: also takes the separators \\x1c-\\x1f, its bytes ``\\s`` does not.
+_SPACE_CATEGORIES = frozenset({C.CATEGORY_SPACE, C.CATEGORY_NOT_SPACE, C.CATEGORY_UNI_SPACE,
+                               C.CATEGORY_UNI_NOT_SPACE})
+
+
+def same_on_ascii(parsed: _parser.SubPattern) -> bool:
+    """Whether the pattern, compiled over bytes, matches an ASCII text exactly where its str form
+    matches the decoded text: true unless a class names ``\\s``/``\\S`` (the source must be ASCII too)."""
+    for op, av in _walk(parsed):
+        if op is C.IN and any(o is C.CATEGORY and a in _SPACE_CATEGORIES for o, a in av):
+            return False
+    return True
+

@@ -24,7 +24,8 @@ from ..ingest.config import size_cap
 from ..languages import KNOWN_LANGUAGES, language_name
 from ..search.answer import Note
 from ..search.budget import tokens
-from ..search.grep import FILE_TIMEOUT_SECONDS, FileTimeout, GrepLine, matching_lines, with_context
+from ..search.grep import (FILE_TIMEOUT_SECONDS, FileTimeout, GrepLine, as_text, matches_bytes, matching_lines,
+                           with_context)
 from ..search.grep_answer import GrepAnswer, GrepFile
 from ..search.pattern import GrepPattern
 from ..storage.store import Store
@@ -171,8 +172,9 @@ def _search(store: Store, codebase: Codebase, pattern: GrepPattern, request: Gre
             matched = matched[:request.limit - shown_lines]
             answer.truncated = True
         shown_lines += len(matched)
-        answer.files.append(GrepFile(row["path"], row["role"], row["language"], in_file,
-                                     with_context(text, matched, request.before, request.after), gaps))
+        if request.before or request.after:
+            matched = with_context(as_text(text), matched, request.before, request.after)
+        answer.files.append(GrepFile(row["path"], row["role"], row["language"], in_file, matched, gaps))
     answer.notes = notes + _notes(answer, pattern, has_tables, unpacked, codebase)
     if unreadable:
         answer.notes.append(Note("grep", f"{unreadable} indexed files could not be read now (gone, or no longer a "
@@ -190,7 +192,7 @@ def _verified(store: Store, codebase: Codebase, meta: dict, pattern: GrepPattern
     root_real = os.path.realpath(codebase.root)
 
     def verify(row: dict) -> tuple:
-        text, gaps = _text(store, codebase, row, root_real, max_bytes)
+        text, gaps = _text(store, codebase, pattern, row, root_real, max_bytes)
         if text is None:
             return row, None, gaps, []
         try:
@@ -216,15 +218,18 @@ def _verified(store: Store, codebase: Codebase, meta: dict, pattern: GrepPattern
                 future.cancel()
 
 
-def _text(store: Store, codebase: Codebase, row: dict, root_real: str, max_bytes: int
-          ) -> tuple[str | None, list[list[int]]]:
+def _text(store: Store, codebase: Codebase, pattern: GrepPattern, row: dict, root_real: str, max_bytes: int
+          ) -> tuple[str | bytes | None, list[list[int]]]:
     """A candidate's text and the line ranges it lacks: from disk through the file boundary (None when
     the file is gone, or became something grep must not read: a symlink out of the root, a device, a
-    binary or a private key, larger than ``max_bytes``), or for an index alone its stored text, else
+    binary or a private key, larger than ``max_bytes``; its bytes as they are when ``pattern`` can match
+    them so, :func:`~codii_sql.search.grep.matches_bytes`), or for an index alone its stored text, else
     its chunks' stored lines."""
     if not codebase.alone:
         data = boundary.read_indexed(root_real, row["path"], size_cap(row["path"], max_bytes))
-        return (None if data is None else decode_source(data)), []
+        if data is None or matches_bytes(pattern, data):
+            return data, []
+        return decode_source(data), []
     if row["has_text"]:
         return unpack_text(store.value("file_text_by_id", {"id": row["id"]})), []
     lines = stored_lines(codebase, row["path"])
