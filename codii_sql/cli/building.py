@@ -213,6 +213,10 @@ def _build_many(found: list[str], job: Job) -> None:
         raise SystemExit(1)
 
 
+#: Folders the text report names that the defaults (not the user's ignore rules) left out; status --skipped lists all.
+FOLDERS_SHOWN = 8
+
+
 def _print_report(codebase, report, filters) -> None:
     echo(f"Indexed {codebase.root} -> {codebase.db_path}")
     echo(f"  files: {report.files} ({report.added} added, {report.modified} modified, {report.removed} removed, "
@@ -227,6 +231,10 @@ def _print_report(codebase, report, filters) -> None:
         echo(f"  vectors: {report.chunks - report.vectors_pending} of {report.chunks} chunks ({why})")
     if report.skipped:
         echo("  skipped: " + ", ".join(f"{k} {v}" for k, v in report.skipped.most_common()))
+    folders = [f"{path} ({why})" for path, why in sorted(report.skipped_files) if path.endswith("/") and why != "ignored"]
+    if folders:
+        more = f" and {len(folders) - FOLDERS_SHOWN:,} more" if len(folders) > FOLDERS_SHOWN else ""
+        echo(f"  skipped folders: {', '.join(folders[:FOLDERS_SHOWN])}{more} (`codii-sql status --skipped` lists them)")
     for p, why in sorted(report.failed.items()):
         echo(f"  failed: {p}: {why} (retried on the next build)")
     if report.history is not None:

@@ -11,8 +11,9 @@ SKIPPED_LISTED = 200
 #: The order in which skipped paths are listed, by reason: first what a user would not expect
 #: to be left out, last what they asked to leave out.
 SKIP_ORDER = ("secret", "too-large", "minified", "binary", "undecodable-name", "unreadable", "not-regular-file",
-              "vanished", "symlink-outside-root", "symlink-loop", "symlink-dangling", "binary-extension",
-              "lock-file", "nested-repository", "extension-filter", "default-excluded", "ignored")
+              "vanished", "symlink-outside-root", "symlink-loop", "symlink-dangling", "symlink-folder",
+              "binary-extension",
+              "lock-file", "nested-repository", "extension-filter", "build-output", "default-excluded", "ignored")
 
 Progress = Callable[[str, int, int | None], None]
 """``progress(phase, done, total)``: phases scan (files found; total None until the walk ends), hash
