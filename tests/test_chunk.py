@@ -580,3 +580,9 @@ def test_a_function_a_macro_defines_is_named_by_the_function(language):
                      (16, "function", "compat_sys_getrlimit"), (22, "function", "bpf_map_lookup_elem"),
                      (27, "function", "fault_init")]
     assert chunk_named(chunks, "sys_read").content.startswith("SYSCALL_DEFINE3(read,")  # the macro stays searchable
+
+
+def test_a_c_function_after_an_unknown_attribute_macro_keeps_its_name():
+    """fs/btrfs/ctree.c: the C grammar reads ``btrfs_get_num_csums`` as the type of ``(void)``."""
+    source = "size_t __attribute_const__ btrfs_get_num_csums(void)\n{\n\treturn 1;\n}\n"
+    assert [s for _, _, s in kinds_and_symbols(chunk_text(source, "c"))] == ["btrfs_get_num_csums"]

@@ -42,7 +42,8 @@ def defined_name(macro: str, argument: str) -> str:
 def macro_function_name(node: tree_sitter.Node) -> str | None:
     """The name of a ``function_definition`` whose head is a macro call with an identifier first
     argument, or None for any other definition. C: the macro is the ``type`` and the argument a
-    parenthesized declarator; C++ (no ``type``, not in a class, whose constructors look alike):
+    parenthesized declarator (``(void)`` there follows the function's own name, read as the type
+    after an attribute macro the grammar does not know: ``__attribute_const__``); C++ (no ``type``, not in a class, whose constructors look alike):
     the macro is the function's name and the argument its first parameter's type."""
     declarator = node.child_by_field_name("declarator")
     kind = node.child_by_field_name("type")
@@ -50,9 +51,11 @@ def macro_function_name(node: tree_sitter.Node) -> str | None:
         return None
     if declarator.type == "parenthesized_declarator" and kind is not None and kind.type == "type_identifier":
         inner = declarator.named_children
-        if len(inner) == 1 and inner[0].type == "identifier" and _MACRO.fullmatch(node_text(kind)):
-            return defined_name(node_text(kind), node_text(inner[0]))
-        return None
+        if len(inner) != 1 or inner[0].type != "identifier":
+            return None
+        if node_text(inner[0]) == "void":  # ``size_t __attribute_const__ f(void)``: an unknown attribute
+            return node_text(kind)         # macro before it made the grammar read ``f`` as the type
+        return defined_name(node_text(kind), node_text(inner[0])) if _MACRO.fullmatch(node_text(kind)) else None
     if kind is not None or declarator.type != "function_declarator" or node.parent is None \
             or node.parent.type == "field_declaration_list":
         return None
