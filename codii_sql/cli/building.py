@@ -231,6 +231,9 @@ def _print_report(codebase, report, filters) -> None:
         echo(f"  vectors: {report.chunks - report.vectors_pending} of {report.chunks} chunks ({why})")
     if report.skipped:
         echo("  skipped: " + ", ".join(f"{k} {v}" for k, v in report.skipped.most_common()))
+    if report.hidden_by:
+        rules = ", ".join(f"{h['where']} `{h['rule']}` ({h['paths']:,} paths)" for h in report.hidden_by)
+        echo(f"  nothing to index: the ignore rules leave every path out, most by {rules}")
     folders = [f"{path} ({why})" for path, why in sorted(report.skipped_files) if path.endswith("/") and why != "ignored"]
     if folders:
         more = f" and {len(folders) - FOLDERS_SHOWN:,} more" if len(folders) > FOLDERS_SHOWN else ""

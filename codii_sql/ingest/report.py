@@ -62,6 +62,9 @@ class BuildReport:
     #: commits embedded (not found in the cache) by the history's vector phase.
     history: dict | None = None
     commits_embedded: int = 0
+    #: When nothing is left to index but ignore rules left paths out: the rules, most paths first,
+    #: ``[{"where": "file:line", "rule", "paths"}]`` (:meth:`~codii_sql.ingest.walk.ScanResult.hiding_rules`).
+    hidden_by: list[dict] = field(default_factory=list)
 
     def to_dict(self) -> dict:
         """JSON-ready dict."""

@@ -117,6 +117,8 @@ class ScanResult:
         dirs: the directories walked, relative (``""`` the root, else ``"dir/sub/"``): a file
             watcher's changes outside them (ignored trees, nested repositories) need no build.
         attributes: the linguist marks of the walked ``.gitattributes`` files.
+        ignored_by: ``(where, pattern)`` -> paths that rule ignored (``where`` is ``file:line``, an
+            ignore file under the root relative to it): see :meth:`hiding_rules`.
     """
 
     files: list[SourceFile]
@@ -124,6 +126,15 @@ class ScanResult:
     skipped_paths: list[tuple[str, str]] = field(default_factory=list)
     dirs: set[str] = field(default_factory=set)
     attributes: Attributes = field(default_factory=Attributes)
+    ignored_by: collections.Counter[tuple[str, str]] = field(default_factory=collections.Counter)
+
+    def hiding_rules(self, limit: int = 3) -> list[dict]:
+        """When no file is left but ignore rules left paths out (the Debian kernel tarball's root
+        ``.gitignore`` ends with ``/*``): the ``limit`` rules that ignored most of them,
+        ``[{"where", "rule", "paths"}]``; else ``[]``."""
+        if self.files:
+            return []
+        return [{"where": where, "rule": text, "paths": n} for (where, text), n in self.ignored_by.most_common(limit)]
 
 
 @dataclass(slots=True)
@@ -167,6 +178,7 @@ class _Walker:
         self.skipped_paths: list[tuple[str, str]] = []
         self.dirs: set[str] = set()
         self.attribute_files: list[tuple[str, bytes]] = []
+        self.ignored_by: collections.Counter[tuple[str, str]] = collections.Counter()
         #: Files Git tracks that its rules ignore, and their folders ("a/b/"): listed all the same.
         self.tracked: set[str] = set()
         for path in tracked_but_ignored(self.root) if self.tree else ():
@@ -188,7 +200,8 @@ class _Walker:
         self.attribute_files.sort(key=lambda base_data: base_data[0].count("/"))
         info = read_bytes(git_info_path(self.root, "attributes"))
         self.attribute_files.extend([("", info)] if info else [])
-        return ScanResult(self.files, self.skipped, self.skipped_paths, self.dirs, Attributes(self.attribute_files))
+        return ScanResult(self.files, self.skipped, self.skipped_paths, self.dirs, Attributes(self.attribute_files),
+                          self.ignored_by)
 
     def _skip(self, reason: str, path: str) -> None:
         self.skipped[reason] += 1
@@ -255,6 +268,9 @@ class _Walker:
             self._skip("undecodable-name", d.rel + escaped(name))
             return None
         rel = d.rel + name
+        if name == ".git":  # before the rules: Git itself never matches its own folder against them
+            self._skip("default-excluded", rel + "/" if entry.is_dir(follow_symlinks=False) else rel)
+            return None
         try:
             is_dir = entry.is_dir()  # follows symlinks; False for a dangling one
         except OSError:
@@ -264,11 +280,10 @@ class _Walker:
         rule = self._verdict(d, rel, is_dir, tracked)
         if (d.git_ignored and not tracked) or (rule is not None and rule.excludes):
             self._skip("ignored", shown)
+            if rule is not None and rule.excludes:
+                self.ignored_by[(rule.where.removeprefix(self.root.rstrip("/") + "/"), rule.text)] += 1
             return None
         rescued = rule is not None and rule.rescues
-        if name == ".git":
-            self._skip("default-excluded", shown)
-            return None
         if is_dir:
             child = self._enter_dir(d, entry, rel, rescued, siblings)
             if child is not None and tracked:  # entered for its tracked files: is the rest ignored?
