@@ -142,13 +142,20 @@ def describe_filters(filters: dict) -> str:
 
 def print_dry_run(survey: dict) -> None:
     """The text form of ``build --dry-run``: totals, languages, roles, skips, folders, model time."""
-    echo(f"{survey['codebase']}: {survey['files']} files, {survey['chunks']} chunks would be indexed")
+    estimate = survey.get("estimate")
+    about = (f" (estimated from a random sample of {estimate['sample_files']:,} of the {estimate['files']:,} files)"
+             if estimate else "")
+    echo(f"{survey['codebase']}: {survey['files']:,} files, {'about ' if estimate else ''}{survey['chunks']:,} chunks "
+         f"would be indexed{about}")
     for title, key in (("by language", "languages"), ("by role", "roles"), ("largest folders", "largest_folders")):
         rows = survey[key]
         echo(f"  {title}: " + ", ".join(f"{r.get('name', r.get('path'))} {r['files']} files/{r['chunks']} chunks"
                                              for r in rows[:12]))
     if survey["skipped"]:
         echo("  skipped: " + ", ".join(f"{k} {v}" for k, v in survey["skipped"].items()))
+    if survey.get("hidden_by"):
+        rules = ", ".join(f"{h['where']} `{h['rule']}` ({h['paths']:,} paths)" for h in survey["hidden_by"])
+        echo(f"  nothing to index: the ignore rules leave every path out, most by {rules}")
     embed = survey["embed"]
     if not embed["vectors"]:
         echo(f"  vectors: off ({embed['texts']} texts would wait for a build with --vectors)")
