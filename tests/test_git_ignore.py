@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
+from support.answers import last_json
 from support.trees import REPO_ROOT
 
 from codii_sql.ingest.ignore import read_ignore_file
@@ -246,8 +247,6 @@ def test_a_fifo_in_place_of_an_ignore_file_never_blocks_the_walk(tmp_path, git_h
 def test_a_build_that_indexes_nothing_names_the_rule_that_hid_everything(tmp_path, git_home, codii_home):
     """The Debian kernel tarball's root .gitignore ends with ``/*`` and ``!/debian/``: git and the
     walk ignore every top-level entry, and the build says which rule did it, as git check-ignore -v does."""
-    import json
-
     from click.testing import CliRunner
 
     from codii_sql.cli import cli
@@ -260,9 +259,9 @@ def test_a_build_that_indexes_nothing_names_the_rule_that_hid_everything(tmp_pat
     assert git(repo, "check-ignore", "-v", "--no-index", "kernel").split(b"\t")[0] == b".gitignore:7:/*"
 
     res = CliRunner().invoke(cli, ["build", str(repo), "--no-vectors", "--json"])
-    report = json.loads(res.output)
+    report = last_json(res.output)
     assert report["files"] == 0 and report["hidden_by"] == [{"where": ".gitignore:7", "rule": "/*", "paths": 5}]
     text = CliRunner().invoke(cli, ["build", str(repo), "--no-vectors"]).output
     assert "nothing to index: the ignore rules leave every path out, most by .gitignore:7 `/*` (5 paths)" in text
     write(repo, "debian/rules", "x\n")  # what the tarball's rules keep: an index, and no such note
-    assert json.loads(CliRunner().invoke(cli, ["build", str(repo), "--no-vectors", "--json"]).output)["hidden_by"] == []
+    assert last_json(CliRunner().invoke(cli, ["build", str(repo), "--no-vectors", "--json"]).output)["hidden_by"] == []

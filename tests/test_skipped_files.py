@@ -7,6 +7,7 @@ import json
 import os
 
 from click.testing import CliRunner
+from support.answers import last_json
 from support.trees import write_tree
 
 from codii_sql import service
@@ -37,7 +38,7 @@ def test_skipped_files_are_listed_with_their_reason(tmp_path):
     with open(os.path.join(os.fsencode(repo), b"bad\xff.py"), "wb") as fh:
         fh.write(b"x = 1\n")
 
-    built = json.loads(run("build", repo, "--json", "--no-vectors"))
+    built = last_json(run("build", repo, "--json", "--no-vectors"))
     assert built["skipped"] == {"secret": SKIPPED_LISTED + 2, "binary": 1, "default-excluded": 1, "minified": 2,
                                 "too-large": 1, "undecodable-name": 1, "ignored": 1}
     listing = built["skipped_files"]

@@ -13,6 +13,7 @@ import apsw
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from support.answers import last_json
 from support.trees import REPO_ROOT, write_tree
 
 from codii_sql.cli import cli
@@ -33,7 +34,7 @@ def run(*args):
 
 def as_json(res) -> dict:
     assert res.exit_code == 0, res.output
-    return json.loads(res.stdout)
+    return last_json(res.stdout)
 
 
 def test_no_vectors_is_bm25_only_and_a_later_build_with_vectors_fills_them_in(sample_repo):
@@ -286,7 +287,7 @@ def test_build_daemon_returns_at_once_says_when_one_runs_and_finishes(tmp_path, 
     st = as_json(run("status", repo, "--json"))
     assert st["status"] == "indexed" and st["vectors"]["state"] == "complete" and st["files"] == 30
     log = open(info["log"]).read()
-    assert json.loads(log[log.index("{"):])["vectors_pending"] == 0
+    assert last_json(log[log.index("{"):])["vectors_pending"] == 0  # after its progress lines
     for _ in range(3):  # up to date: the background build may end before it is seen running; still a success
         again = subprocess.run(cmd[:-1], env=env, capture_output=True, text=True, timeout=60)
         assert again.returncode == 0 and "Error" not in again.stderr, again.stderr

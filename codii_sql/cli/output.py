@@ -1,22 +1,13 @@
-"""Output of the CLI: shared options, JSON, progress bars on stderr, result listings."""
+"""Output of the CLI: shared options, JSON, result listings (progress: :mod:`.progress`)."""
 
 from __future__ import annotations
 
-import contextlib
 import datetime
 import json
 import re
 
 import click
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
 
 from .. import service
 from ..errors import Remedy
@@ -37,9 +28,10 @@ def json_option(f):
     return click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")(f)
 
 
-def emit(obj) -> None:
-    """Print ``obj`` as indented JSON (non-ASCII kept as is), times (``*_at``) as in text output."""
-    click.echo(json_text(_dated(obj), indent=2))
+def emit(obj, *, one_line: bool = False) -> None:
+    """Print ``obj`` as indented JSON (non-ASCII kept as is), times (``*_at``) as in text output;
+    ``one_line`` as one line (the last line of a JSON-lines stream)."""
+    click.echo(json_text(_dated(obj), indent=None if one_line else 2))
 
 
 #: C1 controls, which ``json.dumps(ensure_ascii=False)`` writes raw (C0 it escapes).
@@ -71,24 +63,6 @@ def _dated(obj):
 def iso_time(ts: float) -> str:
     """Epoch seconds as local ISO 8601 with its UTC offset (``2026-12-01T13:20:05+00:00``)."""
     return datetime.datetime.fromtimestamp(ts).astimezone().isoformat(timespec="seconds")
-
-
-@contextlib.contextmanager
-def progress_bar(enabled: bool):
-    """A rich progress bar by phase on stderr, or a no-op callback when output is not a terminal."""
-    if not enabled:
-        yield None
-        return
-    with Progress(TextColumn("{task.description:<7}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  TimeRemainingColumn(), console=err_console, transient=True) as bar:
-        tasks: dict[str, int] = {}
-
-        def update(phase: str, done: int, total: int) -> None:
-            if phase not in tasks:
-                tasks[phase] = bar.add_task(phase, total=total)
-            bar.update(tasks[phase], completed=done, total=total)
-
-        yield update
 
 
 def fmt_value(key: str, value):
