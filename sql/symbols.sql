@@ -35,9 +35,19 @@ ORDER BY best
 LIMIT :files;
 
 -- name: reference_chunks
--- Chunks whose text holds the identifier (:fts, an FTS5 phrase on the content column), in file
--- and line order, at most :cap: where service/symbols.py looks for its exact occurrences.
-SELECT c.path, c.start_line, c.content, f.role
-FROM chunks c JOIN files f ON f.id = c.file_id
-WHERE c.id IN (SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH :fts ORDER BY rank LIMIT :cap)
-ORDER BY c.path, c.start_line;
+-- Chunks whose text holds the identifier (:fts, an FTS5 phrase on the content column), in the
+-- order service/references.py lists uses in (source files first, tests last, then path and
+-- line), at most :cap: their ids and places; reference_texts reads the texts in slices.
+SELECT c.id, c.path, c.start_line, f.role
+FROM chunks_fts JOIN chunks c ON c.id = chunks_fts.rowid JOIN files f ON f.id = c.file_id
+WHERE chunks_fts MATCH :fts
+ORDER BY CASE f.role WHEN 'source' THEN 0 WHEN 'test' THEN 2 ELSE 1 END, c.path, c.start_line
+LIMIT :cap;
+
+-- name: reference_texts
+-- The texts of the chunks :ids (a JSON array of ids), for reference_chunks' rows.
+SELECT c.id, c.content FROM chunks c WHERE c.id IN (SELECT value FROM json_each(:ids));
+
+-- name: reference_chunk_count
+-- How many chunks hold the identifier (:fts as in reference_chunks): what a capped answer read part of.
+SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH :fts;

@@ -534,3 +534,55 @@ def test_a_top_comment_that_only_mentions_a_licence_is_no_licence_header():
     for header in ("# Copyright 2024 The Authors\n", "# SPDX-License-Identifier: MIT\n",
                    "# Licensed under the Apache License, Version 2.0\n", "# (c) 2019 ACME\n"):
         assert chunk_text(header + "\ndef rank(rows):\n    return sorted(rows)\n", "python")[0].kind == "license", header
+
+
+#: Functions the Linux kernel defines through macros (arch/x86/mm/fault.c, fs/read_write.c,
+#: kernel/bpf/helpers.c), with a loop macro inside a body, which defines nothing.
+MACRO_DEFINED = """\
+DEFINE_IDTENTRY_RAW_ERRORCODE(exc_page_fault)
+{
+	unsigned long address = read_cr2();
+
+	list_for_each_entry(pos, head, list) {
+		handle(pos, address);
+	}
+}
+
+SYSCALL_DEFINE3(read, unsigned int, fd, char __user *, buf, size_t, count)
+{
+	return ksys_read(fd, buf, count);
+}
+
+#ifdef CONFIG_COMPAT
+COMPAT_SYSCALL_DEFINE2(getrlimit, unsigned int, resource, struct compat_rlimit __user *, rlim)
+{
+	return do_prlimit(current, resource, NULL, rlim);
+}
+#endif
+
+BPF_CALL_2(bpf_map_lookup_elem, struct bpf_map *, map, void *, key)
+{
+	return (unsigned long) map->ops->map_lookup_elem(map, key);
+}
+
+static int __init fault_init(void)
+{
+	return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("language", ["c", "cpp"])
+def test_a_function_a_macro_defines_is_named_by_the_function(language):
+    chunks = chunk_text(MACRO_DEFINED, language)
+    named = [(start, kind, symbol) for start, kind, symbol in kinds_and_symbols(chunks) if symbol]
+    assert named == [(1, "function", "exc_page_fault"), (10, "function", "sys_read"),
+                     (16, "function", "compat_sys_getrlimit"), (22, "function", "bpf_map_lookup_elem"),
+                     (27, "function", "fault_init")]
+    assert chunk_named(chunks, "sys_read").content.startswith("SYSCALL_DEFINE3(read,")  # the macro stays searchable
+
+
+def test_a_c_function_after_an_unknown_attribute_macro_keeps_its_name():
+    """fs/btrfs/ctree.c: the C grammar reads ``btrfs_get_num_csums`` as the type of ``(void)``."""
+    source = "size_t __attribute_const__ btrfs_get_num_csums(void)\n{\n\treturn 1;\n}\n"
+    assert [s for _, _, s in kinds_and_symbols(chunk_text(source, "c"))] == ["btrfs_get_num_csums"]

@@ -6,6 +6,7 @@ import json
 import time
 
 from click.testing import CliRunner
+from support.answers import last_json
 from support.trees import write_tree
 
 from codii_sql.cli import cli
@@ -19,7 +20,7 @@ def run(*args, input=None):
 def test_build_then_search_json(sample_repo):
     res = run("build", sample_repo, "--json")
     assert res.exit_code == 0, res.output
-    report = json.loads(res.output)
+    report = last_json(res.output)
     assert report["files"] == 4 and report["added"] == 4
     res = run("search", "parse_header", "--path", sample_repo, "--json", "--limit", "3")
     out = json.loads(res.output)
@@ -116,7 +117,7 @@ def test_a_subfolder_of_an_unindexed_git_repository_indexes_the_repository(sampl
 
 
 def test_recorded_filters_are_shown_kept_and_reset(sample_repo):
-    only_md = json.loads(run("build", sample_repo, "--ext", ".md", "--json").output)
+    only_md = last_json(run("build", sample_repo, "--ext", ".md", "--json").output)
     assert only_md["files"] == 1 and only_md["filters"] == {"extensions": [".md"], "ignore_patterns": []}
     text = run("build", sample_repo).output  # a plain build keeps the filter, and says so
     assert "filters kept for later builds: only .md" in text
@@ -124,11 +125,11 @@ def test_recorded_filters_are_shown_kept_and_reset(sample_repo):
     assert 'filters: {"extensions": [".md"], "ignore_patterns": []}' in run("status", sample_repo).output
     res = CliRunner().invoke(cli, ["search", "retry", "--path", str(sample_repo), "--json"])
     assert "only .md files" in json.loads(res.stdout)["note"]
-    reset = json.loads(run("build", sample_repo, "--reset-filters", "--json").output)
+    reset = last_json(run("build", sample_repo, "--reset-filters", "--json").output)
     assert reset["files"] == 4 and reset["filters"] == {"extensions": [], "ignore_patterns": []}
     assert "filters" not in json.loads(run("status", sample_repo, "--json").output)
     assert "note" not in json.loads(run("search", "retry", "--path", sample_repo, "--json").output)
-    both = json.loads(run("build", sample_repo, "--ext", "py, MD", "--json").output)  # one comma list
+    both = last_json(run("build", sample_repo, "--ext", "py, MD", "--json").output)  # one comma list
     assert both["filters"]["extensions"] == [".py", ".md"] and both["files"] == 3
     before = Codebase.open(sample_repo).db_path.read_bytes()
     for ext in ("*", "src/", "*.py", ".p y"):  # a fresh user's --ext '*' indexed nothing, and kept that
@@ -299,7 +300,7 @@ def test_a_damaged_embedding_cache_is_replaced_with_one_warning(sample_repo, tmp
     warnings = [line for line in res.stderr.splitlines() if line.startswith("Warning:")]
     assert len(warnings) == 1 and "embedding cache" in warnings[0] and "damaged" in warnings[0], res.stderr
     # The cache works again: another codebase with the same files embeds nothing.
-    clone = json.loads(run("build", shutil.copytree(sample_repo, tmp_path / "clone"), "--json").stdout)
+    clone = last_json(run("build", shutil.copytree(sample_repo, tmp_path / "clone"), "--json").stdout)
     assert clone["chunks_embedded"] == 0 and clone["vectors_reused"] == clone["chunks"] > 0
     assert "warnings" not in clone
     # A search that builds first says it too, in its note.

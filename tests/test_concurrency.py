@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from support import torture
+from support.answers import last_json
 from support.trees import REPO_ROOT
 
 from codii_sql.cli import cli
@@ -61,7 +62,7 @@ def test_writers_wait_their_turn_readers_see_whole_files_others_untouched(tmp_pa
         time.sleep(0.01)
     outs = [w.communicate() for w in writers]
     assert [w.returncode for w in writers] == [0, 0, 0], [e for _, e in outs]
-    reports = [json.loads(o) for o, _ in outs]
+    reports = [last_json(o) for o, _ in outs]
     # One writer at a time: each --force build wrote every file itself.
     assert [r["added"] + r["modified"] + r["reindexed"] == r["files"] > 0 for r in reports[:2]] == [True, True]
     s_out, s_err = searcher.communicate()

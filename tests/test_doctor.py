@@ -6,6 +6,8 @@ import json
 
 from click.testing import CliRunner
 
+from support.answers import last_json
+
 from codii_sql.cli import cli
 from codii_sql.codebase import Codebase
 from codii_sql.storage.store import Store
@@ -80,7 +82,7 @@ def test_a_truncated_index_is_one_line_and_can_be_cleared_or_rebuilt(sample_repo
         res = CliRunner().invoke(cli, [str(a) for a in args])
         assert res.exit_code != 0 and "damaged" in res.output and "Traceback" not in res.output, res.output
     res = CliRunner().invoke(cli, ["build", str(sample_repo), "--force", "--json"])
-    assert res.exit_code == 0 and json.loads(res.output)["added"] == 4, res.output
+    assert res.exit_code == 0 and last_json(res.output)["added"] == 4, res.output
     with open(db, "r+b") as fh:
         fh.truncate(20_000)
     assert json.loads(run("clear", sample_repo, "--yes", "--json").output)["removed"] == [str(db)]
@@ -119,10 +121,10 @@ def test_a_plain_status_and_build_notice_a_damaged_page(sample_repo):
     doctored = CliRunner().invoke(cli, ["doctor", str(sample_repo), "--json"])
     assert doctored.exit_code == 1 and json.loads(doctored.stdout)["damaged"], doctored.output
     res = CliRunner().invoke(cli, ["build", str(sample_repo), "--json"])
-    out = json.loads(res.stdout)
+    out = last_json(res.stdout)
     assert res.exit_code != 0 and "is damaged" in out["error"] and f"build {sample_repo} --force" in out["hint"], out
     assert json.loads(run("status", sample_repo, "--json").output)["status"] == "damaged"  # not remembered clean
-    assert json.loads(run("build", sample_repo, "--force", "--json").output)["added"] == 4
+    assert last_json(run("build", sample_repo, "--force", "--json").output)["added"] == 4
     assert json.loads(run("status", sample_repo, "--json").output)["status"] == "indexed"
     assert run("build", sample_repo, "--json").exit_code == 0
 

@@ -7,6 +7,8 @@ import json
 import numpy as np
 from click.testing import CliRunner
 
+from support.answers import last_json
+
 from codii_sql.cli import cli
 from codii_sql.codebase import Codebase
 from codii_sql.models.minilm import FAST_MODEL_ID, MODEL_ID
@@ -20,7 +22,7 @@ def run(*args, env=None):
 
 def as_json(res) -> dict:
     assert res.exit_code == 0, res.output
-    return json.loads(res.stdout)
+    return last_json(res.stdout)
 
 
 def snapshot(repo) -> dict:

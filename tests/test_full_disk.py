@@ -16,6 +16,8 @@ import pytest
 from click.testing import CliRunner
 from test_mcp import call, refused, server
 
+from support.answers import last_json
+
 from codii_sql.cli import cli
 from codii_sql.codebase import Codebase
 
@@ -47,7 +49,7 @@ def fill(disk: Path) -> None:
 
 def cli_json(*args) -> tuple[int, dict]:
     res = CliRunner().invoke(cli, [str(a) for a in args])
-    return res.exit_code, json.loads(res.stdout)
+    return res.exit_code, last_json(res.stdout)
 
 
 def test_an_intact_index_is_read_on_a_full_disk_and_a_read_only_one(small_disk, sample_repo, monkeypatch):

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
+from support.answers import last_json
 from support.trees import REPO_ROOT
 
 from codii_sql.ingest.ignore import read_ignore_file
@@ -241,3 +242,26 @@ def test_a_fifo_in_place_of_an_ignore_file_never_blocks_the_walk(tmp_path, git_h
     assert found == [{"a.py"}]  # a blocking open() of any of them would still be waiting
     # Git itself blocks on such a FIFO (git status hangs there): the walk waits for it this long at most.
     assert time.monotonic() - started < GIT_TIMEOUT_SECONDS + 5
+
+
+def test_a_build_that_indexes_nothing_names_the_rule_that_hid_everything(tmp_path, git_home, codii_home):
+    """The Debian kernel tarball's root .gitignore ends with ``/*`` and ``!/debian/``: git and the
+    walk ignore every top-level entry, and the build says which rule did it, as git check-ignore -v does."""
+    from click.testing import CliRunner
+
+    from codii_sql.cli import cli
+
+    repo = tmp_path / "linux-source-6.12"
+    write(repo, ".gitignore", "*.o\n*.ko\n\n#\n# Debian packaging: ignore everything at the top level\n#\n/*\n!/debian/\n")
+    for rel in ("Makefile", "kernel/fork.c", "mm/slab.c", "README"):
+        write(repo, rel, "x\n")
+    git(repo, "init", "-q")
+    assert git(repo, "check-ignore", "-v", "--no-index", "kernel").split(b"\t")[0] == b".gitignore:7:/*"
+
+    res = CliRunner().invoke(cli, ["build", str(repo), "--no-vectors", "--json"])
+    report = last_json(res.output)
+    assert report["files"] == 0 and report["hidden_by"] == [{"where": ".gitignore:7", "rule": "/*", "paths": 5}]
+    text = CliRunner().invoke(cli, ["build", str(repo), "--no-vectors"]).output
+    assert "nothing to index: the ignore rules leave every path out, most by .gitignore:7 `/*` (5 paths)" in text
+    write(repo, "debian/rules", "x\n")  # what the tarball's rules keep: an index, and no such note
+    assert last_json(CliRunner().invoke(cli, ["build", str(repo), "--no-vectors", "--json"]).output)["hidden_by"] == []

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from click.testing import CliRunner
+from support.answers import last_json
 from support.trees import write_tree
 
 from codii_sql import service
@@ -42,7 +43,7 @@ TREE = {
 def test_the_build_leaves_nested_repositories_out_and_says_so(tmp_path):
     repo = write_tree(tmp_path / "repo", TREE)
     res = CliRunner().invoke(cli, ["build", str(repo), "--no-vectors", "--json"], catch_exceptions=False)
-    report = json.loads(res.output)
+    report = last_json(res.output)
     assert report["files"] == 4  # app/main.py, notes/todo.py, stray/kept.py, dangling/also.py (no .git file itself)
     assert report["skipped"]["nested-repository"] == 3 and "nested-repository" in SKIP_REASONS
     text = CliRunner().invoke(cli, ["build", str(repo), "--force", "--no-vectors"], catch_exceptions=False).output

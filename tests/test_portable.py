@@ -11,6 +11,7 @@ import sys
 
 import pytest
 from click.testing import CliRunner
+from support.answers import last_json
 from support.trees import SAMPLE, write_tree
 
 from codii_sql import service
@@ -24,7 +25,7 @@ def run(*args):
 
 def as_json(res) -> dict:
     assert res.exit_code == 0, res.output
-    return json.loads(res.stdout)
+    return last_json(res.stdout)
 
 
 def alone_copy(tmp_path, codii_home):

@@ -10,6 +10,7 @@ from pathlib import Path
 import httpx
 import pytest
 from click.testing import CliRunner
+from support.answers import last_json
 from support.providers import KEY, Server
 from support.trees import write_tree
 
@@ -40,7 +41,7 @@ def run(*args):
 
 def as_json(res) -> dict:
     assert res.exit_code == 0, res.output
-    return json.loads(res.stdout)
+    return last_json(res.stdout)
 
 
 def one_line_error(res, *words):

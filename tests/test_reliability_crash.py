@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from support import torture
+from support.answers import last_json
 from support.trees import REPO_ROOT, write_tree
 
 import codii_sql.ingest.embedding as embedding_mod
@@ -107,7 +108,7 @@ def test_embedding_or_parse_failure_mid_run_keeps_what_is_committed_and_is_retri
 
     flaky.fail_on = None
     monkeypatch.setattr(prepare_mod, "chunk_source", real_chunk)
-    again = json.loads(run("build", repo, "--json").output)
+    again = last_json(run("build", repo, "--json").output)
     assert again["modified"] == 1 and again["failed"] == {} and again["vectors_pending"] == 0
     assert again["chunks_embedded"] == 4  # the three left over and the re-chunked m5, nothing twice
     assert all(f"new_{i}" in t and "old_" not in t for i, t in enumerate(v for _, v in sorted(chunk_texts(repo).items())))
@@ -129,9 +130,9 @@ def test_an_interrupted_force_rebuild_keeps_every_file_searchable(tmp_path, monk
     assert found["results"][0]["path"] == "m5.py" and "the last build did not finish" in found["note"]
 
     monkeypatch.setattr(prepare_mod, "chunk_source", real_chunk)
-    again = json.loads(run("build", repo, "--json").output)
+    again = last_json(run("build", repo, "--json").output)
     assert (again["reindexed"], again["added"], again["modified"]) == (4, 0, 0)  # m2.. m5 were still marked
-    assert json.loads(run("build", repo, "--json").output)["reindexed"] == 0
+    assert last_json(run("build", repo, "--json").output)["reindexed"] == 0
 
 
 def test_a_chunker_change_rechunks_and_a_model_change_needs_force(sample_repo, embedder, monkeypatch):
@@ -139,15 +140,15 @@ def test_a_chunker_change_rechunks_and_a_model_change_needs_force(sample_repo, e
     monkeypatch.setattr(index_mod, "CHUNKER_VERSION", 99)
     res = run("search", "retry", "--path", sample_repo, "--no-update", "--json")
     assert res.exit_code == 0 and json.loads(res.output)["results"]  # older chunks stay searchable
-    rebuilt = json.loads(run("build", sample_repo, "--json").output)
+    rebuilt = last_json(run("build", sample_repo, "--json").output)
     assert rebuilt["reindexed"] == 4 and rebuilt["files"] == 4 and rebuilt["added"] == 0
     assert rebuilt["chunks_embedded"] == 0  # every chunk text kept its vector
     assert json.loads(run("inspect", sample_repo, "--json").output)["snapshot"]["chunker_version"] == 99
-    again = json.loads(run("build", sample_repo, "--json").output)
+    again = last_json(run("build", sample_repo, "--json").output)
     assert again["added"] == again["modified"] == again["reindexed"] == 0
-    forced = json.loads(run("build", sample_repo, "--force", "--json").output)
+    forced = last_json(run("build", sample_repo, "--force", "--json").output)
     assert forced["reindexed"] == 4 and forced["files"] == 4 and forced["chunks_embedded"] == 0
-    again = json.loads(run("build", sample_repo, "--force", "--no-cache", "--json").output)
+    again = last_json(run("build", sample_repo, "--force", "--no-cache", "--json").output)
     assert again["vectors_reused"] == 0 and again["chunks_embedded"] > 0  # the way to embed everything again
     assert json.loads(run("search", "retry", "--path", sample_repo, "--json").output)["results"]
 
@@ -195,7 +196,7 @@ def test_disk_full_is_a_one_line_error_and_the_old_index_survives(tmp_path, samp
                              "--json").output)
         assert old["results"][0]["path"] == "app/parse.py"
         assert json.loads(run("doctor", sample_repo, "--db", db, "--check-only", "--json").output)["consistent"]
-        assert json.loads(run("build", sample_repo, "--db", db, "--json").output)["added"] == 1
+        assert last_json(run("build", sample_repo, "--db", db, "--json").output)["added"] == 1
 
 
 def test_read_only_index_directory_is_a_one_line_error_and_the_index_survives(tmp_path, sample_repo, codii_home):
@@ -225,7 +226,7 @@ def test_read_only_index_directory_is_a_one_line_error_and_the_index_survives(tm
     old = json.loads(run("search", "parse_header", "--path", sample_repo, "--no-update", "--json").output)
     assert old["results"][0]["path"] == "app/parse.py"
     assert json.loads(run("doctor", sample_repo, "--check-only", "--json").output)["consistent"]
-    assert json.loads(run("build", sample_repo, "--json").output)["added"] == 1
+    assert last_json(run("build", sample_repo, "--json").output)["added"] == 1
 
 
 def _children(pid: int) -> set[int]:

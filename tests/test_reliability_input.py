@@ -13,6 +13,7 @@ import pytest
 from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.answers import last_json
 from support.trees import write_tree
 from test_reliability_crash import cli_process
 
@@ -33,7 +34,7 @@ def run(*args):
 def build_json(repo, *extra) -> dict:
     res = run("build", repo, "--json", *extra)
     assert res.exit_code == 0, res.output
-    return json.loads(res.output)
+    return last_json(res.output)
 
 
 def chunks(repo) -> dict[str, list[tuple[int, int, str]]]:
@@ -170,7 +171,7 @@ def test_unreadable_directory_and_file_are_reported(tmp_path, codii_home):
         (repo / "secret").chmod(0o755)
         (repo / "locked.py").chmod(0o644)
     assert res.returncode == 0, res.stderr
-    report = json.loads(res.stdout)
+    report = last_json(res.stdout)
     assert report["files"] == 1 and report["skipped"] == {"unreadable": 2}
     assert build_json(repo)["added"] == 2  # readable again: picked up by the next build
 

@@ -101,7 +101,7 @@ def test_gitdir_file_points_to_info_exclude(tmp_path):
 
 def test_default_exclusions(tmp_path):
     excluded_dirs = [".git", ".hg", ".svn", "node_modules", ".venv", "venv", "__pycache__", ".mypy_cache",
-                     ".pytest_cache", ".tox", ".nox", "dist", "build", "target", ".next", ".gradle",
+                     ".pytest_cache", ".tox", ".nox", ".next", ".gradle",
                      "pkg.egg-info", ".idea", ".vscode", "myenv"]
     for d in excluded_dirs:
         write(tmp_path, f"{d}/inner.py")
@@ -115,7 +115,7 @@ def test_default_exclusions(tmp_path):
                ".htpasswd"]
     for rel in locks + minified + binaries + secrets:
         write(tmp_path, f"deep/{rel}")
-    kept = {"src/app.py", "lib/build", "deep/target.py", "deep/app.js", "Makefile", "deep/.env.example",
+    kept = {"src/app.py", "lib/build", "deep/target.py", "dist/inner.py", "build/inner.py", "target/inner.py", "deep/app.js", "Makefile", "deep/.env.example",
             "deep/id_rsa.pub", "deep/keys.py"}
     for rel in kept:
         write(tmp_path, rel)
@@ -127,12 +127,38 @@ def test_default_exclusions(tmp_path):
                               "minified": len(minified), "binary-extension": len(binaries), "secret": len(secrets)}
 
 
+def test_build_output_names_are_skipped_only_beside_their_build_tool(tmp_path):
+    """The Linux kernel's source folders called target and build stay; a Cargo, CMake, npm or
+    Python project's output beside its manifest goes, and so does any folder a tool tagged."""
+    source = ["drivers/target/core.c", "drivers/nvme/target/io.c", "include/target/api.h", "tools/build/Makefile",
+              "drivers/Makefile", "tools/Makefile", "web/dist/README.md"]
+    output = {"rust/target/": "rust/Cargo.toml", "java/target/": "java/pom.xml", "cpp/build/": "cpp/CMakeLists.txt",
+              "py/build/": "py/pyproject.toml", "py/dist/": "py/setup.py", "js/dist/": "js/package.json",
+              "app/build/": "app/build.gradle.kts"}
+    tagged = {"out-of-tree/": "CMakeCache.txt", "cargo-out/": "CACHEDIR.TAG"}
+    for rel in source:
+        write(tmp_path, rel)
+    for folder, manifest in output.items():
+        write(tmp_path, folder + "gen.c")
+        write(tmp_path, manifest)
+    for folder, marker in tagged.items():
+        write(tmp_path, folder + marker)
+        write(tmp_path, folder + "gen.c")
+
+    result = scan(tmp_path)
+
+    assert {f.path for f in result.files} == {*source, *output.values()}
+    assert sorted(result.skipped_paths) == sorted((folder, "build-output") for folder in {*output, *tagged})
+
+
 def test_codiiignore_negation_rescues_a_default_exclusion_gitignore_does_not(tmp_path):
     write(tmp_path, ".codiiignore", "!src/build/\n!*.lock\n!.env.test\n")
     write(tmp_path, ".gitignore", "!*/\n")
-    for rel in ["src/build/__init__.py", "node_modules/m.js", "poetry.lock", "build/out.py", ".env.test", ".env"]:
+    for rel in ["src/build/__init__.py", "node_modules/m.js", "poetry.lock", "build/out.py", ".env.test", ".env",
+                "package.json", "src/CMakeLists.txt"]:  # build/ beside them is build output
         write(tmp_path, rel)
-    assert paths(tmp_path) == {".codiiignore", ".gitignore", "src/build/__init__.py", ".env.test"}
+    assert paths(tmp_path) == {".codiiignore", ".gitignore", "src/build/__init__.py", ".env.test", "package.json",
+                               "src/CMakeLists.txt"}
 
 
 def test_root_under_a_default_excluded_name_is_indexed(tmp_path):
@@ -148,7 +174,7 @@ def test_symlinks(tmp_path):
     links = {
         "pkg/loop": "..",  # the root itself: a loop
         "pkg/same.py": "real.py",  # inside: listed under both paths
-        "alias": "pkg",  # a directory inside: walked under its own path, loop included
+        "alias": "pkg",  # a directory inside: not entered, its files listed once under pkg/ (as Git stores a link)
         "out_dir": str(outside),
         "out_file.py": str(outside / "secret.py"),
         "dangling.py": "missing.py",
@@ -159,8 +185,10 @@ def test_symlinks(tmp_path):
 
     result = scan(root)
 
-    assert [f.path for f in result.files] == ["alias/real.py", "alias/same.py", "pkg/real.py", "pkg/same.py"]
-    assert result.skipped == {"symlink-loop": 3, "symlink-outside-root": 2, "symlink-dangling": 1}
+    assert [f.path for f in result.files] == ["pkg/real.py", "pkg/same.py"]
+    assert result.skipped == {"symlink-loop": 2, "symlink-outside-root": 2, "symlink-dangling": 1,
+                              "symlink-folder": 1}
+    assert ("alias/", "symlink-folder") in result.skipped_paths
 
 
 def test_special_files_are_never_opened(tmp_path, monkeypatch):
@@ -313,3 +341,19 @@ def test_unreadable_file_is_reported_by_read_file(tmp_path):
     path.chmod(0)
     [f] = scan(tmp_path).files
     assert read_file(tmp_path, f) == "unreadable"
+
+
+def test_a_symlinked_folder_is_indexed_once_as_git_stores_it(tmp_path):
+    """The Linux kernel's scripts/dtc/include-prefixes/arm -> ../../../arch/arm/boot/dts, in small:
+    Git lists the link itself, not the files behind it; the walk indexes them once, under arch/."""
+    subprocess.run(["git", "init", "-q", str(tmp_path)], env=GIT_ENV, check=True)
+    for rel in ("arch/arm/boot/dts/board.dts", "arch/arm/boot/dts/soc.dtsi", "scripts/dtc/dtc.c"):
+        write(tmp_path, rel)
+    (tmp_path / "scripts/dtc/include-prefixes").mkdir()
+    os.symlink("../../../arch/arm/boot/dts", tmp_path / "scripts/dtc/include-prefixes/arm")
+    subprocess.run(["git", "add", "-A"], cwd=tmp_path, env=GIT_ENV, check=True)
+
+    result = scan(tmp_path)
+
+    assert git_ls_files(tmp_path) == {f.path for f in result.files} | {"scripts/dtc/include-prefixes/arm"}
+    assert result.skipped_paths == [(".git/", "default-excluded"), ("scripts/dtc/include-prefixes/arm/", "symlink-folder")]

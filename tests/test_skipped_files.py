@@ -7,6 +7,7 @@ import json
 import os
 
 from click.testing import CliRunner
+from support.answers import last_json
 from support.trees import write_tree
 
 from codii_sql import service
@@ -26,7 +27,7 @@ def test_skipped_files_are_listed_with_their_reason(tmp_path):
         ".env": "TOKEN=1\n",
         "deploy_key": "-----BEGIN OPENSSH PRIVATE KEY-----\nb3Blbg==\n",
         "blob.dat": b"\x00\x01\x02binary",
-        "dist/app.min.js": "var a=1;",
+        "dist/app.min.js": "var a=1;",  # no package.json beside dist/: not build output, but minified
         "bundle.js": "/*! v1 */\n" + "var a=1;" * 5000 + "\n",
         "big.txt": "x" * (1 << 20) + "x",
         "node_modules/left-pad/index.js": "module.exports = 1;\n",
@@ -37,8 +38,8 @@ def test_skipped_files_are_listed_with_their_reason(tmp_path):
     with open(os.path.join(os.fsencode(repo), b"bad\xff.py"), "wb") as fh:
         fh.write(b"x = 1\n")
 
-    built = json.loads(run("build", repo, "--json", "--no-vectors"))
-    assert built["skipped"] == {"secret": SKIPPED_LISTED + 2, "binary": 1, "default-excluded": 2, "minified": 1,
+    built = last_json(run("build", repo, "--json", "--no-vectors"))
+    assert built["skipped"] == {"secret": SKIPPED_LISTED + 2, "binary": 1, "default-excluded": 1, "minified": 2,
                                 "too-large": 1, "undecodable-name": 1, "ignored": 1}
     listing = built["skipped_files"]
     assert len(listing["files"]) == SKIPPED_LISTED and listing["more"] == sum(built["skipped"].values()) - SKIPPED_LISTED
@@ -69,3 +70,17 @@ def test_every_reason_is_listed_when_few_files_are_skipped(tmp_path):
     assert shown == [["too-large", "big.txt"], ["minified", "bundle.js"], ["binary", "blob.dat"],
                      ["undecodable-name", "bad\\xff.py"], ["not-regular-file", "pipe.py"],
                      ["binary-extension", "logo.png"], ["lock-file", "yarn.lock"], ["default-excluded", "node_modules/"]]
+
+
+def test_build_and_status_name_the_folders_the_defaults_left_out(tmp_path):
+    repo = write_tree(tmp_path / "repo", {
+        "drivers/target/core.c": "int target_core(void) { return 0; }\n",  # source called target: indexed
+        "crate/Cargo.toml": "[package]\nname = \"c\"\n", "crate/src/lib.rs": "pub fn f() {}\n",
+        "crate/target/debug/build.rs": "fn main() {}\n",
+        "node_modules/m.js": "1;\n",
+    })
+    text = run("build", repo, "--no-vectors")
+    assert "skipped folders: crate/target/ (build-output), node_modules/ (default-excluded)" in text
+    assert "build-output         crate/target/" in run("status", repo, "--skipped")
+    found = json.loads(run("search", "target_core", "--path", repo, "--json", "--mode", "bm25", "--no-update"))
+    assert [r["path"] for r in found["results"]] == ["drivers/target/core.c"]

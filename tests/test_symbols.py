@@ -307,3 +307,17 @@ def test_uses_and_definitions_cut_by_tokens_go_on_from_next_offset_to_the_same_w
     assert outline["truncated"] and 1 <= len(outline["symbols"]) < 60 and "max_tokens=200" in outline["note"]
     assert service.outline(cb, "defs.py", start_line=outline["next_start_line"])["symbols"][0]["symbol"] == \
         f"zz_handler_{len(outline['symbols'])}"
+
+
+def test_cli_symbol_finds_a_function_a_macro_defines_by_its_real_name(tmp_path, codii_home):
+    repo = write_tree(tmp_path / "kernel", {
+        "arch/x86/mm/fault.c": "DEFINE_IDTENTRY_RAW_ERRORCODE(exc_page_fault)\n{\n\thandle_page_fault(regs);\n}\n",
+        "fs/read_write.c": "SYSCALL_DEFINE3(read, unsigned int, fd, char __user *, buf, size_t, count)\n{\n"
+                           "\treturn ksys_read(fd, buf, count);\n}\n",
+    })
+    assert CliRunner().invoke(cli, ["build", str(repo), "--no-vectors"]).exit_code == 0
+    for name, path in (("exc_page_fault", "arch/x86/mm/fault.c"), ("sys_read", "fs/read_write.c")):
+        res = CliRunner().invoke(cli, ["symbol", name, "--path", str(repo), "--json"])
+        assert [(d["path"], d["symbol"], d["start_line"]) for d in json.loads(res.output)["definitions"]] == [(path, name, 1)]
+    res = CliRunner().invoke(cli, ["search", "SYSCALL_DEFINE3", "--path", str(repo), "--mode", "bm25", "--json"])
+    assert json.loads(res.output)["results"][0]["path"] == "fs/read_write.c"

@@ -13,6 +13,7 @@ import apsw
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from support.answers import last_json
 from support.trees import REPO_ROOT, write_tree
 
 from codii_sql.cli import cli
@@ -33,7 +34,7 @@ def run(*args):
 
 def as_json(res) -> dict:
     assert res.exit_code == 0, res.output
-    return json.loads(res.stdout)
+    return last_json(res.stdout)
 
 
 def test_no_vectors_is_bm25_only_and_a_later_build_with_vectors_fills_them_in(sample_repo):
@@ -187,6 +188,34 @@ def test_dry_run_says_what_a_build_would_do_and_writes_nothing(sample_repo, codi
     assert text.exit_code == 0 and "would be indexed" in text.output and "min on this machine" in text.output
 
 
+def test_a_large_tree_s_dry_run_chunks_a_sample_and_says_it_estimates(tmp_path, codii_home, monkeypatch):
+    """Above SAMPLE_FILES files the walk is whole but only a random sample is chunked; the estimate
+    stays near the exact count and is the same on every run."""
+    from codii_sql.ingest import survey
+
+    files = {f"src/m{i:03d}.py": "".join(f"def f_{i}_{j}(x):\n    return x + {j}\n\n\n" for j in range(1 + i % 9))
+             for i in range(90)}
+    files.update({f"docs/p{i}.md": f"# Page {i}\n\n" + "Some prose about the page.\n" * (5 + 40 * (i % 3))
+                  for i in range(30)})
+    repo = write_tree(tmp_path / "wide", files)
+    exact = as_json(run("build", repo, "--dry-run", "--json", "--no-vectors"))
+    assert exact["estimate"] is None and exact["files"] == 120
+    chunked = []
+    prepared = survey.prepared_files
+    monkeypatch.setattr(survey, "prepared_files", lambda root, todo, *a, **kw: chunked.append(len(todo)) or
+                        prepared(root, todo, *a, **kw))
+    monkeypatch.setattr(survey, "SAMPLE_FILES", 40)
+
+    estimated = as_json(run("build", repo, "--dry-run", "--json", "--no-vectors"))
+
+    assert chunked == [40] and estimated["estimate"] == {"sample_files": 40, "files": 120}
+    assert estimated["files"] == 120 and abs(estimated["chunks"] - exact["chunks"]) <= 0.25 * exact["chunks"]
+    assert estimated == as_json(run("build", repo, "--dry-run", "--json", "--no-vectors"))  # the same sample
+    text = run("build", repo, "--dry-run", "--no-vectors").output
+    assert f"120 files, about {estimated['chunks']:,} chunks would be indexed (estimated from a random sample of " \
+           "40 of the 120 files)" in text
+
+
 # -- real processes -------------------------------------------------------------------------
 
 
@@ -258,7 +287,7 @@ def test_build_daemon_returns_at_once_says_when_one_runs_and_finishes(tmp_path, 
     st = as_json(run("status", repo, "--json"))
     assert st["status"] == "indexed" and st["vectors"]["state"] == "complete" and st["files"] == 30
     log = open(info["log"]).read()
-    assert json.loads(log[log.index("{"):])["vectors_pending"] == 0
+    assert last_json(log[log.index("{"):])["vectors_pending"] == 0  # after its progress lines
     for _ in range(3):  # up to date: the background build may end before it is seen running; still a success
         again = subprocess.run(cmd[:-1], env=env, capture_output=True, text=True, timeout=60)
         assert again.returncode == 0 and "Error" not in again.stderr, again.stderr

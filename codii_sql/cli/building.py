@@ -18,8 +18,8 @@ from .output import (
     json_option,
     print_dry_run,
     print_export,
-    progress_bar,
 )
+from .progress import json_lines, progress_bar
 from .words import message
 
 
@@ -66,7 +66,9 @@ def build(paths, workspace, force, ignore_patterns, extensions, reset_filters, n
 
     Every file is searchable by BM25, symbol and path as soon as the lexical phase commits it;
     the vector phase then embeds the chunks, source files first. Several PATHs (or --workspace)
-    build one after the other in this process, with one model load and one summary.
+    build one after the other in this process, with one model load and one summary. With --json,
+    each progress event is one JSON line ({"event": "progress", "phase", "unit", "done", "total",
+    "per_second", "eta_seconds", ...}) and the report is the last line.
     """
     if export_to is not None and (workspace or len(paths) > 1 or daemon or dry_run or ray_address or ray_cpus):
         raise UsageError("--export writes one codebase's index when its build ends here",
@@ -131,7 +133,8 @@ class Job:
             echo(f"Warning: {message}", err=True)
 
         with progress_bar(not self.as_json and err_console.is_terminal) as bar:
-            report = service.build(codebase, force=self.force, progress=_saying_waits(codebase, bar),
+            shown = json_lines(lambda event: emit(event, one_line=True)) if self.as_json else bar
+            report = service.build(codebase, force=self.force, progress=_saying_waits(codebase, shown),
                                    use_cache=not self.no_cache, warn=warn,
                                    ignore_patterns=ignore, extensions=exts, embedder_name=self.embedder,
                                    vectors=self.vectors, history=self.history)
@@ -188,8 +191,10 @@ def _saying_waits(codebase, bar):
 
 
 def _emit(job: Job, out: dict) -> None:
+    """A build's ``--json`` answer: the last line after its progress lines (a survey or a started
+    daemon prints no progress: indented, as every other command's)."""
     if job.as_json:
-        emit(out)
+        emit(out, one_line=not (job.dry_run or job.daemon))
 
 
 def _build_many(found: list[str], job: Job) -> None:
@@ -206,11 +211,16 @@ def _build_many(found: list[str], job: Job) -> None:
             rows.append({"codebase": path, "ok": False, "error": said})
             echo(f"Error: {said}" if said.startswith(path) else f"Error: {path}: {said}", err=True)
     if job.as_json:
-        emit({"codebases": rows, "built": len(rows) - len(failed), "failed": len(failed)})
+        emit({"codebases": rows, "built": len(rows) - len(failed), "failed": len(failed)},
+             one_line=not (job.dry_run or job.daemon))
     else:
         echo(summary(rows, failed, "surveyed" if job.dry_run else "started" if job.daemon else "built"))
     if failed:
         raise SystemExit(1)
+
+
+#: Folders the text report names that the defaults (not the user's ignore rules) left out; status --skipped lists all.
+FOLDERS_SHOWN = 8
 
 
 def _print_report(codebase, report, filters) -> None:
@@ -227,6 +237,13 @@ def _print_report(codebase, report, filters) -> None:
         echo(f"  vectors: {report.chunks - report.vectors_pending} of {report.chunks} chunks ({why})")
     if report.skipped:
         echo("  skipped: " + ", ".join(f"{k} {v}" for k, v in report.skipped.most_common()))
+    if report.hidden_by:
+        rules = ", ".join(f"{h['where']} `{h['rule']}` ({h['paths']:,} paths)" for h in report.hidden_by)
+        echo(f"  nothing to index: the ignore rules leave every path out, most by {rules}")
+    folders = [f"{path} ({why})" for path, why in sorted(report.skipped_files) if path.endswith("/") and why != "ignored"]
+    if folders:
+        more = f" and {len(folders) - FOLDERS_SHOWN:,} more" if len(folders) > FOLDERS_SHOWN else ""
+        echo(f"  skipped folders: {', '.join(folders[:FOLDERS_SHOWN])}{more} (`codii-sql status --skipped` lists them)")
     for p, why in sorted(report.failed.items()):
         echo(f"  failed: {p}: {why} (retried on the next build)")
     if report.history is not None:

@@ -1,22 +1,13 @@
-"""Output of the CLI: shared options, JSON, progress bars on stderr, result listings."""
+"""Output of the CLI: shared options, JSON, result listings (progress: :mod:`.progress`)."""
 
 from __future__ import annotations
 
-import contextlib
 import datetime
 import json
 import re
 
 import click
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
 
 from .. import service
 from ..errors import Remedy
@@ -37,9 +28,10 @@ def json_option(f):
     return click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")(f)
 
 
-def emit(obj) -> None:
-    """Print ``obj`` as indented JSON (non-ASCII kept as is), times (``*_at``) as in text output."""
-    click.echo(json_text(_dated(obj), indent=2))
+def emit(obj, *, one_line: bool = False) -> None:
+    """Print ``obj`` as indented JSON (non-ASCII kept as is), times (``*_at``) as in text output;
+    ``one_line`` as one line (the last line of a JSON-lines stream)."""
+    click.echo(json_text(_dated(obj), indent=None if one_line else 2))
 
 
 #: C1 controls, which ``json.dumps(ensure_ascii=False)`` writes raw (C0 it escapes).
@@ -71,24 +63,6 @@ def _dated(obj):
 def iso_time(ts: float) -> str:
     """Epoch seconds as local ISO 8601 with its UTC offset (``2026-12-01T13:20:05+00:00``)."""
     return datetime.datetime.fromtimestamp(ts).astimezone().isoformat(timespec="seconds")
-
-
-@contextlib.contextmanager
-def progress_bar(enabled: bool):
-    """A rich progress bar by phase on stderr, or a no-op callback when output is not a terminal."""
-    if not enabled:
-        yield None
-        return
-    with Progress(TextColumn("{task.description:<7}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  TimeRemainingColumn(), console=err_console, transient=True) as bar:
-        tasks: dict[str, int] = {}
-
-        def update(phase: str, done: int, total: int) -> None:
-            if phase not in tasks:
-                tasks[phase] = bar.add_task(phase, total=total)
-            bar.update(tasks[phase], completed=done, total=total)
-
-        yield update
 
 
 def fmt_value(key: str, value):
@@ -142,13 +116,20 @@ def describe_filters(filters: dict) -> str:
 
 def print_dry_run(survey: dict) -> None:
     """The text form of ``build --dry-run``: totals, languages, roles, skips, folders, model time."""
-    echo(f"{survey['codebase']}: {survey['files']} files, {survey['chunks']} chunks would be indexed")
+    estimate = survey.get("estimate")
+    about = (f" (estimated from a random sample of {estimate['sample_files']:,} of the {estimate['files']:,} files)"
+             if estimate else "")
+    echo(f"{survey['codebase']}: {survey['files']:,} files, {'about ' if estimate else ''}{survey['chunks']:,} chunks "
+         f"would be indexed{about}")
     for title, key in (("by language", "languages"), ("by role", "roles"), ("largest folders", "largest_folders")):
         rows = survey[key]
         echo(f"  {title}: " + ", ".join(f"{r.get('name', r.get('path'))} {r['files']} files/{r['chunks']} chunks"
                                              for r in rows[:12]))
     if survey["skipped"]:
         echo("  skipped: " + ", ".join(f"{k} {v}" for k, v in survey["skipped"].items()))
+    if survey.get("hidden_by"):
+        rules = ", ".join(f"{h['where']} `{h['rule']}` ({h['paths']:,} paths)" for h in survey["hidden_by"])
+        echo(f"  nothing to index: the ignore rules leave every path out, most by {rules}")
     embed = survey["embed"]
     if not embed["vectors"]:
         echo(f"  vectors: off ({embed['texts']} texts would wait for a build with --vectors)")

@@ -17,8 +17,8 @@ from .output import (
     json_option,
     json_text,
     print_results,
-    progress_bar,
 )
+from .progress import progress_bar
 from .words import message, words
 
 

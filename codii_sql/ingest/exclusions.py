@@ -1,15 +1,28 @@
-"""What codii-sql leaves out whatever the ignore rules say: dependency and build folders, lock files,
+"""What codii-sql leaves out whatever the ignore rules say: dependency and build-output folders, lock files,
 minified bundles, binaries by extension, and files that usually hold credentials."""
 
 from __future__ import annotations
 
+from collections.abc import Container
+
 _DEFAULT_EXCLUDED_DIRS = frozenset({
     ".git", ".hg", ".svn", "node_modules", ".venv", "venv", "__pycache__", ".mypy_cache",
-    ".pytest_cache", ".ruff_cache", ".tox", ".nox", "dist", "build", "target", ".next",
-    ".gradle", ".idea", ".vscode",
+    ".pytest_cache", ".ruff_cache", ".tox", ".nox", ".next", ".gradle", ".idea", ".vscode",
 })
-#: A file that makes its folder a virtualenv.
-VIRTUALENV_MARKER = "pyvenv.cfg"
+#: Folder names that are build output only beside the file of the tool that writes there (Cargo,
+#: Maven and sbt write ``target/``; CMake, setuptools, npm scripts, Gradle and Meson ``build/``;
+#: setuptools, npm and Poetry ``dist/``). Elsewhere they are source: the Linux kernel's
+#: ``drivers/target``, ``drivers/nvme/target``, ``include/target`` and ``tools/build`` hold 223 files.
+_BUILD_OUTPUT_DIRS = {
+    "target": frozenset({"Cargo.toml", "pom.xml", "build.sbt"}),
+    "build": frozenset({"CMakeLists.txt", "setup.py", "setup.cfg", "pyproject.toml", "package.json", "build.gradle",
+                        "build.gradle.kts", "settings.gradle", "settings.gradle.kts", "meson.build"}),
+    "dist": frozenset({"setup.py", "setup.cfg", "pyproject.toml", "package.json"}),
+}
+#: Files that make the folder holding them tool output whatever its name, and the skip reason: a
+#: virtualenv, a CMake build tree, and the Cache Directory Tagging convention (bford.info/cachedir;
+#: Cargo writes one in ``target/``, wherever ``CARGO_TARGET_DIR`` puts it).
+_OUTPUT_MARKERS = {"pyvenv.cfg": "default-excluded", "CMakeCache.txt": "build-output", "CACHEDIR.TAG": "build-output"}
 _LOCK_FILES = frozenset({
     "package-lock.json", "npm-shrinkwrap.json", "yarn.lock", "pnpm-lock.yaml", "bun.lockb",
     "poetry.lock", "Pipfile.lock", "uv.lock", "Cargo.lock", "Gemfile.lock", "composer.lock",
@@ -39,9 +52,20 @@ _BINARY_EXTENSIONS = frozenset(
 )
 
 
-def excluded_dir(name: str) -> bool:
-    """Whether a folder called ``name`` (below the root) is a dependency, cache or build folder."""
-    return name in _DEFAULT_EXCLUDED_DIRS or name.endswith(".egg-info")
+def excluded_dir(name: str, siblings: Container[str]) -> str | None:
+    """Why a folder called ``name`` (below the root), beside the entries named ``siblings``, is left
+    out: ``default-excluded`` for a dependency, cache or metadata folder, ``build-output`` for a
+    ``target``/``build``/``dist`` beside its build tool's file (:data:`_BUILD_OUTPUT_DIRS`); else None."""
+    if name in _DEFAULT_EXCLUDED_DIRS or name.endswith(".egg-info"):
+        return "default-excluded"
+    tools = _BUILD_OUTPUT_DIRS.get(name)
+    return "build-output" if tools is not None and any(t in siblings for t in tools) else None
+
+
+def marked_output(names: Container[str]) -> str | None:
+    """Why a folder holding the entries ``names`` is left out (a :data:`_OUTPUT_MARKERS` file among
+    them: ``default-excluded`` for a virtualenv, ``build-output``), or None."""
+    return next((reason for marker, reason in _OUTPUT_MARKERS.items() if marker in names), None)
 
 
 def default_file_reason(name: str) -> str | None:

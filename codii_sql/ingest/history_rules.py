@@ -22,8 +22,8 @@ class HistoryRules:
     gone since is judged by the rules that would apply to it now: ``ignore_patterns`` and the
     ``.codiiignore`` files of its folders (every file of a commit was tracked, and Git's own
     ``.gitignore`` rules do not apply to tracked files, as in the walk), then the default
-    exclusions (dependency folders, lock files, minified, binary extensions, names that usually
-    hold credentials) unless a negation re-includes it, then ``extensions``.
+    exclusions (dependency folders, build output beside its tool's file as the folder holds now,
+    lock files, minified, binary extensions, names that usually hold credentials) unless a negation re-includes it, then ``extensions``.
 
     Args:
         root: the codebase folder; paths are relative to it (POSIX).
@@ -41,6 +41,7 @@ class HistoryRules:
         self.extensions = tuple(extensions) if extensions else None
         self._levels: dict[str, tuple[IgnoreLevel, ...]] = {}
         self._kept: dict[str, bool] = {}
+        self._listed: dict[str, set[str]] = {}
 
     def keeps(self, path: str) -> bool:
         """Whether the hunks of ``path`` (relative POSIX) may be indexed, searched and shown."""
@@ -62,9 +63,21 @@ class HistoryRules:
         if rule is not None and rule.excludes:
             return False
         rescued = rule is not None and rule.rescues
-        if not rescued and (any(excluded_dir(p) or p == ".git" for p in parts[:-1]) or default_file_reason(parts[-1])):
+        folders = parts[:-1]
+        if not rescued and (any(p == ".git" or excluded_dir(p, self._names("/".join(folders[:i])))
+                                for i, p in enumerate(folders)) or default_file_reason(parts[-1])):
             return False
         return self.extensions is None or parts[-1].lower().endswith(self.extensions)
+
+    def _names(self, folder: str) -> set[str]:
+        """The entries of ``folder`` ('' for the root) on disk now, empty when it is gone: what says
+        whether a ``build``/``target`` in it is build output (beside a ``CMakeLists.txt``, ``Cargo.toml``...)."""
+        if folder not in self._listed:
+            try:
+                self._listed[folder] = set(os.listdir(self.root / folder))
+            except OSError:
+                self._listed[folder] = set()
+        return self._listed[folder]
 
     def _verdict(self, path: str) -> Rule | None:
         """The deciding rule: an excluding rule of a folder above it (the walk does not enter an

@@ -30,6 +30,8 @@ class Rule:
     excludes: bool  # False for a negation ("!pattern")
     rescues: bool  # a negation that re-includes default-excluded paths
     dir_only: bool  # the pattern ended with "/"
+    where: str = ""  # "file:line" (1-based) as git check-ignore -v names it; "ignore_patterns:N" for the config's
+    text: str = ""  # the pattern as written
 
     def matches_itself(self, path: bytes, is_dir: bool) -> bool:
         """Whether the pattern matches ``path`` itself (never merely a folder above it: the walk
@@ -72,15 +74,18 @@ def split_lines(data: bytes) -> list[bytes]:
     return [line[:-1] if line.endswith(b"\r") else line for line in lines]
 
 
-def compile_level(lines: Sequence[bytes | str], base: bytes, can_rescue: bool, *, git: bool = False) -> IgnoreLevel | None:
+def compile_level(lines: Sequence[bytes | str], base: bytes, can_rescue: bool, *, git: bool = False,
+                  origin: str = "ignore_patterns") -> IgnoreLevel | None:
     """The level for these pattern lines (str lines are encoded as UTF-8), or ``None`` when they hold no pattern.
+    ``origin`` names where they come from (an ignore file's path) in each rule's ``where``.
 
     A negation rescues default-excluded paths only from ``.codiiignore`` or the config
     (``can_rescue``), and only when its last path component is literal (``!src/build/``, not ``!*/``).
     """
     rules, basenames, anchored = [], [], []
-    for line in lines:
-        pattern = wildmatch.parse(line if isinstance(line, bytes) else os.fsencode(line))
+    for number, line in enumerate(lines, 1):
+        raw = line if isinstance(line, bytes) else os.fsencode(line)
+        pattern = wildmatch.parse(raw)
         if pattern is None:
             continue
         (basenames if pattern.basename else anchored).append(pattern.core)
@@ -89,6 +94,8 @@ def compile_level(lines: Sequence[bytes | str], base: bytes, can_rescue: bool, *
             excludes=not pattern.negated,
             rescues=can_rescue and pattern.negated and not any(c in pattern.last for c in b"*?["),
             dir_only=pattern.dir_only,
+            where=f"{origin}:{number}",
+            text=raw.decode("utf-8", "backslashreplace"),
         ))
     if not rules:
         return None
@@ -108,7 +115,7 @@ def pattern_problem(pattern: str) -> str | None:
 
 def read_ignore_file(path: str, base: bytes, can_rescue: bool, *, git: bool = False) -> IgnoreLevel | None:
     """The level of the ignore file at ``path``; an unreadable one is ignored like a missing one, as Git does."""
-    return compile_level(split_lines(read_bytes(path)), base, can_rescue, git=git)
+    return compile_level(split_lines(read_bytes(path)), base, can_rescue, git=git, origin=path)
 
 
 def outer_levels(tree: WorkTree) -> tuple[IgnoreLevel, ...]:

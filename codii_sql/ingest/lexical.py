@@ -58,6 +58,7 @@ class LexicalPhase:
                             - report.reindexed)
         report.skipped.update(plan.skipped_after_read)
         report.skipped_files.extend(plan.skipped_paths)
+        report.hidden_by = plan.hidden_by
         written = {*plan.added, *plan.modified, *plan.reindexed}
         if plan.reclassify:
             reclassify(self.store, self.root, [f for p, f in plan.files.items() if p not in written],

@@ -40,6 +40,7 @@ class Plan:
     seconds: Counter = field(default_factory=Counter)
     attributes: Attributes = field(default_factory=Attributes)
     reclassify: bool = False  # the stored roles came from other rules or attribute files
+    hidden_by: list[dict] = field(default_factory=list)  # ScanResult.hiding_rules: why nothing is left
 
     @property
     def changed(self) -> bool:
@@ -59,7 +60,7 @@ def make_plan(store: Store, root: Path, rules: dict, progress: Callable[[str, in
     progress("scan", len(result.files), len(result.files))
     plan = Plan(files={f.path: f for f in result.files}, skipped=Counter(result.skipped),
                 max_file_bytes=rules["max_file_bytes"], skipped_paths=list(result.skipped_paths),
-                attributes=result.attributes,
+                attributes=result.attributes, hidden_by=result.hiding_rules(),
                 reclassify=stale_roles(store.meta(), result.attributes))
     plan.seconds["scan"] = time.perf_counter() - t
     t = time.perf_counter()

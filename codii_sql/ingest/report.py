@@ -11,8 +11,9 @@ SKIPPED_LISTED = 200
 #: The order in which skipped paths are listed, by reason: first what a user would not expect
 #: to be left out, last what they asked to leave out.
 SKIP_ORDER = ("secret", "too-large", "minified", "binary", "undecodable-name", "unreadable", "not-regular-file",
-              "vanished", "symlink-outside-root", "symlink-loop", "symlink-dangling", "binary-extension",
-              "lock-file", "nested-repository", "extension-filter", "default-excluded", "ignored")
+              "vanished", "symlink-outside-root", "symlink-loop", "symlink-dangling", "symlink-folder",
+              "binary-extension",
+              "lock-file", "nested-repository", "extension-filter", "build-output", "default-excluded", "ignored")
 
 Progress = Callable[[str, int, int | None], None]
 """``progress(phase, done, total)``: phases scan (files found; total None until the walk ends), hash
@@ -61,6 +62,9 @@ class BuildReport:
     #: commits embedded (not found in the cache) by the history's vector phase.
     history: dict | None = None
     commits_embedded: int = 0
+    #: When nothing is left to index but ignore rules left paths out: the rules, most paths first,
+    #: ``[{"where": "file:line", "rule", "paths"}]`` (:meth:`~codii_sql.ingest.walk.ScanResult.hiding_rules`).
+    hidden_by: list[dict] = field(default_factory=list)
 
     def to_dict(self) -> dict:
         """JSON-ready dict."""

@@ -23,14 +23,18 @@ Within one file the last matching pattern wins. An ignored directory is not desc
 so as in Git a negation cannot re-include a file under it. Files Git tracks are listed whatever
 Git's own rules (1 and the ``.gitignore`` files) say, as ``git ls-files --cached`` lists them; a
 ``.codiiignore`` or ``ignore_patterns`` still excludes them. Outside a work tree, ``core.excludesFile``
-and ``info/exclude`` are not read. Two deliberate differences from Git: the root itself is never
+and ``info/exclude`` are not read. One deliberate difference from Git: the root itself is never
 ignored (a pattern of a parent folder matching it, ``build/``, does not empty the index of
-``build/docs``), and symlinks inside the root are followed (Git lists the link). Any other
+``build/docs``). Any other
 ``.*ignore`` file (``.dockerignore``, ``.npmignore``...) has no effect.
 
 After the ignore rules come the default exclusions (:mod:`.exclusions`: VCS metadata, dependency,
-virtualenv, cache and build directories; lock files; minified bundles; binary extensions; files
-that usually hold credentials, such as ``.env``, ``*.pem``, ``id_rsa``). They match
+virtualenv and cache directories; lock files; minified bundles; binary extensions; files
+that usually hold credentials, such as ``.env``, ``*.pem``, ``id_rsa``), and build output
+(``build-output``): a ``target``, ``build`` or ``dist`` folder only beside its build tool's file
+(``Cargo.toml``, ``CMakeLists.txt``, ``package.json``...), and any folder holding a
+``CMakeCache.txt`` or ``CACHEDIR.TAG``; a folder of such a name elsewhere is source, and Git's
+ignore rules already hide the output they name. They match
 names of path components relative to the root only, so a root that itself lives under
 ``build/`` is indexed. A negation in a ``.codiiignore`` or in ``ignore_patterns`` (for
 example ``!src/build/``) re-includes a default-excluded path; a ``.gitignore`` negation does
@@ -44,10 +48,12 @@ repositories, itself in none, is indexed whole. A ``.codiiignore`` negation re-i
 The ``.gitattributes`` of each walked directory are read for the linguist marks of file roles
 (:mod:`.attributes`), with ``$GIT_DIR/info/attributes`` over them.
 
-Symlinks are followed only when their real path stays inside the root's real path. A file
-or directory reachable both directly and through a symlink is listed under each path the
-walk reaches it by (the path is the identity the index stores); a symlinked directory whose
-real path is already on the current walk chain is a loop and is not entered.
+A symlink to a directory is never entered, as Git stores a link as a link: the files behind it
+are indexed once, under their own folder's path (``symlink-folder``; the Linux kernel's 12 links
+under ``scripts/dtc/include-prefixes/`` indexed 6,578 files twice when they were followed), or not
+at all when that folder lies outside the root (``symlink-outside-root``) or is on the walk's own
+chain (``symlink-loop``). A symlink to a file is read when its real path stays inside the root's
+real path, and listed under its own path (the path is the identity the index stores).
 """
 
 from __future__ import annotations
@@ -63,7 +69,7 @@ from pathlib import Path
 from .attributes import Attributes
 from .attributes import FILE_NAME as ATTRIBUTES_FILE
 from .config import DEFAULT_MAX_FILE_BYTES, normalize_extensions, positive_int, size_cap
-from .exclusions import VIRTUALENV_MARKER, default_file_reason, excluded_dir
+from .exclusions import default_file_reason, excluded_dir, marked_output
 from .ignore import IGNORE_FILE_NAMES, IgnoreLevel, Rule, compile_level, outer_levels, read_ignore_file
 from .repositories import git_info_path, is_repository, read_bytes, tracked_but_ignored, work_tree
 
@@ -72,9 +78,9 @@ PROGRESS_EVERY = 500
 
 #: Every reason :func:`scan` counts in :attr:`ScanResult.skipped`.
 SKIP_REASONS = (
-    "ignored", "default-excluded", "nested-repository", "too-large", "binary-extension", "lock-file",
+    "ignored", "default-excluded", "build-output", "nested-repository", "too-large", "binary-extension", "lock-file",
     "minified", "secret",
-    "extension-filter", "symlink-outside-root", "symlink-loop", "symlink-dangling",
+    "extension-filter", "symlink-outside-root", "symlink-loop", "symlink-dangling", "symlink-folder",
     "unreadable", "not-regular-file", "undecodable-name",
 )
 
@@ -102,7 +108,8 @@ class ScanResult:
         skipped: reason (one of :data:`SKIP_REASONS`) -> number of skipped paths. A pruned
             directory counts once, whatever it holds. Besides the obvious ones:
             ``"symlink-dangling"`` is a symlink to nothing; ``"symlink-loop"`` a symlinked
-            directory already on the walk chain, or a symlink cycle (ELOOP);
+            directory already on the walk chain, or a symlink cycle (ELOOP); ``"symlink-folder"``
+            a symlink to a folder inside the root, whose files are listed under that folder's path;
             ``"undecodable-name"`` a name that is not UTF-8; ``"unreadable"`` a directory
             that cannot be listed or an entry that cannot be stat-ed.
         skipped_paths: ``(path, reason)`` of each skip counted in ``skipped``, in walk order: a
@@ -110,6 +117,8 @@ class ScanResult:
         dirs: the directories walked, relative (``""`` the root, else ``"dir/sub/"``): a file
             watcher's changes outside them (ignored trees, nested repositories) need no build.
         attributes: the linguist marks of the walked ``.gitattributes`` files.
+        ignored_by: ``(where, pattern)`` -> paths that rule ignored (``where`` is ``file:line``, an
+            ignore file under the root relative to it): see :meth:`hiding_rules`.
     """
 
     files: list[SourceFile]
@@ -117,6 +126,15 @@ class ScanResult:
     skipped_paths: list[tuple[str, str]] = field(default_factory=list)
     dirs: set[str] = field(default_factory=set)
     attributes: Attributes = field(default_factory=Attributes)
+    ignored_by: collections.Counter[tuple[str, str]] = field(default_factory=collections.Counter)
+
+    def hiding_rules(self, limit: int = 3) -> list[dict]:
+        """When no file is left but ignore rules left paths out (the Debian kernel tarball's root
+        ``.gitignore`` ends with ``/*``): the ``limit`` rules that ignored most of them,
+        ``[{"where", "rule", "paths"}]``; else ``[]``."""
+        if self.files:
+            return []
+        return [{"where": where, "rule": text, "paths": n} for (where, text), n in self.ignored_by.most_common(limit)]
 
 
 @dataclass(slots=True)
@@ -160,6 +178,7 @@ class _Walker:
         self.skipped_paths: list[tuple[str, str]] = []
         self.dirs: set[str] = set()
         self.attribute_files: list[tuple[str, bytes]] = []
+        self.ignored_by: collections.Counter[tuple[str, str]] = collections.Counter()
         #: Files Git tracks that its rules ignore, and their folders ("a/b/"): listed all the same.
         self.tracked: set[str] = set()
         for path in tracked_but_ignored(self.root) if self.tree else ():
@@ -181,7 +200,8 @@ class _Walker:
         self.attribute_files.sort(key=lambda base_data: base_data[0].count("/"))
         info = read_bytes(git_info_path(self.root, "attributes"))
         self.attribute_files.extend([("", info)] if info else [])
-        return ScanResult(self.files, self.skipped, self.skipped_paths, self.dirs, Attributes(self.attribute_files))
+        return ScanResult(self.files, self.skipped, self.skipped_paths, self.dirs, Attributes(self.attribute_files),
+                          self.ignored_by)
 
     def _skip(self, reason: str, path: str) -> None:
         self.skipped[reason] += 1
@@ -196,8 +216,9 @@ class _Walker:
             self._skip("unreadable", d.rel)
             return []
         names = {e.name: e for e in entries}
-        if d.parent is not None and VIRTUALENV_MARKER in names:
-            self._skip("default-excluded", d.rel)
+        marked = marked_output(names) if d.parent is not None and not d.rescued else None
+        if marked:
+            self._skip(marked, d.rel)
             return []
         if d.parent is not None and self.tree and not d.rescued and is_repository(names.get(".git")):
             self._skip("nested-repository", d.rel)
@@ -207,7 +228,7 @@ class _Walker:
         self.dirs.add(d.rel)
         subdirs = []
         for entry in entries:
-            child = self._visit_entry(d, entry)
+            child = self._visit_entry(d, entry, names)
             if child is not None:
                 subdirs.append(child)
         return subdirs
@@ -241,12 +262,15 @@ class _Walker:
                 return rule
         return None
 
-    def _visit_entry(self, d: _Dir, entry: os.DirEntry) -> _Dir | None:
+    def _visit_entry(self, d: _Dir, entry: os.DirEntry, siblings: dict[str, os.DirEntry]) -> _Dir | None:
         name = entry.name
         if not _encodable(name):
             self._skip("undecodable-name", d.rel + escaped(name))
             return None
         rel = d.rel + name
+        if name == ".git":  # before the rules: Git itself never matches its own folder against them
+            self._skip("default-excluded", rel + "/" if entry.is_dir(follow_symlinks=False) else rel)
+            return None
         try:
             is_dir = entry.is_dir()  # follows symlinks; False for a dangling one
         except OSError:
@@ -256,13 +280,12 @@ class _Walker:
         rule = self._verdict(d, rel, is_dir, tracked)
         if (d.git_ignored and not tracked) or (rule is not None and rule.excludes):
             self._skip("ignored", shown)
+            if rule is not None and rule.excludes:
+                self.ignored_by[(rule.where.removeprefix(self.root.rstrip("/") + "/"), rule.text)] += 1
             return None
         rescued = rule is not None and rule.rescues
-        if name == ".git":
-            self._skip("default-excluded", shown)
-            return None
         if is_dir:
-            child = self._enter_dir(d, entry, rel, rescued)
+            child = self._enter_dir(d, entry, rel, rescued, siblings)
             if child is not None and tracked:  # entered for its tracked files: is the rest ignored?
                 git_rule = self._verdict(d, rel, True, False)
                 child.git_ignored = d.git_ignored or (git_rule is not None and git_rule.excludes)
@@ -270,20 +293,20 @@ class _Walker:
         self._add_file(entry, rel, rescued)
         return None
 
-    def _enter_dir(self, d: _Dir, entry: os.DirEntry, rel: str, rescued: bool) -> _Dir | None:
-        if not rescued and excluded_dir(entry.name):
-            self._skip("default-excluded", rel + "/")
+    def _enter_dir(self, d: _Dir, entry: os.DirEntry, rel: str, rescued: bool,
+                   siblings: dict[str, os.DirEntry]) -> _Dir | None:
+        excluded = None if rescued else excluded_dir(entry.name, siblings)
+        if excluded:
+            self._skip(excluded, rel + "/")
             return None
-        real = os.path.join(d.real, entry.name)
         if entry.is_symlink():
             real = os.path.realpath(entry.path)
             reason = self._symlink_reason(real)
-            if reason is None and real in d.chain_reals():
-                reason = "symlink-loop"
-            if reason:
-                self._skip(reason, rel + "/")
-                return None
-        return _Dir(entry.path, rel + "/", real, d.levels, d, rescued)
+            if reason is None:
+                reason = "symlink-loop" if real in d.chain_reals() else "symlink-folder"
+            self._skip(reason, rel + "/")
+            return None
+        return _Dir(entry.path, rel + "/", os.path.join(d.real, entry.name), d.levels, d, rescued)
 
     def _add_file(self, entry: os.DirEntry, rel: str, rescued: bool) -> None:
         name = entry.name

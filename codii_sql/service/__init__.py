@@ -34,7 +34,8 @@ from .shard_folder import ShardFolder
 from .targets import member_paths, members_of
 from .status import inspect, is_stale, list_codebases, recorded_filters, stats, status
 from .outline import outline
-from .symbols import find_references, find_symbol
+from .references import find_references
+from .symbols import find_symbol
 from .watchers import registered, watchers
 from .why import DEFAULT_WHY_LIMIT, MAX_WHY_LIMIT, WhyAnswer, explain_line
 from .watching import Update, Watcher

@@ -20,8 +20,10 @@ def dry_run(codebase: Codebase, *, ignore_patterns: list[str] | None = None, ext
             vectors: bool | None = None, embedder_name: str | None = None) -> dict:
     """The files and chunks a build of ``codebase`` would index, by language and role, the files it
     would skip by reason, the largest folders, and the model time for the texts no index or cache
-    holds: ``{"codebase", "files", "chunks", "languages", "roles", "skipped", "largest_folders",
-    "embed": {"texts", "word_pieces", "estimated_seconds", "chunks_per_second", "vectors"}}``.
+    holds: ``{"codebase", "files", "chunks", "estimate", "languages", "roles", "skipped", "largest_folders",
+    "hidden_by", "embed": {"texts", "word_pieces", "estimated_seconds", "chunks_per_second", "vectors"}}``.
+    A large tree is walked whole and chunked from a random sample: ``estimate`` is then
+    ``{"sample_files", "files"}`` and the chunk, text and word-piece counts are estimates (else None).
 
     The estimate times the model on a sample of those texts spread over their lengths (after
     loading it), and scales by word pieces. Neither the index nor the cache is created or written.
@@ -51,8 +53,9 @@ def dry_run(codebase: Codebase, *, ignore_patterns: list[str] | None = None, ext
     if wanted and found.sample:
         embed.update(_estimate(embedder, found.sample, found.new_texts, found.new_tokens))
     return {"codebase": str(codebase.root), "db": str(codebase.db_path), "files": found.files,
-            "chunks": found.chunks, "languages": _rows(found.by_language), "roles": _rows(found.by_role),
-            "skipped": dict(found.skipped.most_common()), "largest_folders": found.largest_folders(), "embed": embed}
+            "chunks": found.chunks, "estimate": found.estimate, "languages": _rows(found.by_language),
+            "roles": _rows(found.by_role), "skipped": dict(found.skipped.most_common()),
+            "largest_folders": found.largest_folders(), "hidden_by": found.hidden_by, "embed": embed}
 
 
 def _estimate(embedder: Embedder, sample: list[str], texts: int, tokens: int) -> dict:

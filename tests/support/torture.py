@@ -144,7 +144,7 @@ class KillLoop:
         done = subprocess.run(self.command(*extra), env=self.env(), capture_output=True, text=True, timeout=300)
         if done.returncode != 0:
             raise RuntimeError(f"build {extra} exited {done.returncode}: {done.stderr.strip()[-500:]}")
-        return json.loads(done.stdout)
+        return json.loads(done.stdout.strip().splitlines()[-1])  # after the progress lines
 
     def _snapshot(self) -> dict:
         """``pid``, ``status``, ``phase``, ``files_done``, ``files_total`` from the index, read-only."""

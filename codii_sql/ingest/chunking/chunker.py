@@ -42,6 +42,7 @@ import tree_sitter
 
 from ...languages import AST_LANGUAGES
 from ...models import wordpiece
+from .cmacros import macro_call_spans
 from .grammars import GRAMMARS
 from .layout import Chunk, ChunkSizes, Definition, Layout, Lines, Piece, TokenCounter
 from .nodes import Span, capture, field_name, last_row, parser_for
@@ -60,7 +61,9 @@ from .nodes import Span, capture, field_name, last_row, parser_for
 #: 7: the subtokens column holds the character pairs of Chinese and Japanese text (text.cjk_bigrams).
 #: 8: SQL is chunked by its definitions (``-- name:`` blocks, CREATE statements, CTEs: see :mod:`.sql`).
 #: 9: a licence header needs a licence's phrases, not the word alone.
-CHUNKER_VERSION = 9
+#: 10: C/C++ functions a macro defines are named by the function (``DEFINE_IDTENTRY(exc_int3)`` ->
+#: ``exc_int3``, ``SYSCALL_DEFINE3(read, ...)`` -> ``sys_read``: see :mod:`.cmacros`).
+CHUNKER_VERSION = 10
 
 #: ``max_tokens`` default: the model's 256-piece window minus room for the path/symbol header
 #: the embedder may prepend to each chunk.
@@ -95,6 +98,10 @@ def _node_spans(language: str, root: tree_sitter.Node) -> list[Span]:
         spans.append(Span(node.start_byte, node.end_byte, outer.start_point[0],
                            last_row(outer), grammar.defs[node.type], name, node.type in grammar.extensions))
         forward.append(node.type in grammar.forward)
+    if language in ("c", "cpp"):  # SYSCALL_DEFINE3(read, ...) { ... }: a call and a block to the grammar
+        found = macro_call_spans(root)
+        spans.extend(found)
+        forward.extend([False] * len(found))
     bodies = {s.name for s, fwd in zip(spans, forward, strict=True) if not fwd}
     return [s for s, fwd in zip(spans, forward, strict=True) if not fwd or s.name not in bodies]
 

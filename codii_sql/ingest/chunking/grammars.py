@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 import tree_sitter
 
 from ...languages import AST_LANGUAGES
+from .cmacros import macro_function_name
 from .javascript import assignment_name, default_export_name, member_name, variable_name
 from .markdown import markdown_spans
 from .sql import sql_spans
@@ -34,7 +35,13 @@ def _go_type_name(node: tree_sitter.Node) -> str | None:
 
 
 def _c_function_name(node: tree_sitter.Node) -> str | None:
-    """Follow ``declarator`` fields through pointer/function declarators to the identifier."""
+    """Follow ``declarator`` fields through pointer/function declarators to the identifier; a
+    function a macro defines (``DEFINE_IDTENTRY(exc_int3) {``) by the name it defines."""
+    if node.parent is not None and node.parent.type == "compound_statement":
+        return None  # C++ reads a loop macro in a body (``list_for_each_entry(p, h, m) {``) as a nested function
+    macro_defined = macro_function_name(node)
+    if macro_defined is not None:
+        return macro_defined
     current = node.child_by_field_name("declarator")
     while current is not None:
         inner = current.child_by_field_name("declarator")

@@ -1,0 +1,102 @@
+"""C and C++ functions defined through a macro, named by the function they define.
+
+``DEFINE_IDTENTRY_RAW_ERRORCODE(exc_page_fault) { ... }`` is a function definition whose
+"declarator" is a macro call: tree-sitter's C grammar reads the macro as a type and
+``(exc_page_fault)`` as a parenthesized declarator, its C++ grammar reads a function named after
+the macro. ``SYSCALL_DEFINE3(read, unsigned int, fd, ...) { ... }`` is, to the C grammar, a call
+missing its ``;`` followed by a block. Each is named by the macro's first argument, an identifier
+(``exc_page_fault``), with the prefix the Linux kernel's own ``scripts/tags.sh`` gives the
+syscall macros (``sys_read``); the macro stays in the chunk's text, so a search for it finds the
+definition too.
+"""
+
+from __future__ import annotations
+
+import re
+
+import tree_sitter
+
+from .nodes import Span, last_row, node_text
+
+#: A macro's name: upper case by convention (``DEFINE_IDTENTRY``, ``SYSCALL_DEFINE3``, ``BPF_CALL_2``).
+_MACRO = re.compile(r"[A-Z][A-Z0-9_]+")
+_IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
+#: The prefix of the function a macro defines, as scripts/tags.sh of Linux 6.12 names it for
+#: ctags and etags (``SYSCALL_DEFINE[0-9](x`` -> ``sys_x``); other macros keep the argument as is.
+_PREFIXES = (("COMPAT_SYSCALL_DEFINE", "compat_sys_"), ("SYSCALL_DEFINE", "sys_"))
+#: Where a macro-defined function can stand: file level, inside preprocessor conditionals,
+#: ``extern "C" {`` and namespaces (inside a function, ``list_for_each_entry(...) {`` is a loop).
+_FILE_LEVEL = frozenset({"translation_unit", "preproc_if", "preproc_ifdef", "preproc_else", "preproc_elif",
+                         "preproc_elifdef", "linkage_specification", "namespace_definition", "declaration_list"})
+
+
+def defined_name(macro: str, argument: str) -> str:
+    """The name of the function ``macro(argument, ...)`` defines: ``sys_read`` for
+    ``SYSCALL_DEFINE3(read``, the argument itself for any other macro."""
+    for start, prefix in _PREFIXES:
+        if macro.startswith(start):
+            return prefix + argument
+    return argument
+
+
+def macro_function_name(node: tree_sitter.Node) -> str | None:
+    """The name of a ``function_definition`` whose head is a macro call with an identifier first
+    argument, or None for any other definition. C: the macro is the ``type`` and the argument a
+    parenthesized declarator (``(void)`` there follows the function's own name, read as the type
+    after an attribute macro the grammar does not know: ``__attribute_const__``); C++ (no ``type``, not in a class, whose constructors look alike):
+    the macro is the function's name and the argument its first parameter's type."""
+    declarator = node.child_by_field_name("declarator")
+    kind = node.child_by_field_name("type")
+    if declarator is None:
+        return None
+    if declarator.type == "parenthesized_declarator" and kind is not None and kind.type == "type_identifier":
+        inner = declarator.named_children
+        if len(inner) != 1 or inner[0].type != "identifier":
+            return None
+        if node_text(inner[0]) == "void":  # ``size_t __attribute_const__ f(void)``: an unknown attribute
+            return node_text(kind)         # macro before it made the grammar read ``f`` as the type
+        return defined_name(node_text(kind), node_text(inner[0])) if _MACRO.fullmatch(node_text(kind)) else None
+    if kind is not None or declarator.type != "function_declarator" or node.parent is None \
+            or node.parent.type == "field_declaration_list":
+        return None
+    macro = declarator.child_by_field_name("declarator")
+    params = declarator.child_by_field_name("parameters")
+    first = params.named_children[0] if params is not None and params.named_children else None
+    if macro is None or macro.type != "identifier" or not _MACRO.fullmatch(node_text(macro)) or first is None \
+            or first.type != "parameter_declaration" or first.child_by_field_name("declarator") is not None:
+        return None
+    argument = node_text(first)
+    return defined_name(node_text(macro), argument) if _IDENTIFIER.fullmatch(argument) else None
+
+
+def macro_call_spans(root: tree_sitter.Node) -> list[Span]:
+    """Definitions the C grammar reads as a macro call without its ``;`` and then a block:
+    ``SYSCALL_DEFINE3(read, ...)`` + ``{ ... }`` at file level, named as :func:`defined_name` says."""
+    spans = []
+    stack = [root]
+    while stack:
+        parent = stack.pop()
+        children = parent.named_children
+        for i, node in enumerate(children):
+            if node.type in _FILE_LEVEL:
+                stack.append(node)
+            body = children[i + 1] if i + 1 < len(children) else None
+            name = _call_name(node) if body is not None and body.type == "compound_statement" else None
+            if name is not None:
+                spans.append(Span(node.start_byte, body.end_byte, node.start_point[0], last_row(body), "function", name))
+    return spans
+
+
+def _call_name(node: tree_sitter.Node) -> str | None:
+    """``MACRO(first, ...)`` as an expression statement whose ``;`` is missing: the name it defines."""
+    if node.type != "expression_statement" or not node.children or not node.children[-1].is_missing:
+        return None
+    call = node.named_children[0] if node.named_children else None
+    if call is None or call.type != "call_expression":
+        return None
+    macro, args = call.child_by_field_name("function"), call.child_by_field_name("arguments")
+    first = args.named_children[0] if args is not None and args.named_children else None
+    if macro is None or macro.type != "identifier" or not _MACRO.fullmatch(node_text(macro)) \
+            or first is None or first.type != "identifier":
+        return None
+    return defined_name(node_text(macro), node_text(first))

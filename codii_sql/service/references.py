@@ -1,0 +1,160 @@
+"""Uses of an identifier for agents: every line that holds it on its word boundaries, counted whole, listed by page."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+
+from ..codebase import Codebase
+from ..errors import UsageError
+from ..ingest.chunking import Source
+from ..languages import detect_language
+from ..search.budget import json_tokens, page
+from . import boundary
+from .status import open_store
+from .symbols import (
+    MAX_DEFINITIONS,
+    SIGNATURE_CHARS,
+    check_page,
+    find_symbol,
+    name_parts,
+    normal_name,
+    parsed_definitions,
+    reader,
+)
+
+#: Reference lines find_references returns at most.
+MAX_REFERENCES = 2_000
+#: Chunks holding the identifier read at most: every one is read and counted below it (``kmalloc``
+#: in Linux 6.12 is in ~5,400 chunks; 50,000 chunks are ~2M lines, a few seconds of matching).
+#: Above it the answer says it stopped.
+REFERENCE_CHUNKS = 50_000
+#: Chunk texts read per statement: the texts are read in slices, never all at once.
+TEXT_SLICE = 1_000
+#: Files find_references parses for definitions that find_symbol left unparsed (a few ms each).
+REFERENCE_PARSED_FILES = 200
+NOTE = "lexical: every use of the identifier on its word boundaries, whatever it refers to"
+
+
+class _Tally:
+    """The uses of one identifier, file by file in the answer's order: every line counted, only
+    the lines from ``offset`` to ``offset + limit`` kept. A file's lines that define the identifier
+    (found by parsing the file, for the files up to the window's end that find_symbol did not
+    parse, at most :data:`REFERENCE_PARSED_FILES`) are no uses."""
+
+    def __init__(self, ident: str, offset: int, limit: int, skip: set[tuple[str, str]], parsed: set[str],
+                 read: Callable[[str], tuple[str, Source]]) -> None:
+        self.ident, self.offset, self.limit, self.skip, self.parsed, self.read = ident, offset, limit, skip, parsed, read
+        self.word = re.compile(rf"(?<![\w$]){re.escape(ident)}(?![\w$])")
+        self.budget = REFERENCE_PARSED_FILES
+        self.total = self.files = 0
+        self.window: list[tuple[str, str, int, str]] = []  # (path, role, line, text)
+        self.path: str | None = None
+        self.role = ""
+        self.lines: dict[int, str] = {}  # the current file's: chunks overlap, one entry per line
+
+    def add(self, path: str, role: str, start_line: int, content: str) -> None:
+        """One chunk's lines (``start_line`` 1-based); chunks come grouped by file."""
+        if path != self.path:
+            self.close()
+            self.path, self.role, self.lines = path, role, {}
+        for i, line in enumerate(content.split("\n")):
+            text = line.strip()[:SIGNATURE_CHARS]
+            if self.word.search(line) and (path, text) not in self.skip:
+                self.lines[start_line + i] = text
+        # Texts are dropped once read: only this file's matching lines stay.
+
+    def close(self) -> None:
+        """Count the current file (after dropping its definitions' lines when it reaches the window)."""
+        if self.path is None:
+            return
+        if self.total < self.offset + self.limit and self.budget and self.path not in self.parsed:
+            self.budget -= 1
+            self._drop_definitions()
+        for n, text in sorted(self.lines.items()):
+            if self.offset <= self.total < self.offset + self.limit:
+                self.window.append((self.path, self.role, n, text))
+            self.total += 1
+        self.files += bool(self.lines)
+        self.path = None
+
+    def _drop_definitions(self) -> None:
+        """Remove the lines that define the identifier (find_symbol parses its likeliest files only:
+        in 5,000 files each defining ``run``, 4,960 definitions were listed as uses)."""
+        info = {"language": detect_language(self.path), "role": self.role}
+        for d in parsed_definitions(self.read, {self.path: info}, None).get(self.path, []):
+            if name_parts(normal_name(d["symbol"]))[-1:] == [self.ident]:
+                for line in range(d["start_line"], d["end_line"] + 1):
+                    if self.lines.get(line) == d["signature"][:SIGNATURE_CHARS]:
+                        del self.lines[line]
+
+
+def find_references(codebase: Codebase, name: str, *, limit: int = 200, offset: int = 0,
+                    max_tokens: int | None = None, fileset: boundary.FileSet | None = None) -> dict:
+    """Where the identifier ``name`` (its last part for a qualified name: ``send`` of
+    ``Session.send``) is used: ``{"codebase", "name", "identifier", "files": [{"path", "role",
+    "lines": [{"line", "text"}]}], "total", "total_files", "truncated"}``, exact on identifier
+    boundaries, each occurrence's own 1-based line, its definitions' lines excluded, source files
+    first and tests last, then by path. ``total`` counts every use in the index; at most
+    ``limit`` lines from the ``offset``-th (0-based, in the answer's order) on are listed, and with
+    ``max_tokens`` (None: any) as many whole lines as fit in that many tokens
+    (:func:`~codii_sql.search.budget.json_tokens` of each line and its path; at least one); a cut
+    answer has ``next_offset``, and its note says so. Above :data:`REFERENCE_CHUNKS` chunks
+    holding the word, the count stops there: ``truncated``, ``stopped_after_chunks`` and
+    ``chunks_holding`` say so, and the note. Lexical, from the indexed text: a same-named other
+    thing counts too (the note says so).
+
+    Raises:
+        UsageError: a name that is no identifier, a limit out of range, a negative offset, a
+            max_tokens below 1. NotIndexedError: no index.
+    """
+    if not 1 <= limit <= MAX_REFERENCES:
+        raise UsageError(f"must be between 1 and {MAX_REFERENCES}", field="limit")
+    check_page(offset, max_tokens)
+    ident = (name_parts(normal_name(name or "")) or [""])[-1]
+    if not re.fullmatch(r"[\w$]+", ident):
+        raise UsageError(f"{name!r} is not an identifier", "pass a name such as parse_header")
+    # Every definition of the identifier, whatever its class: a definition is not a use.
+    defined = find_symbol(codebase, ident, limit=MAX_DEFINITIONS, fileset=fileset)["definitions"]
+    tally = _Tally(ident, offset, limit, {(d["path"], d["signature"]) for d in defined},
+                   {d["path"] for d in defined}, reader(codebase, fileset))
+    fts = '{content}: "' + ident.replace('"', '""') + '"'
+    with open_store(codebase) as store:
+        keys = store.rows("reference_chunks", {"fts": fts, "cap": REFERENCE_CHUNKS + 1})
+        holding = store.value("reference_chunk_count", {"fts": fts}) if len(keys) > REFERENCE_CHUNKS else len(keys)
+        keys = keys[:REFERENCE_CHUNKS]
+        for start in range(0, len(keys), TEXT_SLICE):
+            part = keys[start:start + TEXT_SLICE]
+            texts = {r["id"]: r["content"] for r in
+                     store.rows("reference_texts", {"ids": json.dumps([k["id"] for k in part])})}
+            for k in part:
+                tally.add(k["path"], k["role"], k["start_line"], texts.get(k["id"], ""))
+    tally.close()
+    return _answer(codebase, name, ident, tally, offset, limit, max_tokens, holding)
+
+
+def _answer(codebase: Codebase, name: str, ident: str, tally: _Tally, offset: int, limit: int,
+            max_tokens: int | None, holding: int) -> dict:
+    # A line costs its JSON and its path (a listing shows the path on every line).
+    shown = page(tally.window, 0, limit, max_tokens,
+                 lambda use: json_tokens({"line": use[2], "text": use[3]}, plus=use[0]))
+    files: list[dict] = []
+    for path, role, n, text in shown:
+        if not files or files[-1]["path"] != path:
+            files.append({"path": path, "role": role, "lines": []})
+        files[-1]["lines"].append({"line": n, "text": text})
+    more = offset + len(shown) < tally.total
+    stopped = holding > REFERENCE_CHUNKS
+    out = {"codebase": str(codebase.root), "name": name, "identifier": ident, "files": files, "total": tally.total,
+           "total_files": tally.files, "truncated": more or stopped, "note": NOTE}
+    if more:
+        cut = f"limit={limit}" if len(shown) == limit else f"max_tokens={max_tokens}"
+        out["next_offset"] = offset + len(shown)
+        out["note"] += (f"; {len(shown)} of {tally.total} lines shown from offset {offset} (to fit {cut}): the rest "
+                        f"from offset={offset + len(shown)}")
+    if stopped:
+        out.update(stopped_after_chunks=REFERENCE_CHUNKS, chunks_holding=holding)
+        out["note"] += (f"; stopped after reading {REFERENCE_CHUNKS:,} of the {holding:,} chunks holding {ident!r} "
+                        "(source first, then by path): total counts the uses in those only")
+    return out

@@ -1,0 +1,67 @@
+"""refs counts every use in the index, reads the chunk texts in slices, and says when it stopped."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from click.testing import CliRunner
+from support.trees import write_tree
+
+from codii_sql.cli import cli
+from codii_sql.service import references
+
+
+def tree(tmp_path):
+    """60 files, each with uses of kmalloc in several chunks, one defining it, one mentioning kmalloc_array only."""
+    files = {f"drivers/d{i:02d}.c": "".join(
+        f"static int probe_{i}_{j}(void)\n{{\n\tvoid *p = kmalloc({j}, GFP_KERNEL);\n\treturn p != 0;\n}}\n\n"
+        for j in range(8)) for i in range(60)}
+    files["mm/slab.c"] = "void *kmalloc(size_t size, int flags)\n{\n\treturn alloc(size, flags);\n}\n"
+    files["mm/array.c"] = "void *f(void)\n{\n\treturn kmalloc_array(2, 8, 0);\n}\n"
+    return write_tree(tmp_path / "kernel", files)
+
+
+def rg_lines(repo, word: str) -> int:
+    """What ``rg -nw WORD`` counts: lines holding the word."""
+    pattern = re.compile(rf"\b{word}\b")
+    return sum(1 for p in repo.rglob("*.c") for line in p.read_text().splitlines() if pattern.search(line))
+
+
+def refs(repo, *args):
+    res = CliRunner().invoke(cli, ["refs", "kmalloc", "--path", str(repo), "--json", *args])
+    assert res.exit_code == 0, res.output
+    return json.loads(res.output)
+
+
+def test_refs_counts_every_use_and_pages_them(tmp_path, codii_home, monkeypatch):
+    repo = tree(tmp_path)
+    assert CliRunner().invoke(cli, ["build", str(repo), "--no-vectors"]).exit_code == 0
+    monkeypatch.setattr(references, "TEXT_SLICE", 7)  # many slices: the texts are never read at once
+
+    whole = refs(repo, "--limit", "2000")
+
+    assert whole["total"] == rg_lines(repo, "kmalloc") - 1 == 480  # every use; the definition is none
+    assert whole["total_files"] == 60 and not whole["truncated"] and "stopped" not in whole["note"]
+    pages, offset = [], 0
+    while True:
+        part = refs(repo, "--limit", "150", "--offset", str(offset))
+        assert part["total"] == 480
+        pages += [(f["path"], ln["line"]) for f in part["files"] for ln in f["lines"]]
+        if "next_offset" not in part:
+            break
+        offset = part["next_offset"]
+    assert pages == [(f["path"], ln["line"]) for f in whole["files"] for ln in f["lines"]]
+
+
+def test_refs_says_when_it_stopped_counting(tmp_path, codii_home, monkeypatch):
+    repo = tree(tmp_path)
+    assert CliRunner().invoke(cli, ["build", str(repo), "--no-vectors"]).exit_code == 0
+    monkeypatch.setattr(references, "REFERENCE_CHUNKS", 40)
+
+    part = refs(repo)
+
+    assert part["truncated"] and part["stopped_after_chunks"] == 40 and part["chunks_holding"] > 40
+    assert 0 < part["total"] < 480 and "stopped after reading 40 of the" in part["note"]
+    text = CliRunner().invoke(cli, ["refs", "kmalloc", "--path", str(repo)]).output
+    assert "stopped after reading 40 of the" in text
