@@ -32,7 +32,7 @@ from ..storage.store import Store
 from ..text import decode_source, unpack_text
 from . import boundary
 from .stored import not_stored, stored_lines
-from .status import open_store, scan_rules
+from .status import committed_files, open_store, scan_rules
 
 #: Lines around a match at most (``-A``/``-B``/``-C``).
 MAX_CONTEXT = 100
@@ -138,7 +138,7 @@ def _search(store: Store, codebase: Codebase, pattern: GrepPattern, request: Gre
                         trigrams=pattern.fts, scan=pattern.scans)
     meta = store.meta()
     has_tables = store.value("grep_tables") == 2
-    answer.files_indexed = meta["files"] if meta.get("status") == "indexed" and "files" in meta else store.value("file_count")
+    answer.files_indexed = committed_files(store, meta)
     started = time.perf_counter()
     if pattern.scans or not has_tables:
         rows = store.rows("grep_files_all" if has_tables else "files_for_grep")

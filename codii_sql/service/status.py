@@ -97,9 +97,17 @@ def brief_status(codebase: Codebase) -> dict:
     """
     with open_store(codebase) as store:
         state, meta = _lexical_state(codebase, store)
-        files = meta.get("files") if state == "indexed" and meta.get("files") is not None else store.value("file_count")
+        files = committed_files(store, meta)
     return {"codebase": str(codebase.root), "status": state, "files": files,
             **{k: meta.get(k) for k in ("phase", "files_done", "files_total", "error")}}
+
+
+def committed_files(store: Store, meta: dict) -> int:
+    """How many files the index holds: the count its last finished build recorded in the snapshot
+    ``meta``, else (a build runs or died) counted now (cheap: files, not chunks)."""
+    if meta.get("status") == "indexed" and meta.get("files") is not None:
+        return meta["files"]
+    return store.value("file_count")
 
 
 def skipped_files(meta: dict) -> dict:
