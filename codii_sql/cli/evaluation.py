@@ -35,11 +35,16 @@ from .output import emit, json_option
               help="Snippets, source trees and saved runs [env CODII_SQL_BENCH_WORK].")
 @click.option("--compare", nargs=2, type=click.Path(exists=True, dir_okay=False), default=None,
               help="Print the metric deltas between two saved runs A B (B - A) instead of running.")
+@click.option("--budgets", default="2000,5000,10000,20000", show_default=True,
+              help="tokens: count a success within each of these token budgets (the largest stops each agent).")
+@click.option("--search-tokens", type=click.IntRange(100), default=2000, show_default=True,
+              help="tokens: the max_tokens the codii-sql agent passes search_code.")
 @json_option
 def eval_(dataset, path, modes, commits, rerank, rerank_model, embedder, no_prior, repos, limit, top, bench_dir, work_dir, compare,
-          as_json):
+          budgets, search_tokens, as_json):
     """Score search on a benchmark: DATASET is cosqa, swebench or a dataset folder, or `git [PATH]`:
-    find the files of a repository's recent commits from their subjects (see docs/eval.md)."""
+    find the files of a repository's recent commits from their subjects, or `tokens [PATH|swebench]`:
+    the tokens a grep agent and a codii-sql agent read before the changed lines (see docs/eval.md)."""
     from .. import eval as evaluate
 
     if compare:
@@ -47,6 +52,11 @@ def eval_(dataset, path, modes, commits, rerank, rerank_model, embedder, no_prio
         return emit(cmp) if as_json else click.echo(evaluate.format_comparison(cmp))
     if dataset is None:
         raise UsageError("missing DATASET: codii-sql eval cosqa|swebench|DIR|git [PATH] (or --compare A.json B.json)")
+    if dataset == "tokens":
+        if rerank or rerank_model or embedder or no_prior or top or modes:
+            raise UsageError("eval tokens takes --commits, --repos, --limit, --budgets and --search-tokens: its "
+                             "codii-sql agent searches as an agent does (hybrid, the default embedder)")
+        return _tokens(evaluate, path, commits, repos, limit, bench_dir, work_dir, budgets, search_tokens, as_json)
     if dataset == "git":
         if rerank or rerank_model or repos or limit or top:
             raise UsageError("--rerank, --repos, --limit and --top are for the benchmarks: eval git takes --commits "
@@ -77,3 +87,23 @@ def _git(evaluate, cfg, as_json: bool) -> None:
         return emit({**evaluate.git_summary(result), "saved": saved})
     click.echo(evaluate.format_git(result))
     click.echo("saved: " + ", ".join(saved), err=True)
+
+
+def _tokens(evaluate, path, commits, repos, limit, bench_dir, work_dir, budgets, search_tokens, as_json) -> None:
+    """Run ``eval tokens`` on a git repository (PATH, default ".") or on SWE-bench (PATH ``swebench``)."""
+    try:
+        steps = tuple(int(b) for b in budgets.split(",") if b.strip())
+    except ValueError:
+        raise UsageError(f"--budgets {budgets!r}: give token counts separated by commas, e.g. 2000,5000,10000") from None
+    swe = path == "swebench" and not Path(path).is_dir()
+    if not swe and (repos or limit):
+        raise UsageError("--repos and --limit are for `eval tokens swebench`: a git repository takes --commits N")
+    cfg = evaluate.TokensConfig("swebench" if swe else "git", path=Path(path or "."), commits=commits, budgets=steps,
+                                search_tokens=search_tokens, repos=tuple(repos.split(",")) if repos else (),
+                                limit=limit, bench_dir=Path(bench_dir) if bench_dir else None, work_dir=Path(work_dir))
+    run = evaluate.evaluate_tokens(cfg, log=lambda msg: click.echo(msg, err=True))
+    saved = evaluate.save_run(run, cfg.work_dir)
+    if as_json:
+        return emit({**evaluate.summary(run), "saved": str(saved)})
+    click.echo(evaluate.format_tokens(run))
+    click.echo(f"saved: {saved}", err=True)

@@ -11,6 +11,8 @@ from .report import (
            summary,
 )
 from .runner import evaluate
+from .tokens import TokensConfig, evaluate_tokens, format_tokens
 
 __all__ = ["EvalConfig", "GitEvalConfig", "compare_runs", "evaluate", "evaluate_git", "format_comparison", "format_git",
-           "format_run", "git_summary", "load_run", "save_run", "summary"]
+           "format_run", "git_summary", "load_run", "save_run", "summary", "TokensConfig", "evaluate_tokens",
+           "format_tokens"]

@@ -11,11 +11,12 @@ from ..errors import UsageError
 
 
 def save_run(run: dict, work_dir: Path) -> Path:
-    """Write ``run`` to ``<work_dir>/runs/<dataset>-<mode>[-rerank]-<YYYYmmdd-HHMMSS>[-n].json``."""
+    """Write ``run`` to ``<work_dir>/runs/<dataset>-<mode or kind>[-rerank]-<YYYYmmdd-HHMMSS>[-n].json``."""
     runs = Path(work_dir).expanduser() / "runs"
     runs.mkdir(parents=True, exist_ok=True)
     cfg = run["config"]
-    stem = f"{run['dataset']}-{cfg['mode']}{'-rerank' if cfg['rerank'] else ''}-{time.strftime('%Y%m%d-%H%M%S')}"
+    stem = (f"{run['dataset']}-{cfg.get('mode', run['kind'])}{'-rerank' if cfg.get('rerank') else ''}"
+            f"-{time.strftime('%Y%m%d-%H%M%S')}")
     path, n = runs / f"{stem}.json", 1
     while path.exists():
         n += 1

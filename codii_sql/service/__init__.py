@@ -8,6 +8,8 @@ from ..codebase import Codebase
 from ..ingest.config import extension_filter
 from ..ingest.report import BuildReport, Progress
 from ..search.answer import Answer, Member, Note
+from ..search.budget import tokens as estimate_tokens
+from ..search.query import STOP_WORDS
 from ..search.results import MAX_LIMIT, MAX_TOKENS, MIN_TOKENS, MODES, ROLES, Result, SearchOptions
 from ..storage.lock import is_locked
 from .aside import AsideReport, build_aside, embed_texts
@@ -56,4 +58,5 @@ __all__ = [
     "MAX_HISTORY_LIMIT", "HistoryAnswer", "HistoryRequest", "search_history",
     "DEFAULT_WHY_LIMIT", "MAX_WHY_LIMIT", "WhyAnswer", "explain_line",
     "GrepRequest", "MAX_CONTEXT", "grep",
+    "STOP_WORDS", "estimate_tokens",
 ]
