@@ -13,6 +13,7 @@ from ..errors import EmbeddingFailedError, IndexMismatchError, Remedy, UsageErro
 from ..languages import language_name
 from ..models.embedder import Embedder
 from ..storage.store import Store
+from .evidence import implementation_first
 from .query import Analysis, Named, analyze, symbol_match
 from .fusion import KNN_BY_BEST_SHAPES, LONG_QUERY_ROLE_WEIGHTS, ROLE_WEIGHTS, Bm25Weight, by_file
 from .results import Result, SearchOptions, sqlite_glob
@@ -211,6 +212,8 @@ class Searcher:
             wanted = min(wanted * 4, MAX_GROUPED_ROWS)
             rows = self._run(fq, qvec, opts, weight, named, prior, tiered=shape == "identifier", rows=wanted)
         results = self._results(rows)
+        if opts.role_prior:
+            results = implementation_first(results, a.terms)
         if not results and opts.language:
             self._check_language(language_name(opts.language))
         if opts.rerank:
@@ -223,7 +226,7 @@ class Searcher:
             results.sort(key=lambda r: -tier[r.id])
         evidence = None if best is not None or shape == "long" else \
             bool(rows) and (any(r["tier"] for r in rows) or self._holds_every_term(a.terms))
-        return Hits(_top(results, opts), a, best, nothing_close, note, evidence)
+        return Hits(_top(results, opts, a.terms if opts.role_prior else None), a, best, nothing_close, note, evidence)
 
     def search(self, query: str, opts: SearchOptions | None = None,
                query_vector: np.ndarray | None = None) -> list[Result]:
@@ -359,15 +362,20 @@ class Searcher:
 
 
 def _rows_wanted(opts: SearchOptions) -> int:
-    """Chunks the statement returns: more than the limit when grouping by file or re-ranking."""
+    """Chunks the statement returns: more than the limit when grouping by file, re-ranking, or
+    looking for the implementations that tests and declarations point at (the role prior)."""
     limit = opts.limit * CHUNKS_PER_FILE if opts.group_by_file else opts.limit
-    return max(limit, RERANK_DEPTH) if opts.rerank else limit
+    return max(limit, RERANK_DEPTH) if opts.rerank or opts.role_prior else limit
 
 
-def _top(results: list[Result], opts: SearchOptions) -> list[Result]:
-    """The first ``opts.limit`` results; with ``group_by_file`` each file once (:func:`by_file`)."""
+def _top(results: list[Result], opts: SearchOptions, terms: list[str] | None = None) -> list[Result]:
+    """The first ``opts.limit`` results; with ``group_by_file`` each file once (:func:`by_file`), the
+    implementation rule applied again to the files when the query's ``terms`` are given (a test file's
+    second chunk adds to its score, so it could lead the file it tests once more)."""
     if opts.group_by_file:
         results = by_file(results, aggregate=not opts.rerank)
+        if terms is not None:
+            results = implementation_first(results, terms)
     return results[: opts.limit]
 
 
