@@ -171,3 +171,18 @@ def test_the_page_marks_the_query_words_in_identifiers_and_escapes_every_line():
     assert len(html) == 3 and "<script>" not in "".join(html) and "\\u202e" in html[2]
     assert '<a class="nf name" href="/symbol?name=handle">handle</a>' in html[1]
     assert '<a class="name" href="/symbol?name=request">request</a>' in html[2]  # plain names: no span
+
+
+def test_the_pages_grep_over_every_codebase_says_to_choose_one_in_its_own_words(team):
+    """The page's codebase filter defaults to "every one"; grep there answered the API's "pass
+    codebase=", a query parameter a person on the page never sees."""
+    from starlette.testclient import TestClient
+
+    from codii_sql.http.server import app
+
+    client = TestClient(app(SearchHandler(["team"])), base_url="http://127.0.0.1")
+    page = client.get("/", params={"q": "def retry_with_backoff", "mode": "grep"})
+    assert page.status_code == 400 and "grep reads one codebase: choose it under filters (http, shop)" in page.text
+    assert "codebase=" not in page.text.split('role="alert">')[1].split("<")[0]
+    page = client.get("/", params={"q": "def retry_with_backoff", "mode": "grep", "codebase": "http"})
+    assert page.status_code == 200 and "1 matching line" in page.text

@@ -1,5 +1,10 @@
 """The Merkle tree: directory hashes, diffs that skip equal subtrees, incremental flushes."""
 
+import shutil
+
+from support.trees import write_tree
+
+from codii_sql import service
 from codii_sql.ingest import merkle
 
 
@@ -32,3 +37,32 @@ def test_incremental_flush_matches_full_build_and_drops_empty_dirs():
     upserts, deletes = tree.flush()
     assert deletes == ["d/e"] and {n.path for n in upserts} == {"d", ""}
     assert tree.root_hash == merkle.build({"a.py": "1", "d/f.py": "9"}).root_hash
+
+
+def test_a_name_that_changes_kind_keeps_its_new_node_in_the_builds_order():
+    """A build writes new files first and removes old ones last: the old file's removal took the
+    folder just written under its name with it (and an emptied folder, the file of its name)."""
+    tree = merkle.build({"a.py": "1", "x": "2"})
+    tree.set_file("x/y.py", "3")  # written
+    tree.set_file("x", None)      # then the file x removed
+    tree.flush()
+    assert tree.root_hash == merkle.build({"a.py": "1", "x/y.py": "3"}).root_hash
+    tree.set_file("x", "4")       # and back: the file x written
+    tree.set_file("x/y.py", None)  # then x/y.py removed, emptying the folder x
+    tree.flush()
+    assert tree.root_hash == merkle.build({"a.py": "1", "x": "4"}).root_hash
+
+
+def test_a_file_replaced_by_a_folder_and_back_leaves_a_consistent_index(tmp_path, codii_home):
+    repo = write_tree(tmp_path / "r", {"src/a.py": "def a():\n    pass\n", "src/b.py": "def b():\n    pass\n"})
+    cb = service.open_codebase(repo)
+    service.build(cb, vectors=False)
+    (repo / "src" / "b.py").unlink()
+    write_tree(repo, {"src/b.py/c.py": "def c():\n    pass\n"})
+    service.build(cb, vectors=False)
+    assert service.doctor(cb, repair=False)["consistent"]
+    shutil.rmtree(repo / "src" / "b.py")
+    write_tree(repo, {"src/b.py": "def b():\n    return 2\n"})
+    report = service.build(cb, vectors=False)
+    assert report.removed == 1 and service.doctor(cb, repair=False)["consistent"]
+    assert [d["path"] for d in service.find_symbol(cb, "c")["definitions"]] == []

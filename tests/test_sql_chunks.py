@@ -79,3 +79,27 @@ def test_a_table_is_found_by_name_and_outlined(tmp_path, codii_home):
     outline = service.outline(cb, "db/shop.sql")["symbols"]
     assert [s["symbol"] for s in outline] == ["create_schema", "revenue_by_day"]
     assert outline[1]["signature"] == "WITH days AS ("  # the "-- name:" line is a comment
+
+
+PLAIN = """\
+CREATE TABLE users (
+    id INTEGER PRIMARY KEY,
+    name TEXT NOT NULL
+);
+
+CREATE INDEX users_name ON users(name);
+SELECT 1
+"""
+
+
+def test_a_file_without_a_name_header_is_chunked_by_its_statements(tmp_path, codii_home):
+    """A .sql file with no ``-- name:`` line (a plain schema, an empty file, a lone comment) failed
+    to chunk with "zip() argument 2 is longer than argument 1" and was left out of the index."""
+    defs = source_definitions(read_source("schema.sql", PLAIN))
+    assert _tree(defs) == [("class", "users", 1, 4, []), ("function", "users_name", 6, 6, [])]
+    repo = write_tree(tmp_path / "plain", {"schema.sql": PLAIN, "empty.sql": "", "note.sql": "-- only a comment\n"})
+    cb = service.open_codebase(repo)
+    report = service.build(cb, vectors=False)
+    assert not report.failed
+    found = service.find_symbol(cb, "users")["definitions"]
+    assert [(d["path"], d["start_line"], d["end_line"]) for d in found] == [("schema.sql", 1, 4)]

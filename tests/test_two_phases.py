@@ -483,3 +483,19 @@ def test_a_vector_phase_running_elsewhere_is_indexing_in_every_listing(sample_re
         assert [r["status"] for r in session.list_codebases()["codebases"]] == ["indexing"]
         assert [r["status"] for r in service.list_codebases()] == ["indexing"]
         assert session.indexing_status(cb)["status"] == "indexing"
+
+
+def test_a_search_during_a_build_with_vectors_off_does_not_say_vectors_are_being_embedded(sample_repo, codii_home):
+    """While `build --no-vectors` ran, searches and status said "vectors are still being embedded
+    (0 of N chunks)": the build's writer lock was taken for a vector phase that never comes."""
+    assert run("build", sample_repo, "--no-vectors").exit_code == 0
+    hold = ("import sys\nfrom codii_sql.codebase import Codebase\nfrom codii_sql.storage.lock import writer_lock\n"
+            "with writer_lock(Codebase.open(sys.argv[1])):\n    print('held', flush=True)\n    sys.stdin.read()\n")
+    holder = subprocess.Popen([sys.executable, "-c", hold, str(sample_repo)], env=_env(codii_home), text=True,
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        out = last_json(run("search", "handler", "--path", sample_repo, "--json").output)
+        assert "built with vectors off" in out["note"] and "still being embedded" not in out["note"], out["note"]
+    finally:
+        holder.communicate("")

@@ -113,13 +113,18 @@ class Pages:
         linking to its line in the file view, the matches marked."""
         asked = {"q": params["q"], "limit": [str(GREP_LINES)], **{k: params[k] for k in ("codebase", "glob")
                                                                   if k in params}}
+        served = self.handler.served()
+        if not asked.get("codebase", [""])[-1] and len(served) > 1:
+            # The form's "every one" is its default; grep reads one index, and the page's words say where to pick it.
+            context["error"] = f"grep reads one codebase: choose it under filters ({', '.join(served)})"
+            return self._page(request, "search.html", context, 400)
         started = time.perf_counter()
         try:
             found = service.grep(self.handler.grep_request_of(asked))
         except CodiiError as err:
             context["error"] = f"{what(err)}: {words(err.hint)}" if err.hint else what(err)
             return self._page(request, "search.html", context, 400)
-        names = {str(cb.db_path if cb.alone else cb.root): name for name, cb in self.handler.served().items()}
+        names = {str(cb.db_path if cb.alone else cb.root): name for name, cb in served.items()}
         files = [{"path": f.path, "lines": [(g.line, code.marked_spans(g.text, g.spans)) for g in f.lines]}
                  for f in found.files]
         return self._page(request, "grep.html", {**context, "found": found, "files": files,

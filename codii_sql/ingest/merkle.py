@@ -53,7 +53,10 @@ class Tree:
         """Record file ``path`` with content sha256 ``digest``, or remove it when ``digest`` is None."""
         parent = parent_of(path)
         if digest is None:
-            if self.nodes.pop(path, None) is not None:
+            # A folder that took the file's name (written before the file's removal) stays.
+            node = self.nodes.get(path)
+            if node is not None and not node.is_dir:
+                del self.nodes[path]
                 self.kids.get(parent, set()).discard(path)
         else:
             self.nodes[path] = Node(path, parent, False, digest)
@@ -81,8 +84,10 @@ class Tree:
             kids = self.kids.get(d, set())
             parent = parent_of(d) if d else None
             if d and not kids:
-                self.nodes.pop(d, None)
                 self.kids.pop(d, None)
+                if d in self.nodes and not self.nodes[d].is_dir:
+                    continue  # a file took the emptied folder's name: it is its own node
+                self.nodes.pop(d, None)
                 self.kids.get(parent, set()).discard(d)
                 deletes.append(d)
                 continue

@@ -86,7 +86,9 @@ def remove_files(store: Store, tree: merkle.Tree, paths: list[str]) -> None:
     for path in paths:
         delete_file_rows(store, path)
         store.run("file_delete", {"path": path})
-        store.run("merkle_delete", {"path": path})
+        node = tree.nodes.get(path)
+        if node is not None and not node.is_dir:  # else a folder of that name was written already
+            store.run("merkle_delete", {"path": path})
         tree.set_file(path, None)
     flush_tree(store, tree)
 

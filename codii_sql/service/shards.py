@@ -153,7 +153,8 @@ class LocalShard:
             opts = dataclasses.replace(opts, chunk_ids=grep_chunk_ids(self.codebase, opts.grep))
         with self._searcher() as s:
             hits = s.find(query, opts, vector, embedder_failed=embedder_failed)
-            running = self.embedding_now()
+            # A build with vectors off holds the writer lock as well, but embeds nothing.
+            running = self.embedding_now() and s.store.meta().get("vectors_enabled") is not False
             notes = [embedder_note(s.embedder.name, hits.embedder_failed) if hits.embedder_failed else None,
                      filter_note(s.store, self.name, indexing=lambda: self.building(self.codebase)),
                      None if hits.results else scope_note(s.store, opts.under),

@@ -86,7 +86,9 @@ def _named_blocks(data: bytes, rows: _Rows) -> list[Span]:
     the last of the comment lines right under the header (its documentation, not its first
     statement's: the chunker keeps a definition's own-line comments above it with it)."""
     heads = [m for m in _NAME_HEADER.finditer(data) if m.start() == 0 or data[m.start() - 1:m.start()] == b"\n"]
-    ends = [m.start() for m in heads[1:]] + [len(data)]
+    # The last block ends at the end of the text; a text with no header has no block at all
+    # (a plain schema file: its CREATE statements are still found by sql_spans).
+    ends = [m.start() for m in heads[1:]] + [len(data)] * bool(heads)
     spans = []
     for m, end in zip(heads, ends, strict=True):
         span = rows.span(m.start(), end, "function", m.group(1).decode("utf-8", "replace"))
