@@ -38,34 +38,34 @@ def implementation_first(results: list[Result], terms: list[str]) -> list[Result
     ``terms`` ask about tests (:data:`TEST_WORDS`).
     """
     tests_asked = bool(TEST_WORDS & set(terms))
+    named = [(r, _name(r.symbol) if r.role == "source" and not _declares(r) else None) for r in results]
     defined: dict[str, set[str]] = {}
-    for r in results:
-        if r.role == "source" and not _declares(r) and _name(r.symbol):
-            defined.setdefault(_name(r.symbol), set()).add(r.path)
+    for r, name in named:
+        if name:
+            defined.setdefault(name, set()).add(r.path)
     # A name several files define (v3 and v4 copies, one ``parse`` per module) says nothing about
     # which of them the test exercises: only a name one file defines points.
-    names_of_one = {name for name, paths in defined.items() if len(paths) == 1}
-    out, i = list(results), 0
+    out = [(r, name if name and len(defined[name]) == 1 else None) for r, name in named]
+    i = 0
     while i < len(out):
-        above = out[i]
+        above = out[i][0]
         test, declaration = above.role == "test" and not tests_asked, _declares(above)
-        names = (set(_IDENTIFIER.findall(above.content)) if test else {_name(above.symbol)}) & names_of_one \
-            if test or declaration else set()
-        movers = [j for j in range(i + 1, len(out)) if _implements(out[j], above, names)][:MAX_LIFTS]
+        below = [(j, name) for j, (r, name) in enumerate(out[i + 1:], i + 1)
+                 if name and r.path != above.path and r.tier == above.tier] if test or declaration else []
+        if below and test:  # a cheap substring look first: most test chunks name none of them
+            present = {name for _, name in below if name in above.content}
+            names = set(_IDENTIFIER.findall(above.content)) & present if present else set()
+        else:
+            names = {_name(above.symbol)} if below else set()
+        movers = [j for j, name in below if name in names][:MAX_LIFTS]
         if movers:
-            lifted = [dataclasses.replace(out[j], score=max(out[j].score, round(above.score + LIFT, 6))) for j in movers]
-            rest = [r for k, r in enumerate(out) if k not in set(movers)]
+            lifted = [(dataclasses.replace(out[j][0], score=max(out[j][0].score, round(above.score + LIFT, 6))),
+                       out[j][1]) for j in movers]
+            rest = [pair for k, pair in enumerate(out) if k not in set(movers)]
             out = rest[:i] + lifted + rest[i:]
             i += len(lifted)
         i += 1
-    return out
-
-
-def _implements(r: Result, above: Result, names: set[str]) -> bool:
-    """Whether ``r`` is source code named in ``names`` (from ``above``), in another file and the same tier."""
-    name = _name(r.symbol)
-    return bool(name) and name in names and r.role == "source" and r.path != above.path and r.tier == above.tier \
-        and not _declares(r)
+    return [r for r, _ in out]
 
 
 def _declares(r: Result) -> bool:
