@@ -198,3 +198,16 @@ def test_kmeans_separates_clear_clusters():
     x = np.concatenate([c + 0.05 * rng.standard_normal((50, 8)) for c in centres]).astype(np.float32)
     found = ann.kmeans(x, 3)
     assert sorted(np.argmax(found @ centres.T, axis=1).tolist()) == [0, 1, 2]
+
+
+def test_doctor_finds_a_vector_missing_from_its_list_and_repair_makes_search_exact(fresh):
+    from codii_sql.ingest.doctor import examine
+
+    cb = Codebase.open(fresh)
+    with Store(cb.db_path, create=False) as store:
+        assert [c for c in examine(store, repair=False).checks if c.name == "IVF lists match vectors"][0].ok
+        with store.transaction():
+            store.conn.execute("DELETE FROM chunks_lists WHERE rowid = (SELECT min(rowid) FROM chunks_vec)")
+        check = [c for c in examine(store, repair=True).checks if c.name == "IVF lists match vectors"][0]
+        assert not check.ok and check.repaired and "1 vectors in no list" in check.detail
+        assert ann.lists(store) == 0

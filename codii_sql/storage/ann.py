@@ -62,8 +62,7 @@ def maintain(store: Any, min_vectors: int | None = None) -> int:
     if count < max(threshold, 1):
         if have:
             with store.transaction():
-                _reset(store)
-                store.set_meta(ann_vectors=0)
+                clear(store)
         return 0
     clustered = int(store.meta().get("ann_vectors") or 0)
     if have and clustered and clustered / RECLUSTER_GROWTH <= count <= clustered * RECLUSTER_GROWTH:
@@ -92,6 +91,12 @@ def cluster(store: Any, seed: int = 0) -> int:
             listed += len(ids)
         store.set_meta(ann_vectors=listed, ann_lists=n_lists)
     return n_lists
+
+
+def clear(store: Any) -> None:
+    """Empty the lists (search is exact again); the caller owns the transaction."""
+    _reset(store)
+    store.set_meta(ann_vectors=0)
 
 
 def kmeans(sample: np.ndarray, n_lists: int, *, rounds: int = KMEANS_ROUNDS, seed: int = 0) -> np.ndarray:
