@@ -90,8 +90,8 @@ def cluster(store: Any, seed: int = 0) -> int:
             store.many("ann_list_insert", ({"id": int(i), "list": int(li), "embedding": v.tobytes()}
                                            for i, li, v in zip(ids, nearest, vectors)))
             listed += len(ids)
-        store.set_meta(ann_vectors=listed, ann_lists=n_lists)
-    return n_lists
+        store.set_meta(ann_vectors=listed)
+    return len(centroids)
 
 
 def clear(store: Any) -> None:
