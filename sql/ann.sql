@@ -35,6 +35,9 @@ CREATE VIRTUAL TABLE chunks_lists USING vec0(
     embedding int8[{dims}] distance_metric=cosine,
     chunk_size=128
 );
+-- vec0 finds a partition's rows by scanning its chunks table (one row per 128 vectors); this index
+-- makes that a lookup: a 16-list probe at 100k real vectors 8.0 -> 6.1 ms (docs/benchmarks.md).
+CREATE INDEX chunks_lists_by_list ON chunks_lists_chunks(partition00);
 
 -- name: ann_vectors
 -- Every float vector in rowid order (streamed by ann.py, never held whole).
