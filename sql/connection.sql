@@ -9,8 +9,10 @@ PRAGMA journal_mode = WAL;
 PRAGMA synchronous = NORMAL;
 
 -- name: pragma_mmap
--- Measured: mmap >= the file size makes vec0's brute-force KNN ~40% faster.
-PRAGMA mmap_size = 1073741824;
+-- Measured: mmap >= the file size makes vec0's brute-force KNN ~40% faster, and an IVF probe of
+-- 16 lists 3.7x faster at 1M chunks (27 vs 102 ms: the lists are written last, past the first GB of
+-- the 2.2 GB file). 16 GiB of address space, not memory: pages are read only as touched.
+PRAGMA mmap_size = 17179869184;
 
 -- name: pragma_integrity_check
 PRAGMA integrity_check;

@@ -66,6 +66,26 @@ CREATE VIRTUAL TABLE IF NOT EXISTS chunks_bits USING vec0(
     embedding bit[384]
 );
 
+-- Approximate KNN (IVF, codii_sql/storage/ann.py), in use once an index holds ann_min_vectors
+-- vectors: rowid = list number (1..lists), the unit-length mean of the list's vectors (spherical
+-- k-means, about sqrt(n) lists). Empty below the threshold: search then scans exactly.
+CREATE VIRTUAL TABLE IF NOT EXISTS chunks_ivf USING vec0(
+    centroid float[384] distance_metric=cosine
+);
+
+-- rowid = chunks.id. Each clustered vector in its list (the partition key), as int8 (384 bytes
+-- against float's 1,536): a probe scans only the nearest lists' rows and the float cosine of
+-- chunks_vec re-scores the best of them (sql/search.sql `ivf`). vec0 cannot change a row's
+-- partition in place, so re-clustering writes this table anew. Empty while chunks_ivf is.
+CREATE VIRTUAL TABLE IF NOT EXISTS chunks_lists USING vec0(
+    list integer partition key,
+    embedding int8[384] distance_metric=cosine,
+    chunk_size=128
+);
+-- vec0 finds a partition's rows by scanning its chunks table (one row per 128 vectors); this index
+-- makes that a lookup: a 16-list probe at 100k real vectors 8.0 -> 6.1 ms (docs/benchmarks.md).
+CREATE INDEX IF NOT EXISTS chunks_lists_by_list ON chunks_lists_chunks(partition00);
+
 -- Chunks still waiting for their vector. A build commits a file's chunks, FTS5 rows and Merkle
 -- node first (BM25 and symbols find them at once); the vector phase then embeds the queued
 -- chunks in priority order and deletes their rows here as their vectors commit. A killed vector
@@ -107,6 +127,8 @@ CREATE TABLE IF NOT EXISTS merkle_nodes (
 DROP TABLE IF EXISTS chunks_fts;
 DROP TABLE IF EXISTS chunks_vec;
 DROP TABLE IF EXISTS chunks_bits;
+DROP TABLE IF EXISTS chunks_ivf;
+DROP TABLE IF EXISTS chunks_lists;
 DROP TABLE IF EXISTS file_trigrams;
 DELETE FROM file_texts;
 DELETE FROM vector_queue;
@@ -140,10 +162,12 @@ SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'chunks_vec';
 SELECT count(*) FROM chunks_vec;
 
 -- name: vector_tables_create
--- Both vector tables with another width ({dims} is replaced by Store.make_vector_tables with a
+-- The vector tables with another width ({dims} is replaced by Store.make_vector_tables with a
 -- validated integer, a multiple of 8: bit vectors are whole bytes). Run while they are empty.
 DROP TABLE IF EXISTS chunks_vec;
 DROP TABLE IF EXISTS chunks_bits;
+DROP TABLE IF EXISTS chunks_ivf;
+DROP TABLE IF EXISTS chunks_lists;
 CREATE VIRTUAL TABLE chunks_vec USING vec0(
     embedding float[{dims}] distance_metric=cosine
 );
@@ -151,3 +175,12 @@ CREATE VIRTUAL TABLE chunks_bits USING vec0(
     part integer partition key,
     embedding bit[{dims}]
 );
+CREATE VIRTUAL TABLE chunks_ivf USING vec0(
+    centroid float[{dims}] distance_metric=cosine
+);
+CREATE VIRTUAL TABLE chunks_lists USING vec0(
+    list integer partition key,
+    embedding int8[{dims}] distance_metric=cosine,
+    chunk_size=128
+);
+CREATE INDEX chunks_lists_by_list ON chunks_lists_chunks(partition00);

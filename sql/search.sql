@@ -25,7 +25,9 @@
 --   :bm25_*       FTS5 column weights for bm25(): content, subtokens, symbol, path
 --   :coarse_k     0 for an exact KNN scan; else the candidates taken from each partition of
 --                 chunks_bits by hamming distance before the float cosine re-scores them
---                 (searcher.py: large indexes, unfiltered searches)
+--                 (searcher.py: large indexes, unfiltered searches, not clustered)
+--   :nprobe       0, or the IVF lists probed (clustered indexes, unfiltered searches: `probes`)
+--   :ivf_rescore  int8 candidates of the probed lists re-scored with the float cosine
 --   :filtered     1 when any filter below is set; 0 lets KNN skip the rowid IN pushdown
 --                 (measured: the pushdown costs ~30 ms at 100k chunks when it filters nothing)
 --   :exts         JSON array of file name endings ('.py'), or NULL
@@ -91,7 +93,8 @@ bm25_ranked AS (
 -- pushed into the scan, which then reads only the allowed rows).
 knn_exact AS (
     SELECT rowid AS id, distance FROM chunks_vec
-    WHERE :qvec IS NOT NULL AND :coarse_k = 0 AND :filtered = 0 AND embedding MATCH :qvec AND k = :depth
+    WHERE :qvec IS NOT NULL AND :coarse_k = 0 AND :nprobe = 0 AND :filtered = 0 AND embedding MATCH :qvec
+      AND k = :depth
 ),
 knn_exact_filtered AS (
     SELECT rowid AS id, distance FROM chunks_vec
@@ -136,9 +139,28 @@ knn_rescored AS (
     FROM coarse co JOIN chunks_vec v ON v.rowid = co.id
     ORDER BY distance LIMIT :depth
 ),
+-- Clustered indexes (storage/ann.py), unfiltered searches: the :nprobe lists whose centroids are
+-- nearest the query, :depth int8 candidates from each (a list's rows only: its partition key), the
+-- best :ivf_rescore of them re-scored with the float cosine. CROSS JOIN keeps the probes outer, so
+-- vec0 gets each list as a constant of its own scan (one arm per list also works, but 3+ arms
+-- nest this statement past SQLite's limit: "VIEWs and/or subqueries nested too deep").
+-- searcher.py sets :nprobe = 0 when filtered or not clustered; an older index read as it is gets
+-- empty lists (ann.stand_in).
+probes AS MATERIALIZED (
+    SELECT rowid AS list FROM chunks_ivf WHERE :nprobe > 0 AND centroid MATCH :qvec AND k = :nprobe
+),
+knn_listed AS (
+    SELECT l.id, vec_distance_cosine(v.embedding, :qvec) AS distance
+    FROM (SELECT cl.rowid AS id FROM probes p CROSS JOIN chunks_lists cl
+          WHERE cl.list = p.list AND cl.embedding MATCH vec_quantize_int8(:qvec, 'unit') AND cl.k = :depth
+          ORDER BY cl.distance LIMIT :ivf_rescore) l
+    JOIN chunks_vec v ON v.rowid = l.id
+    ORDER BY distance LIMIT :depth
+),
 knn_hits AS (
     SELECT id, distance, 1.0 - distance AS raw, row_number() OVER (ORDER BY distance) AS rnk
-    FROM (SELECT * FROM knn_exact UNION ALL SELECT * FROM knn_exact_filtered UNION ALL SELECT * FROM knn_rescored)
+    FROM (SELECT * FROM knn_exact UNION ALL SELECT * FROM knn_exact_filtered UNION ALL SELECT * FROM knn_rescored
+          UNION ALL SELECT * FROM knn_listed)
 ),
 -- BM25's confidence: how far its best hit stands above the second, (s1 - s2) / s1 (1 for a
 -- single hit). On CoSQA dev its top hit is right for 58% of queries with a gap >= 0.27 and

@@ -35,11 +35,12 @@ def size_cap(name: str, max_file_bytes: int) -> int:
 CONFIG_FILE_NAME = ".codii.yaml"
 #: Its keys, all optional.
 CONFIG_KEYS = ("ignore_patterns", "extensions", "max_file_bytes", "vectors", "embedder", "max_chunk_size",
-               "min_chunk_size", "embedding_batch_size", "workers", "history")
+               "min_chunk_size", "embedding_batch_size", "workers", "history", "ann_min_vectors")
 #: The integer settings: (lowest, highest, unit). A chunk under 100 characters is a line or two;
 #: 64 processes outnumber any machine's cores that chunking could use.
 BOUNDS = {"max_chunk_size": (100, 100_000, "characters"), "min_chunk_size": (0, 10_000, "characters"),
-          "embedding_batch_size": (1, 4096, "texts per model call"), "workers": (0, 64, "chunking processes, 0 = auto")}
+          "embedding_batch_size": (1, 4096, "texts per model call"), "workers": (0, 64, "chunking processes, 0 = auto"),
+          "ann_min_vectors": (1, 10**9, "vectors from which search uses IVF lists")}
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +105,8 @@ class CodebaseConfig:
             the model's word-piece budget still caps a chunk.
         embedding_batch_size: texts per call of the embedder (each call's vectors are cached at once).
         workers: chunking processes (0 or None: up to 4, one per core).
+        ann_min_vectors: vectors from which a build clusters the index into IVF lists
+            (approximate KNN, storage/ann.py; None: :data:`~..storage.ann.ANN_MIN_VECTORS`).
         history: which commits the history index holds (:func:`history_bound`): None for the
             default, :data:`HISTORY_OFF` for none (``history: false``).
     """
@@ -118,6 +121,7 @@ class CodebaseConfig:
     embedding_batch_size: int | None = None
     workers: int | None = None
     history: HistoryBound | None = None
+    ann_min_vectors: int | None = None
 
     @property
     def chunk_sizes(self) -> ChunkSizes:

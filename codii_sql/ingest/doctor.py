@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..errors import DamagedIndexError, StorageError
+from ..storage import ann
 from ..storage.store import Store
 from ..text import unpack_text
 from . import merkle
@@ -45,7 +46,8 @@ class DoctorReport:
 def examine(store: Store, *, repair: bool) -> DoctorReport:
     """Run every check on ``store``; with ``repair``, fix what can be fixed in one transaction.
 
-    Repairs: rebuild FTS5 from ``chunks``; drop vectors and chunks without an owner; mark
+    Repairs: rebuild FTS5 from ``chunks``; drop vectors and chunks without an owner; empty IVF
+    lists that disagree with the vectors (the next build clusters again); mark
     files with missing vectors or chunks so the next build re-indexes them; rewrite the
     Merkle tree from the file rows. Call it while holding the codebase's writer lock.
     """
@@ -92,6 +94,12 @@ def _check_rows(store: Store, report: DoctorReport, *, repair: bool) -> None:
     report.checks.append(Check("chunks match files", not no_file and not mismatched,
                                f"{len(no_file)} chunks without file, {len(mismatched)} files with missing chunks"))
     forget = sorted({r["path"] for r in missing_vec} | {r["path"] for r in mismatched})
+    lists = ann.lists(store)
+    ivf = store.row("ann_unlisted") if lists else {"unlisted": 0, "orphans": 0}
+    ivf_ok = not ivf["unlisted"] and not ivf["orphans"]
+    if lists:  # an unclustered index has nothing to check: its search is exact
+        report.checks.append(Check("IVF lists match vectors", ivf_ok, f"{ivf['unlisted']} vectors in no list, "
+                                   f"{ivf['orphans']} list rows without vector ({lists} lists)"))
 
     unwritten, orphan_texts = _check_texts(store, report)
     forget = sorted(set(forget) | set(unwritten))
@@ -107,6 +115,8 @@ def _check_rows(store: Store, report: DoctorReport, *, repair: bool) -> None:
                                f"recomputed {tree.root_hash[:12]}"))
     if not repair:
         return
+    if not ivf_ok:  # exact search until the next build clusters the index again
+        ann.clear(store)
     for cid in orphans:
         store.run("vectors_delete", {"id": cid})
     for cid in no_file:

@@ -12,7 +12,7 @@ from ..errors import BuildStopped, DamagedIndexError, IndexBusyError, IndexMisma
 from ..paths import in_indexes_dir
 from ..models.cache import EmbeddingCache
 from ..models.embedder import Embedder
-from ..storage import health
+from ..storage import ann, health
 from ..storage.lock import vector_lock, vectors_running, writer_lock
 from ..storage.store import SCHEMA_VERSION, Store
 from .chunking import CHUNKER_VERSION, ChunkSizes
@@ -182,6 +182,9 @@ class Indexer:
             if embed:
                 self._embed_queued(store, report, wait, locked)
             report.vectors_pending = store.row("vector_counts")["pending"]
+            if report.vectors_enabled and not report.vectors_pending:
+                # Every vector is written: cluster (or re-cluster) it for approximate KNN, or not.
+                ann.maintain(store, self._config().ann_min_vectors)
             # Fold the WAL into the main file: a copied .db alone then holds the whole index.
             store.run("wal_checkpoint")
         health.vouch(self.codebase.db_path)  # only this build wrote since its check

@@ -12,6 +12,7 @@ import numpy as np
 from ..errors import EmbeddingFailedError, IndexMismatchError, Remedy, UsageError
 from ..languages import language_name
 from ..models.embedder import Embedder
+from ..storage import ann
 from ..storage.store import Store
 from .evidence import implementation_first
 from .query import Analysis, Named, analyze, symbol_match
@@ -48,6 +49,9 @@ PROBE_COARSE_K = 8
 PROBE_COARSE_MIN = 1_000
 #: ... so a probe is taken as up to this much below the full search's ``knn_match``.
 PROBE_LOW_BY = 0.01
+#: int8 candidates of the probed IVF lists re-scored with the float cosine, as a multiple of the
+#: depth (int8 cosines of unit vectors are off by ~1e-3: they misorder near ties only; not tuned).
+IVF_RESCORE_FACTOR = 2
 #: Partitions of chunks_bits (rowid % 8; sql/schema.sql and sql/search.sql hold the same 8).
 BITS_PARTITIONS = 8
 #: Fused chunks the cross-encoder re-scores (the issue asks for 20-50; a MiniLM-L6
@@ -315,10 +319,16 @@ class Searcher:
         return self.store.rows("search_hybrid", params)
 
     def _knn_params(self, qvec: bytes | None, limit: int, filtered: bool) -> dict:
-        """``:depth`` and ``:coarse_k`` of a statement (exact KNN for small or filtered searches)."""
+        """``:depth``, ``:nprobe``, ``:ivf_rescore`` and ``:coarse_k`` of a statement: exact KNN for
+        small or filtered searches, the probed IVF lists of a clustered index, else sign bits."""
         depth = min(max(DEPTH, limit), 4096)
+        lists = ann.lists(self.store) if qvec is not None and not filtered else 0
+        if lists:
+            return {"depth": depth, "coarse_k": 0, "nprobe": min(ann.NPROBE, lists),
+                    "ivf_rescore": min(IVF_RESCORE_FACTOR * depth, 4096)}
         coarse = qvec is not None and not filtered and self.store.row("counts")["chunks"] >= COARSE_MIN_CHUNKS
-        return {"depth": depth, "coarse_k": min(-(-COARSE_FACTOR * depth // BITS_PARTITIONS), 4096) if coarse else 0}
+        return {"depth": depth, "coarse_k": min(-(-COARSE_FACTOR * depth // BITS_PARTITIONS), 4096) if coarse else 0,
+                "nprobe": 0, "ivf_rescore": 0}
 
     def match(self, query_vector: np.ndarray) -> float | None:
         """How well this index matches a query embedding (float32[dims]): the mean cosine of its

@@ -24,14 +24,13 @@ from ..errors import (
     StorageError,
 )
 from ..paths import in_indexes_dir
-from . import queries
+from . import ann, queries
 from .failures import disk_full, translate
 
-#: Bumped when the tables change shape. 2 added chunks_bits (binary-quantised vectors), 3
-#: partitioned it by rowid % 8, 4 added vector_queue (the vector phase), 5 stems chunks_fts
-#: (porter), 6 added the history_* tables (sql/history.sql), 7 file_texts and file_trigrams (grep);
-#: older indexes are migrated in place when opened. Other versions must be rebuilt.
-SCHEMA_VERSION = 7
+#: Bumped when the tables change shape. 2 added chunks_bits (binary-quantised vectors), 3 partitioned it
+#: by rowid % 8, 4 added vector_queue (the vector phase), 5 stems chunks_fts (porter), 6 added history_*,
+#: 7 file_texts and file_trigrams (grep), 8 chunks_ivf and chunks_lists (IVF); older ones migrate on open.
+SCHEMA_VERSION = 8
 #: The idempotent statements that make every table (the code's and grep's, then the history's).
 CREATE = ("create_schema", "history_schema")
 #: Re-tokenizes chunks_fts: dropped, made anew by create_schema, refilled from chunks.
@@ -42,10 +41,10 @@ _GREP = ("files_mark_reindex", "grep_mark_incomplete")
 #: Schema versions :meth:`Store._migrate` upgrades, and the statements each runs after
 #: create_schema (which adds the tables a newer schema brought).
 _MIGRATES = {"1": ("bits_rebuild", *_RETOKENIZE, *_GREP), "2": ("bits_rebuild", *_RETOKENIZE, *_GREP),
-             "3": (*_RETOKENIZE, *_GREP), "4": (*_RETOKENIZE, *_GREP), "5": _GREP, "6": _GREP}
+             "3": (*_RETOKENIZE, *_GREP), "4": (*_RETOKENIZE, *_GREP), "5": _GREP, "6": _GREP, "7": ()}
 #: Versions searched as they are when read-only: an unstemmed chunks_fts still matches (FTS5 tokenizes a
-#: query with the table's own tokenizer); 5 and 6 lack tables history and grep do without.
-_READABLE_AS_IS = frozenset({"4", "5", "6"})
+#: query with the table's own tokenizer); 5-7 lack tables history, grep and IVF do without (ann.stand_in).
+_READABLE_AS_IS = frozenset({"4", "5", "6", "7"})
 
 #: Milliseconds a connection waits on a lock held by another process before it gives up.
 BUSY_TIMEOUT_MS = 10_000
@@ -89,6 +88,7 @@ class Store:
         try:
             if readonly:
                 self._open_for_reading()
+                ann.stand_in(self)
                 self._translate = True
                 return
             try:
@@ -101,6 +101,7 @@ class Store:
                 shape = self._await_schema(shape)
             self._refuse_foreign(shape, create)
             if self.immutable:
+                ann.stand_in(self)
                 self._translate = True
                 return
             self._retry_busy("pragmas_write")
@@ -229,11 +230,10 @@ class Store:
                 time.sleep(0.01)
 
     def _migrate(self) -> None:
-        """Bring an index of schema 1-5 to :data:`SCHEMA_VERSION` in one transaction (a kill leaves
-        it as it was, retried next open): the tables a newer schema brought, for 1 and 2 the
-        partitioned chunks_bits, a stemmed chunks_fts (0.42 s for 27,785 chunks, measured at
-        load 5). Decided again under the write lock, as another process may have
-        migrated it meanwhile. An index of this version is opened without any write.
+        """Bring an older index to :data:`SCHEMA_VERSION` in one transaction (a kill leaves it as it
+        was, retried next open): the tables a newer schema brought, for 1 and 2 the partitioned
+        chunks_bits, a stemmed chunks_fts (0.42 s for 27,785 chunks, load 5). Decided again under the
+        write lock (another process may have migrated it); an index of this version is not written.
         Raises ``StorageError`` when the file is read-only, unless its version reads as it is."""
         version = self.value("meta_get", {"key": "schema_version"})
         if version not in _MIGRATES:
@@ -247,7 +247,7 @@ class Store:
                     self.set_meta(schema_version=SCHEMA_VERSION)
         except apsw.ReadOnlyError:
             if version in _READABLE_AS_IS:
-                return
+                return ann.stand_in(self)  # searched as it is (exact KNN over empty temp lists)
             self.conn.close()
             raise StorageError(f"{self.path} was built by an older codii-sql and is read-only, so it cannot be "
                                "upgraded in place", "copy it somewhere writable and pass --db, or rebuild it") from None
