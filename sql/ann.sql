@@ -24,7 +24,8 @@ CREATE VIRTUAL TABLE IF NOT EXISTS temp.chunks_lists USING vec0(
 
 -- name: ann_reset
 -- Both IVF tables empty ({dims} as above), dropped and made again: deleting a million vec0 rows one
--- by one costs more than writing them; the caller owns the transaction.
+-- by one costs more than writing them; the caller owns the transaction. Also run after
+-- vector_tables_create (Store.make_vector_tables), so a new width makes them once.
 DROP TABLE IF EXISTS chunks_ivf;
 DROP TABLE IF EXISTS chunks_lists;
 CREATE VIRTUAL TABLE chunks_ivf USING vec0(

@@ -163,11 +163,10 @@ SELECT count(*) FROM chunks_vec;
 
 -- name: vector_tables_create
 -- The vector tables with another width ({dims} is replaced by Store.make_vector_tables with a
--- validated integer, a multiple of 8: bit vectors are whole bytes). Run while they are empty.
+-- validated integer, a multiple of 8: bit vectors are whole bytes). Run while they are empty,
+-- followed by sql/ann.sql ann_reset (the IVF tables, as wide).
 DROP TABLE IF EXISTS chunks_vec;
 DROP TABLE IF EXISTS chunks_bits;
-DROP TABLE IF EXISTS chunks_ivf;
-DROP TABLE IF EXISTS chunks_lists;
 CREATE VIRTUAL TABLE chunks_vec USING vec0(
     embedding float[{dims}] distance_metric=cosine
 );
@@ -175,12 +174,3 @@ CREATE VIRTUAL TABLE chunks_bits USING vec0(
     part integer partition key,
     embedding bit[{dims}]
 );
-CREATE VIRTUAL TABLE chunks_ivf USING vec0(
-    centroid float[{dims}] distance_metric=cosine
-);
-CREATE VIRTUAL TABLE chunks_lists USING vec0(
-    list integer partition key,
-    embedding int8[{dims}] distance_metric=cosine,
-    chunk_size=128
-);
-CREATE INDEX chunks_lists_by_list ON chunks_lists_chunks(partition00);

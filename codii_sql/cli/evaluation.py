@@ -71,11 +71,16 @@ def eval_(dataset, path, modes, commits, rerank, rerank_model, embedder, no_prio
                               rerank_model=rerank_model, embedder=embedder, role_prior=not no_prior,
                               repos=repos.split(",") if repos else [], limit=limit, top=top,
                               bench_dir=Path(bench_dir) if bench_dir else None, work_dir=Path(work_dir))
-    run = evaluate.evaluate(cfg, log=lambda msg: click.echo(msg, err=True))
-    saved = evaluate.save_run(run, cfg.work_dir)
+    _saved(evaluate, evaluate.evaluate(cfg, log=lambda msg: click.echo(msg, err=True)), cfg.work_dir,
+           evaluate.format_run, as_json)
+
+
+def _saved(evaluate, run: dict, work_dir: Path, text, as_json: bool) -> None:
+    """Save one run record under ``work_dir``, print it (``text(run)``, or its summary as JSON) and where it went."""
+    saved = evaluate.save_run(run, work_dir)
     if as_json:
         return emit({**evaluate.summary(run), "saved": str(saved)})
-    click.echo(evaluate.format_run(run))
+    click.echo(text(run))
     click.echo(f"saved: {saved}", err=True)
 
 
@@ -101,9 +106,5 @@ def _tokens(evaluate, path, commits, repos, limit, bench_dir, work_dir, budgets,
     cfg = evaluate.TokensConfig("swebench" if swe else "git", path=Path(path or "."), commits=commits, budgets=steps,
                                 search_tokens=search_tokens, repos=tuple(repos.split(",")) if repos else (),
                                 limit=limit, bench_dir=Path(bench_dir) if bench_dir else None, work_dir=Path(work_dir))
-    run = evaluate.evaluate_tokens(cfg, log=lambda msg: click.echo(msg, err=True))
-    saved = evaluate.save_run(run, cfg.work_dir)
-    if as_json:
-        return emit({**evaluate.summary(run), "saved": str(saved)})
-    click.echo(evaluate.format_tokens(run))
-    click.echo(f"saved: {saved}", err=True)
+    _saved(evaluate, evaluate.evaluate_tokens(cfg, log=lambda msg: click.echo(msg, err=True)), cfg.work_dir,
+           evaluate.format_tokens, as_json)

@@ -358,7 +358,7 @@ class Store:
             if self.value("vector_rows"):
                 raise IndexMismatchError(f"the embedder returns {dims}-dim vectors but index {self.path.name} holds "
                                          f"{self.vector_dims()}-dim ones", Remedy("force_build"))
-            self._run_text(queries.sql("vector_tables_create").replace("{dims}", str(int(dims))))
+            self._run_text("\n".join(map(queries.sql, ("vector_tables_create", "ann_reset"))).replace("{dims}", str(int(dims))))
 
     def create_history_vec(self, dims: int) -> None:
         """Make ``history_vec`` (sql/history.sql) ``dims`` wide; the caller checked it is absent."""
