@@ -332,12 +332,18 @@ def test_clear_refuses_while_another_process_embeds_or_builds_in_the_background(
     assert not cb.vector_lock_path.exists() and not cb.daemon_info_path.exists()
 
 
+def _holder(lock: str, repo, home) -> subprocess.Popen:
+    """A separate process that takes ``lock`` (a codii_sql.storage.lock context manager) on ``repo``,
+    prints ``held`` and keeps it until its stdin closes."""
+    code = (f"import sys\nfrom codii_sql.codebase import Codebase\nfrom codii_sql.storage.lock import {lock}\n"
+            f"with {lock}(Codebase.open(sys.argv[1])):\n    print('held', flush=True)\n    sys.stdin.read()\n")
+    return subprocess.Popen([sys.executable, "-c", code, str(repo)], env=_env(home), text=True,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+
+
 def test_a_build_waiting_for_another_vector_phase_says_so_then_finishes_it(sample_repo, codii_home):
     assert run("build", sample_repo, "--no-vectors").exit_code == 0
-    hold = ("import sys\nfrom codii_sql.codebase import Codebase\nfrom codii_sql.storage.lock import vector_lock\n"
-            "with vector_lock(Codebase.open(sys.argv[1])):\n    print('held', flush=True)\n    sys.stdin.read()\n")
-    holder = subprocess.Popen([sys.executable, "-c", hold, str(sample_repo)], env=_env(codii_home), text=True,
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    holder = _holder("vector_lock", sample_repo, codii_home)
     try:
         assert holder.stdout.readline().strip() == "held"
         build = subprocess.Popen([sys.executable, "-m", "codii_sql.cli", "build", str(sample_repo), "--vectors"],
@@ -489,10 +495,7 @@ def test_a_search_during_a_build_with_vectors_off_does_not_say_vectors_are_being
     """While `build --no-vectors` ran, searches and status said "vectors are still being embedded
     (0 of N chunks)": the build's writer lock was taken for a vector phase that never comes."""
     assert run("build", sample_repo, "--no-vectors").exit_code == 0
-    hold = ("import sys\nfrom codii_sql.codebase import Codebase\nfrom codii_sql.storage.lock import writer_lock\n"
-            "with writer_lock(Codebase.open(sys.argv[1])):\n    print('held', flush=True)\n    sys.stdin.read()\n")
-    holder = subprocess.Popen([sys.executable, "-c", hold, str(sample_repo)], env=_env(codii_home), text=True,
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    holder = _holder("writer_lock", sample_repo, codii_home)
     try:
         assert holder.stdout.readline().strip() == "held"
         out = last_json(run("search", "handler", "--path", sample_repo, "--json").output)
