@@ -9,7 +9,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -45,6 +47,37 @@ def fill(disk: Path) -> None:
             with contextlib.suppress(OSError):
                 while True:
                     out.write(b"\0" * size)
+
+
+def remount(disk: Path, mode: str, timeout: float = 60.0) -> None:
+    """``mount -o remount,MODE`` once no process holds a file of ``disk`` open for writing.
+
+    A server process the MCP client just stopped, or a background build it left, can still hold
+    the index open for a moment under load ("mount point is busy", seen once in CI); past
+    ``timeout`` seconds the failure names the processes that hold files there.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        done = subprocess.run(["mount", "-o", f"remount,{mode}", str(disk)], capture_output=True, text=True)
+        if done.returncode == 0:
+            return
+        if time.monotonic() > deadline:
+            raise AssertionError(f"remount,{mode} failed: {done.stderr.strip()}; open there: {holders(disk)}")
+        time.sleep(0.2)
+
+
+def holders(disk: Path) -> list[str]:
+    """``pid command: path`` of every open file under ``disk``, from /proc."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        with contextlib.suppress(OSError):
+            for fd in (proc / "fd").iterdir():
+                with contextlib.suppress(OSError):
+                    target = os.readlink(fd)
+                    if target.startswith(str(disk)):
+                        cmd = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+                        found.append(f"{proc.name} {cmd[:120]}: {target}")
+    return found
 
 
 def cli_json(*args) -> tuple[int, dict]:
@@ -85,7 +118,7 @@ def test_an_intact_index_is_read_on_a_full_disk_and_a_read_only_one(small_disk, 
     asyncio.run(agent())
 
     (small_disk / "filler").unlink()
-    subprocess.run(["mount", "-o", "remount,ro", str(small_disk)], check=True)
+    remount(small_disk, "ro")
     code, ro = cli_json("search", "retry with backoff", "--path", sample_repo, "--json")
     assert code == 0 and ro["results"] and "(the index is read-only)" in ro["note"], ro
 
@@ -104,6 +137,6 @@ def test_an_intact_index_is_read_on_a_full_disk_and_a_read_only_one(small_disk, 
             assert "to resume" not in st.content[0].text and "read-only" in st.content[0].text
 
     asyncio.run(read_only_agent())
-    subprocess.run(["mount", "-o", "remount,rw", str(small_disk)], check=True)
+    remount(small_disk, "rw")
     code, rebuilt = cli_json("build", sample_repo, "--json")  # space again: the edit is indexed
     assert code == 0 and rebuilt["modified"] == 1, rebuilt
