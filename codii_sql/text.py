@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import codecs
-import functools
 import re
 import zlib
 
@@ -60,8 +59,7 @@ def decode_source(data: bytes) -> str:
     return text.replace("\x00", "\ufffd")
 
 
-@functools.lru_cache(maxsize=65536)
-def _split_cached(word: str) -> tuple[str, ...]:
+def _split(word: str) -> tuple[str, ...]:
     parts: list[str] = []
     for piece in _SEPARATORS.split(word):
         if not piece:
@@ -77,7 +75,23 @@ def split_identifier(word: str) -> list[str]:
     ``getUserName`` -> ``["get", "user", "name"]``; ``HTTPServer2`` -> ``["http", "server", "2"]``;
     ``parse_header`` -> ``["parse", "header"]``. Non-ASCII letters stay inside their word.
     """
-    return list(_split_cached(word))
+    return list(_split(word))
+
+
+class _Compounds(dict):
+    """identifier -> its sub-tokens space-separated, or ``""`` when it does not split: filled as
+    identifiers are met (code repeats its identifiers), emptied past :data:`_MAX_COMPOUNDS` entries."""
+
+    def __missing__(self, ident: str) -> str:
+        if len(self) > _MAX_COMPOUNDS:
+            self.clear()
+        parts = _split(ident)
+        self[ident] = joined = " ".join(parts) if len(parts) > 1 else ""
+        return joined
+
+
+_MAX_COMPOUNDS = 500_000
+_compounds = _Compounds()
 
 
 def identifier_subtokens(text: str) -> str:
@@ -87,12 +101,7 @@ def identifier_subtokens(text: str) -> str:
     second FTS5 column adds what the ``unicode61 tokenchars '_'`` column cannot match,
     without doubling plain words. Used for the ``subtokens`` column of ``chunks_fts``.
     """
-    out: list[str] = []
-    for ident in _IDENT.findall(text):
-        parts = _split_cached(ident)  # code repeats its identifiers: memoised
-        if len(parts) > 1:
-            out.extend(parts)
-    return " ".join(out)
+    return " ".join(filter(None, map(_compounds.__getitem__, _IDENT.findall(text))))
 
 
 #: Han ideographs (extension A and compatibility forms too), hiragana and katakana (with the

@@ -64,14 +64,20 @@ def count_tokens(texts: list[str]) -> list[int]:
     counts = [0] * len(texts)
     words: dict[int, list[str]] = {}
     other: list[int] = []
-    for i, text in enumerate(texts):
-        if text.isascii() and _PLAIN.fullmatch(text) and not ("[" in text and special.search(text)):
-            words[i] = _WORD.findall(text.lower())
-        else:
-            other.append(i)
+    whole = "\n".join(texts)
+    if whole.isascii() and _PLAIN.fullmatch(whole) and not ("[" in whole and special.search(whole)):
+        # One check for the whole batch (a file's lines, as a rule); split again where no text holds a line break.
+        lowered = whole.lower().split("\n") if whole.count("\n") == len(texts) - 1 else [t.lower() for t in texts]
+        words = dict(enumerate(map(_WORD.findall, lowered)))
+    else:
+        for i, text in enumerate(texts):
+            if text.isascii() and _PLAIN.fullmatch(text) and not ("[" in text and special.search(text)):
+                words[i] = _WORD.findall(text.lower())
+            else:
+                other.append(i)
     if len(_pieces) > _MAX_WORDS:
         _pieces.clear()
-    new = list({w for ws in words.values() for w in ws if w not in _pieces})
+    new = list(set().union(*words.values()).difference(_pieces))
     for word, enc in zip(new, tok.encode_batch(new, add_special_tokens=False)):
         _pieces[word] = len(enc.ids)
     pieces = _pieces.__getitem__
