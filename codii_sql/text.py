@@ -60,6 +60,10 @@ def decode_source(data: bytes) -> str:
 
 
 def _split(word: str) -> tuple[str, ...]:
+    letters = word.replace("_", "")
+    if letters.isalpha() and (letters.islower() or letters.isupper()):
+        # snake_case and UPPER_CASE (most C names): the words between underscores, as below
+        return tuple(p.lower() for p in word.split("_") if p)
     parts: list[str] = []
     for piece in _SEPARATORS.split(word):
         if not piece:

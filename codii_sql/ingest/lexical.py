@@ -25,9 +25,11 @@ from .walk import SourceFile
 from .write import flush_tree, remove_files, write_files
 
 #: A write transaction closes after this many chunks (or files): large enough that commit cost
-#: vanishes, small enough that a kill loses little work and readers see progress.
-BATCH_CHUNKS = 512
-BATCH_FILES = 256
+#: (FTS5 segment flushes and merges, page writes) stays small, small enough that a kill loses
+#: about a second of work and readers see progress. 512 / 256 made commits 40% of a kernel-size
+#: write phase; 4,096 / 1,024 with the WAL checkpoint of sql/files.sql 1.7x faster (docs/benchmarks.md).
+BATCH_CHUNKS = 4096
+BATCH_FILES = 1024
 
 
 @dataclass
@@ -83,7 +85,10 @@ class LexicalPhase:
         self.progress("chunk", 0, len(todo))
         with self.store.transaction():
             self.store.set_meta(phase="chunk", files_done=0, files_total=len(todo))
-        prepared = prepared_files(self.root, todo, plan.max_file_bytes, window=4 * BATCH_FILES, sizes=self.sizes,
+        # An index without a vector has none to reuse: the look-up by text hash cost 107 s of a
+        # 28-minute --no-vectors kernel build, all of it finding nothing.
+        reuse_index = self.reuse_index and bool(self.store.value("has_vectors"))
+        prepared = prepared_files(self.root, todo, plan.max_file_bytes, window=2 * BATCH_FILES, sizes=self.sizes,
                                   workers=self.workers)
         for batch in _batches(self._counted(prepared, len(todo))):
             ok = []
@@ -97,7 +102,7 @@ class LexicalPhase:
                     ok.append(p)
             t = time.perf_counter()
             keys = [[text_key(self.model_id, c.content) for c in p.chunks] for p in ok]
-            known = known_vectors(self.store, self.cache, [k for ks in keys for k in ks], reuse_index=self.reuse_index)
+            known = known_vectors(self.store, self.cache, [k for ks in keys for k in ks], reuse_index=reuse_index)
             report.vectors_reused += sum(1 for ks in keys for k in ks if k in known)
             report.phase_seconds["lookup"] += time.perf_counter() - t
             t = time.perf_counter()
