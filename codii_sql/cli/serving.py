@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from .. import cluster, http
 from ..errors import UsageError
 from .output import echo
 
@@ -16,6 +15,10 @@ def serve_http(workspaces: list[str], host: str, port: int, ray_address: str | N
         UsageError: nothing or an unknown workspace to serve, --replicas without --ray, Ray missing or
             unreachable, --shards with --ray.
     """
+    # The HTTP server (starlette, Jinja2, Pygments) and Ray load only when serving: every other
+    # command starts ~0.2 s sooner.
+    from .. import cluster, http
+
     if replicas is not None and ray_address is None:
         raise UsageError("--replicas counts Ray Serve replicas: pass --ray too (one process serves without it)")
     if shards is not None and ray_address is not None:
