@@ -21,6 +21,7 @@ from support.trees import REPO_ROOT
 
 from codii_sql.ingest.ignore import read_ignore_file
 from codii_sql.ingest.repositories import GIT_TIMEOUT_SECONDS
+from codii_sql.ingest import walk
 from codii_sql.ingest.walk import scan
 
 #: Names codii-sql adds no rule of its own for (no lock file, secret, binary or build folder).
@@ -168,7 +169,11 @@ def test_fuzzed_ignore_rules_list_what_git_lists(git_home, tree):
         chain = ["/".join(parts[:i + 1]) for i in range(len(parts))]
         ignored = subprocess.run(["git", "check-ignore", "-q", "--no-index", *chain], cwd=repo) if chain else None
         assume(ignored is None or ignored.returncode == 1)  # the root itself is never ignored (see above)
-        assert {f.path for f in scan(root).files} == listed(root)
+        scanned = {f.path for f in scan(root).files}
+        assert scanned == listed(root)
+        # One path at a time (a symbol look-up, a file read over MCP) decides as the whole walk does.
+        every = {p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file() and ".git" not in p.parts}
+        assert {rel for rel in every if walk.listed(root, rel)} == scanned
 
 
 def codii_ignored(root: Path, path: str) -> bool:

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from codii_sql.ingest.config import CONFIG_FILE_NAME, CodebaseConfig, load_config
+from codii_sql.ingest import walk
 from codii_sql.ingest.read import read_file
 from codii_sql.ingest.walk import SourceFile, scan
 
@@ -357,3 +358,24 @@ def test_a_symlinked_folder_is_indexed_once_as_git_stores_it(tmp_path):
 
     assert git_ls_files(tmp_path) == {f.path for f in result.files} | {"scripts/dtc/include-prefixes/arm"}
     assert result.skipped_paths == [(".git/", "default-excluded"), ("scripts/dtc/include-prefixes/arm/", "symlink-folder")]
+
+
+def test_one_path_is_listed_exactly_when_the_walk_lists_it(tmp_path):
+    """walk.listed (a symbol look-up's or a file read's check, one path at a time) against scan, over
+    default exclusions, build output, rescues, symlinks, a nested repository, size and extension limits."""
+    root = tmp_path / "root"
+    for rel in ["src/app.py", "src/build/__init__.py", "node_modules/m.js", "poetry.lock", ".env", ".env.test",
+                "deep/id_rsa", "deep/logo.png", "app.min.js", "js/dist/x.js", "js/package.json", "docs/a.md",
+                "ignored/x.py", "keep/y.log", "keep/z.log", "big.py", "nested/.git/HEAD", "nested/n.py", ".git/HEAD"]:
+        write(root, rel)
+    write(root, "big.py", "x" * 5000)
+    write(root, ".gitignore", "ignored/\n*.log\n!keep/z.log\n")
+    write(root, ".codiiignore", "!src/build/\n!.env.test\n")
+    os.symlink("src", root / "alias")
+    os.symlink("app.py", root / "src" / "same.py")
+    os.symlink(str(tmp_path), root / "out")
+    every = [p.relative_to(root).as_posix() for p in root.rglob("*") if not p.is_dir()]
+    every += ["alias/app.py", "missing.py", "src/missing/x.py", "out/root/src/app.py"]
+    for rules in ({}, {"max_file_bytes": 1000}, {"extensions": [".py"]}, {"ignore_patterns": ["docs/"]}):
+        scanned = paths(root, **rules)
+        assert scanned and {rel for rel in every if walk.listed(root, rel, **rules)} == scanned, rules

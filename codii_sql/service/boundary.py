@@ -26,12 +26,13 @@ from ..errors import Remedy, UsageError
 from ..ingest.config import DEFAULT_MAX_FILE_BYTES
 from ..ingest.read import SNIFF_BYTES, is_binary, is_private_key
 from ..ingest.exclusions import SECRET_RULE, default_file_reason
-from ..ingest.walk import scan
+from ..ingest.walk import listed
 
-#: Seconds a scan of the allowed file set is reused. A scan walks the whole tree, so every
-#: get_content call cannot afford one on a large repository; a file newly added to an
-#: ignore file stays readable for at most this long.
+#: Seconds a path's verdict (listed or not) is reused: a file newly added to an ignore file stays
+#: readable for at most this long.
 FILE_SET_TTL_SECONDS = 10.0
+#: Paths a :class:`FileSet` remembers at most before it starts again.
+MAX_REMEMBERED_PATHS = 100_000
 
 
 class PathRefusedError(UsageError):
@@ -191,7 +192,8 @@ def _read_all(fd: int, size: int, max_bytes: int) -> bytes:
 
 
 class FileSet:
-    """The paths a scan of one root lists (check 4), refreshed after :data:`FILE_SET_TTL_SECONDS`.
+    """Whether a scan of one root lists a path (check 4), decided along that path alone
+    (:func:`~codii_sql.ingest.walk.listed`) and remembered for :data:`FILE_SET_TTL_SECONDS`.
 
     Args:
         root: the codebase root.
@@ -202,17 +204,23 @@ class FileSet:
     def __init__(self, root: Path, rules: dict):
         self.root = root
         self.rules = rules
-        self._paths: frozenset[str] = frozenset()
-        self._at = float("-inf")
+        self._seen: dict[str, tuple[bool, float]] = {}
         self._lock = threading.Lock()
 
-    def paths(self) -> frozenset[str]:
-        """The relative POSIX paths a build would index now (rescanned when older than the TTL)."""
+    def lists(self, rel: str) -> bool:
+        """Whether a build would index the relative POSIX path ``rel`` now. A few directory
+        listings; a whole walk of the kernel took 1.5-2 s (a CLI symbol look-up paid it each call)."""
+        now = time.monotonic()
         with self._lock:
-            if time.monotonic() - self._at > FILE_SET_TTL_SECONDS:
-                self._paths = frozenset(f.path for f in scan(self.root, **self.rules).files)
-                self._at = time.monotonic()
-            return self._paths
+            known = self._seen.get(rel)
+            if known is not None and now - known[1] <= FILE_SET_TTL_SECONDS:
+                return known[0]
+        found = listed(self.root, rel, **self.rules)
+        with self._lock:
+            if len(self._seen) > MAX_REMEMBERED_PATHS:
+                self._seen.clear()
+            self._seen[rel] = (found, now)
+        return found
 
     def check(self, file: str) -> SafeFile:
         """All four checks.
@@ -230,7 +238,7 @@ class FileSet:
         Raises:
             PathRefusedError: the scan does not list ``rel``.
         """
-        if rel in self.paths():
+        if self.lists(rel):
             return
         if default_file_reason(PurePosixPath(rel).name) == "secret":
             raise PathRefusedError(f"{shown or rel!r} {SECRET_RULE}: never indexed or served")
