@@ -66,3 +66,25 @@ def test_a_file_replaced_by_a_folder_and_back_leaves_a_consistent_index(tmp_path
     report = service.build(cb, vectors=False)
     assert report.removed == 1 and service.doctor(cb, repair=False)["consistent"]
     assert [d["path"] for d in service.find_symbol(cb, "c")["definitions"]] == []
+
+
+def test_an_unchanged_tree_reads_only_the_root_of_its_merkle_tree(tmp_path, codii_home, monkeypatch):
+    """A no-change update (every search's) reads no Merkle node but the root: loading and rebuilding
+    the kernel's ~100k nodes was most of its 7 s. A binary file, skipped after reading, keeps it so;
+    an edit still takes the whole path."""
+    from codii_sql.storage.store import Store
+
+    repo = write_tree(tmp_path / "r", {"src/a.py": "def a():\n    pass\n", "src/b.py": "def b():\n    pass\n"})
+    (repo / "blob.dat").write_bytes(b"\x00\x01\x02" * 100)
+    cb = service.open_codebase(repo)
+    first = service.build(cb, vectors=False)
+    asked = []
+    rows = Store.rows
+    monkeypatch.setattr(Store, "rows", lambda self, name, params=None: asked.append(name) or rows(self, name, params))
+    again = service.build(cb, vectors=False)
+    assert "merkle_all" not in asked and again.merkle_root == first.merkle_root
+    assert (again.added, again.modified, again.removed) == (0, 0, 0)
+    (repo / "src" / "b.py").write_text("def b():\n    return 2\n")
+    edited = service.build(cb, vectors=False)
+    assert "merkle_all" in asked and edited.modified == 1 and edited.merkle_root != first.merkle_root
+    assert service.doctor(cb, repair=False)["consistent"]

@@ -66,6 +66,13 @@ def make_plan(store: Store, root: Path, rules: dict, progress: Callable[[str, in
     t = time.perf_counter()
     stored = {r["path"]: r for r in store.rows("files_all")}
     hashes = _hashes(root, result.files, stored, plan, progress)
+    root_hash = store.value("merkle_root")
+    if root_hash is not None and not plan.touched and _unchanged(hashes, stored):
+        # The files and their hashes are the indexed ones: so is the Merkle tree, and only its root is
+        # read (building and diffing its ~100k nodes cost a no-change kernel update ~1 s).
+        plan.old = merkle.Tree({"": merkle.Node("", None, True, root_hash)})
+        plan.seconds["hash"] = time.perf_counter() - t
+        return plan
     plan.old = merkle.Tree({r["path"]: merkle.Node(r["path"], r["parent"], bool(r["is_dir"]), r["hash"])
                             for r in store.rows("merkle_all")})
     new = merkle.build(hashes)
@@ -75,6 +82,18 @@ def make_plan(store: Store, root: Path, rules: dict, progress: Callable[[str, in
                             if r["size"] == REINDEX_SIZE and p in hashes and p not in changed)
     plan.seconds["hash"] = time.perf_counter() - t
     return plan
+
+
+def _unchanged(hashes: dict[str, str], stored: dict) -> bool:
+    """True when ``hashes`` (path -> content sha256 of a scan) are exactly the ``stored`` rows' and none
+    of those is marked for re-indexing (:data:`REINDEX_SIZE`)."""
+    if len(hashes) != len(stored):
+        return False
+    for path, digest in hashes.items():
+        row = stored.get(path)
+        if row is None or row["hash"] != digest or row["size"] == REINDEX_SIZE:
+            return False
+    return True
 
 
 def _hashes(root: Path, files: list[SourceFile], stored: dict, plan: Plan,
