@@ -21,6 +21,31 @@ SELECT m.file_id, f.path, m.symbol, m.kind, m.start_line, m.end_line, m.in_kind,
 FROM matched m JOIN files f ON f.id = m.file_id
 ORDER BY m.file_id, m.symbol, m.start_line;
 
+-- name: symbol_candidates_named
+-- Chunks whose symbol holds :needle (the last part of the name asked for; service/symbols.py
+-- groups them per (file, symbol), extends a class over its members' chunks, and keeps the exact,
+-- qualified or prefix matches, generics and `::` normalised), in file, symbol and line order.
+-- in_kind says whether the chunk is of :kind (always, with no :kind); first_content is the text
+-- of the first such chunk of its (file, symbol), for the signature, and NULL on the others.
+-- As symbol_candidates, for a :needle that is a whole word of the symbols it names (every name but a
+-- prefix's start): the chunks come from FTS5's symbol column (:fts, `symbol : "needle"`), not a scan
+-- of every chunk (`symbol tcp_retransmit_timer` on the kernel's 2.8M chunks: 1.4-4.7 s, reading the
+-- whole chunks table). A member's symbol (Session.send) holds its class's word too.
+WITH named AS (
+    SELECT rowid AS id FROM chunks_fts WHERE chunks_fts MATCH :fts
+), matched AS (
+    SELECT c.file_id, c.symbol, c.kind, c.start_line, c.end_line, c.content,
+           (:kind IS NULL OR c.kind = :kind) AS in_kind
+    FROM named n JOIN chunks c ON c.id = n.id
+    WHERE c.symbol IS NOT NULL AND instr(c.symbol, :needle) > 0
+)
+SELECT m.file_id, f.path, m.symbol, m.kind, m.start_line, m.end_line, m.in_kind, f.role, f.language,
+       CASE WHEN m.in_kind AND row_number() OVER (PARTITION BY m.file_id, m.symbol, m.in_kind
+                                                  ORDER BY m.start_line) = 1
+            THEN m.content END AS first_content
+FROM matched m JOIN files f ON f.id = m.file_id
+ORDER BY m.file_id, m.symbol, m.start_line;
+
 -- name: symbol_files
 -- Files whose text, symbols or path hold every part of the name (:fts, an FTS5 expression),
 -- best BM25 first: where a definition too small for a chunk of its own (a method inside its

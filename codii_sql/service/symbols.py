@@ -99,7 +99,7 @@ def find_symbol(codebase: Codebase, name: str, *, kind: str | None = None, prefi
     needle = (name_parts(wanted) or [wanted])[-1]
     budget = max(PARSED_FILES, limit)
     with open_store(codebase) as store:
-        rows = symbol_rows(store, needle, kind or None, CANDIDATE_CAP)
+        rows = symbol_rows(store, needle, kind or None, CANDIDATE_CAP, prefix=prefix)
         files = store.rows("symbol_files", {"fts": _every_part(wanted), "hits": 20 * budget, "files": budget + 1})
     # Parse the files of matching chunk symbols first, then the text matches; at most ``budget``.
     near = [r for r in rows if _match(normal_name(r["symbol"]), wanted, prefix) is not None]
