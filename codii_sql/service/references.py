@@ -115,8 +115,10 @@ def find_references(codebase: Codebase, name: str, *, limit: int = 200, offset: 
     ident = (name_parts(normal_name(name or "")) or [""])[-1]
     if not re.fullmatch(r"[\w$]+", ident):
         raise UsageError(f"{name!r} is not an identifier", "pass a name such as parse_header")
-    # Every definition of the identifier, whatever its class: a definition is not a use.
-    defined = find_symbol(codebase, ident, limit=MAX_DEFINITIONS, fileset=fileset)["definitions"]
+    # Every definition of the identifier, whatever its class: a definition is not a use. The files that
+    # merely mention it are parsed by the tally as they reach the listed window (parsing the 100
+    # likeliest up front was 1 s of `refs kmalloc` on the kernel, against rg's 0.65 s for all of it).
+    defined = find_symbol(codebase, ident, limit=MAX_DEFINITIONS, fileset=fileset, mentions=False)["definitions"]
     tally = _Tally(ident, offset, limit, {(d["path"], d["signature"]) for d in defined},
                    {d["path"] for d in defined}, reader(codebase, fileset))
     fts = '{content}: "' + ident.replace('"', '""') + '"'

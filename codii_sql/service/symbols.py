@@ -65,7 +65,7 @@ def reader(codebase: Codebase, fileset: boundary.FileSet | None) -> Callable[[st
 
 def find_symbol(codebase: Codebase, name: str, *, kind: str | None = None, prefix: bool = False,
                 limit: int = 20, offset: int = 0, max_tokens: int | None = None,
-                fileset: boundary.FileSet | None = None) -> dict:
+                fileset: boundary.FileSet | None = None, mentions: bool = True) -> dict:
     """Definitions of ``name`` from the index: ``{"codebase", "name", "definitions": [{"path",
     "symbol", "kind", "start_line", "end_line", "signature", "role", "language", "match"}]}``,
     at most ``limit`` from the ``offset``-th (0-based) on, and with ``max_tokens`` (None: any) as
@@ -79,7 +79,8 @@ def find_symbol(codebase: Codebase, name: str, *, kind: str | None = None, prefi
     ``Parser<'a>.parse``. ``match`` is ``exact``, ``qualified`` (a symbol ending in ``.name``) or
     ``prefix``; exact first, then source before docs before tests, shorter symbols, path.
     Case-sensitive. Lines 1-based inclusive. ``fileset`` as for :func:`outline` (a long-lived face
-    passes its cached one: a new one walks the tree once).
+    passes its cached one). ``mentions`` false parses only the files whose chunk symbols hold the
+    name, not those whose text mentions it (find_references parses the files it lists itself).
 
     Raises:
         UsageError: an empty name, a limit out of range, a negative offset, a max_tokens below 1.
@@ -100,7 +101,8 @@ def find_symbol(codebase: Codebase, name: str, *, kind: str | None = None, prefi
     budget = max(PARSED_FILES, limit)
     with open_store(codebase) as store:
         rows = symbol_rows(store, needle, kind or None, CANDIDATE_CAP, prefix=prefix)
-        files = store.rows("symbol_files", {"fts": _every_part(wanted), "hits": 20 * budget, "files": budget + 1})
+        files = store.rows("symbol_files", {"fts": _every_part(wanted), "hits": 20 * budget,
+                                            "files": budget + 1}) if mentions else []
     # Parse the files of matching chunk symbols first, then the text matches; at most ``budget``.
     near = [r for r in rows if _match(normal_name(r["symbol"]), wanted, prefix) is not None]
     every = {r["path"]: r for r in [*near, *files]}
