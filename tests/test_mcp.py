@@ -506,6 +506,12 @@ def test_every_default_answer_fits_an_agents_limit(codii_home, tmp_path):
             assert found["budget"]["max_tokens"] == 6000  # the default budget of an agent's search
             grepped = await call(s, "grep_code", **asks["grep_code"])
             assert grepped["truncated"] and grepped["matched_lines"] == 3000 + 2 + 120  # every one counted, few shown
+            # A match per character: each line's submatches count against the budget too (84k tokens before).
+            for args in ({"pattern": "."}, {"pattern": r"\S", "context": 10},
+                         {"pattern": ".", "limit": 2000, "max_tokens": 8000}):
+                res = await s.call_tool("grep_code", {"path": str(repo), "pathGlob": ["data/*"], **args})
+                assert not res.is_error and tokens(res) <= 20_000, (args, tokens(res))
+                assert res.structured_content["truncated"] and res.structured_content["files"], args
 
     asyncio.run(run())
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .answer import Note, Words, with_notes, worded_notes
+from .budget import json_tokens, tokens
 from .grep import GrepLine
 
 
@@ -27,6 +28,13 @@ class GrepFile:
         if self.not_stored:
             out["not_stored"] = self.not_stored
         return out
+
+
+def line_tokens(path: str, g: GrepLine) -> int:
+    """Tokens one line costs an answer that carries it twice, as text (``path:line:text``) and as JSON
+    (with its submatches), plus one per submatch: a run of small numbers in brackets takes about two
+    characters a token, not four (``.`` over 300-character lines made 84k-token MCP answers)."""
+    return tokens(f"{path}:{g.line}:{g.text}") + json_tokens(_line(g)) + len(g.spans)
 
 
 def _line(g: GrepLine) -> dict:

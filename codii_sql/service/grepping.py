@@ -23,10 +23,10 @@ from ..ingest import wildmatch
 from ..ingest.config import size_cap
 from ..languages import KNOWN_LANGUAGES, language_name
 from ..search.answer import Note
-from ..search.budget import tokens
+from ..search.budget import json_tokens
 from ..search.grep import (FILE_TIMEOUT_SECONDS, FileTimeout, GrepLine, as_text, matches_bytes, matching_lines,
                            with_context)
-from ..search.grep_answer import GrepAnswer, GrepFile
+from ..search.grep_answer import GrepAnswer, GrepFile, line_tokens
 from ..search.pattern import GrepPattern
 from ..storage.store import Store
 from ..text import decode_source, unpack_text
@@ -284,12 +284,14 @@ def _cut(g: GrepLine, columns: int) -> GrepLine:
 
 
 def _fit(answer: GrepAnswer, max_tokens: int) -> None:
-    """Keep the lines that fit ``max_tokens`` (each costs its path, number and text), in answer order."""
+    """Keep the lines that fit ``max_tokens`` (each costs its text and JSON forms: :func:`line_tokens`; a
+    file its JSON head), in answer order."""
     used, kept = 0, []
     for f in answer.files:
         lines = []
+        used += json_tokens({"path": f.path, "role": f.role, "language": f.language, "matches": f.matches})
         for g in f.lines:
-            used += tokens(f"{f.path}:{g.line}:{g.text}")
+            used += line_tokens(f.path, g)
             if used > max_tokens:
                 break
             lines.append(g)
