@@ -8,6 +8,7 @@ import pytest
 from support.trees import write_tree
 
 from codii_sql.ingest.config import DEFAULT_MAX_FILE_BYTES
+from codii_sql.ingest.walk import scan
 from codii_sql.service.boundary import (
     FileSet,
     PathRefusedError,
@@ -121,3 +122,23 @@ def test_get_content_is_capped_by_characters_not_only_lines(tmp_path):
         assert len(pages) == 3 and "".join(p["content"] for p in pages) == (tmp_path / "wide.py").read_text()
     finally:
         session.shutdown()
+
+
+def test_a_link_is_read_only_as_the_file_it_leads_to(tree):
+    """A link inside the root never serves what the rules exclude (a fresh user's `innocent.py -> .env`
+    served the secret over MCP, HTTP and grep); one to an indexed file reads that file."""
+    (tree / ".env").write_text("AWS_SECRET_ACCESS_KEY=1\n")
+    os.symlink(".env", tree / "innocent.py")
+    os.symlink("notes.env", tree / "notes_link.txt")  # ignored by *.env
+    os.mkdir(tree / ".git")
+    (tree / ".git" / "config").write_text("[core]\n")
+    os.symlink(".git/config", tree / "gitcfg.txt")
+    fileset = FileSet(tree, {"ignore_patterns": [], "extensions": None, "max_file_bytes": DEFAULT_MAX_FILE_BYTES})
+    with pytest.raises(PathRefusedError, match="usually holds credentials"):
+        fileset.check("innocent.py")
+    for link in ("notes_link.txt", "gitcfg.txt"):
+        with pytest.raises(PathRefusedError, match="ignore rules"):
+            fileset.check(link)
+    assert read_bytes(fileset.check("alias.py")) == b"def a():\n    return 1\n"
+    listed = {f.path for f in scan(tree).files}
+    assert not {"innocent.py", "notes_link.txt", "gitcfg.txt", "alias.py", ".env"} & listed and "src/a.py" in listed

@@ -12,6 +12,7 @@ SKIPPED_LISTED = 200
 #: to be left out, last what they asked to leave out.
 SKIP_ORDER = ("secret", "too-large", "minified", "binary", "undecodable-name", "unreadable", "not-regular-file",
               "vanished", "symlink-outside-root", "symlink-loop", "symlink-dangling", "symlink-folder",
+              "symlink-file",
               "binary-extension",
               "lock-file", "nested-repository", "extension-filter", "build-output", "default-excluded", "ignored")
 

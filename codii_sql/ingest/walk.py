@@ -52,8 +52,9 @@ A symlink to a directory is never entered, as Git stores a link as a link: the f
 are indexed once, under their own folder's path (``symlink-folder``; the Linux kernel's 12 links
 under ``scripts/dtc/include-prefixes/`` indexed 6,578 files twice when they were followed), or not
 at all when that folder lies outside the root (``symlink-outside-root``) or is on the walk's own
-chain (``symlink-loop``). A symlink to a file is read when its real path stays inside the root's
-real path, and listed under its own path (the path is the identity the index stores).
+chain (``symlink-loop``). A symlink to a file is not read either (``symlink-file``), as Git and
+ripgrep leave it: its target is indexed under its own path when the rules allow it, and the link
+never serves a file they exclude (a link ``notes.py -> .env`` served the secret).
 """
 
 from __future__ import annotations
@@ -80,7 +81,7 @@ PROGRESS_EVERY = 500
 SKIP_REASONS = (
     "ignored", "default-excluded", "build-output", "nested-repository", "too-large", "binary-extension", "lock-file",
     "minified", "secret",
-    "extension-filter", "symlink-outside-root", "symlink-loop", "symlink-dangling", "symlink-folder",
+    "extension-filter", "symlink-outside-root", "symlink-loop", "symlink-dangling", "symlink-folder", "symlink-file",
     "unreadable", "not-regular-file", "undecodable-name",
 )
 
@@ -110,6 +111,7 @@ class ScanResult:
             ``"symlink-dangling"`` is a symlink to nothing; ``"symlink-loop"`` a symlinked
             directory already on the walk chain, or a symlink cycle (ELOOP); ``"symlink-folder"``
             a symlink to a folder inside the root, whose files are listed under that folder's path;
+            ``"symlink-file"`` a symlink to a file inside the root (listed under the target's path, if at all);
             ``"undecodable-name"`` a name that is not UTF-8; ``"unreadable"`` a directory
             that cannot be listed or an entry that cannot be stat-ed.
         skipped_paths: ``(path, reason)`` of each skip counted in ``skipped``, in walk order: a
@@ -345,8 +347,8 @@ class _Walker:
             return ("symlink-loop" if exc.errno == errno.ELOOP
                     else "symlink-dangling" if exc.errno in (errno.ENOENT, errno.ENOTDIR)
                     else "unreadable")
-        if is_link and (reason := self._symlink_reason(os.path.realpath(entry.path))):
-            return reason
+        if is_link:
+            return self._symlink_reason(os.path.realpath(entry.path)) or "symlink-file"
         if not stat.S_ISREG(st.st_mode):
             return "not-regular-file"
         return "too-large" if st.st_size > size_cap(entry.name, self.max_file_bytes) else st

@@ -229,7 +229,9 @@ class FileSet:
             PathRefusedError: see :func:`resolve_file`, or the ignore rules exclude the file.
         """
         f = resolve_file(self.root, file)
-        self.require_listed(f.rel, file)
+        # The file a link leads to is the one read: it must be one the rules list (a link to `.env` or
+        # to an ignored file is refused; one to an indexed file reads it).
+        self.require_listed(Path(os.path.relpath(f.real, os.path.realpath(self.root))).as_posix(), file)
         return f
 
     def require_listed(self, rel: str, shown: str | None = None) -> None:
