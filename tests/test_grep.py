@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
+import sys
 
 import apsw
 import httpx
@@ -322,3 +324,21 @@ def test_a_file_turned_into_a_symlink_out_of_the_root_is_not_read(tmp_path):
     (root / "a.py").symlink_to(secret)  # after the build: the index still lists a.py
     found = grep(root, "leak_marker")
     assert lines(found) == [] and "could not be read now" in found.note(lambda h: None)
+
+
+def test_a_grep_of_an_unindexed_folder_says_it_indexes_it_and_embeds_nothing(tmp_path, codii_home):
+    """In a fresh process, as a user runs it: a first grep indexes the folder (saying so) without a
+    background embedding process, and a path that does not exist is an error (exit 2), not 'no match'."""
+    root = write_tree(tmp_path / "repo", {"sub/a.py": "def Context():\n    pass\n"})
+    env = {**os.environ, "CODII_SQL_HOME": str(codii_home), "CODII_SQL_WATCH": "0", "CODII_SQL_BACKGROUND": "1"}
+    cmd = [sys.executable, "-m", "codii_sql.cli"]
+    first = subprocess.run([*cmd, "grep", "Context"], cwd=root, env=env, capture_output=True, text=True)
+    assert first.returncode == 0 and first.stdout == "sub/a.py:1:def Context():\n", first
+    assert f"Indexing {root} first" in first.stderr
+    status = json.loads(subprocess.run([*cmd, "status", str(root), "--json"], env=env, capture_output=True,
+                                       text=True).stdout)
+    assert status["status"] == "indexed" and status["vectors"]["done"] == 0 and status.get("daemon") is None, status
+    missing = subprocess.run([*cmd, "grep", "Context", "nonexistent_dir"], cwd=root, env=env, capture_output=True,
+                             text=True)
+    assert missing.returncode == 2 and missing.stderr.strip() == (
+        "Error: nonexistent_dir: no such file or folder: pass a file or folder of an indexed codebase"), missing

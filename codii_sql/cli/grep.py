@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 
 import click
@@ -51,6 +52,11 @@ def grep(pattern, paths, patterns, fixed, ignore_case, word, files_only, count, 
                                   before=context if before is None else before,
                                   after=context if after is None else after, limit=limit, sort=sort,
                                   update=not no_update)
+    if not (as_json or no_update) and all(os.path.lexists(p) for p in paths[:1]):
+        first = service.first_build(_folder(paths[0]) if paths else None, db)
+        if first is not None:
+            echo(f"Indexing {first} first: every file is searchable by grep in seconds (a search embeds the "
+                 "chunks later); later greps update only changed files.", err=True)
     answer = service.grep(request)
     if as_json:
         _print_json(answer)
@@ -65,6 +71,11 @@ def grep(pattern, paths, patterns, fixed, ignore_case, word, files_only, count, 
         echo(f"Note: {note}", err=True)
     if not answer.matched_lines:
         raise SystemExit(1)
+
+
+def _folder(path: str) -> str:
+    """``path`` if a folder, else the folder it lies in (grep also takes files)."""
+    return path if os.path.isdir(path) else os.path.dirname(os.path.abspath(path))
 
 
 def _write(lines) -> None:

@@ -112,8 +112,10 @@ def reword_disk_full(codebase: Codebase) -> Iterator[None]:
 
 
 def ensure_index(codebase: Codebase, *, update: bool = True, progress: Progress | None = None,
-                 embedder: Embedder | None = None) -> Note | None:
-    """Make the index usable for search: build it if missing, update it if ``update``.
+                 embedder: Embedder | None = None, vectors: bool = True) -> Note | None:
+    """Make the index usable for search: build it if missing, update it if ``update``; with ``vectors``
+    false (grep, symbols: lexical answers) no chunk is embedded now and no background build starts
+    (the edited chunks wait in the queue for the next search or build).
 
     Never waits for another process's build: it searches the last committed state then. An
     embedder that does not answer (a provider's server is down) leaves the edited chunks queued
@@ -133,7 +135,7 @@ def ensure_index(codebase: Codebase, *, update: bool = True, progress: Progress 
                                   Remedy("build", root))
         return freshness_note(brief_status(codebase))
     try:
-        _, warnings = refresh(codebase, progress=progress, embedder=embedder)
+        _, warnings = refresh(codebase, progress=progress, embedder=embedder, vectors=vectors)
     except IndexBusyError:
         if not exists:
             raise IndexBusyError(f"{codebase.root} is being indexed for the first time", Remedy("retry")) from None
@@ -168,9 +170,10 @@ def freshness_note(st: dict) -> Note | None:
 
 
 def refresh(codebase: Codebase, *, progress: Progress | None = None,
-            embedder: Embedder | None = None) -> tuple[BuildReport, list[str]]:
+            embedder: Embedder | None = None, vectors: bool = True) -> tuple[BuildReport, list[str]]:
     """Update the index now, as a search does before it answers: the lexical phase, the vectors of
-    a few edited chunks (:func:`inline_vectors`), and a background build for a longer queue.
+    a few edited chunks (:func:`inline_vectors`), and a background build for a longer queue (with
+    ``vectors`` false, the lexical phase alone).
 
     Returns:
         the build's report, and one-line warnings (see :func:`build`; a background build that
@@ -178,12 +181,13 @@ def refresh(codebase: Codebase, *, progress: Progress | None = None,
     Raises:
         IndexBusyError: another process holds the writer lock.
     """
-    background = background_allowed()
+    background = background_allowed() and vectors
     warnings: list[str] = []
     # An update keeps the index's own embedder, whatever the environment asks for now.
     recorded = recorded_embedder(inspect(codebase)["snapshot"]) if codebase.db_path.is_file() else None
     report = build(codebase, wait=False, progress=progress, warn=warnings.append, embedder=embedder,
-                   embedder_name=recorded, max_inline=inline_vectors(codebase) if background else None,
+                   embedder_name=recorded,
+                   max_inline=0 if not vectors else inline_vectors(codebase) if background else None,
                    with_history=False)
     if background and report.vectors_pending and report.vectors_enabled and not vectors_running(codebase):
         try:

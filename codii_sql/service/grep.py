@@ -31,7 +31,7 @@ def grep(request: GrepRequest, *, progress: Progress | None = None) -> GrepAnswe
     codebase, scopes = _scopes(request.paths, request.db)
     notes: list[Note] = []
     if not codebase.alone:
-        update = ensure_index(codebase, update=request.update, progress=progress)
+        update = ensure_index(codebase, update=request.update, progress=progress, vectors=False)
         if update:
             notes.append(update)
     return search_codebase(codebase, pattern, request, scopes, notes)
@@ -49,6 +49,9 @@ def _scopes(paths: list[str], db: str | None) -> tuple[Codebase, list[str]]:
         codebase, _ = find_codebase(None, db)
         if codebase.alone:
             return codebase, [p.strip("/") for p in paths if p.strip("/") not in ("", ".")]
+    for p in paths:
+        if not os.path.lexists(p):  # rg: "No such file or directory", exit 2 (not 1, as for no match)
+            raise UsageError(f"{p}: no such file or folder", "pass a file or folder of an indexed codebase")
     first = os.path.abspath(paths[0]) if paths else None
     anchor = first if first is None or os.path.isdir(first) else os.path.dirname(first)
     codebase, scope = find_codebase(anchor, db)
