@@ -21,7 +21,7 @@ from .prepare import Prepared, prepared_files
 from .reclassify import reclassify
 from .report import BuildReport, Progress
 from .vectors import known_vectors
-from .walk import SourceFile
+from .scanned import SourceFile
 from .write import flush_tree, remove_files, write_files
 
 #: A write transaction closes after this many chunks (or files): large enough that commit cost

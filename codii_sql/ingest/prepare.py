@@ -16,7 +16,7 @@ from ..text import cjk_bigrams, decode_source, identifier_subtokens, pack_text
 from .chunking import Chunk, ChunkSizes, chunk_source, read_source
 from .generated import declares_generated
 from .read import read_file
-from .walk import SourceFile
+from .scanned import SourceFile
 
 #: Below this many files to chunk, worker processes cost more to start than they save.
 POOL_MIN_FILES = 64

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from .config import DEFAULT_MAX_FILE_BYTES, is_notebook, size_cap
 from .generated import COMMENT_LINE
-from .walk import SourceFile
+from .scanned import SourceFile
 
 #: A NUL byte in this many leading bytes marks a file binary (Git looks at the first 8000
 #: bytes in ``buffer_is_binary``; the issue rounds to 8 KiB).

@@ -11,7 +11,7 @@ from . import roles
 from .attributes import Attributes
 from .generated import declares_generated
 from .read import read_file
-from .walk import SourceFile
+from .scanned import SourceFile
 from .write import VECTOR_PRIORITY
 
 #: Threads reading files for their header: the reads wait on the disk, not the CPU.
