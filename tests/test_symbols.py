@@ -321,3 +321,32 @@ def test_cli_symbol_finds_a_function_a_macro_defines_by_its_real_name(tmp_path, 
         assert [(d["path"], d["symbol"], d["start_line"]) for d in json.loads(res.output)["definitions"]] == [(path, name, 1)]
     res = CliRunner().invoke(cli, ["search", "SYSCALL_DEFINE3", "--path", str(repo), "--mode", "bm25", "--json"])
     assert json.loads(res.output)["results"][0]["path"] == "fs/read_write.c"
+
+
+def test_the_cli_updates_the_index_before_symbol_and_refs_unless_told_not_to(tmp_path, codii_home):
+    """A fresh process each time, as an agent's shell runs them: a function added since the build is found
+    and a deleted file's definitions are gone (they answered from the old index, saying nothing)."""
+    import os
+    import subprocess
+    import sys
+
+    repo = write_tree(tmp_path / "repo", {"utils.go": "package gin\n\nfunc Helper() int {\n\treturn 1\n}\n",
+                                          "auth.go": "package gin\n\nfunc BasicAuth() int {\n\treturn Helper()\n}\n"})
+    env = {**os.environ, "CODII_SQL_HOME": str(codii_home), "CODII_SQL_WATCH": "0"}
+
+    def cli_json(*args):
+        done = subprocess.run([sys.executable, "-m", "codii_sql.cli", *args, "--path", str(repo), "--json"],
+                              env=env, capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout)
+
+    assert subprocess.run([sys.executable, "-m", "codii_sql.cli", "build", str(repo), "--no-vectors"],
+                          env=env, capture_output=True).returncode == 0
+    (repo / "utils.go").write_text((repo / "utils.go").read_text() + "\nfunc BrandNewHelper() int {\n\treturn 2\n}\n")
+    (repo / "auth.go").unlink()
+    assert cli_json("symbol", "BrandNewHelper", "--no-update")["definitions"] == []
+    assert [d["path"] for d in cli_json("symbol", "BasicAuth", "--no-update")["definitions"]] == ["auth.go"]
+    assert [(d["path"], d["start_line"]) for d in cli_json("symbol", "BrandNewHelper")["definitions"]] == [
+        ("utils.go", 7)]
+    assert cli_json("symbol", "BasicAuth")["definitions"] == []
+    assert [f["path"] for f in cli_json("refs", "Helper")["files"]] == []

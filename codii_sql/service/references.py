@@ -12,6 +12,7 @@ from ..ingest.chunking import Source
 from ..languages import detect_language
 from ..search.budget import json_tokens, page
 from . import boundary
+from .builds import ensure_index
 from .status import open_store
 from .symbols import (
     MAX_DEFINITIONS,
@@ -91,7 +92,8 @@ class _Tally:
 
 
 def find_references(codebase: Codebase, name: str, *, limit: int = 200, offset: int = 0,
-                    max_tokens: int | None = None, fileset: boundary.FileSet | None = None) -> dict:
+                    max_tokens: int | None = None, fileset: boundary.FileSet | None = None,
+                    update: bool = False) -> dict:
     """Where the identifier ``name`` (its last part for a qualified name: ``send`` of
     ``Session.send``) is used: ``{"codebase", "name", "identifier", "files": [{"path", "role",
     "lines": [{"line", "text"}]}], "total", "total_files", "truncated"}``, exact on identifier
@@ -103,7 +105,7 @@ def find_references(codebase: Codebase, name: str, *, limit: int = 200, offset: 
     answer has ``next_offset``, and its note says so. Above :data:`REFERENCE_CHUNKS` chunks
     holding the word, the count stops there: ``truncated``, ``stopped_after_chunks`` and
     ``chunks_holding`` say so, and the note. Lexical, from the indexed text: a same-named other
-    thing counts too (the note says so).
+    thing counts too (the note says so). ``update`` as for :func:`~.symbols.find_symbol`.
 
     Raises:
         UsageError: a name that is no identifier, a limit out of range, a negative offset, a
@@ -118,6 +120,7 @@ def find_references(codebase: Codebase, name: str, *, limit: int = 200, offset: 
     # Every definition of the identifier, whatever its class: a definition is not a use. The files that
     # merely mention it are parsed by the tally as they reach the listed window (parsing the 100
     # likeliest up front was 1 s of `refs kmalloc` on the kernel, against rg's 0.65 s for all of it).
+    fresh = ensure_index(codebase, update=True, vectors=False) if update and not codebase.alone else None
     defined = find_symbol(codebase, ident, limit=MAX_DEFINITIONS, fileset=fileset, mentions=False)["definitions"]
     tally = _Tally(ident, offset, limit, {(d["path"], d["signature"]) for d in defined},
                    {d["path"] for d in defined}, reader(codebase, fileset))
@@ -133,7 +136,10 @@ def find_references(codebase: Codebase, name: str, *, limit: int = 200, offset: 
             for k in part:
                 tally.add(k["path"], k["role"], k["start_line"], texts.get(k["id"], ""))
     tally.close()
-    return _answer(codebase, name, ident, tally, offset, limit, max_tokens, holding)
+    out = _answer(codebase, name, ident, tally, offset, limit, max_tokens, holding)
+    if fresh:
+        out["note"] += f"; {fresh.what}"
+    return out
 
 
 def _answer(codebase: Codebase, name: str, ident: str, tally: _Tally, offset: int, limit: int,

@@ -12,6 +12,7 @@ from ..ingest.config import size_cap
 from ..search.budget import page
 from ..text import decode_source
 from . import boundary
+from .builds import ensure_index
 from .stored import stored_lines
 from .status import not_indexed, open_store, scan_rules
 from .symbol_rows import symbol_rows
@@ -65,7 +66,7 @@ def reader(codebase: Codebase, fileset: boundary.FileSet | None) -> Callable[[st
 
 def find_symbol(codebase: Codebase, name: str, *, kind: str | None = None, prefix: bool = False,
                 limit: int = 20, offset: int = 0, max_tokens: int | None = None,
-                fileset: boundary.FileSet | None = None, mentions: bool = True) -> dict:
+                fileset: boundary.FileSet | None = None, mentions: bool = True, update: bool = False) -> dict:
     """Definitions of ``name`` from the index: ``{"codebase", "name", "definitions": [{"path",
     "symbol", "kind", "start_line", "end_line", "signature", "role", "language", "match"}]}``,
     at most ``limit`` from the ``offset``-th (0-based) on, and with ``max_tokens`` (None: any) as
@@ -81,6 +82,8 @@ def find_symbol(codebase: Codebase, name: str, *, kind: str | None = None, prefi
     Case-sensitive. Lines 1-based inclusive. ``fileset`` as for :func:`outline` (a long-lived face
     passes its cached one). ``mentions`` false parses only the files whose chunk symbols hold the
     name, not those whose text mentions it (find_references parses the files it lists itself).
+    ``update`` brings the index up to date first, as a CLI search does (building it if missing;
+    lexical only), and a note says when it could not.
 
     Raises:
         UsageError: an empty name, a limit out of range, a negative offset, a max_tokens below 1.
@@ -95,6 +98,7 @@ def find_symbol(codebase: Codebase, name: str, *, kind: str | None = None, prefi
     kind = kind.strip().lower() if kind else None
     if kind is not None and kind not in KINDS:
         raise UsageError(f"unknown kind {kind!r}", f"use one of {', '.join(KINDS)}")
+    fresh = ensure_index(codebase, update=True, vectors=False) if update and not codebase.alone else None
     if not codebase.db_path.is_file():
         raise not_indexed(codebase)
     needle = (name_parts(wanted) or [wanted])[-1]
@@ -139,8 +143,8 @@ def find_symbol(codebase: Codebase, name: str, *, kind: str | None = None, prefi
     elif not defs:
         out["note"] = (f"no {kind + ' ' if kind else 'definition '}named {name!r} in the index" + ("" if prefix else "; --prefix (MCP: prefix=true) "
                        "also finds symbols starting with it") + "; search finds uses and mentions")
-    if codebase.alone:
-        out["note"] = "; ".join(filter(None, (out.get("note"), ALONE_NOTE)))
+    if codebase.alone or fresh:
+        out["note"] = "; ".join(filter(None, (out.get("note"), ALONE_NOTE if codebase.alone else fresh.what)))
     return out
 
 
