@@ -284,12 +284,12 @@ def test_uses_and_definitions_cut_by_tokens_go_on_from_next_offset_to_the_same_w
     cb = service.open_codebase(repo)
     service.build(cb, vectors=False)
 
-    def pages(fn, key, **kw):
+    def pages(fn, key, name="zz", **kw):
         got, offset = [], 0
         while True:
-            part = fn(cb, "zz", offset=offset, max_tokens=1000, **kw)
+            part = fn(cb, name, offset=offset, max_tokens=1000, **kw)
             got += key(part)
-            assert fn(cb, "zz", offset=offset, max_tokens=1000, **kw) == part  # deterministic
+            assert fn(cb, name, offset=offset, max_tokens=1000, **kw) == part  # deterministic
             if not part.get("truncated"):
                 return got
             assert part["next_offset"] == offset + len(key(part)) and "offset=" in part["note"]
@@ -302,7 +302,8 @@ def test_uses_and_definitions_cut_by_tokens_go_on_from_next_offset_to_the_same_w
     assert len(uses(whole)) == whole["total"] == 60 and not whole["truncated"]
     assert pages(service.find_references, uses, limit=2000) == uses(whole)
     defs = service.find_symbol(cb, "zz_handler", prefix=True, limit=100)["definitions"]
-    assert len(defs) == 60 and pages(service.find_symbol, lambda p: p["definitions"], prefix=True, limit=100) == defs
+    assert len(defs) == 60 and pages(service.find_symbol, lambda p: p["definitions"], "zz_handler", prefix=True,
+                                     limit=100) == defs
     outline = service.outline(cb, "defs.py", max_tokens=200)
     assert outline["truncated"] and 1 <= len(outline["symbols"]) < 60 and "max_tokens=200" in outline["note"]
     assert service.outline(cb, "defs.py", start_line=outline["next_start_line"])["symbols"][0]["symbol"] == \
@@ -350,3 +351,36 @@ def test_the_cli_updates_the_index_before_symbol_and_refs_unless_told_not_to(tmp
         ("utils.go", 7)]
     assert cli_json("symbol", "BasicAuth")["definitions"] == []
     assert [f["path"] for f in cli_json("refs", "Helper")["files"]] == []
+
+
+DECLARED = {
+    "cjson.h": "#define CJSON_VERSION_MAJOR 1\n#define cJSON_ArrayForEach(e, a) for (e = a; e; e = e->next)\n"
+               "typedef int cJSON_bool;\nint cJSON_Parse(const char *value);\n",
+    "types.ts": "export type ZodTypeAny = ZodType<any>;\nexport type SafeParseResult<T> = { ok: T };\n",
+    "gin.go": "package gin\n\nconst abortIndex int8 = 63\n\nvar DebugPrintRouteFunc func()\n\nfunc f() {\n\tvar local = 1\n}\n",
+    "lib.rs": "pub type Result<T> = std::result::Result<T, Error>;\npub const LIMIT: usize = 3;\n",
+    "Gson.java": "class Gson {\n  static final String JSON_NON_EXECUTABLE_PREFIX = \")]}'\\n\";\n  private int x;\n}\n",
+    "ranking.py": "RRF_K = 60\n\n\ndef fuse():\n    local = RRF_K\n    return local\n",
+}
+
+
+def test_macros_type_aliases_and_constants_are_symbols_and_in_outlines(tmp_path, codii_home):
+    """A fresh user looked up cJSON_bool, ZodTypeAny, abortIndex, RRF_K... and found nothing: they are
+    declarations no chunk is named after. Outlines and symbol list them; locals stay out."""
+    repo = write_tree(tmp_path / "repo", DECLARED)
+    cb = service.open_codebase(repo)
+    service.build(cb, vectors=False)
+    want = {"CJSON_VERSION_MAJOR": ("cjson.h", "macro", 1), "cJSON_ArrayForEach": ("cjson.h", "macro", 2),
+            "cJSON_bool": ("cjson.h", "type", 3), "ZodTypeAny": ("types.ts", "type", 1),
+            "SafeParseResult": ("types.ts", "type", 2), "abortIndex": ("gin.go", "constant", 3),
+            "DebugPrintRouteFunc": ("gin.go", "variable", 5), "Result": ("lib.rs", "type", 1),
+            "LIMIT": ("lib.rs", "constant", 2), "JSON_NON_EXECUTABLE_PREFIX": ("Gson.java", "constant", 2),
+            "RRF_K": ("ranking.py", "constant", 1)}
+    for name, (path, kind, line) in want.items():
+        found = service.find_symbol(cb, name)["definitions"]
+        assert [(d["path"], d["kind"], d["start_line"]) for d in found] == [(path, kind, line)], (name, found)
+    assert service.find_symbol(cb, "local")["definitions"] == []
+    assert [d["symbol"] for d in service.find_symbol(cb, "cJSON_bool", kind="type")["definitions"]] == ["cJSON_bool"]
+    outline = service.outline(cb, "gin.go")["symbols"]
+    assert [(n["kind"], n["symbol"]) for n in outline] == [("constant", "abortIndex"), ("variable", "DebugPrintRouteFunc"),
+                                                           ("function", "f")]

@@ -27,8 +27,9 @@ PARSED_FILES = 40
 _SEPARATORS = re.compile(r"[.:#/<>]")
 #: Bracket depth changes, for annotation arguments that span lines.
 _BRACKETS = {"(": 1, "[": 1, "{": 1, ")": -1, "]": -1, "}": -1}
-#: The kinds of definitions the chunker names (ingest/chunking/grammars.py).
-KINDS = ("function", "method", "class")
+#: The kinds of definitions the chunker names (ingest/chunking/grammars.py), and of the declarations
+#: outlines add (ingest/chunking/declarations.py).
+KINDS = ("function", "method", "class", "type", "macro", "constant", "variable")
 #: Symbols with the name's last part read at most (a very common name such as ``get`` in a huge index).
 CANDIDATE_CAP = 5_000
 _HOW = {0: "exact", 1: "qualified", 2: "prefix"}

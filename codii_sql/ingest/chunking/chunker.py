@@ -43,6 +43,7 @@ import tree_sitter
 from ...languages import AST_LANGUAGES
 from ...models import wordpiece
 from .cmacros import macro_call_spans
+from .declarations import DECLARATIONS, kind_of
 from .grammars import GRAMMARS
 from .layout import Chunk, ChunkSizes, Definition, Layout, Lines, Piece, TokenCounter
 from .nodes import Span, capture, field_name, last_row, parser_for
@@ -84,26 +85,37 @@ def _own_line_rows(lines: Lines, nodes: list[tree_sitter.Node]) -> set[int]:
     return rows
 
 
-def _node_spans(language: str, root: tree_sitter.Node) -> list[Span]:
-    """Definitions found by node type (``grammar.defs``), each with its wrappers' lines."""
+def _node_spans(language: str, root: tree_sitter.Node, declared: bool = False) -> list[Span]:
+    """Definitions found by node type (``grammar.defs``), each with its wrappers' lines; with
+    ``declared``, the named declarations of :mod:`.declarations` too (outlines, not chunks), which
+    never hide a prototype as a body does."""
     grammar = GRAMMARS[language]
-    spans, forward = [], []
-    for node in capture(language, tuple(grammar.defs), root):
-        name = grammar.names.get(node.type, field_name)(node)
+    extra = DECLARATIONS.get(language, {}) if declared else {}
+    spans, forward, declarations = [], [], []
+    for node in capture(language, (*grammar.defs, *extra), root):
+        if node.type in grammar.defs:
+            name, kind = grammar.names.get(node.type, field_name)(node), grammar.defs[node.type]
+        else:
+            name = extra[node.type][1](node)
+            kind = kind_of(language, node.type, name) if name else ""
         if not name or (language in ("c", "cpp") and not _plausible_c_name(name)):
             continue
         outer = node
         while outer.parent is not None and outer.parent.type in grammar.wrappers:
             outer = outer.parent
-        spans.append(Span(node.start_byte, node.end_byte, outer.start_point[0],
-                           last_row(outer), grammar.defs[node.type], name, node.type in grammar.extensions))
-        forward.append(node.type in grammar.forward)
+        span = Span(node.start_byte, node.end_byte, outer.start_point[0], last_row(outer), kind, name,
+                    node.type in grammar.extensions)
+        if node.type in grammar.defs:
+            spans.append(span)
+            forward.append(node.type in grammar.forward)
+        else:
+            declarations.append(span)
     if language in ("c", "cpp"):  # SYSCALL_DEFINE3(read, ...) { ... }: a call and a block to the grammar
         found = macro_call_spans(root)
         spans.extend(found)
         forward.extend([False] * len(found))
     bodies = {s.name for s, fwd in zip(spans, forward, strict=True) if not fwd}
-    return [s for s, fwd in zip(spans, forward, strict=True) if not fwd or s.name not in bodies]
+    return [s for s, fwd in zip(spans, forward, strict=True) if not fwd or s.name not in bodies] + declarations
 
 
 #: Keywords a C/C++ declarator never names: tree-sitter's error recovery around unknown macros
@@ -121,11 +133,12 @@ def _plausible_c_name(name: str) -> bool:
     return name not in _C_KEYWORDS and len(name) <= 120 and not any(ch.isspace() for ch in name)
 
 
-def _definitions(language: str, root: tree_sitter.Node, lines: Lines) -> list[Definition]:
-    """The top-level definitions of the tree, each with its nested ones, sorted by line."""
+def _definitions(language: str, root: tree_sitter.Node, lines: Lines, declared: bool = False) -> list[Definition]:
+    """The top-level definitions of the tree, each with its nested ones, sorted by line (``declared``:
+    see :func:`_node_spans`)."""
     grammar = GRAMMARS[language]
     prefix_rows = _own_line_rows(lines, capture(language, grammar.prefixes, root))
-    spans = grammar.spans(root) if grammar.spans is not None else _node_spans(language, root)
+    spans = grammar.spans(root) if grammar.spans is not None else _node_spans(language, root, declared)
     top: list[Definition] = []
     stack: list[tuple[int, Definition]] = []  # (end byte, definition) of the enclosing definitions
     for span in sorted(spans, key=lambda s: (s.start, -s.end)):
@@ -146,7 +159,8 @@ def _definitions(language: str, root: tree_sitter.Node, lines: Lines) -> list[De
 
 
 def definitions(text: str, language: str) -> list[Definition]:
-    """The definitions of ``text`` as the chunker sees them, nested (a class's methods are its
+    """The definitions of ``text`` as the chunker sees them, and the named declarations of
+    :mod:`.declarations` (macros, type aliases, constants), nested (a class's methods are its
     ``children``), each with its 0-based line range, kind and qualified symbol; empty for a
     language without a grammar (see :data:`~codii_sql.languages.AST_LANGUAGES`) or Markdown."""
     if language not in AST_LANGUAGES or GRAMMARS.get(language) is None:
@@ -154,7 +168,7 @@ def definitions(text: str, language: str) -> list[Definition]:
     layout = Layout(text, DEFAULT_MAX_TOKENS, lambda texts: [0] * len(texts))  # token counts unused
     tree = parser_for(language).parse(layout.text.encode("utf-8"))
     try:
-        return _definitions(language, tree.root_node, layout.lines)
+        return _definitions(language, tree.root_node, layout.lines, declared=True)
     except RecursionError:
         return []
 

@@ -1,0 +1,107 @@
+"""Named declarations that are no chunk of their own: macros, type aliases, constants and module variables.
+
+Outlines and symbol look-ups list them (``symbol cJSON_bool``, ``ZodTypeAny``, ``abortIndex``, ``RRF_K``
+found nothing); chunking leaves them where they are, inside the module code around them, so adding
+them changed no chunk and no vector. Per language: node type -> (kind, name function); a name
+function returns None for what is not a declaration of the file's or a type's scope (a local
+variable, a struct a ``typedef`` already names).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import tree_sitter
+
+from .nodes import field_name, node_text
+
+NameOf = Callable[[tree_sitter.Node], str | None]
+
+
+def _c_typedef_name(node: tree_sitter.Node) -> str | None:
+    """``typedef int cJSON_bool;`` and ``typedef void (*cb_t)(int);`` -> the new type's name; a typedef of
+    a struct with a body is that struct's own definition already."""
+    kind = node.child_by_field_name("type")
+    if kind is not None and kind.child_by_field_name("body") is not None:
+        return None
+    stack = [c for c in node.children_by_field_name("declarator")]
+    while stack:
+        current = stack.pop()
+        if current.type in ("type_identifier", "identifier"):
+            return node_text(current)
+        stack.extend(reversed(current.named_children))
+    return None
+
+
+def _top_level(*scopes: str) -> Callable[[NameOf], NameOf]:
+    """Only a node whose parent is of one of ``scopes`` (the file, a type's body) is named."""
+    def wrap(name_of: NameOf) -> NameOf:
+        def named(node: tree_sitter.Node) -> str | None:
+            return name_of(node) if node.parent is not None and node.parent.type in scopes else None
+        return named
+    return wrap
+
+
+def _go_spec_name(node: tree_sitter.Node) -> str | None:
+    """A ``const``/``var`` spec of the file's scope (not a function's), or a ``type`` spec of a group
+    (a declaration of one type is a definition of its own)."""
+    group = node.parent
+    if group is None or group.parent is None or group.parent.type != "source_file":
+        return None
+    if node.type in ("type_spec", "type_alias") and sum(c.type in ("type_spec", "type_alias")
+                                                          for c in group.named_children) == 1:
+        return None
+    return field_name(node)
+
+
+def _java_constant_name(node: tree_sitter.Node) -> str | None:
+    """A ``static final`` field (any field of an interface is one): its first declarator's name."""
+    modifiers = next((c for c in node.named_children if c.type == "modifiers"), None)
+    words = set(node_text(modifiers).split()) if modifiers is not None else set()
+    if node.type != "constant_declaration" and not {"static", "final"} <= words:
+        return None
+    declarator = node.child_by_field_name("declarator")
+    return field_name(declarator) if declarator is not None else None
+
+
+def _python_assignment_name(node: tree_sitter.Node) -> str | None:
+    left = node.child_by_field_name("left")
+    return node_text(left) if left is not None and left.type == "identifier" else None
+
+
+def _ruby_constant_name(node: tree_sitter.Node) -> str | None:
+    left = node.child_by_field_name("left")
+    return node_text(left) if left is not None and left.type == "constant" else None
+
+
+def _python_kind(name: str) -> str:
+    return "constant" if name.isupper() else "variable"
+
+
+_C = {"preproc_def": ("macro", field_name), "preproc_function_def": ("macro", field_name),
+      "type_definition": ("type", _c_typedef_name)}
+_TS = {"type_alias_declaration": ("type", field_name)}
+_RUST_SCOPES = ("source_file", "declaration_list", "mod_item")
+
+#: language -> node type -> (kind, name function). Python's kind depends on the name: see :func:`kind_of`.
+DECLARATIONS: dict[str, dict[str, tuple[str, NameOf]]] = {
+    "c": _C,
+    "cpp": _C,
+    "typescript": _TS,
+    "tsx": _TS,
+    "go": {"const_spec": ("constant", _go_spec_name), "var_spec": ("variable", _go_spec_name),
+           "type_spec": ("type", _go_spec_name), "type_alias": ("type", _go_spec_name)},
+    "rust": {"type_item": ("type", _top_level(*_RUST_SCOPES)(field_name)),
+             "const_item": ("constant", _top_level(*_RUST_SCOPES)(field_name)),
+             "static_item": ("constant", _top_level(*_RUST_SCOPES)(field_name))},
+    "java": {"field_declaration": ("constant", _java_constant_name),
+             "constant_declaration": ("constant", _java_constant_name)},
+    "python": {"assignment": ("variable", _top_level("module")(_python_assignment_name))},
+    "ruby": {"assignment": ("constant", _top_level("program", "body_statement")(_ruby_constant_name))},
+}
+
+
+def kind_of(language: str, node_type: str, name: str) -> str:
+    """The kind of a declaration named ``name``: Python's UPPER_CASE names are constants."""
+    kind = DECLARATIONS[language][node_type][0]
+    return _python_kind(name) if language == "python" else kind
