@@ -364,7 +364,7 @@ DECLARED = {
 }
 
 
-def test_macros_type_aliases_and_constants_are_symbols_and_in_outlines(tmp_path, codii_home):
+def test_macros_type_aliases_and_constants_are_symbols_and_in_outlines(tmp_path, codii_home, monkeypatch):
     """A fresh user looked up cJSON_bool, ZodTypeAny, abortIndex, RRF_K... and found nothing: they are
     declarations no chunk is named after. Outlines and symbol list them; locals stay out."""
     repo = write_tree(tmp_path / "repo", DECLARED)
@@ -379,8 +379,15 @@ def test_macros_type_aliases_and_constants_are_symbols_and_in_outlines(tmp_path,
     for name, (path, kind, line) in want.items():
         found = service.find_symbol(cb, name)["definitions"]
         assert [(d["path"], d["kind"], d["start_line"]) for d in found] == [(path, kind, line)], (name, found)
+    assert service.find_symbol(cb, "CJSON_VERSION_MAJOR")["definitions"][0]["signature"] == "#define CJSON_VERSION_MAJOR 1"
     assert service.find_symbol(cb, "local")["definitions"] == []
     assert [d["symbol"] for d in service.find_symbol(cb, "cJSON_bool", kind="type")["definitions"]] == ["cJSON_bool"]
+    # The file that declares a name is parsed before the many that use it more (the kernel's container_of.h).
+    write_tree(repo, {f"use_{i}.c": "".join(f"int f{i}_{j}(void) {{ return CJSON_VERSION_MAJOR + {j}; }}\n"
+                                              for j in range(30)) for i in range(8)})
+    service.build(cb, vectors=False)
+    monkeypatch.setattr(symbols, "PARSED_FILES", 3)
+    assert [d["path"] for d in service.find_symbol(cb, "CJSON_VERSION_MAJOR", limit=1)["definitions"]] == ["cjson.h"]
     outline = service.outline(cb, "gin.go")["symbols"]
     assert [(n["kind"], n["symbol"]) for n in outline] == [("constant", "abortIndex"), ("variable", "DebugPrintRouteFunc"),
                                                            ("function", "f")]

@@ -108,9 +108,13 @@ def find_symbol(codebase: Codebase, name: str, *, kind: str | None = None, prefi
         rows = symbol_rows(store, needle, kind or None, CANDIDATE_CAP, prefix=prefix)
         files = store.rows("symbol_files", {"fts": _every_part(wanted), "hits": 20 * budget,
                                             "files": budget + 1}) if mentions else []
-    # Parse the files of matching chunk symbols first, then the text matches; at most ``budget``.
+        declared = store.rows("symbol_files", {"fts": _declared(needle), "hits": 20 * budget,
+                                               "files": budget + 1}) if mentions and not prefix else []
+    # Parse the files of matching chunk symbols first, then those that seem to declare the name
+    # (#define kmalloc, type Foo: the kernel's container_of.h ranked below thousands of files using it),
+    # then the text matches; at most ``budget``.
     near = [r for r in rows if _match(normal_name(r["symbol"]), wanted, prefix) is not None]
-    every = {r["path"]: r for r in [*near, *files]}
+    every = {r["path"]: r for r in [*near, *declared, *files]}
     candidates = dict(list(every.items())[:budget])
     parsed = parsed_definitions(reader(codebase, fileset), candidates, kind)
     rows = [r for r in rows if r["path"] not in parsed] + [d for defs in parsed.values() for d in defs]
@@ -172,6 +176,14 @@ def _every_part(wanted: str) -> str:
     files parsed for small definitions."""
     parts = name_parts(wanted) or [wanted]
     return "{content symbol path}: (" + " AND ".join('"' + p.replace('"', '""') + '"' for p in parts) + ")"
+
+
+def _declared(needle: str) -> str:
+    """An FTS5 expression for the chunks that seem to declare ``needle`` (a macro, type, constant,
+    variable or typedef; the words are stemmed as the index's are): files to parse first."""
+    name = '"' + needle.replace('"', '""') + '"'
+    phrases = " OR ".join(f'"{word} {name[1:-1]}"' for word in ("define", "type", "const", "var", "static", "let"))
+    return f"{{content}}: ({phrases} OR NEAR(typedef {name}, 8) OR NEAR(final {name}, 3))"
 
 
 def parsed_definitions(read: Callable[[str], tuple[str, Source]], files: dict[str, dict],
@@ -254,8 +266,9 @@ def signature(lines: list[str], language: str | None) -> str:
 
 def _comment(line: str, language: str | None) -> bool:
     """Whether a stripped line opens with a comment marker; in JavaScript and TypeScript ``#`` opens a
-    private name (``#compute(x) {``), not a comment: the first body line was shown as its signature."""
-    if line.startswith("#") and language in _HASH_NAMES and not line.startswith("#!"):
+    private name (``#compute(x) {``), not a comment: the first body line was shown as its signature;
+    in C and C++ it opens a directive (``#define kmalloc(...)`` is a macro's signature)."""
+    if line.startswith("#") and (language in _HASH_NAMES and not line.startswith("#!") or language in ("c", "cpp")):
         return False
     return line.startswith(_COMMENT_MARKERS)
 
