@@ -252,9 +252,9 @@ pool AS (
 ),
 -- match: 1 when the symbol is a named identifier, 0 when only a tail, NULL for neither.
 named AS MATERIALIZED (  -- once per row: scored reads each flag several times
-    SELECT id, file_id, symbol, start_line, role, 2 * coalesce(match = 1, 0) AS symbol_tier,
+    SELECT id, file_id, symbol, start_line, end_line, role, 2 * coalesce(match = 1, 0) AS symbol_tier,
            coalesce(match = 0, 0) AS tail_named, path_tier
-    FROM (SELECT pool.id, c.file_id, c.symbol, c.start_line, CASE WHEN c.kind = 'license' THEN 'license' ELSE f.role END AS role,
+    FROM (SELECT pool.id, c.file_id, c.symbol, c.start_line, c.end_line, CASE WHEN c.kind = 'license' THEN 'license' ELSE f.role END AS role,
                  (SELECT max(w.is_name) FROM wanted w
                   WHERE lower(c.symbol) = w.value OR substr(lower(c.symbol), -length(w.value) - 1) = '.' || w.value
                  ) AS match,
@@ -262,7 +262,7 @@ named AS MATERIALIZED (  -- once per row: scored reads each flag several times
           FROM pool JOIN chunks c ON c.id = pool.id JOIN files f ON f.id = c.file_id)
 ),
 scored AS (
-    SELECT nm.id, nm.file_id, nm.symbol, nm.start_line,
+    SELECT nm.id, nm.file_id, nm.symbol, nm.start_line, nm.start_line = nm.end_line AS one_line,
            (coalesce(fu.cc, 0) + :rrf_weight * coalesce(fu.rrf, 0))
            * coalesce(json_extract(:role_weights, '$.' || nm.role), 1.0)
            * CASE WHEN nm.symbol_tier + nm.path_tier > 0 OR nm.tail_named THEN :name_boost ELSE 1.0 END AS score,
@@ -273,11 +273,15 @@ scored AS (
 -- by line, so the window holding the signature and docstring leads. A later window that
 -- neither retriever found (score 0) leaves the tier: a class's 20 windows listed in line order
 -- pushed the real matches down (zod: "ZodError format issues" ranked the bare `flatten`
--- overloads 5th, ZodError.format 7th). Ranked on ids and scores alone: the text of a chunk
--- joins in only for the rows returned.
+-- overloads 5th, ZodError.format 7th). The windows of one line too long for a chunk are one place:
+-- the best scored stands for them (a 40 KB base64 constant's windows, each holding its function's
+-- symbol, filled nine of a fresh user's top 10 for the function's name). Ranked on ids and scores
+-- alone: the text of a chunk joins in only for the rows returned.
 windows AS (
     SELECT id, score, start_line, tier, in_symbol_tier, max(score) OVER w AS symbol_best,
-           in_symbol_tier > 0 AND score = 0 AND start_line > min(start_line) OVER w AS bare
+           in_symbol_tier > 0 AND score = 0 AND start_line > min(start_line) OVER w AS bare,
+           one_line AND row_number() OVER (PARTITION BY file_id, start_line, one_line ORDER BY score DESC, id) > 1
+               AS repeated
     FROM scored WINDOW w AS (PARTITION BY file_id, symbol)
 ),
 ranked AS (
@@ -286,37 +290,22 @@ ranked AS (
     FROM (SELECT id, score, start_line, CASE WHEN bare THEN 0 ELSE tier END AS tier,
                  CASE WHEN bare THEN 0 ELSE in_symbol_tier END AS in_symbol_tier,
                  CASE WHEN in_symbol_tier > 0 AND NOT bare THEN symbol_best ELSE score END AS group_score
-          FROM windows)
+          FROM windows WHERE NOT repeated)
 ),
 -- How well this index as a whole matches the query: the mean cosine of its 10 nearest chunks
 -- (merge.py weighs each codebase of a workspace search by it; one model's cosines compare).
 knn_match AS (
     SELECT avg(raw) AS knn_match, max(raw) AS knn_best FROM (SELECT raw FROM knn_hits ORDER BY raw DESC LIMIT 10)
-),
--- The windows of one line too long for a chunk read left to right: among the rows returned they
--- take the places (position, score, tier) their scores earned, in byte order (`search HTTPError`
--- listed a line's second half before its first). Window functions only: a second reference to
--- `ranked` doubles the inlined CTE tree past SQLite's nesting limit.
-placed AS (
-    SELECT id, CASE WHEN one_line THEN nth_value(pos, nth) OVER slots ELSE pos END AS pos,
-           CASE WHEN one_line THEN nth_value(score, nth) OVER slots ELSE score END AS score,
-           CASE WHEN one_line THEN nth_value(tier, nth) OVER slots ELSE tier END AS tier
-    FROM (SELECT r.id, r.pos, r.score, r.tier, c.file_id, c.start_line, c.start_line = c.end_line AS one_line,
-                 row_number() OVER (PARTITION BY c.file_id, c.start_line, c.start_line = c.end_line
-                                    ORDER BY c.start_byte, r.id) AS nth
-          FROM ranked r JOIN chunks c ON c.id = r.id
-          WHERE r.pos <= :limit)
-    WINDOW slots AS (PARTITION BY file_id, start_line, one_line ORDER BY pos
-                     ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING)
 )
 SELECT c.id, c.path, c.start_line, c.end_line, c.language, c.kind, c.symbol, c.content, r.score, r.tier,
        fu.cc, fu.rrf, fu.bm25_rank, fu.knn_rank, fu.distance, f.role,
        f.hash AS file_hash, f.size AS file_size, f.mtime_ns AS file_mtime_ns, m.knn_match, m.knn_best
-FROM placed r
+FROM ranked r
 JOIN chunks c ON c.id = r.id
 JOIN files f ON f.id = c.file_id
 LEFT JOIN fused fu ON fu.id = r.id
 CROSS JOIN knn_match m
+WHERE r.pos <= :limit
 ORDER BY r.pos;
 
 -- name: knn_match

@@ -387,6 +387,3 @@ def _top(results: list[Result], opts: SearchOptions, terms: list[str] | None = N
         if terms is not None:
             results = implementation_first(results, terms)
     return results[: opts.limit]
-
-
-
