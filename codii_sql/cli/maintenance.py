@@ -93,8 +93,9 @@ def doctor(path, check_only, db, as_json):
                    if out["damaged"] else
                    "inconsistent (run doctor without --check-only to repair)" if check_only else
                    "was inconsistent (repaired)")
-    if out["damaged"] or (check_only and not out["consistent"]):
-        sys.exit(1)
+    embedder_down = bool(out.get("embedder")) and not out["embedder"]["answers"]
+    if out["damaged"] or (check_only and not out["consistent"]) or embedder_down:
+        sys.exit(1)  # a problem remains: a script sees it in the status (an embedder that does not answer too)
 
 
 @click.command(name="export")
