@@ -280,3 +280,19 @@ def test_a_build_stopped_on_request_leaves_the_index_stale_not_failed(codii_home
     service.build(cb)
     assert service.status(cb, check_stale=True)["status"] == "indexed"
     assert found(repo, "g39")[0] == "pkg/m39.py:g39"
+
+
+def test_clearing_a_watched_index_says_the_watcher_will_build_it_again(codii_home, tmp_path):
+    """A new user cleared an index while `watch` ran, and the next edit silently built it whole again."""
+    repo = write_tree(tmp_path / "watched", SAMPLE)
+    service.build(service.open_codebase(repo), vectors=False)
+    w = WatchProcess(codii_home, repo)
+    try:
+        assert w.next()["event"] == "watching"
+        env = {**os.environ, "CODII_SQL_HOME": str(codii_home)}
+        done = subprocess.run([sys.executable, "-m", "codii_sql.cli", "clear", str(repo), "--yes"], env=env,
+                              capture_output=True, text=True)
+        assert done.returncode == 0 and done.stdout.startswith("Removed 1 index file"), done
+        assert f"is watched by pid {w.proc.pid} (codii-sql watch)" in done.stderr and "stop it" in done.stderr
+    finally:
+        assert w.stop()[0] == 0

@@ -36,6 +36,7 @@ def clear(path, all_, yes, db, as_json):
             raise UsageError("clear --json does not prompt: add --yes to delete the index")
         names = ", ".join(str(c.db_path) for c in targets[:3]) + (f" and {len(targets) - 3} more" if len(targets) > 3 else "")
         click.confirm(f"Delete {names}?", abort=True, err=True)
+    watched = {str(c.db_path): service.followed_note(c) for c in targets}  # before the files beside go
     removed, failed = [], {}
     for c in targets:
         try:
@@ -49,10 +50,13 @@ def clear(path, all_, yes, db, as_json):
     outer = targets[0].enclosing() if not (removed or all_ or db is not None) and targets else None
     note = (f"{targets[0].root} has no index of its own; it lies inside the indexed codebase {outer.root}: "
             f"`codii-sql clear {outer.root}` deletes that one") if outer else None
+    note = "; ".join(filter(None, [note, *(watched[name] for name in removed)])) or None
     if as_json:
         emit({"removed": removed, **({"failed": failed} if failed else {}), **({"note": note} if note else {})})
     else:
         echo(f"Removed {len(removed)} index file(s)." if removed else note or "Nothing to remove.")
+        if removed and note:
+            echo(f"Note: {note}", err=True)
         for name, why in failed.items():
             echo(f"Not removed: {name}: {why}", err=True)
     if failed:

@@ -27,7 +27,7 @@ from .grep import grep
 from .grepping import MAX_CONTEXT, GrepRequest
 from .inspecting import inspect_query
 from .listing import AGENT as AGENT_LISTING, PERSON as PERSON_LISTING, listing
-from .maintenance import clear, clear_target
+from .maintenance import clear, clear_target, followed_note
 from .reading import FileText, file_text
 from .models import ENV_MODEL, cached_models, check_reranker, models_dir, pull_model
 from .searching import MAX_QUERY_CHARS, SearchRequest, opened, search
@@ -49,7 +49,7 @@ __all__ = [
     "AGENT_LISTING", "MAX_QUERY_CHARS", "Answer", "Member", "Note", "PERSON_LISTING", "SearchRequest", "listing", "opened",
     "Workspace", "add_paths", "describe", "get_workspace", "member_paths", "members_of", "remove", "workspaces",
     "BuildReport", "Codebase", "ENV_MODEL", "MAX_LIMIT", "MAX_TOKENS", "MIN_TOKENS", "MODES", "ROLES", "Progress", "Result", "SearchOptions",
-    "FileText", "Session", "ShardFolder", "build", "file_text", "cached_models", "check_reranker", "clear", "clear_target", "daemon_info",
+    "FileText", "Session", "ShardFolder", "build", "file_text", "cached_models", "check_reranker", "clear", "clear_target", "followed_note", "daemon_info",
     "detached", "dry_run", "export", "manifest", "embedder_health", "embedders_in_use", "build_in_background", "doctor", "ensure_index",
     "find_codebase", "first_build", "is_index_file", "inspect", "inspect_query", "is_locked", "is_stale", "iso",
     "list_codebases", "models_dir", "open_codebase",

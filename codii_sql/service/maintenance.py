@@ -13,6 +13,7 @@ from ..storage.lock import daemon_running, vector_lock, writer_lock
 from ..storage.store import Store
 from .daemon import daemon_info
 from .status import list_codebases
+from .watchers import watchers
 
 
 def clear_target(path: str | os.PathLike[str] | None, db: str | os.PathLike[str] | None = None) -> Codebase:
@@ -50,6 +51,16 @@ def clear(codebase: Codebase) -> bool:
         except DamagedIndexError:
             _check_in_home(codebase.db_path)
     return _remove_index_files(codebase)
+
+
+def followed_note(codebase: Codebase) -> str | None:
+    """What a cleared index's live watchers will do (``codii-sql watch``, an MCP server): build it again
+    at the next file change. None when nothing watches it."""
+    found = watchers(codebase)
+    if not found:
+        return None
+    who = ", ".join(f"pid {w['pid']} ({'codii-sql watch' if w.get('by') == 'cli' else 'an MCP server'})" for w in found)
+    return f"{codebase.root} is watched by {who}: it builds the index again at the next file change; stop it to keep it gone"
 
 
 def _check_in_home(db_path: Path) -> None:
