@@ -414,3 +414,14 @@ def test_a_shell_negated_class_in_a_glob_negates(sample_repo):
     for glob, found in (("[!a]*/*", ["web/util.js"]), ("[!w]*/*", []), ("[^w]*/*", [])):
         res = json.loads(run("search", "debounce", "--path", sample_repo, "--json", "--mode", "bm25", "--glob", glob).output)
         assert [r["path"] for r in res["results"]] == found, (glob, res)
+
+
+def test_vector_mode_on_an_index_without_vectors_says_bm25_answered(sample_repo):
+    """A new user's --mode vector over a --no-vectors index listed BM25 hits under a note saying vector
+    mode could not find them."""
+    assert CliRunner().invoke(cli, ["build", str(sample_repo), "--no-vectors"]).exit_code == 0
+    res = CliRunner().invoke(cli, ["search", "retry with backoff", "--path", str(sample_repo), "--mode", "vector",
+                                   "--json", "--no-update"])
+    out = json.loads(res.stdout)
+    assert out["results"] and all(r["bm25_rank"] is not None for r in out["results"])
+    assert "with no vector in the index, vector mode answered by BM25" in out["note"], out["note"]

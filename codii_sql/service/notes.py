@@ -76,7 +76,9 @@ def vectors_note(store: Store, root: str, *, running: bool, mode: str, alone_db:
         return None
     progress = vector_progress(store.meta(), counts, running=running)
     done, total = progress["done"], progress["total"]
-    blind = "; vector mode cannot find them" if mode == "vector" else ""
+    # With no vector at all the searcher answers vector mode by BM25 (nothing to compare an embedding with).
+    blind = "" if mode != "vector" else "; vector mode cannot find them" if done else \
+        "; with no vector in the index, vector mode answered by BM25"
     if progress["state"] == "running":
         eta = progress.get("eta_seconds")
         left = f", about {eta // 60} min {eta % 60} s to go" if eta else ""
