@@ -89,7 +89,8 @@ def test_a_subfolder_searches_the_enclosing_index_kept_to_its_files(sample_repo,
     assert out["results"] and all(r["path"].startswith("app/") for r in out["results"])
     assert sorted((codii_home / "indexes").glob("*.db")) == indexes  # no second index was built
     st = json.loads(run("status", sample_repo / "app", "--json").output)
-    assert st["status"] == "not_indexed" and st["inside_indexed"] == str(sample_repo.resolve())
+    # status from a subfolder tells of the index a search there uses (it said not_indexed: a new user's confusion)
+    assert st["status"] == "indexed" and st["codebase"] == str(sample_repo.resolve()) and st["scope"] == "app", st
     res = CliRunner().invoke(cli, ["stats", str(sample_repo / "app")])
     assert res.exit_code == 1 and "lies inside the indexed codebase" in res.output
     res = CliRunner().invoke(cli, ["clear", str(sample_repo / "app"), "--yes"])

@@ -32,7 +32,11 @@ def status(path, workspace, list_skipped, db, as_json):
             more += f" vectors={vectors['done']}/{vectors['total']}" if vectors and vectors["state"] != "complete" else ""
             echo(f"  {m['status']:<11} {m['codebase']}{more}" + (f"  ({m['note']})" if m.get("note") else ""))
         return None
-    st = service.status(service.open_codebase(path, db))
+    # As search, grep and symbol do from a subfolder: the index of the codebase it lies in.
+    codebase, scope = service.find_codebase(path, db)
+    st = service.status(codebase)
+    if scope:
+        st["scope"] = scope
     skipped = st.pop("skipped_files", None)
     if as_json:
         return emit({**st, "skipped_files": skipped} if list_skipped else st)
