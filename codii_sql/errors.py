@@ -9,6 +9,7 @@ advice back out of a message.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -65,14 +66,17 @@ class _Missing(dict):
         return ""
 
 
-def worded(hint: Hint, sentences: dict) -> str | None:
+def worded(hint: Hint, sentences: dict, quote: Callable[[str], str] | None = None) -> str | None:
     """``hint`` in a face's ``sentences`` (one per :data:`REMEDIES` kind: a text with ``{param}``
     placeholders, a parameter the remedy lacks left out, or a function of the parameters); a plain
-    string as it is; None for none."""
+    string as it is; None for none. ``quote`` makes the paths (``root``, ``db``) fit the face's
+    commands (a shell's quoting for the CLI: ``/tmp/My Projects/app``)."""
     if not isinstance(hint, Remedy):
         return hint
+    params = {k: quote(v) if quote and k in ("root", "db") and isinstance(v, str) and v else v
+              for k, v in hint.params.items()}
     sentence = sentences[hint.kind]
-    text = sentence(_Missing(hint.params)) if callable(sentence) else sentence.format_map(_Missing(hint.params))
+    text = sentence(_Missing(params)) if callable(sentence) else sentence.format_map(_Missing(params))
     return " ".join(text.split())
 
 
@@ -80,14 +84,14 @@ class Wording:
     """A face's words: a sentence per remedy kind (``sentences``, as :func:`worded` takes them) and
     its name for each request field (``fields``: ``max_tokens`` -> ``--max-tokens``)."""
 
-    def __init__(self, sentences: dict[str, str], fields: dict[str, str]):
+    def __init__(self, sentences: dict[str, str], fields: dict[str, str], quote: Callable[[str], str] | None = None):
         if set(sentences) != set(REMEDIES):
             raise ValueError(f"a face words every remedy kind, not {sorted(set(sentences) ^ set(REMEDIES))}")
-        self.sentences, self.fields = sentences, fields
+        self.sentences, self.fields, self.quote = sentences, fields, quote
 
     def words(self, hint: Hint) -> str | None:
         """``hint`` in this face's words."""
-        return worded(hint, self.sentences)
+        return worded(hint, self.sentences, self.quote)
 
     def what(self, err: CodiiError) -> str:
         """What went wrong, its field named as this face names it."""

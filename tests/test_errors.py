@@ -45,3 +45,11 @@ def test_errors_keep_their_remedy_across_processes():
     assert isinstance(err, UsageError) and err.hint == Remedy("retry") and err.field == "glob"
     with pytest.raises(ValueError, match="unknown remedy"):
         Remedy("make_coffee")
+
+
+def test_the_cli_quotes_the_paths_of_the_commands_it_suggests():
+    """A fresh user's hint read `codii-sql build /tmp/My Projects/app --vectors`: two arguments to a shell."""
+    assert cli_words.words(Remedy("embed_vectors", {"root": "/tmp/My Projects/app"})) == \
+        "`codii-sql build '/tmp/My Projects/app' --vectors` embeds them"
+    assert cli_words.words(Remedy("force_build", {"root": "/r", "db": None})) == "`codii-sql build /r --force` rebuilds it"
+    assert "/tmp/My Projects/app" in mcp_words.words(Remedy("embed_vectors", {"root": "/tmp/My Projects/app"}))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shlex
+
 from ..errors import Wording
 
 #: One sentence per remedy kind (codii_sql.errors.REMEDIES).
@@ -34,5 +36,6 @@ FIELDS = {"path": "--path", "db": "--db", "query": "QUERY", "limit": "--limit", 
           "workspace": "--workspace", "rerank": "--rerank", "since": "--since", "line": "LINE"}
 
 
-WORDING = Wording(SENTENCES, FIELDS)
+# Paths in the commands it suggests are quoted as a shell needs them (`build '/tmp/My Projects/app'`).
+WORDING = Wording(SENTENCES, FIELDS, shlex.quote)
 words, what, message = WORDING.words, WORDING.what, WORDING.message
