@@ -72,8 +72,10 @@ def test_file_set_refuses_ignored_files(tree):
     only_b = FileSet(tree, {"ignore_patterns": ["src/a.py"], "extensions": (".py",), "max_file_bytes": 1 << 20})
     with pytest.raises(PathRefusedError, match="ignore rules"):
         only_b.check("src/a.py")
-    with pytest.raises(PathRefusedError, match="ignore rules"):
+    with pytest.raises(PathRefusedError, match="extension filter"):
         only_b.check(".gitignore")
+    with pytest.raises(PathRefusedError, match=r"larger than the codebase's size limit \(4 bytes\)"):
+        FileSet(tree, {"ignore_patterns": [], "extensions": None, "max_file_bytes": 4}).check("src/b.py")
     (tree / ".env").write_text("API_KEY=1\n")  # a fresh user was told of .gitignore and size limits
     with pytest.raises(PathRefusedError, match="usually holds credentials"):
         fileset.check(".env")
@@ -136,8 +138,8 @@ def test_a_link_is_read_only_as_the_file_it_leads_to(tree):
     fileset = FileSet(tree, {"ignore_patterns": [], "extensions": None, "max_file_bytes": DEFAULT_MAX_FILE_BYTES})
     with pytest.raises(PathRefusedError, match="usually holds credentials"):
         fileset.check("innocent.py")
-    for link in ("notes_link.txt", "gitcfg.txt"):
-        with pytest.raises(PathRefusedError, match="ignore rules"):
+    for link, why in (("notes_link.txt", "ignore rules"), ("gitcfg.txt", r"not indexed \(default excluded\)")):
+        with pytest.raises(PathRefusedError, match=why):
             fileset.check(link)
     assert read_bytes(fileset.check("alias.py")) == b"def a():\n    return 1\n"
     listed = {f.path for f in scan(tree).files}

@@ -67,16 +67,22 @@ from .config import DEFAULT_MAX_FILE_BYTES, normalize_extensions, positive_int
 from .scanned import SKIP_REASONS, ScanResult, SourceFile
 from .walker import Walker, escaped
 
-__all__ = ["SKIP_REASONS", "ScanResult", "SourceFile", "escaped", "listed", "scan"]
+__all__ = ["SKIP_REASONS", "ScanResult", "SourceFile", "escaped", "listed", "scan", "unlisted"]
 
 
-def listed(root: Path, rel: str, *, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
-           ignore_patterns: Sequence[str] = (), extensions: Sequence[str] | None = None) -> bool:
-    """Whether :func:`scan` with these settings lists the file ``rel`` (a relative POSIX path, no
-    ``..``), decided along that path alone: a few directory listings, not a walk of the tree (the
-    kernel's 86k files took 1.5-2 s to walk for one symbol look-up)."""
+def unlisted(root: Path, rel: str, *, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+             ignore_patterns: Sequence[str] = (), extensions: Sequence[str] | None = None) -> str | None:
+    """None when :func:`scan` with these settings lists the file ``rel`` (a relative POSIX path, no
+    ``..``), else why not (a :data:`SKIP_REASONS` reason of it or a folder above it, or ``"missing"``),
+    decided along that path alone: a few directory listings, not a walk of the tree (the kernel's
+    86k files took 1.5-2 s to walk for one symbol look-up)."""
     walker = Walker(root, positive_int(max_file_bytes), ignore_patterns, normalize_extensions(extensions))
-    return walker.listed(rel)
+    return walker.unlisted(rel)
+
+
+def listed(root: Path, rel: str, **rules) -> bool:
+    """Whether :func:`scan` with these ``rules`` lists the file ``rel`` (see :func:`unlisted`)."""
+    return unlisted(root, rel, **rules) is None
 
 
 def scan(root: Path, *, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,

@@ -93,19 +93,22 @@ class Walker:
         self.skipped[reason] += 1
         self.skipped_paths.append((path, reason))
 
-    def listed(self, rel: str) -> bool:
-        """Whether :meth:`run` would list the file ``rel`` (a relative POSIX path): the same rules,
-        applied along that path only (one directory listing per folder on it, not the whole tree)."""
+    def unlisted(self, rel: str) -> str | None:
+        """None when :meth:`run` would list the file ``rel`` (a relative POSIX path), else why not: the
+        skip reason of it or of a folder above it, or ``"missing"``. The same rules, applied along that
+        path only (one directory listing per folder on it, not the whole tree)."""
         parts = rel.split("/")
         d = _Dir(self.root, "", self.root_real, outer_levels(self.tree) if self.tree else (), None)
         for depth, name in enumerate(parts):
             found = self._visit(d, only=name)
-            if depth == len(parts) - 1:
-                return any(f.path == rel for f in self.files)
-            if not found:
-                return False
-            d = found[0]
-        return False
+            if depth < len(parts) - 1 and found:
+                d = found[0]
+                continue
+            if any(f.path == rel for f in self.files):
+                return None
+            return next((reason for path, reason in self.skipped_paths
+                         if path == rel or (path.endswith("/") and rel.startswith(path))), "missing")
+        return "missing"
 
     def _visit(self, d: _Dir, only: str | None = None) -> list[_Dir]:
         """List one directory: record its files, return its subdirectories to walk (with ``only``,

@@ -26,7 +26,7 @@ from ..errors import Remedy, UsageError
 from ..ingest.config import DEFAULT_MAX_FILE_BYTES
 from ..ingest.read import SNIFF_BYTES, is_binary, is_private_key
 from ..ingest.exclusions import SECRET_RULE, default_file_reason
-from ..ingest.walk import listed
+from ..ingest.walk import unlisted
 
 #: Seconds a path's verdict (listed or not) is reused: a file newly added to an ignore file stays
 #: readable for at most this long.
@@ -193,7 +193,7 @@ def _read_all(fd: int, size: int, max_bytes: int) -> bytes:
 
 class FileSet:
     """Whether a scan of one root lists a path (check 4), decided along that path alone
-    (:func:`~codii_sql.ingest.walk.listed`) and remembered for :data:`FILE_SET_TTL_SECONDS`.
+    (:func:`~codii_sql.ingest.walk.unlisted`) and remembered for :data:`FILE_SET_TTL_SECONDS`.
 
     Args:
         root: the codebase root.
@@ -207,20 +207,21 @@ class FileSet:
         self._seen: dict[str, tuple[bool, float]] = {}
         self._lock = threading.Lock()
 
-    def lists(self, rel: str) -> bool:
-        """Whether a build would index the relative POSIX path ``rel`` now. A few directory
-        listings; a whole walk of the kernel took 1.5-2 s (a CLI symbol look-up paid it each call)."""
+    def unlisted(self, rel: str) -> str | None:
+        """None when a build would index the relative POSIX path ``rel`` now, else why not (see
+        :func:`~codii_sql.ingest.walk.unlisted`). A few directory listings; a whole walk of the kernel
+        took 1.5-2 s (a CLI symbol look-up paid it each call)."""
         now = time.monotonic()
         with self._lock:
             known = self._seen.get(rel)
             if known is not None and now - known[1] <= FILE_SET_TTL_SECONDS:
                 return known[0]
-        found = listed(self.root, rel, **self.rules)
+        reason = unlisted(self.root, rel, **self.rules)
         with self._lock:
             if len(self._seen) > MAX_REMEMBERED_PATHS:
                 self._seen.clear()
-            self._seen[rel] = (found, now)
-        return found
+            self._seen[rel] = (reason, now)
+        return reason
 
     def check(self, file: str) -> SafeFile:
         """All four checks.
@@ -240,10 +241,19 @@ class FileSet:
         Raises:
             PathRefusedError: the scan does not list ``rel``.
         """
-        if self.lists(rel):
+        reason = self.unlisted(rel)
+        name = repr(shown or rel)
+        if reason is None:
             return
-        if default_file_reason(PurePosixPath(rel).name) == "secret":
-            raise PathRefusedError(f"{shown or rel!r} {SECRET_RULE}: never indexed or served")
-        raise PathRefusedError(f"{shown or rel!r} is excluded by the codebase's ignore rules or file filters "
-                               "(.gitignore, .codiiignore, .codii.yaml, size or extension limits): refused")
+        if reason == "secret" or default_file_reason(PurePosixPath(rel).name) == "secret":
+            raise PathRefusedError(f"{name} {SECRET_RULE}: never indexed or served")
+        if reason == "too-large":
+            raise PathRefusedError(f"{name} is larger than the codebase's size limit ({self.rules['max_file_bytes']:,} "
+                                   "bytes): refused", "raise max_file_bytes in .codii.yaml to index and read it")
+        if reason == "extension-filter":
+            raise PathRefusedError(f"{name} is left out by the codebase's extension filter: refused")
+        if reason == "ignored":
+            raise PathRefusedError(f"{name} is excluded by the codebase's ignore rules (.gitignore, .codiiignore, "
+                                   ".codii.yaml): refused")
+        raise PathRefusedError(f"{name} is not indexed ({reason.replace('-', ' ')}): refused")
 
