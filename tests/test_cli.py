@@ -69,6 +69,8 @@ def test_status_list_stats_clear(sample_repo):
     assert {r["language"] for r in stats["languages"]} >= {"python", "javascript", "markdown"}
     res = CliRunner().invoke(cli, ["clear", str(sample_repo), "--json"])
     assert res.exit_code == 2 and "--yes" in res.output  # --json never prompts, so it never deletes alone
+    piped = CliRunner().invoke(cli, ["clear", str(sample_repo)], input="y\n")  # no terminal: no prompt
+    assert piped.exit_code == 2 and "add --yes" in piped.output and "Aborted" not in piped.output
     assert json.loads(run("clear", sample_repo, "--json", "--yes").output)["removed"]
     assert json.loads(run("status", sample_repo, "--json").output)["status"] == "not_indexed"
 

@@ -34,6 +34,9 @@ def clear(path, all_, yes, db, as_json):
     if not yes and targets:
         if as_json:
             raise UsageError("clear --json does not prompt: add --yes to delete the index")
+        if not sys.stdin.isatty():  # click.confirm would print a bare "Aborted!"
+            raise UsageError("clear asks before it deletes, and there is no terminal to ask: add --yes to delete "
+                             "the index")
         names = ", ".join(str(c.db_path) for c in targets[:3]) + (f" and {len(targets) - 3} more" if len(targets) > 3 else "")
         click.confirm(f"Delete {names}?", abort=True, err=True)
     watched = {str(c.db_path): service.followed_note(c) for c in targets}  # before the files beside go
