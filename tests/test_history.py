@@ -242,6 +242,8 @@ def test_the_cli_prints_history_and_why_as_text_and_json(repo, embedder):
     assert text.exit_code == 0 and shas["retry"][:12] in text.output and "+def retry_after_seconds" in text.output
     why = runner.invoke(cli, ["why", f"{root}/src/http_session.py:1", "--json"])
     assert why.exit_code == 0 and json.loads(why.output)["results"][0]["sha"] == shas["retry"]
+    as_history = runner.invoke(cli, ["why", "src/http_session.py:1", str(root), "--json"])  # PATH as history takes it
+    assert as_history.exit_code == 0 and json.loads(as_history.output)["results"][0]["sha"] == shas["retry"]
     bad = runner.invoke(cli, ["why", "src/http_session.py"])
     assert bad.exit_code == 2 and "is not FILE:LINE" in bad.output and "Traceback" not in bad.output
     habit = runner.invoke(cli, ["history", "retry", "--path", str(root)])

@@ -51,15 +51,20 @@ def history(query, path, glob, since, limit, max_tokens, no_update, as_json):
 
 @click.command()
 @click.argument("location", metavar="FILE:LINE")
-@click.option("--path", "root", default=None, help="The folder FILE is relative to (default: the current directory).")
+@click.argument("path", required=False, default=None)
+@click.option("--path", "root", default=None, help="The folder FILE is relative to (default: the current directory); "
+                                                   "also PATH after FILE:LINE, as history takes it.")
 @click.option("--limit", "-n", type=click.IntRange(1, MAX_WHY_LIMIT), default=DEFAULT_WHY_LIMIT, show_default=True,
               help="Commits told at most, newest first.")
 @click.option("--max-tokens", type=click.IntRange(1), default=None,
               help="Fit the answer in about this many tokens (4 characters each).")
 @json_option
-def why(location, root, limit, max_tokens, as_json):
+def why(location, path, root, limit, max_tokens, as_json):
     """The commits that made line LINE of FILE what it is: git blame names the last, git log -L
     follows the line back; each with its subject, body and the hunk of that line. Needs git, not an index."""
+    if path is not None and root is not None and os.path.abspath(path) != os.path.abspath(root):
+        raise UsageError(f"PATH {path} and --path {root} name two folders", "pass one of them")
+    root = root if root is not None else path
     file, sep, line = location.rpartition(":")
     if not sep or not file or not line.strip().isdigit():
         raise UsageError(f"{location!r} is not FILE:LINE", "codii-sql why src/app.py:42")
