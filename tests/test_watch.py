@@ -296,3 +296,19 @@ def test_clearing_a_watched_index_says_the_watcher_will_build_it_again(codii_hom
         assert f"is watched by pid {w.proc.pid} (codii-sql watch)" in done.stderr and "stop it" in done.stderr
     finally:
         assert w.stop()[0] == 0
+
+
+def test_an_mcp_build_cancelled_at_shutdown_leaves_the_index_stale_not_failed(codii_home, tmp_path):
+    """A client that exits mid-build cancels the server's build: what it committed stays, and the index
+    reads as stale (it read 'failed: BuildCancelled: the MCP server shut down...')."""
+    from codii_sql.service.jobs import Jobs
+
+    repo = write_tree(tmp_path / "big", {f"m{i}.py": f"def handler_{i}(x):\n    return x + {i}\n" for i in range(300)})
+    cb = service.open_codebase(repo)
+    jobs = Jobs()
+    jobs.cancel.set()  # the server is shutting down: the first progress report stops the build
+    jobs.start(cb, False, None, None)
+    jobs.shutdown()
+    st = service.status(cb, check_stale=False)
+    assert st["status"] != "failed" and not st.get("error"), st
+    assert jobs.status(cb)[1].outcome == "cancelled"

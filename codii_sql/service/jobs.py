@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from ..codebase import Codebase
-from ..errors import BuildFailedError, CodiiError, DiskFullError, IndexBusyError, ReadOnlyIndexError
+from ..errors import BuildFailedError, BuildStopped, CodiiError, DiskFullError, IndexBusyError, ReadOnlyIndexError
 from ..storage.lock import is_locked
 from .builds import build
 from .daemon import NICE
@@ -23,8 +23,9 @@ START_WAIT_SECONDS = 2.0
 SHUTDOWN_WAIT_SECONDS = 5.0
 
 
-class BuildCancelled(Exception):
-    """Raised from the progress callback to stop a build at a batch boundary (server exit)."""
+class BuildCancelled(BuildStopped):
+    """Raised from the progress callback to stop a build at a batch boundary (server exit): a stop on
+    request, so the index keeps what it committed and reads as stale, not failed with a class name."""
 
 
 #: Files an agent searched lately whose chunks the vector phase embeds first (most recent kept).
