@@ -310,7 +310,7 @@ def _notes(answer: GrepAnswer, pattern: GrepPattern, has_tables: bool, unpacked:
     notes = []
     if pattern.scans:
         notes.append(Note("grep", "no pattern has a literal of 3 or more characters that every match holds, so every "
-                                  "indexed file was read (no trigram narrowed the candidates)"))
+                                  "indexed file is a candidate (no trigram narrowed them)"))
     if not has_tables:
         notes.append(Note("grep", "this index has no trigram table (made before grep existed): its chunks' stored "
                                   "lines were read, and lines no chunk holds were not searched"))
