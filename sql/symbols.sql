@@ -6,38 +6,22 @@
 -- qualified or prefix matches, generics and `::` normalised), in file, symbol and line order.
 -- in_kind says whether the chunk is of :kind (always, with no :kind); first_content is the text
 -- of the first such chunk of its (file, symbol), for the signature, and NULL on the others.
--- One scan of chunks: a member of a class holds the class's symbol, so it holds :needle too
--- (per-group subqueries here took 28 s for `f` over 6,000 symbols f0..f5999 in one file).
+-- A :needle that is a whole word of the symbols it names (every name but a prefix's start) comes
+-- with :fts (`symbol : "needle"`), and FTS5's symbol column finds the chunks; without it, one scan
+-- of every chunk (`symbol tcp_retransmit_timer` on the kernel's 2.8M chunks: 1.4-4.7 s, reading the
+-- whole chunks table). Each arm's test of :fts is a constant SQLite checks before its loop, so
+-- only one runs. A member's symbol (Session.send) holds its class's word, and :needle, too (per-group
+-- subqueries here took 28 s for `f` over 6,000 symbols f0..f5999 in one file).
 WITH matched AS (
     SELECT c.file_id, c.symbol, c.kind, c.start_line, c.end_line, c.content,
            (:kind IS NULL OR c.kind = :kind) AS in_kind
     FROM chunks c
-    WHERE c.symbol IS NOT NULL AND instr(c.symbol, :needle) > 0
-)
-SELECT m.file_id, f.path, m.symbol, m.kind, m.start_line, m.end_line, m.in_kind, f.role, f.language,
-       CASE WHEN m.in_kind AND row_number() OVER (PARTITION BY m.file_id, m.symbol, m.in_kind
-                                                  ORDER BY m.start_line) = 1
-            THEN m.content END AS first_content
-FROM matched m JOIN files f ON f.id = m.file_id
-ORDER BY m.file_id, m.symbol, m.start_line;
-
--- name: symbol_candidates_named
--- Chunks whose symbol holds :needle (the last part of the name asked for; service/symbols.py
--- groups them per (file, symbol), extends a class over its members' chunks, and keeps the exact,
--- qualified or prefix matches, generics and `::` normalised), in file, symbol and line order.
--- in_kind says whether the chunk is of :kind (always, with no :kind); first_content is the text
--- of the first such chunk of its (file, symbol), for the signature, and NULL on the others.
--- As symbol_candidates, for a :needle that is a whole word of the symbols it names (every name but a
--- prefix's start): the chunks come from FTS5's symbol column (:fts, `symbol : "needle"`), not a scan
--- of every chunk (`symbol tcp_retransmit_timer` on the kernel's 2.8M chunks: 1.4-4.7 s, reading the
--- whole chunks table). A member's symbol (Session.send) holds its class's word too.
-WITH named AS (
-    SELECT rowid AS id FROM chunks_fts WHERE chunks_fts MATCH :fts
-), matched AS (
+    WHERE :fts IS NULL AND c.symbol IS NOT NULL AND instr(c.symbol, :needle) > 0
+    UNION ALL
     SELECT c.file_id, c.symbol, c.kind, c.start_line, c.end_line, c.content,
            (:kind IS NULL OR c.kind = :kind) AS in_kind
-    FROM named n JOIN chunks c ON c.id = n.id
-    WHERE c.symbol IS NOT NULL AND instr(c.symbol, :needle) > 0
+    FROM chunks_fts JOIN chunks c ON c.id = chunks_fts.rowid
+    WHERE :fts IS NOT NULL AND chunks_fts MATCH :fts AND c.symbol IS NOT NULL AND instr(c.symbol, :needle) > 0
 )
 SELECT m.file_id, f.path, m.symbol, m.kind, m.start_line, m.end_line, m.in_kind, f.role, f.language,
        CASE WHEN m.in_kind AND row_number() OVER (PARTITION BY m.file_id, m.symbol, m.in_kind

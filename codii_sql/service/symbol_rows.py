@@ -24,11 +24,8 @@ def symbol_rows(store: Store, needle: str, kind: str | None, cap: int, *, prefix
     (a symbol's start, which FTS5's stemmed words cannot find), FTS5's symbol column finds the chunks.
     """
     out: list[dict] = []
-    params = {"needle": needle, "kind": kind}
-    if prefix or not _WORDY.search(needle):
-        chunks = store.rows("symbol_candidates", params)
-    else:
-        chunks = store.rows("symbol_candidates_named", {**params, "fts": 'symbol : "' + needle.replace('"', '""') + '"'})
+    fts = None if prefix or not _WORDY.search(needle) else 'symbol : "' + needle.replace('"', '""') + '"'
+    chunks = store.rows("symbol_candidates", {"needle": needle, "kind": kind, "fts": fts})
     for _, of_file in groupby(chunks, key=lambda c: c["file_id"]):
         of_file = list(of_file)
         symbols = [c["symbol"] for c in of_file]  # sorted: the statement orders by file, symbol
