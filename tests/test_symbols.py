@@ -361,6 +361,7 @@ DECLARED = {
     "lib.rs": "pub type Result<T> = std::result::Result<T, Error>;\npub const LIMIT: usize = 3;\n",
     "Gson.java": "class Gson {\n  static final String JSON_NON_EXECUTABLE_PREFIX = \")]}'\\n\";\n  private int x;\n}\n",
     "ranking.py": "RRF_K = 60\n\n\ndef fuse():\n    local = RRF_K\n    return local\n",
+    "z_last/cjson.c": "int cJSON_Parse(const char *value)\n{\n    return value != 0;\n}\n",
 }
 
 
@@ -381,6 +382,9 @@ def test_macros_type_aliases_and_constants_are_symbols_and_in_outlines(tmp_path,
         assert [(d["path"], d["kind"], d["start_line"]) for d in found] == [(path, kind, line)], (name, found)
     assert service.find_symbol(cb, "CJSON_VERSION_MAJOR")["definitions"][0]["signature"] == "#define CJSON_VERSION_MAJOR 1"
     assert service.find_symbol(cb, "local")["definitions"] == []
+    # The definition with its body before the header's prototype, whatever their paths' order.
+    assert [(d["path"], d["start_line"]) for d in service.find_symbol(cb, "cJSON_Parse")["definitions"]] == [
+        ("z_last/cjson.c", 1), ("cjson.h", 4)]
     assert [d["symbol"] for d in service.find_symbol(cb, "cJSON_bool", kind="type")["definitions"]] == ["cJSON_bool"]
     # The file that declares a name is parsed before the many that use it more (the kernel's container_of.h).
     write_tree(repo, {f"use_{i}.c": "".join(f"int f{i}_{j}(void) {{ return CJSON_VERSION_MAJOR + {j}; }}\n"

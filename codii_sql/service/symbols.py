@@ -124,8 +124,8 @@ def find_symbol(codebase: Codebase, name: str, *, kind: str | None = None, prefi
         if how is None and "." in wanted:  # pkg.module.func: the file's module path qualifies it too
             how = _match(f"{_module(r['path'])}.{normal_name(r['symbol'])}", wanted, False) and 1
         if how is not None:
-            found.append((how, ROLE_ORDER.get(r["role"], 1), len(r["symbol"]), r["path"], r))
-    found.sort(key=lambda item: item[:4])
+            found.append((how, ROLE_ORDER.get(r["role"], 1), _declared_only(r), len(r["symbol"]), r["path"], r))
+    found.sort(key=lambda item: item[:5])
     window = [{"path": r["path"], "symbol": r["symbol"], "kind": r["kind"], "start_line": r["start_line"],
                "end_line": r["end_line"],
                "signature": r.get("signature") or signature((r.get("first_content") or "").split("\n"), r["language"]),
@@ -176,6 +176,16 @@ def _every_part(wanted: str) -> str:
     files parsed for small definitions."""
     parts = name_parts(wanted) or [wanted]
     return "{content symbol path}: (" + " AND ".join('"' + p.replace('"', '""') + '"' for p in parts) + ")"
+
+
+def _declared_only(row: dict) -> bool:
+    """Whether a function row only declares it (a header's prototype, an abstract or interface method:
+    one line ending in ``;``): the definition with its body comes first (`symbol tcp_retransmit_timer`
+    listed include/net/tcp.h's prototype above net/ipv4/tcp_timer.c's function)."""
+    if row["kind"] not in ("function", "method") or row["start_line"] != row["end_line"]:
+        return False
+    text = row.get("signature") or row.get("first_content") or ""
+    return text.rstrip().endswith(";")
 
 
 def _declared(needle: str) -> str:
