@@ -126,6 +126,8 @@ def test_bad_patterns_say_where_and_exit_2_and_no_match_exits_1(tmp_path):
     assert bad.exit_code == 2 and "at position 0" in bad.stderr and "Traceback" not in bad.output
     assert len(bad.stderr.strip().splitlines()) == 1
     assert run("grep", "nothing_like_this", root).exit_code == 1
+    huge = run("grep", "a{99999999}", root)  # the regex module compiled it for minutes (a new user's try)
+    assert huge.exit_code == 2 and "more than 10,000 times" in huge.stderr
     with pytest.raises(UsageError, match="line break"):
         GrepPattern(["a\\nb"])
 

@@ -10,6 +10,10 @@ import regex
 from ..errors import UsageError
 from . import trigrams
 
+#: Largest repeat count a pattern may hold: the regex module unrolls a counted repeat when it compiles
+#: it (``a{99999}`` 33 ms, ``a{99999999}`` did not finish in minutes, and neither did the trigram plan).
+#: rg refuses such a pattern too ("compiled regex exceeds size limit").
+MAX_REPEAT_COUNT = 10_000
 #: Leading global flags, ``(?i)``: Python allows them only at the very start of a pattern, so
 #: wrapping several patterns (``-e``, ``-w``) moves them to the front of the whole.
 _GLOBAL_FLAGS = re.compile(r"^\(\?([aiLmsux]+)\)")
@@ -106,6 +110,9 @@ def _parsed(source: str, flags: int, shown: str):
         raise _bad(shown, err.msg, err.pos) from None
     except (RecursionError, OverflowError) as err:  # thousands of nested groups, a repeat count past 4 billion
         raise _bad(shown, f"too complex ({type(err).__name__})", None) from None
+    if trigrams.largest_repeat(tree) > MAX_REPEAT_COUNT:
+        raise UsageError(f"{shown!r} repeats something more than {MAX_REPEAT_COUNT:,} times, which makes the compiled "
+                         "pattern too large", "use a smaller count, or + or *", field="pattern")
     if trigrams.names_newline(tree):
         raise UsageError(f"{shown!r} holds a line break, and grep matches within one line",
                          "search for each line's part separately", field="pattern")

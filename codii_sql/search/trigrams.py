@@ -241,6 +241,13 @@ def _class_takes_newline(items: list) -> bool:
     return holds != negated
 
 
+def largest_repeat(parsed: _parser.SubPattern) -> int:
+    """The largest finite repeat count of the pattern (``a{5000}``: 5000; ``a+``: 1), 0 without one."""
+    counts = [n for op, av in _walk(parsed) if op in (C.MAX_REPEAT, C.MIN_REPEAT, C.POSSESSIVE_REPEAT)
+              for n in av[:2] if n != C.MAXREPEAT]
+    return max(counts, default=0)
+
+
 def names_newline(parsed: _parser.SubPattern) -> bool:
     """Whether the pattern holds a literal line break (``\\n``), which a line never contains."""
     return any(op is C.LITERAL and av == 10 for op, av in _walk(parsed))
