@@ -81,8 +81,12 @@ def test_an_unchanged_tree_reads_only_the_root_of_its_merkle_tree(tmp_path, codi
     asked = []
     rows = Store.rows
     monkeypatch.setattr(Store, "rows", lambda self, name, params=None: asked.append(name) or rows(self, name, params))
+    stamp = (cb.db_path.stat().st_mtime_ns, cb.db_path.stat().st_size)
     again = service.build(cb, vectors=False)
     assert "merkle_all" not in asked and again.merkle_root == first.merkle_root
+    # Nothing to do writes nothing (every search's update, every watched event of an ignored file).
+    assert (cb.db_path.stat().st_mtime_ns, cb.db_path.stat().st_size) == stamp
+    assert again.files == first.files and again.chunks == first.chunks
     assert (again.added, again.modified, again.removed) == (0, 0, 0)
     (repo / "src" / "b.py").write_text("def b():\n    return 2\n")
     edited = service.build(cb, vectors=False)

@@ -273,3 +273,40 @@ def scan_rules(root: Path, ignore_patterns: list[str], extensions: list[str] | N
         raise UsageError(str(err)) from None
     return {"ignore_patterns": [*config.ignore_patterns, *ignore_patterns],
             "extensions": extensions or config.extensions, "max_file_bytes": config.max_file_bytes}
+
+
+def vectors_wanted(explicit: bool | None, meta: dict, root) -> bool:
+    """Whether a build embeds: ``explicit`` (``--vectors``/``--no-vectors``), else what an earlier build
+    was told (``meta["vectors"]``), else ``.codii.yaml``'s ``vectors``, else True.
+
+    Raises:
+        UsageError: ``.codii.yaml`` is malformed.
+    """
+    if explicit is not None:
+        return explicit
+    if meta.get("vectors") is not None:
+        return meta["vectors"]
+    try:
+        configured = load_config(root).vectors
+    except ValueError as err:
+        raise UsageError(str(err)) from None
+    return configured is not False
+
+
+def history_wanted(explicit: HistoryBound | None, meta: dict, root) -> HistoryBound:
+    """Which commits a build indexes: ``explicit`` (``--history``/``--no-history``), else what an
+    earlier build was told (``meta["history_asked"]``), else ``.codii.yaml``'s ``history``, else
+    :data:`~.config.DEFAULT_HISTORY`.
+
+    Raises:
+        UsageError: ``.codii.yaml`` is malformed.
+    """
+    if explicit is not None:
+        return explicit
+    if meta.get("history_asked"):
+        return HistoryBound(**meta["history_asked"])
+    try:
+        configured = load_config(root).history
+    except ValueError as err:
+        raise UsageError(str(err)) from None
+    return configured or DEFAULT_HISTORY

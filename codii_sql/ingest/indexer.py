@@ -17,21 +17,22 @@ from ..storage.lock import vector_lock, vectors_running, writer_lock
 from ..storage.store import SCHEMA_VERSION, Store
 from .chunking import CHUNKER_VERSION, ChunkSizes
 from .config import (
-    DEFAULT_HISTORY,
     DEFAULT_MAX_FILE_BYTES,
     CodebaseConfig,
     HistoryBound,
     bounded,
     extension_filter,
+    history_wanted,
     load_config,
     scan_rules,
+    vectors_wanted,
 )
 from .embedding import embed_queued
 from .history import update_history
 from .history_rules import HistoryRules
 from .history_vectors import embed_history, fit_history_vec, history_dims
-from .lexical import LexicalPhase
-from .plan import Plan, make_plan
+from .lexical import LexicalPhase, described
+from .plan import Plan, make_plan, nothing_to_do, same_settings
 from .report import BuildReport, Progress, skip_listing
 
 
@@ -45,43 +46,6 @@ def index_settings(embedder: Embedder) -> dict:
         "model_sha256": embedder.sha256,
         "chunker_version": CHUNKER_VERSION,
     }
-
-
-def vectors_wanted(explicit: bool | None, meta: dict, root) -> bool:
-    """Whether a build embeds: ``explicit`` (``--vectors``/``--no-vectors``), else what an earlier build
-    was told (``meta["vectors"]``), else ``.codii.yaml``'s ``vectors``, else True.
-
-    Raises:
-        UsageError: ``.codii.yaml`` is malformed.
-    """
-    if explicit is not None:
-        return explicit
-    if meta.get("vectors") is not None:
-        return meta["vectors"]
-    try:
-        configured = load_config(root).vectors
-    except ValueError as err:
-        raise UsageError(str(err)) from None
-    return configured is not False
-
-
-def history_wanted(explicit: HistoryBound | None, meta: dict, root) -> HistoryBound:
-    """Which commits a build indexes: ``explicit`` (``--history``/``--no-history``), else what an
-    earlier build was told (``meta["history_asked"]``), else ``.codii.yaml``'s ``history``, else
-    :data:`~.config.DEFAULT_HISTORY`.
-
-    Raises:
-        UsageError: ``.codii.yaml`` is malformed.
-    """
-    if explicit is not None:
-        return explicit
-    if meta.get("history_asked"):
-        return HistoryBound(**meta["history_asked"])
-    try:
-        configured = load_config(root).history
-    except ValueError as err:
-        raise UsageError(str(err)) from None
-    return configured or DEFAULT_HISTORY
 
 
 class Indexer:
@@ -230,17 +194,26 @@ class Indexer:
         # Every file a build writes gets its grep text and trigram row, so an index that starts empty
         # is complete for grep; one upgraded from schema 5/6 is checked once its build has finished.
         complete = {"grep_complete": True} if not store.value("has_files") else {}
+        recorded = dict(**settings, root=str(self.codebase.root), vectors_enabled=self._vectors_on(store),
+                        embedder=self.embedder.name, chunk_sizes=sizes, embedding_batch_size=config.embedding_batch_size,
+                        **({"vectors": self.vectors} if self.vectors is not None else {}),
+                        **({"workers": self.workers} if self.workers is not None else {}))
+        plan = None
+        if not force and not complete and meta.get("status") == "indexed" and same_settings(meta, recorded):
+            plan = self.plan(store)  # read-only: a build that finds nothing to do writes nothing
+            if nothing_to_do(plan, meta, self._options(store)):
+                self.max_file_bytes = plan.max_file_bytes
+                report = described(plan, BuildReport())
+                report.files, report.chunks, report.merkle_root = meta.get("files"), meta.get("chunks"), plan.old.root_hash
+                report.seconds = report.phase_seconds["lexical"] = time.perf_counter() - started
+                return report
         with store.transaction():
             # Roles are re-derived after the scan (reclassify.py), which reads the .gitattributes.
-            store.set_meta(**complete, **settings, root=str(self.codebase.root), status="indexing", pid=os.getpid(),
-                           started_at=time.time(), phase="scan", error=None,
-                           vectors_enabled=self._vectors_on(store), embedder=self.embedder.name,
-                           chunk_sizes=sizes, embedding_batch_size=config.embedding_batch_size,
-                           **({"vectors": self.vectors} if self.vectors is not None else {}),
-                           **({"workers": self.workers} if self.workers is not None else {}))
+            store.set_meta(**complete, **recorded, status="indexing", pid=os.getpid(), started_at=time.time(),
+                           phase="scan", error=None)
         report = BuildReport()
         try:
-            plan = self.plan(store)
+            plan = plan or self.plan(store)
             self.max_file_bytes = plan.max_file_bytes
             LexicalPhase(store, self.codebase.root, self.embedder.model_id, self.cache, self.progress,
                          self.reuse_index_vectors, ChunkSizes(sizes["max_chunk_size"], sizes["min_chunk_size"]),

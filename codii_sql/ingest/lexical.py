@@ -52,15 +52,7 @@ class LexicalPhase:
 
     def run(self, plan: Plan, report: BuildReport, scan_options: tuple[list[str], list[str] | None]) -> None:
         """Write every added, modified and re-indexed file of ``plan`` in batches, then the removals."""
-        report.skipped.update(plan.skipped)
-        report.phase_seconds.update(plan.seconds)
-        report.added, report.modified, report.removed = len(plan.added), len(plan.modified), len(plan.removed)
-        report.reindexed = len(plan.reindexed)
-        report.unchanged = (len(plan.files) - sum(plan.skipped_after_read.values()) - report.added - report.modified
-                            - report.reindexed)
-        report.skipped.update(plan.skipped_after_read)
-        report.skipped_files.extend(plan.skipped_paths)
-        report.hidden_by = plan.hidden_by
+        described(plan, report)
         written = {*plan.added, *plan.modified, *plan.reindexed}
         if plan.reclassify:
             reclassify(self.store, self.root, [f for p, f in plan.files.items() if p not in written],
@@ -119,6 +111,21 @@ class LexicalPhase:
         for i, p in enumerate(prepared, 1):
             self.progress("chunk", i, total)
             yield p
+
+
+def described(plan: Plan, report: BuildReport) -> BuildReport:
+    """``report`` filled with what ``plan`` finds: counts of added, modified, removed, re-indexed and
+    unchanged files, the skips and the scan's phase times. Returns ``report``."""
+    report.skipped.update(plan.skipped)
+    report.phase_seconds.update(plan.seconds)
+    report.added, report.modified, report.removed = len(plan.added), len(plan.modified), len(plan.removed)
+    report.reindexed = len(plan.reindexed)
+    report.unchanged = (len(plan.files) - sum(plan.skipped_after_read.values()) - report.added - report.modified
+                        - report.reindexed)
+    report.skipped.update(plan.skipped_after_read)
+    report.skipped_files.extend(plan.skipped_paths)
+    report.hidden_by = plan.hidden_by
+    return report
 
 
 def _batches(items: Iterator[Prepared]) -> Iterator[list[Prepared]]:

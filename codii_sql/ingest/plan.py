@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import hashlib
+import json
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -131,3 +132,17 @@ def _hash_file(root: Path, f: SourceFile, max_file_bytes: int) -> str:
     """``"sha256:<hex>"`` of the file's content, or the reason it cannot be read (:func:`read_file`)."""
     data = read_file(root, f, max_file_bytes=max_file_bytes)
     return data if isinstance(data, str) else "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def same_settings(meta: dict, recorded: dict) -> bool:
+    """Whether the snapshot ``meta`` holds every value of ``recorded`` (compared as JSON stores them)."""
+    return all(json.dumps(meta.get(k)) == json.dumps(v) for k, v in recorded.items())
+
+
+def nothing_to_do(plan: Plan, meta: dict, options: tuple[list[str], list[str] | None]) -> bool:
+    """Whether a build with ``plan`` would change nothing: no file to write, touch, remove or re-derive,
+    the same scan options, and the snapshot's counts to report (an update per search or per watched
+    event then writes nothing; the watcher needs no read-only scan of its own first)."""
+    ignore, exts = options
+    return (not plan.changed and not plan.touched and meta.get("files") is not None and meta.get("chunks") is not None
+            and list(meta.get("scan_ignore_patterns") or []) == ignore and meta.get("scan_extensions") == exts)

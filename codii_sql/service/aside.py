@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from ..codebase import Codebase
-from ..ingest.indexer import vectors_wanted
+from ..ingest.config import vectors_wanted
 from ..ingest.report import BuildReport
 from ..ingest.vectors import known_vectors
 from ..models.cache import EmbeddingCache

@@ -6,7 +6,7 @@ import time
 
 from ..codebase import Codebase
 from ..ingest.config import extension_filter, scan_rules
-from ..ingest.indexer import vectors_wanted
+from ..ingest.config import vectors_wanted
 from ..ingest.survey import survey
 from ..models.cache import EmbeddingCache
 from ..models.embedder import Embedder
