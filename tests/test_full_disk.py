@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import json
 import os
 import subprocess
@@ -58,6 +59,7 @@ def remount(disk: Path, mode: str, timeout: float = 60.0) -> None:
     """
     deadline = time.monotonic() + timeout
     while True:
+        gc.collect()  # a connection only a cycle of frames still holds (a failed open's traceback) lets go
         done = subprocess.run(["mount", "-o", f"remount,{mode}", str(disk)], capture_output=True, text=True)
         if done.returncode == 0:
             return

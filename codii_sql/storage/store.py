@@ -117,6 +117,7 @@ class Store:
             self._migrate()
             self._translate = True
         except (apsw.CorruptError, apsw.NotADBError) as err:
+            self._close_quietly()
             # build --force and clear act on damaged files only in $CODII_SQL_HOME/indexes (the service):
             # a damaged file elsewhere may not be ours.
             ours = in_indexes_dir(self.path)
@@ -125,6 +126,7 @@ class Store:
                                     "if it is a codii-sql index, delete it by hand and build again; else pass "
                                     "an index file codii-sql wrote (build or export)") from None
         except (apsw.Error, OSError) as err:
+            self._close_quietly()
             if self.path.parent.is_dir() and not os.access(self.path.parent, os.W_OK):
                 # SQLite's WAL mode writes -wal/-shm files beside the .db even to read it.
                 raise ReadOnlyIndexError(f"cannot open index {self.path}: its folder is read-only and SQLite needs to "
@@ -134,6 +136,11 @@ class Store:
                 raise DiskFullError(f"the disk is full opening {self.path} (SQLite could not write beside it)",
                                     Remedy("free_disk")) from None
             raise StorageError(f"cannot open index {self.path}: {err}", "check the path and free disk space") from None
+
+    def _close_quietly(self) -> None:
+        """Close what a failed open left: it held the file and its WAL until the garbage collector ran."""
+        with contextlib.suppress(apsw.Error, AttributeError):
+            self.conn.close()
 
     def _connect(self, name: str, flags: int) -> dict[str, int]:
         """Connect to ``name`` with sqlite-vec loaded; the file's ``index_shape`` row."""
@@ -169,11 +176,10 @@ class Store:
                                "is, without an upgrade", "export it again with this version, or rebuild it")
 
     def _await_schema(self, shape: dict[str, int]) -> dict[str, int]:
-        """The shape of a file without tables once its creator has committed the schema: a build in
-        another process or thread creates the file, then its tables in one transaction, and a
-        reader opening it in between called it someone else's database (seen with concurrent
-        MCP index_codebase calls). Waits only for a file modified in the last
-        :data:`FRESH_SECONDS`, at most :data:`SCHEMA_WAIT_SECONDS`."""
+        """The shape of a file without tables once its creator has committed the schema (a reader
+        opening it between the file and its tables called it someone else's database, with concurrent
+        MCP index_codebase calls). Waits only for a file modified in the last :data:`FRESH_SECONDS`,
+        at most :data:`SCHEMA_WAIT_SECONDS`."""
         deadline = time.monotonic() + SCHEMA_WAIT_SECONDS
         while (shape["tables"] == 0 and time.monotonic() < deadline
                and time.time() - os.stat(self.path).st_mtime < FRESH_SECONDS):
@@ -196,8 +202,7 @@ class Store:
         no lock, no ``-wal`` or ``-shm`` file, so nothing is created beside the ``.db``. Reading in
         WAL mode otherwise creates the ``-shm`` index, which fails on a full disk (SQLITE_IOERR)
         or in a read-only folder, and an intact index could not even be searched."""
-        with contextlib.suppress(apsw.Error, AttributeError):
-            self.conn.close()
+        self._close_quietly()
         self.immutable = True
         uri = "file:" + urllib.parse.quote(str(self.path.resolve())) + "?immutable=1"
         return self._connect(uri, apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)
@@ -267,8 +272,6 @@ class Store:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    # -- running named statements -------------------------------------------------------
-
     @contextlib.contextmanager
     def _sqlite(self) -> Iterator[None]:
         """apsw errors inside the block become :func:`translate`'s errors (once the file is open)."""
@@ -335,8 +338,6 @@ class Store:
             raise
         self.run("commit")
 
-    # -- the vector tables --------------------------------------------------------------
-
     def vector_dims(self) -> int:
         """The width of the stored vectors (``float[N]`` of chunks_vec)."""
         found = re.search(r"float\[(\d+)\]", self.value("vector_table_sql") or "")
@@ -369,8 +370,6 @@ class Store:
         with self._sqlite():
             for _ in self.conn.execute(sql):
                 pass
-
-    # -- the snapshot -------------------------------------------------------------------
 
     def meta(self) -> dict[str, Any]:
         """The snapshot as ``{key: value}``; values were stored as JSON."""
