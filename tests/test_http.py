@@ -186,3 +186,14 @@ def test_the_pages_grep_over_every_codebase_says_to_choose_one_in_its_own_words(
     assert "codebase=" not in page.text.split('role="alert">')[1].split("<")[0]
     page = client.get("/", params={"q": "def retry_with_backoff", "mode": "grep", "codebase": "http"})
     assert page.status_code == 200 and "1 matching line" in page.text
+
+
+def test_a_bad_name_on_the_symbol_pages_is_a_bad_request_and_an_unknown_codebase_is_not_found(team):
+    from starlette.testclient import TestClient
+
+    from codii_sql.http.server import app
+
+    client = TestClient(app(SearchHandler(["team"])), base_url="http://127.0.0.1")
+    assert client.get("/symbol", params={"codebase": "http", "name": ""}).status_code == 400
+    assert client.get("/refs", params={"codebase": "http", "name": "<b>"}).status_code == 400
+    assert client.get("/symbol", params={"codebase": "nowhere", "name": "x"}).status_code == 404
