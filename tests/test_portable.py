@@ -92,6 +92,15 @@ def test_an_export_answers_as_its_index_did_and_carries_nothing_of_the_machine(t
     folder = tmp_path / "not_yet"
     slash = run("export", repo, "--to", f"{folder}/")
     assert slash.exit_code == 2 and "names a folder, which does not exist" in slash.output and not folder.exists()
+    # Only an earlier export is replaced (a new user's `--to /etc/passwd` replaced it), never a link.
+    notes = tmp_path / "notes.txt"
+    notes.write_text("mine\n")
+    os.symlink(shelf / "sample.db", tmp_path / "link.db")
+    for other in (notes, tmp_path / "link.db", repo / "app" / "http.py"):
+        kept = other.read_bytes()
+        refused = run("export", repo, "--to", other)
+        assert refused.exit_code == 2 and "is not a codii-sql index" in refused.output and other.read_bytes() == kept
+    assert as_json(run("export", repo, "--to", shelf / "sample.db", "--json"))["file"] == str(shelf / "sample.db")
     shutil.rmtree(repo)
     shelf.chmod(0o555)
     (shelf / "sample.db").chmod(0o444)

@@ -11,8 +11,9 @@ import urllib.parse
 from pathlib import Path
 
 from ..codebase import Codebase
-from ..errors import UsageError
+from ..errors import CodiiError, UsageError
 from ..storage import copies
+from ..storage.store import Store
 from .embedders import recorded_embedder
 from .status import not_indexed, open_store
 
@@ -46,12 +47,24 @@ def export(codebase: Codebase, target: str | os.PathLike[str]) -> dict:
         raise UsageError(f"{out.parent} does not exist", "create the folder first, or name a file in one that exists")
     if out.exists() and out.samefile(codebase.db_path):
         raise UsageError(f"{out} is the index itself", "name another file")
+    if out.is_symlink() or (out.exists() and not _an_index(out)):  # a new user's `--to /etc/passwd` replaced it
+        raise UsageError(f"{out} exists and is not a codii-sql index: export replaces only an earlier export",
+                         "name a new file, or delete that one first")
     started = time.perf_counter()
     manifest = _manifest(codebase)
     copies.export(codebase.db_path, out, {"manifest": manifest}, MACHINE_KEYS)
     return {"codebase": str(codebase.root), "file": str(out), "bytes": out.stat().st_size,
             "source_bytes": codebase.db_path.stat().st_size, "seconds": round(time.perf_counter() - started, 3),
             "manifest": manifest}
+
+
+def _an_index(path: Path) -> bool:
+    """Whether ``path`` is a codii-sql index (an earlier export, which a new one may replace)."""
+    try:
+        Store(path, create=False, readonly=True).close()
+    except CodiiError:
+        return False
+    return True
 
 
 def manifest(codebase: Codebase) -> dict | None:
