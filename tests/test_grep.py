@@ -328,6 +328,19 @@ def test_a_file_turned_into_a_symlink_out_of_the_root_is_not_read(tmp_path):
     assert lines(found) == [] and "could not be read now" in found.note(lambda h: None)
 
 
+def test_a_file_turned_into_a_link_inside_the_root_is_not_read(tmp_path):
+    """A new user swapped `main.py` for a link to `.env` after the build: grep (and so MCP grep_code and
+    HTTP /grep, which answer from the index as it is) printed the secret."""
+    root = built(write_tree(tmp_path / "repo", {"main.py": "x = 1\n", "sub/b.py": "y = 2\n"}))
+    (root / ".env").write_text("SECRET_KEY=hunter2supersecret\n")
+    (root / "main.py").unlink()
+    (root / "main.py").symlink_to(".env")
+    (root / "sub").rename(root / "real_sub")
+    (root / "sub").symlink_to("real_sub")  # a folder swapped for a link: sub/b.py now reads through it
+    found = grep(root, ".")
+    assert lines(found) == [] and "hunter2" not in str(found.to_dict(lambda h: h))
+
+
 def test_a_grep_of_an_unindexed_folder_says_it_indexes_it_and_embeds_nothing(tmp_path, codii_home):
     """In a fresh process, as a user runs it: a first grep indexes the folder (saying so) without a
     background embedding process, and a path that does not exist is an error (exit 2), not 'no match'."""

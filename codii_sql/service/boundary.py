@@ -152,7 +152,7 @@ def read_bytes(f: SafeFile, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> bytes:
 def read_indexed(root_real: str, rel: str, max_bytes: int) -> bytes | None:
     """The content of the indexed file ``rel`` under the root whose real path is ``root_real``, under
     checks 2, 3 and 5 (check 4 held when the index took the file), or None when it no longer
-    passes them or is gone. For grep, which reads thousands of files a call: the real path is the
+    passes them, is gone, or is reached through a link now (the index holds none). For grep, which reads thousands of files a call: the real path is the
     open descriptor's (``/proc/self/fd`` on Linux: one call, where :func:`resolve_file`'s
     ``realpath`` costs ~0.4 ms a file, measured on Django), else ``realpath``."""
     path = os.path.join(root_real, rel)
@@ -166,7 +166,9 @@ def read_indexed(root_real: str, rel: str, max_bytes: int) -> bytes | None:
         except OSError:
             real = os.path.realpath(path)
         st = os.fstat(fd)
-        if not _inside(real, root_real) or not stat.S_ISREG(st.st_mode) or st.st_size > max_bytes:
+        # The index holds no link (a link to a file or folder is never indexed): a path that now
+        # resolves elsewhere had a link swapped in after the build (`main.py -> .env` served the secret).
+        if real != os.path.join(root_real, rel) or not stat.S_ISREG(st.st_mode) or st.st_size > max_bytes:
             return None
         data = _read_all(fd, st.st_size, max_bytes)
     except OSError:
