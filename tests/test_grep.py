@@ -8,6 +8,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 
 import apsw
 import httpx
@@ -22,6 +23,7 @@ from codii_sql.codebase import Codebase
 from codii_sql.errors import UsageError
 from codii_sql.search import trigrams
 from codii_sql.search.pattern import GrepPattern
+from codii_sql.service import grepping
 from codii_sql.storage.store import Store
 from codii_sql.text import pack_text
 
@@ -137,6 +139,15 @@ def test_a_pathological_pattern_is_bounded_per_file_and_said(tmp_path):
     answer = grep(root, "(a|aa)+$")
     assert answer.timed_out == ["a.txt"] and lines(answer) == [("b.txt", 1)]
     assert "took over" in answer.note(lambda h: None)
+    # The whole grep is bounded too: it stops after a few slow files (a new user's ran for hours on the kernel).
+    many = built(write_tree(tmp_path / "many", {f"f{i}.txt": "a" * 40 + "b\n" for i in range(12)}))
+    started = time.perf_counter()
+    slow = grep(many, "(a|aa)+$")
+    assert len(slow.timed_out) == grepping.MAX_SLOW_FILES and slow.truncated and "simplify the pattern" in \
+        slow.note(lambda h: h) and time.perf_counter() - started < 12 * grepping.FILE_TIMEOUT_SECONDS
+    for bad in ("[", "*a" * 12 + "*z"):
+        with pytest.raises(UsageError, match="not a glob|more than 10 wildcards"):
+            grep(many, "a", globs=[bad])
 
 
 def test_context_globs_types_role_order_and_rg_json_shape(tmp_path):

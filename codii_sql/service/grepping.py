@@ -43,6 +43,11 @@ AHEAD = 32
 #: Files one thread reads and matches per task: a task per file spent ~20 us of the GIL on the pool's
 #: bookkeeping, ~0.3 s of the kernel's 15,736 files for `return -EINVAL` (docs/benchmarks.md "Grep").
 BATCH = 8
+#: Files whose matching passes the per-file time bound before a grep stops reading: '(.|..)+!$' took
+#: 18.7 s on Flask and hours on the kernel, one bounded second a file at a time.
+MAX_SLOW_FILES = 5
+#: Wildcards a ``-g`` glob holds at most: '*a*a*a...*z' backtracked for minutes over one long path.
+MAX_GLOB_STARS = 10
 #: Roles in ``sort="role"`` order: the code people search for, then its tests, the rest after.
 ROLE_ORDER = {"source": 0, "test": 1, "docs": 2, "config": 3}
 
@@ -162,6 +167,9 @@ def _search(store: Store, codebase: Codebase, pattern: GrepPattern, request: Gre
         answer.files_read += 1
         if matched is None:
             answer.timed_out.append(row["path"])
+            if len(answer.timed_out) >= MAX_SLOW_FILES:  # each file is bounded, the whole grep too
+                answer.truncated = True
+                break
             continue
         if not matched:
             continue
@@ -256,8 +264,10 @@ def _filter(request: GrepRequest, scopes: list[str]):
 def _glob(text: str) -> tuple[bool, re.Pattern[bytes], bool]:
     """``(negated, regex, dir_only)`` of one ``-g`` glob, read as a gitignore line is (rg's globs)."""
     parsed = wildmatch.parse(text.encode("utf-8"))
-    if parsed is None:
+    if parsed is None or parsed.core == wildmatch.NEVER:  # '[' matches nothing: a mistake, not a filter
         raise UsageError(f"{text!r} is not a glob", "pass a glob such as '*.py' or '!tests/'", field="glob")
+    if text.count("*") > MAX_GLOB_STARS:  # '*a*a*a...*z' backtracked for minutes over one long path
+        raise UsageError(f"{text!r} has more than {MAX_GLOB_STARS} wildcards", "use fewer '*'", field="glob")
     return parsed.negated, re.compile(parsed.regex), parsed.dir_only
 
 
@@ -324,7 +334,10 @@ def _notes(answer: GrepAnswer, pattern: GrepPattern, has_tables: bool, unpacked:
                           "simplify the pattern (nested repeats such as (a+)+ backtrack)"))
     if any(f.not_stored for f in answer.files) or (codebase.alone and not has_tables):
         notes.append(Note("grep", "lines the index does not store were not searched (not_stored lists them)"))
-    if answer.truncated:
+    if len(answer.timed_out) >= MAX_SLOW_FILES:
+        notes.append(Note("grep", f"stopped after the pattern passed the time bound on {MAX_SLOW_FILES} files: the "
+                                  "counts cover the files read so far", "simplify the pattern"))
+    elif answer.truncated:
         notes.append(Note("grep", f"stopped at {answer.matched_lines} matching lines: the counts cover the files "
                                   "read so far", "ask with a higher limit, or narrow the paths or globs"))
     return notes
