@@ -9,6 +9,19 @@ from pathlib import Path
 from .errors import ReadOnlyIndexError, Remedy, UsageError
 from .paths import default_db_path
 
+#: Folders that are no project even as a codebase's root: the system's own (exactly these: a project
+#: may live below /usr/src or /opt), and every folder of the kernel's pseudo file systems. A new
+#: user's `grep root /etc/passwd` indexed /etc (shadow included), `grep X /dev/null` indexed /dev.
+SYSTEM_FOLDERS = frozenset(map(Path, ("/etc", "/var", "/usr", "/tmp", "/boot", "/run", "/opt", "/srv", "/mnt",
+                                      "/media", "/bin", "/sbin", "/lib", "/lib64", "/root")))
+PSEUDO_FILE_SYSTEMS = tuple(map(Path, ("/proc", "/sys", "/dev")))
+
+
+def no_project(folder: Path) -> bool:
+    """Whether ``folder`` (resolved) is no codebase: ``/``, the home directory, a system folder."""
+    return (folder == Path(folder.anchor) or folder == Path.home().resolve() or folder in SYSTEM_FOLDERS
+            or any(folder == p or p in folder.parents for p in PSEUDO_FILE_SYSTEMS))
+
 
 def resolve_root(path: str | os.PathLike[str] | None) -> Path:
     """The codebase root for a user-given path: absolute, symlinks resolved, ``..`` removed.
@@ -83,9 +96,9 @@ class Codebase:
         if db_path is not None and db_path.is_dir():
             raise UsageError(f"{db} is a directory", f"pass a file path such as {db_path / 'index.db'}", field="db")
         root = resolve_root(path)
-        if root == Path(root.anchor) or root == Path.home().resolve():
-            raise UsageError(f"{root} is not a project folder (it would index a whole file system or home "
-                             "directory)", "pass the root of one codebase")
+        if no_project(root):
+            raise UsageError(f"{root} is not a project folder (it would index a whole file system, a home "
+                             "directory or the system's files)", "pass the root of one codebase")
         return cls(root, db_path or default_db_path(root))
 
     @classmethod
@@ -112,11 +125,11 @@ class Codebase:
 
     def enclosing(self) -> Codebase | None:
         """The nearest folder above this root that has an index in the default place, or None
-        (the walk stops below ``/`` and the home directory); None for an index alone."""
+        (the walk stops below ``/``, the home directory and system folders); None for an index alone."""
         if self.alone:
             return None
         for parent in self.root.parents:
-            if parent == Path(parent.anchor) or parent == Path.home().resolve():
+            if no_project(parent):
                 return None
             if default_db_path(parent).is_file():
                 return Codebase(parent, default_db_path(parent))
@@ -129,7 +142,7 @@ class Codebase:
         if self.alone:
             return None
         for folder in (self.root, *self.root.parents):
-            if folder == Path(folder.anchor) or folder == Path.home().resolve():
+            if no_project(folder):
                 return None
             if (folder / ".git").exists():
                 return None if folder == self.root else Codebase(folder, default_db_path(folder))

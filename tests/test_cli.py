@@ -197,6 +197,11 @@ def test_a_db_of_another_existing_codebase_is_refused_and_one_whose_root_moved_i
 def test_file_system_root_and_home_are_refused():
     res = CliRunner().invoke(cli, ["build", "/"])
     assert res.exit_code == 2 and "not a project folder" in res.output
+    # A new user's `grep root /etc/passwd` indexed /etc (shadow included); `grep X /dev/null` indexed /dev.
+    for args in (["grep", "root", "/etc/passwd"], ["grep", "X", "/dev/null"], ["build", "/proc/self"],
+                 ["search", "x", "--path", "/tmp"]):
+        res = CliRunner().invoke(cli, args)
+        assert res.exit_code == 2 and "not a project folder" in res.output, (args, res.output)
 
 
 def test_a_file_that_is_not_an_index_is_refused_and_left_untouched(sample_repo, tmp_path):
