@@ -65,3 +65,17 @@ def test_refs_says_when_it_stopped_counting(tmp_path, codii_home, monkeypatch):
     assert 0 < part["total"] < 480 and "stopped after reading 40 of the" in part["note"]
     text = CliRunner().invoke(cli, ["refs", "kmalloc", "--path", str(repo)]).output
     assert "stopped after reading 40 of the" in text
+
+
+def test_an_offset_past_a_stopped_count_is_an_answer_over_mcp(tmp_path, codii_home, monkeypatch):
+    """A new user's find_references {"name": "i", "offset": 1000000} on the kernel, where the count stopped
+    at its chunk bound, crashed the tool (KeyError: 'next_offset'): an agent saw only 'Error executing tool'."""
+    from codii_sql import service
+    from codii_sql.mcp import symbol_tools
+
+    repo = write_tree(tmp_path / "r", {f"m{i}.py": f"def f{i}(i):\n    return i + {i}\n" for i in range(6)})
+    service.build(service.open_codebase(repo), vectors=False)
+    monkeypatch.setattr(references, "REFERENCE_CHUNKS", 2)
+    res = symbol_tools.find_references(path=str(repo), name="i", offset=1_000_000)
+    assert not res.is_error and res.structured_content["truncated"], res.content[0].text
+    assert "stopped after reading 2" in res.content[0].text

@@ -114,8 +114,8 @@ def find_references(
                      fileset=_fileset(cb))
     shown = sum(len(f["lines"]) for f in data["files"])
     summary = (f"{data['total']} uses of {data['identifier']!r} in {data['total_files']} files of {cb.root}"
-               + (f" ({shown} shown: call again with offset={data['next_offset']} for the rest)" if data["truncated"]
-                  else "") + f"; {data['note']}")
+               + (f" ({shown} shown: call again with offset={data['next_offset']} for the rest)"
+                  if data.get("next_offset") is not None else "") + f"; {data['note']}")
     body = "\n".join(f"{f['path']}:{ln['line']}: {ln['text']}" for f in data["files"] for ln in f["lines"])
     return answer(summary, data, body)
 
