@@ -395,3 +395,21 @@ def test_macros_type_aliases_and_constants_are_symbols_and_in_outlines(tmp_path,
     outline = service.outline(cb, "gin.go")["symbols"]
     assert [(n["kind"], n["symbol"]) for n in outline] == [("constant", "abortIndex"), ("variable", "DebugPrintRouteFunc"),
                                                            ("function", "f")]
+
+
+def test_a_fresh_mcp_server_answers_symbols_from_the_files_as_they_are(codii_home, tmp_path):
+    """A new user's fresh server listed a deleted file's definition and missed a new function until a
+    search started its watcher: the first symbol, reference or grep call of a codebase updates it."""
+    repo = write_tree(tmp_path / "fresh", {"hooks.py": "def dispatch_hook(x):\n    return x\n",
+                                           "app.py": "def run():\n    return 1\n"})
+    service.build(service.open_codebase(repo), vectors=False)
+    (repo / "hooks.py").unlink()
+    (repo / "app.py").write_text("def run():\n    return 1\n\n\ndef mcp_new_fn():\n    return 2\n")
+
+    async def run():
+        async with server(codii_home) as s:  # watching on, as an agent's server runs
+            found = await call(s, "find_symbol", path=str(repo), name="mcp_new_fn")
+            assert [(d["path"], d["start_line"]) for d in found["definitions"]] == [("app.py", 5)]
+            assert (await call(s, "find_symbol", path=str(repo), name="dispatch_hook"))["definitions"] == []
+
+    asyncio.run(run())

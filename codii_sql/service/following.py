@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 
 from ..codebase import Codebase
-from ..errors import IndexBusyError
+from ..errors import CodiiError, IndexBusyError
 from ..ingest.report import BuildReport, Progress
+from .builds import refresh
 from .jobs import Jobs
 from .watchers import registered
 from .watching import Update, Watcher, update_if_stale
@@ -49,6 +51,21 @@ class Following:
                                       daemon=True)
             self._threads[cb] = (thread, stop)
             thread.start()
+
+    def catch_up(self, cb: Codebase) -> None:
+        """Before a tool first reads ``cb`` (symbols, references, grep): bring its index up to date now,
+        lexically (the vectors wait for the next search), then follow it. A fresh server's find_symbol
+        listed a deleted file's definitions and missed a new function until a search started the
+        watcher. Nothing when watching is off or ``cb`` is followed already; a build that cannot run
+        (another one runs, a read-only or full disk) leaves the last committed state to answer."""
+        if not self.enabled or not cb.db_path.is_file() or cb in self.watched():
+            return
+        with self.jobs.guard(cb) as job:
+            busy = job is not None and job.alive and job.phase != "vectors"
+        if not busy:
+            with contextlib.suppress(CodiiError):
+                refresh(cb, vectors=False)
+        self.follow(cb)
 
     def unfollow(self, cb: Codebase, timeout: float = 5.0) -> None:
         """Stop keeping ``cb`` fresh (its index was cleared: a later change must not rebuild it)."""

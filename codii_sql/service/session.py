@@ -126,12 +126,14 @@ class Session:
         return fit_file_lists(data, max_tokens) if max_tokens else data
 
     def require_index(self, cb: Codebase) -> dict:
-        """The codebase's status, unless it has no index yet.
+        """The codebase's status, unless it has no index yet; a codebase this server does not follow
+        yet is brought up to date first (:meth:`Following.catch_up`).
 
         Raises:
             NotIndexedError: telling the agent to index it first (or that its first build runs,
                 or which indexed codebase encloses it).
         """
+        self.following.catch_up(cb)
         st, job = self.jobs.status(cb)
         if st["status"] != "not_indexed":
             return st
