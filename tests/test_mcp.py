@@ -465,6 +465,38 @@ def tokens(res) -> int:
     return (text + len(json.dumps(res.structured_content or {}))) // 4
 
 
+def strict_tokens(res) -> int:
+    """An answer's tokens counted as a tokenizer sees text an estimate of characters / 4 misses: a
+    character outside ASCII a token (CJK), a JSON-escaped control character three."""
+    text = "".join(block.text for block in res.content) + json.dumps(res.structured_content or {}, ensure_ascii=False)
+    wide = sum(1 for ch in text if ord(ch) > 127)
+    escapes = len(re.findall(r"\\u00[01][0-9a-f]", text))
+    return (len(text) - wide - 6 * escapes) // 4 + wide + 3 * escapes
+
+
+def test_cjk_and_control_characters_count_against_the_budget(codii_home, tmp_path):
+    """A new user's files of CJK strings and of terminal escapes made get_content answer 38k-47k tokens
+    at max_tokens 8000: every character counted a quarter of a token."""
+    cjk = "".join(f'MESSAGES_{i} = "{"获取用户名称并检查权限" * 20}"\n' for i in range(300))
+    ctl = "".join(f"line {i}: " + "\x1b[31m\x01\x02" * 40 + "\n" for i in range(300))
+    repo = write_tree(tmp_path / "odd", {"messages.py": cjk, "colours.txt": ctl})
+
+    async def run():
+        async with server(codii_home, CODII_SQL_WATCH="0") as s:
+            await call(s, "index_codebase", path=str(repo))
+            await wait_indexed(s, repo, timeout=600)
+            for tool, args in (("get_content", {"file": "messages.py"}), ("get_content", {"file": "colours.txt"}),
+                               ("get_content", {"file": "messages.py", "max_tokens": 8000}),
+                               ("get_content", {"file": "colours.txt", "max_tokens": 8000}),
+                               ("search_code", {"query": "MESSAGES", "limit": 50, "max_tokens": 8000}),
+                               ("grep_code", {"pattern": ".", "max_tokens": 8000, "limit": 2000}),
+                               ("get_file_outline", {"file": "messages.py", "max_tokens": 8000})):
+                res = await s.call_tool(tool, {"path": str(repo), **args})
+                assert not res.is_error and strict_tokens(res) <= 20_000, (tool, args, strict_tokens(res))
+
+    asyncio.run(run())
+
+
 def test_every_default_answer_fits_an_agents_limit(codii_home, tmp_path):
     """Claude Code refuses a tool result over 25,000 tokens: a generated file of 3,000 functions, a file of
     long lines and a name used everywhere must each answer well under it by default, and say what was cut."""

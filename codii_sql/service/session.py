@@ -14,7 +14,7 @@ from ..codebase import Codebase
 from ..errors import CodiiError, IndexBusyError, NotIndexedError, Remedy, UsageError
 from ..ingest.config import extension_filter
 from ..search.answer import Answer
-from ..search.budget import CHARS_PER_TOKEN, fit
+from ..search.budget import CHARS_PER_TOKEN, fit, tokens
 from ..search.results import Result
 from ..search.staleness import StaleCheck
 from ..text import content_lines
@@ -259,7 +259,7 @@ class Session:
         end = min(end_line or total, total, start + MAX_CONTENT_LINES - 1)
         if end < start and total:
             raise UsageError(f"end_line {end_line} is before start_line {start}")
-        end, content, cut = _within_chars(lines, start, end, max_tokens * CHARS_PER_TOKEN if max_tokens else None)
+        end, content, cut = _within_tokens(lines, start, end, max_tokens)
         data = {"codebase": str(cb.root), "path": rel, "start_line": start, "end_line": end, "total_lines": total,
                 "content": content}
         if cb.alone:
@@ -346,7 +346,7 @@ def _chunk_within(row: dict, max_tokens: int) -> dict:
     """What a chunk's answer changes to fit ``max_tokens``: nothing when it fits, else its ``content``
     cut to whole lines (or the head of the first), ``shown_end_line``, ``next_start_line`` and ``truncated``."""
     lines = [line + "\n" for line in content_lines(row["content"])]
-    last, content, cut = _within_chars(lines, 1, len(lines), max_tokens * CHARS_PER_TOKEN)
+    last, content, cut = _within_tokens(lines, 1, len(lines), max_tokens)
     if not cut and last == len(lines):
         return {}
     first, by_line = row["start_line"], len(lines) == row["end_line"] - row["start_line"] + 1
@@ -356,16 +356,24 @@ def _chunk_within(row: dict, max_tokens: int) -> dict:
             "truncated": f"{what} of the chunk's {first}-{row['end_line']} shown, to fit max_tokens={max_tokens}"}
 
 
-def _within_chars(lines: list[str], start: int, end: int, cap: int | None = None) -> tuple[int, str, bool]:
-    """Lines ``start``..``end`` (1-based, inclusive) up to ``cap`` characters (default and at most
-    :data:`MAX_CONTENT_CHARS`): as many whole lines as fit, or the head of line ``start`` when it
-    alone is longer (then ``cut``). Returns ``(last line given, text, cut)``."""
-    cap = min(cap or MAX_CONTENT_CHARS, MAX_CONTENT_CHARS)
+def _within_tokens(lines: list[str], start: int, end: int, max_tokens: int | None = None) -> tuple[int, str, bool]:
+    """Lines ``start``..``end`` (1-based, inclusive) within ``max_tokens`` (:func:`tokens`; by default, and
+    at most, those of :data:`MAX_CONTENT_CHARS` characters): as many whole lines as fit, or the head of
+    line ``start`` when it alone is longer (then ``cut``). Returns ``(last line given, text, cut)``."""
+    cap = min(max_tokens or MAX_CONTENT_CHARS // CHARS_PER_TOKEN, MAX_CONTENT_CHARS // CHARS_PER_TOKEN)
     size = 0
     for n in range(start, end + 1):
-        size += len(lines[n - 1])
+        size += tokens(lines[n - 1])
         if size > cap:
             if n == start:
-                return n, lines[n - 1][:cap], True
+                return n, _head(lines[n - 1], cap), True
             return n - 1, "".join(lines[start - 1:n - 1]), False
     return end, "".join(lines[start - 1:end]), False
+
+
+def _head(line: str, cap: int) -> str:
+    """The longest start of ``line`` within ``cap`` tokens (a few cuts: each guesses from the last count)."""
+    k = min(len(line), cap * CHARS_PER_TOKEN)
+    while k > 0 and (used := tokens(line[:k])) > cap:
+        k = min(k - 1, k * cap // used)
+    return line[:k]
