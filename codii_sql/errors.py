@@ -9,6 +9,7 @@ advice back out of a message.
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -75,6 +76,9 @@ def worded(hint: Hint, sentences: dict, quote: Callable[[str], str] | None = Non
         return hint
     params = {k: quote(v) if quote and k in ("root", "db") and isinstance(v, str) and v else v
               for k, v in hint.params.items()}
+    # `{root_sh}`: the path as a shell command needs it, for faces whose sentences hold a command or two.
+    params.update({f"{k}_sh": shlex.quote(v) for k, v in hint.params.items() if k in ("root", "db")
+                   and isinstance(v, str) and v})
     sentence = sentences[hint.kind]
     text = sentence(_Missing(params)) if callable(sentence) else sentence.format_map(_Missing(params))
     return " ".join(text.split())

@@ -52,4 +52,7 @@ def test_the_cli_quotes_the_paths_of_the_commands_it_suggests():
     assert cli_words.words(Remedy("embed_vectors", {"root": "/tmp/My Projects/app"})) == \
         "`codii-sql build '/tmp/My Projects/app' --vectors` embeds them"
     assert cli_words.words(Remedy("force_build", {"root": "/r", "db": None})) == "`codii-sql build /r --force` rebuilds it"
-    assert "/tmp/My Projects/app" in mcp_words.words(Remedy("embed_vectors", {"root": "/tmp/My Projects/app"}))
+    # An agent pastes the command an MCP or HTTP hint holds: quoted there too ('`x`' would have run x).
+    for face in (mcp_words, http_words):
+        hint = face.words(Remedy("embed_vectors", {"root": "/tmp/q'uote $HOME `x`"}))
+        assert "codii-sql build '/tmp/q'\"'\"'uote $HOME `x`' --vectors" in hint, hint

@@ -7,24 +7,24 @@ from ..errors import Wording
 #: One sentence per remedy kind (codii_sql.errors.REMEDIES). The server's indexes are built on the
 #: server, so a build is named as its command there.
 SENTENCES = {
-    "build": "the server's index of {root} must be built (`codii-sql build {root}` on the server)",
-    "force_build": "the server's index must be rebuilt (`codii-sql build {root} --force` on the server)",
-    "reset_filters": "`codii-sql build {root} --reset-filters` on the server indexes every file",
-    "embed_vectors": "`codii-sql build {root} --vectors` on the server embeds them",
+    "build": "the server's index of {root} must be built (`codii-sql build {root_sh}` on the server)",
+    "force_build": "the server's index must be rebuilt (`codii-sql build {root_sh} --force` on the server)",
+    "reset_filters": "`codii-sql build {root_sh} --reset-filters` on the server indexes every file",
+    "embed_vectors": "`codii-sql build {root_sh} --vectors` on the server embeds them",
     "poll_status": "search again when the server's build has committed files",
     "retry": "try again shortly",
     "read_rest": "ask without max_tokens (or with a larger one) for whole chunks",
     "search_member": "add codebase={root} to search it alone",
     "pass_folder": "pass codebase={root}",
-    "clear": "the server's index file must be deleted (`codii-sql clear --db {db} --yes` on the server)",
-    "replace_damaged": "the server's index is damaged: `codii-sql build {root} --force` on the server replaces it",
-    "doctor": "`codii-sql doctor {root}` on the server checks it",
+    "clear": "the server's index file must be deleted (`codii-sql clear --db {db_sh} --yes` on the server)",
+    "replace_damaged": "the server's index is damaged: `codii-sql build {root_sh} --force` on the server replaces it",
+    "doctor": "`codii-sql doctor {root_sh}` on the server checks it",
     "free_disk": "the server's disk is full; try again when it has space",
     "make_writable": "the server's index must be made writable",
-    "change_embedder": "`codii-sql build {root} --force --embedder {asked}` on the server re-embeds it",
+    "change_embedder": "`codii-sql build {root_sh} --force --embedder {asked}` on the server re-embeds it",
     "drop_member": "the server's workspace must drop it (`codii-sql workspace remove` on the server)",
     "help": "see GET /healthz for what is served",
-    "export_again": "the shard is read only: `codii-sql build SOURCE --export {db}` where its source is "
+    "export_again": "the shard is read only: `codii-sql build SOURCE --export {db_sh}` where its source is "
                     "makes it anew, then rename it into the served folder",
 }
 #: A request field as the query parameter.

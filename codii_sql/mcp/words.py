@@ -10,7 +10,7 @@ SENTENCES = {
     "force_build": "call index_codebase with path='{root}' and force=true",
     "reset_filters": "index_codebase with resetFilters=true indexes every file",
     "embed_vectors": "a build with vectors embeds them; index_codebase keeps the index's choice, so ask the user "
-                     "(`codii-sql build {root} --vectors`)",
+                     "(`codii-sql build {root_sh} --vectors`)",
     "poll_status": "poll get_indexing_status and search again when it reports files indexed",
     "retry": "try again shortly",
     "read_rest": "get_content or get_chunk reads the rest",
@@ -18,7 +18,7 @@ SENTENCES = {
     "pass_folder": "pass path='{root}' (search_code accepts a subfolder as it is)",
     "clear": "clear_index deletes it",
     "replace_damaged": "call index_codebase with path='{root}' and force=true to replace it (clear_index deletes it)",
-    "doctor": "the user can check it with `codii-sql doctor {root}`",
+    "doctor": "the user can check it with `codii-sql doctor {root_sh}`",
     "free_disk": "free some space, then call the tool again (the index keeps its last committed state)",
     "make_writable": "the user must make the index and its folder writable",
     "change_embedder": "call index_codebase with force=true to re-embed everything with {asked}, or with "
@@ -27,7 +27,7 @@ SENTENCES = {
                    "WORKSPACE_<NAME> variable)",
     "help": "fix the arguments as the tool's input schema says",
     "export_again": "the user must build its source and export it again "
-                    "(`codii-sql build SOURCE --export {db}`)",
+                    "(`codii-sql build SOURCE --export {db_sh}`)",
 }
 #: A request field as the tools' argument.
 FIELDS = {"path": "path", "db": "path", "query": "query", "limit": "limit", "mode": "mode", "ext": "extensionFilter",
