@@ -307,6 +307,7 @@ def test_load_config(tmp_path):
     ("extensions: []\n", "extensions must be a non-empty list"),
     ("max_file_bytes: -1\n", "max_file_bytes must be a positive integer"),
     ("max_file_bytes: true\n", "max_file_bytes must be a positive integer"),
+    ("max_file_bytes: 99999999999999\n", "max_file_bytes is at most 268,435,456"),  # was a MemoryError traceback
 ])
 def test_malformed_config_raises_one_line_value_error(tmp_path, text, needle):
     write(tmp_path, CONFIG_FILE_NAME, text)

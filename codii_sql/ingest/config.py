@@ -16,6 +16,9 @@ from .ignore import pattern_problem
 
 #: Files larger than this many bytes are skipped (the issue's default: 1 MiB).
 DEFAULT_MAX_FILE_BYTES = 1 << 20
+#: The largest ``max_file_bytes`` accepted: a file is read whole into memory (a cloned repository's
+#: `.codii.yaml` asking for 99999999999999 made the build fail with a MemoryError traceback).
+MAX_FILE_BYTES_LIMIT = 256 << 20
 #: A notebook file may be this many times ``max_file_bytes``: its outputs (base64 plots) are not
 #: indexed and often weigh megabytes; ``max_file_bytes`` then caps the text of its cells.
 NOTEBOOK_SIZE_FACTOR = 16
@@ -218,8 +221,11 @@ def _patterns(value: object) -> tuple[str, ...]:
 
 
 def positive_int(value: object) -> int:
+    """``max_file_bytes`` checked: a whole number of bytes from 1 to :data:`MAX_FILE_BYTES_LIMIT`."""
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
         raise ValueError(f"max_file_bytes must be a positive integer (bytes), got {value!r}")
+    if value > MAX_FILE_BYTES_LIMIT:
+        raise ValueError(f"max_file_bytes is at most {MAX_FILE_BYTES_LIMIT:,} (256 MiB), got {value:,}")
     return value
 
 
