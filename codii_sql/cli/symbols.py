@@ -53,6 +53,7 @@ def symbol(name, root, kind, prefix, limit, offset, no_update, db, as_json):
     """Where NAME is defined: a symbol (parse_header), a qualified one (Session.send, Type::method;
     generics such as <'a> ignored) or, with --prefix, its start. Exact matches first, source first."""
     codebase, _ = service.find_codebase(root, db)
+    _say_first_build(root, db, no_update or as_json)
     data = service.find_symbol(codebase, name, kind=kind, prefix=prefix, limit=limit, offset=offset,
                                update=not no_update)
     if as_json:
@@ -76,6 +77,7 @@ def refs(name, root, limit, offset, no_update, db, as_json):
     """Where the identifier NAME is used (the last part of Session.send: send), each occurrence on
     its own line, grouped by file, NAME's definitions left out. Lexical: exact on word boundaries."""
     codebase, _ = service.find_codebase(root, db)
+    _say_first_build(root, db, no_update or as_json)
     data = service.find_references(codebase, name, limit=limit, offset=offset, update=not no_update)
     if as_json:
         return emit(data)
@@ -84,3 +86,11 @@ def refs(name, root, limit, offset, no_update, db, as_json):
             echo(f"{shown(f['path'])}:{ln['line']}: {shown(ln['text'])}")
     shown_lines = sum(len(f["lines"]) for f in data["files"])
     echo(f"({shown_lines} of {data['total']} lines, in {data['total_files']} files; {data['note']})", err=True)
+
+
+def _say_first_build(root: str | None, db: str | None, quiet: bool) -> None:
+    """As search and grep do: say so on stderr when the update about to run is a first build."""
+    first = None if quiet else service.first_build(root, db)
+    if first is not None:
+        echo(f"Indexing {first} first: every file is searchable by symbol in seconds (a search embeds the chunks "
+             "later); later calls update only changed files.", err=True)

@@ -16,6 +16,7 @@ Python might not agree on (a non-ASCII letter with a case) is treated as unknown
 from __future__ import annotations
 
 import re
+import warnings
 from dataclasses import dataclass
 from re import _constants as C  # noqa: N812 - the parser's own opcode names
 from re import _parser
@@ -188,7 +189,9 @@ def parse(pattern: str, flags: int = 0) -> _parser.SubPattern:
     Raises:
         re.error: the pattern is not valid ``re`` syntax (``pos`` says where).
     """
-    return _parser.parse(pattern, flags)
+    with warnings.catch_warnings():  # '[[:alpha:]]' warns of a future set syntax, on the user's terminal
+        warnings.simplefilter("ignore", FutureWarning)
+        return _parser.parse(pattern, flags)
 
 
 def required(parsed: list[_parser.SubPattern]) -> tuple | str:
