@@ -103,13 +103,13 @@ def _node_spans(language: str, root: tree_sitter.Node, declared: bool = False) -
         outer = node
         while outer.parent is not None and outer.parent.type in grammar.wrappers:
             outer = outer.parent
-        span = Span(node.start_byte, node.end_byte, outer.start_point[0], last_row(outer), kind, name,
-                    node.type in grammar.extensions)
         if node.type in grammar.defs:
-            spans.append(span)
+            spans.append(Span(node.start_byte, node.end_byte, outer.start_point[0], last_row(outer), kind, name,
+                              node.type in grammar.extensions))
             forward.append(node.type in grammar.forward)
-        else:
-            declarations.append(span)
+        else:  # its last byte places it inside a class, never a definition inside it (typedef struct n {...} n_t)
+            declarations.append(Span(node.end_byte - 1, node.end_byte, outer.start_point[0], last_row(outer), kind,
+                                     name))
     if language in ("c", "cpp"):  # SYSCALL_DEFINE3(read, ...) { ... }: a call and a block to the grammar
         found = macro_call_spans(root)
         spans.extend(found)

@@ -22,8 +22,9 @@ def _c_typedef_name(node: tree_sitter.Node) -> str | None:
     """``typedef int cJSON_bool;`` and ``typedef void (*cb_t)(int);`` -> the new type's name; a typedef of
     a struct with a body is that struct's own definition already."""
     kind = node.child_by_field_name("type")
-    if kind is not None and kind.child_by_field_name("body") is not None:
-        return None
+    if kind is not None and kind.child_by_field_name("body") is not None and kind.child_by_field_name("name") is None:
+        return None  # `typedef struct {...} foo_t;`: the struct is named foo_t already (`typedef struct node
+        # {...} node_t;` keeps node_t: the kernel's spinlock_t is such a name)
     stack = [c for c in node.children_by_field_name("declarator")]
     while stack:
         current = stack.pop()
@@ -46,10 +47,12 @@ def _go_spec_name(node: tree_sitter.Node) -> str | None:
     """A ``const``/``var`` spec of the file's scope (not a function's), or a ``type`` spec of a group
     (a declaration of one type is a definition of its own)."""
     group = node.parent
+    if group is not None and group.type in ("var_spec_list", "const_spec_list"):  # `var ( a = 1; b = 2 )`
+        group = group.parent
     if group is None or group.parent is None or group.parent.type != "source_file":
         return None
     if node.type in ("type_spec", "type_alias") and sum(c.type in ("type_spec", "type_alias")
-                                                          for c in group.named_children) == 1:
+                                                          for c in node.parent.named_children) == 1:
         return None
     return field_name(node)
 
