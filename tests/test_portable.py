@@ -101,6 +101,9 @@ def test_an_export_answers_as_its_index_did_and_carries_nothing_of_the_machine(t
         refused = run("export", repo, "--to", other)
         assert refused.exit_code == 2 and "is not a codii-sql index" in refused.output and other.read_bytes() == kept
     assert as_json(run("export", repo, "--to", shelf / "sample.db", "--json"))["file"] == str(shelf / "sample.db")
+    before_build = run("build", repo, "--export", notes)  # said before the build, the file untouched
+    assert before_build.exit_code == 2 and "is not a codii-sql index" in before_build.output
+    assert notes.read_text() == "mine\n"
     shutil.rmtree(repo)
     shelf.chmod(0o555)
     (shelf / "sample.db").chmod(0o444)

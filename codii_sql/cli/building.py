@@ -126,6 +126,8 @@ class Job:
         return self._build(codebase, ignore, exts)
 
     def _build(self, codebase, ignore, exts) -> dict:
+        if self.export_to is not None:
+            service.export_target(codebase, self.export_to)  # a bad target is said before the build, not after
         warnings: list[str] = []
 
         def warn(message: str) -> None:

@@ -19,7 +19,7 @@ from .codebases import find_codebase, first_build, is_index_file, open_codebase
 from .daemon import daemon_info, detached
 from .doctor import doctor
 from .dry_run import dry_run
-from .export import export, manifest
+from .export import export, export_target, manifest
 from .embedders import embedder_health, embedders_in_use
 from .history import MAX_HISTORY_LIMIT, HistoryAnswer, HistoryRequest, search_history
 from .indexes import OpenIndexes, open_searcher
@@ -50,7 +50,7 @@ __all__ = [
     "Workspace", "add_paths", "describe", "get_workspace", "member_paths", "members_of", "remove", "workspaces",
     "BuildReport", "Codebase", "ENV_MODEL", "MAX_LIMIT", "MAX_TOKENS", "MIN_TOKENS", "MODES", "ROLES", "Progress", "Result", "SearchOptions",
     "FileText", "Session", "ShardFolder", "build", "file_text", "cached_models", "check_reranker", "clear", "clear_target", "followed_note", "daemon_info",
-    "detached", "dry_run", "export", "manifest", "embedder_health", "embedders_in_use", "build_in_background", "doctor", "ensure_index",
+    "detached", "dry_run", "export", "export_target", "manifest", "embedder_health", "embedders_in_use", "build_in_background", "doctor", "ensure_index",
     "find_codebase", "first_build", "is_index_file", "inspect", "inspect_query", "is_locked", "is_stale", "iso",
     "list_codebases", "models_dir", "open_codebase",
     "open_searcher", "pull_model", "recorded_filters", "search", "stats", "status",

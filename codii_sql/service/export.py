@@ -32,11 +32,27 @@ def export(codebase: Codebase, target: str | os.PathLike[str]) -> dict:
     Returns:
         ``{"codebase", "file", "bytes", "source_bytes", "seconds", "manifest"}``.
     Raises:
-        NotIndexedError: no index. UsageError: ``target`` is a folder, the index itself, or in a folder
-            that does not exist. StorageError: it cannot be written.
+        NotIndexedError: no index. UsageError: see :func:`export_target`. StorageError: it cannot be written.
     """
     if not codebase.db_path.is_file():
         raise not_indexed(codebase)
+    out = export_target(codebase, target)
+    started = time.perf_counter()
+    manifest = _manifest(codebase)
+    copies.export(codebase.db_path, out, {"manifest": manifest}, MACHINE_KEYS)
+    return {"codebase": str(codebase.root), "file": str(out), "bytes": out.stat().st_size,
+            "source_bytes": codebase.db_path.stat().st_size, "seconds": round(time.perf_counter() - started, 3),
+            "manifest": manifest}
+
+
+def export_target(codebase: Codebase, target: str | os.PathLike[str]) -> Path:
+    """The absolute file an export of ``codebase`` to ``target`` writes, checked before any work (``build
+    --export`` asks first, then builds).
+
+    Raises:
+        UsageError: ``target`` is a folder, the index itself, in a folder that does not exist, a link, or
+            an existing file that is not a codii-sql index (an export replaces only an earlier export).
+    """
     out = Path(target).expanduser().absolute()
     if str(target).endswith(("/", os.sep)) and not out.is_dir():  # Path drops the slash that says "a folder"
         raise UsageError(f"{target} names a folder, which does not exist",
@@ -50,12 +66,7 @@ def export(codebase: Codebase, target: str | os.PathLike[str]) -> dict:
     if out.is_symlink() or (out.exists() and not _an_index(out)):  # a new user's `--to /etc/passwd` replaced it
         raise UsageError(f"{out} exists and is not a codii-sql index: export replaces only an earlier export",
                          "name a new file, or delete that one first")
-    started = time.perf_counter()
-    manifest = _manifest(codebase)
-    copies.export(codebase.db_path, out, {"manifest": manifest}, MACHINE_KEYS)
-    return {"codebase": str(codebase.root), "file": str(out), "bytes": out.stat().st_size,
-            "source_bytes": codebase.db_path.stat().st_size, "seconds": round(time.perf_counter() - started, 3),
-            "manifest": manifest}
+    return out
 
 
 def _an_index(path: Path) -> bool:
