@@ -109,7 +109,7 @@ def find_symbol(codebase: Codebase, name: str, *, kind: str | None = None, prefi
         files = store.rows("symbol_files", {"fts": _every_part(wanted), "hits": 20 * budget,
                                             "files": budget + 1}) if mentions else []
         declared = store.rows("symbol_files", {"fts": _declared(needle), "hits": 20 * budget,
-                                               "files": budget + 1}) if mentions and not prefix else []
+                                               "files": budget + 1}) if mentions and not prefix and re.search(r"\w", needle) else []
     # Parse the files of matching chunk symbols first, then those that seem to declare the name
     # (#define kmalloc, type Foo: the kernel's container_of.h ranked below thousands of files using it),
     # then the text matches; at most ``budget``.
