@@ -108,8 +108,9 @@ def find_symbol(codebase: Codebase, name: str, *, kind: str | None = None, prefi
         rows = symbol_rows(store, needle, kind or None, CANDIDATE_CAP, prefix=prefix)
         files = store.rows("symbol_files", {"fts": _every_part(wanted), "hits": 20 * budget,
                                             "files": budget + 1}) if mentions else []
+        wordy = mentions and not prefix and re.search(r"\w", needle)
         declared = store.rows("symbol_files", {"fts": _declared(needle), "hits": 20 * budget,
-                                               "files": budget + 1}) if mentions and not prefix and re.search(r"\w", needle) else []
+                                               "files": budget + 1}) if wordy else []
     # Parse the files of matching chunk symbols first, then those that seem to declare the name
     # (#define kmalloc, type Foo: the kernel's container_of.h ranked below thousands of files using it),
     # then the text matches; at most ``budget``.
