@@ -14,6 +14,8 @@
 --
 -- Parameters:
 --   :fts_query    FTS5 MATCH expression, or NULL to skip BM25 (vector mode, no usable terms)
+--   :bm25_given   JSON array of [chunk id, BM25 score] pairs, BM25's top :depth computed ahead
+--                 (search/pruning.py, large indexes: the same list with less work), or NULL
 --   :qvec         float32[384] query embedding as a blob, or NULL to skip KNN (bm25 mode)
 --   :depth        candidates taken from each retriever (<= 4096, sqlite-vec's k limit)
 --   :rrf_k        RRF constant k;  :rrf_weight  weight of the RRF term
@@ -81,13 +83,15 @@ allowed AS (
 bm25_hits AS MATERIALIZED (
     SELECT rowid AS id, -bm25(chunks_fts, :bm25_content, :bm25_subtokens, :bm25_symbol, :bm25_path) AS raw
     FROM chunks_fts
-    WHERE :fts_query IS NOT NULL AND chunks_fts MATCH :fts_query
+    WHERE :bm25_given IS NULL AND :fts_query IS NOT NULL AND chunks_fts MATCH :fts_query
       AND (:filtered = 0 OR rowid IN (SELECT id FROM allowed))
     ORDER BY bm25(chunks_fts, :bm25_content, :bm25_subtokens, :bm25_symbol, :bm25_path)
     LIMIT :depth
 ),
-bm25_ranked AS (
+bm25_ranked AS (  -- :bm25_given is best first
     SELECT id, raw, row_number() OVER (ORDER BY raw DESC) AS rnk FROM bm25_hits
+    UNION ALL
+    SELECT value ->> 0, value ->> 1, key + 1 FROM json_each(:bm25_given)
 ),
 -- Small indexes, and any filtered search: exact cosine scan of the float vectors (a filter is
 -- pushed into the scan, which then reads only the allowed rows).
@@ -106,33 +110,13 @@ knn_exact_filtered AS (
 -- :depth (binary quantisation with float rescoring). Eight small top-k's, not one large one:
 -- vec0's top-k selection grows with k faster than its scan (50k rows: 11-15 ms for one k=100,
 -- 9 ms for 8 x k=13, 12 ms for 8 x k=25), and 8 x 25 candidates keep more of the exact top 10
--- than 100 (0.90 vs 0.83 on Sphinx 5.1.1's 27.9k real vectors, 180 queries). Eight literal
--- arms: vec0 uses a partition key only as a constant (joined to a list of part numbers it
--- scanned the whole table each time, measured). searcher.py sets :coarse_k = 0 when filtered.
+-- than 100 (0.90 vs 0.83 on Sphinx 5.1.1's 27.9k real vectors, 180 queries). CROSS JOIN keeps the
+-- part numbers outer, so vec0 gets each as the constant partition key of its own scan (the same
+-- rows and time as eight literal arms, which used 130 of SQLite's 1,000 units of expression depth
+-- that this statement is near). searcher.py sets :coarse_k = 0 when filtered.
 coarse AS (
-    SELECT rowid AS id FROM chunks_bits WHERE :coarse_k > 0 AND part = 0
-      AND embedding MATCH vec_quantize_binary(:qvec) AND k = :coarse_k
-    UNION ALL
-    SELECT rowid AS id FROM chunks_bits WHERE :coarse_k > 0 AND part = 1
-      AND embedding MATCH vec_quantize_binary(:qvec) AND k = :coarse_k
-    UNION ALL
-    SELECT rowid AS id FROM chunks_bits WHERE :coarse_k > 0 AND part = 2
-      AND embedding MATCH vec_quantize_binary(:qvec) AND k = :coarse_k
-    UNION ALL
-    SELECT rowid AS id FROM chunks_bits WHERE :coarse_k > 0 AND part = 3
-      AND embedding MATCH vec_quantize_binary(:qvec) AND k = :coarse_k
-    UNION ALL
-    SELECT rowid AS id FROM chunks_bits WHERE :coarse_k > 0 AND part = 4
-      AND embedding MATCH vec_quantize_binary(:qvec) AND k = :coarse_k
-    UNION ALL
-    SELECT rowid AS id FROM chunks_bits WHERE :coarse_k > 0 AND part = 5
-      AND embedding MATCH vec_quantize_binary(:qvec) AND k = :coarse_k
-    UNION ALL
-    SELECT rowid AS id FROM chunks_bits WHERE :coarse_k > 0 AND part = 6
-      AND embedding MATCH vec_quantize_binary(:qvec) AND k = :coarse_k
-    UNION ALL
-    SELECT rowid AS id FROM chunks_bits WHERE :coarse_k > 0 AND part = 7
-      AND embedding MATCH vec_quantize_binary(:qvec) AND k = :coarse_k
+    SELECT b.rowid AS id FROM json_each('[0, 1, 2, 3, 4, 5, 6, 7]') p CROSS JOIN chunks_bits b
+    WHERE :coarse_k > 0 AND b.part = p.value AND b.embedding MATCH vec_quantize_binary(:qvec) AND b.k = :coarse_k
 ),
 knn_rescored AS (
     SELECT co.id, vec_distance_cosine(v.embedding, :qvec) AS distance
@@ -407,3 +391,36 @@ counted AS (
     SELECT key, value, v.doc FROM stems CROSS JOIN temp.chunks_fts_vocab v WHERE v.term = stems.value
 )
 SELECT value AS term, min(doc) AS doc FROM counted GROUP BY key;
+
+-- name: fts_averages
+-- FTS5's averages record (rowid 1 of its %_data table): the number of rows as a varint, then each
+-- column's token total. bm25() reads its row count from here; search/pruning.py needs the same count
+-- (counting 2.8M chunks costs tens of milliseconds, this one page read).
+SELECT block FROM chunks_fts_data WHERE id = 1;
+
+-- name: phrase_count
+-- How many chunks hold the FTS5 phrase :phrase, counting no further than :cap (a probe: the rows of
+-- a common word are many, and past the cap only "common" matters).
+SELECT count(*) FROM (SELECT 1 FROM chunks_fts WHERE chunks_fts MATCH :phrase LIMIT :cap);
+
+-- name: bm25_pruned
+-- BM25's top :depth among the chunks holding one of the query's rare phrases (:fts_rare, an OR
+-- of them), scored by every phrase: `(rare) AND (common)` holds each phrase once, so bm25() gives
+-- a chunk that holds both the score of the whole OR query; a chunk holding rare phrases alone gets
+-- that score from :fts_rare (its common phrases add 0). A chunk in both lists keeps the higher, the
+-- whole score. search/pruning.py says when chunks holding common phrases alone cannot enter.
+SELECT id, max(raw) AS raw
+FROM (SELECT * FROM (SELECT rowid AS id,
+                            -bm25(chunks_fts, :bm25_content, :bm25_subtokens, :bm25_symbol, :bm25_path) AS raw
+                     FROM chunks_fts WHERE chunks_fts MATCH :fts_both
+                     ORDER BY bm25(chunks_fts, :bm25_content, :bm25_subtokens, :bm25_symbol, :bm25_path)
+                     LIMIT :depth)
+      UNION ALL
+      SELECT * FROM (SELECT rowid AS id,
+                            -bm25(chunks_fts, :bm25_content, :bm25_subtokens, :bm25_symbol, :bm25_path) AS raw
+                     FROM chunks_fts WHERE chunks_fts MATCH :fts_rare
+                     ORDER BY bm25(chunks_fts, :bm25_content, :bm25_subtokens, :bm25_symbol, :bm25_path)
+                     LIMIT :depth))
+GROUP BY id
+ORDER BY raw DESC, id
+LIMIT :depth;

@@ -709,3 +709,22 @@ def test_a_result_whose_file_became_a_fifo_is_stale_and_the_search_does_not_bloc
         worker.start()
         worker.join(30)
     assert not worker.is_alive() and got[0].path == "app/parse.py" and got[0].stale
+
+
+def test_the_search_statement_leaves_room_under_sqlites_expression_depth_limit(searcher):
+    """SQLite counts the statement's nested CTE copies and compound arms against SQLITE_LIMIT_EXPR_DEPTH
+    (1,000 by default, and no connection may raise it): the statement used 986 until its sign-bit arms
+    became one join. Any edit that brings it back near the limit fails here, not at a user's first
+    search ("VIEWs and/or subqueries nested too deep")."""
+    import apsw
+
+    from codii_sql.storage.queries import load
+
+    conn = searcher.store.conn
+    sql = load()["search_hybrid"]
+    names = set(re.findall(r":(\w+)", sql))
+    conn.limit(apsw.SQLITE_LIMIT_EXPR_DEPTH, 950)
+    try:
+        conn.execute("EXPLAIN " + sql, {n: None for n in names}).fetchall()
+    finally:
+        conn.limit(apsw.SQLITE_LIMIT_EXPR_DEPTH, 1000)

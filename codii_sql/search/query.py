@@ -211,6 +211,7 @@ class Analysis:
     named: Named
     words: int = 0
     unmatched: str | None = None
+    phrases: tuple[str, ...] = ()
 
 
 def analyze(query: str, doc_counts: Callable[[list[str]], dict[str, int]]) -> Analysis:
@@ -224,10 +225,11 @@ def analyze(query: str, doc_counts: Callable[[list[str]], dict[str, int]]) -> An
     # Stop words are English: in code (``get``, ``def get``, ``is not None``) they are the names.
     words = query_terms(text, numbers=shape != "long", stop_words=frozenset() if code else STOP_WORDS)
     terms = select_terms(text, doc_counts, numbers=shape != "long", words=words)
-    fts = fts_query(terms)
-    if code and fts and len(text.split()) > 1:  # the words in their order count most: ``is not None``
-        fts = f"{fts_query([' '.join(query_terms(text, stop_words=frozenset()))])} OR {fts}"
-    return Analysis(text, shape, terms, fts, named_in_query(text, code=code), len(words), _unmatched(text))
+    phrases = list(terms)
+    if code and terms and len(text.split()) > 1:  # the words in their order count most: ``is not None``
+        phrases.insert(0, " ".join(query_terms(text, stop_words=frozenset())))
+    return Analysis(text, shape, terms, fts_query(phrases), named_in_query(text, code=code), len(words),
+                    _unmatched(text), tuple(phrases))
 
 
 def _unmatched(text: str) -> str | None:

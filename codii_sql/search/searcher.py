@@ -14,6 +14,7 @@ from ..languages import language_name
 from ..models.embedder import Embedder
 from ..storage import ann
 from ..storage.store import Store
+from . import pruning
 from .evidence import implementation_first
 from .query import Analysis, Named, analyze, symbol_match
 from .fusion import KNN_BY_BEST_SHAPES, LONG_QUERY_ROLE_WEIGHTS, ROLE_WEIGHTS, Bm25Weight, by_file
@@ -206,7 +207,8 @@ class Searcher:
         weight = Bm25Weight(usual, confident, max(usual, WEAK_VECTORS_BM25) if fused else usual,
                             knn_by_best=fused and fshape in KNN_BY_BEST_SHAPES)
         prior = (LONG_QUERY_ROLE_WEIGHTS if shape == "long" else ROLE_WEIGHTS) if opts.role_prior else None
-        rows = self._run(fq, qvec, opts, weight, named, prior, tiered=shape == "identifier")
+        phrases = a.phrases if fq else ()
+        rows = self._run(fq, qvec, opts, weight, named, prior, tiered=shape == "identifier", phrases=phrases)
         best = rows[0]["knn_best"] if rows and qvec is not None else None
         nothing_close = self._nothing_close(rows, a.terms, shape, best)
         wanted = _rows_wanted(opts)
@@ -214,7 +216,8 @@ class Searcher:
                 and wanted < MAX_GROUPED_ROWS:
             # A few files held every chunk fetched (one long file can): fetch deeper for the others.
             wanted = min(wanted * 4, MAX_GROUPED_ROWS)
-            rows = self._run(fq, qvec, opts, weight, named, prior, tiered=shape == "identifier", rows=wanted)
+            rows = self._run(fq, qvec, opts, weight, named, prior, tiered=shape == "identifier", rows=wanted,
+                             phrases=phrases)
         results = self._results(rows)
         if opts.role_prior:
             results = implementation_first(results, a.terms)
@@ -289,19 +292,23 @@ class Searcher:
             raise UsageError(f"no {language!r} code in this index", f"its languages: {', '.join(present)}")
 
     def _run(self, fq: str | None, qvec: bytes | None, opts: SearchOptions, weight: Bm25Weight,
-             named: Named, prior: dict[str, float] | None, tiered: bool, rows: int | None = None) -> list[dict]:
+             named: Named, prior: dict[str, float] | None, tiered: bool, rows: int | None = None,
+             phrases: tuple[str, ...] = ()) -> list[dict]:
         """Rows of ``search_hybrid``. ``tiered``: chunks defining a named symbol, and the chunks of
         a named file, come first, fetched even when neither retriever found them (identifier
         queries only, see :meth:`search`); otherwise a name only multiplies the score by
-        :data:`NAME_BOOST`. ``rows``: chunks to fetch (default :func:`_rows_wanted`).
+        :data:`NAME_BOOST`. ``rows``: chunks to fetch (default :func:`_rows_wanted`). ``phrases``:
+        those of ``fq``, whose BM25 list a large index computes ahead (:mod:`.pruning`).
         """
         limit = rows or _rows_wanted(opts)
         exts = [e if e.startswith(".") else "." + e for e in opts.exts] if opts.exts else None
         under = (opts.under or "").strip("/") or None
         filtered = bool(exts or opts.glob or opts.language or opts.exclude_path or under or opts.role
                         or opts.chunk_ids is not None)
+        knn = self._knn_params(qvec, limit, filtered)
+        top = pruning.bm25_top(self.store, phrases, knn["depth"], BM25_WEIGHTS) if fq and not filtered else None
         params = {
-            "fts_query": fq, "qvec": qvec, "rrf_k": RRF_K, **self._knn_params(qvec, limit, filtered),
+            "fts_query": fq, "bm25_given": pruning.as_json(top), "qvec": qvec, "rrf_k": RRF_K, **knn,
             "rrf_weight": RRF_WEIGHT, "w_fts": weight.usual, "w_fts_confident": weight.confident,
             "confident_gap": CONFIDENT_GAP, "w_fts_weak": weight.weak_vectors, "weak_cosine": WEAK_COSINE,
             "knn_by_best": int(weight.knn_by_best),
