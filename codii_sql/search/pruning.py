@@ -24,7 +24,8 @@ PRUNE_MIN_CHUNKS = 200_000
 #: A phrase held by at least 1/16 of the chunks is common; its count probe stops there, and its
 #: bound is taken at that count (the largest weight a phrase that common can have).
 PROBE_SHARE = 16
-#: Splits tried before the plain query: each tried split that fails costs its own scoring.
+#: Splits tried before the plain query: the second is chosen by the first's last score, so that it
+#: cannot fail (unless the plain query is cheaper).
 MAX_TRIES = 2
 #: FTS5's bm25() constant k1 (sqlite/ext/fts5/fts5_aux.c): a phrase adds idf * f * (k1 + 1) /
 #: (f + k1 * (1 - b + b * D / avgdl)), always less than idf * (k1 + 1), whatever its frequency f
@@ -86,14 +87,27 @@ def bm25_top(store: Store, phrases: Sequence[str], depth: int,
         # Scored twice (both lists) against every phrase's chunks once: past half, the plain query is cheaper.
         if not common or 2 * sum(counts[p] for p in rare) > total:
             return None
-        bound = (K1 + 1) * sum(idf(rows, counts[p]) for p in common)
         either = " OR ".join(map(quoted, rare))
         top = store.rows("bm25_pruned", params | {"fts_rare": either,
                                                   "fts_both": f"({either}) AND ({' OR '.join(map(quoted, common))})"})
-        if len(top) == depth and top[-1]["raw"] > bound:
+        if len(top) < depth:  # the rare phrases' chunks cannot fill the list: take one phrase more
+            split += 1
+            continue
+        if top[-1]["raw"] > _bound(rows, [counts[p] for p in common]):
             return [(r["id"], r["raw"]) for r in top]
-        split += 1
+        # A larger rare set keeps every chunk scored here, so its list's last score is at least this one's:
+        # move phrases over, rarest first, until what the rest can add falls under it (that try succeeds),
+        # or, when so many would cost more than the plain query, one phrase (that try may succeed).
+        sure = split + 1
+        while sure < len(order) and _bound(rows, [counts[p] for p in order[sure:]]) >= top[-1]["raw"]:
+            sure += 1
+        split = sure if 2 * sum(counts[p] for p in order[:sure]) <= total else split + 1
     return None
+
+
+def _bound(rows: int, holding: Sequence[int]) -> float:
+    """More than any chunk holding only phrases held by ``holding`` chunks each can score (:data:`K1`)."""
+    return (K1 + 1) * sum(idf(rows, n) for n in holding)
 
 
 def as_json(top: list[tuple[int, float]] | None) -> str | None:

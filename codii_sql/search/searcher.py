@@ -320,7 +320,7 @@ class Searcher:
             "role_weights": json.dumps(prior) if prior else None, "limit": limit,
             "names": json.dumps(named.names), "tails": json.dumps(named.tails), "paths": json.dumps(named.paths),
             "name_boost": NAME_BOOST, "tiered": int(tiered), "pending": int(bool(self.store.value("vectors_pending"))),
-            "knn_share": self._knn_share(),
+            "knn_share": self._knn_share() if qvec is not None else 1.0,
             "symbol_match": symbol_match(named.names) if tiered else None,
         }
         return self.store.rows("search_hybrid", params)
