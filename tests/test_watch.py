@@ -312,3 +312,45 @@ def test_an_mcp_build_cancelled_at_shutdown_leaves_the_index_stale_not_failed(co
     st = service.status(cb, check_stale=False)
     assert st["status"] != "failed" and not st.get("error"), st
     assert jobs.status(cb)[1].outcome == "cancelled"
+
+
+def test_a_search_trusts_a_fresh_watcher_instead_of_walking_the_tree(codii_home, tmp_path):
+    """A CLI search (its own process) skips its update's walk while a live watcher says it has committed
+    every change it was told of; a watcher with changes still to commit says so, and the search walks."""
+    from codii_sql.service.watchers import watchers
+
+    repo = write_tree(tmp_path / "repo", SAMPLE)
+    cb = service.open_codebase(repo)
+    env = {**os.environ, "CODII_SQL_HOME": str(codii_home), "CODII_SQL_BACKGROUND": "0", "PYTHONPATH": str(REPO_ROOT)}
+
+    def cli_search(query: str) -> list[str]:
+        out = subprocess.run([sys.executable, "-m", "codii_sql.cli", "search", query, "--path", str(repo), "--mode", "bm25",
+                              "--json"], capture_output=True, text=True, env=env, timeout=120)
+        assert out.returncode in (0, 1), out.stderr
+        return [f"{r['path']}:{r['symbol']}" for r in json.loads(out.stdout)["results"]]
+
+    w = WatchProcess(codii_home, repo)
+    try:
+        assert w.next()["event"] == "update" and w.next()["event"] == "watching"
+        deadline = time.monotonic() + PATIENCE
+        while not (watchers(cb) and watchers(cb)[0].get("fresh")):
+            assert time.monotonic() < deadline, watchers(cb)
+            time.sleep(0.1)
+        os.kill(w.proc.pid, signal.SIGSTOP)  # alive, fresh by its word, and told of nothing more
+        try:
+            (repo / "app" / "otter.py").write_text("def feed_the_otter(otter):\n    return otter.fish\n")
+            assert "app/otter.py:feed_the_otter" not in cli_search("feed_the_otter")  # no walk: not seen yet
+            note = next((codii_home / "indexes").glob("*.db.watch")) / f"{w.proc.pid}.json"
+            note.write_text(json.dumps(json.loads(note.read_text()) | {"fresh": False}))  # as on an event
+            assert cli_search("feed_the_otter")[0] == "app/otter.py:feed_the_otter"  # walked and indexed
+        finally:
+            os.kill(w.proc.pid, signal.SIGCONT)
+        (repo / "app" / "otter.py").write_text("def groom_the_otter(otter):\n    return otter.fur\n")
+        w.updates_until(lambda got: summed(got, "modified"))
+        deadline = time.monotonic() + PATIENCE
+        while not watchers(cb)[0].get("fresh"):  # committed: fresh again
+            assert time.monotonic() < deadline, watchers(cb)
+            time.sleep(0.1)
+        assert cli_search("groom_the_otter")[0] == "app/otter.py:groom_the_otter"
+    finally:
+        w.stop()

@@ -29,6 +29,7 @@ from .daemon import background_allowed, daemon_info, start_daemon
 from .embedders import embedder_for_build, recorded_embedder
 from .maintenance import discard_damaged
 from .status import brief_status, inspect, status
+from .watchers import kept_fresh
 
 #: A search embeds the chunks its update queued when they take about this many seconds of model
 #: time (the first search of a 1,000-chunk repository must answer in seconds, not minutes).
@@ -117,7 +118,8 @@ def ensure_index(codebase: Codebase, *, update: bool = True, progress: Progress 
     false (grep, symbols: lexical answers) no chunk is embedded now and no background build starts
     (the edited chunks wait in the queue for the next search or build).
 
-    Never waits for another process's build: it searches the last committed state then. An
+    A live watcher that says it has committed every change it was told of (:func:`kept_fresh`) stands
+    for the update. Never waits for another process's build: it searches the last committed state then. An
     embedder that does not answer (a provider's server is down) leaves the edited chunks queued
     for their vectors: the lexical update committed, and the search answers.
 
@@ -129,7 +131,9 @@ def ensure_index(codebase: Codebase, *, update: bool = True, progress: Progress 
     """
     root = {"root": str(codebase.root)}
     exists = codebase.db_path.is_file()
-    if not update:
+    # A live watcher that has committed every change it was told of spares the walk (a kernel-size
+    # tree: 1.0 s of a 1.8 s CLI search).
+    if not update or (exists and kept_fresh(codebase)):
         if not exists:
             raise NotIndexedError(f"{codebase.root} is not indexed, and a search without its update builds nothing",
                                   Remedy("build", root))

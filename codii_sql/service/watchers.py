@@ -1,6 +1,7 @@
 """Which processes watch a codebase: one small JSON file per watching process beside the index.
 
-``<index>.db.watch/<pid>.json`` holds ``{"pid", "started_at", "by"}``; a file whose process is
+``<index>.db.watch/<pid>.json`` holds ``{"pid", "started_at", "by"}``, and ``"fresh"`` (with ``"at"``,
+epoch seconds) once its watcher has committed every change it was told of; a file whose process is
 gone is ignored and removed when read, so a killed watcher leaves nothing that misleads.
 """
 
@@ -36,6 +37,29 @@ def registered(codebase: Codebase, by: str) -> Iterator[None]:
         if path is not None:
             with contextlib.suppress(OSError):
                 path.unlink()
+
+
+def mark(codebase: Codebase, fresh: bool) -> None:
+    """Say in this process's note whether its watcher has committed every change of ``codebase`` it
+    was told of (``fresh``): a search may then skip its own walk of the tree (:func:`kept_fresh`).
+    A process that did not register (a watcher used alone) or cannot write says nothing."""
+    path = _dir(codebase) / f"{os.getpid()}.json"
+    try:
+        info = json.loads(path.read_text()) | {"fresh": fresh, "at": time.time()}
+        part = path.with_suffix(".part")  # not *.json: a reader never sees half a note
+        part.write_text(json.dumps(info))
+        os.replace(part, path)
+    except (OSError, ValueError, TypeError):
+        pass
+
+
+def kept_fresh(codebase: Codebase) -> dict | None:
+    """A live watcher of ``codebase`` that says it has committed every change it was told of, else None.
+
+    Its word holds from the change to the event that tells it, which watchfiles groups for 50 ms after
+    the last change (service/watching.py STEP_MS): a search that trusts it may miss an edit made
+    that recently, as a search running just before the edit would."""
+    return next((w for w in watchers(codebase) if w.get("fresh") is True), None)
 
 
 def watchers(codebase: Codebase) -> list[dict]:

@@ -24,6 +24,7 @@ from ..ingest.report import BuildReport, Progress
 from ..ingest.walk import scan
 from .builds import refresh
 from .status import scan_rules
+from .watchers import mark
 
 #: watchfiles' grouping: events keep joining a group until none came for STEP_MS (an editor save
 #: is seen ~50 ms after it) or the group is DEBOUNCE_MS old (a burst becomes a few builds, not one
@@ -161,6 +162,8 @@ class Watcher:
             for _, path in changes:
                 owner = self._owner(path)
                 if owner is not None:
+                    if owner not in self.due:  # a search must walk the tree itself until this is committed
+                        mark(self.follows[owner].codebase, False)
                     self.due.add(owner)
                     # An empty new folder changes no index, but what is created in it later must count.
                     self.follows[owner].walk_due |= os.path.isdir(path)
@@ -193,6 +196,7 @@ class Watcher:
         started = time.perf_counter()
         if not follow.codebase.root.is_dir():
             follow.gone = True
+            mark(follow.codebase, False)
             self.on_update(Update(follow.codebase, None, 0.0, error=f"{follow.root} is gone: no longer watched "
                                   "(its index is kept; `codii-sql clear` deletes it)"))
             if all(f.gone for f in self.follows):
@@ -205,8 +209,10 @@ class Watcher:
         except BuildStopped:
             return True
         except (CodiiError, OSError) as err:  # reported; the next change tries again
+            mark(follow.codebase, False)
             self.on_update(Update(follow.codebase, None, time.perf_counter() - started, error=str(err)))
             return True
+        mark(follow.codebase, True)
         if report is not None or follow.walk_due:
             follow.rescan()
         changed = report is not None and (report.added or report.modified or report.removed or report.reindexed)
