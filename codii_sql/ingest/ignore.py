@@ -10,6 +10,7 @@ as Git reads them: bytes, a UTF-8 byte-order mark at the start dropped, lines en
 from __future__ import annotations
 
 import codecs
+import functools
 import os
 import re
 from collections.abc import Sequence
@@ -115,7 +116,16 @@ def pattern_problem(pattern: str) -> str | None:
 
 def read_ignore_file(path: str, base: bytes, can_rescue: bool, *, git: bool = False) -> IgnoreLevel | None:
     """The level of the ignore file at ``path``; an unreadable one is ignored like a missing one, as Git does."""
-    return compile_level(split_lines(read_bytes(path)), base, can_rescue, git=git, origin=path)
+    return _compiled(read_bytes(path), base, can_rescue, git, path)
+
+
+@functools.lru_cache(maxsize=1024)
+def _compiled(data: bytes, base: bytes, can_rescue: bool, git: bool, origin: str) -> IgnoreLevel | None:
+    """:func:`compile_level` of an ignore file's bytes, kept by its content: a process checks the same
+    files again and again (``refs`` checks each file it reads along its folders: the kernel's root
+    .gitignore was compiled 471 times, 0.84 s of a 4.0 s profile of 6 names; a watcher walks again after
+    each update). Levels are frozen, so sharing one is safe."""
+    return compile_level(split_lines(data), base, can_rescue, git=git, origin=origin)
 
 
 def outer_levels(tree: WorkTree) -> tuple[IgnoreLevel, ...]:

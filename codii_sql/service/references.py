@@ -36,6 +36,14 @@ TEXT_SLICE = 1_000
 #: Files find_references parses for definitions that find_symbol left unparsed (a few ms each).
 REFERENCE_PARSED_FILES = 200
 NOTE = "lexical: every use of the identifier on its word boundaries, whatever it refers to"
+#: What stands before an identifier used inside an expression, and before no definition of it in the
+#: languages chunked here: an assignment's right side or a comparison (``=``), a call's or an index's
+#: argument (``(``, ``[``, ``,``), an operand (``!``, ``&``, ``|``, ``+``), a member reached through a
+#: pointer (``->``), a returned value. A file whose every use of the name is so placed is not parsed
+#: for definitions (``refs kmalloc`` parsed ~100 kernel files at 4 ms each for the 200 lines listed).
+#: Left out on purpose: ``*`` (a C pointer declarator), ``::`` and ``.`` (qualified definitions,
+#: ``Foo.prototype.bar = function``), ``:``, ``{`` (a JavaScript shorthand method).
+_USE_BEFORE = re.compile(r"(?:[=(\[,!&|+]|->|\breturn)[ \t]*\Z")
 
 
 class _Tally:
@@ -54,23 +62,29 @@ class _Tally:
         self.path: str | None = None
         self.role = ""
         self.lines: dict[int, str] = {}  # the current file's: chunks overlap, one entry per line
+        self.may_define = False  # whether one of its lines may define the identifier (else it is not parsed)
 
     def add(self, path: str, role: str, start_line: int, content: str) -> None:
         """One chunk's lines (``start_line`` 1-based); chunks come grouped by file."""
         if path != self.path:
             self.close()
-            self.path, self.role, self.lines = path, role, {}
+            self.path, self.role, self.lines, self.may_define = path, role, {}, False
         for i, line in enumerate(content.split("\n")):
             text = line.strip()[:SIGNATURE_CHARS]
-            if self.word.search(line) and (path, text) not in self.skip:
+            if (path, text) in self.skip:
+                continue
+            for m in self.word.finditer(line):
                 self.lines[start_line + i] = text
+                if not self.may_define and not _USE_BEFORE.search(line, 0, m.start()):
+                    self.may_define = True
         # Texts are dropped once read: only this file's matching lines stay.
 
     def close(self) -> None:
-        """Count the current file (after dropping its definitions' lines when it reaches the window)."""
+        """Count the current file (after dropping its definitions' lines when it reaches the window and
+        one of its uses may be a definition: :data:`_USE_BEFORE`)."""
         if self.path is None:
             return
-        if self.total < self.offset + self.limit and self.budget and self.path not in self.parsed:
+        if self.total < self.offset + self.limit and self.budget and self.path not in self.parsed and self.may_define:
             self.budget -= 1
             self._drop_definitions()
         for n, text in sorted(self.lines.items()):
