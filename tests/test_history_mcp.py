@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from support.history_repo import make_history
+from support.history_repo import commit, make_history
 from test_mcp import call, refused, server, wait_indexed
 
 pytestmark = pytest.mark.slow
@@ -14,6 +14,8 @@ pytestmark = pytest.mark.slow
 def test_search_history_and_explain_line_over_stdio(codii_home, tmp_path):
     root = tmp_path / "repo"
     shas = make_history(root)
+    commit(root, {"deploy_key": "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAAsecretbody\n"},
+           "Add the deploy key", 4)  # a private key by its content alone
     plain = tmp_path / "plain"
     plain.mkdir()
     (plain / "a.py").write_text("x = 1\n")
@@ -26,7 +28,7 @@ def test_search_history_and_explain_line_over_stdio(codii_home, tmp_path):
             await wait_indexed(s, root)
             found = await call(s, "search_history", path=str(root), query="Retry-After header", limit=2)
             assert found["results"][0]["sha"] == shas["retry"]
-            assert found["results"][0]["hunks"][0]["path"] == "src/session.py" and found["history"]["commits"] == 4
+            assert found["results"][0]["hunks"][0]["path"] == "src/session.py" and found["history"]["commits"] == 5
             small = await call(s, "search_history", path=str(root), query="session", max_tokens=100)
             assert small["budget"]["max_tokens"] == 100 and small["budget"]["used_tokens"] <= 100
             listed = await s.call_tool("search_history", {"path": str(root), "query": "Retry-After", "limit": 1})
@@ -36,6 +38,13 @@ def test_search_history_and_explain_line_over_stdio(codii_home, tmp_path):
             assert told["results"][0]["sha"] == shas["retry"] and "Honour Retry-After" in told["results"][0]["subject"]
             assert "not in a git work tree" in await refused(s, "explain_line", path=str(plain), file="a.py", line=1)
             assert "usually holds credentials" in await refused(s, "explain_line", path=str(root), file=".env", line=1)
+            # A line's hunks show the file: explain_line reads only what get_content may (a new user read an
+            # ignored file, a private key found by content, and files outside the codebase through it).
+            assert "ignore rules" in await refused(s, "explain_line", path=str(root), file="vendor/lib.py", line=1)
+            assert "private key" in await refused(s, "explain_line", path=str(root), file="deploy_key", line=2)
+            for outside in ("../plain/a.py", str(plain / "a.py")):
+                msg = await refused(s, "explain_line", path=str(root), file=outside, line=1)
+                assert "outside" in msg or "escape" in msg or ".." in msg, msg
             assert "line" in await refused(s, "explain_line", path=str(root), file="a.py", line=0)
 
     asyncio.run(run())

@@ -236,6 +236,11 @@ def test_every_escape_is_refused(codii_home, tmp_path, sample_repo):
             assert "limit" in msg
             hits = await call(s, "search_code", path=root, query="TOPSECRET do not read", mode="bm25")
             assert all("TOPSECRET" not in r["content"] for r in hits["results"])
+            # An agent cannot take back what the rules leave out (a new user read .env this way).
+            for pattern in ("!creds.env", " !*.env"):
+                msg = await refused(s, "index_codebase", path=root, ignorePatterns=[pattern])
+                assert "negation" in msg and ".codiiignore" in msg, msg
+            assert "ignore rules" in await refused(s, "get_content", path=root, file="creds.env")
 
     asyncio.run(run())
 

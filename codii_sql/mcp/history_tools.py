@@ -14,7 +14,7 @@ from ..service import (
     MAX_QUERY_CHARS,
     MAX_WHY_LIMIT,
     HistoryRequest,
-    explain_line as explain,
+    explain_served_line as explain,
     search_history as search,
 )
 from .app import (
@@ -26,6 +26,7 @@ from .app import (
     agent_errors,
     answer,
     check_path,
+    codebase_at,
     server,
     with_note,
 )
@@ -65,7 +66,7 @@ def search_history(
         "Explain one line of a file by the commits that made it what it is: git blame names the last commit "
         "that changed it, git log -L follows the line back through earlier commits (renames followed). Each "
         "commit with sha, date (unix seconds), author, subject, body and the hunk of that line. Needs a git "
-        "work tree, not an index. file is relative to path (or absolute); line is 1-based."),
+        "work tree, not an index. file is relative to path, and must be a file get_content may read; line is 1-based."),
     annotations=READ_ONLY,
 )
 @agent_errors
@@ -76,7 +77,7 @@ def explain_line(
     limit: Annotated[int, Field(ge=1, le=MAX_WHY_LIMIT, description="Commits at most, newest first.")] = DEFAULT_WHY_LIMIT,
     max_tokens: MaxTokensArg = None,
 ) -> CallToolResult:
-    found = explain(file, line, root=check_path(path), limit=limit, max_tokens=max_tokens or DEFAULT_MAX_TOKENS)
+    found = explain(codebase_at(path), file, line, limit=limit, max_tokens=max_tokens or DEFAULT_MAX_TOKENS)
     n = len(found.results)
     summary = f"{n} commit{'' if n == 1 else 's'} made {found.file}:{found.line} what it is"
     return answer(with_note(summary, found.note(words)), found.to_dict(words), _listing(found.results))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
+from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
@@ -31,7 +32,7 @@ from .app import (
         "get_indexing_status until 'indexed'. Re-run after code changes: only changed files are re-embedded. "
         "force=true re-reads and re-chunks every file (search keeps working meanwhile). customExtensions LIMITS indexing to files with those extensions "
         "(e.g. ['.py', '.md']); by default every text file not ignored is indexed. ignorePatterns adds "
-        "gitignore-style patterns on top of .gitignore/.codiiignore."),
+        "gitignore-style patterns on top of .gitignore/.codiiignore (they only exclude: a negation '!x' is refused)."),
     annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True,
                                 open_world_hint=False),
 )
@@ -60,6 +61,12 @@ def index_codebase(
         data = SESSION.index_workspace(workspace, force=force, embedder=embedder)
         lines = "".join(f"\n- {row['codebase']}: {row['status']}" for row in data["codebases"])
         return answer(f"workspace {data['workspace']}: poll get_indexing_status for each member{lines}", data)
+    negations = [p for p in ignorePatterns if p.lstrip().startswith("!")]
+    if negations:
+        # A negation would take back what the user's rules leave out, secrets included (.env, keys):
+        # that is the user's call, in the codebase's .codiiignore, not a tool argument's.
+        raise ToolError(f"ignorePatterns may only leave files out: {negations[0]!r} is a negation; the user can take "
+                        "files back in the codebase's .codiiignore")
     data, hint = SESSION.index(codebase_at(path), force=force, extensions=customExtensions,
                                ignore_patterns=ignorePatterns, reset_filters=resetFilters, embedder=embedder,
                                workers=workers)

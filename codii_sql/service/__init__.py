@@ -39,7 +39,7 @@ from .outline import outline
 from .references import find_references
 from .symbols import find_symbol
 from .watchers import registered, watchers
-from .why import DEFAULT_WHY_LIMIT, MAX_WHY_LIMIT, WhyAnswer, explain_line
+from .why import DEFAULT_WHY_LIMIT, MAX_WHY_LIMIT, WhyAnswer, explain_line, explain_served_line
 from .watching import Update, Watcher
 from .workspaces import Workspace, add_paths, describe, get_workspace, remove, workspaces
 
@@ -56,7 +56,7 @@ __all__ = [
     "open_searcher", "pull_model", "recorded_filters", "search", "stats", "status",
     "FileSet", "Update", "Watcher", "registered", "watchers", "find_references", "find_symbol", "outline",
     "MAX_HISTORY_LIMIT", "HistoryAnswer", "HistoryRequest", "search_history",
-    "DEFAULT_WHY_LIMIT", "MAX_WHY_LIMIT", "WhyAnswer", "explain_line",
+    "DEFAULT_WHY_LIMIT", "MAX_WHY_LIMIT", "WhyAnswer", "explain_line", "explain_served_line",
     "GrepRequest", "MAX_CONTEXT", "grep",
     "STOP_WORDS", "estimate_tokens",
 ]

@@ -6,6 +6,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
+from ..codebase import Codebase
 from ..errors import UsageError
 from ..gitrepo import work_tree
 from ..ingest.blame import UNCOMMITTED, blame, line_history
@@ -13,6 +14,8 @@ from ..ingest.exclusions import default_file_reason
 from ..ingest.history_rules import HistoryRules
 from ..search.answer import Note, Words, with_notes, worded_notes
 from ..search.history import CommitHit, HunkHit, fit_commits
+from . import boundary
+from .status import scan_rules
 
 #: Commits told by default, and at most: the line's last change and the few before it say why it
 #: is so; a line with 500 commits of history still answers in about a second (README).
@@ -89,6 +92,22 @@ def explain_line(file: str, line: int, *, root: str | None = None, limit: int = 
             notes.append(Note("budget", f"{budget['trimmed']} hunk(s) cut and {budget['dropped']} commit(s) dropped "
                                         f"to fit {max_tokens} tokens", "ask with a larger token budget, or fewer commits"))
     return WhyAnswer(rel, line, str(tree.top), hits, time.perf_counter() - started, notes, budget)
+
+
+def explain_served_line(codebase: Codebase, file: str, line: int, *, limit: int = DEFAULT_WHY_LIMIT,
+                        max_tokens: int | None = None) -> WhyAnswer:
+    """:func:`explain_line` for a face that serves files to others (MCP): ``file`` (relative to the
+    codebase root) must pass the same boundary as reading it back (:mod:`.boundary`: inside the root,
+    links resolved, listed by the codebase's rules, neither binary nor a private key), since a line's
+    hunks show the file's content.
+
+    Raises:
+        PathRefusedError: the boundary refuses the file. UsageError: as :func:`explain_line`.
+    """
+    files = boundary.FileSet(codebase.root, scan_rules(codebase))
+    served = files.check(file)
+    boundary.read_bytes(served, files.rules["max_file_bytes"])  # refuses a private key or a binary file
+    return explain_line(str(served.real), line, limit=limit, max_tokens=max_tokens)
 
 
 def _hit(commit) -> CommitHit:
