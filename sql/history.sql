@@ -109,6 +109,11 @@ SELECT 'delete', id, subject, body, files, subtokens FROM history_commits WHERE 
 DELETE FROM history_queue WHERE commit_id = :id;
 DELETE FROM history_commits WHERE id = :id;
 
+-- name: history_commits_of_paths
+-- The commits holding a hunk of one of :paths (a JSON array), by its path or its path before a rename.
+SELECT DISTINCT commit_id FROM history_hunks
+WHERE path IN (SELECT value FROM json_each(:paths)) OR old_path IN (SELECT value FROM json_each(:paths));
+
 -- name: history_vec_delete
 DELETE FROM history_vec WHERE rowid = :id;
 

@@ -75,6 +75,23 @@ def test_ignored_files_and_secrets_never_reach_the_history(repo, embedder):
     assert ".env" not in secrets.files and "vendor/lib.py" not in secrets.files and "config.yml" in secrets.files
 
 
+def test_a_file_ignored_later_leaves_the_history_too(repo, embedder):
+    """A rule written after the first build (config.yml into .codiiignore) removes that file's hunks
+    from the history as it removes its chunks: a new user found a password's hunk still searchable."""
+    root, _ = repo
+    build(root, embedder)
+    assert "config.yml" in {h["path"] for h in all_hunks(root)}
+    (root / ".codiiignore").write_text("vendor/\nconfig.yml\n")
+    report = build(root, embedder)
+    assert report.removed == 1 and report.history["state"] == "indexed", report.history
+    hunks = all_hunks(root)
+    assert "config.yml" not in {h["path"] for h in hunks} and "retries: 3" not in "\n".join(h["content"] for h in hunks)
+    assert all("config.yml" not in r.files for r in ask(root, "timeout retries").results)
+    # The commits themselves stay, with the hunks the rules keep, and their vectors come back.
+    assert service.status(Codebase.open(root))["history"]["commits"] == 4
+    assert {h["path"] for h in hunks} >= {"src/session.py", "src/http_session.py"}
+
+
 def test_the_history_leaves_the_code_index_as_it_was(repo, tmp_path, embedder):
     root, _ = repo
     build(root, embedder, history=False)

@@ -40,9 +40,14 @@ MAX_BODY_CHARS = 8000
 
 
 def update_history(store: Store, root: Path, bound: HistoryBound, rules: HistoryRules,
-                   progress: Progress | None = None, *, keep_subjects: bool = True) -> dict:
+                   progress: Progress | None = None, *, keep_subjects: bool = True,
+                   left_out: list[str] | None = None) -> dict:
     """Bring the history tables of ``store`` to the commits ``bound`` selects from HEAD of the
     work tree at ``root``; the caller holds the writer lock.
+
+    ``left_out``: paths the code index lost in this build. Those the rules no longer keep (a file
+    newly ignored, say a settings file with a password) take their commits with them, read again
+    under the rules now: hunks stored before the rule was written must not stay searchable.
 
     ``keep_subjects`` false stores every subject empty (``benchmarks/history.py``: a subject used
     as the query must be found from the body and the hunks alone).
@@ -72,9 +77,10 @@ def update_history(store: Store, root: Path, bound: HistoryBound, rules: History
         out.update(state="empty", note="the repository has no commit yet: no history to index")
     recorded = store.meta().get("history") or {}
     setting = {**bound.to_dict(), "keep_subjects": keep_subjects}
+    reread = 0 if tree is None or tree.shallow or tree.head is None else _reread(store, rules, left_out)
     if tree is None or tree.shallow or tree.head is None:
         out["removed"] = _delete(store, [r["id"] for r in store.rows("history_shas")]) if bound.off else 0
-    elif recorded.get("head") == tree.head and recorded.get("bound") == setting:
+    elif recorded.get("head") == tree.head and recorded.get("bound") == setting and not reread:
         out.update(state="unchanged", head=tree.head)
     else:
         out["head"] = tree.head
@@ -93,6 +99,16 @@ def update_history(store: Store, root: Path, bound: HistoryBound, rules: History
         with store.transaction():
             store.set_meta(history={**record, "updated_at": time.time(), "seconds": out["seconds"]})
     return out
+
+
+def _reread(store: Store, rules: HistoryRules, left_out: list[str] | None) -> int:
+    """Delete the commits holding a hunk of a path in ``left_out`` that ``rules`` no longer keep; how
+    many (the caller adds them again, filtered by the rules as they are now)."""
+    gone = [p for p in left_out or () if not rules.keeps(p)]
+    if not gone:
+        return 0
+    ids = {r["commit_id"] for r in store.rows("history_commits_of_paths", {"paths": json.dumps(gone)})}
+    return _delete(store, ids)
 
 
 def _wanted(root: Path, bound: HistoryBound, relative: bool) -> list[str]:

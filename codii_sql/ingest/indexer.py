@@ -97,6 +97,7 @@ class Indexer:
         self.max_inline = max_inline
         self.prefer = prefer
         self.max_file_bytes = DEFAULT_MAX_FILE_BYTES
+        self.removed_paths: list[str] = []  # the files this build took out of the index
         self.reuse_index_vectors = True
         try:
             self.workers = bounded(workers, "workers")
@@ -215,6 +216,7 @@ class Indexer:
         try:
             plan = plan or self.plan(store)
             self.max_file_bytes = plan.max_file_bytes
+            self.removed_paths = list(plan.removed)  # the history phase re-reads their commits if now left out
             LexicalPhase(store, self.codebase.root, self.embedder.model_id, self.cache, self.progress,
                          self.reuse_index_vectors, ChunkSizes(sizes["max_chunk_size"], sizes["min_chunk_size"]),
                          workers).run(plan, report, self._options(store))
@@ -257,7 +259,8 @@ class Indexer:
             with store.transaction():
                 fit_history_vec(store, store.vector_dims(), self.embedder.name)
         try:
-            return update_history(store, self.codebase.root, bound, rules, self.progress)
+            return update_history(store, self.codebase.root, bound, rules, self.progress,
+                                  left_out=self.removed_paths)
         except UsageError as err:
             return {"state": "no_git", "note": str(err)}
 
