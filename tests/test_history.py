@@ -299,3 +299,13 @@ def test_the_patch_parser_reads_renames_quoted_paths_and_binary_files():
     assert [(h.path, h.old_start, h.new_start) for h in others] == [("tést.py", 1, 1), ("tést.py", 10, 10),
                                                                     ("bad\\xff.py", 1, 1)]
     assert others[1].content == "@@ -10 +10 @@\n-d\n+e"
+
+
+def test_a_query_of_stop_words_or_punctuation_is_an_answer_or_one_line(repo, embedder):
+    """'the' holds no BM25 term (a new user's history search failed with an FTS5 syntax error and
+    advice to check a damaged index); '!!!' holds no word at all."""
+    root, _ = repo
+    build(root, embedder)
+    assert ask(root, "the").results  # the vectors answer
+    with pytest.raises(UsageError, match="must hold a word"):
+        ask(root, "!!!")

@@ -81,7 +81,7 @@ def search_history(request: HistoryRequest) -> HistoryAnswer:
     """
     if not 1 <= request.limit <= MAX_HISTORY_LIMIT:
         raise UsageError(f"must be from 1 to {MAX_HISTORY_LIMIT}", field="limit")
-    if not request.query.strip() or len(request.query) > MAX_QUERY_CHARS:
+    if not any(ch.isalnum() for ch in request.query) or len(request.query) > MAX_QUERY_CHARS:
         raise UsageError(f"must hold a word, in at most {MAX_QUERY_CHARS:,} characters", field="query")
     since = parse_since(request.since)
     codebase = open_codebase(request.path)
