@@ -17,6 +17,7 @@ from codii_sql.codebase import Codebase
 from codii_sql.errors import NotIndexedError, UsageError
 from codii_sql.ingest import history as history_phase
 from codii_sql.ingest.gitdiff import parse_record
+from codii_sql.search.budget import json_tokens
 from codii_sql.search.history import CommitHit, HunkHit, fit_commits
 from codii_sql.storage.store import SCHEMA_VERSION, Store
 
@@ -275,8 +276,15 @@ def test_the_budget_cuts_hunks_then_drops_commits():
     hunk = HunkHit("a.py", None, 1, 40, 1, 40, "@@ -1,40 +1,40 @@\n" + "\n".join(f"+line {i}" for i in range(40)), True)
     hits = [CommitHit(f"{i:040d}", 0, "Ada", "a@x", f"Subject {i}", "body " * 50, ["a.py"], 1.0, 1, 1, 1, 0.5, 1,
                       [hunk]) for i in range(5)]
-    fitted, report = fit_commits(hits, 300)
-    assert report["trimmed"] >= 1 and report["dropped"] >= 1 and report["used_tokens"] <= 300
+    fitted, report = fit_commits(hits, 400)
+    assert report["trimmed"] >= 1 and report["dropped"] >= 1 and report["used_tokens"] <= 400
+    assert sum(json_tokens(h.to_dict()) for h in fitted) <= 400  # counted as the JSON answer holds them
+    # What JSON escapes costs twice: counted as plain text, such hunks overran the budget.
+    quoted = HunkHit("q.py", None, 1, 60, 1, 60, "@@ -1,60 +1,60 @@\n" + "\n".join('+s = "\\\"\\\\"' for _ in range(60)), True)
+    hits = [CommitHit(f"{i:040d}", 0, "Ada", "a@x", "Quote", "", ["q.py"], 1.0, 1, 1, 1, 0.5, 1, [quoted])
+            for i in range(3)]
+    fitted, report = fit_commits(hits, 500)
+    assert sum(json_tokens(h.to_dict()) for h in fitted) <= 500, report
     assert "more lines]" in fitted[0].hunks[0].content and len(fitted) < 5
 
 

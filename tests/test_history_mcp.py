@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 
 import pytest
 from support.history_repo import commit, make_history
@@ -46,5 +47,27 @@ def test_search_history_and_explain_line_over_stdio(codii_home, tmp_path):
                 msg = await refused(s, "explain_line", path=str(root), file=outside, line=1)
                 assert "outside" in msg or "escape" in msg or ".." in msg, msg
             assert "line" in await refused(s, "explain_line", path=str(root), file="a.py", line=0)
+
+    asyncio.run(run())
+
+
+def test_search_history_at_its_largest_fits_an_agents_limit(codii_home, tmp_path):
+    """Commits of many hunks full of what JSON escapes (quotes, backslashes, tabs): at limit 50 and
+    max_tokens 8000 the whole answer (text and structured) stays under 20,000 tokens (a new user's
+    search_history over zod came to ~25k, the budget having counted plain text)."""
+    root = tmp_path / "big"
+    make_history(root)
+    line = '    s = "\\"quoted\\" \\\\ back\\tslash\\t"  # fix fix fix\n'
+    for day in range(6):
+        commit(root, {f"pkg/m{day}_{i}.py": line * (120 + day + i) for i in range(12)}, f"fix the quoting {day}", 5 + day)
+
+    async def run():
+        async with server(codii_home, CODII_SQL_WATCH="0") as s:
+            await call(s, "index_codebase", path=str(root))
+            await wait_indexed(s, root)
+            res = await s.call_tool("search_history", {"path": str(root), "query": "fix quoted", "limit": 50,
+                                                        "max_tokens": 8000})
+            size = sum(len(c.text) for c in res.content) + len(json.dumps(res.structured_content))
+            assert not res.is_error and size / 4 < 20_000, size
 
     asyncio.run(run())

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
@@ -11,7 +10,7 @@ import numpy as np
 from ..errors import EmbeddingFailedError, UsageError
 from ..models.embedder import Embedder
 from ..storage.store import Store
-from .budget import CHARS_PER_TOKEN, tokens
+from .budget import json_tokens
 from .query import fts_query, query_terms
 from .results import sqlite_glob
 
@@ -24,8 +23,6 @@ MAX_TERMS = 32
 #: Hunks shown per commit (the matching ones first), and characters of a body shown.
 HUNKS_SHOWN = 3
 BODY_CHARS = 1200
-#: Tokens a commit costs besides its body and hunks (sha, date, author, subject, keys).
-COMMIT_OVERHEAD = 40
 #: Fewest tokens of a hunk worth showing: below, the hunk is dropped rather than cut to a line.
 MIN_HUNK_TOKENS = 25
 
@@ -154,19 +151,21 @@ def fit_commits(hits: list[CommitHit], max_tokens: int) -> tuple[list[CommitHit]
     left = max_tokens
     for i, hit in enumerate(hits):
         body = hit.body if len(hit.body) <= BODY_CHARS else hit.body[:BODY_CHARS] + " …"
-        head = COMMIT_OVERHEAD + tokens(hit.subject) + tokens(body) + tokens(" ".join(hit.files[:20]))
+        # Counted as the JSON answer writes them (keys, escapes, every file): counted as plain text, a new
+        # user's max_tokens 8000 answer came to ~25k tokens over MCP.
+        head = json_tokens({**hit.to_dict(), "body": body, "hunks": []})
         if head > left:
             report["dropped"] = len(hits) - i
             break
         share = max(0, (left - head) // max(1, min(len(hits) - i, 3)))
         kept, spent = [], 0
         for h in hit.hunks:
-            cost = tokens(h.content) + 10
+            cost = json_tokens(asdict(h))
             if spent + cost <= share:
                 kept.append(h)
                 spent += cost
                 continue
-            room = share - spent - 10
+            room = share - spent - json_tokens({**asdict(h), "content": ""})
             if room >= MIN_HUNK_TOKENS:
                 kept.append(_cut(h, room))
                 spent = share
@@ -182,7 +181,7 @@ def _cut(h: HunkHit, budget: int) -> HunkHit:
     """``h`` with its first lines, about ``budget`` tokens of them, and a line saying how many were left."""
     lines, kept, size = h.content.split("\n"), [], 0
     for line in lines:
-        size += math.ceil((len(line) + 1) / CHARS_PER_TOKEN)
+        size += json_tokens(line) - 1  # its JSON quotes stand for the escaped newline
         if size > budget:
             break
         kept.append(line)
