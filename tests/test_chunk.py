@@ -586,3 +586,15 @@ def test_a_c_function_after_an_unknown_attribute_macro_keeps_its_name():
     """fs/btrfs/ctree.c: the C grammar reads ``btrfs_get_num_csums`` as the type of ``(void)``."""
     source = "size_t __attribute_const__ btrfs_get_num_csums(void)\n{\n\treturn 1;\n}\n"
     assert [s for _, _, s in kinds_and_symbols(chunk_text(source, "c"))] == ["btrfs_get_num_csums"]
+
+
+@pytest.mark.parametrize("line", ["A" * 800_000, "abcdefghij" * 90_000, "😀" * 20_000])
+def test_a_line_the_tokenizer_counts_as_one_word_is_still_cut(line):
+    """BERT makes one [UNK] piece of any word over 100 characters: such a line counted one word piece,
+    and a new user's search printed an 800 KB chunk. A piece is taken to cover at most 16 characters."""
+    chunks = chunk_text(f"X = '{line}'\n\n\ndef after():\n    return 1\n", "python")
+    from codii_sql.ingest.chunking.layout import MAX_CHARS_PER_PIECE
+
+    assert max(len(c.content) for c in chunks) <= 240 * MAX_CHARS_PER_PIECE + 8
+    assert "".join(c.content for c in chunks if c.start_line == 1).strip() == f"X = '{line}'"  # nothing lost
+    assert any("def after" in c.content for c in chunks)

@@ -36,6 +36,12 @@ class Chunk:
     content: str
 
 
+#: Characters a word piece is taken to cover at most, whatever the tokenizer says: BERT makes one [UNK]
+#: of any word over 100 characters, so a line of 800,000 'A's counted 1 and a new user's search printed
+#: an 800 KB chunk. 16 binds on no line of ordinary code (measured: see the commit that set it).
+MAX_CHARS_PER_PIECE = 16
+
+
 @dataclass(frozen=True, slots=True)
 class ChunkSizes:
     """Chunk sizes in characters (``.codii.yaml``'s ``max_chunk_size`` and ``min_chunk_size``): a
@@ -71,6 +77,8 @@ class Lines:
         self.tokens = [counts.get(s, 0) for s in stripped]
         if max_chars:
             self.tokens = [max(n, char_cost(line, max_tokens, max_chars)) for n, line in zip(self.tokens, self.lines)]
+        else:  # a word of over 100 characters is one [UNK] piece: it must not make a chunk of any length
+            self.tokens = [max(n, -(-len(s) // MAX_CHARS_PER_PIECE)) for n, s in zip(self.tokens, stripped)]
         self._cumulative = list(itertools.accumulate(self.tokens, initial=0))
         self._chars = list(itertools.accumulate(map(len, self.lines), initial=0))
 
@@ -160,6 +168,9 @@ class Layout:
         self.count_tokens = count_tokens
         if sizes.max_chars:
             self.count_tokens = lambda parts: [max(n, char_cost(p, max_tokens, sizes.max_chars))
+                                               for p, n in zip(parts, count_tokens(parts), strict=True)]
+        else:
+            self.count_tokens = lambda parts: [max(n, -(-len(p.strip()) // MAX_CHARS_PER_PIECE))
                                                for p, n in zip(parts, count_tokens(parts), strict=True)]
         self.tiny = max_tokens // 8
         self.min_chars = sizes.min_chars
