@@ -582,14 +582,16 @@ def test_an_agent_greps_exact_lines_and_gets_a_bad_pattern_as_one_line(codii_hom
 def test_every_answer_at_the_maximum_limits_fits_an_agents_limit(codii_home, tmp_path):
     """Each tool at its largest limit and max_tokens, on hostile input (900-character lines, 6,000 definitions
     with long names under a long path, a name on every line, 250 skipped files and 90 codebases with long
-    paths, one workspace of them and 90 missing folders, a chunk of one 200,000-character line): every answer stays under 20,000 tokens, says it was cut, and its next offset or line goes on.
+    paths, one workspace of them and 90 missing folders, a chunk of 100,000 characters of one line): every answer stays under 20,000 tokens, says it was cut, and its next offset or line goes on.
     Built without vectors (find_similar_code is bounded as search_code is, above)."""
     deep = "/".join(["a_rather_long_folder_name_for_paths"] * 4)
     big = "".join(f"def handler_with_a_rather_long_generated_name_{i}(request, first_parameter=None, second={i}, "
                   f"**keywords):\n    return {i}\n" for i in range(6000))  # 0.7 MB: under the 1 MiB file cap
     wide = "".join(f'zz_{i} = zz + "{"q" * 900}"\n' for i in range(600))
     files = {f"{deep}/big.py": big, f"{deep}/wide.py": wide, "zz.py": "def zz():\n    return 1\n",
-             "one_line.py": f'x = 1\nlong_value = "{"q" * 200_000}"\nz = 2\n'}  # one chunk of 200,019 characters
+             "one_line.py": f'x = 1\nlong_value = "{"q" * 200_000}"\nz = 2\n',
+             # the largest chunks a codebase may ask for: pieces of 100,000 characters of that line
+             ".codii.yaml": "max_chunk_size: 100000\n"}
     files.update({f"{deep}/blobs/a_binary_file_with_a_long_name_{i:04}.dat": b"x\0" * 10 for i in range(250)})  # binary: skipped
     repo = write_tree(tmp_path / "hostile", files)
     service.build(service.open_codebase(repo), vectors=False)
@@ -622,7 +624,7 @@ def test_every_answer_at_the_maximum_limits_fits_an_agents_limit(codii_home, tmp
                 chunk = (await call(s, "search_code", path=root, query=query, mode="bm25", pathGlob=glob))["results"][0]
                 res = await s.call_tool("get_chunk", {"path": root, "chunk_id": chunk["id"], "max_tokens": 8000})
                 assert tokens(res) <= 20_000, ("get_chunk", glob, tokens(res))
-            assert res.structured_content["truncated"] and res.structured_content["next_start_line"] == 2
+            assert res.structured_content["truncated"] and res.structured_content["next_start_line"] == 3  # the window holds line 2 alone
             outline, refs, defs, listed, status = (answers[t] for t in ("get_file_outline", "find_references",
                                                                         "find_symbol", "list_codebases",
                                                                         "get_indexing_status"))
