@@ -50,6 +50,7 @@ LIMIT :files;
 SELECT c.id, c.path, c.start_line, f.role
 FROM chunks_fts JOIN chunks c ON c.id = chunks_fts.rowid JOIN files f ON f.id = c.file_id
 WHERE chunks_fts MATCH :fts
+  AND (:under IS NULL OR substr(c.path, 1, length(:under) + 1) = :under || '/')  -- a subfolder searched
 ORDER BY CASE f.role WHEN 'source' THEN 0 WHEN 'test' THEN 2 ELSE 1 END, c.path, c.start_line
 LIMIT :cap;
 
@@ -59,4 +60,5 @@ SELECT c.id, c.content FROM chunks c WHERE c.id IN (SELECT value FROM json_each(
 
 -- name: reference_chunk_count
 -- How many chunks hold the identifier (:fts as in reference_chunks): what a capped answer read part of.
-SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH :fts;
+SELECT count(*) FROM chunks_fts JOIN chunks c ON c.id = chunks_fts.rowid
+WHERE chunks_fts MATCH :fts AND (:under IS NULL OR substr(c.path, 1, length(:under) + 1) = :under || '/');

@@ -100,3 +100,22 @@ def test_only_files_where_the_name_may_be_defined_are_parsed(tmp_path, codii_hom
     assert parsed == ["def.c"], parsed
     listed = {(f["path"], line["line"]) for f in out["files"] for line in f["lines"]}
     assert listed == {("uses.c", 3), ("uses.c", 4), ("calls.c", 3), ("calls.c", 4)}, listed
+
+
+def test_symbol_and_refs_from_a_subfolder_keep_to_its_files(tmp_path, codii_home):
+    """As search and grep do: a subfolder of an indexed codebase answers from its files alone (a new user
+    asked from zod/packages/zod/src/v4 and got packages/bench first and the whole repository's count)."""
+    repo = write_tree(tmp_path / "mono", {
+        "pkg/a/core.py": "def helper(x):\n    return x\n\n\ndef use_a():\n    return helper(1)\n",
+        "pkg/b/core.py": "def helper(x):\n    return x * 2\n\n\ndef use_b():\n    return helper(2) + helper(3)\n",
+    })
+    assert CliRunner().invoke(cli, ["build", str(repo), "--no-vectors"]).exit_code == 0
+    sub = str(repo / "pkg" / "b")
+    res = CliRunner().invoke(cli, ["symbol", "helper", "--path", sub, "--json"])
+    assert res.exit_code == 0, res.output
+    assert [d["path"] for d in json.loads(res.output)["definitions"]] == ["pkg/b/core.py"]
+    res = CliRunner().invoke(cli, ["refs", "helper", "--path", sub, "--json"])
+    out = json.loads(res.output)
+    assert out["total"] == 1 and {f["path"] for f in out["files"]} == {"pkg/b/core.py"}, out  # lines
+    whole = json.loads(CliRunner().invoke(cli, ["refs", "helper", "--path", str(repo), "--json"]).output)
+    assert whole["total"] == 2

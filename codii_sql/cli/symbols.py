@@ -41,7 +41,7 @@ def _print_nodes(nodes: list[dict], depth: int) -> None:
 
 @click.command()
 @click.argument("name")
-@click.option("--path", "root", default=None, help="The codebase (default: the current directory's).")
+@click.option("--path", "root", default=None, help="The codebase (default: the current directory's); a subfolder of an indexed one keeps to its files.")
 @click.option("--kind", default=None, help="Only this kind: function, method, class, type, macro, constant, variable.")
 @click.option("--prefix", is_flag=True, help="Also symbols that start with NAME.")
 @click.option("-n", "--limit", type=int, default=20, show_default=True, help="Definitions at most (1-100).")
@@ -52,10 +52,10 @@ def _print_nodes(nodes: list[dict], depth: int) -> None:
 def symbol(name, root, kind, prefix, limit, offset, no_update, db, as_json):
     """Where NAME is defined: a symbol (parse_header), a qualified one (Session.send, Type::method;
     generics such as <'a> ignored) or, with --prefix, its start. Exact matches first, source first."""
-    codebase, _ = service.find_codebase(root, db)
+    codebase, scope = service.find_codebase(root, db)
     _say_first_build(root, db, no_update or as_json)
     data = service.find_symbol(codebase, name, kind=kind, prefix=prefix, limit=limit, offset=offset,
-                               update=not no_update)
+                               update=not no_update, under=scope or None)
     if as_json:
         return emit(data)
     for d in data["definitions"]:
@@ -67,7 +67,7 @@ def symbol(name, root, kind, prefix, limit, offset, no_update, db, as_json):
 
 @click.command()
 @click.argument("name")
-@click.option("--path", "root", default=None, help="The codebase (default: the current directory's).")
+@click.option("--path", "root", default=None, help="The codebase (default: the current directory's); a subfolder of an indexed one keeps to its files.")
 @click.option("-n", "--limit", type=int, default=200, show_default=True, help="Lines at most (1-2000).")
 @click.option("--offset", type=click.IntRange(min=0), default=0, help="Skip this many lines first (a cut answer's next offset).")
 @click.option("--no-update", is_flag=True, help="Answer from the index as it is, without updating it first.")
@@ -76,9 +76,10 @@ def symbol(name, root, kind, prefix, limit, offset, no_update, db, as_json):
 def refs(name, root, limit, offset, no_update, db, as_json):
     """Where the identifier NAME is used (the last part of Session.send: send), each occurrence on
     its own line, grouped by file, NAME's definitions left out. Lexical: exact on word boundaries."""
-    codebase, _ = service.find_codebase(root, db)
+    codebase, scope = service.find_codebase(root, db)
     _say_first_build(root, db, no_update or as_json)
-    data = service.find_references(codebase, name, limit=limit, offset=offset, update=not no_update)
+    data = service.find_references(codebase, name, limit=limit, offset=offset, update=not no_update,
+                                   under=scope or None)
     if as_json:
         return emit(data)
     for f in data["files"]:

@@ -107,7 +107,7 @@ class _Tally:
 
 def find_references(codebase: Codebase, name: str, *, limit: int = 200, offset: int = 0,
                     max_tokens: int | None = None, fileset: boundary.FileSet | None = None,
-                    update: bool = False) -> dict:
+                    update: bool = False, under: str | None = None) -> dict:
     """Where the identifier ``name`` (its last part for a qualified name: ``send`` of
     ``Session.send``) is used: ``{"codebase", "name", "identifier", "files": [{"path", "role",
     "lines": [{"line", "text"}]}], "total", "total_files", "truncated"}``, exact on identifier
@@ -119,7 +119,8 @@ def find_references(codebase: Codebase, name: str, *, limit: int = 200, offset: 
     answer has ``next_offset``, and its note says so. Above :data:`REFERENCE_CHUNKS` chunks
     holding the word, the count stops there: ``truncated``, ``stopped_after_chunks`` and
     ``chunks_holding`` say so, and the note. Lexical, from the indexed text: a same-named other
-    thing counts too (the note says so). ``update`` as for :func:`~.symbols.find_symbol`.
+    thing counts too (the note says so). ``update`` and ``under`` (a subfolder, relative POSIX: only
+    its files) as for :func:`~.symbols.find_symbol`.
 
     Raises:
         UsageError: a name that is no identifier, a limit out of range, a negative offset, a
@@ -135,13 +136,16 @@ def find_references(codebase: Codebase, name: str, *, limit: int = 200, offset: 
     # merely mention it are parsed by the tally as they reach the listed window (parsing the 100
     # likeliest up front was 1 s of `refs kmalloc` on the kernel, against rg's 0.65 s for all of it).
     fresh = ensure_index(codebase, update=True, vectors=False) if update and not codebase.alone else None
-    defined = find_symbol(codebase, ident, limit=MAX_DEFINITIONS, fileset=fileset, mentions=False)["definitions"]
+    under = under.strip("/") or None if under else None
+    defined = find_symbol(codebase, ident, limit=MAX_DEFINITIONS, fileset=fileset, mentions=False,
+                          under=under)["definitions"]
     tally = _Tally(ident, offset, limit, {(d["path"], d["signature"]) for d in defined},
                    {d["path"] for d in defined}, reader(codebase, fileset))
     fts = '{content}: "' + ident.replace('"', '""') + '"'
     with open_store(codebase) as store:
-        keys = store.rows("reference_chunks", {"fts": fts, "cap": REFERENCE_CHUNKS + 1})
-        holding = store.value("reference_chunk_count", {"fts": fts}) if len(keys) > REFERENCE_CHUNKS else len(keys)
+        keys = store.rows("reference_chunks", {"fts": fts, "cap": REFERENCE_CHUNKS + 1, "under": under})
+        holding = store.value("reference_chunk_count", {"fts": fts, "under": under}) \
+            if len(keys) > REFERENCE_CHUNKS else len(keys)
         keys = keys[:REFERENCE_CHUNKS]
         for start in range(0, len(keys), TEXT_SLICE):
             part = keys[start:start + TEXT_SLICE]

@@ -67,7 +67,8 @@ def reader(codebase: Codebase, fileset: boundary.FileSet | None) -> Callable[[st
 
 def find_symbol(codebase: Codebase, name: str, *, kind: str | None = None, prefix: bool = False,
                 limit: int = 20, offset: int = 0, max_tokens: int | None = None,
-                fileset: boundary.FileSet | None = None, mentions: bool = True, update: bool = False) -> dict:
+                fileset: boundary.FileSet | None = None, mentions: bool = True, update: bool = False,
+                under: str | None = None) -> dict:
     """Definitions of ``name`` from the index: ``{"codebase", "name", "definitions": [{"path",
     "symbol", "kind", "start_line", "end_line", "signature", "role", "language", "match"}]}``,
     at most ``limit`` from the ``offset``-th (0-based) on, and with ``max_tokens`` (None: any) as
@@ -84,7 +85,8 @@ def find_symbol(codebase: Codebase, name: str, *, kind: str | None = None, prefi
     passes its cached one). ``mentions`` false parses only the files whose chunk symbols hold the
     name, not those whose text mentions it (find_references parses the files it lists itself).
     ``update`` brings the index up to date first, as a CLI search does (building it if missing;
-    lexical only), and a note says when it could not.
+    lexical only), and a note says when it could not. ``under`` (a subfolder, relative POSIX) keeps its
+    files alone, as a search from that folder does.
 
     Raises:
         UsageError: an empty name, a limit out of range, a negative offset, a max_tokens below 1.
@@ -111,6 +113,9 @@ def find_symbol(codebase: Codebase, name: str, *, kind: str | None = None, prefi
         wordy = mentions and not prefix and re.search(r"\w", needle)
         declared = store.rows("symbol_files", {"fts": _declared(needle), "hits": 20 * budget,
                                                "files": budget + 1}) if wordy else []
+    if under and under.strip("/"):
+        inside = under.strip("/") + "/"
+        rows, files, declared = ([r for r in got if r["path"].startswith(inside)] for got in (rows, files, declared))
     # Parse the files of matching chunk symbols first, then those that seem to declare the name
     # (#define kmalloc, type Foo: the kernel's container_of.h ranked below thousands of files using it),
     # then the text matches; at most ``budget``.
