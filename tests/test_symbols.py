@@ -364,6 +364,7 @@ DECLARED = {
     "z_last/cjson.c": "int cJSON_Parse(const char *value)\n{\n    return value != 0;\n}\n",
     "grouped.go": "package gin\n\nvar (\n\tdefault404Body = []byte(\"404\")\n\tdefault405Body = 2\n)\n",
     "spin.h": "typedef struct spinlock {\n\tint raw;\n} spinlock_t;\n",
+    "node.h": "typedef struct node {\n\tint value;\n} node;\n",  # one name, one place: listed once
 }
 
 
@@ -379,7 +380,7 @@ def test_macros_type_aliases_and_constants_are_symbols_and_in_outlines(tmp_path,
             "DebugPrintRouteFunc": ("gin.go", "variable", 5), "Result": ("lib.rs", "type", 1),
             "LIMIT": ("lib.rs", "constant", 2), "JSON_NON_EXECUTABLE_PREFIX": ("Gson.java", "constant", 2),
             "RRF_K": ("ranking.py", "constant", 1), "default404Body": ("grouped.go", "variable", 4),
-            "spinlock_t": ("spin.h", "type", 1), "spinlock": ("spin.h", "class", 1)}
+            "spinlock_t": ("spin.h", "type", 1), "spinlock": ("spin.h", "class", 1), "node": ("node.h", "type", 1)}
     for name, (path, kind, line) in want.items():
         found = service.find_symbol(cb, name)["definitions"]
         assert [(d["path"], d["kind"], d["start_line"]) for d in found] == [(path, kind, line)], (name, found)
