@@ -96,3 +96,33 @@ def test_embedding_batch_size_and_workers_are_used_and_recorded(tmp_path, embedd
     assert meta(repo)["workers"] == 1  # an option is recorded and kept, as --ext and --no-vectors are
     with pytest.raises(UsageError, match="workers must be an integer from 0 to 64"):
         Indexer(cb, counting, workers=-1)
+
+
+def test_a_search_after_a_typo_in_the_config_answers_from_the_index_and_says_why(tmp_path, codii_home):
+    """A new user's max_chunk_size: 50 made every search with its update exit 2; the index it already
+    had could answer. A first build still refuses the bad file."""
+    import json as _json
+    import subprocess
+    import sys
+
+    from support.trees import REPO_ROOT
+
+    repo = write_tree(tmp_path / "r", FILES)
+    env = {"CODII_SQL_HOME": str(codii_home), "CODII_SQL_BACKGROUND": "0", "PYTHONPATH": str(REPO_ROOT),
+           "PATH": "/usr/bin:/bin"}
+
+    def cli(*args):
+        return subprocess.run([sys.executable, "-m", "codii_sql.cli", *args], capture_output=True, text=True,
+                              env=env, timeout=300)
+
+    (repo / CONFIG_FILE_NAME).write_text("max_chunk_size: 50\n")
+    first = cli("search", "handler", "--path", str(repo), "--mode", "bm25")
+    assert first.returncode == 2 and "max_chunk_size must be" in first.stderr
+    (repo / CONFIG_FILE_NAME).unlink()
+    assert cli("build", str(repo), "--no-vectors").returncode == 0
+    (repo / CONFIG_FILE_NAME).write_text("max_chunk_size: 50\n")
+    out = cli("search", "handler_3", "--path", str(repo), "--mode", "bm25", "--json")
+    assert out.returncode == 0, out.stderr
+    answer = _json.loads(out.stdout)
+    assert answer["results"][0]["symbol"] == "handler_3"
+    assert "max_chunk_size must be" in answer["note"] and "not updated" in answer["note"]

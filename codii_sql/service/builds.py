@@ -18,7 +18,7 @@ from ..errors import (
     Remedy,
     UsageError,
 )
-from ..ingest.config import history_bound
+from ..ingest.config import history_bound, load_config
 from ..ingest.indexer import Indexer
 from ..ingest.report import BuildReport, Progress
 from ..models.cache import EmbeddingCache
@@ -138,6 +138,13 @@ def ensure_index(codebase: Codebase, *, update: bool = True, progress: Progress 
             raise NotIndexedError(f"{codebase.root} is not indexed, and a search without its update builds nothing",
                                   Remedy("build", root))
         return freshness_note(brief_status(codebase))
+    try:
+        load_config(codebase.root)
+    except ValueError as err:
+        if not exists:
+            raise UsageError(str(err)) from None
+        # A typo in .codii.yaml stops the update, not the answer the index already holds.
+        return Note("update", f"{err}: the index was not updated, results come from the last committed state")
     try:
         _, warnings = refresh(codebase, progress=progress, embedder=embedder, vectors=vectors)
     except IndexBusyError:
