@@ -156,8 +156,9 @@ def ensure_index(codebase: Codebase, *, update: bool = True, progress: Progress 
             raise
         # A search reads: the index it has is still worth answering from.
         why = "the disk is full" if isinstance(err, DiskFullError) else "the index is read-only"
-        return Note("update", f"the index could not be updated ({why}): results come from the last committed state, "
-                              "and files changed since are marked stale",
+        return Note("update", f"the index could not be updated ({why}): results come from the last committed "
+                              "state, so text changed since may be missing (a search marks the changed files among "
+                              "its results as stale)",
                     Remedy("free_disk") if isinstance(err, DiskFullError) else Remedy("make_writable"))
     except EmbeddingFailedError as err:
         if not exists:
