@@ -354,3 +354,31 @@ def test_a_search_trusts_a_fresh_watcher_instead_of_walking_the_tree(codii_home,
         assert cli_search("groom_the_otter")[0] == "app/otter.py:groom_the_otter"
     finally:
         w.stop()
+
+
+def test_an_agent_that_edits_a_file_and_greps_at_once_finds_its_edit(codii_home, tmp_path):
+    """A tool waits while this server's watcher has changes still to commit (a new user's grep_code,
+    called just after appending a function, found nothing: "indexing is running")."""
+    repo = write_tree(tmp_path / "agent", SAMPLE)
+
+    def told_of_a_change() -> bool:
+        notes = [json.loads(p.read_text()) for p in (codii_home / "indexes").glob("*.db.watch/*.json")]
+        return any(n.get("fresh") is False for n in notes)
+
+    async def run():
+        async with server(codii_home, CODII_SQL_BACKGROUND="0") as s:
+            await call(s, "index_codebase", path=str(repo))
+            await wait_indexed(s, repo)
+            await call(s, "search_code", path=str(repo), query="zebra", limit=1)  # followed from now on
+            for i in range(3):
+                (repo / "app" / f"kiwi{i}.py").write_text(f"def peel_the_kiwi_{i}(kiwi):\n    return kiwi.skin\n")
+                deadline = time.monotonic() + PATIENCE
+                while not told_of_a_change():  # the watcher has the event: its update is under way
+                    assert time.monotonic() < deadline
+                    await asyncio.sleep(0.01)
+                found = await call(s, "grep_code", path=str(repo), pattern=f"peel_the_kiwi_{i}")
+                assert found["matched_lines"] == 1, found
+                hits = await call(s, "search_code", path=str(repo), query=f"peel_the_kiwi_{i}", mode="bm25", limit=1)
+                assert hits["results"][0]["path"] == f"app/kiwi{i}.py", hits
+
+    asyncio.run(run())

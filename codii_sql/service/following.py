@@ -5,17 +5,22 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
+import time
 
 from ..codebase import Codebase
 from ..errors import CodiiError, IndexBusyError
 from ..ingest.report import BuildReport, Progress
 from .builds import refresh
 from .jobs import Jobs
-from .watchers import registered
+from .watchers import kept_fresh, registered
 from .watching import Update, Watcher, update_if_stale
 
 #: ``0`` turns the MCP server's watching off (as ``codii-sql-server --no-watch`` does).
 ENV_WATCH = "CODII_SQL_WATCH"
+#: Seconds a tool waits at most for this server's watcher to commit the changes it was told of: an
+#: agent that edits a file and greps for it at once read the index from before the edit (a new user's
+#: grep_code found nothing: "indexing is running"). An edit reaches a watched index in about 1-2 s.
+SETTLE_SECONDS = 5.0
 
 
 def watch_wanted() -> bool:
@@ -58,7 +63,10 @@ class Following:
         listed a deleted file's definitions and missed a new function until a search started the
         watcher. Nothing when watching is off or ``cb`` is followed already; a build that cannot run
         (another one runs, a read-only or full disk) leaves the last committed state to answer."""
-        if not self.enabled or not cb.db_path.is_file() or cb in self.watched():
+        if not self.enabled or not cb.db_path.is_file():
+            return
+        if cb in self.watched():
+            self.settle(cb)
             return
         with self.jobs.guard(cb) as job:
             busy = job is not None and job.alive and job.phase != "vectors"
@@ -66,6 +74,13 @@ class Following:
             with contextlib.suppress(CodiiError):
                 refresh(cb, vectors=False)
         self.follow(cb)
+
+    def settle(self, cb: Codebase) -> None:
+        """Wait, at most :data:`SETTLE_SECONDS`, while ``cb``'s watchers have changes still to commit
+        (:func:`~.watchers.kept_fresh`); at once when it is not followed or is fresh."""
+        deadline = time.monotonic() + SETTLE_SECONDS
+        while cb in self.watched() and kept_fresh(cb) is None and time.monotonic() < deadline:
+            time.sleep(0.05)
 
     def unfollow(self, cb: Codebase, timeout: float = 5.0) -> None:
         """Stop keeping ``cb`` fresh (its index was cleared: a later change must not rebuild it)."""

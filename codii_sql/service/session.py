@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import os
+from pathlib import Path
 
 from ..codebase import Codebase
 from ..errors import CodiiError, IndexBusyError, NotIndexedError, Remedy, UsageError
@@ -173,6 +174,9 @@ class Session:
         Raises:
             as :func:`~.searching.search`.
         """
+        for cb in self.following.watched():  # an edit the watcher was told of is searched, not missed
+            if any(Path(p).expanduser().resolve() == cb.root for p in request.paths or ()):
+                self.following.settle(cb)
         answer = search(dataclasses.replace(request, update=False), indexes=self.indexes, building=self.jobs.locked)
         for member in answer.members:
             if member.status != "searched" or is_remote(member.codebase) or is_index_file(member.codebase):
