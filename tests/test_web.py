@@ -189,6 +189,12 @@ def test_a_token_closes_every_page_and_the_api(site):
         ok = httpx.get(url + "/search", params={"q": "retry"}, headers={"Authorization": "Bearer s3cret-team-token"})
         assert ok.status_code == 200 and ok.json()["results"]
         assert httpx.get(url + "/search", params={"q": "retry"}, headers={"Authorization": "Bearer wrong"}).status_code == 401
+        login = httpx.post(url + "/login", data={"token": "s3cret-team-token", "next": "/"}, follow_redirects=False)
+        cookie = login.cookies["codii_sql_token"]
+        assert login.status_code == 303 and "s3cret" not in cookie  # the cookie is no bearer token
+        assert httpx.get(url + "/search", params={"q": "retry"}, cookies={"codii_sql_token": cookie}).status_code == 200
+        assert httpx.get(url + "/search", params={"q": "retry"},
+                         cookies={"codii_sql_token": "s3cret-team-token"}).status_code == 401
         d = site["driver"]
         d.get(url + "/?q=retry")
         assert "/login" in d.current_url

@@ -4,6 +4,7 @@ sets). Without a token the server is open to whoever can reach it: it binds 127.
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import os
 import urllib.parse
@@ -48,8 +49,16 @@ class TokenGate:
 
     def _carries(self, request: Request) -> bool:
         given = request.headers.get("authorization", "")
-        offered = given[7:] if given.lower().startswith("bearer ") else request.cookies.get(COOKIE, "")
-        return bool(offered) and hmac.compare_digest(offered.encode(), self.token.encode())
+        if given.lower().startswith("bearer "):
+            return hmac.compare_digest(given[7:].encode(), self.token.encode())
+        cookie = request.cookies.get(COOKIE, "")
+        return bool(cookie) and hmac.compare_digest(cookie.encode(), cookie_value(self.token).encode())
+
+
+def cookie_value(token: str) -> str:
+    """What the login cookie holds: an HMAC of the token, never the token itself (a cookie read off a
+    browser must not be the bearer token scripts use, which a new user found stored as it is)."""
+    return hmac.new(token.encode(), b"codii-sql login cookie", hashlib.sha256).hexdigest()
 
 
 def login_routes(token: str, templates: Jinja2Templates, headers: dict[str, str]):
@@ -64,7 +73,7 @@ def login_routes(token: str, templates: Jinja2Templates, headers: dict[str, str]
             offered, nxt = (form.get("token") or [""])[0], _local((form.get("next") or ["/"])[0])
             if offered and hmac.compare_digest(offered.encode(), token.encode()):
                 response = RedirectResponse(nxt, status_code=303)
-                response.set_cookie(COOKIE, token, httponly=True, samesite="strict", path="/")
+                response.set_cookie(COOKIE, cookie_value(token), httponly=True, samesite="strict", path="/")
             else:
                 response = templates.TemplateResponse(request, "login.html", {"next": nxt, "refused": True},
                                                       status_code=401)
