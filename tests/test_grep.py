@@ -176,6 +176,12 @@ def test_an_index_alone_is_grepped_from_its_stored_text(tmp_path):
     shutil.rmtree(root)
     out = run("grep", "-n", "shared_marker|^\\};", "--db", copy)
     assert out.exit_code == 0 and out.stdout.splitlines() == ["a.py:2:};", "a.py:3:shared_marker = 1"]
+    # A damaged stored text is one line naming the file, not a zlib traceback (a new user's flipped bytes).
+    conn = apsw.Connection(str(copy))
+    conn.execute("UPDATE file_texts SET text = x'789c00ff00ff'")
+    conn.close()
+    out = run("grep", "shared_marker", "--db", copy)
+    assert out.exit_code != 0 and "a.py in the index is damaged" in out.output and "Traceback" not in out.output
 
 
 def test_the_whole_file_prefilter_never_drops_a_line_a_line_by_line_match_finds(tmp_path):

@@ -20,7 +20,7 @@ SENTENCES = {
     "pass_folder": "pass the codebase folder {root} (--path or PATH)",
     "clear": "`codii-sql clear --db {db} --yes` deletes it",
     "replace_damaged": "`codii-sql build {root} --force` replaces it, `codii-sql clear --db {db} --yes` deletes it",
-    "doctor": "`codii-sql doctor {root}` checks it and says how to replace a damaged one",
+    "doctor": lambda p: f"`codii-sql doctor {p['root'] or 'PATH'}` checks it and says how to replace a damaged one",
     "free_disk": "free some space, then run the command again (the index keeps its last committed state)",
     "make_writable": "make the index and its folder writable, or copy the .db somewhere writable and pass --db",
     "change_embedder": "`codii-sql build {root} --force --embedder {asked}` re-embeds everything (or pass "

@@ -18,7 +18,7 @@ SENTENCES = {
     "pass_folder": "pass codebase={root}",
     "clear": "the server's index file must be deleted (`codii-sql clear --db {db_sh} --yes` on the server)",
     "replace_damaged": "the server's index is damaged: `codii-sql build {root_sh} --force` on the server replaces it",
-    "doctor": "`codii-sql doctor {root_sh}` on the server checks it",
+    "doctor": lambda p: f"`codii-sql doctor {p['root_sh'] or 'PATH'}` on the server checks it",
     "free_disk": "the server's disk is full; try again when it has space",
     "make_writable": "the server's index must be made writable",
     "change_embedder": "`codii-sql build {root_sh} --force --embedder {asked}` on the server re-embeds it",

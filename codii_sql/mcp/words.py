@@ -18,7 +18,7 @@ SENTENCES = {
     "pass_folder": "pass path='{root}' (search_code accepts a subfolder as it is)",
     "clear": "clear_index deletes it",
     "replace_damaged": "call index_codebase with path='{root}' and force=true to replace it (clear_index deletes it)",
-    "doctor": "the user can check it with `codii-sql doctor {root_sh}`",
+    "doctor": lambda p: f"the user can check it with `codii-sql doctor {p['root_sh'] or 'PATH'}`",
     "free_disk": "free some space, then call the tool again (the index keeps its last committed state)",
     "make_writable": "the user must make the index and its folder writable",
     "change_embedder": "call index_codebase with force=true to re-embed everything with {asked}, or with "

@@ -14,11 +14,12 @@ import json
 import os
 import re
 import time
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from ..codebase import Codebase
-from ..errors import Remedy, UsageError
+from ..errors import Remedy, StorageError, UsageError
 from ..ingest import wildmatch
 from ..ingest.config import size_cap
 from ..languages import KNOWN_LANGUAGES, language_name
@@ -239,7 +240,11 @@ def _text(store: Store, codebase: Codebase, pattern: GrepPattern, row: dict, roo
             return data, []
         return decode_source(data), []
     if row["has_text"]:
-        return unpack_text(store.value("file_text_by_id", {"id": row["id"]})), []
+        try:
+            return unpack_text(store.value("file_text_by_id", {"id": row["id"]})), []
+        except (zlib.error, UnicodeDecodeError):  # a damaged page of the file, not a reason for a traceback
+            raise StorageError(f"the stored text of {row['path']} in the index is damaged",
+                               Remedy("doctor", {"root": str(codebase.root)})) from None
     lines = stored_lines(codebase, row["path"])
     last = max(lines)
     return "\n".join(lines.get(n, "") for n in range(1, last + 1)) + "\n", not_stored(lines, 1, last)
