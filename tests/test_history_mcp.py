@@ -69,5 +69,10 @@ def test_search_history_at_its_largest_fits_an_agents_limit(codii_home, tmp_path
                                                         "max_tokens": 8000})
             size = sum(len(c.text) for c in res.content) + len(json.dumps(res.structured_content))
             assert not res.is_error and size / 4 < 20_000, size
+            trace = "".join(f'  File "pkg/m{i}.py", line {i}, in fix_quoted\n    s = quoted()\n' for i in range(900))
+            res = await s.call_tool("search_history", {"path": str(root), "query": trace, "limit": 50,
+                                                        "max_tokens": 8000})  # a 50 KB stack trace as the query
+            size = sum(len(c.text) for c in res.content) + len(json.dumps(res.structured_content))
+            assert not res.is_error and size / 4 < 20_000 and len(res.structured_content["query"]) <= 201, size
 
     asyncio.run(run())

@@ -10,7 +10,7 @@ from ..codebase import Codebase
 from ..errors import DiskFullError, EmbeddingFailedError, IndexBusyError, ReadOnlyIndexError, Remedy, UsageError
 from ..ingest.indexer import Indexer
 from ..models.cache import EmbeddingCache
-from ..search.answer import Note, Words, with_notes, worded_notes
+from ..search.answer import SHOWN_QUERY_CHARS, Note, Words, with_notes, worded_notes
 from ..search.history import CommitHit, HistorySearcher, fit_commits
 from .codebases import open_codebase
 from .embedders import embedder_for_search
@@ -59,11 +59,14 @@ class HistoryAnswer:
         return worded_notes(self.notes, words)
 
     def to_dict(self, words: Words) -> dict:
-        """``{"query", "codebase", "results": [commit], "history", "seconds", ["budget"], ["note", "notes"]}``;
+        """``{"query" (cut at SHOWN_QUERY_CHARS), "codebase", "results": [commit], "history", "seconds", ["budget"],
+        ["note", "notes"]}``;
         a commit is ``{"sha", "date" (unix seconds), "author", "email", "subject", "body", "files",
         "score", "commit_rank", "hunk_rank", "knn_rank", "cosine", "hunk_count", "hunks": [{"path",
         "old_path", "old_start", "old_lines", "new_start", "new_lines", "content", "matched"}]}``."""
-        out: dict = {"query": self.query, "codebase": self.codebase, "results": [r.to_dict() for r in self.results],
+        # The query echoed as search echoes it: a 50 KB stack trace came back whole (a new user's agent, 28k tokens).
+        query = self.query if len(self.query) <= SHOWN_QUERY_CHARS else self.query[:SHOWN_QUERY_CHARS] + "…"
+        out: dict = {"query": query, "codebase": self.codebase, "results": [r.to_dict() for r in self.results],
                      "history": self.history, "seconds": round(self.seconds, 4)}
         if self.budget is not None:
             out["budget"] = self.budget
