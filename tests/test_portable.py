@@ -314,3 +314,23 @@ def test_a_file_alone_is_never_built_and_its_notes_say_to_export_again(tmp_path,
 
     asyncio.run(ask())
     assert (sorted(os.listdir(shard.parent)), shard.read_bytes()) == before
+
+
+def test_an_mcp_server_makes_nothing_beside_an_index_file_it_reads(tmp_path, codii_home):
+    """Watching on (the default): reading a shard through get_content and find_symbol left a
+    `svc.db.watch/` folder beside it (a new user's read-only shard folder); a file alone has no source
+    to follow."""
+    from test_mcp import call, server
+
+    shard = tmp_path / "ro" / "svc.db"
+    shard.parent.mkdir()
+    shutil.copy(_exported(tmp_path, "svc", _service("one")), shard)
+
+    async def run():
+        async with server(codii_home) as s:
+            assert "def alpha_handler" in (await call(s, "get_content", path=str(shard), file="svc/alpha.py"))["content"]
+            assert (await call(s, "find_symbol", path=str(shard), name="alpha_handler"))["definitions"]
+            await call(s, "search_code", path=str(shard), query="alpha request")
+
+    asyncio.run(run())
+    assert sorted(p.name for p in shard.parent.iterdir()) == ["svc.db"]

@@ -45,8 +45,9 @@ class Following:
         self._lock = threading.Lock()
 
     def follow(self, cb: Codebase) -> None:
-        """Keep ``cb`` fresh from now on (once per codebase; nothing when watching is off)."""
-        if not self.enabled:
+        """Keep ``cb`` fresh from now on (once per codebase; nothing when watching is off, or for an index
+        file alone: it has no source to follow, and nothing may be made beside it)."""
+        if not self.enabled or cb.alone:
             return
         with self._lock:
             if self.stopped or (cb in self._threads and self._threads[cb][0].is_alive()):
@@ -63,7 +64,7 @@ class Following:
         listed a deleted file's definitions and missed a new function until a search started the
         watcher. Nothing when watching is off or ``cb`` is followed already; a build that cannot run
         (another one runs, a read-only or full disk) leaves the last committed state to answer."""
-        if not self.enabled or not cb.db_path.is_file():
+        if not self.enabled or cb.alone or not cb.db_path.is_file():
             return
         if cb in self.watched():
             self.settle(cb)
