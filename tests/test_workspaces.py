@@ -335,3 +335,17 @@ def test_a_subfolder_among_several_paths_searches_its_enclosing_index_under_it(t
     assert any(n.codebase == str(http) and "files under web/ only" in n.what for n in out.notes)
     mine = [r.path for r in out.results if r.codebase == str(http)]
     assert mine and all(p.startswith("web/") for p in mine)
+
+
+def test_two_subfolders_of_one_index_are_both_searched_and_the_whole_wins(two):
+    """A new user's workspace of zod/packages/docs and zod/packages/zod searched packages/zod alone, and
+    zod with zod/packages/zod was cut down to the subfolder."""
+    http, shop = two
+    out = ask("retry with exponential backoff and parse headers", SearchOptions(limit=10), [http / "web", http / "app"])
+    scopes = sorted(m.scope for m in out.members if m.codebase == str(http) and m.status == "searched")
+    assert scopes == ["app", "web"], out.members
+    folders = {r.path.split("/")[0] for r in out.results if r.codebase == str(http)}
+    assert folders == {"app", "web"}, [r.path for r in out.results]
+    whole = ask("retry with exponential backoff", SearchOptions(limit=10), [http, http / "web"])
+    assert [m.scope for m in whole.members if m.codebase == str(http)] in ([""], [None]), whole.members
+    assert any(not r.path.startswith("web/") for r in whole.results if r.codebase == str(http))

@@ -63,9 +63,9 @@ def resolve(paths: list[str], db: str | None, workspace: str | None, *, update: 
                          "drop the workspace or the extra paths", field="db")
     name, found = member_paths(workspace, list(paths))
     codebases, members, notes, scopes = members_of([p for p in found if not is_remote(p)], name)
-    shards: list[Shard] = [FileShard(cb, indexes=indexes) if cb.alone else
-                           LocalShard(cb, scopes.get(cb, ""), update=update, indexes=indexes, building=building)
-                           for cb in codebases]
+    shards: list[Shard] = [FileShard(cb, indexes=indexes) for cb in codebases if cb.alone]
+    shards += [LocalShard(cb, scope, update=update, indexes=indexes, building=building)
+               for cb in codebases if not cb.alone for scope in scopes.get(cb, [""])]
     shards += [RemoteShard(p) for p in found if is_remote(p)]
     if not shards:
         why = "; ".join(n.worded(lambda h: None) for n in notes) or "no codebase given"
@@ -88,11 +88,14 @@ def member_paths(workspace: str | None, paths: list[str]) -> tuple[str | None, l
 
 
 def members_of(paths: list[str], workspace: str | None = None
-               ) -> tuple[list[Codebase], list[Member], list[Note], dict[Codebase, str]]:
+               ) -> tuple[list[Codebase], list[Member], list[Note], dict[Codebase, list[str]]]:
     """The indexed codebases among ``paths`` (an index file is its codebase, alone when its source is
-    not here); a member and a note for each that is not; and the scopes: a subfolder of an indexed codebase searches that index, its files under the subfolder
-    only (``{codebase: "sub/folder"}``), as a one-codebase search does."""
-    codebases, members, notes, scopes = [], [], [], {}
+    not here); a member and a note for each that is not; and the scopes: a subfolder of an indexed
+    codebase searches that index, its files under the subfolder only (``{codebase: ["sub/folder"]}``),
+    as a one-codebase search does. Several subfolders of one index are each searched (a new user's
+    zod/packages/docs and zod/packages/zod had become the second alone); the codebase itself, or a
+    folder holding another, takes the place of what it holds."""
+    codebases, members, notes, found = [], [], [], {}
     for path in paths:
         try:
             cb = index_file(path) if is_index_file(path) else Codebase.open(path)
@@ -101,10 +104,10 @@ def members_of(paths: list[str], workspace: str | None = None
             notes.append(missing_member(path, err, workspace))
             continue
         outer = None if cb.db_path.is_file() else cb.enclosing()
-        if outer is not None:
-            scopes[outer] = cb.root.relative_to(outer.root).as_posix()
-            cb = outer
-        if cb in codebases:  # two spellings of one folder
+        scope = cb.root.relative_to(outer.root).as_posix() if outer is not None else ""
+        cb = outer or cb
+        found.setdefault(cb, set()).add(scope)
+        if cb in codebases:  # two spellings of one folder, or two folders of one index
             continue
         if not cb.db_path.is_file():
             members.append(Member(str(cb.root), "not_indexed"))
@@ -112,4 +115,6 @@ def members_of(paths: list[str], workspace: str | None = None
                               str(cb.root)))
             continue
         codebases.append(cb)
+    scopes = {cb: [""] if "" in subs else sorted(s for s in subs if not any(s.startswith(t + "/") for t in subs))
+              for cb, subs in found.items()}
     return codebases, members, notes, scopes
