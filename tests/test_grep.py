@@ -127,6 +127,10 @@ def test_bad_patterns_say_where_and_exit_2_and_no_match_exits_1(tmp_path):
     bad = run("grep", "(unclosed", root)
     assert bad.exit_code == 2 and "at position 0" in bad.stderr and "Traceback" not in bad.output
     assert len(bad.stderr.strip().splitlines()) == 1
+    escaped = run("grep", r"a\Kb", root)  # shown as typed, not as repr() doubles it
+    assert escaped.exit_code == 2 and r"'a\Kb'" in escaped.stderr, escaped.stderr
+    huge = run("grep", "(" + "x" * 10_000, root)  # a 10 KB pattern's error does not echo it whole
+    assert huge.exit_code == 2 and len(huge.stderr) < 400, len(huge.stderr)
     assert run("grep", "nothing_like_this", root).exit_code == 1
     huge = run("grep", "a{99999999}", root)  # the regex module compiled it for minutes (a new user's try)
     assert huge.exit_code == 2 and "more than 10,000 times" in huge.stderr

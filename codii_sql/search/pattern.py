@@ -111,15 +111,21 @@ def _parsed(source: str, flags: int, shown: str):
     except (RecursionError, OverflowError) as err:  # thousands of nested groups, a repeat count past 4 billion
         raise _bad(shown, f"too complex ({type(err).__name__})", None) from None
     if trigrams.largest_repeat(tree) > MAX_REPEAT_COUNT:
-        raise UsageError(f"{shown!r} repeats something more than {MAX_REPEAT_COUNT:,} times, which makes the compiled "
+        raise UsageError(f"{_quoted(shown)} repeats something more than {MAX_REPEAT_COUNT:,} times, which makes the compiled "
                          "pattern too large", "use a smaller count, or + or *", field="pattern")
     if trigrams.names_newline(tree):
-        raise UsageError(f"{shown!r} holds a line break, and grep matches within one line",
+        raise UsageError(f"{_quoted(shown)} holds a line break, and grep matches within one line",
                          "search for each line's part separately", field="pattern")
     return tree
 
 
+def _quoted(shown: str, most: int = 80) -> str:
+    """The pattern as typed (no doubled backslashes), cut after ``most`` characters: a 10 KB pattern was
+    echoed whole in its error (~2,500 tokens), and repr() showed 'a\\\\Kb' for a\\Kb."""
+    return "'" + (shown if len(shown) <= most else shown[:most] + "…") + "'"
+
+
 def _bad(shown: str, why: str, pos: int | None) -> UsageError:
     where = f" at position {pos}" if pos is not None else ""
-    return UsageError(f"{shown!r} is not a valid regular expression: {why}{where}",
+    return UsageError(f"{_quoted(shown)} is not a valid regular expression: {why}{where}",
                       "fix the pattern, or search it as a literal string", field="pattern")
