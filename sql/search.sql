@@ -6,8 +6,11 @@
 --   rrf(d) = sum_r w_r / (k + rank_r(d))   Reciprocal Rank Fusion (Cormack, Clarke &
 --            Buettcher, SIGIR 2009; k = 60 there)
 --   score  = cc + :rrf_weight * rrf
--- A chunk missing from one list gets nothing from it. norm_r is 1 for a list of one. With
--- :knn_by_best, norm_knn is cosine / best cosine instead of min-max.
+-- A chunk missing from the BM25 list gets nothing from it. A BM25 candidate missing from the KNN
+-- list gets its own cosine (:fill, every chunk embedded), normalised as the list is: cosine / best
+-- with :knn_by_best, else min-max with the list's minimum (0 below it, so with an exact list only
+-- an approximate one's misses gain). norm_r is 1 for a list of one. With :knn_by_best, norm_knn is
+-- cosine / best cosine instead of min-max.
 -- bm25_hits is MATERIALIZED and has no window function: flattened into a window query,
 -- bm25() would be called outside the FTS5 scan, which FTS5 rejects ("unable to use
 -- function bm25 in the requested context").
@@ -61,6 +64,8 @@
 --                 or NULL (query.py symbol_match; exact matches kept here)
 --   :pending      1 when some chunks still wait for their vector (vector_queue): they are ranked
 --                 by BM25 in the vectors' place too (`imputed`); 0 skips that look-up
+--   :fill         1: BM25 candidates the KNN list missed count by their own cosine (see above; 0 while
+--                 chunks wait for vectors, whose candidates `imputed` stands in for)
 --   :knn_share    the KNN list's share of the vectors' weight, 1 unless few chunks have a vector
 --                 yet (searcher.py FULL_TRUST_COVERAGE); the rest goes to BM25 scores (`imputed`)
 --   :limit        rows returned
@@ -193,7 +198,10 @@ fused AS (
            sum(w / (:rrf_k + rnk)) AS rrf,
            min(CASE src WHEN 'bm25' THEN rnk END) AS bm25_rank,
            min(CASE src WHEN 'knn' THEN rnk END) AS knn_rank,
-           min(distance) AS distance
+           min(distance) AS distance,
+           max(CASE src WHEN 'bm25' THEN w END) AS w_bm25,
+           max(max(CASE src WHEN 'knn' THEN raw END)) OVER () AS knn_hi,
+           min(min(CASE src WHEN 'knn' THEN raw END)) OVER () AS knn_lo
     FROM (SELECT * FROM normalised UNION ALL SELECT * FROM imputed)
     GROUP BY id
 ),
@@ -245,9 +253,17 @@ named AS MATERIALIZED (  -- once per row: scored reads each flag several times
                  coalesce((SELECT tier FROM named_files nf WHERE nf.file_id = c.file_id), 0) AS path_tier
           FROM pool JOIN chunks c ON c.id = pool.id JOIN files f ON f.id = c.file_id)
 ),
+-- The filled cosine is read here, for the candidates left after fusion: a BM25 candidate that the
+-- KNN list missed (zod, gson: the gold file was BM25's, and a flat list of near-equal cosines buried
+-- it). Git dev set, five repositories, hybrid: see fusion.py KNN_BY_BEST_SHAPES.
 scored AS (
     SELECT nm.id, nm.file_id, nm.symbol, nm.start_line, nm.start_line = nm.end_line AS one_line,
-           (coalesce(fu.cc, 0) + :rrf_weight * coalesce(fu.rrf, 0))
+           (coalesce(fu.cc, 0) + :rrf_weight * coalesce(fu.rrf, 0) + coalesce(
+                CASE WHEN :fill = 1 AND fu.knn_rank IS NULL AND fu.bm25_rank IS NOT NULL AND fu.knn_hi > 0
+                     THEN (1.0 - fu.w_bm25) * max(0.0, (1.0 - vec_distance_cosine(
+                              (SELECT v.embedding FROM chunks_vec v WHERE v.rowid = nm.id), :qvec)
+                              - CASE WHEN :knn_by_best = 1 THEN 0.0 ELSE fu.knn_lo END)
+                          / nullif(fu.knn_hi - CASE WHEN :knn_by_best = 1 THEN 0.0 ELSE fu.knn_lo END, 0)) END, 0))
            * coalesce(json_extract(:role_weights, '$.' || nm.role), 1.0)
            * CASE WHEN nm.symbol_tier + nm.path_tier > 0 OR nm.tail_named THEN :name_boost ELSE 1.0 END AS score,
            :tiered * (nm.symbol_tier + nm.path_tier) AS tier, :tiered * nm.symbol_tier AS in_symbol_tier

@@ -64,36 +64,80 @@ def test_query_terms_split_identifiers_and_drop_stop_words():
     assert fts_query(['a"b']) == '"a""b"' and fts_query([]) is None
 
 
-@pytest.mark.parametrize("q", ["follow redirects until a final response arrives", "resolve_redirects is_redirect",
-                               "how do max_attempts follow redirects until a final response"])
-def test_fusion_matches_hand_computation(searcher, embedder, q):
-    """score = sum_r w_r * minmax(raw_r) + RRF_WEIGHT * sum_r w_r / (k + rank_r), recomputed here; for a
-    question naming code (fusion shape "mixed") the KNN scores are divided by the best cosine instead."""
+def hand_fused(searcher, embedder, q: str, depth: int) -> tuple[dict[int, float], list, list]:
+    """The fused score of each candidate, recomputed from the two lists of ``depth`` candidates:
+    sum_r w_r * norm_r(raw) + RRF_WEIGHT * sum_r w_r / (k + rank_r), norm min-max, or for a question
+    (fusion shape "natural" or "mixed") the KNN scores divided by the best cosine; a BM25 candidate
+    missing from the KNN list counts by its own cosine, normalised as the list is. Also the lists."""
     conn = searcher.store.conn
     fq = searcher.analyze(q).fts
     shape = searcher._fusion_shape(query_shape(q), fq)
     normal, confident = BM25_WEIGHT[shape]
     weights = ", ".join(str(w) for w in BM25_WEIGHTS.values())
     bm25 = conn.execute(f"SELECT rowid, -bm25(chunks_fts, {weights}) FROM chunks_fts WHERE chunks_fts MATCH ? "
-                        f"ORDER BY bm25(chunks_fts, {weights}) LIMIT 50", (fq,)).fetchall()
+                        f"ORDER BY bm25(chunks_fts, {weights}) LIMIT {depth}", (fq,)).fetchall()
     qvec = embedder.embed([q])[0].tobytes()
-    knn = conn.execute("SELECT rowid, 1.0 - distance FROM chunks_vec WHERE embedding MATCH ? AND k = 50 "
+    knn = conn.execute(f"SELECT rowid, 1.0 - distance FROM chunks_vec WHERE embedding MATCH ? AND k = {depth} "
                        "ORDER BY distance", (qvec,)).fetchall()
     gap = (bm25[0][1] - bm25[1][1]) / bm25[0][1]
-    w_fts = confident if gap >= CONFIDENT_GAP else normal
+    weak = max(r for _, r in knn) < search.WEAK_COSINE  # the vectors find nothing close: BM25 gets more
+    w_fts = confident if gap >= CONFIDENT_GAP else max(normal, search.WEAK_VECTORS_BM25) if weak else normal
+    by_best = shape in KNN_BY_BEST_SHAPES
     expected: dict[int, float] = {}
     for w, ranked in ((w_fts, bm25), (1 - w_fts, knn)):
         raws = [raw for _, raw in ranked]
-        by_best = ranked is knn and shape in KNN_BY_BEST_SHAPES
         for rank, (cid, raw) in enumerate(ranked, 1):
-            norm = raw / max(raws) if by_best else \
+            norm = max(raw, 0.0) / max(raws) if by_best and ranked is knn else \
                 (raw - min(raws)) / (max(raws) - min(raws)) if max(raws) > min(raws) else 1.0
             expected[cid] = expected.get(cid, 0.0) + w * norm + RRF_WEIGHT * w / (RRF_K + rank)
-    got = searcher.search(q, SearchOptions(limit=50, role_prior=False))
-    assert {r.id: r.score for r in got} == pytest.approx({k: round(v, 6) for k, v in expected.items()}, abs=2e-6)
-    assert [r.id for r in got][:5] == sorted(expected, key=lambda k: (-expected[k], k))[:5]
-    assert 0 < w_fts < 1 or q.startswith("follow")  # the identifier query mixes both retrievers
+    floor = 0.0 if by_best else min(r for _, r in knn)
+    for cid, _ in bm25:
+        if cid not in dict(knn):
+            cos = 1.0 - conn.execute("SELECT vec_distance_cosine(embedding, ?) FROM chunks_vec WHERE rowid = ?",
+                                     (qvec, cid)).fetchone()[0]
+            expected[cid] += (1 - w_fts) * max(0.0, (cos - floor) / (max(r for _, r in knn) - floor))
+    return expected, bm25, knn
+
+
+def assert_fused_as_computed(searcher, embedder, q: str, depth: int) -> tuple[list, list]:
+    expected, bm25, knn = hand_fused(searcher, embedder, q, depth)
+    got = {r.id: r.score for r in searcher.search(q, SearchOptions(limit=depth, role_prior=False))}
+    assert got == pytest.approx({k: round(expected[k], 6) for k in got}, abs=2e-6)
+    assert list(got) == sorted(expected, key=lambda k: (-expected[k], k))[:len(got)]
+    return bm25, knn
+
+
+@pytest.mark.parametrize("q", ["follow redirects until a final response arrives", "resolve_redirects is_redirect",
+                               "how do max_attempts follow redirects until a final response"])
+def test_fusion_matches_hand_computation(searcher, embedder, q):
+    assert_fused_as_computed(searcher, embedder, q, 50)
+    shape = searcher._fusion_shape(query_shape(q), searcher.analyze(q).fts)
+    normal, confident = BM25_WEIGHT[shape]
+    assert 0 < normal < 1 or 0 < confident < 1 or q.startswith("follow")  # the identifier query mixes both
     assert (shape == "mixed") == q.startswith("how do")
+
+
+def test_bm25_candidates_the_knn_list_missed_count_by_their_own_cosine(tmp_path, embedder, monkeypatch):
+    """zod and gson: the gold file was BM25's but not among the vectors' nearest, and a flat list of
+    near-equal cosines buried it; now each such candidate is scored by its cosine too (here 8-deep
+    lists over 60 functions, so that most BM25 candidates are missing from the KNN list)."""
+    files = {f"pkg/mod_{i}.py": "".join(
+        f"def handle_{i}_{j}(request, retries={j}):\n    \"\"\"Retry request {i}.{j} after a timeout.\"\"\"\n"
+        f"    return send(request, backoff={i * j})\n\n\n" for j in range(5)) for i in range(12)}
+    repo = write_tree(tmp_path / "r", files)
+    cb = Codebase.open(repo)
+    Indexer(cb, embedder).build()
+    monkeypatch.setattr(search, "DEPTH", 8)
+    with Store(cb.db_path, create=False) as store:
+        s = Searcher(store, cb.root, embedder)
+        for q in ("retry the request after a timeout", "handler retries backoff", "how does send retry a request"):
+            assert_fused_as_computed(s, embedder, q, 8)
+        # Where BM25 has a say (the vectors are weak here), its candidates the vectors missed are
+        # listed, scored with their cosine: without it they trailed by the vectors' share.
+        q = "pepperoni pizza with a request timeout"
+        bm25, knn = assert_fused_as_computed(s, embedder, q, 8)
+        listed = [r.id for r in s.search(q, SearchOptions(limit=8, role_prior=False))]
+        assert set(listed) & (set(dict(bm25)) - set(dict(knn))), listed
 
 
 def test_identifier_and_natural_language_queries_find_the_function(searcher):

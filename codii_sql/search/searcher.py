@@ -321,6 +321,7 @@ class Searcher:
             "names": json.dumps(named.names), "tails": json.dumps(named.tails), "paths": json.dumps(named.paths),
             "name_boost": NAME_BOOST, "tiered": int(tiered), "pending": int(bool(self.store.value("vectors_pending"))),
             "knn_share": self._knn_share() if qvec is not None else 1.0,
+            "fill": int(qvec is not None and fq is not None and not self.store.value("vectors_pending")),
             "symbol_match": symbol_match(named.names) if tiered else None,
         }
         return self.store.rows("search_hybrid", params)
