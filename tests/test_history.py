@@ -76,9 +76,10 @@ def test_ignored_files_and_secrets_never_reach_the_history(repo, embedder):
     assert ".env" not in secrets.files and "vendor/lib.py" not in secrets.files and "config.yml" in secrets.files
 
 
-def test_a_file_ignored_later_leaves_the_history_too(repo, embedder):
+def test_a_file_ignored_later_leaves_the_history_too_and_comes_back_with_it(repo, embedder):
     """A rule written after the first build (config.yml into .codiiignore) removes that file's hunks
-    from the history as it removes its chunks: a new user found a password's hunk still searchable."""
+    from the history as it removes its chunks: a new user found a password's hunk still searchable.
+    Relaxed again, the rule brings them back (another new user's history stayed empty of them)."""
     root, _ = repo
     build(root, embedder)
     assert "config.yml" in {h["path"] for h in all_hunks(root)}
@@ -91,6 +92,16 @@ def test_a_file_ignored_later_leaves_the_history_too(repo, embedder):
     # The commits themselves stay, with the hunks the rules keep, and their vectors come back.
     assert service.status(Codebase.open(root))["history"]["commits"] == 4
     assert {h["path"] for h in hunks} >= {"src/session.py", "src/http_session.py"}
+    # The rule relaxed again: the file's history comes back (it stayed out even after build --force).
+    (root / ".codiiignore").write_text("vendor/\n")
+    report = build(root, embedder)
+    assert report.added == 1 and report.history["state"] == "indexed", report.history
+    back = all_hunks(root)
+    assert "config.yml" in {h["path"] for h in back} and "retries: 3" in "\n".join(h["content"] for h in back)
+    assert service.status(Codebase.open(root))["history"]["commits"] == 4
+    # A file new to the index with no history reads nothing again.
+    (root / "fresh.py").write_text("x = 1\n")
+    assert build(root, embedder).history["state"] == "unchanged"
 
 
 def test_the_history_leaves_the_code_index_as_it_was(repo, tmp_path, embedder):

@@ -27,6 +27,9 @@ from .report import Progress
 
 #: Commits per transaction: readers see progress at each commit, and a kill loses at most one batch.
 HISTORY_BATCH = 200
+#: Paths new to the index whose earlier commits a build asks git for at most, in one rev-list call (a
+#: relaxed ignore rule takes a few files back; a first build's thousands have no history stored yet).
+MAX_REREAD_PATHS = 500
 #: Hunks kept of one commit, in diff order: a sweeping commit (a reformat, a vendored import)
 #: would otherwise fill the index with thousands of hunks that say one thing.
 MAX_HUNKS_PER_COMMIT = 40
@@ -41,13 +44,15 @@ MAX_BODY_CHARS = 8000
 
 def update_history(store: Store, root: Path, bound: HistoryBound, rules: HistoryRules,
                    progress: Progress | None = None, *, keep_subjects: bool = True,
-                   left_out: list[str] | None = None) -> dict:
+                   left_out: list[str] | None = None, taken_in: list[str] | None = None) -> dict:
     """Bring the history tables of ``store`` to the commits ``bound`` selects from HEAD of the
     work tree at ``root``; the caller holds the writer lock.
 
     ``left_out``: paths the code index lost in this build. Those the rules no longer keep (a file
     newly ignored, say a settings file with a password) take their commits with them, read again
     under the rules now: hunks stored before the rule was written must not stay searchable.
+    ``taken_in``: paths it gained; the commits that touched one while a rule left it out are read
+    again, so that relaxing the rule brings its history back.
 
     ``keep_subjects`` false stores every subject empty (``benchmarks/history.py``: a subject used
     as the query must be found from the body and the hunks alone).
@@ -77,7 +82,8 @@ def update_history(store: Store, root: Path, bound: HistoryBound, rules: History
         out.update(state="empty", note="the repository has no commit yet: no history to index")
     recorded = store.meta().get("history") or {}
     setting = {**bound.to_dict(), "keep_subjects": keep_subjects}
-    reread = 0 if tree is None or tree.shallow or tree.head is None else _reread(store, rules, left_out)
+    reread = 0 if tree is None or tree.shallow or tree.head is None else \
+        _reread(store, root, bound, rules, left_out, taken_in)
     if tree is None or tree.shallow or tree.head is None:
         out["removed"] = _delete(store, [r["id"] for r in store.rows("history_shas")]) if bound.off else 0
     elif recorded.get("head") == tree.head and recorded.get("bound") == setting and not reread:
@@ -101,19 +107,27 @@ def update_history(store: Store, root: Path, bound: HistoryBound, rules: History
     return out
 
 
-def _reread(store: Store, rules: HistoryRules, left_out: list[str] | None) -> int:
-    """Delete the commits holding a hunk of a path in ``left_out`` that ``rules`` no longer keep; how
-    many (the caller adds them again, filtered by the rules as they are now)."""
+def _reread(store: Store, root: Path, bound: HistoryBound, rules: HistoryRules, left_out: list[str] | None,
+            taken_in: list[str] | None) -> int:
+    """Delete the commits the rules now judge otherwise, how many (the caller adds them again, filtered
+    by the rules as they are now): those holding a hunk of a path in ``left_out`` that the rules no
+    longer keep, and those touching a path in ``taken_in`` (new to the index) that they stored no hunk
+    of, the path having been left out when they were read (a rule relaxed: its history comes back).
+    At most :data:`MAX_REREAD_PATHS` of the second kind are asked of git, in one call."""
     gone = [p for p in left_out or () if not rules.keeps(p)]
-    if not gone:
-        return 0
-    ids = {r["commit_id"] for r in store.rows("history_commits_of_paths", {"paths": json.dumps(gone)})}
-    return _delete(store, ids)
+    ids = {r["commit_id"] for r in store.rows("history_commits_of_paths", {"paths": json.dumps(gone)})} if gone else set()
+    back = [p for p in taken_in or () if rules.keeps(p)][:MAX_REREAD_PATHS]
+    have = {r["sha"]: r["id"] for r in store.rows("history_shas")} if back else {}
+    if have:
+        touched = {have[s] for s in _wanted(root, bound, False, back) if s in have}
+        holding = {r["commit_id"] for r in store.rows("history_commits_of_paths", {"paths": json.dumps(back)})}
+        ids |= touched - holding
+    return _delete(store, ids) if ids else 0
 
 
-def _wanted(root: Path, bound: HistoryBound, relative: bool) -> list[str]:
+def _wanted(root: Path, bound: HistoryBound, relative: bool, paths: list[str] | None = None) -> list[str]:
     """The shas of the non-merge commits ``bound`` selects, newest first (under ``root`` only, for a
-    codebase that is a subfolder of its work tree)."""
+    codebase that is a subfolder of its work tree; touching ``paths`` only, when given)."""
     args = ["rev-list", "--no-merges"]
     if bound.max_commits is not None:
         args.append(f"--max-count={bound.max_commits}")
@@ -121,7 +135,8 @@ def _wanted(root: Path, bound: HistoryBound, relative: bool) -> list[str]:
         # A bare date would take the current time of day in git's parser: from midnight, local time.
         since = f"{bound.since}T00:00:00" if bound.since[:1].isdigit() else bound.since
         args.append(f"--since={since}")
-    done = git(root, *args, "HEAD", *(["--", "."] if relative else []))
+    spec = ["--", *paths] if paths else ["--", "."] if relative else []
+    done = git(root, *args, "HEAD", *spec)
     return done.stdout.decode().split() if done.returncode == 0 else []
 
 

@@ -98,6 +98,7 @@ class Indexer:
         self.prefer = prefer
         self.max_file_bytes = DEFAULT_MAX_FILE_BYTES
         self.removed_paths: list[str] = []  # the files this build took out of the index
+        self.added_paths: list[str] = []  # ... and those it took in
         self.reuse_index_vectors = True
         try:
             self.workers = bounded(workers, "workers")
@@ -216,7 +217,8 @@ class Indexer:
         try:
             plan = plan or self.plan(store)
             self.max_file_bytes = plan.max_file_bytes
-            self.removed_paths = list(plan.removed)  # the history phase re-reads their commits if now left out
+            # The history phase reads again the commits of files left out, or taken back in, by a rule.
+            self.removed_paths, self.added_paths = list(plan.removed), list(plan.added)
             LexicalPhase(store, self.codebase.root, self.embedder.model_id, self.cache, self.progress,
                          self.reuse_index_vectors, ChunkSizes(sizes["max_chunk_size"], sizes["min_chunk_size"]),
                          workers).run(plan, report, self._options(store))
@@ -260,7 +262,7 @@ class Indexer:
                 fit_history_vec(store, store.vector_dims(), self.embedder.name)
         try:
             return update_history(store, self.codebase.root, bound, rules, self.progress,
-                                  left_out=self.removed_paths)
+                                  left_out=self.removed_paths, taken_in=self.added_paths)
         except UsageError as err:
             return {"state": "no_git", "note": str(err)}
 
