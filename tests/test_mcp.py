@@ -240,6 +240,8 @@ def test_every_escape_is_refused(codii_home, tmp_path, sample_repo):
             for pattern in ("!creds.env", " !*.env"):
                 msg = await refused(s, "index_codebase", path=root, ignorePatterns=[pattern])
                 assert "negation" in msg and ".codiiignore" in msg, msg
+            for pattern in ("*", "/**", "**/*"):  # nor empty the index for every later build
+                assert "every file" in await refused(s, "index_codebase", path=root, ignorePatterns=["docs/", pattern])
             assert "ignore rules" in await refused(s, "get_content", path=root, file="creds.env")
 
     asyncio.run(run())

@@ -61,6 +61,11 @@ def index_codebase(
         data = SESSION.index_workspace(workspace, force=force, embedder=embedder)
         lines = "".join(f"\n- {row['codebase']}: {row['status']}" for row in data["codebases"])
         return answer(f"workspace {data['workspace']}: poll get_indexing_status for each member{lines}", data)
+    everything = [p for p in ignorePatterns if p.strip().strip("/") in ("*", "**", "**/*", "*.*")]
+    if everything:
+        # Kept for every later build, whoever runs it: an agent's ['*'] emptied a user's index.
+        raise ToolError(f"ignorePatterns {everything[0]!r} would leave every file out of the index: pass the "
+                        "folders or files to leave out")
     negations = [p for p in ignorePatterns if p.lstrip().startswith("!")]
     if negations:
         # A negation would take back what the user's rules leave out, secrets included (.env, keys):
