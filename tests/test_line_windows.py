@@ -10,6 +10,7 @@ from support.trees import write_tree
 
 from codii_sql.codebase import Codebase
 from codii_sql.ingest.indexer import Indexer
+from codii_sql.search import searcher as search
 from codii_sql.search.results import SearchOptions
 from codii_sql.search.searcher import Searcher
 from codii_sql.storage.store import Store
@@ -63,3 +64,21 @@ def test_a_function_holding_a_huge_constant_leaves_room_for_other_code(tmp_path,
         results = Searcher(store, cb.root, embedder).search("get_logo_bytes", SearchOptions(limit=10))
     places = [(r.path, r.start_line, r.end_line) for r in results]
     assert len(places) == len(set(places)) and any(path == "use.py" for path, *_ in places), places
+
+
+def test_the_windows_of_one_long_line_do_not_crowd_other_results_out(tmp_path, embedder):
+    """88 equal windows of a 300,000-character line filled the 50 KNN candidates and, being one result,
+    left a new user's search with 2 results of 10; the search fetches deeper when that happens."""
+    files = {f"pkg/mod_{i}.py": f"def handler_{i}(request):\n    \"\"\"Answer request kind {i}.\"\"\"\n    return {i}\n"
+             for i in range(60)}
+    files["pkg/blob.py"] = "X = '" + "a" * 300_000 + "'\n\n\ndef after_long_line():\n    y = 1\n    return y\n"
+    repo = write_tree(tmp_path / "r", files)
+    cb = Codebase.open(repo)
+    Indexer(cb, embedder).build()
+    with Store(cb.db_path, create=False) as store:
+        windows = store.conn.execute("SELECT count(*) FROM chunks WHERE path = 'pkg/blob.py'").fetchone()[0]
+        assert windows > search.DEPTH  # enough to fill the KNN list alone
+        for q in ("中文注释", "aaaaaaaa"):
+            got = Searcher(store, cb.root, embedder).search(q, SearchOptions(limit=10, mode="vector"))
+            line_one = [r for r in got if r.path == "pkg/blob.py" and r.start_line == 1]
+            assert len(got) == 10 and len(line_one) == 1, [(r.path, r.start_line) for r in got]

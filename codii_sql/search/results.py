@@ -102,6 +102,12 @@ class SearchOptions:
     grep: str | None = None
     chunk_ids: list[int] | None = None
 
+    @property
+    def filtered(self) -> bool:
+        """Whether a filter keeps some chunks out (the statement then pushes it into both retrievers)."""
+        return bool(self.exts or self.glob or self.language or self.exclude_path or (self.under or "").strip("/")
+                    or self.role or self.chunk_ids is not None)
+
     def check(self) -> None:
         """Raise UsageError on an option out of range, or a filter that can only match nothing by
         mistake (a typo, not a miss)."""

@@ -81,7 +81,6 @@ BM25_WEIGHTS = {"content": 1.0, "subtokens": 0.5, "symbol": 2.0, "path": 1.0}
 BM25_WEIGHT = {"natural": (0.0, 0.4), "mixed": (0.5, 0.8), "identifier": (0.7, 0.9), "long": (0.85, 0.95)}
 #: A single retriever gets the whole weight: a zero weight would zero every score.
 SINGLE_MODE_WEIGHT = {"bm25": (1.0, 1.0), "vector": (0.0, 0.0)}
-#: Score multiplier for a candidate whose symbol or path the query names (sql/search.sql).
 #: The share of an index's chunks embedded from which its vector list counts in full. Below it
 #: the few chunks embedded first fill the KNN list and took near-full scores however poor the
 #: match (Django at 1,536 of 77,572: .po files above middleware/csrf.py), so the list's weight
@@ -90,6 +89,7 @@ SINGLE_MODE_WEIGHT = {"bm25": (1.0, 1.0), "vector": (0.0, 0.0)}
 #: 0.248 / 0.316 / 0.386 unscaled -> 0.348 / 0.359 / 0.386 (BM25 alone 0.347); SWE-bench issue
 #: titles (48) 0.394 / 0.472 / 0.555 -> 0.484 / 0.484 / 0.540 (BM25 0.484); whole issues equal.
 FULL_TRUST_COVERAGE = 0.2
+#: Score multiplier for a candidate whose symbol or path the query names (sql/search.sql).
 #: Identifier-shaped queries also rank such chunks first (:meth:`Searcher.search`, ``:tiered``).
 NAME_BOOST = 1.5
 #: The highest fused score sql/search.sql can give (before a re-rank): the convex combination is
@@ -218,6 +218,11 @@ class Searcher:
             wanted = min(wanted * 4, MAX_GROUPED_ROWS)
             rows = self._run(fq, qvec, opts, weight, named, prior, tiered=shape == "identifier", rows=wanted,
                              phrases=phrases)
+        depth = max(DEPTH, wanted)  # the windows of one long line, one result, filled the KNN list: deeper
+        while qvec is not None and len(rows) < wanted and depth < MAX_GROUPED_ROWS and not opts.filtered \
+                and self.store.row("counts")["chunks"] > depth:  # (a 300,000-character line: 2 results of 10)
+            depth = min(depth * 4, MAX_GROUPED_ROWS)
+            rows = self._run(fq, qvec, opts, weight, named, prior, shape == "identifier", depth, phrases)[:wanted]
         results = self._results(rows)
         if opts.role_prior:
             results = implementation_first(results, a.terms)
@@ -303,17 +308,15 @@ class Searcher:
         limit = rows or _rows_wanted(opts)
         exts = [e if e.startswith(".") else "." + e for e in opts.exts] if opts.exts else None
         under = (opts.under or "").strip("/") or None
-        filtered = bool(exts or opts.glob or opts.language or opts.exclude_path or under or opts.role
-                        or opts.chunk_ids is not None)
-        knn = self._knn_params(qvec, limit, filtered)
-        top = pruning.bm25_top(self.store, phrases, knn["depth"], BM25_WEIGHTS) if fq and not filtered else None
+        knn = self._knn_params(qvec, limit, opts.filtered)
+        top = pruning.bm25_top(self.store, phrases, knn["depth"], BM25_WEIGHTS) if fq and not opts.filtered else None
         params = {
             "fts_query": fq, "bm25_given": pruning.as_json(top), "qvec": qvec, "rrf_k": RRF_K, **knn,
             "rrf_weight": RRF_WEIGHT, "w_fts": weight.usual, "w_fts_confident": weight.confident,
             "confident_gap": CONFIDENT_GAP, "w_fts_weak": weight.weak_vectors, "weak_cosine": WEAK_COSINE,
             "knn_by_best": int(weight.knn_by_best),
             **{f"bm25_{col}": w for col, w in BM25_WEIGHTS.items()},
-            "filtered": int(filtered), "exts": json.dumps(exts) if exts else None, "glob": sqlite_glob(opts.glob),
+            "filtered": int(opts.filtered), "exts": json.dumps(exts) if exts else None, "glob": sqlite_glob(opts.glob),
             "language": language_name(opts.language) if opts.language else None, "exclude_path": opts.exclude_path,
             "under": under, "role": opts.role,
             "chunk_ids": json.dumps(opts.chunk_ids) if opts.chunk_ids is not None else None,
