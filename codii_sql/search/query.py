@@ -198,20 +198,24 @@ def fts_query(terms: list[str]) -> str | None:
 @dataclass(frozen=True)
 class Analysis:
     """A query as a search reads it, once: ``text`` (an issue's template instructions stripped),
-    its ``shape`` (:func:`query_shape`), its BM25 ``terms`` (at most :data:`MAX_FTS_TERMS`) and their
-    FTS5 expression ``fts`` (None without terms), what it ``named`` (:func:`named_in_query`), and
-    how many distinct words it has (``words``; more than :data:`MAX_QUERY_TERMS` are not all weighed),
-    and what BM25 cannot match in it (``unmatched``: a script written without spaces, or a lone Han
-    or kana character), else None."""
+    its ``shape`` (:func:`query_shape`), its BM25 ``terms`` (at most :data:`MAX_FTS_TERMS`) and the
+    ``phrases`` its FTS5 expression ORs (the terms, after the words in their order for code), what it
+    ``named`` (:func:`named_in_query`), and how many distinct words it has (``words``; more than
+    :data:`MAX_QUERY_TERMS` are not all weighed), and what BM25 cannot match in it (``unmatched``: a
+    script written without spaces, or a lone Han or kana character), else None."""
 
     text: str
     shape: str
     terms: list[str]
-    fts: str | None
+    phrases: tuple[str, ...]
     named: Named
     words: int = 0
     unmatched: str | None = None
-    phrases: tuple[str, ...] = ()
+
+    @property
+    def fts(self) -> str | None:
+        """The FTS5 MATCH expression of :attr:`phrases` (None without terms)."""
+        return fts_query(list(self.phrases))
 
 
 def analyze(query: str, doc_counts: Callable[[list[str]], dict[str, int]]) -> Analysis:
@@ -228,8 +232,7 @@ def analyze(query: str, doc_counts: Callable[[list[str]], dict[str, int]]) -> An
     phrases = list(terms)
     if code and terms and len(text.split()) > 1:  # the words in their order count most: ``is not None``
         phrases.insert(0, " ".join(query_terms(text, stop_words=frozenset())))
-    return Analysis(text, shape, terms, fts_query(phrases), named_in_query(text, code=code), len(words),
-                    _unmatched(text), tuple(phrases))
+    return Analysis(text, shape, terms, tuple(phrases), named_in_query(text, code=code), len(words), _unmatched(text))
 
 
 def _unmatched(text: str) -> str | None:

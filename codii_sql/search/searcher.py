@@ -308,7 +308,7 @@ class Searcher:
         limit = rows or _rows_wanted(opts)
         exts = [e if e.startswith(".") else "." + e for e in opts.exts] if opts.exts else None
         under = (opts.under or "").strip("/") or None
-        knn = self._knn_params(qvec, limit, opts.filtered)
+        knn, pending = self._knn_params(qvec, limit, opts.filtered), bool(self.store.value("vectors_pending"))
         top = pruning.bm25_top(self.store, phrases, knn["depth"], BM25_WEIGHTS) if fq and not opts.filtered else None
         params = {
             "fts_query": fq, "bm25_given": pruning.as_json(top), "qvec": qvec, "rrf_k": RRF_K, **knn,
@@ -322,9 +322,9 @@ class Searcher:
             "chunk_ids": json.dumps(opts.chunk_ids) if opts.chunk_ids is not None else None,
             "role_weights": json.dumps(prior) if prior else None, "limit": limit,
             "names": json.dumps(named.names), "tails": json.dumps(named.tails), "paths": json.dumps(named.paths),
-            "name_boost": NAME_BOOST, "tiered": int(tiered), "pending": int(bool(self.store.value("vectors_pending"))),
+            "name_boost": NAME_BOOST, "tiered": int(tiered), "pending": int(pending),
             "knn_share": self._knn_share() if qvec is not None else 1.0,
-            "fill": int(qvec is not None and fq is not None and not self.store.value("vectors_pending")),
+            "fill": int(qvec is not None and fq is not None and not pending),
             "symbol_match": symbol_match(named.names) if tiered else None,
         }
         return self.store.rows("search_hybrid", params)

@@ -133,9 +133,11 @@ def find_symbol(codebase: Codebase, name: str, *, kind: str | None = None, prefi
             found.append((how, ROLE_ORDER.get(r["role"], 1), _declared_only(r), len(r["symbol"]), r["path"], r))
     found.sort(key=lambda item: item[:5])
     # One place once: `typedef struct cJSON {...} cJSON` is a struct and a typedef of the same lines.
-    seen: set[tuple] = set()
-    found = [f for f in found if (key := (f[-1]["path"], f[-1]["start_line"], f[-1]["end_line"], f[-1]["symbol"]))
-             not in seen and not seen.add(key)]
+    first: dict[tuple, tuple] = {}
+    for item in found:
+        r = item[-1]
+        first.setdefault((r["path"], r["start_line"], r["end_line"], r["symbol"]), item)
+    found = list(first.values())
     window = [{"path": r["path"], "symbol": r["symbol"], "kind": r["kind"], "start_line": r["start_line"],
                "end_line": r["end_line"],
                "signature": r.get("signature") or signature((r.get("first_content") or "").split("\n"), r["language"]),
