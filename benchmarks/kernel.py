@@ -140,7 +140,6 @@ def in_process(tree: Path) -> None:
     print("  bm25, plain OR query", timed(bm25, QUERIES, 3), "(search/pruning.py off)")
     pruning.PRUNE_MIN_CHUNKS = floor
     print("  symbol              ", timed(lambda n: service.find_symbol(cb, n), NAMES, 2))
-    print("  symbol (chunks only)", timed(lambda n: service.find_symbol(cb, n, mentions=False), NAMES, 2))
     print("  refs, first 200     ", timed(lambda n: service.find_references(cb, n), NAMES[:6], 2))
     print("  outline             ", timed(lambda f: service.outline(cb, f), FILES, 3))
     print(f"  (load after {load()})")

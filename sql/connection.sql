@@ -45,7 +45,7 @@ ROLLBACK;
 -- One read, so a schema committed by another process between two checks cannot mix states.
 -- ours: how many of meta/files/chunks exist (3 = a codii-sql index); tables: all tables and views;
 -- foreign: tables that are not ours, or named like ours with another shape (someone else's
--- database, never written to). Ours: meta, files, chunks, merkle_nodes, vector_queue, file_texts and the
+-- database, never written to). Ours: meta, files, chunks, merkle_nodes, vector_queue, file_texts, definitions and the
 -- FTS5/vec0 shadow tables chunks_* and file_trigrams*, and sql/history.sql's history_*; the column checks
 -- catch another tool's `meta`/`files`/`chunks`.
 SELECT
@@ -53,7 +53,7 @@ SELECT
   (SELECT count(*) FROM sqlite_master WHERE type IN ('table', 'view')) AS tables,
   (SELECT count(*) FROM sqlite_master m
    WHERE m.type IN ('table', 'view')
-     AND ((m.name NOT IN ('meta', 'files', 'chunks', 'merkle_nodes', 'vector_queue', 'file_texts')
+     AND ((m.name NOT IN ('meta', 'files', 'chunks', 'merkle_nodes', 'vector_queue', 'file_texts', 'definitions')
            AND m.name NOT LIKE 'chunks\_%' ESCAPE '\' AND m.name NOT LIKE 'file\_trigrams%' ESCAPE '\'
            AND m.name NOT LIKE 'history\_%' ESCAPE '\'
            AND m.name NOT LIKE 'sqlite\_%' ESCAPE '\')

@@ -20,6 +20,13 @@ SELECT rowid FROM chunks_bits WHERE rowid NOT IN (SELECT id FROM chunks);
 -- name: chunks_without_file
 SELECT id FROM chunks WHERE file_id NOT IN (SELECT id FROM files);
 
+-- name: definitions_without_file
+-- Definition rows whose file is gone (a file's are deleted with its chunks: write.delete_file_rows).
+SELECT count(*) FROM definitions WHERE file_id NOT IN (SELECT id FROM files);
+
+-- name: definitions_without_file_delete
+DELETE FROM definitions WHERE file_id NOT IN (SELECT id FROM files);
+
 -- name: chunk_count_mismatch
 -- Files whose chunk_count disagrees with their chunk rows (a half-written file).
 SELECT f.path, f.chunk_count, count(c.id) AS found

@@ -1,47 +1,57 @@
 -- Symbols for agents (service/symbols.py): definitions by name, from the chunks' symbols.
 
--- name: symbol_candidates
--- Chunks whose symbol holds :needle (the last part of the name asked for; service/symbols.py
--- groups them per (file, symbol), extends a class over its members' chunks, and keeps the exact,
--- qualified or prefix matches, generics and `::` normalised), in file, symbol and line order.
--- in_kind says whether the chunk is of :kind (always, with no :kind); first_content is the text
--- of the first such chunk of its (file, symbol), for the signature, and NULL on the others.
--- A :needle that is a whole word of the symbols it names (every name but a prefix's start) comes
--- with :fts (`symbol : "needle"`), and FTS5's symbol column finds the chunks; without it, one scan
--- of every chunk (`symbol tcp_retransmit_timer` on the kernel's 2.8M chunks: 1.4-4.7 s, reading the
--- whole chunks table). Each arm's test of :fts is a constant SQLite checks before its loop, so
--- only one runs. A member's symbol (Session.send) holds its class's word, and :needle, too (per-group
--- subqueries here took 28 s for `f` over 6,000 symbols f0..f5999 in one file).
-WITH matched AS (
-    SELECT c.file_id, c.symbol, c.kind, c.start_line, c.end_line, c.content,
-           (:kind IS NULL OR c.kind = :kind) AS in_kind
-    FROM chunks c
-    WHERE :fts IS NULL AND c.symbol IS NOT NULL AND instr(c.symbol, :needle) > 0
-    UNION ALL
-    SELECT c.file_id, c.symbol, c.kind, c.start_line, c.end_line, c.content,
-           (:kind IS NULL OR c.kind = :kind) AS in_kind
-    FROM chunks_fts JOIN chunks c ON c.id = chunks_fts.rowid
-    WHERE :fts IS NOT NULL AND chunks_fts MATCH :fts AND c.symbol IS NOT NULL AND instr(c.symbol, :needle) > 0
+-- name: definitions_named
+-- The definitions whose name (a symbol's last part, signatures.last_name) is :name, or with :prefix
+-- starts with it (:name <= name <= :name || U+10FFFF: one range of definitions_by_name) together with
+-- the members nested in those whose symbol starts with theirs (`Rout` lists Router and Router.route:
+-- the `nested` rows after it in its file's outline, one range of the primary key), of :kind (NULL: any), in the files under :under (NULL:
+-- all); the symbol equal to :wanted first, then source files before docs before tests, shorter
+-- symbols, path and line, and of two at one place the later in the outline (`typedef struct node
+-- {...} node` is the typedef, as the name is used); at most :cap (a name as common as `init` in a huge index).
+-- service/symbols.py keeps the exact, qualified or prefix matches.
+WITH hit AS (
+    SELECT file_id, seq, symbol, nested FROM definitions
+    WHERE name >= :name AND name <= CASE WHEN :prefix THEN :name || char(1114111) ELSE :name END
+), found AS (
+    SELECT file_id, seq FROM hit
+    UNION
+    SELECT m.file_id, m.seq
+    FROM hit JOIN definitions m ON m.file_id = hit.file_id AND m.seq BETWEEN hit.seq + 1 AND hit.seq + hit.nested
+    WHERE :prefix AND substr(m.symbol, 1, length(hit.symbol)) = hit.symbol
 )
-SELECT m.file_id, f.path, m.symbol, m.kind, m.start_line, m.end_line, m.in_kind, f.role, f.language,
-       CASE WHEN m.in_kind AND row_number() OVER (PARTITION BY m.file_id, m.symbol, m.in_kind
-                                                  ORDER BY m.start_line) = 1
-            THEN m.content END AS first_content
-FROM matched m JOIN files f ON f.id = m.file_id
-ORDER BY m.file_id, m.symbol, m.start_line;
+SELECT f.path, d.symbol, d.kind, d.start_line, d.end_line, d.signature, f.role, f.language
+FROM found JOIN definitions d ON d.file_id = found.file_id AND d.seq = found.seq
+JOIN files f ON f.id = d.file_id
+WHERE (:kind IS NULL OR d.kind = :kind)
+  AND (:under IS NULL OR substr(f.path, 1, length(:under) + 1) = :under || '/')
+ORDER BY d.symbol = :wanted DESC, CASE f.role WHEN 'source' THEN 0 WHEN 'test' THEN 2 ELSE 1 END,
+         length(d.symbol), f.path, d.start_line, d.seq DESC
+LIMIT :cap;
 
--- name: symbol_files
--- Files whose text, symbols or path hold every part of the name (:fts, an FTS5 expression),
--- best BM25 first: where a definition too small for a chunk of its own (a method inside its
--- class's chunk) can be.
-WITH hits AS (
-    SELECT rowid AS id, rank FROM chunks_fts WHERE chunks_fts MATCH :fts ORDER BY rank LIMIT :hits
-)
-SELECT f.path, f.role, f.language, min(h.rank) AS best
-FROM hits h JOIN chunks c ON c.id = h.id JOIN files f ON f.id = c.file_id
-GROUP BY f.id
-ORDER BY best
-LIMIT :files;
+-- name: definition_insert
+INSERT INTO definitions(file_id, seq, nested, name, symbol, kind, start_line, end_line, signature)
+VALUES (:file_id, :seq, :nested, :name, :symbol, :kind, :start_line, :end_line, :signature);
+
+-- name: definitions_delete
+-- A file's definitions, before its new ones are written or it leaves the index.
+DELETE FROM definitions WHERE file_id = (SELECT id FROM files WHERE path = :path);
+
+-- name: definitions_present
+-- 1 when the index has the definitions table (schema 9): an older one read as it is gets a stand-in.
+SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'definitions');
+
+-- name: definitions_stand_in
+-- An empty definitions table for an older index read as it is (its files lack them till rebuilt).
+CREATE TEMP TABLE IF NOT EXISTS definitions (
+    file_id INTEGER, seq INTEGER, nested INTEGER, name TEXT, symbol TEXT, kind TEXT, start_line INTEGER, end_line INTEGER,
+    signature TEXT
+);
+
+-- name: definitions_unread
+-- 1 when a file was indexed before its definitions were (an index upgraded from schema 8 or older,
+-- before a build has read every file again: files_mark_reindex left their size -1). A build that
+-- finds none records meta definitions_complete.
+SELECT EXISTS (SELECT 1 FROM files WHERE size = -1);
 
 -- name: reference_chunks
 -- Chunks whose text holds the identifier (:fts, an FTS5 phrase on the content column), in the

@@ -464,14 +464,14 @@ def test_header_prototypes_are_named_with_their_doc_comments_and_forward_declara
 def test_a_cpp_header_is_chunked_as_cpp_and_a_c_header_as_c():
     """fmt's include/fmt/*.h parsed as C: `namespace ui {` was a function spanning the file, and
     the template class's methods were not found."""
-    from codii_sql.ingest.chunking import chunk_source, read_source, source_definitions
+    from codii_sql.ingest.chunking import index_source, read_source, source_definitions
 
     widget = ("#pragma once\n#include <string>\n\nnamespace ui {\n\ntemplate <typename T>\nclass Widget {\n public:\n"
               "  std::string render_widget_html(const T& value) const {\n    return \"<div>\" + value + \"</div>\";\n  }\n"
               "};\n\ninline int widget_count() { return 1; }\n\n}  // namespace ui\n")
     source = read_source("include/widget.h", widget)
     assert source.language == "cpp"
-    assert {c.symbol for c in chunk_source(source)} == {"Widget", "widget_count"}
+    assert {c.symbol for c in index_source(source)[0]} == {"Widget", "widget_count"}
     widget_class = source_definitions(source)[0]
     assert (widget_class.kind, widget_class.symbol, [d.symbol for d in widget_class.children]) == (
         "class", "Widget", ["Widget.render_widget_html"])  # as C: one function "ui" over the file
@@ -481,11 +481,11 @@ def test_a_cpp_header_is_chunked_as_cpp_and_a_c_header_as_c():
               "class node {\n public:\n  virtual ~node() = default;\n  int size() const { return 1; }\n};\n}  // namespace detail\n"
               "FMT_EXPORT template <typename Context> class store {\n public:\n  void push_back(int v) { n_ += v; }\n"
               " private:\n  int n_ = 0;\n};\nFMT_END_NAMESPACE\n")  # fmt's export macros confuse the grammar
-    named = {c.symbol for c in chunk_source(read_source("include/fmt/args.h", macros))} - {None}
+    named = {c.symbol for c in index_source(read_source("include/fmt/args.h", macros))[0]} - {None}
     assert "node" in named and not any(" " in s or s.split(".")[0] in ("namespace", "template") for s in named), named
     assert read_source("src/pool.h", c_header).language == "c"
     assert detect_language("src/pool.h") == "c"
-    assert "pool_take" in {c.symbol for c in chunk_source(read_source("src/pool.h", c_header))}
+    assert "pool_take" in {c.symbol for c in index_source(read_source("src/pool.h", c_header))[0]}
 
 
 def test_rust_impl_symbols_drop_generics_and_a_bare_impl_line_joins_its_first_method():

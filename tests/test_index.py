@@ -135,17 +135,17 @@ def test_model_change_is_detected_and_force_rebuilds(sample_repo, embedder):
 def test_a_file_that_fails_to_chunk_is_reported_and_retried(sample_repo, embedder, monkeypatch):
     import codii_sql.ingest.prepare as prepare_mod
 
-    real = prepare_mod.chunk_source
+    real = prepare_mod.index_source
 
     def flaky(source, **kw):
         if "debounce" in source.regions[0].text:
             raise RuntimeError("parser exploded")
         return real(source, **kw)
 
-    monkeypatch.setattr(prepare_mod, "chunk_source", flaky)
+    monkeypatch.setattr(prepare_mod, "index_source", flaky)
     report = build(sample_repo, embedder)
     assert list(report.failed) == ["web/util.js"] and report.files == 3
-    monkeypatch.setattr(prepare_mod, "chunk_source", real)
+    monkeypatch.setattr(prepare_mod, "index_source", real)
     again = build(sample_repo, embedder)
     assert again.added == 1 and again.files == 4 and not again.failed
 

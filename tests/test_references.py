@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import re
 
+import pytest
+
 from click.testing import CliRunner
 from support.trees import write_tree
 
@@ -81,25 +83,21 @@ def test_an_offset_past_a_stopped_count_is_an_answer_over_mcp(tmp_path, codii_ho
     assert "stopped after reading 2" in res.content[0].text
 
 
-def test_only_files_where_the_name_may_be_defined_are_parsed(tmp_path, codii_home, monkeypatch):
-    """A file whose every use sits inside an expression (``= kmalloc(``, ``return kmalloc(``) is not parsed
-    for definitions; one where the name stands after a type is, and its definition is no use (find_symbol
-    is left out here, so only the tally's parse can drop it)."""
+def test_a_stored_definition_is_no_use_and_nothing_is_parsed_at_question_time(tmp_path, codii_home, monkeypatch):
+    """The build stores every definition (def.c's kmalloc), so refs drops its line without reading a file:
+    the calls inside expressions are the uses, and no file is parsed when the question is asked."""
     repo = write_tree(tmp_path / "k", {
         "uses.c": "int a(void)\n{\n\tvoid *p = kmalloc(1, 0);\n\treturn kmalloc(2, 0) != p;\n}\n",
         "calls.c": "void b(void)\n{\n\tif (!kmalloc(3, 0))\n\t\tfree(kmalloc(4, 0));\n}\n",
         "def.c": "void *kmalloc(int size, int flags)\n{\n\treturn 0;\n}\n",
     })
     assert CliRunner().invoke(cli, ["build", str(repo), "--no-vectors"]).exit_code == 0
-    parsed = []
-    real = references.parsed_definitions
-    monkeypatch.setattr(references, "parsed_definitions",
-                        lambda read, infos, *a: parsed.extend(infos) or real(read, infos, *a))
-    monkeypatch.setattr(references, "find_symbol", lambda *a, **k: {"definitions": []})  # leave it to the tally
+    import codii_sql.ingest.chunking.chunker as chunker
+    monkeypatch.setattr(chunker, "parser_for", lambda language: pytest.fail("parsed at question time"))
     out = refs(repo)
-    assert parsed == ["def.c"], parsed
     listed = {(f["path"], line["line"]) for f in out["files"] for line in f["lines"]}
     assert listed == {("uses.c", 3), ("uses.c", 4), ("calls.c", 3), ("calls.c", 4)}, listed
+    assert out["total"] == 4
 
 
 def test_symbol_and_refs_from_a_subfolder_keep_to_its_files(tmp_path, codii_home):

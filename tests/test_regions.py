@@ -172,11 +172,11 @@ def test_component_scripts_are_chunked_by_their_grammar_and_the_rest_by_lines(tm
 
 
 def test_a_vue_options_api_method_gets_its_symbol():
-    from codii_sql.ingest.chunking import chunk_source, read_source
+    from codii_sql.ingest.chunking import index_source, read_source
 
     vue = '<template><p/></template>\n<script lang="tsx">\nexport default {\n  methods: {\n' \
           '    save(): void { persist(this.form) }\n  },\n}\n</script>\n'
-    chunks = chunk_source(read_source("Form.vue", vue))
+    chunks = index_source(read_source("Form.vue", vue))[0]
     assert [(c.start_line, c.kind, c.symbol) for c in chunks] == [(1, "text", None), (3, "function", "save"),
                                                                   (8, "text", None)]
 

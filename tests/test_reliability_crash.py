@@ -91,8 +91,8 @@ def test_embedding_or_parse_failure_mid_run_keeps_what_is_committed_and_is_retri
     monkeypatch.setattr(embedding_mod, "VECTOR_BATCH", 2)  # commits of two chunks each
     flaky = FlakyEmbedder(embedder, fail_on=2)
     monkeypatch.setattr(embedders_mod, "get_embedder", lambda name: flaky)
-    real_chunk = prepare_mod.chunk_source
-    monkeypatch.setattr(prepare_mod, "chunk_source", lambda source, **kw: (
+    real_chunk = prepare_mod.index_source
+    monkeypatch.setattr(prepare_mod, "index_source", lambda source, **kw: (
         (_ for _ in ()).throw(ValueError("parser exploded")) if "new_5" in source.regions[0].text else real_chunk(source, **kw)))
 
     res = run("build", repo)
@@ -107,7 +107,7 @@ def test_embedding_or_parse_failure_mid_run_keeps_what_is_committed_and_is_retri
     assert json.loads(run("doctor", repo, "--check-only", "--json").output)["consistent"]
 
     flaky.fail_on = None
-    monkeypatch.setattr(prepare_mod, "chunk_source", real_chunk)
+    monkeypatch.setattr(prepare_mod, "index_source", real_chunk)
     again = last_json(run("build", repo, "--json").output)
     assert again["modified"] == 1 and again["failed"] == {} and again["vectors_pending"] == 0
     assert again["chunks_embedded"] == 4  # the three left over and the re-chunked m5, nothing twice
@@ -118,8 +118,8 @@ def test_an_interrupted_force_rebuild_keeps_every_file_searchable(tmp_path, monk
     repo = write_tree(tmp_path / "r", {f"m{i}.py": f"def handler_{i}(x):\n    return x * {i}\n" for i in range(6)})
     assert run("build", repo).exit_code == 0
     monkeypatch.setattr(lexical_mod, "BATCH_FILES", 2)  # three transactions: m0-m1, m2-m3, m4-m5
-    real_chunk = prepare_mod.chunk_source
-    monkeypatch.setattr(prepare_mod, "chunk_source", lambda source, **kw: (
+    real_chunk = prepare_mod.index_source
+    monkeypatch.setattr(prepare_mod, "index_source", lambda source, **kw: (
         (_ for _ in ()).throw(KeyboardInterrupt) if "handler_3" in source.regions[0].text else real_chunk(source, **kw)))
 
     res = run("build", repo, "--force")
@@ -129,7 +129,7 @@ def test_an_interrupted_force_rebuild_keeps_every_file_searchable(tmp_path, monk
     found = json.loads(run("search", "handler_5", "--path", repo, "--no-update", "--json").stdout)
     assert found["results"][0]["path"] == "m5.py" and "the last build did not finish" in found["note"]
 
-    monkeypatch.setattr(prepare_mod, "chunk_source", real_chunk)
+    monkeypatch.setattr(prepare_mod, "index_source", real_chunk)
     again = last_json(run("build", repo, "--json").output)
     assert (again["reindexed"], again["added"], again["modified"]) == (4, 0, 0)  # m2.. m5 were still marked
     assert last_json(run("build", repo, "--json").output)["reindexed"] == 0

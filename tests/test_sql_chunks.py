@@ -5,7 +5,7 @@ from __future__ import annotations
 from support.trees import REPO_ROOT, write_tree
 
 from codii_sql import service
-from codii_sql.ingest.chunking import chunk_source, read_source, source_definitions
+from codii_sql.ingest.chunking import index_source, read_source, source_definitions
 
 SCHEMA = """\
 -- The schema of a small shop.
@@ -63,7 +63,7 @@ def test_named_blocks_create_statements_and_ctes_are_definitions():
 def test_a_long_named_statement_is_split_at_its_ctes():
     """sql/search.sql's search_hybrid (230 lines) was windows of text; each CTE is now a chunk of its own."""
     text = (REPO_ROOT / "sql" / "search.sql").read_text(encoding="utf-8")
-    chunks = chunk_source(read_source("sql/search.sql", text))
+    chunks = index_source(read_source("sql/search.sql", text))[0]
     symbols = {c.symbol for c in chunks}
     assert {"search_hybrid.bm25_hits", "search_hybrid.fused", "search_hybrid.ranked", "knn_match", "fts_any"} <= symbols
     assert all(c.kind != "text" for c in chunks)

@@ -198,14 +198,19 @@ def test_a_typescript_private_method_is_its_own_signature_and_no_use_of_itself(t
 
 def test_a_name_defined_in_many_files_is_found_up_to_the_limit_and_never_listed_as_a_use(tmp_path, codii_home):
     """5,000 files of `class WidgetN: def run(self)`: symbol run --limit 100 gave 40 definitions
-    silently, and refs run listed the other 4,960 as uses (small methods are no chunks of their own)."""
+    silently, and refs run listed the other 4,960 as uses (small methods are no chunks of their own).
+    Every definition is stored by the build now: all are counted and paged, none is a use."""
     files = {f"w/widget{i}.py": f"class Widget{i}:\n    def run(self):\n        return {i}\n" for i in range(150)}
     repo = write_tree(tmp_path / "gen", {**files, "main.py": "from w.widget0 import Widget0\n\nWidget0().run()\n"})
     cb = service.open_codebase(repo)
     service.build(cb, vectors=False)
-    found = service.find_symbol(cb, "run", limit=100)  # 100 files parsed: main.py holds the word too
-    assert len(found["definitions"]) == 99 and found["truncated"] and "qualified name" in found["note"]
-    first = service.find_symbol(cb, "run", limit=20)  # 20 shown of 39 parsed: says so (it said nothing)
+    found = service.find_symbol(cb, "run", limit=100)
+    assert len(found["definitions"]) == 100 and found["truncated"] and found["total"] == 150
+    assert "qualified name" in found["note"] and found["next_offset"] == 100
+    rest = service.find_symbol(cb, "run", limit=100, offset=100)
+    assert len(rest["definitions"]) == 50 and not rest.get("truncated")
+    assert {d["path"] for d in found["definitions"] + rest["definitions"]} == set(files)
+    first = service.find_symbol(cb, "run", limit=20)
     assert len(first["definitions"]) == 20 and first["truncated"] and "20 shown from offset 0" in first["note"] and first["next_offset"] == 20
     few = service.find_symbol(cb, "Widget7.run")
     assert [d["path"] for d in few["definitions"]] == ["w/widget7.py"]
@@ -390,11 +395,10 @@ def test_macros_type_aliases_and_constants_are_symbols_and_in_outlines(tmp_path,
     assert [(d["path"], d["start_line"]) for d in service.find_symbol(cb, "cJSON_Parse")["definitions"]] == [
         ("z_last/cjson.c", 1), ("cjson.h", 4)]
     assert [d["symbol"] for d in service.find_symbol(cb, "cJSON_bool", kind="type")["definitions"]] == ["cJSON_bool"]
-    # The file that declares a name is parsed before the many that use it more (the kernel's container_of.h).
+    # The file that declares a name is found, however many files use it more (the kernel's container_of.h).
     write_tree(repo, {f"use_{i}.c": "".join(f"int f{i}_{j}(void) {{ return CJSON_VERSION_MAJOR + {j}; }}\n"
                                               for j in range(30)) for i in range(8)})
     service.build(cb, vectors=False)
-    monkeypatch.setattr(symbols, "PARSED_FILES", 3)
     assert [d["path"] for d in service.find_symbol(cb, "CJSON_VERSION_MAJOR", limit=1)["definitions"]] == ["cjson.h"]
     outline = service.outline(cb, "gin.go")["symbols"]
     assert [(n["kind"], n["symbol"]) for n in outline] == [("constant", "abortIndex"), ("variable", "DebugPrintRouteFunc"),
@@ -417,3 +421,57 @@ def test_a_fresh_mcp_server_answers_symbols_from_the_files_as_they_are(codii_hom
             assert (await call(s, "find_symbol", path=str(repo), name="dispatch_hook"))["definitions"] == []
 
     asyncio.run(run())
+
+
+def test_an_index_from_before_stored_definitions_says_so_until_its_build_reads_them(tmp_path, codii_home, monkeypatch):
+    """Schema 8 had no definitions table. Read-only, it is answered from an empty stand-in with a note;
+    writable, it is upgraded, the note stays until a build has read every file again, then goes."""
+    import apsw
+
+    from codii_sql.storage.store import Store
+
+    repo = write_tree(tmp_path / "old", {"app.py": "def handler(x):\n    return x\n\n\nLIMIT = 3\n"})
+    cb = service.open_codebase(repo)
+    service.build(cb, vectors=False)
+    with Store(cb.db_path, create=False) as store:
+        store.conn.execute("DROP TABLE definitions")
+        store.conn.execute("DELETE FROM meta WHERE key = 'definitions_complete'")
+        store.set_meta(schema_version=8)
+    run = Store.run
+
+    def read_only(self, name, params=None):
+        if name == "create_schema":  # what SQLite says writing a read-only file (root ignores chmod)
+            raise apsw.ReadOnlyError("attempt to write a readonly database")
+        return run(self, name, params)
+
+    monkeypatch.setattr(Store, "run", read_only)
+    old = service.find_symbol(cb, "handler")
+    assert old["definitions"] == [] and "older codii-sql" in old["note"] and "codii-sql build" in old["note"]
+    assert "older codii-sql" in service.find_references(cb, "LIMIT")["note"]
+    monkeypatch.setattr(Store, "run", run)
+    upgraded = service.find_symbol(cb, "handler")  # migrated on open: every file waits for the next build
+    assert upgraded["definitions"] == [] and "older codii-sql" in upgraded["note"]
+    service.build(cb, vectors=False)
+    now = service.find_symbol(cb, "LIMIT")
+    assert [(d["path"], d["kind"], d["start_line"]) for d in now["definitions"]] == [("app.py", "constant", 5)]
+    assert "note" not in now
+
+
+def test_doctor_finds_and_deletes_definitions_whose_file_is_gone(tmp_path, codii_home):
+    import apsw
+
+    repo = write_tree(tmp_path / "doc", {"a.py": "def kept():\n    return 1\n"})
+    cb = service.open_codebase(repo)
+    service.build(cb, vectors=False)
+    conn = apsw.Connection(str(cb.db_path))
+    conn.execute("INSERT INTO definitions VALUES (999, 0, 0, 'ghost', 'ghost', 'function', 1, 2, 'def ghost():')")
+    conn.close()
+
+    def doctor(*flags):
+        return json.loads(CliRunner().invoke(cli, ["doctor", str(repo), "--json", *flags]).stdout)
+
+    assert [c["name"] for c in doctor("--check-only")["checks"] if not c["ok"]] == ["definitions match files"]
+    assert [c["repaired"] for c in doctor()["checks"] if not c["ok"]] == ["repaired"]
+    assert doctor("--check-only")["consistent"]
+    assert service.find_symbol(cb, "ghost")["definitions"] == []
+    assert [d["symbol"] for d in service.find_symbol(cb, "kept")["definitions"]] == ["kept"]

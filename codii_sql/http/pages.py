@@ -182,9 +182,8 @@ class Pages:
         except CodiiError as err:
             return self._page(request, "error.html", {"error": what(err), "hint": words(err.hint)}, _status(err))
         try:
-            fileset = None if codebase.alone else self.handler.indexes.fileset(codebase)
-            found = (service.find_symbol(codebase, ident, limit=50, fileset=fileset) if kind == "definitions" else
-                     service.find_references(codebase, ident, limit=200, fileset=fileset))
+            found = (service.find_symbol(codebase, ident, limit=50) if kind == "definitions" else
+                     service.find_references(codebase, ident, limit=200))
         except CodiiError as err:  # a bad name is a bad request, not a missing page
             return self._page(request, "error.html", {"error": what(err), "hint": words(err.hint)},
                               400 if isinstance(err, UsageError) else _status(err))

@@ -94,6 +94,9 @@ def _check_rows(store: Store, report: DoctorReport, *, repair: bool) -> None:
     report.checks.append(Check("chunks match files", not no_file and not mismatched,
                                f"{len(no_file)} chunks without file, {len(mismatched)} files with missing chunks"))
     forget = sorted({r["path"] for r in missing_vec} | {r["path"] for r in mismatched})
+    loose_definitions = store.value("definitions_without_file")
+    report.checks.append(Check("definitions match files", not loose_definitions,
+                               f"{loose_definitions} definitions without file"))
     lists = ann.lists(store)
     ivf = store.row("ann_unlisted") if lists else {"unlisted": 0, "orphans": 0}
     ivf_ok = not ivf["unlisted"] and not ivf["orphans"]
@@ -121,6 +124,8 @@ def _check_rows(store: Store, report: DoctorReport, *, repair: bool) -> None:
         store.run("vectors_delete", {"id": cid})
     for cid in no_file:
         store.run("chunk_delete_by_id", {"id": cid})
+    if loose_definitions:
+        store.run("definitions_without_file_delete")
     for path in forget:
         store.run("file_forget", {"path": path})
     for row in orphan_texts:

@@ -193,9 +193,10 @@ class Indexer:
         store.check_compatible(settings)
         if self.embedder.dims is not None:
             store.fit_vector_tables(self.embedder.dims)
-        # Every file a build writes gets its grep text and trigram row, so an index that starts empty
-        # is complete for grep; one upgraded from schema 5/6 is checked once its build has finished.
-        complete = {"grep_complete": True} if not store.value("has_files") else {}
+        # Every file a build writes gets its grep text and trigram row and its definitions, so an index
+        # that starts empty is complete for grep and symbols; an upgraded one is checked once its build
+        # has finished.
+        complete = {"grep_complete": True, "definitions_complete": True} if not store.value("has_files") else {}
         recorded = dict(**settings, root=str(self.codebase.root), vectors_enabled=self._vectors_on(store),
                         embedder=self.embedder.name, chunk_sizes=sizes, embedding_batch_size=config.embedding_batch_size,
                         **({"vectors": self.vectors} if self.vectors is not None else {}),
@@ -238,12 +239,15 @@ class Indexer:
         # A no-op update keeps the last real build's duration (status shows how long a build took).
         wrote = report.added or report.modified or report.removed or report.reindexed
         took = {"build_seconds": round(report.seconds, 3)} if wrote else {}
-        grep = {} if store.meta().get("grep_complete") or store.value("grep_without_text") else {"grep_complete": True}
+        meta = store.meta()
+        complete = {} if meta.get("grep_complete") or store.value("grep_without_text") else {"grep_complete": True}
+        if not meta.get("definitions_complete") and not store.value("definitions_unread"):
+            complete["definitions_complete"] = True
         with store.transaction():
             store.set_meta(status="indexed", phase="done", finished_at=time.time(), last_indexed_at=time.time(),
                            merkle_root=report.merkle_root, files=report.files, chunks=report.chunks,
                            skipped=dict(report.skipped), skipped_files=skip_listing(report.skipped_files),
-                           failed=report.failed, **took, **grep)
+                           failed=report.failed, **took, **complete)
         return report
 
     def update_history(self, store: Store) -> dict:

@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..text import cjk_bigrams, decode_source, identifier_subtokens, pack_text
-from .chunking import Chunk, ChunkSizes, chunk_source, read_source
+from .chunking import Chunk, ChunkSizes, FileDefinition, index_source, read_source
+from .chunking.signatures import last_name, signature
 from .generated import declares_generated
 from .read import read_file
 from .scanned import SourceFile
@@ -32,7 +33,8 @@ class Prepared:
 
     ``subtokens[i]`` is the FTS5 ``subtokens`` text of ``chunks[i]`` (see :func:`chunk_subtokens`),
     computed in the worker so the writer only inserts; ``text`` is the whole decoded file as
-    :func:`~codii_sql.text.pack_text` stores it (grep's trigram row), packed here for the same reason.
+    :func:`~codii_sql.text.pack_text` stores it (grep's trigram row), packed here for the same reason;
+    ``definitions`` are the rows of the file's definitions (:func:`definition_rows`), from the chunker's parse.
     """
 
     path: str
@@ -42,6 +44,7 @@ class Prepared:
     language: str | None = None
     chunks: list[Chunk] = field(default_factory=list)
     subtokens: list[str] = field(default_factory=list)
+    definitions: list[dict] = field(default_factory=list)
     skip: str | None = None
     error: str | None = None
     generated: bool = False  # the bytes declare it generated (generated.declares_generated)
@@ -70,11 +73,32 @@ def prepare_file(root: str, f: SourceFile, max_file_bytes: int, sizes: ChunkSize
             return out
         out.text = pack_text(text)
         out.language = source.language
-        out.chunks = chunk_source(source, sizes=sizes)
+        out.chunks, found = index_source(source, sizes=sizes)
+        out.definitions = definition_rows(found)
         out.subtokens = chunk_subtokens(f.path, out.chunks)
     except Exception as err:  # one bad file must not stop the build; it is retried next run
         out.error = f"{type(err).__name__}: {err}"
     return out
+
+
+def definition_rows(found: list[FileDefinition]) -> list[dict]:
+    """``[{"seq", "nested", "name", "symbol", "kind", "start_line", "end_line", "signature"}]``: each of
+    ``found`` and its nested definitions, in pre-order (``seq`` from 0; ``nested`` definitions inside
+    it follow it), as sql/schema.sql's definitions table holds them (``name`` by
+    :func:`~.chunking.signatures.last_name`, lines 1-based inclusive)."""
+    rows: list[dict] = []
+
+    def add(d: FileDefinition) -> None:
+        row = {"seq": len(rows), "name": last_name(d.symbol), "symbol": d.symbol, "kind": d.kind,
+               "start_line": d.start_line, "end_line": d.end_line, "signature": signature(d.source, d.language)}
+        rows.append(row)
+        for child in d.children:
+            add(child)
+        row["nested"] = len(rows) - row["seq"] - 1
+
+    for d in found:
+        add(d)
+    return rows
 
 
 def chunk_subtokens(path: str, chunks: list[Chunk]) -> list[str]:

@@ -1,4 +1,4 @@
-"""Writing a batch of prepared files (chunk, FTS5, file, text and trigram, Merkle rows; known vectors or queue rows) in one transaction."""
+"""Writing a batch of prepared files (chunk, FTS5, file, text and trigram, definition, Merkle rows; known vectors or queue rows) in one transaction."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ VECTOR_PRIORITY = {"source": 0, "test": 1, "docs": 2, "config": 3, "changelog": 
 
 def write_files(store: Store, tree: merkle.Tree, files: list[Prepared], keys: list[list[str]],
                 known: dict[str, bytes], attributes: Attributes) -> int:
-    """Replace the rows of ``files`` (chunks, FTS5, file, text and trigram and Merkle rows, and the
+    """Replace the rows of ``files`` (chunks, FTS5, file, text and trigram, definition and Merkle rows, and the
     vectors ``known`` holds) in the caller's transaction; queue the chunks whose vector is not known. Roles come
     from the path, the linguist marks of ``attributes`` and the file's own content flag.
 
@@ -32,13 +32,14 @@ def write_files(store: Store, tree: merkle.Tree, files: list[Prepared], keys: li
     # Ids chosen here as SQLite would (max + 1: chunks.id is not AUTOINCREMENT), so the chunk,
     # FTS5 and vector rows of the whole batch go in as a few bulk statements.
     first = next_id = store.value("chunk_next_id")
-    chunks, vec_rows, queued, nodes, texts = [], [], [], [], []
+    chunks, vec_rows, queued, nodes, texts, defined = [], [], [], [], [], []
     for p, file_keys in zip(files, keys, strict=True):
         role = roles.classify(p.path, attributes.marks(p.path), p.generated)
         file_id = store.value("file_upsert", {
             "path": p.path, "size": p.size, "mtime_ns": p.mtime_ns, "hash": p.hash, "language": p.language,
             "role": role, "chunk_count": len(p.chunks), "indexed_at": time.time()})
         texts.append({"id": file_id, "blob": p.text, "text": unpack_text(p.text)})
+        defined += [{"file_id": file_id, **d} for d in p.definitions]
         for c, subtokens, key in zip(p.chunks, p.subtokens, file_keys, strict=True):
             chunks.append({"id": next_id, "file_id": file_id, "path": p.path, "start_line": c.start_line,
                            "end_line": c.end_line, "start_byte": c.start_byte, "end_byte": c.end_byte,
@@ -57,6 +58,7 @@ def write_files(store: Store, tree: merkle.Tree, files: list[Prepared], keys: li
     store.many("vector_queue_add", queued)
     store.many("merkle_upsert", nodes)
     store.many("file_text_insert", texts)
+    store.many("definition_insert", defined)
     return len(queued)
 
 
@@ -71,7 +73,7 @@ def delete_old_rows(store: Store, paths: list[str]) -> None:
 
 
 def delete_file_rows(store: Store, path: str) -> None:
-    """Delete the chunk, FTS5, vector, queue, text and trigram rows of one file (not its file row)."""
+    """Delete the chunk, FTS5, vector, queue, text, trigram and definition rows of one file (not its file row)."""
     old = store.row("file_text_of_path", {"path": path})
     if old is not None:
         store.run("file_text_delete", {"id": old["id"], "text": unpack_text(old["text"])})
@@ -79,6 +81,7 @@ def delete_file_rows(store: Store, path: str) -> None:
     store.run("chunks_delete_fts", {"path": path})
     store.many("vectors_delete", ids)
     store.run("chunks_delete", {"path": path})
+    store.run("definitions_delete", {"path": path})
 
 
 def remove_files(store: Store, tree: merkle.Tree, paths: list[str]) -> None:

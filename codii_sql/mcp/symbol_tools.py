@@ -8,7 +8,6 @@ from mcp.types import CallToolResult
 from pydantic import Field
 
 from ..codebase import Codebase
-from ..service import FileSet
 from ..service import find_references as find_uses
 from ..service import find_symbol as find_definitions
 from .app import (
@@ -81,9 +80,9 @@ def find_symbol(
     offset: OffsetArg = 0,
     max_tokens: ListTokensArg = None,
 ) -> CallToolResult:
-    cb = codebase_at(path)
+    cb = _indexed(path)
     data = find_definitions(cb, name, kind=kind, prefix=prefix, limit=limit, offset=offset,
-                            max_tokens=max_tokens or DEFAULT_MAX_TOKENS, fileset=_fileset(cb))
+                            max_tokens=max_tokens or DEFAULT_MAX_TOKENS)
     defs = data["definitions"]
     summary = f"{len(defs)} definition{'' if len(defs) == 1 else 's'} of {data['name']!r} in {cb.root}"
     summary = with_note(summary, data.get("note"))
@@ -109,9 +108,8 @@ def find_references(
     offset: OffsetArg = 0,
     max_tokens: ListTokensArg = None,
 ) -> CallToolResult:
-    cb = codebase_at(path)
-    data = find_uses(cb, name, limit=limit, offset=offset, max_tokens=max_tokens or DEFAULT_MAX_TOKENS,
-                     fileset=_fileset(cb))
+    cb = _indexed(path)
+    data = find_uses(cb, name, limit=limit, offset=offset, max_tokens=max_tokens or DEFAULT_MAX_TOKENS)
     shown = sum(len(f["lines"]) for f in data["files"])
     summary = (f"{data['total']} uses of {data['identifier']!r} in {data['total_files']} files of {cb.root}"
                + (f" ({shown} shown: call again with offset={data['next_offset']} for the rest)"
@@ -120,7 +118,9 @@ def find_references(
     return answer(summary, data, body)
 
 
-def _fileset(cb: Codebase) -> FileSet:
-    """The server's cached file boundary of an indexed ``cb`` (a new one would walk the tree per call)."""
+def _indexed(path: str) -> Codebase:
+    """The codebase at ``path`` once it has an index, brought up to date first when this server does not
+    follow it yet (:meth:`~codii_sql.service.session.Session.require_index`)."""
+    cb = codebase_at(path)
     SESSION.require_index(cb)
-    return SESSION.indexes.fileset(cb)
+    return cb

@@ -2,14 +2,43 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from ..codebase import Codebase
 from ..errors import UsageError
-from ..ingest.chunking import FileDefinition, source_definitions
+from ..ingest.chunking import FileDefinition, Source, read_source, source_definitions
+from ..ingest.chunking.signatures import signature
+from ..ingest.config import size_cap
 from ..languages import AST_LANGUAGES
 from ..search.budget import json_tokens
+from ..text import decode_source
 from . import boundary
-from .status import not_indexed
-from .symbols import ALONE_NOTE, reader, signature
+from .status import not_indexed, scan_rules
+from .stored import stored_lines
+from .symbols import ALONE_NOTE
+
+
+def reader(codebase: Codebase, fileset: boundary.FileSet | None) -> Callable[[str], tuple[str, Source]]:
+    """How ``codebase``'s files are read, as the chunker reads them (a notebook as its cells, a
+    component as its parts): through ``fileset`` (default: one under its current rules) from disk,
+    or, for an index alone, as its stored chunks hold them (:func:`~.portable.stored_lines`: the
+    lines no chunk holds are empty).
+
+    The returned function gives ``(the path relative to the root, the source)``, and raises
+    UsageError for a file it may not or cannot read.
+    """
+    if codebase.alone:
+        def stored(path: str) -> tuple[str, Source]:
+            lines = stored_lines(codebase, path)
+            return path, read_source(path, "".join(lines.get(n, "") + "\n" for n in range(1, max(lines) + 1)))
+        return stored
+    files = fileset or boundary.FileSet(codebase.root, scan_rules(codebase))
+
+    def on_disk(path: str) -> tuple[str, Source]:
+        f = files.check(path)
+        data = boundary.read_bytes(f, size_cap(f.rel, files.rules["max_file_bytes"]))
+        return f.rel, read_source(f.rel, decode_source(data))
+    return on_disk
 
 
 def outline(codebase: Codebase, file: str, fileset: boundary.FileSet | None = None, *, limit: int | None = None,

@@ -4,26 +4,14 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
 
 from ..codebase import Codebase
 from ..errors import UsageError
-from ..ingest.chunking import Source
-from ..languages import detect_language
+from ..ingest.chunking.signatures import SIGNATURE_CHARS, name_parts, normal_name
 from ..search.budget import json_tokens, page
-from . import boundary
 from .builds import ensure_index
 from .status import open_store
-from .symbols import (
-    MAX_DEFINITIONS,
-    SIGNATURE_CHARS,
-    check_page,
-    find_symbol,
-    name_parts,
-    normal_name,
-    parsed_definitions,
-    reader,
-)
+from .symbols import check_page, definitions_named
 
 #: Reference lines find_references returns at most.
 MAX_REFERENCES = 2_000
@@ -31,62 +19,43 @@ MAX_REFERENCES = 2_000
 #: in Linux 6.12 is in ~5,400 chunks; 50,000 chunks are ~2M lines, a few seconds of matching).
 #: Above it the answer says it stopped.
 REFERENCE_CHUNKS = 50_000
+#: Definitions of the identifier read at most, whose lines are no uses (``init``: ~2,000 in Linux 6.12).
+REFERENCE_DEFINITIONS = 50_000
 #: Chunk texts read per statement: the texts are read in slices, never all at once.
 TEXT_SLICE = 1_000
-#: Files find_references parses for definitions that find_symbol left unparsed (a few ms each).
-REFERENCE_PARSED_FILES = 200
 NOTE = "lexical: every use of the identifier on its word boundaries, whatever it refers to"
-#: What stands before an identifier used inside an expression, and before no definition of it in the
-#: languages chunked here: an assignment's right side or a comparison (``=``), a call's or an index's
-#: argument (``(``, ``[``, ``,``), an operand (``!``, ``&``, ``|``, ``+``), a member reached through a
-#: pointer (``->``), a returned value. A file whose every use of the name is so placed is not parsed
-#: for definitions (``refs kmalloc`` parsed ~100 kernel files at 4 ms each for the 200 lines listed).
-#: Left out on purpose: ``*`` (a C pointer declarator), ``::`` and ``.`` (qualified definitions,
-#: ``Foo.prototype.bar = function``), ``:``, ``{`` (a JavaScript shorthand method).
-_USE_BEFORE = re.compile(r"(?:[=(\[,!&|+]|->|\breturn)[ \t]*\Z")
 
 
 class _Tally:
     """The uses of one identifier, file by file in the answer's order: every line counted, only
-    the lines from ``offset`` to ``offset + limit`` kept. A file's lines that define the identifier
-    (found by parsing the file, for the files up to the window's end that find_symbol did not
-    parse, at most :data:`REFERENCE_PARSED_FILES`) are no uses."""
+    the lines from ``offset`` to ``offset + limit`` kept. A line that is the signature of one of the
+    file's stored definitions of the identifier (``skip``: (path, signature line)) is no use."""
 
-    def __init__(self, ident: str, offset: int, limit: int, skip: set[tuple[str, str]], parsed: set[str],
-                 read: Callable[[str], tuple[str, Source]]) -> None:
-        self.ident, self.offset, self.limit, self.skip, self.parsed, self.read = ident, offset, limit, skip, parsed, read
+    def __init__(self, ident: str, offset: int, limit: int, skip: set[tuple[str, str]]) -> None:
+        self.offset, self.limit, self.skip = offset, limit, skip
         self.word = re.compile(rf"(?<![\w$]){re.escape(ident)}(?![\w$])")
-        self.budget = REFERENCE_PARSED_FILES
         self.total = self.files = 0
         self.window: list[tuple[str, str, int, str]] = []  # (path, role, line, text)
         self.path: str | None = None
         self.role = ""
         self.lines: dict[int, str] = {}  # the current file's: chunks overlap, one entry per line
-        self.may_define = False  # whether one of its lines may define the identifier (else it is not parsed)
 
     def add(self, path: str, role: str, start_line: int, content: str) -> None:
         """One chunk's lines (``start_line`` 1-based); chunks come grouped by file."""
         if path != self.path:
             self.close()
-            self.path, self.role, self.lines, self.may_define = path, role, {}, False
+            self.path, self.role, self.lines = path, role, {}
         for i, line in enumerate(content.split("\n")):
-            text = line.strip()[:SIGNATURE_CHARS]
-            if (path, text) in self.skip:
-                continue
-            for m in self.word.finditer(line):
-                self.lines[start_line + i] = text
-                if not self.may_define and not _USE_BEFORE.search(line, 0, m.start()):
-                    self.may_define = True
+            if self.word.search(line):
+                text = line.strip()[:SIGNATURE_CHARS]
+                if (path, text) not in self.skip:
+                    self.lines[start_line + i] = text
         # Texts are dropped once read: only this file's matching lines stay.
 
     def close(self) -> None:
-        """Count the current file (after dropping its definitions' lines when it reaches the window and
-        one of its uses may be a definition: :data:`_USE_BEFORE`)."""
+        """Count the current file."""
         if self.path is None:
             return
-        if self.total < self.offset + self.limit and self.budget and self.path not in self.parsed and self.may_define:
-            self.budget -= 1
-            self._drop_definitions()
         for n, text in sorted(self.lines.items()):
             if self.offset <= self.total < self.offset + self.limit:
                 self.window.append((self.path, self.role, n, text))
@@ -94,20 +63,9 @@ class _Tally:
         self.files += bool(self.lines)
         self.path = None
 
-    def _drop_definitions(self) -> None:
-        """Remove the lines that define the identifier (find_symbol parses its likeliest files only:
-        in 5,000 files each defining ``run``, 4,960 definitions were listed as uses)."""
-        info = {"language": detect_language(self.path), "role": self.role}
-        for d in parsed_definitions(self.read, {self.path: info}, None).get(self.path, []):
-            if name_parts(normal_name(d["symbol"]))[-1:] == [self.ident]:
-                for line in range(d["start_line"], d["end_line"] + 1):
-                    if self.lines.get(line) == d["signature"][:SIGNATURE_CHARS]:
-                        del self.lines[line]
-
 
 def find_references(codebase: Codebase, name: str, *, limit: int = 200, offset: int = 0,
-                    max_tokens: int | None = None, fileset: boundary.FileSet | None = None,
-                    update: bool = False, under: str | None = None) -> dict:
+                    max_tokens: int | None = None, update: bool = False, under: str | None = None) -> dict:
     """Where the identifier ``name`` (its last part for a qualified name: ``send`` of
     ``Session.send``) is used: ``{"codebase", "name", "identifier", "files": [{"path", "role",
     "lines": [{"line", "text"}]}], "total", "total_files", "truncated"}``, exact on identifier
@@ -132,17 +90,13 @@ def find_references(codebase: Codebase, name: str, *, limit: int = 200, offset: 
     ident = (name_parts(normal_name(name or "")) or [""])[-1]
     if not re.fullmatch(r"[\w$]+", ident):
         raise UsageError(f"{name!r} is not an identifier", "pass a name such as parse_header")
-    # Every definition of the identifier, whatever its class: a definition is not a use. The files that
-    # merely mention it are parsed by the tally as they reach the listed window (parsing the 100
-    # likeliest up front was 1 s of `refs kmalloc` on the kernel, against rg's 0.65 s for all of it).
     fresh = ensure_index(codebase, update=True, vectors=False) if update and not codebase.alone else None
     under = under.strip("/") or None if under else None
-    defined = find_symbol(codebase, ident, limit=MAX_DEFINITIONS, fileset=fileset, mentions=False,
-                          under=under)["definitions"]
-    tally = _Tally(ident, offset, limit, {(d["path"], d["signature"]) for d in defined},
-                   {d["path"] for d in defined}, reader(codebase, fileset))
     fts = '{content}: "' + ident.replace('"', '""') + '"'
     with open_store(codebase) as store:
+        # Every stored definition of the identifier, whatever its class: a definition is not a use.
+        defined, unread = definitions_named(store, ident, under=under, cap=REFERENCE_DEFINITIONS)
+        tally = _Tally(ident, offset, limit, {(d["path"], d["signature"][:SIGNATURE_CHARS]) for d in defined})
         keys = store.rows("reference_chunks", {"fts": fts, "cap": REFERENCE_CHUNKS + 1, "under": under})
         holding = store.value("reference_chunk_count", {"fts": fts, "under": under}) \
             if len(keys) > REFERENCE_CHUNKS else len(keys)
@@ -155,8 +109,9 @@ def find_references(codebase: Codebase, name: str, *, limit: int = 200, offset: 
                 tally.add(k["path"], k["role"], k["start_line"], texts.get(k["id"], ""))
     tally.close()
     out = _answer(codebase, name, ident, tally, offset, limit, max_tokens, holding)
-    if fresh:
-        out["note"] += f"; {fresh.what}"
+    for extra in (unread, fresh.what if fresh else None):
+        if extra:
+            out["note"] += f"; {extra}"
     return out
 
 

@@ -44,7 +44,7 @@ from ...languages import AST_LANGUAGES
 from ...models import wordpiece
 from .cmacros import macro_call_spans
 from .declarations import DECLARATIONS, kind_of
-from .grammars import GRAMMARS
+from .grammars import GRAMMARS, Grammar
 from .layout import Chunk, ChunkSizes, Definition, Layout, Lines, Piece, TokenCounter
 from .nodes import Span, capture, field_name, last_row, parser_for
 
@@ -85,10 +85,10 @@ def _own_line_rows(lines: Lines, nodes: list[tree_sitter.Node]) -> set[int]:
     return rows
 
 
-def _node_spans(language: str, root: tree_sitter.Node, declared: bool = False) -> list[Span]:
-    """Definitions found by node type (``grammar.defs``), each with its wrappers' lines; with
-    ``declared``, the named declarations of :mod:`.declarations` too (outlines, not chunks), which
-    never hide a prototype as a body does."""
+def _node_spans(language: str, root: tree_sitter.Node, declared: bool) -> tuple[list[Span], list[Span]]:
+    """Definitions found by node type (``grammar.defs``), each with its wrappers' lines, and with
+    ``declared`` the named declarations of :mod:`.declarations` (outlines and symbol look-ups, not
+    chunks; one capture of the tree finds both), which never hide a prototype as a body does."""
     grammar = GRAMMARS[language]
     extra = DECLARATIONS.get(language, {}) if declared else {}
     spans, forward, declarations = [], [], []
@@ -115,7 +115,7 @@ def _node_spans(language: str, root: tree_sitter.Node, declared: bool = False) -
         spans.extend(found)
         forward.extend([False] * len(found))
     bodies = {s.name for s, fwd in zip(spans, forward, strict=True) if not fwd}
-    return [s for s, fwd in zip(spans, forward, strict=True) if not fwd or s.name not in bodies] + declarations
+    return [s for s, fwd in zip(spans, forward, strict=True) if not fwd or s.name not in bodies], declarations
 
 
 #: Keywords a C/C++ declarator never names: tree-sitter's error recovery around unknown macros
@@ -125,20 +125,38 @@ _C_KEYWORDS = frozenset({"namespace", "template", "class", "struct", "union", "e
                          "static", "inline", "const", "return", "using", "typename", "public", "private"})
 
 
+#: White space, which a C/C++ name holds only in ``operator new``.
+_SPACE = re.compile(r"\s")
+
+
 def _plausible_c_name(name: str) -> bool:
     """Whether ``name`` can be a C/C++ definition's name: no keyword, no white space (but ``operator
     new``), not longer than a line."""
     if name.startswith("operator"):
         return len(name) <= 40
-    return name not in _C_KEYWORDS and len(name) <= 120 and not any(ch.isspace() for ch in name)
+    return name not in _C_KEYWORDS and len(name) <= 120 and _SPACE.search(name) is None
 
 
-def _definitions(language: str, root: tree_sitter.Node, lines: Lines, declared: bool = False) -> list[Definition]:
-    """The top-level definitions of the tree, each with its nested ones, sorted by line (``declared``:
-    see :func:`_node_spans`)."""
+def _definitions(language: str, root: tree_sitter.Node, lines: Lines,
+                 declared: bool = False) -> tuple[list[Definition], list[Definition]]:
+    """The top-level definitions of the tree a chunk is made of, each with its nested ones, sorted by
+    line; and with ``declared`` the same with the named declarations of :mod:`.declarations` nested
+    among them (what an outline lists), else an empty list."""
     grammar = GRAMMARS[language]
     prefix_rows = _own_line_rows(lines, capture(language, grammar.prefixes, root))
-    spans = grammar.spans(root) if grammar.spans is not None else _node_spans(language, root, declared)
+    if grammar.spans is not None:
+        spans, declarations = grammar.spans(root), []
+    else:
+        spans, declarations = _node_spans(language, root, declared)
+    chunked = _nest(grammar, prefix_rows, spans)
+    if not declared:
+        return chunked, []
+    return chunked, _nest(grammar, prefix_rows, spans + declarations) if declarations else chunked
+
+
+def _nest(grammar: Grammar, prefix_rows: set[int], spans: list[Span]) -> list[Definition]:
+    """``spans`` as top-level definitions with their nested ones (a method in its class), each widened
+    over the own-line comments and attributes above it (``prefix_rows``)."""
     top: list[Definition] = []
     stack: list[tuple[int, Definition]] = []  # (end byte, definition) of the enclosing definitions
     for span in sorted(spans, key=lambda s: (s.start, -s.end)):
@@ -162,13 +180,14 @@ def definitions(text: str, language: str) -> list[Definition]:
     """The definitions of ``text`` as the chunker sees them, and the named declarations of
     :mod:`.declarations` (macros, type aliases, constants), nested (a class's methods are its
     ``children``), each with its 0-based line range, kind and qualified symbol; empty for a
-    language without a grammar (see :data:`~codii_sql.languages.AST_LANGUAGES`) or Markdown."""
-    if language not in AST_LANGUAGES or GRAMMARS.get(language) is None:
+    language without a grammar (see :data:`~codii_sql.languages.AST_LANGUAGES`) or Markdown.
+    The same as :func:`chunk_and_define` gives with the chunks."""
+    if language not in AST_LANGUAGES:
         return []
     layout = Layout(text, DEFAULT_MAX_TOKENS, lambda texts: [0] * len(texts))  # token counts unused
     tree = parser_for(language).parse(layout.text.encode("utf-8"))
     try:
-        return _definitions(language, tree.root_node, layout.lines, declared=True)
+        return _definitions(language, tree.root_node, layout.lines, declared=True)[1]
     except RecursionError:
         return []
 
@@ -195,17 +214,18 @@ def _licence_end(language: str, root: tree_sitter.Node, lines: Layout) -> int:
     return last
 
 
-def _ast_pieces(layout: Layout, language: str) -> list[Piece]:
-    """Pieces from the syntax tree; raises ``RecursionError`` on absurdly nested definitions."""
+def _ast_pieces(layout: Layout, language: str, declared: bool) -> tuple[list[Piece], list[Definition]]:
+    """Pieces from the syntax tree, and with ``declared`` the definitions :func:`definitions` gives
+    (from the same parse); raises ``RecursionError`` on absurdly nested definitions."""
     lines = layout.lines
     tree = parser_for(language).parse(layout.text.encode("utf-8"))
-    definitions = _definitions(language, tree.root_node, lines)
+    definitions, outline = _definitions(language, tree.root_node, lines, declared)
     kind = GRAMMARS[language].module_kind
     licence = _licence_end(language, tree.root_node, layout) if kind == "module" else -1
     if definitions:  # never past a definition's own first line (SQL's "-- name:" header is a comment)
         licence = min(licence, definitions[0].head - 1)
     head = layout.windows(0, licence, "license", None) if licence >= 0 else []
-    return head + layout.layout(licence + 1, len(lines) - 1, definitions, kind, None)
+    return head + layout.layout(licence + 1, len(lines) - 1, definitions, kind, None), outline
 
 
 def chunk_text(text: str, language: str | None, *, max_tokens: int = DEFAULT_MAX_TOKENS,
@@ -227,10 +247,24 @@ def chunk_text(text: str, language: str | None, *, max_tokens: int = DEFAULT_MAX
     Raises:
         ValueError: if ``max_tokens < 8``.
     """
+    return _chunk(text, language, max_tokens, count_tokens, sizes, declared=False)[0]
+
+
+def chunk_and_define(text: str, language: str | None, *, max_tokens: int = DEFAULT_MAX_TOKENS,
+                     count_tokens: TokenCounter = wordpiece.count_tokens,
+                     sizes: ChunkSizes = ChunkSizes()) -> tuple[list[Chunk], list[Definition]]:
+    """:func:`chunk_text` and :func:`definitions` of ``text`` from one parse (what a build stores
+    for symbol look-ups); arguments and errors as for :func:`chunk_text`."""
+    return _chunk(text, language, max_tokens, count_tokens, sizes, declared=True)
+
+
+def _chunk(text: str, language: str | None, max_tokens: int, count_tokens: TokenCounter, sizes: ChunkSizes,
+           declared: bool) -> tuple[list[Chunk], list[Definition]]:
     layout = Layout(text, max_tokens, count_tokens, sizes)
     if language in AST_LANGUAGES:
         try:
-            return layout.chunks(_ast_pieces(layout, language))
+            pieces, outline = _ast_pieces(layout, language, declared)
+            return layout.chunks(pieces), outline
         except RecursionError:
             pass  # pathological nesting: line windows below still index the file
-    return layout.chunks(layout.text_windows())
+    return layout.chunks(layout.text_windows()), []

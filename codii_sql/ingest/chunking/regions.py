@@ -33,7 +33,7 @@ import tree_sitter
 
 from ...languages import detect_language
 from ...models import wordpiece
-from .chunker import DEFAULT_MAX_TOKENS, chunk_text, definitions
+from .chunker import DEFAULT_MAX_TOKENS, chunk_and_define, definitions
 from .layout import Chunk, ChunkSizes, Definition, TokenCounter
 from .nodes import parser_for
 
@@ -99,15 +99,21 @@ def read_source(path: str, text: str) -> Source:
     return Source(language, [Region(language, text, range(text.count("\n") + 1), 0)], [])
 
 
-def chunk_source(source: Source, *, max_tokens: int = DEFAULT_MAX_TOKENS,
-                 count_tokens: TokenCounter = wordpiece.count_tokens, sizes: ChunkSizes = ChunkSizes()) -> list[Chunk]:
+def index_source(source: Source, *, max_tokens: int = DEFAULT_MAX_TOKENS,
+                 count_tokens: TokenCounter = wordpiece.count_tokens,
+                 sizes: ChunkSizes = ChunkSizes()) -> tuple[list[Chunk], list[FileDefinition]]:
     """:func:`~.chunker.chunk_text` of every region (``sizes`` as there), in file lines and bytes,
-    sorted by position; no chunk spans two regions."""
-    chunks = [_placed(c, region, source.row_starts)
-              for region in source.regions
-              for c in chunk_text(region.text, region.language, max_tokens=max_tokens, count_tokens=count_tokens,
-                                  sizes=sizes)]
-    return sorted(chunks, key=lambda c: (c.start_line, c.start_byte))
+    sorted by position (no chunk spans two regions), and :func:`source_definitions` of the same
+    parses: what a build stores of a file."""
+    chunks, found = [], []
+    for region in source.regions:
+        pieces, defs = chunk_and_define(region.text, region.language, max_tokens=max_tokens,
+                                        count_tokens=count_tokens, sizes=sizes)
+        chunks += [_placed(c, region, source.row_starts) for c in pieces]
+        if defs:
+            lines = region.text.split("\n")
+            found += [_outlined(d, region.rows, lines, region.language) for d in defs]
+    return sorted(chunks, key=lambda c: (c.start_line, c.start_byte)), sorted(found, key=lambda d: d.start_line)
 
 
 def source_definitions(source: Source) -> list[FileDefinition]:
