@@ -1,4 +1,4 @@
-"""Where things live under ``$CODII_SQL_HOME``: index files, the embedding cache, derived models."""
+"""Where things live under ``$CODII_SQL_HOME`` (index files, the embedding cache, derived models), and when a file last changed."""
 
 from __future__ import annotations
 
@@ -7,6 +7,14 @@ import os
 import re
 import unicodedata
 from pathlib import Path
+
+
+def changed_ns(st: os.stat_result) -> int:
+    """When the file of ``st`` last changed, in nanoseconds since the epoch: the later of its mtime and
+    ctime. What the index keeps as a file's ``mtime_ns`` hint: a same-size rewrite that keeps the mtime
+    (``cp -p``, ``rsync --inplace``, npm tarballs' fixed 1985 dates) still moves the ctime, which no
+    user can set, as git's index also checks."""
+    return max(st.st_mtime_ns, st.st_ctime_ns)
 
 
 def home() -> Path:

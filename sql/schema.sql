@@ -12,7 +12,7 @@ CREATE TABLE IF NOT EXISTS files (
     id          INTEGER PRIMARY KEY,
     path        TEXT NOT NULL UNIQUE,
     size        INTEGER NOT NULL,          -- bytes
-    mtime_ns    INTEGER NOT NULL,          -- a hint only: the content hash decides
+    mtime_ns    INTEGER NOT NULL,          -- last change, ns: the later of mtime and ctime; a hint, the hash decides
     hash        TEXT NOT NULL,             -- sha256 hex of the raw bytes
     language    TEXT,
     role        TEXT NOT NULL,             -- source | test | docs | config | generated | vendored | data

@@ -92,3 +92,29 @@ def test_an_unchanged_tree_reads_only_the_root_of_its_merkle_tree(tmp_path, codi
     edited = service.build(cb, vectors=False)
     assert "merkle_all" in asked and edited.modified == 1 and edited.merkle_root != first.merkle_root
     assert service.doctor(cb, repair=False)["consistent"]
+
+
+def test_a_same_size_rewrite_that_keeps_its_mtime_is_noticed(tmp_path, codii_home):
+    """`cp -p` of a same-size file (npm tarballs date every file 1985): size and mtime equal, content not.
+    The build re-hashed nothing and searches called the old chunk fresh; its ctime moved, and counts now."""
+    import os
+
+    from codii_sql.search.results import SearchOptions
+
+    repo = write_tree(tmp_path / "r", {"pkg.json": '{"version": "3.23.7"}\n'})
+    cb = service.open_codebase(repo)
+    service.build(cb, vectors=False)
+    before = os.stat(repo / "pkg.json")
+    (repo / "pkg.json").write_text('{"version": "3.23.8"}\n')
+    os.utime(repo / "pkg.json", ns=(before.st_atime_ns, before.st_mtime_ns))
+    after = os.stat(repo / "pkg.json")
+    assert (after.st_size, after.st_mtime_ns) == (before.st_size, before.st_mtime_ns)
+    def first():
+        return service.search(service.SearchRequest("version", SearchOptions(mode="bm25", limit=1), [str(repo)],
+                                                    update=False)).results[0]
+
+    assert first().stale is True
+    report = service.build(cb, vectors=False)
+    assert report.modified == 1
+    fresh = first()
+    assert "3.23.8" in fresh.content and fresh.stale is False

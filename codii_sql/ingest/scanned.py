@@ -23,7 +23,8 @@ class SourceFile:
     Attributes:
         path: POSIX path relative to the codebase root, e.g. ``"src/pkg/mod.py"``.
         size: bytes, from ``stat`` (of the target, for a symlink).
-        mtime_ns: modification time in nanoseconds since the epoch, from ``stat``.
+        mtime_ns: when it last changed, in nanoseconds since the epoch: the later of its mtime and ctime
+            (:func:`~codii_sql.paths.changed_ns`), a hint the content hash confirms.
     """
 
     path: str

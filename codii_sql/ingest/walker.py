@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..paths import changed_ns
 from .attributes import Attributes
 from .attributes import FILE_NAME as ATTRIBUTES_FILE
 from .config import size_cap
@@ -221,7 +222,7 @@ class Walker:
         if isinstance(checked, str):
             self._skip(checked, rel)
         else:
-            self.files.append(SourceFile(rel, checked.st_size, checked.st_mtime_ns))
+            self.files.append(SourceFile(rel, checked.st_size, changed_ns(checked)))
 
     def _stat_file(self, entry: os.DirEntry) -> str | os.stat_result:
         """The target's stat, or a skip reason; never opens the file (a FIFO would block)."""

@@ -7,11 +7,13 @@ import os
 import stat
 from pathlib import Path
 
+from ..paths import changed_ns
+
 
 class StaleCheck:
     """Whether a result's file on disk still matches the indexed content (memoised per path).
 
-    size + mtime equal to the indexed row is taken as unchanged (a hint, as in the indexer);
+    size + last change (:func:`~codii_sql.paths.changed_ns`) equal to the indexed row is taken as unchanged (a hint, as in the indexer);
     otherwise the content sha256 decides. A missing or unreadable file is stale.
     """
 
@@ -31,7 +33,7 @@ class StaleCheck:
             st = os.stat(full)
             if not stat.S_ISREG(st.st_mode):  # a folder, FIFO or device now: changed (and a FIFO would block)
                 return True
-            if st.st_size == row["file_size"] and st.st_mtime_ns == row["file_mtime_ns"]:
+            if st.st_size == row["file_size"] and changed_ns(st) == row["file_mtime_ns"]:
                 return False
             # Non-blocking: the path may have become a FIFO since the stat.
             fd = os.open(full, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
