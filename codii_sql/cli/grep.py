@@ -51,7 +51,7 @@ def grep(pattern, paths, patterns, fixed, ignore_case, word, files_only, count, 
                                   db=db, globs=list(globs), types=list(types),
                                   before=context if before is None else before,
                                   after=context if after is None else after, limit=limit, sort=sort,
-                                  update=not no_update)
+                                  update=not no_update, counts_only=(files_only or count) and not as_json)
     if not (as_json or no_update) and all(os.path.lexists(p) for p in paths[:1]):
         first = service.first_build(_folder(paths[0]) if paths else None, db)
         if first is not None:

@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import collections
 import concurrent.futures as cf
+import contextlib
+import gc
 import json
 import os
 import re
+import threading
 import time
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from ..codebase import Codebase
@@ -25,8 +28,8 @@ from ..ingest.config import size_cap
 from ..languages import KNOWN_LANGUAGES, language_name
 from ..search.answer import Note
 from ..search.budget import json_tokens
-from ..search.grep import (FILE_TIMEOUT_SECONDS, FileTimeout, GrepLine, as_text, matches_bytes, matching_lines,
-                           with_context)
+from ..search.grep import (FILE_TIMEOUT_SECONDS, FileTimeout, GrepLine, as_text, count_lines, matches_bytes,
+                           matching_lines, with_context)
 from ..search.grep_answer import GrepAnswer, GrepFile, line_tokens
 from ..search.pattern import GrepPattern
 from ..storage.store import Store
@@ -74,6 +77,8 @@ class GrepRequest:
             ``--max-columns``), its matches past the cut dropped from ``spans``; None: whole.
         max_tokens: fit the lines shown in about this many tokens (search/budget.py's estimate): the
             last files' lines are dropped, ``truncated`` and a note say so; None: no budget.
+        counts_only: each file's number of matching lines alone (rg's ``-c`` and ``-l``), no ``lines``
+            built (:func:`~codii_sql.search.grep.count_lines`); ``limit`` and context do not apply.
     """
 
     patterns: list[str]
@@ -91,6 +96,7 @@ class GrepRequest:
     update: bool = True
     max_columns: int | None = None
     max_tokens: int | None = None
+    counts_only: bool = False
 
     def check(self) -> None:
         """Raises UsageError for an option out of range (before any indexing work)."""
@@ -113,7 +119,7 @@ def search_codebase(codebase: Codebase, pattern: GrepPattern, request: GrepReque
     """``request`` over ``codebase``'s files under ``scopes`` (relative paths; [] for all), its last committed
     state, lines cut and fitted as the request asks; ``notes`` (an update's) come first."""
     started = time.perf_counter()
-    with open_store(codebase) as store:
+    with open_store(codebase) as store, _collector_paused():
         answer = _search(store, codebase, pattern, request, scopes, notes)
     if request.max_columns:
         for f in answer.files:
@@ -122,6 +128,31 @@ def search_codebase(codebase: Codebase, pattern: GrepPattern, request: GrepReque
         _fit(answer, request.max_tokens)
     answer.seconds = time.perf_counter() - started
     return answer
+
+
+_PAUSES = {"depth": 0, "was_on": False}
+_PAUSE_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector off while a grep builds its answer (it is on again after, as
+    it was; nested or concurrent greps share one pause). The lines of a common pattern are millions of
+    small objects in no cycle, which reference counting frees, and the collector's full passes over
+    them were 40% of `\\w+` over Django (12.5 -> 7.2 s) and stalled the matching threads past the per-file
+    time bound: ordinary files were reported timed out (a new user's `grep -c '\\w+'` lost two)."""
+    with _PAUSE_LOCK:
+        if _PAUSES["depth"] == 0:
+            _PAUSES["was_on"] = gc.isenabled()
+            gc.disable()
+        _PAUSES["depth"] += 1
+    try:
+        yield
+    finally:
+        with _PAUSE_LOCK:
+            _PAUSES["depth"] -= 1
+            if _PAUSES["depth"] == 0 and _PAUSES["was_on"]:
+                gc.enable()
 
 
 def grep_chunk_ids(codebase: Codebase, pattern: str) -> list[int]:
@@ -157,7 +188,9 @@ def _search(store: Store, codebase: Codebase, pattern: GrepPattern, request: Gre
     if request.sort == "role":
         rows.sort(key=lambda r: (ROLE_ORDER.get(r["role"], len(ROLE_ORDER)), r["path"]))
     unpacked = shown_lines = unreadable = 0
-    for row, text, gaps, matched in _verified(store, codebase, meta, pattern, rows):
+    retry = True
+    match = count_lines if request.counts_only else matching_lines
+    for row, text, gaps, matched in _verified(store, codebase, meta, pattern, rows, match):
         if request.limit is not None and shown_lines >= request.limit:
             answer.truncated = True
             break
@@ -166,6 +199,9 @@ def _search(store: Store, codebase: Codebase, pattern: GrepPattern, request: Gre
             continue
         unpacked += not row["has_text"]
         answer.files_read += 1
+        if matched is None and retry:  # once more alone: a busy machine's stall is no pathological pattern
+            matched = _matched_or_none(match, pattern, text)
+            retry = matched is not None  # it timed out alone too: the pattern's, no use trying again
         if matched is None:
             answer.timed_out.append(row["path"])
             if len(answer.timed_out) >= MAX_SLOW_FILES:  # each file is bounded, the whole grep too
@@ -173,6 +209,11 @@ def _search(store: Store, codebase: Codebase, pattern: GrepPattern, request: Gre
                 break
             continue
         if not matched:
+            continue
+        if request.counts_only:
+            answer.matched_files += 1
+            answer.matched_lines += matched
+            answer.files.append(GrepFile(row["path"], row["role"], row["language"], matched, [], gaps))
             continue
         answer.matched_files += 1
         answer.matched_lines += len(matched)
@@ -192,9 +233,18 @@ def _search(store: Store, codebase: Codebase, pattern: GrepPattern, request: Gre
     return answer
 
 
-def _verified(store: Store, codebase: Codebase, meta: dict, pattern: GrepPattern, rows: list[dict]) -> Iterator[tuple]:
-    """``(row, text, gaps, matched lines)`` of each candidate in order (text None: unreadable; matched
-    None: timed out), under the size cap of the build whose snapshot is ``meta``. Files on disk are
+def _matched_or_none(match: Callable, pattern: GrepPattern, text: str | bytes) -> list[GrepLine] | int | None:
+    """``match(pattern, text)`` (matching_lines or count_lines), None when it passed the time bound."""
+    try:
+        return match(pattern, text)
+    except FileTimeout:
+        return None
+
+
+def _verified(store: Store, codebase: Codebase, meta: dict, pattern: GrepPattern, rows: list[dict],
+              match: Callable) -> Iterator[tuple]:
+    """``(row, text, gaps, match(pattern, text))`` of each candidate in order (text None: unreadable; the
+    match None: timed out), under the size cap of the build whose snapshot is ``meta``. Files on disk are
     read and matched :data:`WORKERS` at a time (the regex engine and file reads release the GIL), at
     most :data:`AHEAD` files ahead of the consumer, which may stop."""
     max_bytes = 0 if codebase.alone else scan_rules(codebase, meta)["max_file_bytes"]
@@ -204,10 +254,7 @@ def _verified(store: Store, codebase: Codebase, meta: dict, pattern: GrepPattern
         text, gaps = _text(store, codebase, pattern, row, root_real, max_bytes)
         if text is None:
             return row, None, gaps, []
-        try:
-            return row, text, gaps, matching_lines(pattern, text)
-        except FileTimeout:
-            return row, text, gaps, None
+        return row, text, gaps, _matched_or_none(match, pattern, text)
 
     if codebase.alone or len(rows) < AHEAD:  # an index alone reads one connection; few files gain nothing
         yield from map(verify, rows)
