@@ -415,3 +415,15 @@ def test_counts_and_file_lists_are_counted_without_building_lines_and_equal_the_
     out = run("grep", "-c", "x*", root, "--no-update")
     assert out.exit_code == 0 and out.stdout.splitlines() == ["a.py:3", "b.txt:1", "c.md:3"], out.stdout
     assert run("grep", "-l", "alpha", root, "--no-update").stdout.splitlines() == ["a.py"]
+
+
+def test_a_named_file_the_index_leaves_out_is_said_not_searched(tmp_path):
+    """A new user's `grep func_59999 big.py` said nothing and exited 1 where rg found the line."""
+    root = built(write_tree(tmp_path / "repo", {"a.py": "def f():\n    return 1\n", "package-lock.json": '{"x": 1}\n',
+                                                ".codii.yaml": "max_file_bytes: 1000\n",
+                                                "big.py": "func_59999 = 1\n" + "y = 2\n" * 400}))
+    answer = grep(root, "func_59999", paths=[str(root / "big.py"), str(root / "package-lock.json"), str(root / "a.py")])
+    assert answer.matched_lines == 0
+    note = answer.note(lambda h: h)
+    assert "big.py (too large)" in note and "package-lock.json (lock file)" in note and "a.py" not in note
+    assert "not searched" not in (grep(root, "func_59999").note(lambda h: h) or "")  # the whole codebase: no such note

@@ -2,7 +2,7 @@
 
 Candidates come from the trigram index (:mod:`codii_sql.search.trigrams`), then every candidate is
 read (from disk; for an index alone, the text it stores) and matched line by line, so the lines
-and columns are exact. The files are the indexed ones: what the index skips is not grep'd. The use
+and columns are exact. The files are the indexed ones: what the index skips is not grep'd (a note names those the request names). The use
 case that resolves a request's paths and updates the index first is :mod:`.grep`.
 """
 
@@ -10,12 +10,9 @@ from __future__ import annotations
 
 import collections
 import concurrent.futures as cf
-import contextlib
-import gc
 import json
 import os
 import re
-import threading
 import time
 import zlib
 from collections.abc import Callable, Iterator
@@ -28,8 +25,8 @@ from ..ingest.config import size_cap
 from ..languages import KNOWN_LANGUAGES, language_name
 from ..search.answer import Note
 from ..search.budget import json_tokens
-from ..search.grep import (FILE_TIMEOUT_SECONDS, FileTimeout, GrepLine, as_text, count_lines, matches_bytes,
-                           matching_lines, with_context)
+from ..search.grep import (FILE_TIMEOUT_SECONDS, FileTimeout, GrepLine, as_text, collector_paused, count_lines,
+                           matches_bytes, matching_lines, with_context)
 from ..search.grep_answer import GrepAnswer, GrepFile, line_tokens
 from ..search.pattern import GrepPattern
 from ..storage.store import Store
@@ -119,8 +116,9 @@ def search_codebase(codebase: Codebase, pattern: GrepPattern, request: GrepReque
     """``request`` over ``codebase``'s files under ``scopes`` (relative paths; [] for all), its last committed
     state, lines cut and fitted as the request asks; ``notes`` (an update's) come first."""
     started = time.perf_counter()
-    with open_store(codebase) as store, _collector_paused():
+    with open_store(codebase) as store, collector_paused():
         answer = _search(store, codebase, pattern, request, scopes, notes)
+        answer.notes += _left_out(store, codebase, scopes)
     if request.max_columns:
         for f in answer.files:
             f.lines = [_cut(g, request.max_columns) for g in f.lines]
@@ -128,31 +126,6 @@ def search_codebase(codebase: Codebase, pattern: GrepPattern, request: GrepReque
         _fit(answer, request.max_tokens)
     answer.seconds = time.perf_counter() - started
     return answer
-
-
-_PAUSES = {"depth": 0, "was_on": False}
-_PAUSE_LOCK = threading.Lock()
-
-
-@contextlib.contextmanager
-def _collector_paused() -> Iterator[None]:
-    """Python's cyclic garbage collector off while a grep builds its answer (it is on again after, as
-    it was; nested or concurrent greps share one pause). The lines of a common pattern are millions of
-    small objects in no cycle, which reference counting frees, and the collector's full passes over
-    them were 40% of `\\w+` over Django (12.5 -> 7.2 s) and stalled the matching threads past the per-file
-    time bound: ordinary files were reported timed out (a new user's `grep -c '\\w+'` lost two)."""
-    with _PAUSE_LOCK:
-        if _PAUSES["depth"] == 0:
-            _PAUSES["was_on"] = gc.isenabled()
-            gc.disable()
-        _PAUSES["depth"] += 1
-    try:
-        yield
-    finally:
-        with _PAUSE_LOCK:
-            _PAUSES["depth"] -= 1
-            if _PAUSES["depth"] == 0 and _PAUSES["was_on"]:
-                gc.enable()
 
 
 def grep_chunk_ids(codebase: Codebase, pattern: str) -> list[int]:
@@ -231,6 +204,23 @@ def _search(store: Store, codebase: Codebase, pattern: GrepPattern, request: Gre
                                          "regular text file inside the root) and were not searched",
                                  Remedy("build", {"root": answer.codebase})))
     return answer
+
+
+def _left_out(store: Store, codebase: Codebase, scopes: list[str]) -> list[Note]:
+    """A note naming the files the request names that the index leaves out (a lock file, a minified or
+    too large one: its rules'), which grep therefore did not read (a new user's `grep func_59999 big.py`
+    answered "no match", silently, where rg found it); none for folders or an index alone."""
+    if codebase.alone:
+        return []
+    named = [s for s in scopes if os.path.isfile(os.path.join(codebase.root, s))]
+    missing = [s for s in named if store.row("file_by_path", {"path": s}) is None]
+    if not missing:
+        return []
+    files = boundary.FileSet(codebase.root, scan_rules(codebase))
+    why = [f"{s} ({(files.unlisted(s) or 'not indexed yet').replace('-', ' ')})" for s in missing[:5]]
+    more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
+    return [Note("grep", f"not searched, as the index leaves them out: {', '.join(why)}{more}",
+                 "rg reads them; a rule of .codii.yaml (max_file_bytes, include) indexes them")]
 
 
 def _matched_or_none(match: Callable, pattern: GrepPattern, text: str | bytes) -> list[GrepLine] | int | None:
