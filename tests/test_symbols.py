@@ -475,3 +475,13 @@ def test_doctor_finds_and_deletes_definitions_whose_file_is_gone(tmp_path, codii
     assert doctor("--check-only")["consistent"]
     assert service.find_symbol(cb, "ghost")["definitions"] == []
     assert [d["symbol"] for d in service.find_symbol(cb, "kept")["definitions"]] == ["kept"]
+
+
+def test_a_name_as_it_is_imported_lists_the_definitions_of_its_last_part_and_says_so(poly):
+    """`requests.get` is requests/api.py's get; `models.Model` django/db/models/base.py's Model: the
+    qualified name matched nothing and the note did not say to try the short one."""
+    out = service.find_symbol(poly, "somepkg.Session")
+    assert [(d["path"], d["symbol"], d["match"]) for d in out["definitions"]] == [("py/session.py", "Session", "name")]
+    assert "no definition is qualified as 'somepkg.Session'" in out["note"]
+    assert service.find_symbol(poly, "Session.send")["definitions"][0]["match"] == "exact"  # found as asked: as before
+    assert service.find_symbol(poly, "somepkg.no_such_thing")["definitions"] == []

@@ -65,7 +65,8 @@ def get_file_outline(
         "Where a symbol is defined, from the index: by exact name (parse_header), qualified name (Session.send, "
         "pkg.module.func, Type::method; generics like <'a> ignored) or, with prefix=true, its start. Each "
         "definition has path, symbol, kind, start_line/end_line (1-based, inclusive), signature, role and match "
-        "(exact, qualified or prefix); exact matches and source files come first. At most limit definitions "
+        "(exact, qualified, prefix, or name: nothing is qualified as asked, e.g. requests.get, and these share its last "
+        "part); exact matches and source files come first. At most limit definitions "
         "and max_tokens (default 6,000) from offset on: a cut answer says truncated, total and next_offset. "
         "For uses, find_references."),
     annotations=READ_ONLY,

@@ -19,7 +19,7 @@ MAX_DEFINITIONS = 100
 KINDS = ("function", "method", "class", "type", "macro", "constant", "variable")
 #: Definitions with the name's last part read at most (a name as common as ``init`` in a huge index).
 CANDIDATE_CAP = 20_000
-_HOW = {0: "exact", 1: "qualified", 2: "prefix"}
+_HOW = {0: "exact", 1: "qualified", 2: "prefix", 3: "name"}
 ROLE_ORDER = {"source": 0, "test": 2}
 #: What symbol lookups of an index alone say.
 ALONE_NOTE = "read from the index's stored chunks: the source is not here"
@@ -38,8 +38,9 @@ def find_symbol(codebase: Codebase, name: str, *, kind: str | None = None, prefi
     ``name`` is a symbol (``parse_header``), a qualified one (``Session.send``, ``pkg.mod.func``,
     ``Type::method``) or, with ``prefix``, its start. Generic parameters (``Parser<'a>``) and the
     separators ``::``/``#``/``.`` are normalised on both sides, so ``Parser.parse`` finds Rust's
-    ``Parser<'a>.parse``. ``match`` is ``exact``, ``qualified`` (a symbol ending in ``.name``) or
-    ``prefix``; exact first, then source before docs before tests, a definition with its body before
+    ``Parser<'a>.parse``. ``match`` is ``exact``, ``qualified`` (a symbol ending in ``.name``),
+    ``prefix``, or ``name`` when no definition is qualified as asked (``requests.get``: the name as it is
+    imported) and those named by its last part are listed instead, the note says so; exact first, then source before docs before tests, a definition with its body before
     a one-line declaration, shorter symbols, path. Case-sensitive. Lines 1-based inclusive, a
     definition's whole range (a class with its methods). Every definition a build's parse found is
     stored (sql/schema.sql ``definitions``), however small: nothing is parsed at question time.
@@ -74,6 +75,11 @@ def find_symbol(codebase: Codebase, name: str, *, kind: str | None = None, prefi
             how = _match(f"{_module(r['path'])}.{normal_name(r['symbol'])}", wanted, False) and 1
         if how is not None:
             found.append((how, ROLE_ORDER.get(r["role"], 1), _declared_only(r), len(r["symbol"]), r["path"], r))
+    # `requests.get`, `models.Model`: a name as it is imported, not where it is defined (requests/api.py,
+    # django/db/models/base.py): the definitions of its last part, said so, rather than none.
+    by_name = not found and needle != wanted and not prefix
+    if by_name:
+        found = [(3, ROLE_ORDER.get(r["role"], 1), _declared_only(r), len(r["symbol"]), r["path"], r) for r in rows]
     found.sort(key=lambda item: item[:5])
     # One place once: `typedef struct cJSON {...} cJSON` is a struct and a typedef of the same lines.
     first: dict[tuple, tuple] = {}
@@ -100,6 +106,10 @@ def find_symbol(codebase: Codebase, name: str, *, kind: str | None = None, prefi
     elif not defs:
         out["note"] = (f"no {kind + ' ' if kind else 'definition '}named {name!r} in the index" + ("" if prefix else "; --prefix (MCP: prefix=true) "
                        "also finds symbols starting with it") + "; search finds uses and mentions")
+    if by_name and defs:
+        out["note"] = "; ".join(filter(None, (
+            f"no definition is qualified as {name!r} (an import path can differ from the defining module's); "
+            f"these are named {needle!r}", out.get("note"))))
     extra = [ALONE_NOTE if codebase.alone else None, unread, fresh.what if fresh else None]
     if any(extra):
         out["note"] = "; ".join(filter(None, (out.get("note"), *extra)))
