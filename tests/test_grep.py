@@ -427,3 +427,18 @@ def test_a_named_file_the_index_leaves_out_is_said_not_searched(tmp_path):
     note = answer.note(lambda h: h)
     assert "big.py (too large)" in note and "package-lock.json (lock file)" in note and "a.py" not in note
     assert "not searched" not in (grep(root, "func_59999").note(lambda h: h) or "")  # the whole codebase: no such note
+
+
+@pytest.mark.skipif(RG is None, reason="the rg binary is not installed")
+@pytest.mark.parametrize("globs", [["*.{py,rst}"], ["!*.{py,md}"], ["!tests/", "*.py"], ["!tests", "*.py"],
+                                   ["*.py", "!tests/"], ["src/**", "!src/deep/"], ["{src,docs}/*"], ["src/"],
+                                   ["!src/*"], ["deep"]])
+def test_globs_select_the_files_rg_selects(tmp_path, globs):
+    """A new user's -g '*.{py,rst}' listed nothing (rg: 32 files), and -g '!tests/' -g '*.py' kept tests/*.py
+    (rg never enters an excluded folder, whatever a later glob says)."""
+    root = built(write_tree(tmp_path / "repo", {p: "Blueprint = 1\n" for p in (
+        "tests/a.py", "src/b.py", "src/deep/c.py", "docs/d.rst", "docs/e.md", "f.py", "g.txt")}))
+    flags = [x for g in globs for x in ("-g", g)]
+    rg = subprocess.run([RG, "-l", "--no-config", *flags, "Blueprint"], cwd=root, capture_output=True, text=True)
+    ours = run("grep", "-l", *flags, "Blueprint", root, "--no-update")
+    assert sorted(ours.stdout.split()) == sorted(rg.stdout.split()), (globs, ours.stdout, rg.stdout)

@@ -199,3 +199,42 @@ def _literal(p: bytes, i: int) -> tuple[int | None, int]:
     """The byte at ``p[i]`` (the next one when that is a backslash) and its index; None past the end."""
     i += p[i] == 0x5C
     return (p[i], i) if i < len(p) else (None, i)
+
+
+#: Globs one ``{a,b}`` alternation may expand to at most ('{a,b}{c,d}...' grows as a product).
+MAX_BRACE_EXPANSIONS = 64
+
+
+def expand_braces(glob: str) -> list[str]:
+    """``glob``'s ``{a,b,...}`` alternations expanded, as rg's globs (globset) read them: ``*.{py,rst}``
+    -> ``*.py``, ``*.rst`` (a leading ``!`` kept on each); nested braces too; a brace escaped with ``\\``,
+    without a comma, or without its closing one stays as it is (gitignore's own syntax has no braces).
+    At most :data:`MAX_BRACE_EXPANSIONS` globs."""
+    depth, start = 0, -1
+    commas: list[int] = []
+    i = 0
+    while i < len(glob):
+        ch = glob[i]
+        if ch == "\\":
+            i += 2
+            continue
+        if ch == "{":
+            if depth == 0:
+                start, commas = i, []
+            depth += 1
+        elif ch == "}" and depth:
+            depth -= 1
+            if depth == 0 and commas:
+                cuts = [start, *commas, i]
+                head, tail = glob[:start], glob[i + 1:]
+                out: list[str] = []
+                for a, b in zip(cuts, cuts[1:]):
+                    for rest in expand_braces(tail):
+                        out += expand_braces(head + glob[a + 1:b] + rest)
+                        if len(out) >= MAX_BRACE_EXPANSIONS:
+                            return out[:MAX_BRACE_EXPANSIONS]
+                return list(dict.fromkeys(out))
+        elif ch == "," and depth == 1:
+            commas.append(i)
+        i += 1
+    return [glob]

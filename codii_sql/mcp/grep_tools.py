@@ -36,8 +36,9 @@ def grep_code(
     ignore_case: Annotated[bool, Field(description="Case-insensitive (rg -i).")] = False,
     word: Annotated[bool, Field(description="Only matches with no word character around them (rg -w).")] = False,
     pathGlob: Annotated[list[str], Field(  # noqa: N803
-        max_length=20, description="gitignore-style globs over the relative path, e.g. ['*.py', '!tests/']; "
-                                   "'!' excludes, the last match wins; [] = all files.")] = [],
+        max_length=20, description="gitignore-style globs over the relative path, e.g. ['*.{py,md}', '!tests/']; "
+                                   "'!' excludes (an excluded folder is never entered), else the last match "
+                                   "wins, as rg -g; [] = all files.")] = [],
     context: Annotated[int, Field(ge=0, le=10, description="Lines of context before and after each match.")] = 0,
     sort: Annotated[str, Field(pattern="^(path|role)$", description="path, or role: source files first.")] = "path",
     limit: Annotated[int, Field(ge=1, le=2000, description="Matching lines shown at most.")] = 100,

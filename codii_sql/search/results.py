@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from dataclasses import asdict, dataclass, field
 
 from ..errors import UsageError
@@ -138,6 +140,9 @@ class SearchOptions:
             raise UsageError(f"bad path glob {glob!r}", "close every '[' (or match a literal one with '[[]')")
         if "\\" in glob:
             raise UsageError(f"bad path glob {glob!r}", "use '/' between folders, e.g. 'src/*.py'")
+        if re.search(r"\{[^{}]*,[^{}]*\}", glob):  # '*.{py,rst}' matched nothing, and the note contradicted it
+            raise UsageError(f"bad path glob {glob!r}: a search's glob has no {{a,b}} alternation",
+                             "pass --ext for each extension (--ext py --ext rst), or a glob per search")
 
 
 def _classes_closed(glob: str) -> bool:
