@@ -16,6 +16,19 @@ _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
 _WORD = re.compile(r"[^\W_]+|_+", re.UNICODE)
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _SEPARATORS = re.compile(r"[_\W]+")
+#: C0 controls but tab, DEL, C1 controls and the bidirectional controls: shown escaped, so a file
+#: name or line holding them cannot ring the bell, break the ``path:line`` format, send escape
+#: sequences to a terminal or read as another name.
+_CONTROLS = re.compile(f"[\\x00-\\x08\\x0a-\\x1f\\x7f-\\x9f{BIDI_CONTROLS}]")
+#: The same controls but newline: a whole text answer keeps its lines.
+_CONTROLS_BUT_NEWLINE = re.compile(f"[\\x00-\\x08\\x0b-\\x1f\\x7f-\\x9f{BIDI_CONTROLS}]")
+
+
+def escaped(text: str, *, lines: bool = False) -> str:
+    """``text`` with its control characters as escapes (``\\x1b``, ``\\x07``; with ``lines`` false
+    newlines too, ``\\n``): safe to show on a terminal or in an agent's text, one field per line."""
+    pattern = _CONTROLS_BUT_NEWLINE if lines else _CONTROLS
+    return pattern.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
 
 
 def pack_text(text: str) -> bytes:

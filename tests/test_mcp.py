@@ -645,3 +645,27 @@ def test_every_answer_at_the_maximum_limits_fits_an_agents_limit(codii_home, tmp
             assert everything["more_members"] > 0 and len(everything["members"]) + everything["more_members"] == 181
 
     asyncio.run(run())
+
+
+def test_a_file_name_or_line_cannot_forge_or_colour_an_agents_text(codii_home, tmp_path):
+    """A new user's file named `new\\nline.py` split the grep text into a forged `line.py:1:...` hit, and a
+    line's escape sequences reached the client raw; the JSON was exact, the text must be too."""
+    repo = write_tree(tmp_path / "ctl", {"new\nline.py": "nlname_marker = 1\n",
+                                         "ctrl.txt": "esc \x1b[31mred nlname_marker\x07\n"})
+
+    async def run():
+        async with server(codii_home, CODII_SQL_WATCH="0") as s:
+            await call(s, "index_codebase", path=str(repo))
+            await wait_indexed(s, repo)
+            for tool, args in (("grep_code", {"pattern": "nlname_marker"}),
+                               ("search_code", {"query": "nlname_marker", "mode": "bm25"}),
+                               ("find_references", {"name": "nlname_marker"})):
+                res = await s.call_tool(tool, {"path": str(repo), **args})
+                text = "\n".join(block.text for block in res.content)
+                assert not res.is_error and "\x1b" not in text and "\x07" not in text, (tool, text)
+                assert not any(line.startswith("line.py") for line in text.splitlines()), (tool, text)
+                assert "\\x1b[31mred" in text, (tool, text)
+                if tool != "find_references":  # there `nlname_marker = 1` is its definition, no use
+                    assert "new\\nline.py" in text, (tool, text)
+
+    asyncio.run(run())

@@ -11,7 +11,7 @@ from rich.console import Console
 
 from .. import service
 from ..errors import Remedy
-from ..text import BIDI_CONTROLS
+from ..text import escaped
 from .words import words
 
 err_console = Console(stderr=True)
@@ -74,26 +74,16 @@ def fmt_value(key: str, value):
     return json.dumps(_dated(value), default=_plain) if isinstance(value, (dict, list)) else value
 
 
-#: C0 controls but tab, DEL, C1 controls and the bidirectional controls: shown escaped, so a file
-#: name or line holding them cannot ring the bell, break the ``path:line`` format, send escape
-#: sequences to the terminal or read as another name.
-_CONTROLS = re.compile(f"[\\x00-\\x08\\x0a-\\x1f\\x7f-\\x9f{BIDI_CONTROLS}]")
-
-
-#: The same controls but newline: a whole text answer keeps its lines.
-_TERMINAL = re.compile(f"[\\x00-\\x08\\x0b-\\x1f\\x7f-\\x9f{BIDI_CONTROLS}]")
-
-
 def echo(message: str = "", *, err: bool = False, nl: bool = True, bold: bool = False) -> None:
     """``click.secho`` for text answers, with control characters but newline and tab escaped: a
     codebase folder or a message quoting one (``esc\x1b]0;T\x07dir``) cannot drive the terminal."""
-    text = _TERMINAL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), str(message))
+    text = escaped(str(message), lines=True)
     click.secho(text, err=err, nl=nl, bold=bold or None)
 
 
 def shown(text: str) -> str:
     """``text`` with control characters as escapes (``\\n``, ``\\x07``): safe to print on a terminal."""
-    return _CONTROLS.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
+    return escaped(text)
 
 
 def print_results(answer) -> None:

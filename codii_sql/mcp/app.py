@@ -21,7 +21,7 @@ from pydantic import Field, ValidationError
 from ..codebase import Codebase
 from ..errors import CodiiError, Remedy
 from ..service import Session, open_codebase
-from ..text import numbered_lines
+from ..text import escaped, numbered_lines
 from .words import message, words
 
 #: search_code's result bound: enough for an agent to pick from, small enough for its context.
@@ -117,8 +117,9 @@ def answer(summary: str, data: dict, body: str | None = None) -> CallToolResult:
     ``key: value`` lines for clients that read only text. Remedies in ``data`` are worded for an agent.
     """
     data = _worded(data)
-    text = body if body is not None else rendered(data)
-    blocks = [TextContent(type="text", text=summary)] + ([TextContent(type="text", text=text)] if text else [])
+    text = escaped(body if body is not None else rendered(data), lines=True)
+    blocks = [TextContent(type="text", text=escaped(summary, lines=True))] + (
+        [TextContent(type="text", text=text)] if text else [])
     return CallToolResult(content=blocks, structured_content=data)
 
 

@@ -9,6 +9,7 @@ from pydantic import Field
 
 from ..errors import Remedy
 from ..service import AGENT_LISTING, MAX_QUERY_CHARS, SearchOptions, SearchRequest, listing
+from ..text import escaped
 from .app import (
     DEFAULT_MAX_TOKENS,
     MAX_SEARCH_LIMIT,
@@ -76,7 +77,7 @@ def search_code(
              if found.many else f"{found.codebase}/{found.scope}" if found.scope else found.codebase)
     summary = f"{n} result{'' if n == 1 else 's'} for {found.shown_query!r} in {where} ({found.seconds * 1000:.0f} ms)"
     return answer(with_note(summary, found.note(words)), data,
-                  "\n".join(listing(found.results, AGENT_LISTING, with_codebase=found.many)))
+                  "\n".join(listing(found.results, AGENT_LISTING, with_codebase=found.many, safe=escaped)))
 
 
 @server.tool(
@@ -102,4 +103,4 @@ def find_similar_code(
     if data.get("note"):
         data["note"] = f"{data['note']}; {words(Remedy('read_rest'))}"
     summary = with_note(summary, data.get("note"))
-    return answer(summary, data, "\n".join(listing(results, AGENT_LISTING)))
+    return answer(summary, data, "\n".join(listing(results, AGENT_LISTING, safe=escaped)))

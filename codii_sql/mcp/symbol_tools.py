@@ -10,6 +10,7 @@ from pydantic import Field
 from ..codebase import Codebase
 from ..service import find_references as find_uses
 from ..service import find_symbol as find_definitions
+from ..text import escaped
 from .app import (
     DEFAULT_MAX_TOKENS,
     READ_ONLY,
@@ -87,7 +88,7 @@ def find_symbol(
     defs = data["definitions"]
     summary = f"{len(defs)} definition{'' if len(defs) == 1 else 's'} of {data['name']!r} in {cb.root}"
     summary = with_note(summary, data.get("note"))
-    body = "\n".join(f"{d['path']}:{d['start_line']}-{d['end_line']} {d['kind']} {d['symbol']}: {d['signature']}"
+    body = "\n".join(f"{escaped(d['path'])}:{d['start_line']}-{d['end_line']} {d['kind']} {d['symbol']}: {d['signature']}"
                      for d in defs)
     return answer(summary, data, body)
 
@@ -115,7 +116,7 @@ def find_references(
     summary = (f"{data['total']} uses of {data['identifier']!r} in {data['total_files']} files of {cb.root}"
                + (f" ({shown} shown: call again with offset={data['next_offset']} for the rest)"
                   if data.get("next_offset") is not None else "") + f"; {data['note']}")
-    body = "\n".join(f"{f['path']}:{ln['line']}: {ln['text']}" for f in data["files"] for ln in f["lines"])
+    body = "\n".join(f"{escaped(f['path'])}:{ln['line']}: {escaped(ln['text'])}" for f in data["files"] for ln in f["lines"])
     return answer(summary, data, body)
 
 
