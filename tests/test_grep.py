@@ -442,3 +442,17 @@ def test_globs_select_the_files_rg_selects(tmp_path, globs):
     rg = subprocess.run([RG, "-l", "--no-config", *flags, "Blueprint"], cwd=root, capture_output=True, text=True)
     ours = run("grep", "-l", *flags, "Blueprint", root, "--no-update")
     assert sorted(ours.stdout.split()) == sorted(rg.stdout.split()), (globs, ours.stdout, rg.stdout)
+
+
+def test_grep_exits_as_rg_when_its_reader_stops_early_and_on_an_error(tmp_path):
+    """`grep needle | head -1` exited 1 (no match, to a script) and a damaged index 1: rg says 0 and 2."""
+    root = built(write_tree(tmp_path / "repo", {"many.txt": "".join(f"needle {i}\n" for i in range(20_000))}))
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    piped = subprocess.run(f"'{sys.executable}' -m codii_sql.cli grep needle --no-update | head -1; "
+                           "echo \"${PIPESTATUS[0]}\"", shell=True, executable="/bin/bash", cwd=root, env=env,
+                           capture_output=True, text=True)
+    assert piped.stdout.splitlines() == ["many.txt:1:needle 0", "0"] and "Error" not in piped.stderr, piped
+    bad = tmp_path / "bad.db"
+    bad.write_bytes(b"garbage")
+    damaged = run("grep", "needle", "--db", bad)
+    assert damaged.exit_code == 2 and "damaged" in damaged.output

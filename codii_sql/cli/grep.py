@@ -58,14 +58,18 @@ def grep(pattern, paths, patterns, fixed, ignore_case, word, files_only, count, 
             echo(f"Indexing {first} first: every file is searchable by grep in seconds (a search embeds the "
                  "chunks later); later greps update only changed files.", err=True)
     answer = service.grep(request)
-    if as_json:
-        _print_json(answer)
-    elif files_only:
-        _write(shown(f.path) + "\n" for f in answer.files)
-    elif count:
-        _write(f"{shown(f.path)}:{f.matches}\n" for f in answer.files)
-    else:
-        _write(_text_lines(answer, numbers, bool(request.before or request.after)))
+    try:
+        if as_json:
+            _print_json(answer)
+        elif files_only:
+            _write(shown(f.path) + "\n" for f in answer.files)
+        elif count:
+            _write(f"{shown(f.path)}:{f.matches}\n" for f in answer.files)
+        else:
+            _write(_text_lines(answer, numbers, bool(request.before or request.after)))
+    except BrokenPipeError:  # `grep x | head -1`: the reader has what it wanted; exit as rg does
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit's flush
+        raise SystemExit(0 if answer.matched_lines else 1) from None
     note = answer.note(words)
     if note and not as_json:
         echo(f"Note: {note}", err=True)

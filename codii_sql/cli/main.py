@@ -25,7 +25,10 @@ class CodiiGroup(click.Group):
             return super().invoke(ctx)
         except CodiiError as err:
             where = " ".join(filter(None, ["codii-sql", ctx.invoked_subcommand]))
-            _fail(what(err), words(err.hint), err.exit_code, as_json, where)
+            # grep's 1 means "no line matched", as rg's: any error of a grep is 2, as rg's (a damaged index
+            # exited 1, read by a script as no match).
+            code = max(err.exit_code, 2) if ctx.invoked_subcommand == "grep" else err.exit_code
+            _fail(what(err), words(err.hint), code, as_json, where)
         except click.exceptions.NoArgsIsHelpError as err:  # `codii-sql models`: its help, as asked
             echo(err.ctx.get_help() if err.ctx else err.format_message())
             ctx.exit(0)
