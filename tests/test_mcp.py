@@ -669,3 +669,25 @@ def test_a_file_name_or_line_cannot_forge_or_colour_an_agents_text(codii_home, t
                     assert "new\\nline.py" in text, (tool, text)
 
     asyncio.run(run())
+
+
+def test_a_refused_build_no_longer_stands_for_the_index_once_it_is_found_current(codii_home, tmp_path):
+    """A new user's index_codebase(embedder="ollama:nothing") was refused (right), and then get_indexing_status
+    said "failed" for the rest of the session, even after index_codebase answered "already up to date"."""
+    from codii_sql.errors import BuildFailedError
+    from codii_sql.service import Session
+
+    repo = write_tree(tmp_path / "ok", {"a.py": "def f():\n    return 1\n"})
+    cb = service.open_codebase(repo)
+    service.build(cb, vectors=False)
+    session = Session()
+    try:
+        with pytest.raises(BuildFailedError):
+            session.index(cb, force=False, extensions=[], ignore_patterns=[], reset_filters=False,
+                          embedder="ollama:nothing-here")
+        assert session.indexing_status(cb)["status"] == "failed"
+        data, _ = session.index(cb, force=False, extensions=[], ignore_patterns=[], reset_filters=False)
+        assert data["status"] == "already up to date"
+        assert session.indexing_status(cb)["status"] == "indexed"
+    finally:
+        session.shutdown()

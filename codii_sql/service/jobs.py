@@ -114,6 +114,8 @@ class Jobs:
             fresh = (st["status"] != "not_indexed" and not force and embedder in (None, st.get("embedder"))
                      and not is_stale(cb, ignore_patterns, extensions))
             if fresh and st["status"] == "indexed" and st["vectors"]["state"] in ("complete", "off"):
+                if job is not None:  # a refused build (a bad embedder) no longer stands for the index's state
+                    self._jobs.pop(str(cb.db_path), None)
                 return "already up to date"
             if fresh and st.get("phase") == "vectors":  # another process is embedding; nothing else to do
                 return "already indexing"
