@@ -197,3 +197,25 @@ def test_a_bad_name_on_the_symbol_pages_is_a_bad_request_and_an_unknown_codebase
     assert client.get("/symbol", params={"codebase": "http", "name": ""}).status_code == 400
     assert client.get("/refs", params={"codebase": "http", "name": "<b>"}).status_code == 400
     assert client.get("/symbol", params={"codebase": "nowhere", "name": "x"}).status_code == 404
+
+
+def test_page_links_encode_a_codebase_named_with_url_characters(tmp_path):
+    """A new user's codebase folder `c#sharp` linked /file/c#sharp/s.py: a fragment, not the file."""
+    import html
+    import re
+
+    from starlette.testclient import TestClient
+
+    from codii_sql.http.server import app
+
+    odd = write_tree(tmp_path / "c#sharp %x?", {"s.py": "def odd_marker():\n    return 1\n"})
+    assert run("build", odd, "--no-vectors").exit_code == 0
+    assert run("workspace", "add", "odd", odd).exit_code == 0
+    client = TestClient(app(SearchHandler(["odd"])), base_url="http://127.0.0.1")
+    name = "c#sharp %x?"
+    for page in (client.get("/", params={"q": "odd_marker", "mode": "grep", "codebase": name}),
+                 client.get("/symbol", params={"codebase": name, "name": "odd_marker"})):
+        assert page.status_code == 200, page.text
+        links = {html.unescape(h) for h in re.findall(r'href="(/file/[^"]*)"', page.text)}
+        assert links and all(h.startswith("/file/c%23sharp%20%25x%3F/s.py") for h in links), links
+        assert all(client.get(h.split("#")[0]).status_code == 200 for h in links)
