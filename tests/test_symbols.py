@@ -370,6 +370,8 @@ DECLARED = {
     "grouped.go": "package gin\n\nvar (\n\tdefault404Body = []byte(\"404\")\n\tdefault405Body = 2\n)\n",
     "spin.h": "typedef struct spinlock {\n\tint raw;\n} spinlock_t;\n",
     "node.h": "typedef struct node {\n\tint value;\n} node;\n",  # one name, one place: listed once
+    "consts.ts": "export const MAX_ITEMS = 10;\nexport declare const ZodIssueCode: { a: 1 };\nfunction f() {\n"
+                 "  const inner = 1;\n}\n",
 }
 
 
@@ -385,12 +387,13 @@ def test_macros_type_aliases_and_constants_are_symbols_and_in_outlines(tmp_path,
             "DebugPrintRouteFunc": ("gin.go", "variable", 5), "Result": ("lib.rs", "type", 1),
             "LIMIT": ("lib.rs", "constant", 2), "JSON_NON_EXECUTABLE_PREFIX": ("Gson.java", "constant", 2),
             "RRF_K": ("ranking.py", "constant", 1), "default404Body": ("grouped.go", "variable", 4),
-            "spinlock_t": ("spin.h", "type", 1), "spinlock": ("spin.h", "class", 1), "node": ("node.h", "type", 1)}
+            "spinlock_t": ("spin.h", "type", 1), "spinlock": ("spin.h", "class", 1), "node": ("node.h", "type", 1),
+            "MAX_ITEMS": ("consts.ts", "constant", 1), "ZodIssueCode": ("consts.ts", "variable", 2)}
     for name, (path, kind, line) in want.items():
         found = service.find_symbol(cb, name)["definitions"]
         assert [(d["path"], d["kind"], d["start_line"]) for d in found] == [(path, kind, line)], (name, found)
     assert service.find_symbol(cb, "CJSON_VERSION_MAJOR")["definitions"][0]["signature"] == "#define CJSON_VERSION_MAJOR 1"
-    assert service.find_symbol(cb, "local")["definitions"] == []
+    assert service.find_symbol(cb, "local")["definitions"] == [] == service.find_symbol(cb, "inner")["definitions"]
     # The definition with its body before the header's prototype, whatever their paths' order.
     assert [(d["path"], d["start_line"]) for d in service.find_symbol(cb, "cJSON_Parse")["definitions"]] == [
         ("z_last/cjson.c", 1), ("cjson.h", 4)]

@@ -13,6 +13,7 @@ from collections.abc import Callable
 
 import tree_sitter
 
+from .javascript import variable_name
 from .nodes import field_name, node_text
 
 NameOf = Callable[[tree_sitter.Node], str | None]
@@ -77,19 +78,41 @@ def _ruby_constant_name(node: tree_sitter.Node) -> str | None:
     return node_text(left) if left is not None and left.type == "constant" else None
 
 
+#: What holds a module-scope JS/TS binding: the file, an export, a TypeScript ``declare``.
+_JS_MODULE_SCOPES = frozenset({"program", "export_statement", "ambient_declaration"})
+
+
+def _js_binding_name(node: tree_sitter.Node) -> str | None:
+    """A ``variable_declarator`` of the module's scope (``export const LIMIT = 10``, ``let a = 1, b = 2``,
+    a ``.d.ts``'s ``export declare const ZodIssueCode``) binding a plain name; not one inside a function,
+    not a destructuring, and not one whose declaration the chunker names already (``const f = () => 1``)."""
+    declaration = node.parent
+    if declaration is None or declaration.type not in ("lexical_declaration", "variable_declaration"):
+        return None
+    scope = declaration.parent
+    while scope is not None and scope.type in ("export_statement", "ambient_declaration"):
+        scope = scope.parent
+    if scope is None or scope.type != "program" or variable_name(declaration) is not None:
+        return None
+    name = node.child_by_field_name("name")
+    return node_text(name) if name is not None and name.type == "identifier" else None
+
+
 def _python_kind(name: str) -> str:
     return "constant" if name.isupper() else "variable"
 
 
 _C = {"preproc_def": ("macro", field_name), "preproc_function_def": ("macro", field_name),
       "type_definition": ("type", _c_typedef_name)}
-_TS = {"type_alias_declaration": ("type", field_name)}
+_JS = {"variable_declarator": ("variable", _js_binding_name)}
+_TS = {"type_alias_declaration": ("type", field_name), **_JS}
 _RUST_SCOPES = ("source_file", "declaration_list", "mod_item")
 
 #: language -> node type -> (kind, name function). Python's kind depends on the name: see :func:`kind_of`.
 DECLARATIONS: dict[str, dict[str, tuple[str, NameOf]]] = {
     "c": _C,
     "cpp": _C,
+    "javascript": _JS,
     "typescript": _TS,
     "tsx": _TS,
     "go": {"const_spec": ("constant", _go_spec_name), "var_spec": ("variable", _go_spec_name),
@@ -104,7 +127,11 @@ DECLARATIONS: dict[str, dict[str, tuple[str, NameOf]]] = {
 }
 
 
+#: Languages whose module bindings are named constants by their case alone (``RRF_K``, ``MAX_RETRIES``).
+_CASE_KINDS = frozenset({"python", "javascript", "typescript", "tsx"})
+
+
 def kind_of(language: str, node_type: str, name: str) -> str:
-    """The kind of a declaration named ``name``: Python's UPPER_CASE names are constants."""
+    """The kind of a declaration named ``name``: Python's and JS/TS's UPPER_CASE names are constants."""
     kind = DECLARATIONS[language][node_type][0]
-    return _python_kind(name) if language == "python" else kind
+    return _python_kind(name) if language in _CASE_KINDS and kind == "variable" else kind
