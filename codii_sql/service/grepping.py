@@ -8,8 +8,6 @@ case that resolves a request's paths and updates the index first is :mod:`.grep`
 
 from __future__ import annotations
 
-import collections
-import concurrent.futures as cf
 import json
 import os
 import re
@@ -38,13 +36,6 @@ from .status import committed_files, open_store, scan_rules
 
 #: Lines around a match at most (``-A``/``-B``/``-C``).
 MAX_CONTEXT = 100
-#: Threads that read and match candidate files (2 cores here: measured on Django's `return`, 1,481 files).
-WORKERS = 2
-#: Files read ahead of the answer at most (a limit stops the reading soon after it is reached).
-AHEAD = 32
-#: Files one thread reads and matches per task: a task per file spent ~20 us of the GIL on the pool's
-#: bookkeeping, ~0.3 s of the kernel's 15,736 files for `return -EINVAL` (docs/benchmarks.md "Grep").
-BATCH = 8
 #: Files whose matching passes the per-file time bound before a grep stops reading: '(.|..)+!$' took
 #: 18.7 s on Flask and hours on the kernel, one bounded second a file at a time.
 MAX_SLOW_FILES = 5
@@ -236,34 +227,14 @@ def _matched_or_none(match: Callable, pattern: GrepPattern, text: str | bytes) -
 def _verified(store: Store, codebase: Codebase, meta: dict, pattern: GrepPattern, rows: list[dict],
               match: Callable) -> Iterator[tuple]:
     """``(row, text, gaps, match(pattern, text))`` of each candidate in order (text None: unreadable; the
-    match None: timed out), under the size cap of the build whose snapshot is ``meta``. Files on disk are
-    read and matched :data:`WORKERS` at a time (the regex engine and file reads release the GIL), at
-    most :data:`AHEAD` files ahead of the consumer, which may stop."""
+    match None: timed out), under the size cap of the build whose snapshot is ``meta``, one file at a time
+    as the consumer asks (it may stop). Threads reading and matching ahead were 20-40% slower with the
+    files in the page cache, for the GIL's hand-offs (docs/benchmarks.md, "Grep", third round)."""
     max_bytes = 0 if codebase.alone else scan_rules(codebase, meta)["max_file_bytes"]
     root_real = os.path.realpath(codebase.root)
-
-    def verify(row: dict) -> tuple:
+    for row in rows:
         text, gaps = _text(store, codebase, pattern, row, root_real, max_bytes)
-        if text is None:
-            return row, None, gaps, []
-        return row, text, gaps, _matched_or_none(match, pattern, text)
-
-    if codebase.alone or len(rows) < AHEAD:  # an index alone reads one connection; few files gain nothing
-        yield from map(verify, rows)
-        return
-    batches = [rows[i:i + BATCH] for i in range(0, len(rows), BATCH)]
-    with cf.ThreadPoolExecutor(max_workers=WORKERS) as pool:
-        pending = collections.deque(pool.submit(list, map(verify, b)) for b in batches[:AHEAD // BATCH])
-        nxt = len(pending)
-        try:
-            while pending:
-                yield from pending.popleft().result()
-                if nxt < len(batches):
-                    pending.append(pool.submit(list, map(verify, batches[nxt])))
-                    nxt += 1
-        finally:
-            for future in pending:
-                future.cancel()
+        yield row, text, gaps, [] if text is None else _matched_or_none(match, pattern, text)
 
 
 def _text(store: Store, codebase: Codebase, pattern: GrepPattern, row: dict, root_real: str, max_bytes: int
