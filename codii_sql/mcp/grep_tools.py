@@ -9,18 +9,8 @@ from pydantic import Field
 
 from ..service import GrepRequest, grep
 from ..text import escaped
-from .app import (
-    DEFAULT_MAX_TOKENS,
-    READ_ONLY,
-    SESSION,
-    MaxTokensArg,
-    PathArg,
-    agent_errors,
-    answer,
-    codebase_at,
-    server,
-    with_note,
-)
+from .app import DEFAULT_MAX_TOKENS, READ_ONLY, SESSION, MaxTokensArg, PathArg, agent_errors, answer, codebase_at, \
+    server, with_note
 from .words import words
 
 #: A line longer than this (characters) is sent cut: a minified or data line would spend the budget alone.

@@ -168,7 +168,7 @@ def read_indexed(root_real: str, rel: str, max_bytes: int) -> bytes | None:
         st = os.fstat(fd)
         # The index holds no link (a link to a file or folder is never indexed): a path that now
         # resolves elsewhere had a link swapped in after the build (`main.py -> .env` served the secret).
-        if real != os.path.join(root_real, rel) or not stat.S_ISREG(st.st_mode) or st.st_size > max_bytes:
+        if real != path or not stat.S_ISREG(st.st_mode) or st.st_size > max_bytes:
             return None
         data = _read_all(fd, st.st_size, max_bytes)
     except OSError:
