@@ -488,3 +488,25 @@ def test_a_name_as_it_is_imported_lists_the_definitions_of_its_last_part_and_say
     assert "no definition is qualified as 'somepkg.Session'" in out["note"]
     assert service.find_symbol(poly, "Session.send")["definitions"][0]["match"] == "exact"  # found as asked: as before
     assert service.find_symbol(poly, "somepkg.no_such_thing")["definitions"] == []
+
+
+def test_an_index_of_a_newer_codii_sql_says_to_upgrade(tmp_path, codii_home):
+    """The version before definitions called an index with that table "not a codii-sql index"; a newer
+    schema's tables are foreign to this one too: it says what made the file and what to do."""
+    import apsw
+
+    from codii_sql.errors import StorageError
+    from codii_sql.storage.store import SCHEMA_VERSION, Store
+
+    repo = write_tree(tmp_path / "new", {"a.py": "x = 1\n"})
+    cb = service.open_codebase(repo)
+    service.build(cb, vectors=False)
+    conn = apsw.Connection(str(cb.db_path))
+    conn.execute("CREATE TABLE tomorrow (x); UPDATE meta SET value = ? WHERE key = 'schema_version'",
+                 (str(SCHEMA_VERSION + 1),))
+    conn.close()
+    for readonly in (False, True):
+        with pytest.raises(StorageError, match=f"newer codii-sql \\(schema {SCHEMA_VERSION + 1}.*pip install -U"):
+            Store(cb.db_path, create=False, readonly=readonly)
+    out = CliRunner().invoke(cli, ["symbol", "x", "--path", str(repo), "--no-update"])
+    assert out.exit_code == 1 and "newer codii-sql" in out.output and "Traceback" not in out.output

@@ -82,9 +82,7 @@ class Store:
         self._translate = False  # opening words its own errors, below
         if (not create or readonly) and not self.path.is_file():
             raise StorageError(f"no index at {self.path}", Remedy("build"))
-        #: True when opened from a full disk or a read-only folder as an immutable file (see
-        #: :meth:`_open_immutable`): reads only.
-        self.immutable = False
+        self.immutable = False  # opened as an immutable file (a full disk, a read-only folder): reads only
         self.readonly = readonly
         try:
             if readonly:
@@ -108,9 +106,7 @@ class Store:
             self._retry_busy("pragmas_write")
             for name in ("pragma_synchronous", "pragma_mmap"):
                 self.run(name)
-            if shape["tables"] == 0:
-                # Another process may be creating the same fresh file: decide again under the
-                # write lock, so one of them creates the schema and the others find it.
+            if shape["tables"] == 0:  # another process may be creating it: decide again under the write lock
                 with self.transaction():
                     shape = self.row("index_shape")
                     self._refuse_foreign(shape, create)
@@ -209,13 +205,17 @@ class Store:
         return self._connect(uri, apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)
 
     def _refuse_foreign(self, shape: dict[str, int], create: bool) -> None:
-        """Raise ``StorageError`` unless the file is our index, or empty and ``create`` is set."""
-        # Our schema is created in one transaction, so a file with tables but not all three of
-        # ours (a key/value `meta` is common) was made by someone else.
-        fresh = shape["tables"] == 0
-        if (shape["ours"] == 3 or (create and fresh)) and shape["foreign_tables"] == 0:
+        """Raise ``StorageError`` unless the file is our index of this or an older schema, or empty and
+        ``create`` is set. A newer codii-sql's tables are foreign to this one: it says to upgrade."""
+        # Our schema comes in one transaction: tables but not all three of ours (a `meta` is common): another's.
+        version = str(self.value("meta_get", {"key": "schema_version"})) if shape["ours"] == 3 else ""
+        newer = version.isdigit() and int(version) > SCHEMA_VERSION
+        if not newer and (shape["ours"] == 3 or (create and shape["tables"] == 0)) and shape["foreign_tables"] == 0:
             return
         self.conn.close()
+        if newer:
+            raise StorageError(f"{self.path} was made by a newer codii-sql (schema {version}; this one reads up to "
+                               f"{SCHEMA_VERSION})", "upgrade codii-sql (pip install -U codii-sql) to use it")
         raise StorageError(f"{self.path} is not a codii-sql index", "pass the .db that a codii-sql build made "
                            "(or a new file name)")
 
