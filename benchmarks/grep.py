@@ -7,7 +7,8 @@ Prints numbers; not run in CI. Each tree is indexed without vectors into a scrat
   python benchmarks/grep.py parity TREE... [-n 1000]  # same files, lines and match counts as rg
   python benchmarks/grep.py speed TREE [--runs 5] [-p PATTERN...] [--rg-files]  # warm: selective, common vs rg
 
-Parity compares ``rg -n --no-heading`` (and ``rg --count-matches`` per file) over exactly the files the
+Parity compares ``rg -n --no-heading`` (and ``rg --count-matches`` per file, and the matching lines per file
+that ``-c`` counts without building them) over exactly the files the
 index holds (passed to rg by name, so rg's own ignore rules add nothing), with ``codii-sql grep``'s
 answer for the same pattern and flags: a difference is printed with its pattern.
 """
@@ -15,6 +16,7 @@ answer for the same pattern and flags: a difference is printed with its pattern.
 from __future__ import annotations
 
 import argparse
+import collections
 import os
 import random
 import re
@@ -173,8 +175,13 @@ def parity(trees: list[Path], home: Path, n: int) -> None:
                                                       word="-w" in flags, paths=[str(tree)], update=False))
             ours = {(f.path, g.line) for f in answer.files for g in f.lines}
             counts = {f.path: sum(len(g.spans) for g in f.lines) for f in answer.files}
+            counted = service.grep(service.GrepRequest([pattern], fixed="-F" in flags, ignore_case="-i" in flags,
+                                                       word="-w" in flags, paths=[str(tree)], update=False,
+                                                       counts_only=True))  # -c and -l: no lines built
             theirs, their_counts = _theirs(tree, files, pattern, flags)
-            if ours == theirs and counts == their_counts and not answer.timed_out:
+            per_file = collections.Counter(p for p, _ in theirs)
+            if ours == theirs and counts == their_counts and not answer.timed_out and \
+                    {f.path: f.matches for f in counted.files} == per_file and not counted.timed_out:
                 ok += 1
             else:
                 print(f"  differs: {tree.name} {flags} {pattern!r}: ours {len(ours)} lines / {sum(counts.values())} "
