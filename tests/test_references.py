@@ -117,3 +117,37 @@ def test_symbol_and_refs_from_a_subfolder_keep_to_its_files(tmp_path, codii_home
     assert out["total"] == 1 and {f["path"] for f in out["files"]} == {"pkg/b/core.py"}, out  # lines
     whole = json.loads(CliRunner().invoke(cli, ["refs", "helper", "--path", str(repo), "--json"]).output)
     assert whole["total"] == 2
+
+
+def uses(repo, name):
+    res = CliRunner().invoke(cli, ["refs", name, "--path", str(repo), "--json", "--limit", "2000"])
+    assert res.exit_code == 0, res.output
+    return sorted((f["path"], line["line"]) for f in json.loads(res.output)["files"] for line in f["lines"])
+
+
+def test_uses_as_rg_finds_them_in_long_lines_shell_variables_gnu_c_and_typescript_signatures(tmp_path, codii_home):
+    """A new user's checks against `rg -nw`: a long line's piece cut after `alpha_` hid alpha_beta_gamma and
+    showed beta_gamma; `$OUTDIR` was no use of OUTDIR; GNU C's name line under `static int`, TypeScript's
+    `declare function`, overloads and interface methods were counted as uses."""
+    words = [f"w{i}" for i in range(700)]
+    long_line = "data = [" + ", ".join(words[:118] + ["alpha_beta_gamma_delta_epsilon"] + words[118:]) + "]\n"  # cut at `alpha_`
+    repo = write_tree(tmp_path / "r", {
+        "long.py": long_line,
+        "build.sh": 'OUTDIR=/tmp/out\nmkdir -p "$OUTDIR"\necho ${OUTDIR}\n',
+        "timing.c": "static int\ncgt_works_p(void)\n{\n\treturn 1;\n}\n\nint main(void)\n{\n\treturn cgt_works_p();\n}\n",
+        "api.d.ts": "export declare function setErrorMap(m: number): void;\n",
+        "over.ts": "function over(a: string): void;\nfunction over(a: number): void;\nfunction over(a: any) {\n"
+                   "  return a;\n}\nover(1);\ninterface Fetcher {\n  fetchIt(url: string): void;\n}\n"
+                   "declare const f: Fetcher;\nf.fetchIt('x');\n",
+        "use.ts": "import { setErrorMap } from './api';\nsetErrorMap(1);\n",
+    })
+    assert CliRunner().invoke(cli, ["build", str(repo), "--no-vectors"]).exit_code == 0
+    assert uses(repo, "alpha_beta_gamma_delta_epsilon") == [("long.py", 1)]
+    assert uses(repo, "beta_gamma_delta_epsilon") == []
+    assert uses(repo, "OUTDIR") == [("build.sh", 1), ("build.sh", 2), ("build.sh", 3)]  # as rg -nw
+    assert uses(repo, "cgt_works_p") == [("timing.c", 9)]
+    assert uses(repo, "setErrorMap") == [("use.ts", 1), ("use.ts", 2)]
+    assert uses(repo, "over") == [("over.ts", 6)]
+    assert uses(repo, "fetchIt") == [("over.ts", 11)]
+    found = CliRunner().invoke(cli, ["symbol", "cgt_works_p", "--path", str(repo), "--json"])
+    assert [(d["start_line"], d["signature"]) for d in json.loads(found.output)["definitions"]] == [(1, "cgt_works_p(void)")]

@@ -488,6 +488,9 @@ def test_a_name_as_it_is_imported_lists_the_definitions_of_its_last_part_and_say
     assert "no definition is qualified as 'somepkg.Session'" in out["note"]
     assert service.find_symbol(poly, "Session.send")["definitions"][0]["match"] == "exact"  # found as asked: as before
     assert service.find_symbol(poly, "somepkg.no_such_thing")["definitions"] == []
+    tail = service.find_symbol(poly, "requests.Session.send")  # the longest tail some symbol ends in first
+    assert [(d["symbol"], d["match"]) for d in tail["definitions"]] == [("Session.send", "name")]
+    assert "these are named 'Session.send'" in tail["note"]
 
 
 def test_an_index_of_a_newer_codii_sql_says_to_upgrade(tmp_path, codii_home):

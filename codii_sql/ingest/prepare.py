@@ -89,8 +89,9 @@ def definition_rows(found: list[FileDefinition]) -> list[dict]:
     rows: list[dict] = []
 
     def add(d: FileDefinition) -> None:
-        row = {"seq": len(rows), "name": last_name(d.symbol), "symbol": d.symbol, "kind": d.kind,
-               "start_line": d.start_line, "end_line": d.end_line, "signature": signature(d.source, d.language)}
+        name = last_name(d.symbol)
+        row = {"seq": len(rows), "name": name, "symbol": d.symbol, "kind": d.kind, "start_line": d.start_line,
+               "end_line": d.end_line, "signature": signature(d.source, d.language, name)}
         rows.append(row)
         for child in d.children:
             add(child)

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from ..codebase import Codebase
 from ..errors import UsageError
 from ..ingest.chunking import FileDefinition, Source, read_source, source_definitions
-from ..ingest.chunking.signatures import signature
+from ..ingest.chunking.signatures import last_name, signature
 from ..ingest.config import size_cap
 from ..languages import AST_LANGUAGES
 from ..search.budget import json_tokens
@@ -115,4 +115,4 @@ def _count(nodes: list[dict]) -> int:
 
 def _node(d: FileDefinition) -> dict:
     return {"kind": d.kind, "symbol": d.symbol, "start_line": d.start_line, "end_line": d.end_line,
-            "signature": signature(d.source, d.language), "children": [_node(c) for c in d.children]}
+            "signature": signature(d.source, d.language, last_name(d.symbol)), "children": [_node(c) for c in d.children]}

@@ -33,7 +33,8 @@ class _Tally:
 
     def __init__(self, ident: str, offset: int, limit: int, skip: set[tuple[str, str]]) -> None:
         self.offset, self.limit, self.skip = offset, limit, skip
-        self.word = re.compile(rf"(?<![\w$]){re.escape(ident)}(?![\w$])")
+        # rg -w's boundaries: `$OUTDIR` in a shell or PHP line uses OUTDIR (a `$` around the name hid it).
+        self.word = re.compile(rf"(?<!\w){re.escape(ident)}(?!\w)")
         self.total = self.files = 0
         self.window: list[tuple[str, str, int, str]] = []  # (path, role, line, text)
         self.path: str | None = None

@@ -76,10 +76,16 @@ def find_symbol(codebase: Codebase, name: str, *, kind: str | None = None, prefi
         if how is not None:
             found.append((how, ROLE_ORDER.get(r["role"], 1), _declared_only(r), len(r["symbol"]), r["path"], r))
     # `requests.get`, `models.Model`: a name as it is imported, not where it is defined (requests/api.py,
-    # django/db/models/base.py): the definitions of its last part, said so, rather than none.
+    # django/db/models/base.py): the definitions of its longest tail that some symbol ends in
+    # (`requests.Session.get` -> Session.get, `mpsc::Sender::send` -> Sender.send), else of its last part.
     by_name = not found and needle != wanted and not prefix
     if by_name:
-        found = [(3, ROLE_ORDER.get(r["role"], 1), _declared_only(r), len(r["symbol"]), r["path"], r) for r in rows]
+        parts = name_parts(wanted)
+        tails = [".".join(parts[i:]) for i in range(1, len(parts))]
+        tail = next((t for t in tails if any(_match(normal_name(r["symbol"]), t, False) is not None for r in rows)),
+                    needle)
+        found = [(3, ROLE_ORDER.get(r["role"], 1), _declared_only(r), len(r["symbol"]), r["path"], r) for r in rows
+                 if _match(normal_name(r["symbol"]), tail, False) is not None]
     found.sort(key=lambda item: item[:5])
     # One place once: `typedef struct cJSON {...} cJSON` is a struct and a typedef of the same lines.
     first: dict[tuple, tuple] = {}
@@ -109,7 +115,7 @@ def find_symbol(codebase: Codebase, name: str, *, kind: str | None = None, prefi
     if by_name and defs:
         out["note"] = "; ".join(filter(None, (
             f"no definition is qualified as {name!r} (an import path can differ from the defining module's); "
-            f"these are named {needle!r}", out.get("note"))))
+            f"these are named {tail!r}", out.get("note"))))
     extra = [ALONE_NOTE if codebase.alone else None, unread, fresh.what if fresh else None]
     if any(extra):
         out["note"] = "; ".join(filter(None, (out.get("note"), *extra)))

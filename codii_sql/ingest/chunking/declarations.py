@@ -105,7 +105,10 @@ def _python_kind(name: str) -> str:
 _C = {"preproc_def": ("macro", field_name), "preproc_function_def": ("macro", field_name),
       "type_definition": ("type", _c_typedef_name)}
 _JS = {"variable_declarator": ("variable", _js_binding_name)}
-_TS = {"type_alias_declaration": ("type", field_name), **_JS}
+#: TypeScript's signatures without a body (``declare function``, an overload, an interface's or a declared
+#: class's method: a method once inside a class) and namespaces.
+_TS = {"type_alias_declaration": ("type", field_name), "function_signature": ("function", field_name),
+       "method_signature": ("function", field_name), "internal_module": ("class", field_name), **_JS}
 _RUST_SCOPES = ("source_file", "declaration_list", "mod_item")
 
 #: language -> node type -> (kind, name function). Python's kind depends on the name: see :func:`kind_of`.

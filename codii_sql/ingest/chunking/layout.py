@@ -137,12 +137,14 @@ _WORD_BOUNDARY_SEARCH = 64
 
 
 def _cut_evenly(line: str, parts: int) -> list[str]:
-    """``line`` in ``parts`` near-equal pieces, each cut moved back after a non-word character."""
+    """``line`` in ``parts`` near-equal pieces, each cut moved back after a character no identifier
+    holds (``_`` and ``$`` do: a cut after ``alpha_`` split ``alpha_beta`` over two pieces, and refs,
+    which reads pieces, missed it and found ``beta``)."""
     cuts = [0]
     for k in range(1, parts):
         cut = len(line) * k // parts
         for back in range(cut, max(cut - _WORD_BOUNDARY_SEARCH, cuts[-1] + 1), -1):
-            if not line[back - 1].isalnum():
+            if not (line[back - 1].isalnum() or line[back - 1] in "_$"):
                 cut = back
                 break
         if cut > cuts[-1]:

@@ -14,6 +14,8 @@ _GENERICS = re.compile(r"<[^<>]*>")
 _BRACKETS = {"(": 1, "[": 1, "{": 1, ")": -1, "]": -1, "}": -1}
 #: What opens a comment line (or a docstring) in some language.
 _COMMENT_MARKERS = ("#", "//", "/*", "*", "--", '"""', "'''")
+#: Lines of a definition's head searched for the line that holds its name.
+_HEAD_LINES = 4
 #: Languages whose ``#`` opens a private class member's name.
 _HASH_NAMES = frozenset({"javascript", "typescript", "tsx"})
 
@@ -39,13 +41,16 @@ def last_name(symbol: str) -> str:
     return parts[-1] if parts else symbol
 
 
-def signature(lines: list[str], language: str | None) -> str:
+def signature(lines: list[str], language: str | None, name: str | None = None) -> str:
     """The first of a definition's ``lines`` (in ``language``) that is not a decorator, comment
     or blank. A line of annotations followed by code (Kotlin's ``@Throws(IOException::class) fun
     peek(): Token``) is the signature; an annotation whose arguments span lines (``@Component({``)
-    is skipped to its closing line."""
+    is skipped to its closing line. With its ``name``, a first line without it is passed for the
+    next code line that has it, among the first :data:`_HEAD_LINES`: GNU C puts the return type on a
+    line of its own (``static int`` / ``cgt_works_p(void)``), and refs counted the name's line a use."""
+    first = ""
     depth = 0  # open brackets of an annotation that goes on over lines
-    for line in lines:
+    for number, line in enumerate(lines):
         stripped = line.strip()
         if depth:
             depth = max(0, depth + _depth(stripped))
@@ -54,12 +59,14 @@ def signature(lines: list[str], language: str | None) -> str:
             rest, depth = _after_annotations(stripped)
             if not rest:
                 continue
+        elif (stripped.startswith("[") and stripped.endswith("]")) or not stripped or _comment(stripped, language):
+            continue  # a C# attribute line ([Fact]), a blank, a comment
+        if not name or name in stripped:
             return _shown(stripped)
-        if stripped.startswith("[") and stripped.endswith("]"):  # a C# attribute line: [Fact], [HttpGet("x")]
-            continue
-        if stripped and not _comment(stripped, language):
-            return _shown(stripped)
-    return ""
+        first = first or _shown(stripped)
+        if number >= _HEAD_LINES:
+            break
+    return first
 
 
 def _comment(line: str, language: str | None) -> bool:
