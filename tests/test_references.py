@@ -151,3 +151,20 @@ def test_uses_as_rg_finds_them_in_long_lines_shell_variables_gnu_c_and_typescrip
     assert uses(repo, "fetchIt") == [("over.ts", 11)]
     found = CliRunner().invoke(cli, ["symbol", "cgt_works_p", "--path", str(repo), "--json"])
     assert [(d["start_line"], d["signature"]) for d in json.loads(found.output)["definitions"]] == [(1, "cgt_works_p(void)")]
+
+
+def test_refs_exits_0_when_its_reader_stops_early(tmp_path, codii_home):
+    """`refs err | head -1` exited 1 with nothing said (grep already exited as rg)."""
+    import os
+    import subprocess
+    import sys
+
+    from support.trees import REPO_ROOT
+
+    repo = write_tree(tmp_path / "r", {"a.py": "".join(f"err_{i} = err + '{'x' * 300}'\n" for i in range(1500))})
+    assert CliRunner().invoke(cli, ["build", str(repo), "--no-vectors"]).exit_code == 0
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    piped = subprocess.run(f"'{sys.executable}' -m codii_sql.cli refs err --limit 2000 --no-update | head -1; "
+                           "echo \"${PIPESTATUS[0]}\"", shell=True, executable="/bin/bash", cwd=repo, env=env,
+                           capture_output=True, text=True)
+    assert piped.stdout.splitlines()[-1] == "0" and "Error" not in piped.stderr, piped

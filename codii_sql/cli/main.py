@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 import click
@@ -40,6 +41,9 @@ class CodiiGroup(click.Group):
         except KeyboardInterrupt:
             echo("Interrupted: the index keeps every file committed so far; run build again to finish.", err=True)
             ctx.exit(130)
+        except BrokenPipeError:  # `symbol x | head -1`: the reader has what it wanted (grep decides its own)
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit's flush
+            ctx.exit(0)
 
 
 def _fail(error: str, hint: str | None, code: int, as_json: bool, where: str = "codii-sql", *,
