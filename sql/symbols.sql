@@ -19,7 +19,8 @@ WITH hit AS (
     FROM hit JOIN definitions m ON m.file_id = hit.file_id AND m.seq BETWEEN hit.seq + 1 AND hit.seq + hit.nested
     WHERE :prefix AND substr(m.symbol, 1, length(hit.symbol)) = hit.symbol
 )
-SELECT f.path, d.symbol, d.kind, d.start_line, d.end_line, d.signature, f.role, f.language
+SELECT f.path, d.symbol, d.kind, d.start_line, d.end_line, d.signature, f.role, f.language,
+       f.size AS file_size, f.mtime_ns AS file_mtime_ns, f.hash AS file_hash
 FROM found JOIN definitions d ON d.file_id = found.file_id AND d.seq = found.seq
 JOIN files f ON f.id = d.file_id
 WHERE (:kind IS NULL OR d.kind = :kind)
@@ -56,8 +57,9 @@ SELECT EXISTS (SELECT 1 FROM files WHERE size = -1);
 -- name: reference_chunks
 -- Chunks whose text holds the identifier (:fts, an FTS5 phrase on the content column), in the
 -- order service/references.py lists uses in (source files first, tests last, then path and
--- line), at most :cap: their ids and places; reference_texts reads the texts in slices.
-SELECT c.id, c.path, c.start_line, f.role
+-- line), at most :cap: their ids and places (and their file's, for the stale check);
+-- reference_texts reads the texts in slices.
+SELECT c.id, c.path, c.start_line, f.role, f.size AS file_size, f.mtime_ns AS file_mtime_ns, f.hash AS file_hash
 FROM chunks_fts JOIN chunks c ON c.id = chunks_fts.rowid JOIN files f ON f.id = c.file_id
 WHERE chunks_fts MATCH :fts
   AND (:under IS NULL OR substr(c.path, 1, length(:under) + 1) = :under || '/')  -- a subfolder searched

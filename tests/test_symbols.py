@@ -513,3 +513,23 @@ def test_an_index_of_a_newer_codii_sql_says_to_upgrade(tmp_path, codii_home):
             Store(cb.db_path, create=False, readonly=readonly)
     out = CliRunner().invoke(cli, ["symbol", "x", "--path", str(repo), "--no-update"])
     assert out.exit_code == 1 and "newer codii-sql" in out.output and "Traceback" not in out.output
+
+
+def test_definitions_and_uses_of_files_changed_since_the_build_are_marked_stale(tmp_path, codii_home):
+    """A new user renamed pkg/new.py and `symbol brand_new_fn --no-update` still answered pkg/new.py, unmarked
+    (search marks such results stale, grep says it could not read them)."""
+    repo = write_tree(tmp_path / "s", {"pkg/new.py": "def brand_new_fn(x):\n    return x\n",
+                                       "main.py": "from pkg.new import brand_new_fn\nbrand_new_fn(1)\n"})
+    cb = service.open_codebase(repo)
+    service.build(cb, vectors=False)
+    assert [d["stale"] for d in service.find_symbol(cb, "brand_new_fn")["definitions"]] == [False]
+    (repo / "pkg/new.py").rename(repo / "pkg/renamed.py")
+    (repo / "main.py").write_text("from pkg.renamed import brand_new_fn\n\nbrand_new_fn(2)\n")
+    old = service.find_symbol(cb, "brand_new_fn")
+    assert [(d["path"], d["stale"]) for d in old["definitions"]] == [("pkg/new.py", True)]
+    assert "changed or went since the index took it (pkg/new.py)" in old["note"]
+    uses = service.find_references(cb, "brand_new_fn")
+    assert [(f["path"], f["stale"]) for f in uses["files"]] == [("main.py", True)] and "changed or went" in uses["note"]
+    fresh = service.find_symbol(cb, "brand_new_fn", update=True)
+    assert [(d["path"], d["stale"]) for d in fresh["definitions"]] == [("pkg/renamed.py", False)]
+    assert "changed or went" not in (fresh.get("note") or "")

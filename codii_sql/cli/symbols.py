@@ -60,7 +60,7 @@ def symbol(name, root, kind, prefix, limit, offset, no_update, db, as_json):
         return emit(data)
     for d in data["definitions"]:
         echo(f"{shown(d['path'])}:{d['start_line']}-{d['end_line']}  {d['kind']} {shown(d['symbol'])}  "
-                   f"{shown(d['signature'])}")
+             f"{shown(d['signature'])}" + ("  [stale]" if d["stale"] else ""))
     if data.get("note"):
         echo(f"Note: {data['note']}", err=True)
 

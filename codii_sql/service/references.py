@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 
 from ..codebase import Codebase
 from ..errors import UsageError
 from ..ingest.chunking.signatures import SIGNATURE_CHARS, name_parts, normal_name
 from ..search.budget import json_tokens, page
+from ..search.staleness import StaleCheck
 from .builds import ensure_index
 from .status import open_store
-from .symbols import check_page, definitions_named
+from .symbols import changed_note, check_page, definitions_named
 
 #: Reference lines find_references returns at most.
 MAX_REFERENCES = 2_000
@@ -68,8 +70,8 @@ class _Tally:
 def find_references(codebase: Codebase, name: str, *, limit: int = 200, offset: int = 0,
                     max_tokens: int | None = None, update: bool = False, under: str | None = None) -> dict:
     """Where the identifier ``name`` (its last part for a qualified name: ``send`` of
-    ``Session.send``) is used: ``{"codebase", "name", "identifier", "files": [{"path", "role",
-    "lines": [{"line", "text"}]}], "total", "total_files", "truncated"}``, exact on identifier
+    ``Session.send``) is used: ``{"codebase", "name", "identifier", "files": [{"path", "role", "stale",
+    "lines": [{"line", "text"}]}], "total", "total_files", "truncated"}`` (``stale`` as for a definition), exact on identifier
     boundaries, each occurrence's own 1-based line, its definitions' lines excluded, source files
     first and tests last, then by path. ``total`` counts every use in the index; at most
     ``limit`` lines from the ``offset``-th (0-based, in the answer's order) on are listed, and with
@@ -109,22 +111,24 @@ def find_references(codebase: Codebase, name: str, *, limit: int = 200, offset: 
             for k in part:
                 tally.add(k["path"], k["role"], k["start_line"], texts.get(k["id"], ""))
     tally.close()
-    out = _answer(codebase, name, ident, tally, offset, limit, max_tokens, holding)
-    for extra in (unread, fresh.what if fresh else None):
+    file_rows = {k["path"]: k for k in reversed(keys)}  # one of each file's rows, for its stale check
+    check = (lambda row: None) if codebase.alone else StaleCheck(codebase.root)
+    out = _answer(codebase, name, ident, tally, offset, limit, max_tokens, holding, lambda p: check(file_rows[p]))
+    for extra in (unread, fresh.what if fresh else None, changed_note(out["files"])):
         if extra:
             out["note"] += f"; {extra}"
     return out
 
 
 def _answer(codebase: Codebase, name: str, ident: str, tally: _Tally, offset: int, limit: int,
-            max_tokens: int | None, holding: int) -> dict:
+            max_tokens: int | None, holding: int, stale: Callable[[str], bool | None]) -> dict:
     # A line costs its JSON and its path (a listing shows the path on every line).
     shown = page(tally.window, 0, limit, max_tokens,
                  lambda use: json_tokens({"line": use[2], "text": use[3]}, plus=use[0]))
     files: list[dict] = []
     for path, role, n, text in shown:
         if not files or files[-1]["path"] != path:
-            files.append({"path": path, "role": role, "lines": []})
+            files.append({"path": path, "role": role, "stale": stale(path), "lines": []})
         files[-1]["lines"].append({"line": n, "text": text})
     more = offset + len(shown) < tally.total
     stopped = holding > REFERENCE_CHUNKS

@@ -8,6 +8,7 @@ from ..codebase import Codebase
 from ..errors import UsageError
 from ..ingest.chunking.signatures import name_parts, normal_name
 from ..search.budget import page
+from ..search.staleness import StaleCheck
 from ..storage.store import Store
 from .builds import ensure_index
 from .status import not_indexed, open_store
@@ -29,7 +30,9 @@ def find_symbol(codebase: Codebase, name: str, *, kind: str | None = None, prefi
                 limit: int = 20, offset: int = 0, max_tokens: int | None = None, update: bool = False,
                 under: str | None = None) -> dict:
     """Definitions of ``name`` from the index: ``{"codebase", "name", "definitions": [{"path",
-    "symbol", "kind", "start_line", "end_line", "signature", "role", "language", "match"}]}``,
+    "symbol", "kind", "start_line", "end_line", "signature", "role", "language", "match", "stale"}]}``
+    (``stale``: the file changed or went since the index took it, as a search result's; None for an
+    index alone),
     at most ``limit`` from the ``offset``-th (0-based) on, and with ``max_tokens`` (None: any) as
     many whole ones as fit in that many tokens (:func:`~codii_sql.search.budget.json_tokens` of
     each; at least one). A cut answer has ``truncated``, ``total`` (definitions found) and
@@ -93,9 +96,10 @@ def find_symbol(codebase: Codebase, name: str, *, kind: str | None = None, prefi
         r = item[-1]
         first.setdefault((r["path"], r["start_line"], r["end_line"], r["symbol"]), item)
     found = list(first.values())
+    stale = (lambda row: None) if codebase.alone else StaleCheck(codebase.root)
     window = [{"path": r["path"], "symbol": r["symbol"], "kind": r["kind"], "start_line": r["start_line"],
                "end_line": r["end_line"], "signature": r["signature"], "role": r["role"], "language": r["language"],
-               "match": _HOW[how]} for how, *_, r in found[offset:offset + limit]]
+               "match": _HOW[how], "stale": stale(r)} for how, *_, r in found[offset:offset + limit]]
     defs = page(window, 0, limit, max_tokens)
     out = {"codebase": str(codebase.root), "name": name, "definitions": defs}
     if offset + len(defs) < len(found):
@@ -116,7 +120,7 @@ def find_symbol(codebase: Codebase, name: str, *, kind: str | None = None, prefi
         out["note"] = "; ".join(filter(None, (
             f"no definition is qualified as {name!r} (an import path can differ from the defining module's); "
             f"these are named {tail!r}", out.get("note"))))
-    extra = [ALONE_NOTE if codebase.alone else None, unread, fresh.what if fresh else None]
+    extra = [ALONE_NOTE if codebase.alone else None, unread, fresh.what if fresh else None, changed_note(defs)]
     if any(extra):
         out["note"] = "; ".join(filter(None, (out.get("note"), *extra)))
     return out
@@ -141,6 +145,17 @@ def definitions_named(store: Store, needle: str, *, wanted: str | None = None, k
     rows = store.rows("definitions_named", {"name": needle, "prefix": int(prefix), "kind": kind, "under": under,
                                             "wanted": wanted or needle, "cap": cap})
     return rows, unread
+
+
+def changed_note(listed: list[dict]) -> str | None:
+    """What an answer says when files it lists changed or went since the index took them (their
+    ``stale``), else None."""
+    changed = sorted({d["path"] for d in listed if d.get("stale")})
+    if not changed:
+        return None
+    return (f"{len(changed)} listed file{'s' if len(changed) > 1 else ''} changed or went since the index took "
+            f"{'them' if len(changed) > 1 else 'it'} ({', '.join(changed[:3])}{', ...' if len(changed) > 3 else ''}): "
+            "lines may have moved; update the index (a build, or the command without --no-update)")
 
 
 def check_page(offset: int, max_tokens: int | None) -> None:
