@@ -427,6 +427,11 @@ def test_a_named_file_the_index_leaves_out_is_said_not_searched(tmp_path):
     note = answer.note(lambda h: h)
     assert "big.py (too large)" in note and "package-lock.json (lock file)" in note and "a.py" not in note
     assert "not searched" not in (grep(root, "func_59999").note(lambda h: h) or "")  # the whole codebase: no such note
+    (root / "pkg.egg-info").mkdir()
+    (root / "pkg.egg-info" / "PKG-INFO").write_text("func_59999\n")
+    (root / "blob.dat").write_bytes(b"func_59999\x00\x01")
+    odd = grep(root, "func_59999", paths=[str(root / "pkg.egg-info"), str(root / "blob.dat")]).note(lambda h: h)
+    assert "pkg.egg-info (default excluded)" in odd and "blob.dat (binary)" in odd and "max_file_bytes" not in odd
 
 
 @pytest.mark.skipif(RG is None, reason="the rg binary is not installed")
@@ -456,3 +461,11 @@ def test_grep_exits_as_rg_when_its_reader_stops_early_and_on_an_error(tmp_path):
     bad.write_bytes(b"garbage")
     damaged = run("grep", "needle", "--db", bad)
     assert damaged.exit_code == 2 and "damaged" in damaged.output
+
+
+def test_a_crlf_line_is_printed_as_rg_prints_it_and_a_missing_pattern_reads_plainly(tmp_path):
+    root = built(write_tree(tmp_path / "repo", {"crlf.txt": "a needle\r\nb\r\n"}))
+    out = run("grep", "needle", root, "--no-update")
+    assert out.stdout == "crlf.txt:1:a needle\r\n", repr(out.stdout)  # not an escaped "\\r"
+    missing = run("grep")
+    assert missing.exit_code == 2 and "Error: pattern is missing" in missing.output

@@ -104,7 +104,8 @@ def _text_lines(answer, numbers: bool, with_context: bool):
                 yield "--\n"
             last = (f.path, g.line)
             mark = ":" if g.matched else "-"
-            yield f"{path}{mark}{g.line}{mark}{shown(g.text)}\n" if numbers else f"{path}{mark}{shown(g.text)}\n"
+            text = shown(g.text[:-1]) + "\r" if g.text.endswith("\r") else shown(g.text)  # a CRLF line as rg prints it
+            yield f"{path}{mark}{g.line}{mark}{text}\n" if numbers else f"{path}{mark}{text}\n"
 
 
 def _print_json(answer) -> None:

@@ -55,7 +55,7 @@ class GrepPattern:
 
     def __post_init__(self) -> None:
         if not self.patterns:
-            raise UsageError("no pattern given", "pass a pattern to search for", field="pattern")
+            raise UsageError("is missing", "pass a pattern to search for", field="pattern")
         sources = [re.escape(p) if self.fixed else p for p in self.patterns]
         flags = re.IGNORECASE if self.ignore_case else 0
         parsed = [_parsed(s, flags, shown) for s, shown in zip(sources, self.patterns)]

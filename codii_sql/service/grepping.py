@@ -21,6 +21,7 @@ from ..errors import Remedy, StorageError, UsageError
 from ..ingest import wildmatch
 from ..ingest.wildmatch import expand_braces
 from ..ingest.config import size_cap
+from ..ingest.read import SNIFF_BYTES, is_binary
 from ..languages import KNOWN_LANGUAGES, language_name
 from ..search.answer import Note
 from ..search.budget import json_tokens
@@ -200,20 +201,38 @@ def _search(store: Store, codebase: Codebase, pattern: GrepPattern, request: Gre
 
 
 def _left_out(store: Store, codebase: Codebase, scopes: list[str]) -> list[Note]:
-    """A note naming the files the request names that the index leaves out (a lock file, a minified or
-    too large one: its rules'), which grep therefore did not read (a new user's `grep func_59999 big.py`
-    answered "no match", silently, where rg found it); none for folders or an index alone."""
+    """A note naming the files and folders the request names that the index leaves out (a lock file, a
+    minified, binary or too large one, an excluded folder: its rules'), which grep therefore did not
+    read (a new user's `grep func_59999 big.py` answered "no match", silently, where rg found it);
+    none for an index alone."""
     if codebase.alone:
         return []
-    named = [s for s in scopes if os.path.isfile(os.path.join(codebase.root, s))]
-    missing = [s for s in named if store.row("file_by_path", {"path": s}) is None]
+    missing = []
+    for s in scopes:
+        full = os.path.join(codebase.root, s)
+        if os.path.isfile(full) and store.row("file_by_path", {"path": s}) is None:
+            missing.append((s, full, False))
+        elif os.path.isdir(full) and not store.value("has_files_under", {"under": s}):
+            missing.append((s, full, True))
     if not missing:
         return []
     files = boundary.FileSet(codebase.root, scan_rules(codebase))
-    why = [f"{s} ({(files.unlisted(s) or 'not indexed yet').replace('-', ' ')})" for s in missing[:5]]
+    # A folder's reason is that of a plain file in it ("missing" when the folder itself is not left out).
+    reasons = [(files.unlisted(f"{s}/a") if folder else files.unlisted(s) or _unread(full)) for s, full, folder in missing[:5]]
+    reasons = ["no indexed file" if r in (None, "missing") else r.replace("-", " ") for r in reasons]
+    why = ", ".join(f"{s} ({reason})" for (s, _, _), reason in zip(missing, reasons))
     more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
-    return [Note("grep", f"not searched, as the index leaves them out: {', '.join(why)}{more}",
-                 "rg reads them; a rule of .codii.yaml (max_file_bytes, include) indexes them")]
+    hint = "rg reads them" + ("; a larger max_file_bytes in .codii.yaml indexes them" if "too large" in reasons else "")
+    return [Note("grep", f"not searched, as the index leaves them out: {why}{more}", hint)]
+
+
+def _unread(full: str) -> str:
+    """Why a file the index's rules list is not in it: binary (as the build sniffs it), else not yet read."""
+    try:
+        with open(full, "rb") as fh:
+            return "binary" if is_binary(fh.read(SNIFF_BYTES)) else "not indexed yet"
+    except OSError:
+        return "unreadable"
 
 
 def _matched_or_none(match: Callable, pattern: GrepPattern, text: str | bytes) -> list[GrepLine] | int | None:
