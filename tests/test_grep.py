@@ -466,6 +466,6 @@ def test_grep_exits_as_rg_when_its_reader_stops_early_and_on_an_error(tmp_path):
 def test_a_crlf_line_is_printed_as_rg_prints_it_and_a_missing_pattern_reads_plainly(tmp_path):
     root = built(write_tree(tmp_path / "repo", {"crlf.txt": "a needle\r\nb\r\n"}))
     out = run("grep", "needle", root, "--no-update")
-    assert out.stdout == "crlf.txt:1:a needle\r\n", repr(out.stdout)  # not an escaped "\\r"
+    assert out.stdout_bytes == b"crlf.txt:1:a needle\r\n", out.stdout_bytes  # not an escaped "\\r" (.stdout drops \\r)
     missing = run("grep")
     assert missing.exit_code == 2 and "Error: pattern is missing" in missing.output
