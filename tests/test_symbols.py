@@ -533,3 +533,13 @@ def test_definitions_and_uses_of_files_changed_since_the_build_are_marked_stale(
     fresh = service.find_symbol(cb, "brand_new_fn", update=True)
     assert [(d["path"], d["stale"]) for d in fresh["definitions"]] == [("pkg/renamed.py", False)]
     assert "changed or went" not in (fresh.get("note") or "")
+
+
+def test_a_very_long_name_is_echoed_cut_and_a_prefix_search_says_starting_with(poly):
+    long = "x" * 5000
+    out = service.find_symbol(poly, long)
+    assert len(out["name"]) == 201 and len(out["note"]) < 600
+    assert "starting with 'Zz'" in service.find_symbol(poly, "Zz", prefix=True, kind="constant")["note"]
+    with pytest.raises(UsageError) as refused:
+        service.find_references(poly, "a-" + long)
+    assert len(str(refused.value)) < 400

@@ -13,7 +13,7 @@ from ..search.budget import json_tokens, page
 from ..search.staleness import StaleCheck
 from .builds import ensure_index
 from .status import open_store
-from .symbols import changed_note, check_page, definitions_named
+from .symbols import changed_note, check_page, definitions_named, echoed
 
 #: Reference lines find_references returns at most.
 MAX_REFERENCES = 2_000
@@ -92,7 +92,7 @@ def find_references(codebase: Codebase, name: str, *, limit: int = 200, offset: 
     check_page(offset, max_tokens)
     ident = (name_parts(normal_name(name or "")) or [""])[-1]
     if not re.fullmatch(r"[\w$]+", ident):
-        raise UsageError(f"{name!r} is not an identifier", "pass a name such as parse_header")
+        raise UsageError(f"{echoed(name)!r} is not an identifier", "pass a name such as parse_header")
     fresh = ensure_index(codebase, update=True, vectors=False) if update and not codebase.alone else None
     under = under.strip("/") or None if under else None
     fts = '{content}: "' + ident.replace('"', '""') + '"'
@@ -132,7 +132,7 @@ def _answer(codebase: Codebase, name: str, ident: str, tally: _Tally, offset: in
         files[-1]["lines"].append({"line": n, "text": text})
     more = offset + len(shown) < tally.total
     stopped = holding > REFERENCE_CHUNKS
-    out = {"codebase": str(codebase.root), "name": name, "identifier": ident, "files": files, "total": tally.total,
+    out = {"codebase": str(codebase.root), "name": echoed(name), "identifier": ident, "files": files, "total": tally.total,
            "total_files": tally.files, "truncated": more or stopped, "note": NOTE}
     if more:
         cut = f"limit={limit}" if len(shown) == limit else f"max_tokens={max_tokens}"

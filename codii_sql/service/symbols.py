@@ -101,6 +101,7 @@ def find_symbol(codebase: Codebase, name: str, *, kind: str | None = None, prefi
                "end_line": r["end_line"], "signature": r["signature"], "role": r["role"], "language": r["language"],
                "match": _HOW[how], "stale": stale(r)} for how, *_, r in found[offset:offset + limit]]
     defs = page(window, 0, limit, max_tokens)
+    name = echoed(name)
     out = {"codebase": str(codebase.root), "name": name, "definitions": defs}
     if offset + len(defs) < len(found):
         cut = f"limit={limit}" if len(defs) == limit else f"max_tokens={max_tokens}"
@@ -114,7 +115,7 @@ def find_symbol(codebase: Codebase, name: str, *, kind: str | None = None, prefi
     if not defs and found:
         out.update(total=len(found), note=f"offset {offset} is past the {len(found)} definitions found")
     elif not defs:
-        out["note"] = (f"no {kind + ' ' if kind else 'definition '}named {name!r} in the index" + ("" if prefix else "; --prefix (MCP: prefix=true) "
+        out["note"] = (f"no {kind + ' ' if kind else 'definition '}{'starting with' if prefix else 'named'} {name!r} in the index" + ("" if prefix else "; --prefix (MCP: prefix=true) "
                        "also finds symbols starting with it") + "; search finds uses and mentions")
     if by_name and defs:
         out["note"] = "; ".join(filter(None, (
@@ -145,6 +146,15 @@ def definitions_named(store: Store, needle: str, *, wanted: str | None = None, k
     rows = store.rows("definitions_named", {"name": needle, "prefix": int(prefix), "kind": kind, "under": under,
                                             "wanted": wanted or needle, "cap": cap})
     return rows, unread
+
+
+#: Characters of the name asked for that an answer repeats (a 5,000-character name came back whole, twice).
+ECHO_CHARS = 200
+
+
+def echoed(name: str) -> str:
+    """``name`` as an answer repeats it: at most :data:`ECHO_CHARS` characters, then "…"."""
+    return name if len(name) <= ECHO_CHARS else name[:ECHO_CHARS] + "…"
 
 
 def changed_note(listed: list[dict]) -> str | None:
