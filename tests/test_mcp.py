@@ -691,3 +691,25 @@ def test_a_refused_build_no_longer_stands_for_the_index_once_it_is_found_current
         assert session.indexing_status(cb)["status"] == "indexed"
     finally:
         session.shutdown()
+
+
+def test_an_agent_asks_symbols_and_uses_from_a_subfolder(codii_home, tmp_path):
+    """A new user's find_symbol(path=<repo>/tests) was refused ("pass path=<repo>") where the CLI keeps to
+    the subfolder's files."""
+    repo = write_tree(tmp_path / "mono", {
+        "pkg/a/core.py": "def helper(x):\n    return x\n\n\ndef use_a():\n    return helper(1)\n",
+        "pkg/b/core.py": "def helper(x):\n    return x * 2\n\n\ndef use_b():\n    return helper(2) + helper(3)\n",
+    })
+    service.build(service.open_codebase(repo), vectors=False)
+
+    async def run():
+        async with server(codii_home, CODII_SQL_WATCH="0") as s:
+            sub = str(repo / "pkg" / "b")
+            defs = await call(s, "find_symbol", path=sub, name="helper")
+            assert [d["path"] for d in defs["definitions"]] == ["pkg/b/core.py"]
+            uses = await call(s, "find_references", path=sub, name="helper")
+            assert uses["total"] == 1 and [f["path"] for f in uses["files"]] == ["pkg/b/core.py"]
+            whole = await call(s, "find_references", path=str(repo), name="helper")
+            assert whole["total"] == 2
+
+    asyncio.run(run())

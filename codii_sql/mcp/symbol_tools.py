@@ -8,6 +8,7 @@ from mcp.types import CallToolResult
 from pydantic import Field
 
 from ..codebase import Codebase
+from ..service import find_codebase
 from ..service import find_references as find_uses
 from ..service import find_symbol as find_definitions
 from ..text import escaped
@@ -22,6 +23,7 @@ from .app import (
     PathArg,
     agent_errors,
     answer,
+    check_path,
     codebase_at,
     server,
     with_note,
@@ -69,7 +71,7 @@ def get_file_outline(
         "(exact, qualified, prefix, or name: nothing is qualified as asked, e.g. requests.get, and these share its last "
         "part); exact matches and source files come first. At most limit definitions "
         "and max_tokens (default 6,000) from offset on: a cut answer says truncated, total and next_offset. "
-        "For uses, find_references."),
+        "A path that is a subfolder of an indexed codebase keeps to its files. For uses, find_references."),
     annotations=READ_ONLY,
 )
 @agent_errors
@@ -82,8 +84,8 @@ def find_symbol(
     offset: OffsetArg = 0,
     max_tokens: ListTokensArg = None,
 ) -> CallToolResult:
-    cb = _indexed(path)
-    data = find_definitions(cb, name, kind=kind, prefix=prefix, limit=limit, offset=offset,
+    cb, under = _indexed(path)
+    data = find_definitions(cb, name, kind=kind, prefix=prefix, limit=limit, offset=offset, under=under,
                             max_tokens=max_tokens or DEFAULT_MAX_TOKENS)
     defs = data["definitions"]
     summary = f"{len(defs)} definition{'' if len(defs) == 1 else 's'} of {data['name']!r} in {cb.root}"
@@ -99,7 +101,7 @@ def find_symbol(
         "and text, grouped by file (source first), the name's definitions excluded; for Session.send it looks "
         "for send. Lexical (a same-named other thing counts too), from the indexed text. At most limit lines "
         "and max_tokens (default 6,000) from offset on: total, truncated and next_offset say how many there are "
-        "and where the next call starts."),
+        "and where the next call starts. A path that is a subfolder of an indexed codebase keeps to its files."),
     annotations=READ_ONLY,
 )
 @agent_errors
@@ -110,8 +112,8 @@ def find_references(
     offset: OffsetArg = 0,
     max_tokens: ListTokensArg = None,
 ) -> CallToolResult:
-    cb = _indexed(path)
-    data = find_uses(cb, name, limit=limit, offset=offset, max_tokens=max_tokens or DEFAULT_MAX_TOKENS)
+    cb, under = _indexed(path)
+    data = find_uses(cb, name, limit=limit, offset=offset, max_tokens=max_tokens or DEFAULT_MAX_TOKENS, under=under)
     shown = sum(len(f["lines"]) for f in data["files"])
     summary = (f"{data['total']} uses of {data['identifier']!r} in {data['total_files']} files of {cb.root}"
                + (f" ({shown} shown: call again with offset={data['next_offset']} for the rest)"
@@ -120,9 +122,10 @@ def find_references(
     return answer(summary, data, body)
 
 
-def _indexed(path: str) -> Codebase:
-    """The codebase at ``path`` once it has an index, brought up to date first when this server does not
+def _indexed(path: str) -> tuple[Codebase, str | None]:
+    """The indexed codebase holding ``path`` and the subfolder ``path`` names in it (None: the whole), as
+    a CLI call from that folder keeps to its files; brought up to date first when this server does not
     follow it yet (:meth:`~codii_sql.service.session.Session.require_index`)."""
-    cb = codebase_at(path)
+    cb, scope = find_codebase(check_path(path))
     SESSION.require_index(cb)
-    return cb
+    return cb, scope or None
