@@ -46,8 +46,9 @@ def decode_source(data: bytes) -> str:
     """Decode a source file's bytes to text, deterministically and losslessly for line numbers.
 
     Rules, in order: a UTF-8 BOM is dropped; a UTF-16 LE/BE BOM decodes as UTF-16; strict
-    UTF-8; UTF-8 with U+FFFD replacements when at most 1% of the bytes are invalid; else
-    Latin-1 (which never fails). Lone ``\\r`` line endings become ``\\n`` (same length in
+    UTF-8; UTF-8 with U+FFFD replacements when at most 1% of the bytes are invalid, or when its valid
+    non-ASCII characters outnumber the invalid bytes (a UTF-8 file with one stray byte: a new user's
+    `café` ... `b"\xff"` ... `naïve` file was read as Latin-1, `naÃ¯ve`); else Latin-1 (which never fails). Lone ``\\r`` line endings become ``\\n`` (same length in
     characters and in UTF-8 bytes, so byte offsets stay valid); ``\\r\\n`` is kept. The result
     never holds lone surrogates, so it is always valid input for the tokenizer and SQLite.
 
@@ -65,7 +66,9 @@ def decode_source(data: bytes) -> str:
             text = data.decode("utf-8")
         except UnicodeDecodeError:
             text = data.decode("utf-8", errors="replace")
-            if text.count("\ufffd") > _MAX_INVALID_UTF8_SHARE * max(len(data), 1):
+            invalid = text.count("\ufffd")
+            if invalid > _MAX_INVALID_UTF8_SHARE * max(len(data), 1) and \
+                    sum(not ch.isascii() for ch in text) - invalid <= invalid:
                 text = data.decode("latin-1")
     if "\r" in text:
         text = re.sub(r"\r(?!\n)", "\n", text)

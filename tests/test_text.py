@@ -21,6 +21,11 @@ def test_decode_rules():
     assert decode_source("héllo\n".encode("utf-16")) == "héllo\n"
     assert decode_source("café".encode("latin-1") * 10) == "café" * 10
     assert decode_source(b"ok \xff " + b"x" * 500) == "ok \ufffd " + "x" * 500
+    # A short UTF-8 file with a stray byte (a new user's): its valid non-ASCII characters outnumber the invalid
+    # bytes, so it stays UTF-8 (it read as Latin-1, `naÃ¯ve`, and grep 'café' missed it).
+    assert decode_source('x = "café"\ny = b"'.encode() + b"\xff" + '"\nz = "naïve"\n'.encode()) == \
+        'x = "café"\ny = b"\ufffd"\nz = "naïve"\n'
+    assert decode_source("naïve café".encode("latin-1")) == "naïve café"  # Latin-1 holds no valid UTF-8 pair
     assert decode_source(b"a\rb\r\nc\n") == "a\nb\r\nc\n"
     assert "\x00" not in decode_source(b"a\x00b")
 

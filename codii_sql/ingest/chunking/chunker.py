@@ -64,7 +64,8 @@ from .nodes import Span, capture, field_name, last_row, parser_for
 #: 9: a licence header needs a licence's phrases, not the word alone.
 #: 10: C/C++ functions a macro defines are named by the function (``DEFINE_IDTENTRY(exc_int3)`` ->
 #: ``exc_int3``, ``SYSCALL_DEFINE3(read, ...)`` -> ``sys_read``: see :mod:`.cmacros`).
-#: 11: a long line's pieces are never cut inside an identifier at its ``_`` or ``$``.
+#: 11: a long line's pieces are never cut inside an identifier at its ``_`` or ``$``; a UTF-8 file with a
+#: few stray bytes is read as UTF-8 (text.decode_source), not Latin-1.
 CHUNKER_VERSION = 11
 
 #: ``max_tokens`` default: the model's 256-piece window minus room for the path/symbol header
