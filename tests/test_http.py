@@ -219,3 +219,25 @@ def test_page_links_encode_a_codebase_named_with_url_characters(tmp_path):
         links = {html.unescape(h) for h in re.findall(r'href="(/file/[^"]*)"', page.text)}
         assert links and all(h.startswith("/file/c%23sharp%20%25x%3F/s.py") for h in links), links
         assert all(client.get(h.split("#")[0]).status_code == 200 for h in links)
+
+
+def test_the_names_pages_go_on_to_the_next_page(tmp_path):
+    """A new user's /refs said "200 of 983 ... the rest from offset=200", and offset=200 was ignored."""
+    import re
+
+    from starlette.testclient import TestClient
+
+    from codii_sql.http.server import app
+
+    repo = write_tree(tmp_path / "many", {"uses.py": "def target():\n    return 1\n\n" + "".join(
+        f"v{i} = target()\n" for i in range(250))})
+    assert run("build", repo, "--no-vectors").exit_code == 0
+    assert run("workspace", "add", "many", repo).exit_code == 0
+    client = TestClient(app(SearchHandler(["many"])), base_url="http://127.0.0.1")
+    first = client.get("/refs", params={"codebase": "many", "name": "target"})
+    assert first.status_code == 200 and first.text.count('class="result"') == 200
+    [nxt] = re.findall(r'<a rel="next" href="([^"]+)"', first.text)
+    second = client.get(nxt.replace("&amp;", "&"))
+    assert second.status_code == 200 and second.text.count('class="result"') == 50 and 'rel="next"' not in second.text
+    assert ">250<" in second.text and "first page" in second.text
+    assert client.get("/refs", params={"codebase": "many", "name": "target", "offset": "-1"}).status_code == 400

@@ -182,12 +182,14 @@ class Pages:
         except CodiiError as err:
             return self._page(request, "error.html", {"error": what(err), "hint": words(err.hint)}, _status(err))
         try:
-            found = (service.find_symbol(codebase, ident, limit=50) if kind == "definitions" else
-                     service.find_references(codebase, ident, limit=200))
+            offset = _offset(request.query_params.get("offset", "0"))
+            found = (service.find_symbol(codebase, ident, limit=50, offset=offset) if kind == "definitions" else
+                     service.find_references(codebase, ident, limit=200, offset=offset))
         except CodiiError as err:  # a bad name is a bad request, not a missing page
             return self._page(request, "error.html", {"error": what(err), "hint": words(err.hint)},
                               400 if isinstance(err, UsageError) else _status(err))
-        return self._page(request, "names.html", {"kind": kind, "name": name, "ident": ident, "found": found})
+        return self._page(request, "names.html", {"kind": kind, "name": name, "ident": ident, "found": found,
+                                                   "offset": offset, "page": request.url.path})
 
     def code_css(self, request: Request) -> Response:
         return Response(self._css, media_type="text/css", headers={"Cache-Control": ASSET_CACHE})
@@ -269,3 +271,13 @@ def _span(text: str) -> tuple[int, int]:
 def _status(err: CodiiError) -> int:
     return 404 if isinstance(err, UsageError) else 503
 
+
+def _offset(text: str) -> int:
+    """The ``offset`` of a names page (where the next page goes on), a whole number from 0.
+
+    Raises:
+        UsageError: anything else.
+    """
+    if not text.isdigit() or len(text) > 18:
+        raise UsageError(f"must be a whole number from 0, got {text[:40]!r}", field="offset")
+    return int(text)

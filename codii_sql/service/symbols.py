@@ -115,7 +115,7 @@ def find_symbol(codebase: Codebase, name: str, *, kind: str | None = None, prefi
     if not defs and found:
         out.update(total=len(found), note=f"offset {offset} is past the {len(found)} definitions found")
     elif not defs:
-        out["note"] = (f"no {kind + ' ' if kind else 'definition '}{'starting with' if prefix else 'named'} {name!r} in the index" + ("" if prefix else "; --prefix (MCP: prefix=true) "
+        out["note"] = (f"no {kind + ' ' if kind else 'definition '}{'starting with' if prefix else 'named'} {name!r} in the index" + ("" if prefix else "; a prefix search "
                        "also finds symbols starting with it") + "; search finds uses and mentions")
     if by_name and defs:
         out["note"] = "; ".join(filter(None, (
