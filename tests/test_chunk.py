@@ -69,7 +69,7 @@ EXPECTED_AT_64 = {
                   (21, "method", "Server.Addr"), (23, "function", "New")],
     "sample.rs": [(1, "module", None), (3, "class", "Point"), (9, "class", "Point"),
                   (16, "class", "Point"), (22, "class", "Shape"), (26, "class", "Kind"),
-                  (28, "function", "main"), (33, "function", "it_works"), (37, "function", "m")],
+                  (28, "function", "main"), (33, "function", "it_works"), (37, "macro", "m")],
     "sample.java": [(1, "module", None), (5, "class", "UserRepo"), (12, "method", "UserRepo.find"),
                     (18, "method", "UserRepo.UserRepo"), (20, "class", "UserRepo.Listener"),
                     (22, "class", "UserRepo.State"), (25, "class", "Pair")],

@@ -543,3 +543,16 @@ def test_a_very_long_name_is_echoed_cut_and_a_prefix_search_says_starting_with(p
     with pytest.raises(UsageError) as refused:
         service.find_references(poly, "a-" + long)
     assert len(str(refused.value)) < 400
+
+
+def test_rust_macros_are_macros_and_markdown_sections_a_kind_one_may_ask_for(tmp_path, codii_home):
+    """A new user's `symbol join --kind macro` missed tokio's macro_rules! join (stored as a function), and
+    `--kind section` was refused though sections are listed."""
+    repo = write_tree(tmp_path / "k", {"lib.rs": "macro_rules! join {\n    ($a:expr) => { $a };\n}\n",
+                                       "README.md": "# Guide\n\n## Install\n\nRun it.\n"})
+    cb = service.open_codebase(repo)
+    service.build(cb, vectors=False)
+    assert [(d["kind"], d["symbol"]) for d in service.find_symbol(cb, "join", kind="macro")["definitions"]] == [
+        ("macro", "join")]
+    assert [(d["symbol"], d["match"]) for d in service.find_symbol(cb, "Install", kind="section")["definitions"]] == [
+        ("Guide > Install", "qualified")]

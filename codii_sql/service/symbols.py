@@ -15,9 +15,9 @@ from .status import not_indexed, open_store
 
 #: Definitions find_symbol returns at most.
 MAX_DEFINITIONS = 100
-#: The kinds of definitions the chunker names (ingest/chunking/grammars.py), and of the declarations
-#: outlines add (ingest/chunking/declarations.py).
-KINDS = ("function", "method", "class", "type", "macro", "constant", "variable")
+#: The kinds of definitions the chunker names (ingest/chunking/grammars.py; Markdown's sections), and of
+#: the declarations outlines add (ingest/chunking/declarations.py).
+KINDS = ("function", "method", "class", "type", "macro", "constant", "variable", "section")
 #: Definitions with the name's last part read at most (a name as common as ``init`` in a huge index).
 CANDIDATE_CAP = 20_000
 _HOW = {0: "exact", 1: "qualified", 2: "prefix", 3: "name"}

@@ -65,7 +65,7 @@ from .nodes import Span, capture, field_name, last_row, parser_for
 #: 10: C/C++ functions a macro defines are named by the function (``DEFINE_IDTENTRY(exc_int3)`` ->
 #: ``exc_int3``, ``SYSCALL_DEFINE3(read, ...)`` -> ``sys_read``: see :mod:`.cmacros`).
 #: 11: a long line's pieces are never cut inside an identifier at its ``_`` or ``$``; a UTF-8 file with a
-#: few stray bytes is read as UTF-8 (text.decode_source), not Latin-1.
+#: few stray bytes is read as UTF-8 (text.decode_source), not Latin-1. Rust's ``macro_rules!`` are of kind ``macro``.
 CHUNKER_VERSION = 11
 
 #: ``max_tokens`` default: the model's 256-piece window minus room for the path/symbol header

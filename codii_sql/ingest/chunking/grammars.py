@@ -162,7 +162,7 @@ GRAMMARS: dict[str, Grammar] = {
         {"function_item": "function", "function_signature_item": "function",
          "impl_item": "class", "trait_item": "class",
          "struct_item": "class", "enum_item": "class", "union_item": "class",
-         "macro_definition": "function"},
+         "macro_definition": "macro"},
         {"impl_item": _impl_name},
         prefixes=("line_comment", "block_comment", "attribute_item"), extensions=frozenset({"impl_item"})),
     "java": Grammar(
