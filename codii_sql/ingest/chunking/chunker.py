@@ -109,9 +109,9 @@ def _node_spans(language: str, root: tree_sitter.Node, declared: bool) -> tuple[
             spans.append(Span(node.start_byte, node.end_byte, outer.start_point[0], last_row(outer), kind, name,
                               node.type in grammar.extensions))
             forward.append(node.type in grammar.forward)
-        else:  # its last byte places it inside a class, never a definition inside it (typedef struct n {...} n_t)
-            declarations.append(Span(node.end_byte - 1, node.end_byte, outer.start_point[0], last_row(outer), kind,
-                                     name))
+        else:  # empty, at its end: inside a class, never a definition inside it (typedef struct n {...} n_t),
+            # and nothing inside it (Python's `AA = BB = 1` ends both at one byte: BB was `AA.BB`)
+            declarations.append(Span(node.end_byte, node.end_byte, outer.start_point[0], last_row(outer), kind, name))
     if language in ("c", "cpp"):  # SYSCALL_DEFINE3(read, ...) { ... }: a call and a block to the grammar
         found = macro_call_spans(root)
         spans.extend(found)

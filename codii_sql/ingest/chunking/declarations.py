@@ -73,6 +73,20 @@ def _python_assignment_name(node: tree_sitter.Node) -> str | None:
     return node_text(left) if left is not None and left.type == "identifier" else None
 
 
+#: What may hold a module-scope Python assignment between it and the module: a chained one (`AA = BB = 1`)
+#: and the blocks of module-level `if`/`try`/`with` (`try: import x` / `except: HAS_X = False`).
+_PY_MODULE_BLOCKS = frozenset({"assignment", "expression_statement", "block", "if_statement", "elif_clause",
+                               "else_clause", "try_statement", "except_clause", "finally_clause", "with_statement"})
+
+
+def _python_module_name(node: tree_sitter.Node) -> str | None:
+    """An assignment of the module's scope (not a function's or a class's) to a plain name."""
+    scope = node.parent
+    while scope is not None and scope.type in _PY_MODULE_BLOCKS:
+        scope = scope.parent
+    return _python_assignment_name(node) if scope is not None and scope.type == "module" else None
+
+
 def _ruby_constant_name(node: tree_sitter.Node) -> str | None:
     left = node.child_by_field_name("left")
     return node_text(left) if left is not None and left.type == "constant" else None
@@ -125,7 +139,7 @@ DECLARATIONS: dict[str, dict[str, tuple[str, NameOf]]] = {
              "static_item": ("constant", _top_level(*_RUST_SCOPES)(field_name))},
     "java": {"field_declaration": ("constant", _java_constant_name),
              "constant_declaration": ("constant", _java_constant_name)},
-    "python": {"assignment": ("variable", _top_level("module")(_python_assignment_name))},
+    "python": {"assignment": ("variable", _python_module_name)},
     "ruby": {"assignment": ("constant", _top_level("program", "body_statement")(_ruby_constant_name))},
 }
 
