@@ -9,6 +9,7 @@ import re
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.readonly import refusing
 from support.trees import write_tree
 
 from codii_sql.codebase import Codebase
@@ -526,56 +527,35 @@ def test_filters_that_can_only_match_nothing_are_errors(searcher, opts):
         searcher.search("parse_header", opts)
 
 
-def test_an_older_read_only_index_says_how_to_upgrade_it(searcher, monkeypatch):
+def test_an_older_read_only_index_says_how_to_upgrade_it(searcher):
     """A read-only schema-2 copy cannot get partitioned sign bits: one line says what to do,
     and the file is unchanged."""
-    import apsw
-
     store = searcher.store
     store.conn.execute("DROP TABLE chunks_bits")
     store.conn.execute("CREATE VIRTUAL TABLE chunks_bits USING vec0(embedding bit[384])")
     store.set_meta(schema_version=2)
     store.close()
-    run = Store.run
-
-    def read_only(self, name, params=None):
-        if name == "bits_rebuild":  # what SQLite says writing a read-only file (root ignores chmod)
-            raise apsw.ReadOnlyError("attempt to write a readonly database")
-        return run(self, name, params)
-
-    monkeypatch.setattr(Store, "run", read_only)
-    with pytest.raises(StorageError, match="older codii-sql and is read-only.*copy it somewhere writable"):
+    with refusing("bits_rebuild"), pytest.raises(StorageError, match="older codii-sql and is read-only.*copy it "
+                                                                   "somewhere writable"):
         Store(store.path, create=False)
-    monkeypatch.setattr(Store, "run", run)
     with Store(store.path, create=False) as writable:  # migrated once it can be
         assert writable.meta()["schema_version"] == SCHEMA_VERSION
 
 
-def test_a_read_only_schema_4_index_is_searched_unstemmed(searcher, embedder, monkeypatch):
+def test_a_read_only_schema_4_index_is_searched_unstemmed(searcher, embedder):
     """Schema 4 lacks only the stemmed chunks_fts: read-only (a shared mount, a serving replica),
     it answers as before instead of refusing; writable, it is re-tokenized."""
-    import apsw
-
     store = searcher.store
     store.conn.execute(UNSTEMMED_FTS)
     store.set_meta(schema_version=4)
     store.close()
-    run = Store.run
-
-    def read_only(self, name, params=None):
-        if name == "fts_drop":
-            raise apsw.ReadOnlyError("attempt to write a readonly database")
-        return run(self, name, params)
-
-    monkeypatch.setattr(Store, "run", read_only)
-    with Store(store.path, create=False) as old:
+    with refusing("fts_drop"), Store(store.path, create=False) as old:
         assert old.meta()["schema_version"] == 4
         s = Searcher(old, searcher.root, embedder)
         assert bm25_symbols(s, "retry_with_backoff")[0] == "retry_with_backoff"
         assert bm25_symbols(s, "retried") == []
         issue = "Retrying\n" + " ".join(f"word{i}" for i in range(40)) + " redirects"
         assert {"retrying", "redirects"} <= set(s.analyze(issue).terms)  # counted as written
-    monkeypatch.setattr(Store, "run", run)
     with Store(store.path, create=False) as writable:
         assert writable.meta()["schema_version"] == SCHEMA_VERSION
 

@@ -7,6 +7,7 @@ import json
 
 import pytest
 from click.testing import CliRunner
+from support.readonly import refusing
 from support.trees import write_tree
 from test_mcp import call, server, wait_indexed
 
@@ -431,11 +432,9 @@ def test_a_fresh_mcp_server_answers_symbols_from_the_files_as_they_are(codii_hom
     asyncio.run(run())
 
 
-def test_an_index_from_before_stored_definitions_says_so_until_its_build_reads_them(tmp_path, codii_home, monkeypatch):
+def test_an_index_from_before_stored_definitions_says_so_until_its_build_reads_them(tmp_path, codii_home):
     """Schema 8 had no definitions table. Read-only, it is answered from an empty stand-in with a note;
     writable, it is upgraded, the note stays until a build has read every file again, then goes."""
-    import apsw
-
     from codii_sql.storage.store import Store
 
     repo = write_tree(tmp_path / "old", {"app.py": "def handler(x):\n    return x\n\n\nLIMIT = 3\n"})
@@ -445,18 +444,10 @@ def test_an_index_from_before_stored_definitions_says_so_until_its_build_reads_t
         store.conn.execute("DROP TABLE definitions")
         store.conn.execute("DELETE FROM meta WHERE key = 'definitions_complete'")
         store.set_meta(schema_version=8)
-    run = Store.run
-
-    def read_only(self, name, params=None):
-        if name == "create_schema":  # what SQLite says writing a read-only file (root ignores chmod)
-            raise apsw.ReadOnlyError("attempt to write a readonly database")
-        return run(self, name, params)
-
-    monkeypatch.setattr(Store, "run", read_only)
-    old = service.find_symbol(cb, "handler")
-    assert old["definitions"] == [] and "older codii-sql" in old["note"] and "codii-sql build" in old["note"]
-    assert "older codii-sql" in service.find_references(cb, "LIMIT")["note"]
-    monkeypatch.setattr(Store, "run", run)
+    with refusing("create_schema"):
+        old = service.find_symbol(cb, "handler")
+        assert old["definitions"] == [] and "older codii-sql" in old["note"] and "codii-sql build" in old["note"]
+        assert "older codii-sql" in service.find_references(cb, "LIMIT")["note"]
     upgraded = service.find_symbol(cb, "handler")  # migrated on open: every file waits for the next build
     assert upgraded["definitions"] == [] and "older codii-sql" in upgraded["note"]
     service.build(cb, vectors=False)
