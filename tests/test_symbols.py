@@ -371,7 +371,9 @@ DECLARED = {
     "grouped.go": "package gin\n\nvar (\n\tdefault404Body = []byte(\"404\")\n\tdefault405Body = 2\n)\n",
     "spin.h": "typedef struct spinlock {\n\tint raw;\n} spinlock_t;\n",
     "node.h": "typedef struct node {\n\tint value;\n} node;\n",  # one name, one place: listed once
-    "flags.py": "AA = BB = 1\ntry:\n    import y\n    HAS_Y = True\nexcept ImportError:\n    HAS_Y = False\n\n\n"
+    "pair.go": "package gin\n\nvar (\n\tgw, gz = 3, 4\n)\n",
+    "Cfg.java": "class Cfg {\n  static final String NAME = \"cfg\", OTHER = \"x\";\n}\n",
+    "flags.py": "cc, dd = 1, 2\nAA = BB = 1\ntry:\n    import y\n    HAS_Y = True\nexcept ImportError:\n    HAS_Y = False\n\n\n"
                 "def f():\n    if AA:\n        inner_local = 2\n",
     "consts.ts": "export const MAX_ITEMS = 10;\nexport declare const ZodIssueCode: { a: 1 };\nfunction f() {\n"
                  "  const inner = 1;\n}\n",
@@ -392,13 +394,14 @@ def test_macros_type_aliases_and_constants_are_symbols_and_in_outlines(tmp_path,
             "RRF_K": ("ranking.py", "constant", 1), "default404Body": ("grouped.go", "variable", 4),
             "spinlock_t": ("spin.h", "type", 1), "spinlock": ("spin.h", "class", 1), "node": ("node.h", "type", 1),
             "MAX_ITEMS": ("consts.ts", "constant", 1), "ZodIssueCode": ("consts.ts", "variable", 2),
-            "BB": ("flags.py", "constant", 1)}
+            "BB": ("flags.py", "constant", 2), "dd": ("flags.py", "variable", 1), "gz": ("pair.go", "variable", 4),
+            "OTHER": ("Cfg.java", "constant", 2)}
     for name, (path, kind, line) in want.items():
         found = service.find_symbol(cb, name)["definitions"]
         assert [(d["path"], d["kind"], d["start_line"]) for d in found] == [(path, kind, line)], (name, found)
     assert service.find_symbol(cb, "CJSON_VERSION_MAJOR")["definitions"][0]["signature"] == "#define CJSON_VERSION_MAJOR 1"
     assert service.find_symbol(cb, "local")["definitions"] == [] == service.find_symbol(cb, "inner")["definitions"]
-    assert [d["start_line"] for d in service.find_symbol(cb, "HAS_Y")["definitions"]] == [4, 6]  # under try/except
+    assert [d["start_line"] for d in service.find_symbol(cb, "HAS_Y")["definitions"]] == [5, 7]  # under try/except
     assert service.find_symbol(cb, "inner_local")["definitions"] == []  # a function's, however deep
     # The definition with its body before the header's prototype, whatever their paths' order.
     assert [(d["path"], d["start_line"]) for d in service.find_symbol(cb, "cJSON_Parse")["definitions"]] == [

@@ -96,22 +96,24 @@ def _node_spans(language: str, root: tree_sitter.Node, declared: bool) -> tuple[
     spans, forward, declarations = [], [], []
     for node in capture(language, (*grammar.defs, *extra), root):
         if node.type in grammar.defs:
-            name, kind = grammar.names.get(node.type, field_name)(node), grammar.defs[node.type]
-        else:
-            name = extra[node.type][1](node)
-            kind = kind_of(language, node.type, name) if name else ""
-        if not name or (language in ("c", "cpp") and not _plausible_c_name(name)):
-            continue
+            names = [grammar.names.get(node.type, field_name)(node)]
+        else:  # a declaration may name several (Go's `const a, b = 1, 2`, Java's `X = 1, Y = 2`)
+            named = extra[node.type][1](node)
+            names = [named] if isinstance(named, str) else named or []
         outer = node
         while outer.parent is not None and outer.parent.type in grammar.wrappers:
             outer = outer.parent
-        if node.type in grammar.defs:
-            spans.append(Span(node.start_byte, node.end_byte, outer.start_point[0], last_row(outer), kind, name,
-                              node.type in grammar.extensions))
-            forward.append(node.type in grammar.forward)
-        else:  # empty, at its end: inside a class, never a definition inside it (typedef struct n {...} n_t),
-            # and nothing inside it (Python's `AA = BB = 1` ends both at one byte: BB was `AA.BB`)
-            declarations.append(Span(node.end_byte, node.end_byte, outer.start_point[0], last_row(outer), kind, name))
+        for name in names:
+            if not name or (language in ("c", "cpp") and not _plausible_c_name(name)):
+                continue
+            if node.type in grammar.defs:
+                spans.append(Span(node.start_byte, node.end_byte, outer.start_point[0], last_row(outer),
+                                  grammar.defs[node.type], name, node.type in grammar.extensions))
+                forward.append(node.type in grammar.forward)
+            else:  # empty, at its end: inside a class, never a definition inside it (typedef struct n {...} n_t),
+                # and nothing inside it (Python's `AA = BB = 1` ends both at one byte: BB was `AA.BB`)
+                declarations.append(Span(node.end_byte, node.end_byte, outer.start_point[0], last_row(outer),
+                                         kind_of(language, node.type, name), name))
     if language in ("c", "cpp"):  # SYSCALL_DEFINE3(read, ...) { ... }: a call and a block to the grammar
         found = macro_call_spans(root)
         spans.extend(found)

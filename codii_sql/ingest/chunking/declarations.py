@@ -16,7 +16,8 @@ import tree_sitter
 from .javascript import variable_name
 from .nodes import field_name, node_text
 
-NameOf = Callable[[tree_sitter.Node], str | None]
+#: A declaration's name, its names (a node declaring several), or None for no declaration.
+NameOf = Callable[[tree_sitter.Node], str | list[str] | None]
 
 
 def _c_typedef_name(node: tree_sitter.Node) -> str | None:
@@ -44,9 +45,9 @@ def _top_level(*scopes: str) -> Callable[[NameOf], NameOf]:
     return wrap
 
 
-def _go_spec_name(node: tree_sitter.Node) -> str | None:
-    """A ``const``/``var`` spec of the file's scope (not a function's), or a ``type`` spec of a group
-    (a declaration of one type is a definition of its own)."""
+def _go_spec_name(node: tree_sitter.Node) -> list[str] | None:
+    """The names of a ``const``/``var`` spec of the file's scope (not a function's: ``gw, gz = 3, 4`` has
+    two), or of a ``type`` spec of a group (a declaration of one type is a definition of its own)."""
     group = node.parent
     if group is not None and group.type in ("var_spec_list", "const_spec_list"):  # `var ( a = 1; b = 2 )`
         group = group.parent
@@ -55,22 +56,25 @@ def _go_spec_name(node: tree_sitter.Node) -> str | None:
     if node.type in ("type_spec", "type_alias") and sum(c.type in ("type_spec", "type_alias")
                                                           for c in node.parent.named_children) == 1:
         return None
-    return field_name(node)
+    return [node_text(n) for n in node.children_by_field_name("name") if n.is_named] or None  # not its commas
 
 
-def _java_constant_name(node: tree_sitter.Node) -> str | None:
-    """A ``static final`` field (any field of an interface is one): its first declarator's name."""
+def _java_constant_name(node: tree_sitter.Node) -> list[str] | None:
+    """A ``static final`` field (any field of an interface is one): each declarator's name (``NAME = "cfg",
+    OTHER = "x"`` has two)."""
     modifiers = next((c for c in node.named_children if c.type == "modifiers"), None)
     words = set(node_text(modifiers).split()) if modifiers is not None else set()
     if node.type != "constant_declaration" and not {"static", "final"} <= words:
         return None
-    declarator = node.child_by_field_name("declarator")
-    return field_name(declarator) if declarator is not None else None
+    return [name for d in node.children_by_field_name("declarator") if (name := field_name(d))] or None
 
 
-def _python_assignment_name(node: tree_sitter.Node) -> str | None:
+def _python_assignment_name(node: tree_sitter.Node) -> list[str] | None:
+    """The plain names an assignment binds: ``x = ...``, and each of ``cc, dd = 1, 2`` / ``(cc, dd) = ...``."""
     left = node.child_by_field_name("left")
-    return node_text(left) if left is not None and left.type == "identifier" else None
+    if left is not None and left.type in ("pattern_list", "tuple_pattern"):
+        return [node_text(c) for c in left.named_children if c.type == "identifier"] or None
+    return [node_text(left)] if left is not None and left.type == "identifier" else None
 
 
 #: What may hold a module-scope Python assignment between it and the module: a chained one (`AA = BB = 1`)
@@ -79,8 +83,8 @@ _PY_MODULE_BLOCKS = frozenset({"assignment", "expression_statement", "block", "i
                                "else_clause", "try_statement", "except_clause", "finally_clause", "with_statement"})
 
 
-def _python_module_name(node: tree_sitter.Node) -> str | None:
-    """An assignment of the module's scope (not a function's or a class's) to a plain name."""
+def _python_module_name(node: tree_sitter.Node) -> list[str] | None:
+    """The plain names an assignment of the module's scope binds (not a function's or a class's)."""
     scope = node.parent
     while scope is not None and scope.type in _PY_MODULE_BLOCKS:
         scope = scope.parent
