@@ -4,11 +4,11 @@
 -- The definitions whose name (a symbol's last part, signatures.last_name) is :name, or with :prefix
 -- starts with it (:name <= name <= :name || U+10FFFF: one range of definitions_by_name) together with
 -- the members nested in those whose symbol starts with theirs (`Rout` lists Router and Router.route:
--- the `nested` rows after it in its file's outline, one range of the primary key), of :kind (NULL: any), in the files under :under (NULL:
--- all); the symbol equal to :wanted first, then source files before docs before tests, shorter
--- symbols, path and line, and of two at one place the later in the outline (`typedef struct node
--- {...} node` is the typedef, as the name is used); at most :cap (a name as common as `init` in a huge index).
--- service/symbols.py keeps the exact, qualified or prefix matches.
+-- the `nested` rows after it in its file's outline, one range of the primary key); of :kind (NULL:
+-- any), in the files under :under (NULL: all). The symbol equal to :wanted first, then source files
+-- before docs before tests, shorter symbols, path and line, and of two at one place the later in the
+-- outline (`typedef struct node {...} node` is the typedef, as the name is used); at most :cap (a name
+-- as common as `init` in a huge index). service/symbols.py keeps the exact, qualified or prefix matches.
 WITH hit AS (
     SELECT file_id, seq, symbol, nested FROM definitions
     WHERE name >= :name AND name <= CASE WHEN :prefix THEN :name || char(1114111) ELSE :name END

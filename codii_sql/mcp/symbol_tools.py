@@ -68,8 +68,8 @@ def get_file_outline(
         "Where a symbol is defined, from the index: by exact name (parse_header), qualified name (Session.send, "
         "pkg.module.func, Type::method; generics like <'a> ignored) or, with prefix=true, its start. Each "
         "definition has path, symbol, kind, start_line/end_line (1-based, inclusive), signature, role and match "
-        "(exact, qualified, prefix, or name: nothing is qualified as asked, e.g. requests.get, and these share its last "
-        "part); exact matches and source files come first. At most limit definitions "
+        "(exact, qualified, prefix, or name: nothing is qualified as asked, e.g. requests.get, and these end in its "
+        "longest tail that some symbol ends in) and stale (the file changed since the index took it); exact matches and source files come first. At most limit definitions "
         "and max_tokens (default 6,000) from offset on: a cut answer says truncated, total and next_offset. "
         "A path that is a subfolder of an indexed codebase keeps to its files. For uses, find_references."),
     annotations=READ_ONLY,
@@ -91,7 +91,7 @@ def find_symbol(
     summary = f"{len(defs)} definition{'' if len(defs) == 1 else 's'} of {data['name']!r} in {cb.root}"
     summary = with_note(summary, data.get("note"))
     body = "\n".join(f"{escaped(d['path'])}:{d['start_line']}-{d['end_line']} {d['kind']} {d['symbol']}: {d['signature']}"
-                     for d in defs)
+                     + ("  [stale]" if d["stale"] else "") for d in defs)
     return answer(summary, data, body)
 
 

@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 from ..codebase import Codebase
 from ..errors import Remedy, StorageError, UsageError
 from ..ingest import wildmatch
-from ..ingest.wildmatch import expand_braces
 from ..ingest.config import size_cap
 from ..ingest.read import SNIFF_BYTES, is_binary
 from ..languages import KNOWN_LANGUAGES, language_name
@@ -177,12 +176,11 @@ def _search(store: Store, codebase: Codebase, pattern: GrepPattern, request: Gre
             continue
         if not matched:
             continue
+        answer.matched_files += 1
         if request.counts_only:
-            answer.matched_files += 1
             answer.matched_lines += matched
             answer.files.append(GrepFile(row["path"], row["role"], row["language"], matched, [], gaps))
             continue
-        answer.matched_files += 1
         answer.matched_lines += len(matched)
         in_file = len(matched)
         if request.limit is not None and len(matched) > request.limit - shown_lines:
@@ -282,7 +280,7 @@ def _text(store: Store, codebase: Codebase, pattern: GrepPattern, row: dict, roo
 def _filter(request: GrepRequest, scopes: list[str]):
     """The test a candidate row passes: under one of ``scopes``, of one of the ``types``, kept by the globs."""
     languages = {language_name(t) for t in request.types}
-    globs = [_glob(g) for text in request.globs for g in expand_braces(text)]
+    globs = [_glob(g) for text in request.globs for g in wildmatch.expand_braces(text)]
     includes = any(not negated for negated, _, _ in globs)
 
     def keep(row: dict) -> bool:

@@ -111,7 +111,7 @@ def find_symbol(codebase: Codebase, name: str, *, kind: str | None = None, prefi
                                                                                               "name (Class.method)"))
     elif len(rows) == CANDIDATE_CAP:
         out.update(truncated=True, note=f"more than {CANDIDATE_CAP:,} definitions are named {needle!r}: the likeliest "
-                                        f"{CANDIDATE_CAP:,} were read; a qualified name (Class.method) or --under narrows them")
+                                        f"{CANDIDATE_CAP:,} were read; a qualified name (Class.method) or a subfolder narrows them")
     if not defs and found:
         out.update(total=len(found), note=f"offset {offset} is past the {len(found)} definitions found")
     elif not defs:
@@ -165,7 +165,7 @@ def changed_note(listed: list[dict]) -> str | None:
         return None
     return (f"{len(changed)} listed file{'s' if len(changed) > 1 else ''} changed or went since the index took "
             f"{'them' if len(changed) > 1 else 'it'} ({', '.join(changed[:3])}{', ...' if len(changed) > 3 else ''}): "
-            "lines may have moved; update the index (a build, or the command without --no-update)")
+            "their lines may have moved until the index is updated (a build)")
 
 
 def check_page(offset: int, max_tokens: int | None) -> None:

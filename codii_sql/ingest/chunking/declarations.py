@@ -96,10 +96,6 @@ def _ruby_constant_name(node: tree_sitter.Node) -> str | None:
     return node_text(left) if left is not None and left.type == "constant" else None
 
 
-#: What holds a module-scope JS/TS binding: the file, an export, a TypeScript ``declare``.
-_JS_MODULE_SCOPES = frozenset({"program", "export_statement", "ambient_declaration"})
-
-
 def _js_binding_name(node: tree_sitter.Node) -> str | None:
     """A ``variable_declarator`` of the module's scope (``export const LIMIT = 10``, ``let a = 1, b = 2``,
     a ``.d.ts``'s ``export declare const ZodIssueCode``) binding a plain name; not one inside a function,
@@ -129,7 +125,8 @@ _TS = {"type_alias_declaration": ("type", field_name), "function_signature": ("f
        "method_signature": ("function", field_name), "internal_module": ("class", field_name), **_JS}
 _RUST_SCOPES = ("source_file", "declaration_list", "mod_item")
 
-#: language -> node type -> (kind, name function). Python's kind depends on the name: see :func:`kind_of`.
+#: language -> node type -> (kind, name function). A Python or JS/TS variable's kind depends on its name:
+#: see :func:`kind_of`.
 DECLARATIONS: dict[str, dict[str, tuple[str, NameOf]]] = {
     "c": _C,
     "cpp": _C,

@@ -61,12 +61,27 @@ def signature(lines: list[str], language: str | None, name: str | None = None) -
                 continue
         elif (stripped.startswith("[") and stripped.endswith("]")) or not stripped or _comment(stripped, language):
             continue  # a C# attribute line ([Fact]), a blank, a comment
-        if not name or name in stripped:
+        if not name or _holds(stripped, name):
             return _shown(stripped)
         first = first or _shown(stripped)
         if number >= _HEAD_LINES:
             break
     return first
+
+
+def _holds(line: str, name: str) -> bool:
+    """Whether ``line`` holds ``name`` as a whole identifier (``i`` is not in ``static int``)."""
+    at = line.find(name)
+    while at >= 0:
+        end = at + len(name)
+        if (at == 0 or not _word_char(line[at - 1])) and (end == len(line) or not _word_char(line[end])):
+            return True
+        at = line.find(name, at + 1)
+    return False
+
+
+def _word_char(ch: str) -> bool:
+    return ch.isalnum() or ch in "_$"
 
 
 def _comment(line: str, language: str | None) -> bool:
