@@ -154,6 +154,24 @@ def test_a_pathological_pattern_is_bounded_per_file_and_said(tmp_path):
             grep(many, "a", globs=[bad])
 
 
+def test_only_a_pattern_that_can_backtrack_is_bounded_in_time():
+    """A pattern with no repeat costs at most its length a starting position, so it runs without the
+    time bound (whose clock reads tripled the engine's time over a common pattern's matches); one with
+    a repeat, or a very long one, keeps it."""
+    from codii_sql.search.grep import FileTimeout, count_lines, matching_lines
+
+    for linear in (["self"], ["return -EINVAL"], ["foo|bar"], ["[Ss]elf\\("]):
+        assert GrepPattern(linear).linear and GrepPattern(linear, word=True, ignore_case=True).linear
+    for bounded in (["a+"], ["(a|aa)+$"], ["x?"], ["a{2}"], ["x" * 200]):
+        assert not GrepPattern(bounded).linear, bounded
+    text = "ab " * 400_000 + "\n"
+    word_ab = GrepPattern(["ab"], word=True)
+    assert len(matching_lines(word_ab, text, timeout=1e-9)[0].spans) == 400_000
+    assert count_lines(word_ab, text.encode(), timeout=1e-9) == 1
+    with pytest.raises(FileTimeout):  # the 1 ms floor of a bound, against ~100 ms of matching
+        matching_lines(GrepPattern(["\\w+b"]), text, timeout=1e-9)
+
+
 def test_context_globs_types_role_order_and_rg_json_shape(tmp_path):
     root = built(write_tree(tmp_path / "repo", {
         "tests/test_x.py": "import x\nvalue = target_word\n", "src/x.py": "a\nb\ntarget_word\nc\n",

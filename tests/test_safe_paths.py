@@ -11,6 +11,7 @@ from codii_sql.ingest.config import DEFAULT_MAX_FILE_BYTES
 from codii_sql.ingest.walk import scan
 from codii_sql.service.boundary import (
     FileSet,
+    IndexedReader,
     PathRefusedError,
     read_bytes,
     resolve_file,
@@ -144,3 +145,34 @@ def test_a_link_is_read_only_as_the_file_it_leads_to(tree):
     assert read_bytes(fileset.check("alias.py")) == b"def a():\n    return 1\n"
     listed = {f.path for f in scan(tree).files}
     assert not {"innocent.py", "notes_link.txt", "gitcfg.txt", "alias.py", ".env"} & listed and "src/a.py" in listed
+
+
+def _open_descriptors() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+def test_the_indexed_reader_goes_down_folders_in_any_order_and_never_through_a_link(tree):
+    """grep's reader keeps the last path's folders open: reads in path order, back up and across must
+    each give their own file; a link anywhere on the way (the file, a folder), a FIFO, a path that
+    climbs out or names nothing, and a root that is gone read as None; every descriptor is closed."""
+    (tree / "src" / "deep" / "er").mkdir(parents=True)
+    (tree / "src" / "deep" / "er" / "c.py").write_text("c = 3\n")
+    (tree / "other").mkdir()
+    (tree / "other" / "d.py").write_text("d = 4\n")
+    before = _open_descriptors()
+    with IndexedReader(os.path.realpath(tree)) as reader:
+        got = [reader.read(rel, DEFAULT_MAX_FILE_BYTES) for rel in (
+            "src/a.py", "src/deep/er/c.py", "src/b.py", "other/d.py", "src/deep/er/c.py", "notes.env")]
+        assert got == [b"def a():\n    return 1\n", b"c = 3\n", b"def b():\n    return 2\n", b"d = 4\n", b"c = 3\n",
+                       b"TOKEN=1\n"]
+        for refused in ("leak.txt", "outdir/secret.txt", "alias.py", "pipe.py", "src/../notes.env", "src//a.py",
+                        "src/missing.py", "src/a.py/x", "src"):
+            assert reader.read(refused, DEFAULT_MAX_FILE_BYTES) is None, refused
+        assert reader.read("src/a.py", 5) is None  # over the size cap
+        (tree / "src").rename(tree / "real_src")
+        os.symlink("real_src", tree / "src")  # a folder swapped for a link while its descriptor is not held
+        assert reader.read("other/d.py", DEFAULT_MAX_FILE_BYTES) == b"d = 4\n"
+        assert reader.read("src/a.py", DEFAULT_MAX_FILE_BYTES) is None
+    assert _open_descriptors() == before
+    with IndexedReader(str(tree / "no_such_root")) as gone:
+        assert gone.read("src/a.py", DEFAULT_MAX_FILE_BYTES) is None

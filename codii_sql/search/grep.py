@@ -83,7 +83,7 @@ def matching_lines(pattern: GrepPattern, text: str | bytes, timeout: float = FIL
     Raises:
         FileTimeout: matching took more than ``timeout`` seconds.
     """
-    deadline = time.monotonic() + timeout
+    deadline = _deadline(pattern, timeout)
     try:
         if isinstance(text, bytes):
             return _whole(pattern.ascii_regex, text, b"\n", deadline)
@@ -100,16 +100,16 @@ def count_lines(pattern: GrepPattern, text: str | bytes, timeout: float = FILE_T
     line objects for a count). ``text`` and errors as for :func:`matching_lines`."""
     if not text:
         return 0
-    deadline = time.monotonic() + timeout
+    deadline = _deadline(pattern, timeout)
     try:
         if not isinstance(text, bytes) and not pattern.line_bound:
             return sum(1 for line in lines_of(text)
-                       if pattern.regex.search(line, concurrent=True, timeout=max(deadline - time.monotonic(), 0.001)))
+                       if pattern.regex.search(line, concurrent=True, timeout=_left(deadline)))
         compiled, newline = (pattern.ascii_regex, b"\n") if isinstance(text, bytes) else (pattern.regex, "\n")
         end_of_lines = len(text) - 1 if text.endswith(newline) else len(text)  # a match past it is on no line
         count = pos = 0
         while pos <= end_of_lines:
-            m = compiled.search(text, pos, concurrent=True, timeout=max(deadline - time.monotonic(), 0.001))
+            m = compiled.search(text, pos, concurrent=True, timeout=_left(deadline))
             if m is None or m.start() > end_of_lines:
                 break
             count += 1
@@ -134,34 +134,48 @@ def as_text(text: str | bytes) -> str:
     return text if isinstance(text, str) else text.decode("ascii")
 
 
-def _whole(compiled: regex.Pattern, text: str | bytes, newline: str | bytes, deadline: float) -> list[GrepLine]:
-    # One pass of the engine over the file, then one step per line, not per match: the line
-    # assembly, not the engine, was most of the time for common patterns (`self` in Django: 106k
-    # matches on 99k lines; docs/benchmarks.md "Grep").
+def _deadline(pattern: GrepPattern, timeout: float) -> float | None:
+    """When matching must stop (``time.monotonic()`` seconds), None for a pattern that needs no bound."""
+    return None if pattern.linear else time.monotonic() + timeout
+
+
+def _left(deadline: float | None) -> float | None:
+    """The regex module's ``timeout`` for the next call: what is left till ``deadline``, at least 1 ms."""
+    return None if deadline is None else max(deadline - time.monotonic(), 0.001)
+
+
+def _whole(compiled: regex.Pattern, text: str | bytes, newline: str | bytes, deadline: float | None) -> list[GrepLine]:
+    # One pass of the engine over the file, then one step per line, not per match, with the methods
+    # looked up once: the line assembly, not the engine, was most of the time for common patterns
+    # (`self` in Django: 106k matches on 99k lines; docs/benchmarks.md "Grep").
     if not text:
         return []
     end_of_lines = len(text) - 1 if text.endswith(newline) else len(text)  # a match past it is on no line
     raw = isinstance(text, bytes)
     ascii_text = raw or text.isascii()
     out: list[GrepLine] = []
+    count, rfind, find = text.count, text.rfind, text.find
     line_no, cursor, start, stop = 1, 0, 0, -1
-    spans: list[tuple[int, int]] = []
-    for m in compiled.finditer(text, concurrent=True, timeout=max(deadline - time.monotonic(), 0.001)):
+    spans: list[tuple[int, int]] | None = None
+    for m in compiled.finditer(text, concurrent=True, timeout=_left(deadline)):
         at, end = m.span()
-        if at > stop:  # a new line: find its bounds
-            if at > end_of_lines:
-                break
-            if spans:
-                out.append(_line(line_no, text[start:stop], spans, ascii_text))
-            line_no += text.count(newline, cursor, at)
-            cursor = at
-            start = text.rfind(newline, 0, at) + 1
-            stop = text.find(newline, at)
-            if stop < 0:
-                stop = len(text)
-            spans = []
-        spans.append((at - start, end - start))
-    if spans:
+        if at <= stop:
+            spans.append((at - start, end - start))
+            continue
+        if at > end_of_lines:  # a new line, past the last one
+            break
+        if spans is not None:
+            line = text[start:stop]
+            out.append(GrepLine(line_no, line.decode("ascii"), spans, False) if raw
+                       else _line(line_no, line, spans, ascii_text))
+        line_no += count(newline, cursor, at)
+        cursor = at
+        start = rfind(newline, 0, at) + 1
+        stop = find(newline, at)
+        if stop < 0:
+            stop = len(text)
+        spans = [(at - start, end - start)]
+    if spans is not None:
         out.append(_line(line_no, text[start:stop], spans, ascii_text))
     return out
 
@@ -175,17 +189,17 @@ def _line(number: int, line: str | bytes, spans: list[tuple[int, int]], ascii_te
     return GrepLine(number, line, [_span(line, a, b) for a, b in spans], False)
 
 
-def _by_line(pattern: GrepPattern, text: str, deadline: float) -> list[GrepLine]:
+def _by_line(pattern: GrepPattern, text: str, deadline: float | None) -> list[GrepLine]:
     # One search over the file first: most candidates of a selective pattern hold its trigrams but
     # no match, and a call per line costs ~1 us each.
     if pattern.prefilter and pattern.regex.search(text, concurrent=True,
-                                                  timeout=max(deadline - time.monotonic(), 0.001)) is None:
+                                                  timeout=_left(deadline)) is None:
         return []
     out: list[GrepLine] = []
     for number, line in enumerate(lines_of(text), 1):
         spans = [_span(line, m.start(), m.end())
                  for m in pattern.regex.finditer(line, concurrent=True,
-                                                 timeout=max(deadline - time.monotonic(), 0.001))]
+                                                 timeout=_left(deadline))]
         if spans:
             out.append(GrepLine(number, line, spans))
     return out

@@ -251,6 +251,12 @@ def largest_repeat(parsed: _parser.SubPattern) -> int:
     return max(counts, default=0)
 
 
+def has_repeat(parsed: _parser.SubPattern) -> bool:
+    """Whether the pattern holds a repeat (``*``, ``+``, ``?``, ``{m,n}``), the only way a backtracking
+    engine's time per starting position grows past the pattern's own size."""
+    return any(op in (C.MAX_REPEAT, C.MIN_REPEAT, C.POSSESSIVE_REPEAT) for op, _ in _walk(parsed))
+
+
 def names_newline(parsed: _parser.SubPattern) -> bool:
     """Whether the pattern holds a literal line break (``\\n``), which a line never contains."""
     return any(op is C.LITERAL and av == 10 for op, av in _walk(parsed))

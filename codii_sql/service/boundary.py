@@ -149,34 +149,74 @@ def read_bytes(f: SafeFile, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> bytes:
     return data
 
 
-def read_indexed(root_real: str, rel: str, max_bytes: int) -> bytes | None:
-    """The content of the indexed file ``rel`` under the root whose real path is ``root_real``, under
-    checks 2, 3 and 5 (check 4 held when the index took the file), or None when it no longer
-    passes them, is gone, or is reached through a link now (the index holds none). For grep, which reads thousands of files a call: the real path is the
-    open descriptor's (``/proc/self/fd`` on Linux: one call, where :func:`resolve_file`'s
-    ``realpath`` costs ~0.4 ms a file, measured on Django), else ``realpath``."""
-    path = os.path.join(root_real, rel)
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    except OSError:
-        return None
-    try:
+#: How :class:`IndexedReader` opens a folder on a path and the file at its end: never through a link,
+#: never blocking on a FIFO swapped in for the file.
+_FOLDER_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_FILE_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+class IndexedReader:
+    """Reads the indexed files of one root for grep (thousands a call) under checks 2, 3 and 5; check
+    4 held when the index took the file. Each folder on a path is opened from its parent with
+    ``O_NOFOLLOW``, and the file from its folder, so a link swapped in anywhere after the build
+    (`main.py -> .env`, a folder -> elsewhere) fails the open itself: no real path to compare after.
+    The folders of the last path read stay open, and candidates come in path order, so most reads are
+    one ``open``: the kernel's 14,311 `return -EINVAL` files took 137 ms of CPU so, 225 ms with a
+    ``/proc/self/fd`` link read per file (docs/benchmarks.md "Grep", fourth round).
+
+    Use as a context manager (it holds descriptors: the root's and one per folder of the last path).
+    """
+
+    def __init__(self, root_real: str) -> None:
         try:
-            real = os.readlink(f"/proc/self/fd/{fd}")
-        except OSError:
-            real = os.path.realpath(path)
-        st = os.fstat(fd)
-        # The index holds no link (a link to a file or folder is never indexed): a path that now
-        # resolves elsewhere had a link swapped in after the build (`main.py -> .env` served the secret).
-        if real != path or not stat.S_ISREG(st.st_mode) or st.st_size > max_bytes:
+            self._root: int | None = os.open(root_real, _FOLDER_FLAGS)
+        except OSError:  # the root is gone or no folder now: every file reads as gone
+            self._root = None
+        self._chain: list[tuple[str, int]] = []  # (folder name, descriptor) from the root down
+
+    def __enter__(self) -> "IndexedReader":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._close_from(0)
+        if self._root is not None:
+            os.close(self._root)
+
+    def read(self, rel: str, max_bytes: int) -> bytes | None:
+        """The content of the indexed file ``rel`` (``/``-separated, relative to the root), or None when
+        it is gone, is reached through a link now (the index holds none), is no regular file, is
+        larger than ``max_bytes``, binary or a private key."""
+        *folders, name = rel.split("/")
+        if self._root is None or any(part in ("", ".", "..") for part in (*folders, name)):
             return None
-        data = _read_all(fd, st.st_size, max_bytes)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-    head = data[:SNIFF_BYTES]
-    return None if len(data) > max_bytes or is_binary(head) or is_private_key(head) else data
+        kept = 0
+        while kept < min(len(folders), len(self._chain)) and self._chain[kept][0] == folders[kept]:
+            kept += 1
+        self._close_from(kept)
+        try:
+            for part in folders[kept:]:
+                self._chain.append((part, os.open(part, _FOLDER_FLAGS, dir_fd=self._here())))
+            fd = os.open(name, _FILE_FLAGS, dir_fd=self._here())
+        except OSError:
+            return None
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode) or st.st_size > max_bytes:
+                return None
+            data = _read_all(fd, st.st_size, max_bytes)
+        except OSError:
+            return None
+        finally:
+            os.close(fd)
+        head = data[:SNIFF_BYTES]
+        return None if len(data) > max_bytes or is_binary(head) or is_private_key(head) else data
+
+    def _here(self) -> int:
+        return self._chain[-1][1] if self._chain else self._root
+
+    def _close_from(self, depth: int) -> None:
+        while len(self._chain) > depth:
+            os.close(self._chain.pop()[1])
 
 
 def _read_all(fd: int, size: int, max_bytes: int) -> bytes:

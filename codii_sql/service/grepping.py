@@ -8,6 +8,7 @@ case that resolves a request's paths and updates the index first is :mod:`.grep`
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -248,21 +249,21 @@ def _verified(store: Store, codebase: Codebase, meta: dict, pattern: GrepPattern
     as the consumer asks (it may stop). Threads reading and matching ahead were 20-40% slower with the
     files in the page cache, for the GIL's hand-offs (docs/benchmarks.md, "Grep", third round)."""
     max_bytes = 0 if codebase.alone else scan_rules(codebase, meta)["max_file_bytes"]
-    root_real = os.path.realpath(codebase.root)
-    for row in rows:
-        text, gaps = _text(store, codebase, pattern, row, root_real, max_bytes)
-        yield row, text, gaps, [] if text is None else _matched_or_none(match, pattern, text)
+    with contextlib.nullcontext() if codebase.alone else boundary.IndexedReader(os.path.realpath(codebase.root)) as disk:
+        for row in rows:
+            text, gaps = _text(store, codebase, pattern, row, disk, max_bytes)
+            yield row, text, gaps, [] if text is None else _matched_or_none(match, pattern, text)
 
 
-def _text(store: Store, codebase: Codebase, pattern: GrepPattern, row: dict, root_real: str, max_bytes: int
-          ) -> tuple[str | bytes | None, list[list[int]]]:
+def _text(store: Store, codebase: Codebase, pattern: GrepPattern, row: dict, disk: boundary.IndexedReader | None,
+          max_bytes: int) -> tuple[str | bytes | None, list[list[int]]]:
     """A candidate's text and the line ranges it lacks: from disk through the file boundary (None when
     the file is gone, or became something grep must not read: a symlink out of the root, a device, a
     binary or a private key, larger than ``max_bytes``; its bytes as they are when ``pattern`` can match
     them so, :func:`~codii_sql.search.grep.matches_bytes`), or for an index alone its stored text, else
     its chunks' stored lines."""
     if not codebase.alone:
-        data = boundary.read_indexed(root_real, row["path"], size_cap(row["path"], max_bytes))
+        data = disk.read(row["path"], size_cap(row["path"], max_bytes))
         if data is None or matches_bytes(pattern, data):
             return data, []
         return decode_source(data), []
