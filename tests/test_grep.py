@@ -172,6 +172,23 @@ def test_only_a_pattern_that_can_backtrack_is_bounded_in_time():
         matching_lines(GrepPattern(["\\w+b"]), text, timeout=1e-9)
 
 
+def test_line_numbers_are_exact_across_short_and_long_gaps_between_matches():
+    """Line breaks before a match are counted two ways (bytes.count for short gaps, numpy past
+    NUMPY_COUNT_BYTES): both must give each line its number, bytes and text alike."""
+    import random
+
+    from codii_sql.search.grep import NUMPY_COUNT_BYTES, matching_lines
+
+    rng = random.Random(5)
+    lines = ["needle here" if rng.random() < 0.02 else "x" * rng.choice([0, 3, 80, NUMPY_COUNT_BYTES * 3])
+             for _ in range(3000)]
+    text = "\n".join(lines) + "\n"
+    wanted = [n for n, line in enumerate(lines, 1) if "needle" in line]
+    pattern = GrepPattern(["needle"])
+    assert [g.line for g in matching_lines(pattern, text.encode())] == wanted
+    assert [g.line for g in matching_lines(pattern, text)] == wanted
+
+
 def test_context_globs_types_role_order_and_rg_json_shape(tmp_path):
     root = built(write_tree(tmp_path / "repo", {
         "tests/test_x.py": "import x\nvalue = target_word\n", "src/x.py": "a\nb\ntarget_word\nc\n",
