@@ -137,6 +137,22 @@ def test_bad_patterns_say_where_and_exit_2_and_no_match_exits_1(tmp_path):
         GrepPattern(["a\\nb"])
 
 
+def test_posix_classes_match_as_rg_reads_them(tmp_path):
+    """`[[:upper:]]{5}` is rg's ASCII class: Python's parser read it as a set and a ']', planned the
+    trigram ']]]' and answered no match (a new user's, on tokio's changelog)."""
+    root = built(write_tree(tmp_path / "repo", {"a.txt": "EPOLLERR here\nÉCOLE NORMALE\n", "b.txt": "x: 0x1F\n",
+                                                "c.txt": "lower only\n"}))
+    assert lines(grep(root, "[[:upper:]]{5}")) == [("a.txt", 1), ("a.txt", 2)]  # NORMALE; É is not ASCII
+    assert lines(grep(root, "0x[[:xdigit:]]{2}")) == [("b.txt", 1)]
+    assert lines(grep(root, "^[[:^space:]]+ only")) == [("c.txt", 1)]
+    assert lines(grep(root, "[[:upper:]]{5}", ignore_case=True)) == [("a.txt", 1), ("a.txt", 2), ("c.txt", 1)]
+    for bad, why in (("[[:foo:]]", "unknown POSIX class 'foo' at position 1"),
+                     ("[x[:^alpha:]]", "negated POSIX class beside other members at position 2"),
+                     ("[[:upper:]", "unterminated character set at position 10:")):
+        with pytest.raises(UsageError, match=re.escape(why)):
+            GrepPattern([bad])
+
+
 def test_a_pathological_pattern_is_bounded_per_file_and_said(tmp_path):
     root = built(write_tree(tmp_path / "repo", {"a.txt": "a" * 40 + "b\n", "b.txt": "aaa\n"}))
     answer = grep(root, "(a|aa)+$")
