@@ -153,6 +153,20 @@ def test_posix_classes_match_as_rg_reads_them(tmp_path):
             GrepPattern([bad])
 
 
+def test_a_limit_stops_lines_and_counts_and_its_note_says_which_number_is_which(tmp_path):
+    """A new user's `grep --limit 3 spawn` said "stopped at 28 matching lines" (the first file's count),
+    and `-c`/`-l` with a limit listed every file."""
+    root = built(write_tree(tmp_path / "repo", {"a.txt": "x_marker\n" * 5, "b.txt": "x_marker\n" * 2,
+                                                "c.txt": "x_marker\n"}))
+    shown = grep(root, "x_marker", limit=3)
+    assert lines(shown) == [("a.txt", 1), ("a.txt", 2), ("a.txt", 3)] and shown.truncated
+    assert "stopped at the limit of 3 matching lines: 5 counted in the 1 files read" in shown.note(lambda h: None)
+    counted = grep(root, "x_marker", limit=6, counts_only=True)
+    assert [(f.path, f.matches) for f in counted.files] == [("a.txt", 5), ("b.txt", 2)] and counted.truncated
+    result = run("grep", "-c", "--limit", "6", "x_marker", root)
+    assert result.exit_code == 0 and result.stdout == "a.txt:5\nb.txt:2\n" and "limit of 6" in result.stderr
+
+
 def test_a_pathological_pattern_is_bounded_per_file_and_said(tmp_path):
     root = built(write_tree(tmp_path / "repo", {"a.txt": "a" * 40 + "b\n", "b.txt": "aaa\n"}))
     answer = grep(root, "(a|aa)+$")
@@ -400,6 +414,15 @@ def test_a_file_turned_into_a_symlink_out_of_the_root_is_not_read(tmp_path):
     assert lines(found) == [] and "could not be read now" in found.note(lambda h: None)
 
 
+def test_a_named_link_out_of_the_root_is_an_error_naming_the_argument_as_given(tmp_path):
+    (tmp_path / "outside.txt").write_text("leak_marker\n")
+    root = built(write_tree(tmp_path / "repo", {"a.py": "leak_marker = 1\n"}))
+    (root / "esc.txt").symlink_to(tmp_path / "outside.txt")
+    result = run("grep", "leak_marker", root / "esc.txt")
+    assert result.exit_code == 2 and "esc.txt leads outside (a link) the codebase" in result.output
+    assert "--path" not in result.output and "leak_marker\n" not in result.stdout
+
+
 def test_a_file_turned_into_a_link_inside_the_root_is_not_read(tmp_path):
     """A new user swapped `main.py` for a link to `.env` after the build: grep (and so MCP grep_code and
     HTTP /grep, which answer from the index as it is) printed the secret."""
@@ -481,8 +504,14 @@ def test_a_named_file_the_index_leaves_out_is_said_not_searched(tmp_path):
     (root / "pkg.egg-info").mkdir()
     (root / "pkg.egg-info" / "PKG-INFO").write_text("func_59999\n")
     (root / "blob.dat").write_bytes(b"func_59999\x00\x01")
-    odd = grep(root, "func_59999", paths=[str(root / "pkg.egg-info"), str(root / "blob.dat")]).note(lambda h: h)
+    (root / "new.py").write_text("func_59999 = 3\n")
+    odd = grep(root, "func_59999", paths=[str(root / "pkg.egg-info"), str(root / "blob.dat"), str(root / "new.py")]
+               ).note(lambda h: h)
     assert "pkg.egg-info (default excluded)" in odd and "blob.dat (binary)" in odd and "max_file_bytes" not in odd
+    assert "new.py (not indexed yet)" in odd
+    # The build's own reason (a new user's 200 KB one-line file was "not indexed yet" here, "minified" in status).
+    other = built(write_tree(tmp_path / "other", {"a.py": "x = 1\n", "bundle.py": "func_59999 = [" + "1, " * 9000 + "]\n"}))
+    assert "bundle.py (minified)" in grep(other, "func_59999", paths=[str(other / "bundle.py")]).note(lambda h: h)
 
 
 @pytest.mark.skipif(RG is None, reason="the rg binary is not installed")

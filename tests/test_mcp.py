@@ -577,6 +577,9 @@ def test_an_agent_greps_exact_lines_and_gets_a_bad_pattern_as_one_line(codii_hom
             msg = await refused(s, "grep_code", path=str(sample_repo), pattern="(self")
             assert "grep_code: pattern '(self' is not a valid regular expression" in msg and "at position 0" in msg
             assert "\n" not in msg, msg
+            # One glob as a string, as search_code takes it (an agent's first try was refused as no list).
+            one = await call(s, "grep_code", path=str(sample_repo), pattern="def ", pathGlob="*/parse.py")
+            assert {f["path"] for f in one["files"]} == {"app/parse.py"}
 
     asyncio.run(run())
 

@@ -36,10 +36,10 @@ def grep_code(
     literal: Annotated[bool, Field(description="Match pattern as a literal string (rg -F).")] = False,
     ignore_case: Annotated[bool, Field(description="Case-insensitive (rg -i).")] = False,
     word: Annotated[bool, Field(description="Only matches with no word character around them (rg -w).")] = False,
-    pathGlob: Annotated[list[str], Field(  # noqa: N803
-        max_length=20, description="gitignore-style globs over the relative path, e.g. ['*.{py,md}', '!tests/']; "
-                                   "'!' excludes (an excluded folder is never entered), else the last match "
-                                   "wins, as rg -g; [] = all files.")] = [],
+    pathGlob: Annotated[Annotated[list[str], Field(max_length=20)] | str, Field(  # noqa: N803
+        description="gitignore-style globs over the relative path, e.g. ['*.{py,md}', '!tests/'] (one may "
+                    "be a string, as search_code's); '!' excludes (an excluded folder is never entered), "
+                    "else the last match wins, as rg -g; [] = all files.")] = [],
     context: Annotated[int, Field(ge=0, le=10, description="Lines of context before and after each match.")] = 0,
     sort: Annotated[str, Field(pattern="^(path|role)$", description="path, or role: source files first.")] = "path",
     limit: Annotated[int, Field(ge=1, le=2000, description="Matching lines shown at most.")] = 100,
@@ -48,7 +48,7 @@ def grep_code(
     cb = codebase_at(path)
     SESSION.require_index(cb)
     found = grep(GrepRequest([pattern], fixed=literal, ignore_case=ignore_case, word=word, paths=[path],
-                             globs=list(pathGlob), before=context, after=context, limit=limit, sort=sort, update=False,
+                             globs=[pathGlob] if isinstance(pathGlob, str) else list(pathGlob), before=context, after=context, limit=limit, sort=sort, update=False,
                              max_columns=MAX_LINE_CHARS, max_tokens=max_tokens or DEFAULT_MAX_TOKENS))
     shown = sum(g.matched for f in found.files for g in f.lines)
     summary = (f"{found.matched_lines} matching lines in {found.matched_files} files of {found.codebase}"

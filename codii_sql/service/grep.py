@@ -61,8 +61,9 @@ def _scopes(paths: list[str], db: str | None) -> tuple[Codebase, list[str]]:
     for p in paths:
         rel = os.path.relpath(os.path.realpath(p), os.path.realpath(codebase.root))
         if rel == os.pardir or rel.startswith(os.pardir + os.sep):
-            raise UsageError(f"{p} is outside the codebase {codebase.root}", "grep one codebase at a time",
-                             field="path")
+            # No field: the CLI's PATH is an argument, and it named it "--path".
+            where = "leads outside (a link)" if os.path.islink(p) else "is outside"
+            raise UsageError(f"{p} {where} the codebase {codebase.root}", "grep one codebase at a time")
         if rel != ".":
             scopes.append(rel.replace(os.sep, "/"))
         else:

@@ -21,7 +21,8 @@ from ..codebase import Codebase
 from ..errors import Remedy, StorageError, UsageError
 from ..ingest import wildmatch
 from ..ingest.config import size_cap
-from ..ingest.read import SNIFF_BYTES, is_binary
+from ..ingest.read import read_file
+from ..ingest.scanned import SourceFile
 from ..languages import KNOWN_LANGUAGES, language_name
 from ..search.answer import Note
 from ..search.budget import json_tokens
@@ -69,7 +70,8 @@ class GrepRequest:
         max_tokens: fit the lines shown in about this many tokens (search/budget.py's estimate): the
             last files' lines are dropped, ``truncated`` and a note say so; None: no budget.
         counts_only: each file's number of matching lines alone (rg's ``-c`` and ``-l``), no ``lines``
-            built (:func:`~codii_sql.search.grep.count_lines`); ``limit`` and context do not apply.
+            built (:func:`~codii_sql.search.grep.count_lines`); context does not apply, and ``limit``
+            stops reading after the file whose count reaches it.
     """
 
     patterns: list[str]
@@ -181,6 +183,9 @@ def _search(store: Store, codebase: Codebase, pattern: GrepPattern, request: Gre
         if request.counts_only:
             answer.matched_lines += matched
             answer.files.append(GrepFile(row["path"], row["role"], row["language"], matched, [], gaps))
+            if request.limit is not None and answer.matched_lines >= request.limit:
+                answer.truncated = True  # this file counted whole, the next ones not read
+                break
             continue
         answer.matched_lines += len(matched)
         in_file = len(matched)
@@ -191,7 +196,7 @@ def _search(store: Store, codebase: Codebase, pattern: GrepPattern, request: Gre
         if request.before or request.after:
             matched = with_context(as_text(text), matched, request.before, request.after)
         answer.files.append(GrepFile(row["path"], row["role"], row["language"], in_file, matched, gaps))
-    answer.notes = notes + _notes(answer, pattern, has_tables, unpacked, codebase)
+    answer.notes = notes + _notes(answer, pattern, has_tables, unpacked, codebase, request.limit)
     if unreadable:
         answer.notes.append(Note("grep", f"{unreadable} indexed files could not be read now (gone, or no longer a "
                                          "regular text file inside the root) and were not searched",
@@ -210,28 +215,28 @@ def _left_out(store: Store, codebase: Codebase, scopes: list[str]) -> list[Note]
     for s in scopes:
         full = os.path.join(codebase.root, s)
         if os.path.isfile(full) and store.row("file_by_path", {"path": s}) is None:
-            missing.append((s, full, False))
+            missing.append((s, False))
         elif os.path.isdir(full) and not store.value("has_files_under", {"under": s}):
-            missing.append((s, full, True))
+            missing.append((s, True))
     if not missing:
         return []
-    files = boundary.FileSet(codebase.root, scan_rules(codebase))
+    rules = scan_rules(codebase)
+    files = boundary.FileSet(codebase.root, rules)
     # A folder's reason is that of a plain file in it ("missing" when the folder itself is not left out).
-    reasons = [(files.unlisted(f"{s}/a") if folder else files.unlisted(s) or _unread(full)) for s, full, folder in missing[:5]]
+    reasons = [(files.unlisted(f"{s}/a") if folder else files.unlisted(s) or _unread(codebase, s, rules))
+               for s, folder in missing[:5]]
     reasons = ["no indexed file" if r in (None, "missing") else r.replace("-", " ") for r in reasons]
-    why = ", ".join(f"{s} ({reason})" for (s, _, _), reason in zip(missing, reasons))
+    why = ", ".join(f"{s} ({reason})" for (s, _), reason in zip(missing, reasons))
     more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
     hint = "rg reads them" + ("; a larger max_file_bytes in .codii.yaml indexes them" if "too large" in reasons else "")
     return [Note("grep", f"not searched, as the index leaves them out: {why}{more}", hint)]
 
 
-def _unread(full: str) -> str:
-    """Why a file the index's rules list is not in it: binary (as the build sniffs it), else not yet read."""
-    try:
-        with open(full, "rb") as fh:
-            return "binary" if is_binary(fh.read(SNIFF_BYTES)) else "not indexed yet"
-    except OSError:
-        return "unreadable"
+def _unread(codebase: Codebase, rel: str, rules: dict) -> str:
+    """Why a file the index's rules list is not in it, as the build reads it (binary, minified, too
+    large, a private key...), else not yet read."""
+    data = read_file(codebase.root, SourceFile(rel, 0, 0), max_file_bytes=rules["max_file_bytes"])
+    return data if isinstance(data, str) else "not indexed yet"
 
 
 def _matched_or_none(match: Callable, pattern: GrepPattern, text: str | bytes) -> list[GrepLine] | int | None:
@@ -356,7 +361,8 @@ def _fit(answer: GrepAnswer, max_tokens: int) -> None:
     answer.files = kept
 
 
-def _notes(answer: GrepAnswer, pattern: GrepPattern, has_tables: bool, unpacked: int, codebase: Codebase) -> list[Note]:
+def _notes(answer: GrepAnswer, pattern: GrepPattern, has_tables: bool, unpacked: int, codebase: Codebase,
+           limit: int | None) -> list[Note]:
     notes = []
     if pattern.scans:
         notes.append(Note("grep", "no pattern has a literal of 3 or more characters that every match holds, so every "
@@ -378,6 +384,7 @@ def _notes(answer: GrepAnswer, pattern: GrepPattern, has_tables: bool, unpacked:
         notes.append(Note("grep", f"stopped after the pattern passed the time bound on {MAX_SLOW_FILES} files: the "
                                   "counts cover the files read so far", "simplify the pattern"))
     elif answer.truncated:
-        notes.append(Note("grep", f"stopped at {answer.matched_lines} matching lines: the counts cover the files "
-                                  "read so far", "ask with a higher limit, or narrow the paths or globs"))
+        notes.append(Note("grep", f"stopped at the limit of {limit:,} matching lines: {answer.matched_lines:,} "
+                                  f"counted in the {answer.files_read:,} files read, the rest not read",
+                          "ask with a higher limit, or narrow the paths or globs"))
     return notes
