@@ -357,13 +357,10 @@ def test_a_search_trusts_a_fresh_watcher_instead_of_walking_the_tree(codii_home,
 
 
 def test_an_agent_that_edits_a_file_and_greps_at_once_finds_its_edit(codii_home, tmp_path):
-    """A tool waits while this server's watcher has changes still to commit (a new user's grep_code,
-    called just after appending a function, found nothing: "indexing is running")."""
+    """A tool answers only once this server's watcher has heard of every change made before the call
+    and committed it: a new user's grep_code, called just after writing a file, found nothing (3 of 3),
+    its event still in watchfiles' 50 ms group. Each call here comes at once after the write."""
     repo = write_tree(tmp_path / "agent", SAMPLE)
-
-    def told_of_a_change() -> bool:
-        notes = [json.loads(p.read_text()) for p in (codii_home / "indexes").glob("*.db.watch/*.json")]
-        return any(n.get("fresh") is False for n in notes)
 
     async def run():
         async with server(codii_home, CODII_SQL_BACKGROUND="0") as s:
@@ -372,13 +369,16 @@ def test_an_agent_that_edits_a_file_and_greps_at_once_finds_its_edit(codii_home,
             await call(s, "search_code", path=str(repo), query="zebra", limit=1)  # followed from now on
             for i in range(3):
                 (repo / "app" / f"kiwi{i}.py").write_text(f"def peel_the_kiwi_{i}(kiwi):\n    return kiwi.skin\n")
-                deadline = time.monotonic() + PATIENCE
-                while not told_of_a_change():  # the watcher has the event: its update is under way
-                    assert time.monotonic() < deadline
-                    await asyncio.sleep(0.01)
                 found = await call(s, "grep_code", path=str(repo), pattern=f"peel_the_kiwi_{i}")
                 assert found["matched_lines"] == 1, found
-                hits = await call(s, "search_code", path=str(repo), query=f"peel_the_kiwi_{i}", mode="bm25", limit=1)
-                assert hits["results"][0]["path"] == f"app/kiwi{i}.py", hits
+                with (repo / "app" / "http.py").open("a") as fh:
+                    fh.write(f"\ndef slice_the_mango_{i}(mango):\n    return mango.stone\n")
+                hits = await call(s, "search_code", path=str(repo / "app"), query=f"slice_the_mango_{i}", mode="bm25",
+                                  limit=1)
+                assert hits["results"][0]["path"] == "app/http.py" and \
+                    f"slice_the_mango_{i}" in hits["results"][0]["content"], hits
+                (repo / "app" / f"fig{i}.py").write_text(f"class Fig{i}Tree:\n    pass\n")
+                symbol = await call(s, "find_symbol", path=str(repo), name=f"Fig{i}Tree")
+                assert [d["path"] for d in symbol["definitions"]] == [f"app/fig{i}.py"], symbol
 
     asyncio.run(run())

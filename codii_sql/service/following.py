@@ -42,6 +42,7 @@ class Following:
         self.stopped = False
         self.last: dict[Codebase, Update] = {}
         self._threads: dict[Codebase, tuple[threading.Thread, threading.Event]] = {}
+        self._watchers: dict[Codebase, Watcher] = {}
         self._lock = threading.Lock()
 
     def follow(self, cb: Codebase) -> None:
@@ -77,11 +78,18 @@ class Following:
         self.follow(cb)
 
     def settle(self, cb: Codebase) -> None:
-        """Wait, at most :data:`SETTLE_SECONDS`, while ``cb``'s watchers have changes still to commit
-        (:func:`~.watchers.kept_fresh`); at once when it is not followed or is fresh."""
-        deadline = time.monotonic() + SETTLE_SECONDS
-        while cb in self.watched() and kept_fresh(cb) is None and time.monotonic() < deadline:
-            time.sleep(0.05)
+        """Wait, at most :data:`SETTLE_SECONDS`, till this server's watcher of ``cb`` has heard of every
+        change made before now (its next wake, at most ~0.1 s: :meth:`~.watching.Watcher.caught_up`)
+        and committed them all (:func:`~.watchers.kept_fresh`); at once when ``cb`` is not followed.
+        A new user's agent wrote a file and grepped it in the same turn: 3 tries of 3 answered from
+        before the write, for the event was still in watchfiles' 50 ms group."""
+        asked = time.monotonic()
+        deadline = asked + SETTLE_SECONDS
+        while cb in self.watched() and time.monotonic() < deadline:
+            watcher = self._watchers.get(cb)
+            if watcher is not None and watcher.caught_up(asked) and kept_fresh(cb) is not None:
+                return
+            time.sleep(0.01)
 
     def unfollow(self, cb: Codebase, timeout: float = 5.0) -> None:
         """Stop keeping ``cb`` fresh (its index was cleared: a later change must not rebuild it)."""
@@ -106,11 +114,15 @@ class Following:
             thread.join(timeout)
 
     def _run(self, cb: Codebase, stop: threading.Event) -> None:
+        watcher = Watcher([cb], stop=stop, on_update=self._heard, update=self._update)
+        self._watchers[cb] = watcher
         with registered(cb, "mcp"):
             try:
-                Watcher([cb], stop=stop, on_update=self._heard, update=self._update).run()
+                watcher.run()
             except (OSError, RuntimeError):  # the root went away or the OS refused a watch: stop following
                 pass
+            finally:
+                self._watchers.pop(cb, None)
 
     def _heard(self, update: Update) -> None:
         self.last[update.codebase] = update

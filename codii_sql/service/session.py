@@ -174,8 +174,8 @@ class Session:
         Raises:
             as :func:`~.searching.search`.
         """
-        for cb in self.following.watched():  # an edit the watcher was told of is searched, not missed
-            if any(Path(p).expanduser().resolve() == cb.root for p in request.paths or ()):
+        for cb in self.following.watched():  # an edit made before the call is searched, not missed
+            if any(Path(p).expanduser().resolve().is_relative_to(cb.root) for p in request.paths or ()):
                 self.following.settle(cb)
         answer = search(dataclasses.replace(request, update=False), indexes=self.indexes, building=self.jobs.locked)
         for member in answer.members:

@@ -31,9 +31,15 @@ from .watchers import mark
 #: per file). Both are watchfiles' defaults.
 STEP_MS = 50
 DEBOUNCE_MS = 1600
-#: How often the event wait wakes with no event: to notice a stop, or to retry a codebase whose
-#: writer lock another process held. A wake costs microseconds; nothing is read.
-WAKE_MS = 1000
+#: How often the event wait wakes with no event: to notice a stop, to retry a codebase whose writer
+#: lock another process held, and to prove to a tool about to answer that no event of an earlier
+#: change is still on its way (:meth:`Watcher.caught_up`: the tool waits for the next wake, so this is
+#: its worst added latency; 1 s let an agent's write-then-grep miss its own file). A wake costs
+#: microseconds; nothing is read.
+WAKE_MS = 100
+#: Seconds from a write to its event in watchfiles' buffer (inotify's queue, read by notify's thread
+#: at once: well under 1 ms here); a wake this long after a tool was asked has seen every earlier one.
+EVENT_DELAY_SECONDS = 0.005
 #: ``1`` makes watchers poll the file system every POLL_MS instead of waiting on events: for file
 #: systems that deliver none (network mounts, some container volumes). Costs a directory walk of
 #: every watched tree per poll, so it is slow on big trees and off by default.
@@ -115,6 +121,15 @@ class Watcher:
         self.update = update
         self.poll = os.environ.get(ENV_POLL, "0").strip() == "1" if poll is None else poll
         self.due: set[int] = set(range(len(self.follows)))  # indexes into follows; all at the start
+        self.woke_at = 0.0  # time.monotonic() of the last wake whose events are marked
+
+    def caught_up(self, asked: float) -> bool:
+        """Whether every event of a change made before ``asked`` (``time.monotonic()`` seconds) has
+        reached this watcher and been marked (:func:`~.watchers.mark`, so :func:`~.watchers.kept_fresh`
+        says no until it is committed): it woke :data:`EVENT_DELAY_SECONDS` after, and watchfiles hands
+        over every buffered event at a wake (or wakes on its timeout with none). A polling watcher
+        sees a change only at its next poll, a second away: True, and the tool answers at once."""
+        return self.poll or self.woke_at > asked + EVENT_DELAY_SECONDS
 
     def run(self, *, ready: Callable[[], None] = lambda: None) -> None:
         """Update every codebase, call ``ready`` (once) when events are followed, then follow them
@@ -167,6 +182,7 @@ class Watcher:
                     self.due.add(owner)
                     # An empty new folder changes no index, but what is created in it later must count.
                     self.follows[owner].walk_due |= os.path.isdir(path)
+            self.woke_at = time.monotonic()  # after the marks: a tool waiting on it then sees them
             if first:
                 self.due, first = set(range(len(self.follows))), False
                 self._update_due()
