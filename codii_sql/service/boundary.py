@@ -16,6 +16,7 @@ Refusals raise :class:`PathRefusedError`, whose one-line message the server hand
 from __future__ import annotations
 
 import os
+import re
 import stat
 import threading
 import time
@@ -153,6 +154,8 @@ def read_bytes(f: SafeFile, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> bytes:
 #: never blocking on a FIFO swapped in for the file.
 _FOLDER_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _FILE_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC
+#: A relative path with an empty, ``.`` or ``..`` part: never an indexed file's (one could climb out).
+_NOT_PLAIN = re.compile(r"(?:^|/)\.{0,2}(?:/|$)")
 
 
 class IndexedReader:
@@ -173,12 +176,14 @@ class IndexedReader:
         except OSError:  # the root is gone or no folder now: every file reads as gone
             self._root = None
         self._chain: list[tuple[str, int]] = []  # (folder name, descriptor) from the root down
+        self._folder = ""  # the chain's path
 
     def __enter__(self) -> "IndexedReader":
         return self
 
     def __exit__(self, *exc) -> None:
-        self._close_from(0)
+        while self._chain:
+            os.close(self._chain.pop()[1])
         if self._root is not None:
             os.close(self._root)
 
@@ -186,17 +191,13 @@ class IndexedReader:
         """The content of the indexed file ``rel`` (``/``-separated, relative to the root), or None when
         it is gone, is reached through a link now (the index holds none), is no regular file, is
         larger than ``max_bytes``, binary or a private key."""
-        *folders, name = rel.split("/")
-        if self._root is None or any(part in ("", ".", "..") for part in (*folders, name)):
+        if self._root is None or _NOT_PLAIN.search(rel):
             return None
-        kept = 0
-        while kept < min(len(folders), len(self._chain)) and self._chain[kept][0] == folders[kept]:
-            kept += 1
-        self._close_from(kept)
+        folder, _, name = rel.rpartition("/")
+        if folder != self._folder and not self._enter(folder):
+            return None
         try:
-            for part in folders[kept:]:
-                self._chain.append((part, os.open(part, _FOLDER_FLAGS, dir_fd=self._here())))
-            fd = os.open(name, _FILE_FLAGS, dir_fd=self._here())
+            fd = os.open(name, _FILE_FLAGS, dir_fd=self._chain[-1][1] if self._chain else self._root)
         except OSError:
             return None
         try:
@@ -211,12 +212,25 @@ class IndexedReader:
         head = data[:SNIFF_BYTES]
         return None if len(data) > max_bytes or is_binary(head) or is_private_key(head) else data
 
-    def _here(self) -> int:
-        return self._chain[-1][1] if self._chain else self._root
-
-    def _close_from(self, depth: int) -> None:
-        while len(self._chain) > depth:
+    def _enter(self, folder: str) -> bool:
+        """Hold the descriptors of ``folder`` ('' for the root) and the folders above it, keeping those
+        of the last path it shares; False when one cannot be opened (gone, a link, no folder)."""
+        parts = folder.split("/") if folder else []
+        kept = 0
+        while kept < min(len(parts), len(self._chain)) and self._chain[kept][0] == parts[kept]:
+            kept += 1
+        while len(self._chain) > kept:
             os.close(self._chain.pop()[1])
+        try:
+            for part in parts[kept:]:
+                self._chain.append((part, os.open(part, _FOLDER_FLAGS, dir_fd=self._chain[-1][1] if self._chain
+                                                  else self._root)))
+        except OSError:
+            self._folder = "/".join(p for p, _ in self._chain)
+            return False
+        self._folder = folder
+        return True
+
 
 
 def _read_all(fd: int, size: int, max_bytes: int) -> bytes:
