@@ -27,6 +27,8 @@ POSIX_CLASSES = {
     "space": "\\t\\n\\x0b\\x0c\\r ", "upper": "A-Z", "word": "0-9A-Za-z_", "xdigit": "0-9A-Fa-f",
 }
 _POSIX_NAME = re.compile(r"\[:(\^?)([a-z]+):\]")
+#: A Unicode property escape: ``\p{Greek}``, ``\P{Lu}``, ``\pL``.
+_PROPERTY = re.compile(r"\\[pP](?:\{[^}]*\}|[A-Za-z])")
 #: Longest whole pattern (characters) that runs without a time bound when it holds no repeat: each
 #: starting position then costs at most its length in steps, 128 x a 1 MiB file well under the
 #: bound, and the bound's clock reads tripled the engine's time over Django's `self` (22 -> 70 ms).
@@ -75,14 +77,16 @@ class GrepPattern:
             raise UsageError("is missing", "pass a pattern to search for", field="pattern")
         flags = re.IGNORECASE if self.ignore_case else 0
         if self.fixed:
-            sources = [re.escape(p) for p in self.patterns]
+            sources = planned = [re.escape(p) for p in self.patterns]
         else:
             for p in self.patterns:  # errors named at their place in the pattern as typed
-                _parsed(p, flags, p)
+                _parsed(posix_spelled(p, planned=True) if "\\p" in p or "\\P" in p else p, flags, p)
             sources = [posix_spelled(p) for p in self.patterns]
-        parsed = [_parsed(s, flags, shown) for s, shown in zip(sources, self.patterns)]
+            planned = [posix_spelled(p, planned=True) for p in self.patterns]
+        parsed = [_parsed(s, flags, shown) for s, shown in zip(planned, self.patterns)]
         whole = _combined(sources, self.word)
-        tree = _parsed(whole, flags, " | ".join(self.patterns))
+        tree = _parsed(_combined(planned, self.word), flags, " | ".join(self.patterns))
+        properties = planned != sources  # \p{Greek}: the regex module's, no ASCII form
         self.fts = trigrams.to_fts(trigrams.required(parsed))
         self.line_bound = trigrams.line_bound(tree)
         self.prefilter = trigrams.whole_text_implied(tree)
@@ -92,7 +96,7 @@ class GrepPattern:
         except regex.error as err:  # syntax the re parser accepts but regex refuses
             raise _bad(" | ".join(self.patterns), getattr(err, "msg", str(err)), getattr(err, "pos", None)) from None
         self.ascii_regex = None
-        if self.line_bound and whole.isascii() and trigrams.same_on_ascii(tree):
+        if self.line_bound and whole.isascii() and trigrams.same_on_ascii(tree) and not properties:
             try:
                 self.ascii_regex = regex.compile(whole.encode("ascii"), flags | regex.MULTILINE | regex.VERSION0)
             except regex.error:  # a flag only str patterns take, such as (?u)
@@ -105,23 +109,31 @@ class GrepPattern:
         return self.fts is None
 
 
-def posix_spelled(source: str) -> str:
+def posix_spelled(source: str, planned: bool = False) -> str:
     """``source`` with each POSIX class in a bracket spelled as its ASCII ranges (:data:`POSIX_CLASSES`):
     ``[[:upper:]_]`` -> ``[A-Z_]``; a negated one, ``[[:^space:]]``, only as a bracket of its own.
+    ``planned``: also each Unicode property (``\\p{Greek}``, ``\\PL``, which the regex module matches
+    and rg takes but Python's parser refuses) as any character, ``[\\s\\S]``: the form the trigram
+    planner reads (it requires no trigram there, and may match a line break, so the pattern runs
+    line by line).
 
     Raises:
         UsageError: an unknown class name (``[[:foo:]]``, as rg refuses it), or a negated class beside
             other members (Python has no set difference to spell it with).
     """
-    if "[:" not in source:
+    if "[:" not in source and not (planned and _PROPERTY.search(source)):
         return source
     out, i = [], 0
     while i < len(source):
-        if source[i] == "\\":
+        prop = _PROPERTY.match(source, i) if planned else None
+        if prop:
+            out.append("[\\s\\S]")
+            i = prop.end()
+        elif source[i] == "\\":
             out.append(source[i:i + 2])
             i += 2
         elif source[i] == "[":
-            end, body = _bracket(source, i)
+            end, body = _bracket(source, i, planned)
             out.append(body)
             i = end
         else:
@@ -130,9 +142,10 @@ def posix_spelled(source: str) -> str:
     return "".join(out)
 
 
-def _bracket(source: str, start: int) -> tuple[int, str]:
-    """The bracket opening at ``start``: ``(index past its ']', its text with POSIX classes spelled)``;
-    an unclosed one is left as it is (the parser names the error)."""
+def _bracket(source: str, start: int, planned: bool) -> tuple[int, str]:
+    """The bracket opening at ``start``: ``(index past its ']', its text with POSIX classes spelled)``,
+    properties as any character when ``planned``; an unclosed one is left as it is (the parser names
+    the error)."""
     i = start + 1
     negated = source.startswith("^", i)
     i += negated
@@ -143,7 +156,11 @@ def _bracket(source: str, start: int) -> tuple[int, str]:
     flipped = None
     while i < len(source) and source[i] != "]":
         named = _POSIX_NAME.match(source, i)
-        if source[i] == "\\":
+        prop = _PROPERTY.match(source, i) if planned else None
+        if prop:
+            members.append("\\s\\S")
+            i = prop.end()
+        elif source[i] == "\\":
             members.append(source[i:i + 2])
             i += 2
         elif named:
