@@ -42,6 +42,10 @@ def unpack_text(blob: bytes) -> str:
     return zlib.decompress(blob).decode("utf-8")
 
 
+#: The byte-order marks of a UTF-16 file, which decode_source decodes as UTF-16.
+UTF16_BOMS = (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
+
+
 def decode_source(data: bytes) -> str:
     """Decode a source file's bytes to text, deterministically and losslessly for line numbers.
 
@@ -59,7 +63,7 @@ def decode_source(data: bytes) -> str:
     """
     if data.startswith(codecs.BOM_UTF8):
         text = data[len(codecs.BOM_UTF8):].decode("utf-8", errors="replace")
-    elif data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+    elif data.startswith(UTF16_BOMS):
         text = data.decode("utf-16", errors="replace")
     else:
         try:

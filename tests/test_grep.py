@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import codecs
 import json
 import os
 import re
@@ -157,6 +158,22 @@ def test_posix_classes_and_unicode_properties_match_as_rg_reads_them(tmp_path):
                      ("[[:upper:]", "unterminated character set at position 10:")):
         with pytest.raises(UsageError, match=re.escape(why)):
             GrepPattern([bad])
+
+
+def test_a_literal_is_found_in_files_of_every_encoding_the_build_reads(tmp_path):
+    """A file without a case-sensitive ASCII literal's bytes is skipped undecoded: one in UTF-8, Latin-1,
+    UTF-16 (whose bytes never hold the literal as such) or with CRLF line ends is still found."""
+    root = tmp_path / "repo"
+    root.mkdir()
+    (root / "utf8.txt").write_bytes("café needle_x\n".encode())
+    (root / "latin1.txt").write_bytes("x\ncafé needle_x\n".encode("latin-1"))
+    (root / "utf16.txt").write_bytes(codecs.BOM_UTF16_LE + "a\nneedle_x\n".encode("utf-16-le"))
+    (root / "crlf.txt").write_bytes("é\r\nneedle_x\r\n".encode())
+    (root / "other.txt").write_bytes("café, needle_y\n".encode())
+    built(root)
+    assert sorted(lines(grep(root, "needle_x"))) == [("crlf.txt", 2), ("latin1.txt", 2), ("utf16.txt", 2),
+                                                     ("utf8.txt", 1)]
+    assert sorted(lines(grep(root, "needle_x", word=True))) == sorted(lines(grep(root, "needle_x", ignore_case=True)))
 
 
 def test_a_limit_stops_lines_and_counts_and_its_note_says_which_number_is_which(tmp_path):
