@@ -133,6 +133,10 @@ SELECT EXISTS (SELECT 1 FROM vector_queue);
 -- chunks: every chunk; pending: those still waiting for their vector.
 SELECT (SELECT count(*) FROM chunks) AS chunks, (SELECT count(*) FROM vector_queue) AS pending;
 
+-- name: vector_queue_any
+-- 1 when some chunk waits for its vector (the queue's first row, not its count: the kernel's is 2.7M).
+SELECT EXISTS (SELECT 1 FROM vector_queue);
+
 -- name: vectors_by_text_hash
 -- Vectors this codebase already holds for the same embedded texts (renames, moves, copies).
 -- :keys is a JSON array of text hashes.

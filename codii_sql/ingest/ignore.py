@@ -13,7 +13,7 @@ import codecs
 import functools
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from . import wildmatch
@@ -128,16 +128,21 @@ def _compiled(data: bytes, base: bytes, can_rescue: bool, git: bool, origin: str
     return compile_level(split_lines(data), base, can_rescue, git=git, origin=origin)
 
 
-def outer_levels(tree: WorkTree) -> tuple[IgnoreLevel, ...]:
+def outer_levels(tree: WorkTree, seen: Callable[[str], None] = lambda path: None) -> tuple[IgnoreLevel, ...]:
     """Git's levels above the root's own ``.gitignore`` files, lowest precedence first:
     ``core.excludesFile`` and ``info/exclude`` (relative to the work tree's top), then, for a
-    root below the top, the ``.gitignore`` of each folder from the top down to the root's parent."""
-    levels = [read_ignore_file(excludes_file(tree.top), b"", can_rescue=False, git=True),
-              read_ignore_file(git_info_path(tree.top, "exclude"), b"", can_rescue=False, git=True)]
+    root below the top, the ``.gitignore`` of each folder from the top down to the root's parent.
+    ``seen`` hears the path of each file looked for, there or not."""
+    excludes, info = excludes_file(tree.top), git_info_path(tree.top, "exclude")
+    seen(excludes)
+    seen(info)
+    levels = [read_ignore_file(excludes, b"", can_rescue=False, git=True),
+              read_ignore_file(info, b"", can_rescue=False, git=True)]
     parts = tree.prefix.split("/")[:-1]
     for depth in range(len(parts)):
         folder = "".join(part + "/" for part in parts[:depth])
         path = os.path.join(tree.top, folder, ".gitignore")
+        seen(path)
         if not os.path.islink(path):  # Git does not follow a symlinked .gitignore
             levels.append(read_ignore_file(path, os.fsencode(folder), can_rescue=False, git=True))
     return tuple(level for level in levels if level is not None)

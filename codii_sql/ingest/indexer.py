@@ -32,8 +32,13 @@ from .history import update_history
 from .history_rules import HistoryRules
 from .history_vectors import embed_history, fit_history_vec, history_dims
 from .lexical import LexicalPhase, described
+from . import scan_stats
 from .plan import Plan, make_plan, nothing_to_do, same_settings
 from .report import BuildReport, Progress, skip_listing
+
+
+#: Reasons a listed file was not indexed that a later read may not repeat.
+TRANSIENT_SKIPS = ("vanished", "unreadable", "not-regular-file")
 
 
 def index_settings(embedder: Embedder) -> dict:
@@ -206,6 +211,7 @@ class Indexer:
             plan = self.plan(store)  # read-only: a build that finds nothing to do writes nothing
             if nothing_to_do(plan, meta, self._options(store)):
                 self.max_file_bytes = plan.max_file_bytes
+                self._keep_scan(store, plan, failed=0)
                 report = described(plan, BuildReport())
                 report.files, report.chunks, report.merkle_root = meta.get("files"), meta.get("chunks"), plan.old.root_hash
                 report.seconds = report.phase_seconds["lexical"] = time.perf_counter() - started
@@ -248,7 +254,18 @@ class Indexer:
                            merkle_root=report.merkle_root, files=report.files, chunks=report.chunks,
                            skipped=dict(report.skipped), skipped_files=skip_listing(report.skipped_files),
                            failed=report.failed, **took, **complete)
+        self._keep_scan(store, plan, failed=len(report.failed or ()))
         return report
+
+    def _keep_scan(self, store: Store, plan: Plan, failed: int) -> None:
+        """Keep what the plan's scan saw beside the index, for the state just committed: a search's
+        update check then stats it instead of walking (:mod:`.scan_stats`). Not after a file failed or
+        could not be read for a passing reason (vanished, unreadable): the next build tries it again."""
+        path = scan_stats.sidecar(store.path)
+        if failed or any(plan.skipped_after_read.get(r) for r in TRANSIENT_SKIPS):
+            path.unlink(missing_ok=True)
+            return
+        scan_stats.save(path, plan.stats, list(plan.files.values()), scan_stats.state_key(store, plan.rules))
 
     def update_history(self, store: Store) -> dict:
         """The history phase (:func:`~.history.update_history`) under the writer lock the caller holds,

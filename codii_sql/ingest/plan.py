@@ -16,6 +16,7 @@ from . import merkle
 from .attributes import Attributes
 from .read import read_file
 from .reclassify import stale_roles
+from .scanned import ScanStats
 from .walk import SourceFile, scan
 
 #: ``files.size`` of a file marked for re-chunking (``build --force``, a chunker change): it
@@ -42,6 +43,8 @@ class Plan:
     attributes: Attributes = field(default_factory=Attributes)
     reclassify: bool = False  # the stored roles came from other rules or attribute files
     hidden_by: list[dict] = field(default_factory=list)  # ScanResult.hiding_rules: why nothing is left
+    stats: ScanStats = field(default_factory=ScanStats)  # what else the scan read (scan_stats.py keeps it)
+    rules: dict = field(default_factory=dict)  # the scan rules it ran with
 
     @property
     def changed(self) -> bool:
@@ -61,7 +64,7 @@ def make_plan(store: Store, root: Path, rules: dict, progress: Callable[[str, in
     progress("scan", len(result.files), len(result.files))
     plan = Plan(files={f.path: f for f in result.files}, skipped=Counter(result.skipped),
                 max_file_bytes=rules["max_file_bytes"], skipped_paths=list(result.skipped_paths),
-                attributes=result.attributes, hidden_by=result.hiding_rules(),
+                attributes=result.attributes, hidden_by=result.hiding_rules(), stats=result.stats, rules=rules,
                 reclassify=stale_roles(store.meta(), result.attributes))
     plan.seconds["scan"] = time.perf_counter() - t
     t = time.perf_counter()

@@ -13,27 +13,43 @@ from dataclasses import dataclass
 GIT_TIMEOUT_SECONDS = 10
 
 
+def git_dir(root: str) -> str:
+    """The Git directory of the repository whose ``.git`` is at the root: that folder, or the one a
+    ``.git`` file names (a worktree's, a submodule's); "" if none."""
+    dot_git = os.path.join(root, ".git")
+    if not os.path.isfile(dot_git):
+        return dot_git
+    try:
+        with open(dot_git, encoding="utf-8") as fh:
+            first = fh.readline()
+    except (OSError, UnicodeDecodeError):
+        return ""
+    return os.path.join(root, first[len("gitdir:"):].strip()) if first.startswith("gitdir:") else ""
+
+
+def git_config_paths(root: str) -> list[str]:
+    """The config files Git reads for the repository at ``root``, besides those they include: the
+    system's, the user's two and the repository's."""
+    xdg = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    info = git_info_path(root, "config")  # <common dir>/info/config: the repository's is one folder up
+    own = [os.path.join(os.path.dirname(os.path.dirname(info)), "config")] if info else []
+    return ["/etc/gitconfig", os.path.join(os.path.expanduser("~"), ".gitconfig"), os.path.join(xdg, "git", "config"),
+            *own]
+
+
 def git_info_path(root: str, name: str) -> str:
     """Path of ``info/<name>`` (``exclude``, ``attributes``) for the repository whose ``.git`` is
     at the root ("" if none)."""
-    dot_git = os.path.join(root, ".git")
-    git_dir = dot_git
-    if os.path.isfile(dot_git):
-        try:
-            with open(dot_git, encoding="utf-8") as fh:
-                first = fh.readline()
-        except (OSError, UnicodeDecodeError):
-            return ""
-        if not first.startswith("gitdir:"):
-            return ""
-        git_dir = os.path.join(root, first[len("gitdir:"):].strip())
+    git_dir_path = git_dir(root)
+    if not git_dir_path:
+        return ""
     # Worktrees keep info/ in the main repository, named by the ``commondir`` file.
     try:
-        with open(os.path.join(git_dir, "commondir"), encoding="utf-8") as fh:
-            git_dir = os.path.join(git_dir, fh.read().strip())
+        with open(os.path.join(git_dir_path, "commondir"), encoding="utf-8") as fh:
+            git_dir_path = os.path.join(git_dir_path, fh.read().strip())
     except (OSError, UnicodeDecodeError):
         pass
-    return os.path.join(git_dir, "info", name)
+    return os.path.join(git_dir_path, "info", name)
 
 
 @dataclass(frozen=True, slots=True)

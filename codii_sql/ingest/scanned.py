@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import collections
+import os
 from dataclasses import dataclass, field
 
 from .attributes import Attributes
@@ -32,6 +33,33 @@ class SourceFile:
     mtime_ns: int
 
 
+def signature(path: str, *, follow: bool = True) -> tuple[int, int, int, int] | None:
+    """``(size, mtime_ns, ctime_ns, inode)`` of ``path`` (of the link itself with ``follow`` false), None
+    when it cannot be stat'ed (missing counts as a state too: a rule file created later differs)."""
+    try:
+        st = os.stat(path) if follow else os.lstat(path)
+    except OSError:
+        return None
+    return st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino
+
+
+@dataclass
+class ScanStats:
+    """What one scan read besides its listed files: ``taken_ns`` (``time.time_ns()`` at its start),
+    ``folders`` (relative path, ``""`` or ``"a/b/"`` -> :func:`signature` of the folder itself, taken
+    before it was listed), ``others`` (files stat'ed and left out for it, as too large or unreadable)
+    and ``rules`` (absolute paths of the rule files read or looked for -> their signatures)."""
+
+    taken_ns: int = 0
+    folders: dict[str, tuple | None] = field(default_factory=dict)
+    others: dict[str, tuple | None] = field(default_factory=dict)
+    rules: dict[str, tuple | None] = field(default_factory=dict)
+
+    def depend(self, path: str) -> None:
+        """Record the rule file at ``path`` (present or not) as one the scan's answer depends on."""
+        self.rules[path] = signature(path)
+
+
 @dataclass
 class ScanResult:
     """The outcome of :func:`scan`.
@@ -53,6 +81,7 @@ class ScanResult:
         attributes: the linguist marks of the walked ``.gitattributes`` files.
         ignored_by: ``(where, pattern)`` -> paths that rule ignored (``where`` is ``file:line``, an
             ignore file under the root relative to it): see :meth:`hiding_rules`.
+        stats: what else the answer depends on (:class:`ScanStats`; :mod:`.scan_stats` keeps it).
     """
 
     files: list[SourceFile]
@@ -61,6 +90,7 @@ class ScanResult:
     dirs: set[str] = field(default_factory=set)
     attributes: Attributes = field(default_factory=Attributes)
     ignored_by: collections.Counter[tuple[str, str]] = field(default_factory=collections.Counter)
+    stats: ScanStats = field(default_factory=ScanStats, compare=False)  # a time and stats: not the listing
 
     def hiding_rules(self, limit: int = 3) -> list[dict]:
         """When no file is left but ignore rules left paths out (the Debian kernel tarball's root

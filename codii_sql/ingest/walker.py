@@ -7,6 +7,7 @@ import collections
 import errno
 import os
 import stat
+import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,8 +18,10 @@ from .attributes import FILE_NAME as ATTRIBUTES_FILE
 from .config import size_cap
 from .exclusions import default_file_reason, excluded_dir, marked_output
 from .ignore import IGNORE_FILE_NAMES, IgnoreLevel, Rule, compile_level, outer_levels, read_ignore_file
-from .repositories import git_info_path, is_repository, read_bytes, tracked_but_ignored, work_tree
-from .scanned import ScanResult, SourceFile
+from .config import CONFIG_FILE_NAME
+from .repositories import (git_config_paths, git_dir, git_info_path, is_repository, read_bytes, tracked_but_ignored,
+                           work_tree)
+from .scanned import ScanResult, ScanStats, SourceFile, signature
 
 #: Files found between two calls of :func:`scan`'s ``on_progress``.
 PROGRESS_EVERY = 500
@@ -66,6 +69,12 @@ class Walker:
         self.dirs: set[str] = set()
         self.attribute_files: list[tuple[str, bytes]] = []
         self.ignored_by: collections.Counter[tuple[str, str]] = collections.Counter()
+        self.stats = ScanStats(taken_ns=time.time_ns())
+        self.stats.depend(os.path.join(self.root, CONFIG_FILE_NAME))
+        if self.tree:  # what `git ls-files` and the config read: the index (its folder changes as it is
+            # rewritten), the config files
+            for path in (git_dir(self.tree.top), *git_config_paths(self.tree.top)):
+                self.stats.depend(path)
         #: Files Git tracks that its rules ignore, and their folders ("a/b/"): listed all the same.
         self.tracked: set[str] = set()
         for path in tracked_but_ignored(self.root) if self.tree else ():
@@ -74,7 +83,7 @@ class Walker:
             self.tracked.update("/".join(parts[:i]) + "/" for i in range(1, len(parts) + 1))
 
     def run(self, on_progress: Callable[[int], None] | None = None) -> ScanResult:
-        levels = outer_levels(self.tree) if self.tree else ()
+        levels = outer_levels(self.tree, self.stats.depend) if self.tree else ()
         stack = [_Dir(self.root, "", self.root_real, levels, None)]
         reported = 0
         while stack:
@@ -85,10 +94,12 @@ class Walker:
         self.files.sort(key=lambda f: f.path)
         # Lowest precedence first: shallower directories, then info/attributes.
         self.attribute_files.sort(key=lambda base_data: base_data[0].count("/"))
-        info = read_bytes(git_info_path(self.root, "attributes"))
+        info_path = git_info_path(self.root, "attributes")
+        self.stats.depend(info_path)
+        info = read_bytes(info_path)
         self.attribute_files.extend([("", info)] if info else [])
         return ScanResult(self.files, self.skipped, self.skipped_paths, self.dirs, Attributes(self.attribute_files),
-                          self.ignored_by)
+                          self.ignored_by, self.stats)
 
     def _skip(self, reason: str, path: str) -> None:
         self.skipped[reason] += 1
@@ -114,6 +125,8 @@ class Walker:
     def _visit(self, d: _Dir, only: str | None = None) -> list[_Dir]:
         """List one directory: record its files, return its subdirectories to walk (with ``only``,
         the entry of that name alone: :meth:`listed`)."""
+        if only is None:  # before the listing: an entry added during it changes the folder's mtime after
+            self.stats.folders[d.rel] = signature(d.abs, follow=False)
         try:
             with os.scandir(d.abs) as it:
                 entries = list(it)
@@ -144,6 +157,7 @@ class Walker:
             entry = names.get(name)
             # Git (>= 2.32) does not follow a symlinked .gitignore in the working tree.
             if entry is not None and entry.is_file(follow_symlinks=False):
+                self.stats.depend(entry.path)
                 level = read_ignore_file(entry.path, self.prefix + os.fsencode(d.rel), can_rescue=name != ".gitignore",
                                          git=name == ".gitignore")
                 if level:
@@ -153,6 +167,7 @@ class Walker:
     def _read_attributes(self, d: _Dir, entry: os.DirEntry | None) -> None:
         # Not followed when a symlink, as Git (>= 2.32) does not follow a symlinked .gitattributes.
         if entry is not None and entry.is_file(follow_symlinks=False):
+            self.stats.depend(entry.path)
             data = read_bytes(entry.path)
             if data:
                 self.attribute_files.append((d.rel, data))
@@ -220,6 +235,8 @@ class Walker:
             reason = "extension-filter"
         checked = reason or self._stat_file(entry)
         if isinstance(checked, str):
+            if checked in ("too-large", "unreadable"):  # it may shrink, or become readable, unlisted
+                self.stats.others[rel] = signature(entry.path)
             self._skip(checked, rel)
         else:
             self.files.append(SourceFile(rel, checked.st_size, changed_ns(checked)))

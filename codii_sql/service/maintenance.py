@@ -120,7 +120,7 @@ def _busy_message(codebase: Codebase) -> str | None:
 
 def _delete(codebase: Codebase) -> bool:
     found = False
-    for suffix in ("", "-wal", "-shm", ".checked", ".lock", ".vectors.lock", ".daemon.lock", ".daemon.json"):
+    for suffix in ("", "-wal", "-shm", ".checked", ".scan", ".lock", ".vectors.lock", ".daemon.lock", ".daemon.json"):
         p = Path(f"{codebase.db_path}{suffix}")
         if p.exists():
             os.remove(p)

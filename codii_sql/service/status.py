@@ -7,7 +7,9 @@ from pathlib import Path
 from .. import paths
 from ..codebase import Codebase
 from ..errors import DamagedIndexError, NotIndexedError, Remedy, StorageError, UsageError
+from ..ingest import scan_stats
 from ..ingest.config import scan_rules as index_scan_rules
+from ..ingest.config import vectors_wanted
 from ..ingest.indexer import Indexer
 from ..ingest.exclusions import SECRET_RULE, default_file_reason
 from ..storage import health
@@ -311,5 +313,26 @@ def is_stale(codebase: Codebase, ignore_patterns: list[str] | None = None,
     """
     if not codebase.db_path.is_file():
         raise not_indexed(codebase)
+    if ignore_patterns is None and extensions is None and unchanged_since_build(codebase, vectors=False):
+        return False
     with open_store(codebase) as store:
         return Indexer(codebase, None, ignore_patterns=ignore_patterns, extensions=extensions).plan(store).changed
+
+
+def unchanged_since_build(codebase: Codebase, *, vectors: bool) -> bool:
+    """True when every stat the last build's scan saw is as it was (:func:`~codii_sql.ingest.scan_stats.unchanged`)
+    for the index's committed state, which a build finished: an update would change nothing. With
+    ``vectors``, also no chunk of an index that embeds waits for its vector (an update would embed
+    it). False on any doubt: the caller walks the tree, as without it.
+
+    Raises:
+        UsageError: ``.codii.yaml`` is malformed.
+    """
+    with open_store(codebase) as store:
+        meta = store.meta()
+        if meta.get("status") != "indexed":
+            return False
+        if vectors and vectors_wanted(None, meta, codebase.root) and store.value("vector_queue_any"):
+            return False
+        key = scan_stats.state_key(store, scan_rules(codebase, meta))
+    return scan_stats.unchanged(scan_stats.sidecar(codebase.db_path), codebase.root, key)
