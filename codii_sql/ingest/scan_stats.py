@@ -27,9 +27,9 @@ from .scanned import ScanStats, SourceFile, signature
 FORMAT = 1
 #: Nanoseconds before the scan's start within which a recorded time proves nothing: a file written
 #: again within the same timestamp tick as it was stat'ed keeps its mtime (Git's "racily clean"
-#: entries). Linux stamps files from a clock that ticks every 1-10 ms; a second is far past it. Such
-#: an entry sends the check to the walk until a build's later scan records it again.
-RACY_NS = 1_000_000_000
+#: entries). Linux stamps files from a clock that ticks every 1-10 ms; FAT keeps 2 s. Such an entry
+#: sends the check to the walk until a build's later scan records it again.
+RACY_NS = 2_000_000_000
 
 
 def sidecar(db_path: Path) -> Path:
