@@ -146,6 +146,37 @@ def test_follow_wants_walked_directories_and_indexed_files_only(codii_home, tmp_
     assert follow.wants(f"{root}/.gitignore") and follow.wants(f"{root}/newdir")
     assert not follow.wants(f"{root}/dist/out.js") and not follow.wants(f"{root}/node_modules/p/i.js")
     assert not follow.wants(f"{root}/.git/HEAD") and not follow.wants(f"{tmp_path}/elsewhere.py")
+    assert follow.wants(f"{root}/.git/index") and follow.wants(f"{root}/.git/info/exclude")
+
+
+def test_a_watcher_sees_a_force_added_file_and_an_exclude_and_the_cli_trusts_it_rightly(codii_home, tmp_path):
+    """`git add -f` of an ignored file, and a path added to .git/info/exclude, change no walked folder:
+    a new user's watcher never saw them, and as it vouched for the CLI's update check, grep answered
+    without the forced file."""
+    repo = write_tree(tmp_path / "g", {"a.py": "x = 1\n", ".gitignore": "*.log\n", "z.log": "FORCED_TOKEN\n"})
+    git = ["git", "-c", "user.email=t@example.com", "-c", "user.name=t"]
+    subprocess.run([*git, "init", "-q"], cwd=repo, check=True)
+    subprocess.run([*git, "add", "-A"], cwd=repo, check=True)
+    (repo / "untracked.txt").write_text("EXCLUDED_TOKEN\n")  # info/exclude applies to untracked files only
+    assert service.build(service.open_codebase(repo), vectors=False).files == 3
+    watch = WatchProcess(codii_home, repo)
+    try:
+        watch.updates_until(lambda lines: lines and lines[-1]["event"] == "watching")
+        cmd = [sys.executable, "-m", "codii_sql.cli", "grep"]
+        env = {**os.environ, "CODII_SQL_HOME": str(codii_home), "PYTHONPATH": str(REPO_ROOT)}
+
+        def eventually(pattern: str, code: int) -> None:
+            deadline = time.monotonic() + PATIENCE
+            while subprocess.run([*cmd, pattern, str(repo)], env=env, capture_output=True).returncode != code:
+                assert time.monotonic() < deadline, pattern
+                time.sleep(0.2)
+        subprocess.run([*git, "add", "-f", "z.log"], cwd=repo, check=True)
+        eventually("FORCED_TOKEN", 0)
+        with open(repo / ".git" / "info" / "exclude", "a") as fh:
+            fh.write("untracked.txt\n")
+        eventually("EXCLUDED_TOKEN", 1)
+    finally:
+        watch.stop()
 
 
 def test_sigterm_mid_build_stops_cleanly_and_the_next_build_finishes(codii_home, tmp_path):

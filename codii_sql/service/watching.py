@@ -69,6 +69,12 @@ def update_if_stale(codebase: Codebase, progress: Progress | None = None) -> tup
     return (report, warnings) if changed or warnings or not existed else (None, [])
 
 
+#: Git's files under a work tree's root whose change changes the files listed: its index (`git add -f`
+#: of an ignored file, `git rm --cached`), its exclude and attribute files. A new user's watcher never
+#: saw them, and vouched for the CLI's update check, so both answered without the force-added file.
+GIT_STATE_FILES = frozenset({".git/index", ".git/info/exclude", ".git/info/attributes"})
+
+
 class Follow:
     """One codebase's root and what its last scan walked: which changed paths may matter."""
 
@@ -91,12 +97,13 @@ class Follow:
         self.dirs, self.files = result.dirs, {f.path for f in result.files}
 
     def wants(self, path: str) -> bool:
-        """Whether a change at ``path`` (absolute) can change the index: an indexed file, or an
-        entry of a walked directory (a new file or directory, an ignore or config file)."""
+        """Whether a change at ``path`` (absolute) can change the index: an indexed file, an entry of
+        a walked directory (a new file or directory, an ignore or config file), or one of Git's
+        :data:`GIT_STATE_FILES` of a root that is its work tree's top."""
         rel = os.path.relpath(path, self.root).replace(os.sep, "/")
         if self.gone or rel.startswith("../") or rel == "..":
             return False
-        if rel in self.files:
+        if rel in self.files or rel in GIT_STATE_FILES:
             return True
         parent = rel.rpartition("/")[0]
         return (parent + "/" if parent else "") in self.dirs
