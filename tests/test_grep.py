@@ -202,6 +202,8 @@ def test_a_pathological_pattern_is_bounded_per_file_and_said(tmp_path):
         slow.note(lambda h: h)
     assert slow.files_read == grepping.MAX_SLOW_FILES  # it stopped there: 7 of the 12 files never read (a count,
     # not a time: each bound is wall-clock seconds, and a loaded machine stretches them)
+    unknown = run("grep", "(a|aa)+$", many, "--no-update")  # no match found, but the slow files may hold one
+    assert unknown.exit_code == 2 and "took over" in unknown.stderr
     for bad in ("[", "*a" * 12 + "*z"):
         with pytest.raises(UsageError, match="not a glob|more than 10 wildcards"):
             grep(many, "a", globs=[bad])
@@ -552,6 +554,25 @@ def test_globs_select_the_files_rg_selects(tmp_path, globs):
     rg = subprocess.run([RG, "-l", "--no-config", *flags, "Blueprint"], cwd=root, capture_output=True, text=True)
     ours = run("grep", "-l", *flags, "Blueprint", root, "--no-update")
     assert sorted(ours.stdout.split()) == sorted(rg.stdout.split()), (globs, ours.stdout, rg.stdout)
+
+
+def test_globs_given_in_a_subfolder_are_read_from_it_as_rg_reads_them(tmp_path, monkeypatch):
+    """From go/ssa, a new user's -g 'ssautil/*' matched nothing (rg: 5 files): anchored globs were read
+    from the codebase's root. A glob without a slash before its end matches names at any depth."""
+    root = built(write_tree(tmp_path / "repo", {p: "func Marker()\n" for p in (
+        "go/ssa/ssautil/load.go", "go/ssa/x.go", "go/ssa/deep/ssautil/y.go", "ssautil/z.go")}))
+    monkeypatch.chdir(root / "go" / "ssa")
+    for globs, want in ((["ssautil/*"], ["go/ssa/ssautil/load.go"]),
+                        (["/ssautil/*"], ["go/ssa/ssautil/load.go"]),
+                        (["!ssautil/"], ["go/ssa/x.go"]),  # a folder name, at any depth
+                        (["**/ssautil/*.go"], ["go/ssa/deep/ssautil/y.go", "go/ssa/ssautil/load.go"]),
+                        (["*.go", "!x.go"], ["go/ssa/deep/ssautil/y.go", "go/ssa/ssautil/load.go"])):
+        out = run("grep", "-l", *[x for g in globs for x in ("-g", g)], "Marker", "--no-update")
+        assert out.stdout.split() == want, (globs, out.output)
+        if RG:
+            theirs = subprocess.run([RG, "-l", "--no-config", *[x for g in globs for x in ("-g", g)], "Marker"],
+                                    capture_output=True, text=True).stdout.split()
+            assert sorted("go/ssa/" + p for p in theirs) == want, (globs, theirs)
 
 
 def test_grep_exits_as_rg_when_its_reader_stops_early_and_on_an_error(tmp_path):

@@ -42,7 +42,8 @@ def grep(pattern, paths, patterns, fixed, ignore_case, word, files_only, count, 
          globs, types, sort, limit, no_update, db, as_json):
     """Lines matching PATTERN (Python regex syntax) in the indexed files under PATH (default: the current
     folder's codebase), in path and line order, as `rg -n --no-heading` prints them. Candidate files come
-    from the index's trigrams; every one is read and matched exactly. Exit status 1 when nothing matched."""
+    from the index's trigrams; every one is read and matched exactly. Exit status 1 when nothing matched,
+    2 on an error or when nothing matched but some files timed out (their answer is unknown)."""
     if patterns:
         paths = ((pattern,) if pattern is not None else ()) + tuple(paths)
     elif pattern is not None:
@@ -51,7 +52,8 @@ def grep(pattern, paths, patterns, fixed, ignore_case, word, files_only, count, 
                                   db=db, globs=list(globs), types=list(types),
                                   before=context if before is None else before,
                                   after=context if after is None else after, limit=limit, sort=sort,
-                                  update=not no_update, counts_only=(files_only or count) and not as_json)
+                                  update=not no_update, counts_only=(files_only or count) and not as_json,
+                                  glob_base=os.getcwd())
     if not (as_json or no_update) and all(os.path.lexists(p) for p in paths[:1]):
         first = service.first_build(_folder(paths[0]) if paths else None, db)
         if first is not None:
@@ -74,7 +76,8 @@ def grep(pattern, paths, patterns, fixed, ignore_case, word, files_only, count, 
     if note and not as_json:
         echo(f"Note: {note}", err=True)
     if not answer.matched_lines:
-        raise SystemExit(1)
+        # Files the pattern timed out on may hold a match: "none" would be a guess (rg exits 2 on errors).
+        raise SystemExit(2 if answer.timed_out else 1)
 
 
 def _folder(path: str) -> str:

@@ -69,6 +69,9 @@ class GrepRequest:
             ``--max-columns``), its matches past the cut dropped from ``spans``; None: whole.
         max_tokens: fit the lines shown in about this many tokens (search/budget.py's estimate): the
             last files' lines are dropped, ``truncated`` and a note say so; None: no budget.
+        glob_base: the folder whose relative paths anchored globs (those holding a ``/`` before their end)
+            are written in, as rg reads them from its working directory (the CLI's); None: the
+            codebase's root (MCP, HTTP).
         counts_only: each file's number of matching lines alone (rg's ``-c`` and ``-l``), no ``lines``
             built (:func:`~codii_sql.search.grep.count_lines`); context does not apply, and ``limit``
             stops reading after the file whose count reaches it.
@@ -89,6 +92,7 @@ class GrepRequest:
     update: bool = True
     max_columns: int | None = None
     max_tokens: int | None = None
+    glob_base: str | None = None
     counts_only: bool = False
 
     def check(self) -> None:
