@@ -184,3 +184,9 @@ UPDATE vector_queue SET priority = coalesce(
 -- Hash and Merkle nodes stay: until its file is written again they still describe the
 -- content whose chunks are indexed, so a kill halfway leaves a consistent index.
 UPDATE files SET size = -1;
+
+-- name: fts_optimize
+-- Merge each text index into one segment, dropping the rows of deleted chunks (FTS5's 'optimize'):
+-- after a build that rewrote many files (ingest/indexer.py _compact_text_indexes).
+INSERT INTO chunks_fts(chunks_fts) VALUES ('optimize');
+INSERT INTO file_trigrams(file_trigrams) VALUES ('optimize');

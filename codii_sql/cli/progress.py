@@ -23,7 +23,7 @@ from .output import err_console
 
 #: What each phase counts (ingest/report.py's Progress phases; a search's update reports the same).
 UNITS = {"scan": "files", "hash": "files", "chunk": "files", "vectors": "chunks", "waiting": "chunks",
-         "history": "commits", "history vectors": "commits"}
+         "history": "commits", "history vectors": "commits", "compact": "steps"}
 #: Seconds between two JSON progress lines of one phase: its first and last events always go out,
 #: so a kernel-sized build writes a few hundred lines, not one per batch of files.
 JSON_EVERY_SECONDS = 1.0

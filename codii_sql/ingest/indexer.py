@@ -37,6 +37,8 @@ from .plan import Plan, make_plan, nothing_to_do, same_settings
 from .report import BuildReport, Progress, skip_listing
 
 
+#: Share of the indexed files a build must have written for it to compact the FTS5 indexes after.
+COMPACT_SHARE = 0.1
 #: Reasons a listed file was not indexed that a later read may not repeat.
 TRANSIENT_SKIPS = ("vanished", "unreadable", "not-regular-file")
 
@@ -229,6 +231,7 @@ class Indexer:
             LexicalPhase(store, self.codebase.root, self.embedder.model_id, self.cache, self.progress,
                          self.reuse_index_vectors, ChunkSizes(sizes["max_chunk_size"], sizes["min_chunk_size"]),
                          workers).run(plan, report, self._options(store))
+            self._compact_text_indexes(store, report)
         except BuildStopped:
             with store.transaction():  # stopped on request: what it committed is the index, now stale
                 store.set_meta(status="indexed", error=None, finished_at=time.time())
@@ -256,6 +259,22 @@ class Indexer:
                            failed=report.failed, **took, **complete)
         self._keep_scan(store, plan, failed=len(report.failed or ()))
         return report
+
+    def _compact_text_indexes(self, store: Store, report: BuildReport) -> None:
+        """After a build that rewrote at least :data:`COMPACT_SHARE` of the files (a first build, a
+        forced one, new chunking rules), merge each FTS5 index into one segment: incremental writes
+        leave many segments and the rows of deleted chunks in them. Django after a forced build: the
+        BM25 index's pages 11,822 -> 4,634, a plain MATCH p50 1.69 -> 0.63 ms, 0.8 s for both tables
+        (docs/benchmarks.md "Compacting the text indexes")."""
+        written = report.added + report.modified + report.removed + report.reindexed
+        if not written or written < COMPACT_SHARE * store.value("file_count"):
+            return
+        self.progress("compact", 0, 1)
+        started = time.perf_counter()
+        with store.transaction():
+            store.run("fts_optimize")
+        report.phase_seconds["compact"] = time.perf_counter() - started
+        self.progress("compact", 1, 1)
 
     def _keep_scan(self, store: Store, plan: Plan, failed: int) -> None:
         """Keep what the plan's scan saw beside the index, for the state just committed: a search's
