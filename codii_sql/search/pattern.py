@@ -131,13 +131,10 @@ def posix_spelled(source: str, planned: bool = False) -> str:
         return source
     out, i = [], 0
     while i < len(source):
-        prop = _PROPERTY.match(source, i) if planned else None
-        if prop:
-            out.append("[\\s\\S]")
-            i = prop.end()
-        elif source[i] == "\\":
-            out.append(source[i:i + 2])
-            i += 2
+        escaped = _escape(source, i, planned, "[\\s\\S]")
+        if escaped:
+            out.append(escaped[0])
+            i = escaped[1]
         elif source[i] == "[":
             end, body = _bracket(source, i, planned)
             out.append(body)
@@ -146,6 +143,15 @@ def posix_spelled(source: str, planned: bool = False) -> str:
             out.append(source[i])
             i += 1
     return "".join(out)
+
+
+def _escape(source: str, i: int, planned: bool, any_char: str) -> tuple[str, int] | None:
+    """The escape at ``i`` as it is, or a Unicode property as ``any_char`` when ``planned``:
+    ``(text, index past it)``; None when ``i`` holds no backslash."""
+    if source[i] != "\\":
+        return None
+    prop = _PROPERTY.match(source, i) if planned else None
+    return (any_char, prop.end()) if prop else (source[i:i + 2], i + 2)
 
 
 def _bracket(source: str, start: int, planned: bool) -> tuple[int, str]:
@@ -162,13 +168,10 @@ def _bracket(source: str, start: int, planned: bool) -> tuple[int, str]:
     flipped = None
     while i < len(source) and source[i] != "]":
         named = _POSIX_NAME.match(source, i)
-        prop = _PROPERTY.match(source, i) if planned else None
-        if prop:
-            members.append("\\s\\S")
-            i = prop.end()
-        elif source[i] == "\\":
-            members.append(source[i:i + 2])
-            i += 2
+        escaped = _escape(source, i, planned, "\\s\\S")
+        if escaped:
+            members.append(escaped[0])
+            i = escaped[1]
         elif named:
             ranges = POSIX_CLASSES.get(named.group(2))
             if ranges is None:
