@@ -187,6 +187,6 @@ UPDATE files SET size = -1;
 
 -- name: fts_optimize
 -- Merge each text index into one segment, dropping the rows of deleted chunks (FTS5's 'optimize'):
--- after a build that rewrote many files (ingest/indexer.py _compact_text_indexes).
+-- after a build that rewrote many files (ingest/lexical.py compact_text_indexes).
 INSERT INTO chunks_fts(chunks_fts) VALUES ('optimize');
 INSERT INTO file_trigrams(file_trigrams) VALUES ('optimize');

@@ -31,16 +31,10 @@ from .embedding import embed_queued
 from .history import update_history
 from .history_rules import HistoryRules
 from .history_vectors import embed_history, fit_history_vec, history_dims
-from .lexical import LexicalPhase, described
+from .lexical import LexicalPhase, compact_text_indexes, described
 from . import scan_stats
 from .plan import Plan, make_plan, nothing_to_do, same_settings
 from .report import BuildReport, Progress, skip_listing
-
-
-#: Share of the indexed files a build must have written for it to compact the FTS5 indexes after.
-COMPACT_SHARE = 0.1
-#: Reasons a listed file was not indexed that a later read may not repeat.
-TRANSIENT_SKIPS = ("vanished", "unreadable", "not-regular-file")
 
 
 def index_settings(embedder: Embedder) -> dict:
@@ -213,7 +207,7 @@ class Indexer:
             plan = self.plan(store)  # read-only: a build that finds nothing to do writes nothing
             if nothing_to_do(plan, meta, self._options(store)):
                 self.max_file_bytes = plan.max_file_bytes
-                self._keep_scan(store, plan, failed=0)
+                scan_stats.keep(store, plan, failed=0)
                 report = described(plan, BuildReport())
                 report.files, report.chunks, report.merkle_root = meta.get("files"), meta.get("chunks"), plan.old.root_hash
                 report.seconds = report.phase_seconds["lexical"] = time.perf_counter() - started
@@ -231,7 +225,7 @@ class Indexer:
             LexicalPhase(store, self.codebase.root, self.embedder.model_id, self.cache, self.progress,
                          self.reuse_index_vectors, ChunkSizes(sizes["max_chunk_size"], sizes["min_chunk_size"]),
                          workers).run(plan, report, self._options(store))
-            self._compact_text_indexes(store, report)
+            compact_text_indexes(store, report, self.progress)
         except BuildStopped:
             with store.transaction():  # stopped on request: what it committed is the index, now stale
                 store.set_meta(status="indexed", error=None, finished_at=time.time())
@@ -257,34 +251,8 @@ class Indexer:
                            merkle_root=report.merkle_root, files=report.files, chunks=report.chunks,
                            skipped=dict(report.skipped), skipped_files=skip_listing(report.skipped_files),
                            failed=report.failed, **took, **complete)
-        self._keep_scan(store, plan, failed=len(report.failed or ()))
+        scan_stats.keep(store, plan, failed=len(report.failed or ()))
         return report
-
-    def _compact_text_indexes(self, store: Store, report: BuildReport) -> None:
-        """After a build that rewrote at least :data:`COMPACT_SHARE` of the files (a first build, a
-        forced one, new chunking rules), merge each FTS5 index into one segment: incremental writes
-        leave many segments and the rows of deleted chunks in them. Django after a forced build: the
-        BM25 index's pages 11,822 -> 4,634, a plain MATCH p50 1.69 -> 0.63 ms, 0.8 s for both tables
-        (docs/benchmarks.md "Compacting the text indexes")."""
-        written = report.added + report.modified + report.removed + report.reindexed
-        if not written or written < COMPACT_SHARE * store.value("file_count"):
-            return
-        self.progress("compact", 0, 1)
-        started = time.perf_counter()
-        with store.transaction():
-            store.run("fts_optimize")
-        report.phase_seconds["compact"] = time.perf_counter() - started
-        self.progress("compact", 1, 1)
-
-    def _keep_scan(self, store: Store, plan: Plan, failed: int) -> None:
-        """Keep what the plan's scan saw beside the index, for the state just committed: a search's
-        update check then stats it instead of walking (:mod:`.scan_stats`). Not after a file failed or
-        could not be read for a passing reason (vanished, unreadable): the next build tries it again."""
-        path = scan_stats.sidecar(store.path)
-        if failed or any(plan.skipped_after_read.get(r) for r in TRANSIENT_SKIPS):
-            path.unlink(missing_ok=True)
-            return
-        scan_stats.save(path, plan.stats, list(plan.files.values()), scan_stats.state_key(store, plan.rules))
 
     def update_history(self, store: Store) -> dict:
         """The history phase (:func:`~.history.update_history`) under the writer lock the caller holds,

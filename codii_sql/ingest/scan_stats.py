@@ -21,6 +21,7 @@ from pathlib import Path
 
 from ..paths import changed_ns
 from ..storage.store import Store
+from .plan import Plan
 from .scanned import ScanStats, SourceFile, signature
 
 #: Bumped when the file's layout changes: an older one is not read (the next build rewrites it).
@@ -30,6 +31,21 @@ FORMAT = 1
 #: entries). Linux stamps files from a clock that ticks every 1-10 ms; FAT keeps 2 s. Such an entry
 #: sends the check to the walk until a build's later scan records it again.
 RACY_NS = 2_000_000_000
+
+
+#: Reasons a listed file was not indexed that a later read may not repeat.
+TRANSIENT_SKIPS = ("vanished", "unreadable", "not-regular-file")
+
+
+def keep(store: Store, plan: Plan, failed: int) -> None:
+    """Keep what ``plan``'s scan saw beside the index, for the state just committed: a search's update
+    check then stats it instead of walking. Not after ``failed`` files or one that could not be read
+    for a passing reason (vanished, unreadable): the next build tries them again."""
+    path = sidecar(store.path)
+    if failed or any(plan.skipped_after_read.get(r) for r in TRANSIENT_SKIPS):
+        path.unlink(missing_ok=True)
+        return
+    save(path, plan.stats, list(plan.files.values()), state_key(store, plan.rules))
 
 
 def sidecar(db_path: Path) -> Path:
