@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import time
@@ -186,6 +187,30 @@ def test_the_pages_grep_over_every_codebase_says_to_choose_one_in_its_own_words(
     assert "codebase=" not in page.text.split('role="alert">')[1].split("<")[0]
     page = client.get("/", params={"q": "def retry_with_backoff", "mode": "grep", "codebase": "http"})
     assert page.status_code == 200 and "1 matching line" in page.text
+
+
+def test_the_pages_grep_applies_the_forms_filters_and_says_how_many_it_shows(team, monkeypatch):
+    """A new user's language, ext and role were ignored in grep mode, and a cut answer said "the first
+    shown" without a number."""
+    from starlette.testclient import TestClient
+
+    from codii_sql.http import pages
+    from codii_sql.http.server import app
+
+    client = TestClient(app(SearchHandler(["team"])), base_url="http://127.0.0.1")
+
+    def files(**form) -> set[str]:
+        page = client.get("/", params={"q": "retry|backoff", "mode": "grep", "codebase": "http", **form})
+        assert page.status_code == 200, page.text
+        return set(re.findall(r'<h2><a href="/file/http/([^"]+)">', page.text))
+    everything = files()
+    assert {"app/http.py", "docs/guide.md"} <= everything
+    assert files(ext=".md") == files(language="markdown") == files(role="docs") == {"docs/guide.md"}
+    assert files(ext="py") == {p for p in everything if p.endswith(".py")}
+    assert client.get("/", params={"q": "x", "mode": "grep", "codebase": "http", "role": "nonsense"}).status_code == 400
+    monkeypatch.setattr(pages, "GREP_LINES", 1)
+    cut = client.get("/", params={"q": "retry|backoff", "mode": "grep", "codebase": "http"})
+    assert "; the first 1 shown" in cut.text
 
 
 def test_a_bad_name_on_the_symbol_pages_is_a_bad_request_and_an_unknown_codebase_is_not_found(team):

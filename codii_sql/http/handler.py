@@ -30,8 +30,8 @@ SEARCH_PARAMS = frozenset({"q", "limit", "mode", "workspace", "ext", "glob", "la
 USAGE = ("GET /search?q=QUERY[&limit=10][&mode=hybrid|bm25|vector][&workspace=NAME][&codebase=PATH][&max_tokens=N]; "
          "GET /grep?q=PATTERN&codebase=NAME; GET /healthz lists the workspaces served")
 #: The query parameters ``/grep`` knows; ``glob`` and ``type`` may repeat.
-GREP_PARAMS = frozenset({"q", "codebase", "literal", "ignore_case", "word", "glob", "type", "context", "sort", "limit",
-                         "max_tokens"})
+GREP_PARAMS = frozenset({"q", "codebase", "literal", "ignore_case", "word", "glob", "type", "role", "context", "sort",
+                         "limit", "max_tokens"})
 #: Matching lines a ``/grep`` answer shows by default and at most.
 GREP_LIMIT, MAX_GREP_LIMIT = 200, 10_000
 
@@ -147,10 +147,10 @@ class SearchHandler:
         unknown = sorted(set(params) - GREP_PARAMS)
         if unknown:
             raise UsageError(f"unknown parameter {unknown[0]!r}", f"/grep takes {', '.join(sorted(GREP_PARAMS))}")
-        repeated = sorted(k for k, v in params.items() if len(v) > 1 and k not in ("glob", "type"))
+        repeated = sorted(k for k, v in params.items() if len(v) > 1 and k not in ("glob", "type", "role"))
         if repeated:
-            raise UsageError(f"{repeated[0]} is given {len(params[repeated[0]])} times", "give it once (only glob and "
-                                                                                          "type repeat)")
+            raise UsageError(f"{repeated[0]} is given {len(params[repeated[0]])} times", "give it once (only glob, "
+                                                                                          "type and role repeat)")
         one = {k: v[-1] for k, v in params.items() if v}
         if not one.get("q"):
             raise UsageError("missing pattern", "GET /grep?q=def+parse_&codebase=NAME")
@@ -164,7 +164,8 @@ class SearchHandler:
         context = _number(one.get("context", "0"), "context", 0, service.MAX_CONTEXT)
         return service.GrepRequest([one["q"]], fixed=flag["literal"], ignore_case=flag["ignore_case"],
                                    word=flag["word"], paths=[where], globs=list(params.get("glob", [])),
-                                   types=list(params.get("type", [])), before=context, after=context,
+                                   types=list(params.get("type", [])), roles=list(params.get("role", [])),
+                                   before=context, after=context,
                                    sort=one.get("sort", "path"),
                                    limit=_number(one.get("limit", str(GREP_LIMIT)), "limit", 1, MAX_GREP_LIMIT),
                                    max_tokens=_number(one["max_tokens"], "max_tokens", service.MIN_TOKENS,

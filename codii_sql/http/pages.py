@@ -111,8 +111,12 @@ class Pages:
     def grep(self, request: Request, params: dict[str, list[str]], context: dict) -> Response:
         """The grep answer of ``q`` in the form's codebase, at most :data:`GREP_LINES` lines, each
         linking to its line in the file view, the matches marked."""
-        asked = {"q": params["q"], "limit": [str(GREP_LINES)], **{k: params[k] for k in ("codebase", "glob")
-                                                                  if k in params}}
+        form = context["form"]
+        exts = [e.strip() for e in form.get("ext", "").split(",") if e.strip()]
+        asked = {"q": params["q"], "limit": [str(GREP_LINES)], **{k: params[k] for k in ("codebase", "role") if k in params},
+                 # the form's other filters, as grep's options: a language is rg's -t, an extension a glob
+                 "glob": params.get("glob", []) + ["*" + (e if e.startswith(".") else "." + e) for e in exts],
+                 **({"type": [form["language"]]} if form.get("language") else {})}
         served = self.handler.served()
         if not asked.get("codebase", [""])[-1] and len(served) > 1:
             # The form's "every one" is its default; grep reads one index, and the page's words say where to pick it.
@@ -127,7 +131,8 @@ class Pages:
         names = {str(cb.db_path if cb.alone else cb.root): name for name, cb in served.items()}
         files = [{"path": f.path, "lines": [(g.line, code.marked_spans(g.text, g.spans)) for g in f.lines]}
                  for f in found.files]
-        return self._page(request, "grep.html", {**context, "found": found, "files": files,
+        shown = sum(len(f["lines"]) for f in files)
+        return self._page(request, "grep.html", {**context, "found": found, "files": files, "shown": shown,
                                                  "name": names.get(found.codebase, ""), "note": found.note(words),
                                                  "ms": round((time.perf_counter() - started) * 1000)})
 

@@ -30,6 +30,7 @@ from ..search.grep import (FILE_TIMEOUT_SECONDS, FileTimeout, GrepLine, as_text,
                            matches_bytes, matching_lines, with_context)
 from ..search.grep_answer import GrepAnswer, GrepFile, line_tokens
 from ..search.pattern import GrepPattern
+from ..search.results import ROLES
 from ..storage.store import Store
 from ..text import UTF16_BOMS, decode_source, unpack_text
 from . import boundary
@@ -61,6 +62,7 @@ class GrepRequest:
             ``{a,b}`` alternates; a folder excluded is never entered, else the last one that matches the
             file decides, and with any include glob a file must match one.
         types: rg's ``-t``: languages (``py``, ``rust``...), a file must be one of them.
+        roles: a file's role must be one of them (``source``, ``test``...: search's roles); []: any.
         before, after: context lines (``-B``, ``-A``; ``-C`` sets both), 0-100.
         limit: matched lines at most (None: all); reading stops there, ``truncated`` says so.
         sort: ``path`` (rg's order) or ``role`` (source files first, then tests, docs, config, the rest).
@@ -85,6 +87,7 @@ class GrepRequest:
     db: str | None = None
     globs: list[str] = field(default_factory=list)
     types: list[str] = field(default_factory=list)
+    roles: list[str] = field(default_factory=list)
     before: int = 0
     after: int = 0
     limit: int | None = None
@@ -105,6 +108,9 @@ class GrepRequest:
                 raise UsageError("must be 1 or more", field=name)
         if self.sort not in ("path", "role"):
             raise UsageError(f"must be path or role, got {self.sort!r}", field="sort")
+        for r in self.roles:
+            if r not in ROLES:
+                raise UsageError(f"{r!r} is not a role", f"pass one of {', '.join(ROLES)}", field="role")
         for t in self.types:
             if language_name(t) not in KNOWN_LANGUAGES:
                 raise UsageError(f"{t!r} is not a file type known here", "pass a language such as py, js, rust, go, c, "
@@ -290,8 +296,10 @@ def _text(store: Store, codebase: Codebase, pattern: GrepPattern, row: dict, dis
 
 
 def _filter(request: GrepRequest, scopes: list[str]):
-    """The test a candidate row passes: under one of ``scopes``, of one of the ``types``, kept by the globs."""
+    """The test a candidate row passes: under one of ``scopes``, of one of the ``types`` and ``roles``, kept by
+    the globs."""
     languages = {language_name(t) for t in request.types}
+    roles = set(request.roles)
     globs = [_glob(g) for text in request.globs for g in wildmatch.expand_braces(text)]
     includes = any(not negated for negated, _, _ in globs)
 
@@ -299,7 +307,7 @@ def _filter(request: GrepRequest, scopes: list[str]):
         path = row["path"]
         if scopes and not any(path == s or path.startswith(s + "/") for s in scopes):
             return False
-        if languages and row["language"] not in languages:
+        if (languages and row["language"] not in languages) or (roles and row["role"] not in roles):
             return False
         return _globbed(path, globs, includes) if globs else True
     return keep
