@@ -17,6 +17,7 @@ from ..search.grep_answer import GrepAnswer
 from ..search.pattern import GrepPattern
 from .builds import ensure_index
 from .codebases import find_codebase, is_index_file
+from . import grep_filter
 from .grepping import GrepRequest, search_codebase
 
 
@@ -31,31 +32,13 @@ def grep(request: GrepRequest, *, progress: Progress | None = None) -> GrepAnswe
     pattern = GrepPattern(request.patterns, fixed=request.fixed, ignore_case=request.ignore_case, word=request.word)
     codebase, scopes = _scopes(request.paths, request.db)
     if request.glob_base is not None and not codebase.alone:
-        request = dataclasses.replace(request, globs=[_rebased(g, _inside(request.glob_base, codebase))
-                                                      for g in request.globs])
+        request = dataclasses.replace(request, globs=grep_filter.rebased(request.globs, request.glob_base, codebase.root))
     notes: list[Note] = []
     if not codebase.alone:
         update = ensure_index(codebase, update=request.update, progress=progress, vectors=False)
         if update:
             notes.append(update)
     return search_codebase(codebase, pattern, request, scopes, notes)
-
-
-def _inside(folder: str, codebase: Codebase) -> str:
-    """``folder``'s path relative to ``codebase``'s root (``""`` for the root, or a folder outside it)."""
-    rel = os.path.relpath(os.path.realpath(folder), os.path.realpath(codebase.root)).replace(os.sep, "/")
-    return "" if rel == "." or rel == ".." or rel.startswith("../") else rel
-
-
-def _rebased(glob: str, base: str) -> str:
-    """``glob`` as written in the folder ``base`` (relative to the root), written from the root: one
-    anchored by a ``/`` before its end gets ``base`` in front (``ssautil/*`` in ``go/ssa``:
-    ``go/ssa/ssautil/*``); one without matches a name at any depth and stays as it is."""
-    negated = glob.startswith("!")
-    body = glob[1:] if negated else glob
-    if not base or "/" not in body.rstrip("/"):
-        return glob
-    return ("!" if negated else "") + base + "/" + body.lstrip("/")
 
 
 def _scopes(paths: list[str], db: str | None) -> tuple[Codebase, list[str]]:

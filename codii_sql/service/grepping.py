@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import re
 import time
 import zlib
 from collections.abc import Callable, Iterator
@@ -19,7 +18,6 @@ from dataclasses import dataclass, field
 
 from ..codebase import Codebase
 from ..errors import Remedy, StorageError, UsageError
-from ..ingest import wildmatch
 from ..ingest.config import size_cap
 from ..ingest.read import read_file
 from ..ingest.scanned import SourceFile
@@ -33,7 +31,7 @@ from ..search.pattern import GrepPattern
 from ..search.results import ROLES
 from ..storage.store import Store
 from ..text import UTF16_BOMS, decode_source, unpack_text
-from . import boundary
+from . import boundary, grep_filter
 from .stored import not_stored, stored_lines
 from .status import committed_files, open_store, scan_rules
 
@@ -42,8 +40,6 @@ MAX_CONTEXT = 100
 #: Files whose matching passes the per-file time bound before a grep stops reading: '(.|..)+!$' took
 #: 18.7 s on Flask and hours on the kernel, one bounded second a file at a time.
 MAX_SLOW_FILES = 5
-#: Wildcards a ``-g`` glob holds at most: '*a*a*a...*z' backtracked for minutes over one long path.
-MAX_GLOB_STARS = 10
 #: Roles in ``sort="role"`` order: the code people search for, then its tests, the rest after.
 ROLE_ORDER = {"source": 0, "test": 1, "docs": 2, "config": 3}
 
@@ -162,7 +158,7 @@ def _search(store: Store, codebase: Codebase, pattern: GrepPattern, request: Gre
         rows = store.rows("grep_candidates" if meta.get("grep_complete") else "grep_candidates_partial",
                           {"trigrams": pattern.fts})
     answer.candidate_seconds = time.perf_counter() - started
-    keep = _filter(request, scopes)
+    keep = grep_filter.keeper(request.types, request.roles, request.globs, scopes)
     rows = [r for r in rows if keep(r)]
     if request.sort == "role":
         rows.sort(key=lambda r: (ROLE_ORDER.get(r["role"], len(ROLE_ORDER)), r["path"]))
@@ -293,54 +289,6 @@ def _text(store: Store, codebase: Codebase, pattern: GrepPattern, row: dict, dis
     lines = stored_lines(codebase, row["path"])
     last = max(lines)
     return "\n".join(lines.get(n, "") for n in range(1, last + 1)) + "\n", not_stored(lines, 1, last)
-
-
-def _filter(request: GrepRequest, scopes: list[str]):
-    """The test a candidate row passes: under one of ``scopes``, of one of the ``types`` and ``roles``, kept by
-    the globs."""
-    languages = {language_name(t) for t in request.types}
-    roles = set(request.roles)
-    globs = [_glob(g) for text in request.globs for g in wildmatch.expand_braces(text)]
-    includes = any(not negated for negated, _, _ in globs)
-
-    def keep(row: dict) -> bool:
-        path = row["path"]
-        if scopes and not any(path == s or path.startswith(s + "/") for s in scopes):
-            return False
-        if (languages and row["language"] not in languages) or (roles and row["role"] not in roles):
-            return False
-        return _globbed(path, globs, includes) if globs else True
-    return keep
-
-
-def _glob(text: str) -> tuple[bool, re.Pattern[bytes], bool]:
-    """``(negated, regex, dir_only)`` of one ``-g`` glob, read as a gitignore line is (rg's globs)."""
-    parsed = wildmatch.parse(text.encode("utf-8"))
-    if parsed is None or parsed.core == wildmatch.NEVER:  # '[' matches nothing: a mistake, not a filter
-        raise UsageError(f"{text!r} is not a glob", "pass a glob such as '*.py' or '!tests/'", field="glob")
-    if text.count("*") > MAX_GLOB_STARS:  # '*a*a*a...*z' backtracked for minutes over one long path
-        raise UsageError(f"{text!r} has more than {MAX_GLOB_STARS} wildcards", "use fewer '*'", field="glob")
-    return parsed.negated, re.compile(parsed.regex), parsed.dir_only
-
-
-def _globbed(path: str, globs: list, includes: bool) -> bool:
-    """rg's verdict (measured against rg 13): a folder above the file whose last matching glob excludes it
-    is never entered (`-g '!tests/' -g '*.py'` keeps no tests/*.py); then the last glob matching the
-    file itself decides (an include glob that matches a folder lists none of its files: `-g 'src/'`
-    lists nothing); no glob matching keeps the file only when no include glob was given."""
-    raw = path.encode("utf-8")
-    for folder in (raw[:i] for i in range(len(raw)) if raw[i:i + 1] == b"/"):
-        last = None
-        for negated, regex, _ in globs:
-            if regex.fullmatch(folder):
-                last = negated
-        if last:
-            return False
-    verdict = None
-    for negated, regex, dir_only in globs:
-        if not dir_only and regex.fullmatch(raw):
-            verdict = not negated
-    return (not includes) if verdict is None else verdict
 
 
 def _cut(g: GrepLine, columns: int) -> GrepLine:

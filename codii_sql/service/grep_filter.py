@@ -1,0 +1,85 @@
+"""Which candidate files a grep keeps: its scopes, file types and roles, and rg's globs, read as gitignore
+lines from the root or, on the command line, from the folder it runs in."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+from ..errors import UsageError
+from ..ingest import wildmatch
+from ..languages import language_name
+
+#: Wildcards a ``-g`` glob holds at most: '*a*a*a...*z' backtracked for minutes over one long path.
+MAX_GLOB_STARS = 10
+
+
+def rebased(globs: list[str], folder: str, root: Path) -> list[str]:
+    """``globs`` as written in ``folder`` (rg reads them from its working directory), written from ``root``:
+    one anchored by a ``/`` before its end gets the folder's relative path in front (``ssautil/*`` in
+    ``go/ssa``: ``go/ssa/ssautil/*``); one without matches a name at any depth and stays as it is, as
+    do all when ``folder`` is the root or outside it."""
+    base = os.path.relpath(os.path.realpath(folder), os.path.realpath(root)).replace(os.sep, "/")
+    if base == "." or base == ".." or base.startswith("../"):
+        return list(globs)
+    out = []
+    for glob in globs:
+        negated = glob.startswith("!")
+        body = glob[1:] if negated else glob
+        out.append(glob if "/" not in body.rstrip("/") else ("!" if negated else "") + base + "/" + body.lstrip("/"))
+    return out
+
+
+def keeper(types: list[str], roles: list[str], globs: list[str], scopes: list[str]) -> Callable[[dict], bool]:
+    """The test a candidate row (``path``, ``language``, ``role``) passes: under one of ``scopes``
+    (relative folders or files; [] for all), of one of the ``types`` (languages) and ``roles`` ([]:
+    any), kept by the ``globs`` (rg's ``-g``).
+
+    Raises:
+        UsageError: a glob that matches nothing (``[``) or holds too many wildcards.
+    """
+    languages = {language_name(t) for t in types}
+    roles = set(roles)
+    globs = [_glob(g) for text in globs for g in wildmatch.expand_braces(text)]
+    includes = any(not negated for negated, _, _ in globs)
+
+    def keep(row: dict) -> bool:
+        path = row["path"]
+        if scopes and not any(path == s or path.startswith(s + "/") for s in scopes):
+            return False
+        if (languages and row["language"] not in languages) or (roles and row["role"] not in roles):
+            return False
+        return _globbed(path, globs, includes) if globs else True
+    return keep
+
+
+def _glob(text: str) -> tuple[bool, re.Pattern[bytes], bool]:
+    """``(negated, regex, dir_only)`` of one ``-g`` glob, read as a gitignore line is (rg's globs)."""
+    parsed = wildmatch.parse(text.encode("utf-8"))
+    if parsed is None or parsed.core == wildmatch.NEVER:  # '[' matches nothing: a mistake, not a filter
+        raise UsageError(f"{text!r} is not a glob", "pass a glob such as '*.py' or '!tests/'", field="glob")
+    if text.count("*") > MAX_GLOB_STARS:  # '*a*a*a...*z' backtracked for minutes over one long path
+        raise UsageError(f"{text!r} has more than {MAX_GLOB_STARS} wildcards", "use fewer '*'", field="glob")
+    return parsed.negated, re.compile(parsed.regex), parsed.dir_only
+
+
+def _globbed(path: str, globs: list, includes: bool) -> bool:
+    """rg's verdict (measured against rg 13): a folder above the file whose last matching glob excludes it
+    is never entered (`-g '!tests/' -g '*.py'` keeps no tests/*.py); then the last glob matching the
+    file itself decides (an include glob that matches a folder lists none of its files: `-g 'src/'`
+    lists nothing); no glob matching keeps the file only when no include glob was given."""
+    raw = path.encode("utf-8")
+    for folder in (raw[:i] for i in range(len(raw)) if raw[i:i + 1] == b"/"):
+        last = None
+        for negated, regex, _ in globs:
+            if regex.fullmatch(folder):
+                last = negated
+        if last:
+            return False
+    verdict = None
+    for negated, regex, dir_only in globs:
+        if not dir_only and regex.fullmatch(raw):
+            verdict = not negated
+    return (not includes) if verdict is None else verdict
