@@ -64,7 +64,8 @@ def test_the_planner_keeps_every_alternative_and_every_literal_run():
     # What requires nothing: short literals, optional parts, an alternative without a trigram.
     assert plan("ab") is None and plan("(abcdef)*") is None and plan("abcdef|xy") is None
     assert plan("[^a]bcd") == '"bcd"' and plan("\\w+Error") == '"err" AND "rro" AND "ror"'
-    assert plan("ÉCOLE") == '"col" AND "ole"'  # a non-ASCII letter with a case is not trusted to fold as SQLite does
+    assert plan("ÉCOLE") == '"Éco" AND "col" AND "ole"'  # the very letter: FTS5 folds it alike in file and query
+    assert plan("ÉCOLE", re.IGNORECASE) == '"col" AND "ole"'  # -i: Python's folding picks, not trusted to be SQLite's
 
 
 def test_alternatives_and_case_are_found_in_the_files_that_hold_them(tmp_path):
@@ -174,6 +175,23 @@ def test_a_literal_is_found_in_files_of_every_encoding_the_build_reads(tmp_path)
     assert sorted(lines(grep(root, "needle_x"))) == [("crlf.txt", 2), ("latin1.txt", 2), ("utf16.txt", 2),
                                                      ("utf8.txt", 1)]
     assert sorted(lines(grep(root, "needle_x", word=True))) == sorted(lines(grep(root, "needle_x", ignore_case=True)))
+
+
+def test_a_literal_in_any_script_narrows_by_its_trigrams_and_finds_what_rg_finds(tmp_path):
+    """A new user's `Пароль` read every file and said it had no 3-character literal: a case-sensitive
+    letter outside ASCII is the same letter in the file, which FTS5 folds as it folds the query."""
+    root = built(write_tree(tmp_path / "repo", {
+        "ru.py": "Пароль = 1\nпароль = 2\nПАРОЛЬ = 3\n", "fr.txt": "ÉCOLE café\nécole CAFÉ\n",
+        "el.md": "Σίσυφος\n", **{f"f{i}.py": f"x_{i} = {i}\n" for i in range(10)}}))
+    for pattern, flags in (("Пароль", []), ("ПАРОЛЬ", []), ("ÉCOLE", []), ("café", []), ("Σίσυφος", []),
+                           ("[Пп]ароль", []), ("Пароль", ["-i"]), ("école", ["-i"])):
+        answer = grep(root, pattern, ignore_case="-i" in flags)
+        if "-i" not in flags:  # with -i, Python's folding decides which letters match: those narrow nothing
+            assert not answer.scan and answer.files_read <= 2, (pattern, answer.files_read)
+        if RG:
+            rg = subprocess.run([RG, "-n", "--no-heading", "--no-config", *flags, "-e", pattern], cwd=root,
+                                capture_output=True, text=True).stdout
+            assert sorted(lines(answer)) == sorted((p, int(n)) for p, n, _ in (x.split(":", 2) for x in rg.splitlines()))
 
 
 def test_a_limit_stops_lines_and_counts_and_its_note_says_which_number_is_which(tmp_path):

@@ -65,15 +65,17 @@ def _or(*queries: tuple | str) -> tuple:
     return unique[0] if len(unique) == 1 else ("or", unique)
 
 
-def fold(char: str) -> str | None:
+def fold(char: str, cased: bool = False) -> str | None:
     """``char`` as the index stores it, or None when that is uncertain: ASCII is lower-cased, a
-    character without case (punctuation, CJK) kept; a NUL, a line break or a non-ASCII letter with a
-    case (``É``, ``ſ``: SQLite's and Python's folding may differ) is unknown."""
+    character without case (punctuation, CJK) kept; a NUL or a line break is unknown, and so is a
+    non-ASCII letter with a case (``É``, ``ſ``) under ``-i``, whose matches Python's folding picks and
+    SQLite's may store otherwise. A ``cased`` pattern matches that very letter, which FTS5 folds alike
+    in the file and in the query: it is kept (``Пароль`` scanned every file)."""
     if char in "\x00\n":
         return None
     if char.isascii():
         return char.lower()
-    return char if char.lower() == char == char.upper() else None
+    return char if cased or char.lower() == char == char.upper() else None
 
 
 def string_query(text: str) -> tuple | str:
@@ -94,12 +96,12 @@ def as_query(info: Info) -> tuple | str:
     return info.match if info.exact is None else exact_query(info.exact)
 
 
-def _literal(code: int) -> Info:
-    folded = fold(chr(code))
+def _literal(code: int, cased: bool) -> Info:
+    folded = fold(chr(code), cased)
     return Info(frozenset({folded})) if folded is not None else Info()
 
 
-def _class(items: list) -> Info:
+def _class(items: list, cased: bool) -> Info:
     """A ``[...]`` class: its characters when few, known and not negated; else one unknown character."""
     chars: list[str] = []
     for op, av in items:
@@ -109,15 +111,15 @@ def _class(items: list) -> Info:
             chars.extend(chr(c) for c in range(av[0], av[1] + 1))
         else:  # NEGATE, CATEGORY (\d, \w), a wide range, a charset the compiler built
             return Info()
-    folded = {fold(c) for c in chars}
+    folded = {fold(c, cased) for c in chars}
     if None in folded or not folded or len(folded) > MAX_CLASS:
         return Info()
     return Info(frozenset(folded))
 
 
-def _repeat(av: tuple) -> Info:
+def _repeat(av: tuple, cased: bool) -> Info:
     low, high, sub = av
-    inner = _sequence(sub)
+    inner = _sequence(sub, cased)
     if low == 0:
         if high == 1 and inner.exact is not None:  # x? : x or nothing
             return Info(inner.exact | {""})
@@ -132,8 +134,8 @@ def _repeat(av: tuple) -> Info:
     return Info(match=as_query(inner))  # x+, x{2,5}: x at least once
 
 
-def _branch(alternatives: list) -> Info:
-    infos = [_sequence(a) for a in alternatives]
+def _branch(alternatives: list, cased: bool) -> Info:
+    infos = [_sequence(a, cased) for a in alternatives]
     if all(i.exact is not None for i in infos):
         union = frozenset().union(*(i.exact for i in infos))
         if len(union) <= MAX_EXACT:
@@ -145,29 +147,29 @@ def _branch(alternatives: list) -> Info:
 _ZERO_WIDTH = frozenset({C.AT, C.ASSERT, C.ASSERT_NOT})
 
 
-def _node(op, av) -> Info:
+def _node(op, av, cased: bool) -> Info:
     if op is C.LITERAL:
-        return _literal(av)
+        return _literal(av, cased)
     if op is C.IN:
-        return _class(av)
+        return _class(av, cased)
     if op is C.SUBPATTERN:
-        return _sequence(av[3])
+        return _sequence(av[3], cased)
     if op is C.ATOMIC_GROUP:
-        return _sequence(av)
+        return _sequence(av, cased)
     if op is C.BRANCH:
-        return _branch(av[1])
+        return _branch(av[1], cased)
     if op in (C.MAX_REPEAT, C.MIN_REPEAT, C.POSSESSIVE_REPEAT):
-        return _repeat(av)
+        return _repeat(av, cased)
     if op in _ZERO_WIDTH:
         return Info(frozenset({""}))
     return Info()  # ANY, NOT_LITERAL, GROUPREF...: one or more unknown characters
 
 
-def _sequence(items) -> Info:
+def _sequence(items, cased: bool) -> Info:
     """A concatenation: exact sets multiplied while small; each run ended becomes a query part."""
     run, parts = frozenset({""}), []
     for op, av in items:
-        info = _node(op, av)
+        info = _node(op, av, cased)
         if info.exact is not None:
             product = frozenset(a + b for a in run for b in info.exact)
             if len(product) <= MAX_EXACT:
@@ -197,7 +199,13 @@ def parse(pattern: str, flags: int = 0) -> _parser.SubPattern:
 def required(parsed: list[_parser.SubPattern]) -> tuple | str:
     """The trigram query every line matching one of the ``parsed`` patterns satisfies (an OR over
     them); :data:`ANY` when some pattern requires no trigram."""
-    return _or(*(as_query(_sequence(p)) for p in parsed))
+    return _or(*(as_query(_sequence(p, _case_sensitive(p))) for p in parsed))
+
+
+def _case_sensitive(parsed: _parser.SubPattern) -> bool:
+    """Whether no part of the pattern ignores case (no ``-i``, ``(?i)``, ``(?i:...)``)."""
+    return not parsed.state.flags & re.IGNORECASE and not any(
+        op is C.SUBPATTERN and av[1] & re.IGNORECASE for op, av in _walk(parsed))
 
 
 def to_fts(query: tuple | str) -> str | None:
