@@ -27,12 +27,12 @@ from .config import (
     scan_rules,
     vectors_wanted,
 )
+from . import scan_stats
 from .embedding import embed_queued
 from .history import update_history
 from .history_rules import HistoryRules
 from .history_vectors import embed_history, fit_history_vec, history_dims
 from .lexical import LexicalPhase, compact_text_indexes, described
-from . import scan_stats
 from .plan import Plan, make_plan, nothing_to_do, same_settings
 from .report import BuildReport, Progress, skip_listing
 

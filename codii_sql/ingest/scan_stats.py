@@ -14,9 +14,9 @@ ignore rules, docs/benchmarks.md "Kernel"). Any doubt answers False, and the cal
 from __future__ import annotations
 
 import contextlib
+import json
 import marshal
 import os
-import json
 from pathlib import Path
 
 from ..paths import changed_ns
@@ -31,8 +31,6 @@ FORMAT = 1
 #: entries). Linux stamps files from a clock that ticks every 1-10 ms; FAT keeps 2 s. Such an entry
 #: sends the check to the walk until a build's later scan records it again.
 RACY_NS = 2_000_000_000
-
-
 #: Reasons a listed file was not indexed that a later read may not repeat.
 TRANSIENT_SKIPS = ("vanished", "unreadable", "not-regular-file")
 

@@ -15,10 +15,9 @@ from pathlib import Path
 from ..paths import changed_ns
 from .attributes import Attributes
 from .attributes import FILE_NAME as ATTRIBUTES_FILE
-from .config import size_cap
+from .config import CONFIG_FILE_NAME, size_cap
 from .exclusions import default_file_reason, excluded_dir, marked_output
 from .ignore import IGNORE_FILE_NAMES, IgnoreLevel, Rule, compile_level, outer_levels, read_ignore_file
-from .config import CONFIG_FILE_NAME
 from .repositories import (git_config_paths, git_dir, git_info_path, is_repository, read_bytes, tracked_but_ignored,
                            work_tree)
 from .scanned import ScanResult, ScanStats, SourceFile, signature

@@ -164,7 +164,7 @@ class IndexedReader:
     ``O_NOFOLLOW``, and the file from its folder, so a link swapped in anywhere after the build
     (`main.py -> .env`, a folder -> elsewhere) fails the open itself: no real path to compare after.
     The folders of the last path read stay open, and candidates come in path order, so most reads are
-    one ``open``: the kernel's 14,311 `return -EINVAL` files took 137 ms of CPU so, 225 ms with a
+    one ``open``: the kernel's 14,311 `return -EINVAL` files took 148 ms of CPU so, 225 ms with a
     ``/proc/self/fd`` link read per file (docs/benchmarks.md "Grep", fourth round).
 
     Use as a context manager (it holds descriptors: the root's and one per folder of the last path).
