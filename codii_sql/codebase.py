@@ -23,6 +23,11 @@ def no_project(folder: Path) -> bool:
             or any(folder == p or p in folder.parents for p in PSEUDO_FILE_SYSTEMS))
 
 
+def is_remote(target: str) -> bool:
+    """Whether a search target names a server (``http://`` or ``https://``) rather than a folder."""
+    return target.startswith(("http://", "https://"))
+
+
 def resolve_root(path: str | os.PathLike[str] | None) -> Path:
     """The codebase root for a user-given path: absolute, symlinks resolved, ``..`` removed.
 

@@ -7,12 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from codii_sql.ingest.chunking import (
-    CHUNKER_VERSION,
-    DEFAULT_MAX_TOKENS,
-    Chunk,
-    chunk_text,
-)
+from codii_sql.ingest.chunking.chunker import CHUNKER_VERSION, DEFAULT_MAX_TOKENS, chunk_text
+from codii_sql.ingest.chunking.layout import Chunk
 from codii_sql.languages import AST_LANGUAGES, detect_language
 from codii_sql.models.wordpiece import count_tokens
 
@@ -191,7 +187,7 @@ def test_an_exported_value_a_call_makes_is_a_definition_and_its_members_are_its_
     assert not {s for _, s in symbols} & {"fs", "VERSION", "get"}  # a require and a constant are no API
     abstract = ("export abstract class ZodType<T> {\n  /** Parses the input. */\n"
                 "  abstract _parse(input: ParseInput): ParseReturnType<T>;\n}\n")
-    from codii_sql.ingest.chunking import definitions
+    from codii_sql.ingest.chunking.chunker import definitions
     assert [c.symbol for c in definitions(abstract, "typescript")[0].children] == ["ZodType._parse"]
 
 
@@ -464,7 +460,7 @@ def test_header_prototypes_are_named_with_their_doc_comments_and_forward_declara
 def test_a_cpp_header_is_chunked_as_cpp_and_a_c_header_as_c():
     """fmt's include/fmt/*.h parsed as C: `namespace ui {` was a function spanning the file, and
     the template class's methods were not found."""
-    from codii_sql.ingest.chunking import index_source, read_source, source_definitions
+    from codii_sql.ingest.chunking.regions import index_source, read_source, source_definitions
 
     widget = ("#pragma once\n#include <string>\n\nnamespace ui {\n\ntemplate <typename T>\nclass Widget {\n public:\n"
               "  std::string render_widget_html(const T& value) const {\n    return \"<div>\" + value + \"</div>\";\n  }\n"

@@ -50,7 +50,7 @@ def test_a_batch_replacing_the_newest_chunks_keeps_every_table_aligned(tmp_path,
 
 
 def test_chunk_subtokens_join_symbol_path_and_content(tmp_path):
-    from codii_sql.ingest.chunking import Chunk
+    from codii_sql.ingest.chunking.layout import Chunk
 
     chunk = Chunk(1, 2, 0, 40, "function", "HttpClient.sendRequest", "def sendRequest(self):\n    pass\n")
     assert chunk_subtokens("net/http_client.py", [chunk]) == [

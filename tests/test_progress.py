@@ -10,6 +10,7 @@ from click.testing import CliRunner
 from rich.console import Console
 from support.trees import write_tree
 
+from codii_sql.cli import bar as bar_module
 from codii_sql.cli import cli, progress
 
 
@@ -51,7 +52,7 @@ def test_json_lines_give_the_rate_and_eta_and_are_throttled():
 
 def test_the_progress_bar_shows_files_a_second_and_the_time_left(monkeypatch):
     screen = io.StringIO()
-    monkeypatch.setattr(progress, "err_console", Console(file=screen, force_terminal=True, width=120))
+    monkeypatch.setattr(bar_module, "err_console", Console(file=screen, force_terminal=True, width=120))
     with progress.progress_bar(True) as bar:
         for done in range(0, 300, 60):
             bar("chunk", done, 600)

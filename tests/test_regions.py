@@ -173,7 +173,7 @@ def test_component_scripts_are_chunked_by_their_grammar_and_the_rest_by_lines(tm
 
 
 def test_a_vue_options_api_method_gets_its_symbol():
-    from codii_sql.ingest.chunking import index_source, read_source
+    from codii_sql.ingest.chunking.regions import index_source, read_source
 
     vue = '<template><p/></template>\n<script lang="tsx">\nexport default {\n  methods: {\n' \
           '    save(): void { persist(this.form) }\n  },\n}\n</script>\n'

@@ -22,6 +22,7 @@ import codii_sql.ingest.embedding as embedding_mod
 import codii_sql.ingest.indexer as index_mod
 import codii_sql.ingest.lexical as lexical_mod
 import codii_sql.ingest.prepare as prepare_mod
+import codii_sql.ingest.settings as settings_mod
 import codii_sql.service.embedders as embedders_mod
 from codii_sql.cli import cli
 from codii_sql.codebase import Codebase
@@ -137,7 +138,8 @@ def test_an_interrupted_force_rebuild_keeps_every_file_searchable(tmp_path, monk
 
 def test_a_chunker_change_rechunks_and_a_model_change_needs_force(sample_repo, embedder, monkeypatch):
     assert run("build", sample_repo).exit_code == 0
-    monkeypatch.setattr(index_mod, "CHUNKER_VERSION", 99)
+    for module in (index_mod, settings_mod):  # each binds the chunker's version at import
+        monkeypatch.setattr(module, "CHUNKER_VERSION", 99)
     res = run("search", "retry", "--path", sample_repo, "--no-update", "--json")
     assert res.exit_code == 0 and json.loads(res.output)["results"]  # older chunks stay searchable
     rebuilt = last_json(run("build", sample_repo, "--json").output)

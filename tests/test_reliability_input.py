@@ -19,7 +19,7 @@ from test_reliability_crash import cli_process
 
 from codii_sql.cli import cli
 from codii_sql.codebase import Codebase
-from codii_sql.ingest.chunking import DEFAULT_MAX_TOKENS
+from codii_sql.ingest.chunking.chunker import DEFAULT_MAX_TOKENS
 from codii_sql.models import wordpiece
 from codii_sql.storage.store import Store
 from codii_sql.text import decode_source

@@ -5,7 +5,7 @@ from __future__ import annotations
 from support.trees import REPO_ROOT, write_tree
 
 from codii_sql import service
-from codii_sql.ingest.chunking import index_source, read_source, source_definitions
+from codii_sql.ingest.chunking.regions import index_source, read_source, source_definitions
 
 SCHEMA = """\
 -- The schema of a small shop.

@@ -14,12 +14,11 @@ from .output import (
     echo,
     describe_filters,
     emit,
-    err_console,
     json_option,
     print_dry_run,
     print_export,
 )
-from .progress import json_lines, progress_bar
+from .progress import json_lines, progress_bar, stderr_is_terminal
 from .words import message
 
 
@@ -134,7 +133,7 @@ class Job:
             warnings.append(message)
             echo(f"Warning: {message}", err=True)
 
-        with progress_bar(not self.as_json and err_console.is_terminal) as bar:
+        with progress_bar(not self.as_json and stderr_is_terminal()) as bar:
             shown = json_lines(lambda event: emit(event, one_line=True)) if self.as_json else bar
             report = service.build(codebase, force=self.force, progress=_saying_waits(codebase, shown),
                                    use_cache=not self.no_cache, warn=warn,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import sys
@@ -9,16 +10,36 @@ import sys
 import click
 
 from ..errors import CodiiError, Remedy, UsageError
-from . import building, evaluation, grep, history, info, maintenance, searching, symbols, watching
-from .models import models
 from .output import echo
 from .serving import serve_http
 from .words import what, words
-from .workspace import workspace
+
+
+#: Each command by the module that holds it (``module:function``). A command's module
+#: is imported when that command runs, so ``symbol`` does not load what ``build`` or ``eval`` need
+#: (docs/benchmarks.md, "CLI start-up").
+COMMANDS = {
+    "build": "building:build", "search": "searching:search", "grep": "grep:grep", "symbol": "symbols:symbol",
+    "refs": "symbols:refs", "outline": "symbols:outline", "history": "history:history", "why": "history:why",
+    "status": "info:status", "list": "info:list_", "stats": "info:stats", "inspect": "info:inspect",
+    "clear": "maintenance:clear", "export": "maintenance:export", "doctor": "maintenance:doctor",
+    "serve": "main:serve", "watch": "watching:watch", "workspace": "workspace:workspace", "models": "models:models",
+    "eval": "evaluation:eval_",
+}
 
 
 class CodiiGroup(click.Group):
-    """Turns every :class:`CodiiError` and bad option into one line on stderr and its exit code, never a traceback."""
+    """Turns every :class:`CodiiError` and bad option into one line on stderr and its exit code, never a
+    traceback; loads a command's module when it is asked for (:data:`COMMANDS`)."""
+
+    def list_commands(self, ctx):
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx, name):
+        if name not in COMMANDS:
+            return None
+        module, attr = COMMANDS[name].split(":")
+        return getattr(importlib.import_module(f".{module}", __package__), attr)
 
     def invoke(self, ctx):
         as_json = bool({"--json", "--jsonl"} & set(ctx.args))
@@ -96,13 +117,6 @@ def serve(no_watch, port, workspaces, host, ray_address, replicas, shards, token
         serve_main([*(["--no-watch"] if no_watch else []), *(["--shards", shards] if shards else [])])
         return
     serve_http(list(workspaces), host, port, ray_address, replicas, shards, token)
-
-
-for command in (building.build, searching.search, info.status, info.list_, info.stats, maintenance.clear,
-                maintenance.export,
-                info.inspect, maintenance.doctor, serve, evaluation.eval_, models, workspace, watching.watch,
-                symbols.outline, symbols.symbol, symbols.refs, history.history, history.why, grep.grep):
-    cli.add_command(command)
 
 
 def main() -> None:

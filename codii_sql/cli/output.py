@@ -7,14 +7,11 @@ import json
 import re
 
 import click
-from rich.console import Console
 
 from .. import service
 from ..errors import Remedy
 from ..text import escaped
 from .words import words
-
-err_console = Console(stderr=True)
 
 
 def db_option(f):

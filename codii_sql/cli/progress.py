@@ -1,25 +1,12 @@
-"""Build progress for people and scripts: a bar on stderr with the rate and the time left, or one
-JSON line per progress event on stdout (``build --json``)."""
+"""Build progress for people and scripts: a bar on stderr with the rate and the time left (:mod:`.bar`), or
+one JSON line per progress event on stdout (``build --json``)."""
 
 from __future__ import annotations
 
 import contextlib
+import sys
 import time
 from collections.abc import Callable
-
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    ProgressColumn,
-    Task,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
-from rich.text import Text
-
-from .output import err_console
 
 #: What each phase counts (ingest/report.py's Progress phases; a search's update reports the same).
 UNITS = {"scan": "files", "hash": "files", "chunk": "files", "vectors": "chunks", "waiting": "chunks",
@@ -72,29 +59,21 @@ def json_lines(write: Callable[[dict], None], clock: Callable[[], float] = time.
     return progress
 
 
-class _RateColumn(ProgressColumn):
-    """``1,234 files/s`` from the task's recent speed (rich keeps it), its unit from the phase."""
-
-    def render(self, task: Task) -> Text:
-        unit = UNITS.get(str(task.description).strip(), "items")
-        return Text(f"{task.speed:,.0f} {unit}/s" if task.speed else f"- {unit}/s", style="progress.data.speed")
+def stderr_is_terminal() -> bool:
+    """Whether a progress bar would be seen: stderr is a terminal."""
+    return sys.stderr.isatty()
 
 
 @contextlib.contextmanager
 def progress_bar(enabled: bool):
-    """A rich progress bar by phase on stderr (done/total, units a second, elapsed, time left), or
-    a no-op callback (None) when output is not a terminal."""
+    """A progress bar by phase on stderr (:func:`.bar.phase_bar`), or a no-op callback (None) when
+    ``enabled`` is false."""
     if not enabled:
         yield None
         return
-    with Progress(TextColumn("{task.description:<7}"), BarColumn(), MofNCompleteColumn(), _RateColumn(),
-                  TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(), transient=True,
-                  console=err_console) as bar:
-        tasks: dict[str, int] = {}
+    from .bar import (
+        phase_bar,  # rich loads only when a bar is drawn: ~35 ms of every other command's start-up
+    )
 
-        def update(phase: str, done: int, total: int) -> None:
-            if phase not in tasks:
-                tasks[phase] = bar.add_task(phase, total=total)
-            bar.update(tasks[phase], completed=done, total=total)
-
+    with phase_bar(UNITS) as update:
         yield update

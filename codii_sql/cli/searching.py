@@ -13,12 +13,11 @@ from .output import (
     db_option,
     echo,
     emit,
-    err_console,
     json_option,
     json_text,
     print_results,
 )
-from .progress import progress_bar
+from .progress import progress_bar, stderr_is_terminal
 from .words import message, words
 
 
@@ -86,7 +85,7 @@ def search(query, paths, workspace, limit, mode, exts, glob, language, group_by,
         if first is not None:
             echo(f"Indexing {first} first: every file is searchable by BM25 in seconds, and the model "
                  "embeds the chunks in the background; later searches update only changed files.", err=True)
-    with progress_bar(not (as_json or jsonl) and err_console.is_terminal) as bar:
+    with progress_bar(not (as_json or jsonl) and stderr_is_terminal()) as bar:
         answer = service.search(request, progress=bar)
     if answer.scope and not (as_json or jsonl):
         echo(f"Note: searching the index of {answer.codebase}, files under {answer.scope}/ only", err=True)

@@ -11,7 +11,7 @@ from pathlib import Path
 import yaml
 from ..errors import UsageError
 from ..languages import bad_extension
-from .chunking import ChunkSizes
+from .chunking.layout import ChunkSizes
 from .ignore import pattern_problem
 
 #: Files larger than this many bytes are skipped (the issue's default: 1 MiB).

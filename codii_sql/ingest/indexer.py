@@ -15,7 +15,8 @@ from ..models.embedder import Embedder
 from ..storage import ann, health
 from ..storage.lock import vector_lock, vectors_running, writer_lock
 from ..storage.store import SCHEMA_VERSION, Store
-from .chunking import CHUNKER_VERSION, ChunkSizes
+from .chunking.version import CHUNKER_VERSION
+from .chunking.layout import ChunkSizes
 from .config import (
     DEFAULT_MAX_FILE_BYTES,
     CodebaseConfig,
@@ -35,18 +36,7 @@ from .history_vectors import embed_history, fit_history_vec, history_dims
 from .lexical import LexicalPhase, compact_text_indexes, described
 from .plan import Plan, make_plan, nothing_to_do, same_settings
 from .report import BuildReport, Progress, skip_listing
-
-
-def index_settings(embedder: Embedder) -> dict:
-    """The snapshot keys that must match between an index and this build (else rebuild); ``dims``
-    only once known (an HTTP provider's width comes with its first response)."""
-    return {
-        "schema_version": SCHEMA_VERSION,
-        "model_id": embedder.model_id,
-        **({"dims": embedder.dims} if embedder.dims is not None else {}),
-        "model_sha256": embedder.sha256,
-        "chunker_version": CHUNKER_VERSION,
-    }
+from .settings import index_settings
 
 
 class Indexer:

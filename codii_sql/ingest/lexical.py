@@ -15,7 +15,7 @@ from pathlib import Path
 
 from ..models.cache import EmbeddingCache, text_key
 from ..storage.store import Store
-from .chunking import ChunkSizes
+from .chunking.layout import ChunkSizes
 from .plan import Plan
 from .prepare import Prepared, prepared_files
 from .reclassify import reclassify

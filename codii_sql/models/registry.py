@@ -10,9 +10,8 @@ from ..errors import UsageError
 from . import minilm
 from .providers import ENV_RETRIES, ENV_TIMEOUT, ollama_factory, openai_factory
 from .embedder import Embedder
+from .names import DEFAULT_EMBEDDER, canonical
 
-#: The embedder of a build or search that names none: the bundled model, offline.
-DEFAULT_EMBEDDER = "local"
 
 Factory = Callable[[str], Embedder]
 """``factory(model)`` -> an embedder; ``model`` is the part of the name after ``provider:`` ("" if none)."""
@@ -32,12 +31,6 @@ def register(provider: str, factory: Factory, env: tuple[str, ...] = ()) -> None
 def providers() -> list[str]:
     """The registered provider names, sorted."""
     return sorted(_factories)
-
-
-def canonical(name: str) -> str:
-    """``name`` as indexes record it: no surrounding blanks, no empty model (``local:`` is ``local``)."""
-    provider, colon, model = name.strip().partition(":")
-    return f"{provider.strip()}:{model.strip()}" if colon and model.strip() else provider.strip()
 
 
 def get_embedder(name: str = DEFAULT_EMBEDDER) -> Embedder:

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import sys
 import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-import numpy as np
 import regex
 
 from .pattern import GrepPattern
@@ -21,7 +21,8 @@ FILE_TIMEOUT_SECONDS = 1.0
 #: Bytes between two matches past which their line breaks are counted by numpy (a compare and a count,
 #: ~4x the throughput of ``bytes.count`` but ~1.5 us a call): over the kernel's `return -EINVAL`
 #: candidates counting took 196 ms of CPU with ``bytes.count`` alone, 103 ms so from 2-4 KiB up, 132 ms
-#: from 16 KiB (docs/benchmarks.md "Grep", fourth round).
+#: from 16 KiB (docs/benchmarks.md "Grep", fourth round). Only where numpy is loaded already (a server, a
+#: search): importing it costs a CLI grep ~0.13 s, more than it saves on the kernel's most common pattern.
 NUMPY_COUNT_BYTES = 4096
 
 
@@ -161,6 +162,7 @@ def _whole(compiled: regex.Pattern, text: str | bytes, newline: str | bytes, dea
     ascii_text = raw or text.isascii()
     out: list[GrepLine] = []
     count, rfind, find = text.count, text.rfind, text.find
+    np = sys.modules.get("numpy") if raw else None
     as_array = None  # the bytes as numpy sees them, once a long gap asks
     line_no, cursor, start, stop = 1, 0, 0, -1
     spans: list[tuple[int, int]] | None = None
@@ -175,7 +177,7 @@ def _whole(compiled: regex.Pattern, text: str | bytes, newline: str | bytes, dea
             line = text[start:stop]
             out.append(GrepLine(line_no, line.decode("ascii"), spans, False) if raw
                        else _line(line_no, line, spans, ascii_text))
-        if raw and at - cursor > NUMPY_COUNT_BYTES:
+        if np is not None and at - cursor > NUMPY_COUNT_BYTES:
             if as_array is None:
                 as_array = np.frombuffer(text, np.uint8)
             line_no += int(np.count_nonzero(as_array[cursor:at] == 10))

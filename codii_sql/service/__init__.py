@@ -4,59 +4,118 @@ Faces import from here only (and from the leaves: errors, paths, codebase); they
 apsw, the named SQL, numpy or the stages below.
 """
 
-from ..codebase import Codebase
-from ..ingest.config import extension_filter
-from ..ingest.report import BuildReport, Progress
-from ..search.answer import Answer, Member, Note
-from ..search.budget import tokens as estimate_tokens
-from ..search.query import STOP_WORDS
-from ..search.results import MAX_LIMIT, MAX_TOKENS, MIN_TOKENS, MODES, ROLES, Result, SearchOptions
-from ..storage.lock import is_locked
-from .aside import AsideReport, build_aside, embed_texts
-from .boundary import FileSet
-from .builds import build, build_in_background, ensure_index
-from .codebases import find_codebase, first_build, is_index_file, open_codebase
-from .daemon import daemon_info, detached
-from .doctor import doctor
-from .dry_run import dry_run
-from .export import export, export_target, manifest
-from .embedders import embedder_health, embedders_in_use
-from .history import MAX_HISTORY_LIMIT, HistoryAnswer, HistoryRequest, search_history
-from .indexes import OpenIndexes, open_searcher
-from .grep import grep
-from .grepping import MAX_CONTEXT, GrepRequest
-from .inspecting import inspect_query
-from .listing import AGENT as AGENT_LISTING, PERSON as PERSON_LISTING, listing
-from .maintenance import clear, clear_target, followed_note
-from .reading import FileText, file_text
-from .models import ENV_MODEL, cached_models, check_reranker, models_dir, pull_model
-from .searching import MAX_QUERY_CHARS, SearchRequest, opened, search
-from .session import Session, iso
-from .shard_folder import ShardFolder
-from .targets import member_paths, members_of
-from .status import inspect, is_stale, list_codebases, recorded_filters, stats, status
-from .outline import outline
-from .references import find_references
-from .symbols import find_symbol
-from .watchers import registered, watchers
-from .why import DEFAULT_WHY_LIMIT, MAX_WHY_LIMIT, WhyAnswer, explain_line, explain_served_line
-from .watching import Update, Watcher
-from .workspaces import Workspace, add_paths, describe, get_workspace, remove, workspaces
+from __future__ import annotations
 
-__all__ = [
-    "extension_filter",
-    "AsideReport", "OpenIndexes", "build_aside", "embed_texts",
-    "AGENT_LISTING", "MAX_QUERY_CHARS", "Answer", "Member", "Note", "PERSON_LISTING", "SearchRequest", "listing", "opened",
-    "Workspace", "add_paths", "describe", "get_workspace", "member_paths", "members_of", "remove", "workspaces",
-    "BuildReport", "Codebase", "ENV_MODEL", "MAX_LIMIT", "MAX_TOKENS", "MIN_TOKENS", "MODES", "ROLES", "Progress", "Result", "SearchOptions",
-    "FileText", "Session", "ShardFolder", "build", "file_text", "cached_models", "check_reranker", "clear", "clear_target", "followed_note", "daemon_info",
-    "detached", "dry_run", "export", "export_target", "manifest", "embedder_health", "embedders_in_use", "build_in_background", "doctor", "ensure_index",
-    "find_codebase", "first_build", "is_index_file", "inspect", "inspect_query", "is_locked", "is_stale", "iso",
-    "list_codebases", "models_dir", "open_codebase",
-    "open_searcher", "pull_model", "recorded_filters", "search", "stats", "status",
-    "FileSet", "Update", "Watcher", "registered", "watchers", "find_references", "find_symbol", "outline",
-    "MAX_HISTORY_LIMIT", "HistoryAnswer", "HistoryRequest", "search_history",
-    "DEFAULT_WHY_LIMIT", "MAX_WHY_LIMIT", "WhyAnswer", "explain_line", "explain_served_line",
-    "GrepRequest", "MAX_CONTEXT", "grep",
-    "STOP_WORDS", "estimate_tokens",
-]
+import importlib
+import sys
+import types
+
+#: What this face exports, by the module that holds it (``None``: the same name there). A name is
+#: imported when first asked for (PEP 562): a command then loads the stages it uses, not numpy,
+#: onnxruntime's callers, yaml and the build for every ``symbol`` or ``grep`` (docs/benchmarks.md,
+#: "CLI start-up").
+_EXPORTS: dict[str, dict[str, str | None]] = {
+    "..codebase": {"Codebase": None},
+    "..ingest.config": {"extension_filter": None},
+    "..ingest.report": {"BuildReport": None, "Progress": None},
+    "..search.answer": {"Answer": None, "Member": None, "Note": None},
+    "..search.budget": {"estimate_tokens": "tokens"},
+    "..search.query": {"STOP_WORDS": None},
+    "..search.results": {
+        "MAX_LIMIT": None,
+        "MAX_TOKENS": None,
+        "MIN_TOKENS": None,
+        "MODES": None,
+        "ROLES": None,
+        "Result": None,
+        "SearchOptions": None,
+    },
+    "..storage.lock": {"is_locked": None},
+    ".aside": {"AsideReport": None, "build_aside": None, "embed_texts": None},
+    ".boundary": {"FileSet": None},
+    ".builds": {"build": None, "build_in_background": None, "ensure_index": None},
+    ".codebases": {"find_codebase": None, "first_build": None, "is_index_file": None, "open_codebase": None},
+    ".daemon": {"daemon_info": None, "detached": None},
+    ".doctor": {"doctor": None},
+    ".dry_run": {"dry_run": None},
+    ".export": {"export": None, "export_target": None, "manifest": None},
+    ".embedders": {"embedder_health": None, "embedders_in_use": None},
+    ".history": {"MAX_HISTORY_LIMIT": None, "HistoryAnswer": None, "HistoryRequest": None, "search_history": None},
+    ".indexes": {"OpenIndexes": None, "open_searcher": None},
+    ".grep": {"grep": None},
+    ".grepping": {"MAX_CONTEXT": None, "GrepRequest": None},
+    ".inspecting": {"inspect_query": None},
+    ".listing": {"AGENT_LISTING": "AGENT", "PERSON_LISTING": "PERSON", "listing": None},
+    ".maintenance": {"clear": None, "clear_target": None, "followed_note": None},
+    ".reading": {"FileText": None, "file_text": None},
+    ".models": {
+        "ENV_MODEL": None,
+        "cached_models": None,
+        "check_reranker": None,
+        "models_dir": None,
+        "pull_model": None,
+    },
+    ".searching": {"MAX_QUERY_CHARS": None, "SearchRequest": None, "opened": None, "search": None},
+    ".session": {"Session": None, "iso": None},
+    ".shard_folder": {"ShardFolder": None},
+    ".targets": {"member_paths": None, "members_of": None},
+    ".status": {
+        "inspect": None,
+        "is_stale": None,
+        "list_codebases": None,
+        "recorded_filters": None,
+        "stats": None,
+        "status": None,
+    },
+    ".outline": {"outline": None},
+    ".references": {"find_references": None},
+    ".symbols": {"find_symbol": None},
+    ".watchers": {"registered": None, "watchers": None},
+    ".why": {
+        "DEFAULT_WHY_LIMIT": None,
+        "MAX_WHY_LIMIT": None,
+        "WhyAnswer": None,
+        "explain_line": None,
+        "explain_served_line": None,
+    },
+    ".watching": {"Update": None, "Watcher": None},
+    ".workspaces": {
+        "Workspace": None,
+        "add_paths": None,
+        "describe": None,
+        "get_workspace": None,
+        "remove": None,
+        "workspaces": None,
+    },
+}
+_WHERE = {name: (module, attr or name) for module, names in _EXPORTS.items() for name, attr in names.items()}
+
+__all__ = sorted(_WHERE)  # noqa: PLE0605 - the names of _EXPORTS
+
+
+def __getattr__(name: str):
+    """The exported ``name``, its module imported on first use (AttributeError for another name)."""
+    try:
+        module, attr = _WHERE[name]
+    except KeyError:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+    value = getattr(importlib.import_module(module, __name__), attr)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return __all__
+
+
+class _Face(types.ModuleType):
+    """This package, refusing a submodule as the value of a name it exports: the import system binds
+    each submodule it loads to its name here, and nine of them (``grep``, ``status``, ``doctor``...) share
+    it with the function exported, which a later ``service.grep(...)`` must still find."""
+
+    def __setattr__(self, name: str, value: object) -> None:
+        if not (isinstance(value, types.ModuleType) and name in _WHERE):
+            super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Face

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..codebase import Codebase
 from ..errors import (
@@ -19,10 +20,7 @@ from ..errors import (
     UsageError,
 )
 from ..ingest.config import history_bound, load_config
-from ..ingest.indexer import Indexer
 from ..ingest.report import BuildReport, Progress
-from ..models.cache import EmbeddingCache
-from ..models.embedder import Embedder
 from ..search.answer import Note
 from ..storage.lock import vectors_running
 from .daemon import background_allowed, daemon_info, start_daemon
@@ -30,6 +28,9 @@ from .embedders import embedder_for_build, recorded_embedder
 from .maintenance import discard_damaged
 from .status import brief_status, inspect, status, unchanged_since_build
 from .watchers import kept_fresh
+
+if TYPE_CHECKING:
+    from ..models.embedder import Embedder
 
 #: A search embeds the chunks its update queued when they take about this many seconds of model
 #: time (the first search of a 1,000-chunk repository must answer in seconds, not minutes).
@@ -65,6 +66,11 @@ def build(codebase: Codebase, *, force: bool = False, wait: bool = True, progres
             keeps its last committed state).
         ReadOnlyIndexError: the codebase is an index file alone (nothing is written to it).
     """
+    # The build's stages (chunker, tree-sitter, numpy, the model) load when a build runs, not for each
+    # search's or symbol's update check that finds nothing to do (docs/benchmarks.md, "CLI start-up").
+    from ..ingest.indexer import Indexer
+    from ..models.cache import EmbeddingCache
+
     codebase.refuse_writes()
     try:
         bound = history_bound(history) if history is not None else None

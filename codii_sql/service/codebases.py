@@ -5,10 +5,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ..codebase import Codebase
+from ..codebase import Codebase, is_remote
 from ..errors import CodiiError, UsageError
 from ..storage.store import Store
-from .remote import is_remote
 
 
 def index_file(db: str | os.PathLike[str]) -> Codebase:

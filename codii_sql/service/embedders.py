@@ -10,16 +10,27 @@ whatever the environment says.
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 from ..codebase import Codebase
 from ..errors import EmbeddingFailedError, IndexMismatchError, Remedy, UsageError
 from ..ingest.config import load_config
-from ..models.embedder import Embedder
-from ..models.minilm import MODEL_ID
-from ..models.registry import DEFAULT_EMBEDDER, canonical, get_embedder
+from ..models.names import DEFAULT_EMBEDDER, MODEL_ID, canonical
 from ..storage.store import Store
 
+if TYPE_CHECKING:
+    from ..models.embedder import Embedder
+
 ENV_EMBEDDER = "CODII_SQL_EMBEDDER"
+
+
+def get_embedder(name: str) -> Embedder:
+    """The embedder named ``name`` (:func:`~codii_sql.models.registry.get_embedder`; UsageError for an
+    unknown one). The registry, and with it numpy and the model's code, loads on the first call, not
+    for every status or symbol that only reads an index's embedder name (docs/benchmarks.md, "CLI start-up")."""
+    from ..models.registry import get_embedder as from_registry
+
+    return from_registry(name)
 
 
 def recorded_embedder(meta: dict) -> str | None:

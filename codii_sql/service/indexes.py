@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from ..codebase import Codebase
-from ..ingest.indexer import index_settings
+from ..ingest.settings import index_settings
 from ..search.searcher import Searcher
 from . import boundary
 from .embedders import embedder_for_search

@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 from ..codebase import Codebase
 from ..errors import UsageError
-from ..ingest.chunking import FileDefinition, Source, read_source, source_definitions
+from ..ingest.chunking.regions import FileDefinition, Source, read_source, source_definitions
 from ..ingest.chunking.signatures import last_name, signature
 from ..ingest.config import size_cap
 from ..languages import AST_LANGUAGES

@@ -25,11 +25,6 @@ TIMEOUT = float(os.environ.get("CODII_SQL_REMOTE_TIMEOUT", "30"))
 _RESULT_KEYS = frozenset(Result.__dataclass_fields__)
 
 
-def is_remote(target: str) -> bool:
-    """Whether a search target names a server (``http://`` or ``https://``) rather than a folder."""
-    return target.startswith(("http://", "https://"))
-
-
 class RemoteShard:
     """The search API of a codii-sql server at ``url`` (``http://host:port``, optionally with
     ``?workspace=NAME`` or ``?codebase=PATH`` to ask for one of what it serves).

@@ -11,7 +11,7 @@ import datetime
 import os
 from pathlib import Path
 
-from ..codebase import Codebase
+from ..codebase import Codebase, is_remote
 from ..errors import CodiiError, IndexBusyError, NotIndexedError, Remedy, UsageError
 from ..ingest.config import extension_filter
 from ..search.answer import Answer
@@ -25,7 +25,6 @@ from .jobs import Job, Jobs
 from .codebases import is_index_file
 from .maintenance import clear
 from .reading import file_text
-from .remote import is_remote
 from .searching import SearchRequest, search
 from .shard_folder import ShardFolder
 from .similar import similar_code

@@ -10,7 +10,6 @@ from ..errors import DamagedIndexError, NotIndexedError, Remedy, StorageError, U
 from ..ingest import scan_stats
 from ..ingest.config import scan_rules as index_scan_rules
 from ..ingest.config import vectors_wanted
-from ..ingest.indexer import Indexer
 from ..ingest.exclusions import SECRET_RULE, default_file_reason
 from ..storage import health
 from ..storage.lock import is_locked, vectors_running
@@ -315,6 +314,8 @@ def is_stale(codebase: Codebase, ignore_patterns: list[str] | None = None,
         raise not_indexed(codebase)
     if ignore_patterns is None and extensions is None and unchanged_since_build(codebase, vectors=False):
         return False
+    from ..ingest.indexer import Indexer  # the build's stages load only when the cheap check cannot answer
+
     with open_store(codebase) as store:
         return Indexer(codebase, None, ignore_patterns=ignore_patterns, extensions=extensions).plan(store).changed
 

@@ -6,14 +6,14 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ..codebase import Codebase
+from ..codebase import Codebase, is_remote
 from ..errors import CodiiError, Remedy, UsageError
 from ..ingest.report import Progress
 from ..search.answer import Member, Note
 from .codebases import find_codebase, index_file, is_index_file
 from .indexes import OpenIndexes
 from .portable import FileShard
-from .remote import RemoteShard, is_remote
+from .remote import RemoteShard
 from .shard_folder import ShardFolder
 from .shards import LocalShard, Shard
 from .workspaces import get_workspace, missing_member

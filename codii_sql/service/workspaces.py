@@ -18,11 +18,10 @@ from pathlib import Path
 
 import filelock
 
-from ..codebase import Codebase
+from ..codebase import Codebase, is_remote
 from ..errors import CodiiError, Remedy, StorageError, UsageError, hint_text
 from ..paths import home
 from ..search.answer import Note
-from .remote import is_remote
 from .status import status
 
 ENV_PREFIX = "WORKSPACE_"

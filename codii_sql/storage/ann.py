@@ -35,13 +35,6 @@ KMEANS_ROUNDS = 10
 BATCH = 16_384
 
 
-def stand_in(store: Any) -> None:
-    """Give an older index read as it is (a :class:`~.store.Store` without the IVF tables) empty
-    temp ones, so the one search statement prepares and scans exactly."""
-    if not store.value("ann_has_tables"):
-        store._run_text(queries.sql("ann_stand_ins").replace("{dims}", str(int(store.vector_dims() or 384))))
-
-
 def lists(store: Any) -> int:
     """How many lists ``store`` is clustered into (0: none; search is exact)."""
     return int(store.value("ann_lists") or 0)

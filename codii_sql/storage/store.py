@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import json
 import os
 import re
@@ -13,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import apsw
-import sqlite_vec
 
 from ..errors import (
     DamagedIndexError,
@@ -24,28 +24,12 @@ from ..errors import (
     StorageError,
 )
 from ..paths import in_indexes_dir
-from . import ann, queries
+from . import queries
 from .failures import disk_full, translate
+from .schema import CREATE, MIGRATES, READABLE_AS_IS, SCHEMA_VERSION
 
-#: Bumped when the tables change shape. 2 added chunks_bits (binary-quantised vectors), 3 partitioned it by
-#: rowid % 8, 4 added vector_queue (the vector phase), 5 stems chunks_fts (porter), 6 added history_*, 7 file_texts
-#: and file_trigrams (grep), 8 chunks_ivf and chunks_lists (IVF), 9 definitions; older ones migrate on open.
-SCHEMA_VERSION = 9
-#: The idempotent statements that make every table (the code's and grep's, then the history's).
-CREATE = ("create_schema", "history_schema")
-#: Re-tokenizes chunks_fts: dropped, made anew by create_schema, refilled from chunks.
-_RETOKENIZE = ("fts_drop", "create_schema", "fts_rebuild")
-#: Fill what create_schema added from the files (grep's texts, definitions): the next build reads every file
-#: again, reusing unchanged chunks' vectors; grep reads files without a trigram row whole till then.
-_REREAD = ("files_mark_reindex",)
-_GREP = (*_REREAD, "grep_mark_incomplete")
-#: Schema versions :meth:`Store._migrate` upgrades, and what each runs after create_schema (the new tables).
-_MIGRATES = {"1": ("bits_rebuild", *_RETOKENIZE, *_GREP), "2": ("bits_rebuild", *_RETOKENIZE, *_GREP),
-             "3": (*_RETOKENIZE, *_GREP), "4": (*_RETOKENIZE, *_GREP), "5": _GREP, "6": _GREP, "7": _REREAD, "8": _REREAD}
-#: Versions searched as they are when read-only: an unstemmed chunks_fts still matches (FTS5 tokenizes a
-#: query with the table's own tokenizer); 5-8 lack tables history, grep, IVF and symbols do without
-#: (ann.stand_in, definitions_stand_in).
-_READABLE_AS_IS = frozenset({"4", "5", "6", "7", "8"})
+#: sqlite-vec's extension (its ``loadable_path()``), found without importing the package, which imports numpy.
+VEC0 = os.path.join(os.path.dirname(importlib.util.find_spec("sqlite_vec").origin), "vec0")
 
 #: Milliseconds a connection waits on a lock held by another process before it gives up.
 BUSY_TIMEOUT_MS = 10_000
@@ -87,7 +71,7 @@ class Store:
         try:
             if readonly:
                 self._open_for_reading()
-                ann.stand_in(self)
+                self._stand_ins()
                 self._translate = True
                 return
             try:
@@ -100,7 +84,7 @@ class Store:
                 shape = self._await_schema(shape)
             self._refuse_foreign(shape, create)
             if self.immutable:
-                ann.stand_in(self)
+                self._stand_ins()
                 self._translate = True
                 return
             self._retry_busy("pragmas_write")
@@ -134,6 +118,12 @@ class Store:
                                     Remedy("free_disk")) from None
             raise StorageError(f"cannot open index {self.path}: {err}", "check the path and free disk space") from None
 
+    def _stand_ins(self) -> None:
+        """Give an older index read as it is (no IVF tables, :mod:`.ann`) empty temp ones: the one search
+        statement then prepares, and scans exactly."""
+        if not self.value("ann_has_tables"):
+            self._run_text(queries.sql("ann_stand_ins").replace("{dims}", str(int(self.vector_dims() or 384))))
+
     def _close_quietly(self) -> None:
         """Close what a failed open left: it held the file and its WAL until the garbage collector ran."""
         with contextlib.suppress(apsw.Error, AttributeError):
@@ -143,7 +133,7 @@ class Store:
         """Connect to ``name`` with sqlite-vec loaded; the file's ``index_shape`` row."""
         self.conn = apsw.Connection(name, flags=flags)
         self.conn.enable_load_extension(True)
-        self.conn.load_extension(sqlite_vec.loadable_path())
+        self.conn.load_extension(VEC0)
         self.conn.enable_load_extension(False)
         self.conn.set_busy_timeout(BUSY_TIMEOUT_MS)
         return self.row("index_shape")
@@ -167,7 +157,7 @@ class Store:
         self._refuse_foreign(shape, False)
         self.run("pragma_mmap")
         version = self.value("meta_get", {"key": "schema_version"})
-        if version is not None and str(version) != str(SCHEMA_VERSION) and str(version) not in _READABLE_AS_IS:
+        if version is not None and str(version) != str(SCHEMA_VERSION) and str(version) not in READABLE_AS_IS:
             self.conn.close()
             raise StorageError(f"{self.path} was made by an older codii-sql (schema {version}) and is read here as it "
                                "is, without an upgrade", "export it again with this version, or rebuild it")
@@ -242,18 +232,18 @@ class Store:
         write lock (another process may have migrated it); an index of this version is not written.
         Raises ``StorageError`` when the file is read-only, unless its version reads as it is."""
         version = self.value("meta_get", {"key": "schema_version"})
-        if version not in _MIGRATES:
+        if version not in MIGRATES:
             return
         try:
             with self.transaction():
                 version = self.value("meta_get", {"key": "schema_version"})
-                if version in _MIGRATES:
-                    for name in (*CREATE, *_MIGRATES[version]):
+                if version in MIGRATES:
+                    for name in (*CREATE, *MIGRATES[version]):
                         self.run(name)
                     self.set_meta(schema_version=SCHEMA_VERSION)
         except apsw.ReadOnlyError:
-            if version in _READABLE_AS_IS:
-                return ann.stand_in(self)  # searched as it is (exact KNN over empty temp lists)
+            if version in READABLE_AS_IS:
+                return self._stand_ins()  # searched as it is (exact KNN over empty temp lists)
             self.conn.close()
             raise StorageError(f"{self.path} was built by an older codii-sql and is read-only, so it cannot be "
                                "upgraded in place", "copy it somewhere writable and pass --db, or rebuild it") from None

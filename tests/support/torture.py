@@ -233,7 +233,7 @@ class KillLoop:
     def complete_chunks(self, problems: list[str]) -> set[tuple]:
         """(path, start_line, end_line, content) of every indexed file whose chunks are exactly
         those of a version written to disk; files that are not are added to ``problems``."""
-        from codii_sql.ingest.chunking import chunk_text
+        from codii_sql.ingest.chunking.chunker import chunk_text
         from codii_sql.languages import detect_language
         from codii_sql.text import decode_source
 

@@ -1,8 +1,6 @@
-"""Chunking: a file's text -> chunks of whole lines (tree-sitter definitions, Markdown sections, line windows)."""
+"""Chunking: a file's text -> chunks of whole lines (tree-sitter definitions, Markdown sections, line windows).
 
-from .chunker import CHUNKER_VERSION, DEFAULT_MAX_TOKENS, chunk_text, definitions
-from .layout import Chunk, ChunkSizes, Definition
-from .regions import FileDefinition, Source, index_source, read_source, source_definitions
-
-__all__ = ["CHUNKER_VERSION", "DEFAULT_MAX_TOKENS", "Chunk", "ChunkSizes", "Definition", "FileDefinition", "Source",
-           "chunk_text", "definitions", "index_source", "read_source", "source_definitions"]
+Its modules are imported by name (``chunking.chunker``, ``.layout``, ``.regions``): this package loads
+nothing itself, so what needs only a size or a name (the scan's rules) does not load tree-sitter
+and the tokenizer (docs/benchmarks.md, "CLI start-up").
+"""

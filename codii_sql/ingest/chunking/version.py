@@ -1,0 +1,21 @@
+"""The chunker's version, which an index records: what changed in the chunks at each step."""
+
+#: Stored in the index; bump whenever the chunks produced for the same input change (the next
+#: build then re-chunks every file, reusing the vectors of unchanged chunk texts).
+#: 2: a window split no longer leaves a tiny last piece (a lone ``)`` of a long signature).
+#: 3: JS/TS assignments of functions are definitions; Markdown setext headings start sections.
+#: 4: notebooks are chunked by cell, Vue/Svelte scripts by their grammar, #! scripts by their interpreter.
+#: 5: a preamble is no longer merged into a tiny first function; tiny class/impl headers join their
+#: first member; licence headers are chunks of kind ``license``; C/C++ prototypes and Rust trait
+#: method signatures are definitions; Rust impl symbols drop generics.
+#: 6: ``.h`` headers whose text is C++ are chunked by the C++ grammar; an exported JS/TS value
+#: a call makes (``export const safeParse = makeSafeParse(...)``) and a TS abstract method are definitions;
+#: C/C++ names that error recovery made of keywords or whole lines are not.
+#: 7: the subtokens column holds the character pairs of Chinese and Japanese text (text.cjk_bigrams).
+#: 8: SQL is chunked by its definitions (``-- name:`` blocks, CREATE statements, CTEs: see :mod:`.sql`).
+#: 9: a licence header needs a licence's phrases, not the word alone.
+#: 10: C/C++ functions a macro defines are named by the function (``DEFINE_IDTENTRY(exc_int3)`` ->
+#: ``exc_int3``, ``SYSCALL_DEFINE3(read, ...)`` -> ``sys_read``: see :mod:`.cmacros`).
+#: 11: a long line's pieces are never cut inside an identifier at its ``_`` or ``$``; a UTF-8 file with a
+#: few stray bytes is read as UTF-8 (text.decode_source), not Latin-1. Rust's ``macro_rules!`` are of kind ``macro``.
+CHUNKER_VERSION = 11
