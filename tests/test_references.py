@@ -168,3 +168,20 @@ def test_refs_exits_0_when_its_reader_stops_early(tmp_path, codii_home):
                            "echo \"${PIPESTATUS[0]}\"", shell=True, executable="/bin/bash", cwd=repo, env=env,
                            capture_output=True, text=True)
     assert piped.stdout.splitlines()[-1] == "0" and "Error" not in piped.stderr, piped
+
+
+def test_a_use_is_on_word_boundaries_as_rg_w_has_them_wherever_it_lies_in_a_chunk():
+    """The tally searches a chunk once and tests the character before each hit by hand: a name inside a
+    longer word (letters of any script, digits, `_`) is no use; one after `$`, `.`, at the chunk's start or on
+    its last line without a line break is; two uses on one line count once."""
+    content = ("kmalloc(1);\n"  # the chunk's first character
+               "x = ékmalloc + _kmalloc + 2kmalloc + kmalloc_array;\n"  # inside longer words only
+               "y = $kmalloc + obj.kmalloc(kmalloc);\n"  # two uses, one line
+               "\n"
+               "return kmalloc")  # the last line, no line break after it
+    tally = references._Tally("kmalloc", 0, 100, set())
+    tally.add("a.c", "source", 10, content)
+    tally.close()
+    expected = [i for i, line in enumerate(content.split("\n"), 10) if re.search(r"(?<!\w)kmalloc(?!\w)", line)]
+    assert [n for _, _, n, _ in tally.window] == expected == [10, 12, 14]
+    assert tally.total == 3 and tally.window[2][3] == "return kmalloc"

@@ -35,8 +35,10 @@ class _Tally:
 
     def __init__(self, ident: str, offset: int, limit: int, skip: set[tuple[str, str]]) -> None:
         self.offset, self.limit, self.skip = offset, limit, skip
-        # rg -w's boundaries: `$OUTDIR` in a shell or PHP line uses OUTDIR (a `$` around the name hid it).
-        self.word = re.compile(rf"(?<!\w){re.escape(ident)}(?!\w)")
+        # rg -w's boundaries, (?<!\w) NAME (?!\w): `$OUTDIR` in a shell or PHP line uses OUTDIR (a `$`
+        # around the name hid it). The look-behind is tested by hand (:meth:`add`): in the pattern it keeps
+        # `re` from searching for the name's letters first, 40x slower (docs/benchmarks.md, "refs").
+        self.word = re.compile(rf"{re.escape(ident)}(?!\w)")
         self.total = self.files = 0
         self.window: list[tuple[str, str, int, str]] = []  # (path, role, line, text)
         self.path: str | None = None
@@ -48,11 +50,22 @@ class _Tally:
         if path != self.path:
             self.close()
             self.path, self.role, self.lines = path, role, {}
-        for i, line in enumerate(content.split("\n")):
-            if self.word.search(line):
-                text = line.strip()[:SIGNATURE_CHARS]
-                if (path, text) not in self.skip:
-                    self.lines[start_line + i] = text
+        # One search over the chunk, then a step per matching line: a search per line was two thirds of
+        # `refs GFP_KERNEL` on the kernel (43,591 uses in 38,627 chunks: 0.49 of 0.89 s profiled). A match
+        # cannot span lines: the name holds no line break.
+        line, cursor, stop = start_line, 0, -1
+        for m in self.word.finditer(content):
+            at = m.start()
+            if at <= stop or (at and (content[at - 1].isalnum() or content[at - 1] == "_")):  # \w, as re has it
+                continue  # another use on the line just taken, or the name's end inside a longer word
+            line += content.count("\n", cursor, at)
+            cursor = at
+            stop = content.find("\n", at)
+            if stop < 0:
+                stop = len(content)
+            text = content[content.rfind("\n", 0, at) + 1:stop].strip()[:SIGNATURE_CHARS]
+            if (path, text) not in self.skip:
+                self.lines[line] = text
         # Texts are dropped once read: only this file's matching lines stay.
 
     def close(self) -> None:
