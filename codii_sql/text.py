@@ -27,6 +27,8 @@ _CONTROLS_BUT_NEWLINE = re.compile(f"[\\x00-\\x08\\x0b-\\x1f\\x7f-\\x9f{BIDI_CON
 def escaped(text: str, *, lines: bool = False) -> str:
     """``text`` with its control characters as escapes (``\\x1b``, ``\\x07``; with ``lines`` false
     newlines too, ``\\n``): safe to show on a terminal or in an agent's text, one field per line."""
+    if text.isprintable():  # no control at all: the common line, ~10x cheaper than the substitution's scan
+        return text
     pattern = _CONTROLS_BUT_NEWLINE if lines else _CONTROLS
     return pattern.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import importlib
 import json
 import os
@@ -121,6 +122,10 @@ def serve(no_watch, port, workspaces, host, ray_address, replicas, shards, token
 
 def main() -> None:
     """Console-script entry point."""
+    if sys.argv[1:2] == ["grep"]:
+        # A process for one answer: a common pattern's is ~100k small objects in no cycle (`self` over Django),
+        # and the collector's passes over them once the service turns it back on (~20 ms) free nothing before exit.
+        gc.disable()
     cli(prog_name="codii-sql")
 
 
