@@ -36,8 +36,9 @@ class _Tally:
     def __init__(self, ident: str, offset: int, limit: int, skip: set[tuple[str, str]]) -> None:
         self.offset, self.limit, self.skip = offset, limit, skip
         # rg -w's boundaries, (?<!\w) NAME (?!\w): `$OUTDIR` in a shell or PHP line uses OUTDIR (a `$`
-        # around the name hid it). The look-behind is tested by hand (:meth:`add`): in the pattern it keeps
-        # `re` from searching for the name's letters first, 40x slower (docs/benchmarks.md, "refs: one search per chunk").
+        # around the name hid it). The look-behind is tested by hand (:meth:`add`): in the pattern it
+        # keeps `re` from searching for the name's letters first, 40x slower (docs/benchmarks.md,
+        # "refs: one search per chunk").
         self.word = re.compile(rf"{re.escape(ident)}(?!\w)")
         self.total = self.files = 0
         self.window: list[tuple[str, str, int, str]] = []  # (path, role, line, text)
