@@ -33,6 +33,15 @@ def escaped(text: str, *, lines: bool = False) -> str:
     return pattern.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
 
 
+def shown_bytes(text: str) -> str:
+    """``text`` with each undecodable byte Python carried as a lone surrogate shown as ``\\xff`` (any other
+    lone surrogate as ``\\ud800``): how a name that is not UTF-8 is written in one line of an error."""
+    try:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def pack_text(text: str) -> bytes:
     """``text`` as stored in the index (``file_texts``): zlib (RFC 1950) of its UTF-8 bytes, about a
     quarter of their size for source code (Django 5.1.4: 34.4 MB -> 8.9 MB)."""

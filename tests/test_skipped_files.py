@@ -84,3 +84,30 @@ def test_build_and_status_name_the_folders_the_defaults_left_out(tmp_path):
     assert "build-output         crate/target/" in run("status", repo, "--skipped")
     found = json.loads(run("search", "target_core", "--path", repo, "--json", "--mode", "bm25", "--no-update"))
     assert [r["path"] for r in found["results"]] == ["drivers/target/core.c"]
+
+
+def test_names_that_are_not_utf8_are_listed_when_they_appear_later_and_refused_in_one_line_as_arguments(tmp_path):
+    """A folder or file whose name is no UTF-8 appearing after the first build reaches the skip list (a build
+    that changed no indexed file kept the old list), and such a name given as an argument is one line of
+    error, not a traceback from SQLite's text binding (grep PATH, search --glob, symbol, a grep pattern)."""
+    repo = write_tree(tmp_path / "repo", {"ok.py": "def ok():\n    return 1\n"})
+    run("build", repo, "--no-vectors")
+    os.mkdir(os.path.join(os.fsencode(repo), b"dir_\xfe"))
+    with open(os.path.join(os.fsencode(repo), b"dir_\xfe", b"inside.py"), "wb") as fh:
+        fh.write(b"def inside():\n    return 2\n")
+    with open(os.path.join(os.fsencode(repo), b"bad_\xff.py"), "wb") as fh:
+        fh.write(b"def bad():\n    return 3\n")
+    assert last_json(run("build", repo, "--json", "--no-vectors"))["skipped"] == {"undecodable-name": 2}
+    listed = json.loads(run("status", repo, "--skipped", "--json"))["skipped_files"]["files"]
+    assert sorted(f["path"] for f in listed) == ["bad_\\xff.py", "dir_\\xfe/"]
+
+    bad_name = os.fsdecode(b"bad_\xff.py")
+    for args in (["grep", "return", str(repo / bad_name), "--no-update"],
+                 ["search", "return", "--path", str(repo), "--glob", bad_name, "--no-update"],
+                 ["symbol", os.fsdecode(b"bad_\xff"), "--path", str(repo), "--no-update"],
+                 ["grep", os.fsdecode(b"ret\xffurn"), str(repo), "--no-update"]):
+        res = CliRunner().invoke(cli, args)
+        assert res.exit_code == 2, (args, res.output)
+        assert res.exception is None or isinstance(res.exception, SystemExit), (args, res.exception)
+        lines = res.output.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("Error: ") and "\\xff" in lines[0], (args, res.output)

@@ -195,10 +195,12 @@ class Indexer:
         plan = None
         if not force and not complete and meta.get("status") == "indexed" and same_settings(meta, recorded):
             plan = self.plan(store)  # read-only: a build that finds nothing to do writes nothing
-            if nothing_to_do(plan, meta, self._options(store)):
+            report = described(plan, BuildReport())
+            # A path newly left out (a file or folder whose name is not UTF-8, a new excluded folder) changes
+            # no indexed file but must reach the snapshot's skip list, which status --skipped shows.
+            if nothing_to_do(plan, meta, self._options(store)) and dict(report.skipped) == (meta.get("skipped") or {}):
                 self.max_file_bytes = plan.max_file_bytes
                 scan_stats.keep(store, plan, failed=0)
-                report = described(plan, BuildReport())
                 report.files, report.chunks, report.merkle_root = meta.get("files"), meta.get("chunks"), plan.old.root_hash
                 report.seconds = report.phase_seconds["lexical"] = time.perf_counter() - started
                 return report

@@ -184,7 +184,7 @@ class Walker:
     def _visit_entry(self, d: _Dir, entry: os.DirEntry, siblings: dict[str, os.DirEntry]) -> _Dir | None:
         name = entry.name
         if not _encodable(name):
-            self._skip("undecodable-name", d.rel + escaped(name))
+            self._skip("undecodable-name", d.rel + escaped(name) + ("/" if entry.is_dir(follow_symlinks=False) else ""))
             return None
         rel = d.rel + name
         if name == ".git":  # before the rules: Git itself never matches its own folder against them

@@ -22,8 +22,10 @@ from ..errors import (
     ReadOnlyIndexError,
     Remedy,
     StorageError,
+    UsageError,
 )
 from ..paths import in_indexes_dir
+from ..text import shown_bytes
 from . import queries
 from .failures import disk_full, translate
 from .schema import CREATE, MIGRATES, READABLE_AS_IS, SCHEMA_VERSION
@@ -265,13 +267,20 @@ class Store:
 
     @contextlib.contextmanager
     def _sqlite(self) -> Iterator[None]:
-        """apsw errors inside the block become :func:`translate`'s errors (once the file is open)."""
+        """apsw errors inside the block become :func:`translate`'s errors (once the file is open); a value
+        that is no UTF-8 text (a lone surrogate: a file name's undecodable byte, as Python passes it on)
+        a UsageError, as no index holds such text."""
         try:
             yield
         except apsw.Error as err:
             if not self._translate:
                 raise
             raise translate(err, self.path) from None
+        except UnicodeEncodeError as err:
+            raise UsageError(f"'{shown_bytes(err.object)}' is not UTF-8 text (a name's byte that no encoding "
+                             "decodes), and no index holds such text",
+                             "pass the name as the index shows it (`codii-sql status --skipped` lists the files "
+                             "left out for their names)") from None
 
     def run(self, name: str, params: Mapping[str, Any] | None = None) -> None:
         """Execute statement ``name`` (all of it, if it is a script) and discard rows."""
