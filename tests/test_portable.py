@@ -334,3 +334,26 @@ def test_an_mcp_server_makes_nothing_beside_an_index_file_it_reads(tmp_path, cod
 
     asyncio.run(run())
     assert sorted(p.name for p in shard.parent.iterdir()) == ["svc.db"]
+
+
+def test_clear_leaves_a_shard_alone_even_when_its_source_is_here(tmp_path, codii_home):
+    """A new user's `clear --db shard.db --yes` deleted an export (the only copy, say a CI artifact) although
+    codii-sql only ever reads such a file; `build --db` refused it. clear now refuses too, in one line, in a
+    fresh process, and the codebase's own index is still cleared by its folder."""
+    import subprocess
+
+    from support.trees import REPO_ROOT
+
+    repo = write_tree(tmp_path / "repo", SAMPLE)
+    assert run("build", repo, "--no-vectors").exit_code == 0
+    shard = tmp_path / "shelf" / "sample.db"
+    shard.parent.mkdir()
+    assert run("export", repo, "--to", shard).exit_code == 0
+    before = shard.read_bytes()
+    env = {**os.environ, "CODII_SQL_HOME": str(codii_home), "PYTHONPATH": str(REPO_ROOT)}
+    res = subprocess.run([sys.executable, "-m", "codii_sql.cli", "clear", "--db", str(shard), "--yes"],
+                         capture_output=True, text=True, env=env, timeout=120)
+    assert res.returncode == 1 and "Traceback" not in res.stderr and "only reads" in res.stderr, res.stderr
+    assert len(res.stderr.strip().splitlines()) == 1 and shard.read_bytes() == before
+    assert as_json(run("clear", repo, "--yes", "--json"))["removed"] == [str(Codebase.open(repo).db_path)]
+    assert shard.read_bytes() == before

@@ -118,9 +118,12 @@ def test_watch_follows_saves_renames_deletes_bursts_and_ignores_ignored_trees(co
         assert found(repo, "burst_function_37")[0] == "burst/b37.py:burst_function_37"
 
         db = service.open_codebase(repo).db_path
-        before = db.stat().st_mtime_ns
         (repo / ".git" / "objects").mkdir(parents=True)
-        (repo / "node_modules" / "left-pad").mkdir(parents=True)
+        (repo / "node_modules" / "left-pad").mkdir(parents=True)  # a folder left out: listed once by status
+        w.quiet_for(2.0)
+        listed = service.status(service.open_codebase(repo))["skipped_files"]["files"]
+        assert {"path": "node_modules/", "reason": "default-excluded"} in listed, listed
+        before = db.stat().st_mtime_ns
         for i in range(20):
             (repo / ".git" / "objects" / f"o{i}").write_text("x")
             (repo / "node_modules" / "left-pad" / f"m{i}.js").write_text(f"function pad{i}() {{}}\n")

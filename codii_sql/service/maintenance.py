@@ -8,9 +8,10 @@ from pathlib import Path
 
 from .. import paths
 from ..codebase import Codebase
-from ..errors import DamagedIndexError, IndexBusyError, UsageError
+from ..errors import DamagedIndexError, IndexBusyError, ReadOnlyIndexError, StorageError, UsageError
 from ..storage.lock import daemon_running, vector_lock, writer_lock
 from ..storage.store import Store
+from .codebases import index_file
 from .daemon import daemon_info
 from .status import list_codebases
 from .watchers import watchers
@@ -24,7 +25,10 @@ def clear_target(path: str | os.PathLike[str] | None, db: str | os.PathLike[str]
         UsageError: no such folder and no index recorded for it (see :meth:`Codebase.open`).
     """
     if db is not None and path is None:
-        return Codebase(Path("."), Path(db).expanduser().absolute())
+        try:  # as build and search read it: a shard or an export is an index alone
+            return index_file(db)
+        except (UsageError, StorageError):  # missing, damaged or no index: clear says what it does with it
+            return Codebase(Path("."), Path(db).expanduser().absolute())
     try:  # not open_codebase: a --db recording another root is still the file to delete
         return Codebase.open(path, db)
     except UsageError:
@@ -44,7 +48,13 @@ def clear(codebase: Codebase) -> bool:
         IndexBusyError: an indexer is running on it.
         StorageError: the file is not a codii-sql index (it is left alone).
         DamagedIndexError: a damaged file elsewhere (``--db``): it may not be ours, so it stays.
+        ReadOnlyIndexError: an index file alone (a shard, an export whose source is not here): it is only
+            ever read, and may be the one copy (a new user's ``clear --db shard.db --yes`` deleted it).
     """
+    if codebase.alone:
+        raise ReadOnlyIndexError(f"{codebase.db_path} is an index file alone (the source of {codebase.root} is not "
+                                 "here), which codii-sql only reads: clear deletes the indexes it builds, so this "
+                                 "file stays", "delete it yourself if you mean to (rm)")
     if codebase.db_path.is_file():
         try:
             Store(codebase.db_path, create=False).close()
