@@ -106,6 +106,7 @@ def test_symbol_and_refs_from_a_subfolder_keep_to_its_files(tmp_path, codii_home
     repo = write_tree(tmp_path / "mono", {
         "pkg/a/core.py": "def helper(x):\n    return x\n\n\ndef use_a():\n    return helper(1)\n",
         "pkg/b/core.py": "def helper(x):\n    return x * 2\n\n\ndef use_b():\n    return helper(2) + helper(3)\n",
+        "pkg/b/tail.py": "def tail():\n    return use_b()\n",
     })
     assert CliRunner().invoke(cli, ["build", str(repo), "--no-vectors"]).exit_code == 0
     sub = str(repo / "pkg" / "b")
@@ -116,7 +117,15 @@ def test_symbol_and_refs_from_a_subfolder_keep_to_its_files(tmp_path, codii_home
     out = json.loads(res.output)
     assert out["total"] == 1 and {f["path"] for f in out["files"]} == {"pkg/b/core.py"}, out  # lines
     whole = json.loads(CliRunner().invoke(cli, ["refs", "helper", "--path", str(repo), "--json"]).output)
-    assert whole["total"] == 2
+    assert whole["total"] == 2 and "scope" not in whole
+    # Nothing under the folder: the answer names its scope and what lies elsewhere, never "not in the index".
+    other = str(repo / "pkg" / "a")
+    missing = json.loads(CliRunner().invoke(cli, ["symbol", "use_b", "--path", other, "--json"]).output)
+    assert missing["definitions"] == [] and missing["scope"] == "pkg/a", missing
+    assert "under pkg/a/" in missing["note"] and "1 definitions elsewhere" in missing["note"], missing["note"]
+    assert "in the index" not in missing["note"]
+    unused = json.loads(CliRunner().invoke(cli, ["refs", "use_b", "--path", other, "--json"]).output)
+    assert unused["total"] == 0 and unused["scope"] == "pkg/a" and "1 uses elsewhere" in unused["note"], unused
 
 
 def uses(repo, name):

@@ -88,7 +88,8 @@ def find_symbol(
     data = find_definitions(cb, name, kind=kind, prefix=prefix, limit=limit, offset=offset, under=under,
                             max_tokens=max_tokens or DEFAULT_MAX_TOKENS)
     defs = data["definitions"]
-    summary = f"{len(defs)} definition{'' if len(defs) == 1 else 's'} of {data['name']!r} in {cb.root}"
+    where = f"{cb.root}/{under}" if under else str(cb.root)  # the folder asked about, not the whole codebase
+    summary = f"{len(defs)} definition{'' if len(defs) == 1 else 's'} of {data['name']!r} in {where}"
     summary = with_note(summary, data.get("note"))
     body = "\n".join(f"{escaped(d['path'])}:{d['start_line']}-{d['end_line']} {d['kind']} {d['symbol']}: {d['signature']}"
                      + ("  [stale]" if d["stale"] else "") for d in defs)
@@ -115,7 +116,8 @@ def find_references(
     cb, under = _indexed(path)
     data = find_uses(cb, name, limit=limit, offset=offset, max_tokens=max_tokens or DEFAULT_MAX_TOKENS, under=under)
     shown = sum(len(f["lines"]) for f in data["files"])
-    summary = (f"{data['total']} uses of {data['identifier']!r} in {data['total_files']} files of {cb.root}"
+    where = f"{cb.root}/{under}" if under else str(cb.root)
+    summary = (f"{data['total']} uses of {data['identifier']!r} in {data['total_files']} files of {where}"
                + (f" ({shown} shown: call again with offset={data['next_offset']} for the rest)"
                   if data.get("next_offset") is not None else "") + f"; {data['note']}")
     body = "\n".join(f"{escaped(f['path'])}:{ln['line']}: {escaped(ln['text'])}" for f in data["files"] for ln in f["lines"])

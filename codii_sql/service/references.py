@@ -13,7 +13,7 @@ from ..search.budget import json_tokens, page
 from ..search.staleness import StaleCheck
 from .builds import ensure_index
 from .status import open_store
-from .symbols import changed_note, check_page, definitions_named, echoed
+from .symbols import changed_note, check_page, definitions_named, echoed, scoped_note
 
 #: Reference lines find_references returns at most.
 MAX_REFERENCES = 2_000
@@ -128,6 +128,10 @@ def find_references(codebase: Codebase, name: str, *, limit: int = 200, offset: 
     file_rows = {k["path"]: k for k in reversed(keys)}  # one of each file's rows, for its stale check
     check = (lambda row: None) if codebase.alone else StaleCheck(codebase.root)
     out = _answer(codebase, name, ident, tally, offset, limit, max_tokens, holding, lambda p: check(file_rows[p]))
+    if under:
+        out["scope"] = under
+        elsewhere = 0 if tally.total else find_references(codebase, name, limit=1)["total"]
+        out["note"] = scoped_note(out["note"], under, elsewhere, "uses")
     for extra in (unread, fresh.what if fresh else None, changed_note(out["files"])):
         if extra:
             out["note"] += f"; {extra}"

@@ -121,10 +121,26 @@ def find_symbol(codebase: Codebase, name: str, *, kind: str | None = None, prefi
         out["note"] = "; ".join(filter(None, (
             f"no definition is qualified as {name!r} (an import path can differ from the defining module's); "
             f"these are named {tail!r}", out.get("note"))))
+    if under:
+        out["scope"] = under
+        whole = None if defs or found else find_symbol(codebase, name, kind=kind, prefix=prefix, limit=1, update=False)
+        elsewhere = whole.get("total", len(whole["definitions"])) if whole else 0
+        out["note"] = scoped_note(out.get("note"), under, elsewhere, "definitions")
     extra = [ALONE_NOTE if codebase.alone else None, unread, fresh.what if fresh else None, changed_note(defs)]
     if any(extra):
         out["note"] = "; ".join(filter(None, (out.get("note"), *extra)))
     return out
+
+
+def scoped_note(note: str | None, under: str, elsewhere: int, what: str) -> str:
+    """``note`` for an answer kept to the files under ``under``: it says so, and when nothing was found
+    there, how many ``what`` lie elsewhere in the codebase (a new user asked from tests/ and was told a
+    name defined three times was in no file of the index)."""
+    said = (note or "").replace(" in the index", f" under {under}/")
+    scope = f"files under {under}/ only (the folder asked from or given)"
+    if elsewhere:
+        scope += f"; {elsewhere:,} {what} elsewhere in the codebase: ask from its root"
+    return "; ".join(filter(None, (scope, said)))
 
 
 def definitions_named(store: Store, needle: str, *, wanted: str | None = None, kind: str | None = None,
