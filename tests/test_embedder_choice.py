@@ -85,3 +85,23 @@ def test_names_are_canonical_and_checked_before_any_advice_about_them(sample_rep
     assert run("build", sample_repo, "--embedder", "local").exit_code == 0
     res = run("build", sample_repo, "--embedder", "nope")  # an index exists: still "unknown", not "--force"
     assert res.exit_code == 2 and "unknown embedder 'nope'" in res.output and "--force" not in res.output
+
+
+def test_a_long_lived_server_embeds_with_the_model_an_index_was_rebuilt_with(sample_repo):
+    """A new user's HTTP and MCP servers kept embedding queries with an index's old model after
+    `build --force --embedder local:fast` rebuilt it in place, scoring them against the new vectors. The
+    connections they keep (OpenIndexes) reopen when the index records another model."""
+    from codii_sql import service
+
+    as_json(run("build", sample_repo, "--json"))
+    indexes = service.OpenIndexes()
+    cb = service.open_codebase(sample_repo)
+    with indexes.searcher(cb) as searcher:
+        assert searcher.embedder.model_id == MODEL_ID
+    as_json(run("build", sample_repo, "--force", "--embedder", "local:fast", "--json"))
+    with indexes.searcher(cb) as searcher:
+        assert searcher.embedder.model_id == FAST_MODEL_ID
+        assert searcher.store.meta()["model_id"] == FAST_MODEL_ID
+    answer = service.search(service.SearchRequest("follow http redirects", paths=[str(sample_repo)], update=False),
+                            indexes=indexes)
+    assert answer.results[0].path == "app/http.py" and answer.members[0].model_id == FAST_MODEL_ID

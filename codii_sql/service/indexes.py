@@ -84,8 +84,16 @@ class OpenIndexes:
             with entry.lock:
                 if entry.closed:  # retired (its file replaced) or evicted while this search waited for it
                     continue
-                yield entry.searcher
-                return
+                if _same_embedder(entry.searcher):
+                    yield entry.searcher
+                    return
+                # Rebuilt in place with another embedder (build --force --embedder X): a new user's server
+                # kept embedding queries with the old model and scored them against the new vectors.
+                entry.searcher.store.close()
+                entry.closed = True
+            with self._lock:
+                if self._open.get(str(cb.db_path)) is entry:
+                    del self._open[str(cb.db_path)]
 
     def _entry(self, cb: Codebase) -> OpenIndex:
         """The open entry of ``cb``'s file as it is now (opened anew when it was replaced); the entries
@@ -149,6 +157,13 @@ def _identity(cb: Codebase) -> tuple[int, int]:
     except FileNotFoundError:
         raise not_indexed(cb) from None
     return st.st_dev, st.st_ino
+
+
+def _same_embedder(searcher: Searcher) -> bool:
+    """Whether the index still records the embedder ``searcher`` embeds queries with (one snapshot read,
+    ~0.1 ms); an index whose model is not recorded yet (a rebuild just started) keeps it."""
+    meta = searcher.store.meta()
+    return meta.get("model_id") in (None, searcher.embedder.model_id)
 
 
 def _close(entry: OpenIndex) -> None:
