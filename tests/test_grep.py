@@ -613,3 +613,29 @@ def test_a_crlf_line_is_printed_as_rg_prints_it_and_a_missing_pattern_reads_plai
     assert out.stdout_bytes == b"crlf.txt:1:a needle\r\n", out.stdout_bytes  # not an escaped "\\r" (.stdout drops \\r)
     missing = run("grep")
     assert missing.exit_code == 2 and "Error: pattern is missing" in missing.output
+
+
+@pytest.mark.skipif(RG is None, reason="the rg binary is not installed")
+def test_the_cli_prints_files_counts_and_filters_as_rg_does(tmp_path, codii_home):
+    """A new user diffed codii-sql grep against rg: files came in another order (`open_options.rs` before the
+    folder `open_options/`), `-l -c` printed paths, a single FILE kept its path, a glob that selected nothing
+    and an unclosed `{` read as "no match" (exit 1)."""
+    root = built(write_tree(tmp_path / "r", {
+        "src/open_options.rs": "fn mode() {}\n", "src/open_options/mock.rs": "fn mode() {}\n",
+        "calls-json/a.go": "func mode() {}\n", "calls/b.go": "func mode() {}\nfunc mode2() {}\n",
+        "src/open_options-x.rs": "fn mode() {}\n",
+    }))
+
+    def both(*args):
+        ours = subprocess.run([sys.executable, "-m", "codii_sql.cli", "grep", "--no-update", *args], cwd=root,
+                              capture_output=True, text=True, env={**os.environ, "CODII_SQL_HOME": str(codii_home)})
+        theirs = subprocess.run([RG, "--no-config", "-n", "--no-heading", "--sort", "path", *args], cwd=root,
+                                capture_output=True, text=True)
+        return (ours.returncode, ours.stdout), (theirs.returncode, theirs.stdout)
+
+    for args in (["mode"], ["-c", "mode"], ["-l", "-c", "mode"], ["mode", "calls/b.go"], ["-c", "mode", "calls/b.go"],
+                 ["-g", "nothing*.zz", "mode"], ["-g", "*.rs", "mode"]):
+        ours, theirs = both(*args)
+        assert ours == theirs, (args, ours, theirs)
+    ours, theirs = both("-g", "{a,b", "mode")
+    assert ours[0] == theirs[0] == 2 and ours[1] == ""

@@ -25,6 +25,8 @@ _CONTEXT = click.IntRange(0, service.MAX_CONTEXT)
 @click.option("-l", "--files-with-matches", "files_only", is_flag=True, help="Print the paths of files that match.")
 @click.option("-c", "--count", "count", is_flag=True, help="Print each matching file's number of matching lines.")
 @click.option("-n/-N", "--line-number/--no-line-number", "numbers", default=True, help="Show line numbers (default).")
+@click.option("-H/-I", "--with-filename/--no-filename", "with_filename", default=None,
+              help="Show each line's path, or not [default: shown, but for a single FILE given, as rg].")
 @click.option("-A", "--after-context", "after", type=_CONTEXT, default=None, help="Lines after each match.")
 @click.option("-B", "--before-context", "before", type=_CONTEXT, default=None, help="Lines before each match.")
 @click.option("-C", "--context", "context", type=_CONTEXT, default=0, help="Lines before and after each match.")
@@ -38,8 +40,8 @@ _CONTEXT = click.IntRange(0, service.MAX_CONTEXT)
 @db_option
 @click.option("--json", "as_json", is_flag=True, help="JSON lines in rg --json's shape (begin, match, context, "
                                                        "end, summary).")
-def grep(pattern, paths, patterns, fixed, ignore_case, word, files_only, count, numbers, after, before, context,
-         globs, types, sort, limit, no_update, db, as_json):
+def grep(pattern, paths, patterns, fixed, ignore_case, word, files_only, count, numbers, with_filename, after, before,
+         context, globs, types, sort, limit, no_update, db, as_json):
     """Lines matching PATTERN (Python regex syntax) in the indexed files under PATH (default: the current
     folder's codebase), in path and line order, as `rg -n --no-heading` prints them. Candidate files come
     from the index's trigrams; every one is read and matched exactly. Exit status 1 when nothing matched,
@@ -60,15 +62,17 @@ def grep(pattern, paths, patterns, fixed, ignore_case, word, files_only, count, 
             echo(f"Indexing {first} first: every file is searchable by grep in seconds (a search embeds the "
                  "chunks later); later greps update only changed files.", err=True)
     answer = service.grep(request)
+    if with_filename is None:  # rg leaves the path out when it searches one file it was given
+        with_filename = not (len(paths) == 1 and os.path.isfile(paths[0]))
     try:
         if as_json:
             _print_json(answer)
+        elif count:  # -c over -l, as rg: the count says whether the file matched too
+            _write(f"{shown(f.path)}:{f.matches}\n" if with_filename else f"{f.matches}\n" for f in answer.files)
         elif files_only:
             _write(shown(f.path) + "\n" for f in answer.files)
-        elif count:
-            _write(f"{shown(f.path)}:{f.matches}\n" for f in answer.files)
         else:
-            _write(_text_lines(answer, numbers, bool(request.before or request.after)))
+            _write(_text_lines(answer, numbers, bool(request.before or request.after), with_filename))
     except BrokenPipeError:  # `grep x | head -1`: the reader has what it wanted; exit as rg does
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit's flush
         raise SystemExit(0 if answer.matched_lines else 1) from None
@@ -76,8 +80,9 @@ def grep(pattern, paths, patterns, fixed, ignore_case, word, files_only, count, 
     if note and not as_json:
         echo(f"Note: {note}", err=True)
     if not answer.matched_lines:
-        # Files the pattern timed out on may hold a match: "none" would be a guess (rg exits 2 on errors).
-        raise SystemExit(2 if answer.timed_out else 1)
+        # Files the pattern timed out on may hold a match: "none" would be a guess (rg exits 2 on errors);
+        # filters that leave no file to search are no answer either (rg: "No files were searched", 2).
+        raise SystemExit(2 if answer.timed_out or answer.nothing_selected else 1)
 
 
 def _folder(path: str) -> str:
@@ -97,18 +102,22 @@ def _write(lines) -> None:
     sys.stdout.flush()
 
 
-def _text_lines(answer, numbers: bool, with_context: bool):
-    """rg's ``path:line:text`` (``path-line-text`` for context lines, ``--`` between groups)."""
+def _text_lines(answer, numbers: bool, with_context: bool, with_filename: bool = True):
+    """rg's ``path:line:text`` (``path-line-text`` for context lines, ``--`` between groups; without the
+    path when ``with_filename`` is false)."""
     last = None
     for f in answer.files:
-        path = shown(f.path)
+        path = shown(f.path) if with_filename else ""
         for g in f.lines:
             if with_context and last is not None and last != (f.path, g.line - 1):
                 yield "--\n"
             last = (f.path, g.line)
             mark = ":" if g.matched else "-"
             text = shown(g.text[:-1]) + "\r" if g.text.endswith("\r") else shown(g.text)  # a CRLF line as rg prints it
-            yield f"{path}{mark}{g.line}{mark}{text}\n" if numbers else f"{path}{mark}{text}\n"
+            if not with_filename:
+                yield f"{g.line}{mark}{text}\n" if numbers else f"{text}\n"
+            else:
+                yield f"{path}{mark}{g.line}{mark}{text}\n" if numbers else f"{path}{mark}{text}\n"
 
 
 def _print_json(answer) -> None:

@@ -61,6 +61,7 @@ class GrepAnswer:
             (``scan``: the patterns require no trigram).
         timed_out: files whose matching passed the time bound (their matches are not counted).
         truncated: the ``limit`` or token budget stopped the answer early.
+        nothing_selected: the request's globs, types or roles leave no indexed file to search (rg exits 2).
         seconds: wall time (the update excluded); ``candidate_seconds`` of it in the trigram query.
         notes: why lines may be missing or the answer cut.
     """
@@ -76,6 +77,7 @@ class GrepAnswer:
     scan: bool = False
     timed_out: list[str] = field(default_factory=list)
     truncated: bool = False
+    nothing_selected: bool = False
     seconds: float = 0.0
     candidate_seconds: float = 0.0
     notes: list[Note] = field(default_factory=list)

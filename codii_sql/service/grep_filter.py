@@ -38,10 +38,15 @@ def keeper(types: list[str], roles: list[str], globs: list[str], scopes: list[st
     any), kept by the ``globs`` (rg's ``-g``).
 
     Raises:
-        UsageError: a glob that matches nothing (``[``) or holds too many wildcards.
+        UsageError: a glob that matches nothing (``[``), opens a ``{`` it never closes, or holds too many
+            wildcards.
     """
     languages = {language_name(t) for t in types}
     roles = set(roles)
+    for text in globs:
+        if _unclosed_brace(text):  # rg refuses it; read literally it matched nothing, and read as "no match"
+            raise UsageError(f"{text!r} is not a glob: an alternate group is not closed (a '{{' lacks its '}}')",
+                             "close it, as in '*.{py,rst}', or escape the brace as '\\{'", field="glob")
     globs = [_glob(g) for text in globs for g in wildmatch.expand_braces(text)]
     includes = any(not negated for negated, _, _ in globs)
 
@@ -53,6 +58,26 @@ def keeper(types: list[str], roles: list[str], globs: list[str], scopes: list[st
             return False
         return _globbed(path, globs, includes) if globs else True
     return keep
+
+
+def _unclosed_brace(text: str) -> bool:
+    """Whether ``text`` opens a ``{`` (not escaped by ``\\``) that it never closes."""
+    depth, i = 0, 0
+    while i < len(text):
+        if text[i] == "\\":
+            i += 1
+        elif text[i] == "{":
+            depth += 1
+        elif text[i] == "}" and depth:
+            depth -= 1
+        i += 1
+    return depth > 0
+
+
+def path_order(path: str) -> str:
+    """A sort key putting paths in rg's order (``--sort path``, and a folder's walk): by component, so
+    ``open_options/mock.rs`` comes before ``open_options.rs`` ('/' below every other character)."""
+    return path.replace("/", "\x00")
 
 
 def _glob(text: str) -> tuple[bool, re.Pattern[bytes], bool]:

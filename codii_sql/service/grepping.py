@@ -160,8 +160,11 @@ def _search(store: Store, codebase: Codebase, pattern: GrepPattern, request: Gre
     answer.candidate_seconds = time.perf_counter() - started
     keep = grep_filter.keeper(request.types, request.roles, request.globs, scopes)
     rows = [r for r in rows if keep(r)]
+    order = grep_filter.path_order
     if request.sort == "role":
-        rows.sort(key=lambda r: (ROLE_ORDER.get(r["role"], len(ROLE_ORDER)), r["path"]))
+        rows.sort(key=lambda r: (ROLE_ORDER.get(r["role"], len(ROLE_ORDER)), order(r["path"])))
+    else:
+        rows.sort(key=lambda r: order(r["path"]))
     unpacked = shown_lines = unreadable = 0
     retry = True
     match = count_lines if request.counts_only else matching_lines
@@ -202,6 +205,10 @@ def _search(store: Store, codebase: Codebase, pattern: GrepPattern, request: Gre
         if request.before or request.after:
             matched = with_context(as_text(text), matched, request.before, request.after)
         answer.files.append(GrepFile(row["path"], row["role"], row["language"], in_file, matched, gaps))
+    if not answer.matched_lines and (request.globs or request.types or request.roles):
+        # rg exits 2 when its filters leave no file to search: "no match" would hide a glob that missed.
+        every = store.rows("grep_files_all" if has_tables else "files_for_grep")
+        answer.nothing_selected = not any(keep(r) for r in every)
     answer.notes = notes + _notes(answer, pattern, has_tables, unpacked, codebase, request.limit)
     if unreadable:
         answer.notes.append(Note("grep", f"{unreadable} indexed files could not be read now (gone, or no longer a "
@@ -326,6 +333,10 @@ def _fit(answer: GrepAnswer, max_tokens: int) -> None:
 def _notes(answer: GrepAnswer, pattern: GrepPattern, has_tables: bool, unpacked: int, codebase: Codebase,
            limit: int | None) -> list[Note]:
     notes = []
+    if answer.nothing_selected:
+        notes.append(Note("grep", "the globs, types or roles given leave no indexed file to search",
+                          "a glob holding '/' is read from the folder grep runs in; `codii-sql status --skipped` "
+                          "lists the files the index leaves out"))
     if pattern.scans:
         notes.append(Note("grep", "no pattern has a literal of 3 or more characters that every match holds, so every "
                                   "indexed file is a candidate (no trigram narrowed them)"))
