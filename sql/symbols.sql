@@ -59,7 +59,7 @@ SELECT EXISTS (SELECT 1 FROM files WHERE size = -1);
 -- order service/references.py lists uses in (source files first, tests last, then path and
 -- line), at most :cap: their ids and places (and their file's, for the stale check);
 -- reference_texts reads the texts in slices.
-SELECT c.id, c.path, c.start_line, f.role, f.size AS file_size, f.mtime_ns AS file_mtime_ns, f.hash AS file_hash
+SELECT c.id, c.path, c.start_line, c.end_line, f.role, f.size AS file_size, f.mtime_ns AS file_mtime_ns, f.hash AS file_hash
 FROM chunks_fts JOIN chunks c ON c.id = chunks_fts.rowid JOIN files f ON f.id = c.file_id
 WHERE chunks_fts MATCH :fts
   AND (:under IS NULL OR substr(c.path, 1, length(:under) + 1) = :under || '/')  -- a subfolder searched

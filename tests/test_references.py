@@ -194,3 +194,20 @@ def test_a_use_is_on_word_boundaries_as_rg_w_has_them_wherever_it_lies_in_a_chun
     expected = [i for i, line in enumerate(content.split("\n"), 10) if re.search(r"(?<!\w)kmalloc(?!\w)", line)]
     assert [n for _, _, n, _ in tally.window] == expected == [10, 12, 14]
     assert tally.total == 3 and tally.window[2][3] == "return kmalloc"
+
+
+def test_a_use_in_a_notebook_cell_stored_as_one_string_is_on_that_strings_line(tmp_path, codii_home):
+    """nbformat may store a cell's source as one JSON string: its lines are all on that string's file line,
+    as every listing numbers them; refs added the line's place in the cell and pointed past the cell."""
+    cells = [{"cell_type": "code", "execution_count": 1, "metadata": {}, "outputs": [],
+              "source": "class Widget:\n    def spin(self):\n        return frobnicate(2)\n"},
+             {"cell_type": "code", "execution_count": 2, "metadata": {}, "outputs": [],
+              "source": ["def frob():\n", "    return frobnicate(3)\n"]}]
+    text = json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}, indent=1)
+    repo = write_tree(tmp_path / "nb", {"nb.ipynb": text})
+    assert CliRunner().invoke(cli, ["build", str(repo), "--no-vectors"]).exit_code == 0
+    rows = text.splitlines()
+    expected = [next(i for i, row in enumerate(rows, 1) if '"source": "class Widget' in row),
+                next(i for i, row in enumerate(rows, 1) if "return frobnicate(3)" in row)]
+    res = CliRunner().invoke(cli, ["refs", "frobnicate", "--path", str(repo), "--json"])
+    assert [line["line"] for f in json.loads(res.output)["files"] for line in f["lines"]] == expected
