@@ -433,3 +433,15 @@ def test_vector_mode_on_an_index_without_vectors_says_bm25_answered(sample_repo)
     out = json.loads(res.stdout)
     assert out["results"] and all(r["bm25_rank"] is not None for r in out["results"])
     assert "with no vector in the index, vector mode answered by BM25" in out["note"], out["note"]
+
+
+def test_a_query_of_one_character_words_says_bm25_cannot_match_it(sample_repo):
+    """A new user's `search x --mode bm25` answered no result and no_good_match without a word."""
+    assert run("build", sample_repo, "--no-vectors").exit_code == 0
+    for query in ("x", "x = y"):
+        res = run("search", query, "--path", sample_repo, "--mode", "bm25", "--no-update", "--json")
+        assert res.exit_code == 0, res.output
+        got = json.loads(res.output)
+        assert "no word BM25 can match" in got["note"] and "grep -w" in got["note"], got
+    got = json.loads(run("search", "retry", "--path", sample_repo, "--mode", "bm25", "--no-update", "--json").output)
+    assert "no word BM25 can match" not in (got.get("note") or "")

@@ -111,6 +111,11 @@ def query_notes(analysis: Analysis | None) -> list[Note]:
     if analysis.words > MAX_QUERY_TERMS:
         notes.append(Note("query", f"the query has {analysis.words:,} distinct words: BM25 weighed its title, code "
                                    f"spans and first {MAX_QUERY_TERMS:,}, and used the {len(analysis.terms)} that say most"))
+    if not analysis.terms and analysis.text.strip() and not analysis.unmatched:
+        # A new user's `search x` answered nothing, silently: words of one character are no BM25 term.
+        notes.append(Note("query", "the query has no word BM25 can match (it matches no word of one character): "
+                                   "any result comes from the vectors", "grep finds a short name: "
+                                   "`codii-sql grep -w NAME`, or MCP grep_code with word=true"))
     if analysis.unmatched:
         notes.append(Note("script", f"BM25 cannot match the query's {analysis.unmatched} word by word (no spaces or "
                                     "pairs of characters to match); these results come from the rest of the query and "
