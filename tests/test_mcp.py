@@ -716,3 +716,22 @@ def test_an_agent_asks_symbols_and_uses_from_a_subfolder(codii_home, tmp_path):
             assert whole["total"] == 2
 
     asyncio.run(run())
+
+
+def test_get_content_shows_a_crlf_file_without_its_line_ends_cr(codii_home, tmp_path):
+    """A new user's agent read a Windows file through get_content and saw `\\r` at the end of every line,
+    which it would copy into an edit; the line view drops the CR of the line end, the structured content
+    keeps the exact text."""
+    repo = write_tree(tmp_path / "w", {"crlf.py": "def crlf_func():\r\n    return 1\r\n"})
+
+    async def run():
+        async with server(codii_home) as s:
+            await call(s, "index_codebase", path=str(repo))
+            await wait_indexed(s, str(repo))
+            res = await s.call_tool("get_content", {"path": str(repo), "file": "crlf.py"})
+            assert not res.is_error
+            text = res.content[-1].text  # the summary, then the numbered lines
+            assert "\\r" not in text and "\r" not in text and "     1\tdef crlf_func():\n     2\t    return 1" in text
+            assert res.structured_content["content"] == "def crlf_func():\r\n    return 1\r\n"
+
+    asyncio.run(run())

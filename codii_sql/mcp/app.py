@@ -163,8 +163,11 @@ def codebase_at(path: str) -> Codebase:
 
 def numbered(content: str, first_line: int, last_line: int | None = None) -> str:
     """``cat -n`` style: right-aligned 1-based line number, a tab, the line; numbered as
-    :func:`~codii_sql.text.numbered_lines` says (a notebook cell's lines share one file line)."""
-    return "\n".join(f"{n:>6}\t{line}" for n, line in numbered_lines(content, first_line, last_line))
+    :func:`~codii_sql.text.numbered_lines` says (a notebook cell's lines share one file line). A CRLF line
+    is shown without its CR, the line end's (a new user's agent copied `\\r` into an edit); the structured
+    ``content`` keeps the exact text."""
+    return "\n".join(f"{n:>6}\t{line.removesuffix(chr(13))}" for n, line in numbered_lines(content, first_line,
+                                                                                             last_line))
 
 
 __all__ = ["DEFAULT_MAX_TOKENS", "FileArg", "LineArg", "ListTokensArg", "MaxTokensArg", "OffsetArg", "MAX_SEARCH_LIMIT", "PathArg", "READ_ONLY", "SESSION", "SQLITE_MAX_INTEGER",
