@@ -89,7 +89,9 @@ def find_symbol(codebase: Codebase, name: str, *, kind: str | None = None, prefi
                     needle)
         found = [(3, ROLE_ORDER.get(r["role"], 1), _declared_only(r), len(r["symbol"]), r["path"], r) for r in rows
                  if _match(normal_name(r["symbol"]), tail, False) is not None]
-    found.sort(key=lambda item: item[:5])
+    # A definition named exactly as asked, plain or as a member (`get`: QuerySet.get), in source before one in
+    # vendored code or docs: a new user's `symbol get` on Django listed 11 jQuery keys before any Django method.
+    found.sort(key=lambda item: (0 if item[0] < 2 else item[0], item[1], *item[:1], *item[2:5]))
     # One place once: `typedef struct cJSON {...} cJSON` is a struct and a typedef of the same lines.
     first: dict[tuple, tuple] = {}
     for item in found:
