@@ -619,11 +619,11 @@ def test_a_crlf_line_is_printed_as_rg_prints_it_and_a_missing_pattern_reads_plai
 def test_the_cli_prints_files_counts_and_filters_as_rg_does(tmp_path, codii_home):
     """A new user diffed codii-sql grep against rg: files came in another order (`open_options.rs` before the
     folder `open_options/`), `-l -c` printed paths, a single FILE kept its path, a glob that selected nothing
-    and an unclosed `{` read as "no match" (exit 1)."""
+    and an unclosed `{` read as "no match" (exit 1), and -S, -m, -o and -v were no options."""
     root = built(write_tree(tmp_path / "r", {
         "src/open_options.rs": "fn mode() {}\n", "src/open_options/mock.rs": "fn mode() {}\n",
         "calls-json/a.go": "func mode() {}\n", "calls/b.go": "func mode() {}\nfunc mode2() {}\n",
-        "src/open_options-x.rs": "fn mode() {}\n",
+        "src/open_options-x.rs": "fn mode() {}\n", "src/upper.rs": "fn Mode() {}\nfn mode() { mode(); }\nfn other() {}\n",
     }))
 
     def both(*args):
@@ -634,7 +634,10 @@ def test_the_cli_prints_files_counts_and_filters_as_rg_does(tmp_path, codii_home
         return (ours.returncode, ours.stdout), (theirs.returncode, theirs.stdout)
 
     for args in (["mode"], ["-c", "mode"], ["-l", "-c", "mode"], ["mode", "calls/b.go"], ["-c", "mode", "calls/b.go"],
-                 ["-g", "nothing*.zz", "mode"], ["-g", "*.rs", "mode"]):
+                 ["-g", "nothing*.zz", "mode"], ["-g", "*.rs", "mode"],
+                 # rg's flags an agent sends out of habit: smart case, a count per file, matches alone, inverted
+                 ["-S", "mode"], ["-S", "Mode"], ["-m", "1", "mode"], ["-o", "mo\\w+"], ["-c", "-o", "mode"],
+                 ["-v", "mode"], ["-v", "-c", "mode"], ["-c", "-m", "1", "mode"]):
         ours, theirs = both(*args)
         assert ours == theirs, (args, ours, theirs)
     ours, theirs = both("-g", "{a,b", "mode")

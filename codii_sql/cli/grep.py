@@ -22,6 +22,12 @@ _CONTEXT = click.IntRange(0, service.MAX_CONTEXT)
 @click.option("-F", "--fixed-strings", "fixed", is_flag=True, help="The patterns are literal strings, not regexes.")
 @click.option("-i", "--ignore-case", "ignore_case", is_flag=True, help="Match case-insensitively.")
 @click.option("-w", "--word-regexp", "word", is_flag=True, help="Only matches with no word character around them.")
+@click.option("-S", "--smart-case", "smart_case", is_flag=True,
+              help="Case-insensitive when the patterns hold no upper-case letter.")
+@click.option("-v", "--invert-match", "invert", is_flag=True, help="The lines that do not match (every indexed file).")
+@click.option("-o", "--only-matching", "only_matching", is_flag=True, help="Print each match alone, a line each.")
+@click.option("-m", "--max-count", "max_count", type=click.IntRange(1), default=None,
+              help="Each file's first NUM matching lines at most.")
 @click.option("-l", "--files-with-matches", "files_only", is_flag=True, help="Print the paths of files that match.")
 @click.option("-c", "--count", "count", is_flag=True, help="Print each matching file's number of matching lines.")
 @click.option("-n/-N", "--line-number/--no-line-number", "numbers", default=True, help="Show line numbers (default).")
@@ -40,8 +46,8 @@ _CONTEXT = click.IntRange(0, service.MAX_CONTEXT)
 @db_option
 @click.option("--json", "as_json", is_flag=True, help="JSON lines in rg --json's shape (begin, match, context, "
                                                        "end, summary).")
-def grep(pattern, paths, patterns, fixed, ignore_case, word, files_only, count, numbers, with_filename, after, before,
-         context, globs, types, sort, limit, no_update, db, as_json):
+def grep(pattern, paths, patterns, fixed, ignore_case, word, smart_case, invert, only_matching, max_count, files_only,
+         count, numbers, with_filename, after, before, context, globs, types, sort, limit, no_update, db, as_json):
     """Lines matching PATTERN (Python regex syntax) in the indexed files under PATH (default: the current
     folder's codebase), in path and line order, as `rg -n --no-heading` prints them. Candidate files come
     from the index's trigrams; every one is read and matched exactly. Exit status 1 when nothing matched,
@@ -54,8 +60,8 @@ def grep(pattern, paths, patterns, fixed, ignore_case, word, files_only, count, 
                                   db=db, globs=list(globs), types=list(types),
                                   before=context if before is None else before,
                                   after=context if after is None else after, limit=limit, sort=sort,
-                                  update=not no_update, counts_only=(files_only or count) and not as_json,
-                                  glob_base=os.getcwd())
+                                  update=not no_update, counts_only=(files_only or count) and not (as_json or only_matching),
+                                  glob_base=os.getcwd(), smart_case=smart_case, max_count=max_count, invert=invert)
     if not (as_json or no_update) and all(os.path.lexists(p) for p in paths[:1]):
         first = service.first_build(_folder(paths[0]) if paths else None, db)
         if first is not None:
@@ -67,10 +73,14 @@ def grep(pattern, paths, patterns, fixed, ignore_case, word, files_only, count, 
     try:
         if as_json:
             _print_json(answer)
-        elif count:  # -c over -l, as rg: the count says whether the file matched too
-            _write(f"{shown(f.path)}:{f.matches}\n" if with_filename else f"{f.matches}\n" for f in answer.files)
+        elif count:  # -c over -l, as rg: the count says whether the file matched too (with -o: of matches)
+            counted = ((f, sum(len(g.spans) for g in f.lines) if only_matching and not invert else f.matches)
+                       for f in answer.files)
+            _write(f"{shown(f.path)}:{n}\n" if with_filename else f"{n}\n" for f, n in counted)
         elif files_only:
             _write(shown(f.path) + "\n" for f in answer.files)
+        elif only_matching and not invert:
+            _write(_matches_alone(answer, numbers, with_filename))
         else:
             _write(_text_lines(answer, numbers, bool(request.before or request.after), with_filename))
     except BrokenPipeError:  # `grep x | head -1`: the reader has what it wanted; exit as rg does
@@ -118,6 +128,17 @@ def _text_lines(answer, numbers: bool, with_context: bool, with_filename: bool =
                 yield f"{g.line}{mark}{text}\n" if numbers else f"{text}\n"
             else:
                 yield f"{path}{mark}{g.line}{mark}{text}\n" if numbers else f"{path}{mark}{text}\n"
+
+
+def _matches_alone(answer, numbers: bool, with_filename: bool):
+    """rg's ``-o``: each match's text alone on a line, after its path and line number."""
+    for f in answer.files:
+        head = f"{shown(f.path)}:" if with_filename else ""
+        for g in f.lines:
+            raw = g.text.encode("utf-8")
+            for start, end in g.spans:
+                text = shown(raw[start:end].decode("utf-8", "replace"))
+                yield f"{head}{g.line}:{text}\n" if numbers else f"{head}{text}\n"
 
 
 def _print_json(answer) -> None:

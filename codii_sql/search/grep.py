@@ -128,6 +128,18 @@ def count_lines(pattern: GrepPattern, text: str | bytes, timeout: float = FILE_T
         raise FileTimeout() from None
 
 
+def inverted_lines(pattern: GrepPattern, text: str | bytes, timeout: float = FILE_TIMEOUT_SECONDS) -> list[GrepLine]:
+    """The lines of ``text`` that ``pattern`` does not match (rg's ``-v``), in order, without spans;
+    ``text`` and errors as for :func:`matching_lines`."""
+    matched = {g.line for g in matching_lines(pattern, text, timeout)}
+    return [GrepLine(n, line) for n, line in enumerate(lines_of(as_text(text)), 1) if n not in matched]
+
+
+def inverted_count(pattern: GrepPattern, text: str | bytes, timeout: float = FILE_TIMEOUT_SECONDS) -> int:
+    """How many lines :func:`inverted_lines` would give, without building them."""
+    return len(lines_of(as_text(text))) - count_lines(pattern, text, timeout)
+
+
 def matches_bytes(pattern: GrepPattern, data: bytes) -> bool:
     """Whether ``pattern`` may run over the raw ``data`` as it is: an ASCII file without ``\\r`` decodes
     to the same characters (text.decode_source), and the pattern has an ASCII form that means the same

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 
 from ..codebase import Codebase
 from ..errors import UsageError
@@ -21,6 +22,10 @@ from . import grep_filter
 from .grepping import GrepRequest, search_codebase
 
 
+#: A backslash escape (``\\W``, ``\\S``, ``\\x41``): no letter of the text to match, for smart case.
+_ESCAPES = re.compile(r"\\(?:x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|N\{[^}]*\}|p\{[^}]*\}|P\{[^}]*\}|.)")
+
+
 def grep(request: GrepRequest, *, progress: Progress | None = None) -> GrepAnswer:
     """Answer ``request``.
 
@@ -29,7 +34,9 @@ def grep(request: GrepRequest, *, progress: Progress | None = None) -> GrepAnswe
         NotIndexedError, StorageError: the codebase cannot be searched.
     """
     request.check()
-    pattern = GrepPattern(request.patterns, fixed=request.fixed, ignore_case=request.ignore_case, word=request.word)
+    ignore_case = request.ignore_case or (request.smart_case and not any(
+        ch.isupper() for p in request.patterns for ch in (p if request.fixed else _ESCAPES.sub("", p))))
+    pattern = GrepPattern(request.patterns, fixed=request.fixed, ignore_case=ignore_case, word=request.word)
     codebase, scopes = _scopes(request.paths, request.db)
     if request.glob_base is not None and not codebase.alone:
         request = dataclasses.replace(request, globs=grep_filter.rebased(request.globs, request.glob_base, codebase.root))

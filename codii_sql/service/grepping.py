@@ -25,7 +25,7 @@ from ..languages import KNOWN_LANGUAGES, language_name
 from ..search.answer import Note
 from ..search.budget import json_tokens
 from ..search.grep import (FILE_TIMEOUT_SECONDS, FileTimeout, GrepLine, as_text, collector_paused, count_lines,
-                           matches_bytes, matching_lines, with_context)
+                           inverted_count, inverted_lines, matches_bytes, matching_lines, with_context)
 from ..search.grep_answer import GrepAnswer, GrepFile, line_tokens
 from ..search.pattern import GrepPattern
 from ..search.results import ROLES
@@ -73,6 +73,10 @@ class GrepRequest:
         counts_only: each file's number of matching lines alone (rg's ``-c`` and ``-l``), no ``lines``
             built (:func:`~codii_sql.search.grep.count_lines`); context does not apply, and ``limit``
             stops reading after the file whose count reaches it.
+        smart_case: rg's ``-S``: case-insensitive when no pattern holds an upper-case letter (escapes
+            such as ``\\W`` aside).
+        max_count: rg's ``-m``: each file's first this many matching lines at most (its count too).
+        invert: rg's ``-v``: the lines no pattern matches, in every indexed file (no trigram narrows them).
     """
 
     patterns: list[str]
@@ -93,13 +97,16 @@ class GrepRequest:
     max_tokens: int | None = None
     glob_base: str | None = None
     counts_only: bool = False
+    smart_case: bool = False
+    max_count: int | None = None
+    invert: bool = False
 
     def check(self) -> None:
         """Raises UsageError for an option out of range (before any indexing work)."""
         for name in ("before", "after"):
             if not 0 <= getattr(self, name) <= MAX_CONTEXT:
                 raise UsageError(f"must be from 0 to {MAX_CONTEXT} (lines)", field=name)
-        for name in ("limit", "max_columns", "max_tokens"):
+        for name in ("limit", "max_columns", "max_tokens", "max_count"):
             if getattr(self, name) is not None and getattr(self, name) < 1:
                 raise UsageError("must be 1 or more", field=name)
         if self.sort not in ("path", "role"):
@@ -152,7 +159,7 @@ def _search(store: Store, codebase: Codebase, pattern: GrepPattern, request: Gre
     has_tables = store.value("grep_tables") == 2
     answer.files_indexed = committed_files(store, meta)
     started = time.perf_counter()
-    if pattern.scans or not has_tables:
+    if pattern.scans or request.invert or not has_tables:  # -v: a file without the trigrams has lines too
         rows = store.rows("grep_files_all" if has_tables else "files_for_grep")
     else:
         rows = store.rows("grep_candidates" if meta.get("grep_complete") else "grep_candidates_partial",
@@ -167,7 +174,8 @@ def _search(store: Store, codebase: Codebase, pattern: GrepPattern, request: Gre
         rows.sort(key=lambda r: order(r["path"]))
     unpacked = shown_lines = unreadable = 0
     retry = True
-    match = count_lines if request.counts_only else matching_lines
+    match = ((inverted_count if request.counts_only else inverted_lines) if request.invert
+             else count_lines if request.counts_only else matching_lines)
     for row, text, gaps, matched in _verified(store, codebase, meta, pattern, rows, match):
         if request.limit is not None and shown_lines >= request.limit:
             answer.truncated = True
@@ -188,6 +196,8 @@ def _search(store: Store, codebase: Codebase, pattern: GrepPattern, request: Gre
             continue
         if not matched:
             continue
+        if request.max_count is not None:  # rg's -m: the file's first lines, and its count, stop there
+            matched = min(matched, request.max_count) if request.counts_only else matched[:request.max_count]
         answer.matched_files += 1
         if request.counts_only:
             answer.matched_lines += matched
