@@ -192,10 +192,10 @@ def _saying_waits(codebase, bar):
 
 
 def _emit(job: Job, out: dict) -> None:
-    """A build's ``--json`` answer: the last line after its progress lines (a survey or a started
-    daemon prints no progress: indented, as every other command's)."""
+    """A build's ``--json`` answer: one line, the last after its progress lines; a survey's and a started
+    daemon's too, so `tail -n 1` reads every build's (a new user's script broke on --dry-run's indented one)."""
     if job.as_json:
-        emit(out, one_line=not (job.dry_run or job.daemon))
+        emit(out, one_line=True)
 
 
 def _build_many(found: list[str], job: Job) -> None:

@@ -52,6 +52,9 @@ def status(codebase: Codebase, *, check_stale: bool = True) -> dict:
     """
     out = {"codebase": str(codebase.root), "db": str(codebase.db_path)}
     if not codebase.db_path.is_file():
+        background = None if codebase.alone else daemon_info(codebase)
+        if background is not None:  # `build --daemon` started and has not made the file yet
+            return {**out, "status": "indexing", "phase": "starting", "daemon": background}
         outer = codebase.enclosing()
         return {**out, "status": "not_indexed", **({"inside_indexed": str(outer.root)} if outer else {})}
     with open_store(codebase) as store:
