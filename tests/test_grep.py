@@ -624,6 +624,7 @@ def test_the_cli_prints_files_counts_and_filters_as_rg_does(tmp_path, codii_home
         "src/open_options.rs": "fn mode() {}\n", "src/open_options/mock.rs": "fn mode() {}\n",
         "calls-json/a.go": "func mode() {}\n", "calls/b.go": "func mode() {}\nfunc mode2() {}\n",
         "src/open_options-x.rs": "fn mode() {}\n", "src/upper.rs": "fn Mode() {}\nfn mode() { mode(); }\nfn other() {}\n",
+        ".hidden/h.rs": "fn mode() {}\n", "src/.dot.rs": "fn mode() {}\n",  # rg skips them unless --hidden or given
     }))
 
     def both(*args):
@@ -637,7 +638,9 @@ def test_the_cli_prints_files_counts_and_filters_as_rg_does(tmp_path, codii_home
                  ["-g", "nothing*.zz", "mode"], ["-g", "*.rs", "mode"],
                  # rg's flags an agent sends out of habit: smart case, a count per file, matches alone, inverted
                  ["-S", "mode"], ["-S", "Mode"], ["-m", "1", "mode"], ["-o", "mo\\w+"], ["-c", "-o", "mode"],
-                 ["-v", "mode"], ["-v", "-c", "mode"], ["-c", "-m", "1", "mode"]):
+                 ["-v", "mode"], ["-v", "-c", "mode"], ["-c", "-m", "1", "mode"],
+                 ["--hidden", "-c", "mode"], ["-c", "mode", ".hidden"], ["mode", "src/.dot.rs"],
+                 ["-g", ".hidden/*.rs", "mode"], ["-g", "**/.dot.rs", "mode"]):
         ours, theirs = both(*args)
         assert ours == theirs, (args, ours, theirs)
     ours, theirs = both("-g", "{a,b", "mode")

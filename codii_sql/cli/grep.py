@@ -28,6 +28,8 @@ _CONTEXT = click.IntRange(0, service.MAX_CONTEXT)
 @click.option("-o", "--only-matching", "only_matching", is_flag=True, help="Print each match alone, a line each.")
 @click.option("-m", "--max-count", "max_count", type=click.IntRange(1), default=None,
               help="Each file's first NUM matching lines at most.")
+@click.option("--hidden", is_flag=True, help="Also files and folders whose name starts with '.' (as rg, left out "
+                                             "by default; a path given is searched whatever its name).")
 @click.option("-l", "--files-with-matches", "files_only", is_flag=True, help="Print the paths of files that match.")
 @click.option("-c", "--count", "count", is_flag=True, help="Print each matching file's number of matching lines.")
 @click.option("-n/-N", "--line-number/--no-line-number", "numbers", default=True, help="Show line numbers (default).")
@@ -46,8 +48,9 @@ _CONTEXT = click.IntRange(0, service.MAX_CONTEXT)
 @db_option
 @click.option("--json", "as_json", is_flag=True, help="JSON lines in rg --json's shape (begin, match, context, "
                                                        "end, summary).")
-def grep(pattern, paths, patterns, fixed, ignore_case, word, smart_case, invert, only_matching, max_count, files_only,
-         count, numbers, with_filename, after, before, context, globs, types, sort, limit, no_update, db, as_json):
+def grep(pattern, paths, patterns, fixed, ignore_case, word, smart_case, invert, only_matching, max_count, hidden,
+         files_only, count, numbers, with_filename, after, before, context, globs, types, sort, limit, no_update, db,
+         as_json):
     """Lines matching PATTERN (Python regex syntax) in the indexed files under PATH (default: the current
     folder's codebase), in path and line order, as `rg -n --no-heading` prints them. Candidate files come
     from the index's trigrams; every one is read and matched exactly. Exit status 1 when nothing matched,
@@ -61,7 +64,8 @@ def grep(pattern, paths, patterns, fixed, ignore_case, word, smart_case, invert,
                                   before=context if before is None else before,
                                   after=context if after is None else after, limit=limit, sort=sort,
                                   update=not no_update, counts_only=(files_only or count) and not (as_json or only_matching),
-                                  glob_base=os.getcwd(), smart_case=smart_case, max_count=max_count, invert=invert)
+                                  glob_base=os.getcwd(), smart_case=smart_case, max_count=max_count, invert=invert,
+                                  hidden=hidden)
     if not (as_json or no_update) and all(os.path.lexists(p) for p in paths[:1]):
         first = service.first_build(_folder(paths[0]) if paths else None, db)
         if first is not None:

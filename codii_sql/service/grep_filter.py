@@ -32,10 +32,13 @@ def rebased(globs: list[str], folder: str, root: Path) -> list[str]:
     return out
 
 
-def keeper(types: list[str], roles: list[str], globs: list[str], scopes: list[str]) -> Callable[[dict], bool]:
+def keeper(types: list[str], roles: list[str], globs: list[str], scopes: list[str], *,
+           hidden: bool = True) -> Callable[[dict], bool]:
     """The test a candidate row (``path``, ``language``, ``role``) passes: under one of ``scopes``
     (relative folders or files; [] for all), of one of the ``types`` (languages) and ``roles`` ([]:
-    any), kept by the ``globs`` (rg's ``-g``).
+    any), kept by the ``globs`` (rg's ``-g``); without ``hidden``, none whose name, or a folder's below
+    the scope it lies in, starts with ``.`` (rg's default: a scope named so is searched, as rg searches
+    a path it is given).
 
     Raises:
         UsageError: a glob that matches nothing (``[``), opens a ``{`` it never closes, or holds too many
@@ -54,10 +57,38 @@ def keeper(types: list[str], roles: list[str], globs: list[str], scopes: list[st
         path = row["path"]
         if scopes and not any(path == s or path.startswith(s + "/") for s in scopes):
             return False
+        if not hidden and _hidden(path, scopes, globs):
+            return False
         if (languages and row["language"] not in languages) or (roles and row["role"] not in roles):
             return False
         return _globbed(path, globs, includes) if globs else True
     return keep
+
+
+def _hidden(path: str, scopes: list[str], globs: list) -> bool:
+    """Whether ``path`` is, or lies in, a hidden entry (``.name``) below the scope that holds it that no
+    include glob names: rg lets ``-g '*.rs'`` take in ``src/.dot.rs``, not ``.hidden/a.rs`` (the glob names
+    no folder ``.hidden``)."""
+    if path in scopes:  # a file given by name
+        return False
+    scope = next((s for s in scopes if path.startswith(s + "/")), "")
+    start = len(scope) + 1 if scope else 0
+    parts = path[start:].split("/")
+    for i, part in enumerate(parts):
+        if part.startswith("."):
+            entry = path[:start] + "/".join(parts[:i + 1])
+            if not _named(entry.encode("utf-8"), globs, folder=i < len(parts) - 1):
+                return True
+    return False
+
+
+def _named(entry: bytes, globs: list, *, folder: bool) -> bool:
+    """Whether the last glob matching ``entry`` (a folder, or the file) includes it."""
+    last = None
+    for negated, regex, dir_only in globs:
+        if (folder or not dir_only) and regex.fullmatch(entry):
+            last = not negated
+    return bool(last)
 
 
 def _unclosed_brace(text: str) -> bool:

@@ -77,6 +77,8 @@ class GrepRequest:
             such as ``\\W`` aside).
         max_count: rg's ``-m``: each file's first this many matching lines at most (its count too).
         invert: rg's ``-v``: the lines no pattern matches, in every indexed file (no trigram narrows them).
+        hidden: also the files whose name, or a folder's below the paths asked, starts with ``.`` (the CLI
+            leaves them out unless ``--hidden``, as rg does; MCP and HTTP grep what the index holds).
     """
 
     patterns: list[str]
@@ -100,6 +102,7 @@ class GrepRequest:
     smart_case: bool = False
     max_count: int | None = None
     invert: bool = False
+    hidden: bool = True
 
     def check(self) -> None:
         """Raises UsageError for an option out of range (before any indexing work)."""
@@ -165,7 +168,7 @@ def _search(store: Store, codebase: Codebase, pattern: GrepPattern, request: Gre
         rows = store.rows("grep_candidates" if meta.get("grep_complete") else "grep_candidates_partial",
                           {"trigrams": pattern.fts})
     answer.candidate_seconds = time.perf_counter() - started
-    keep = grep_filter.keeper(request.types, request.roles, request.globs, scopes)
+    keep = grep_filter.keeper(request.types, request.roles, request.globs, scopes, hidden=request.hidden)
     rows = [r for r in rows if keep(r)]
     order = grep_filter.path_order
     if request.sort == "role":
