@@ -140,3 +140,25 @@ def test_a_clean_check_is_remembered_until_the_file_changes(sample_repo):
     assert json.loads(health.checked_path(db).read_text()) != health.stamp(db)
     assert json.loads(run("status", sample_repo, "--json").output)["status"] == "indexed"
     assert json.loads(health.checked_path(db).read_text()) == health.stamp(db)
+
+
+def test_search_and_grep_refuse_an_index_with_a_broken_page_they_never_read(sample_repo):
+    """A new user's corrupted index answered search with "No results." (exit 0) and grep with exit 1, "no
+    match", since their statements never read the broken pages: both now check the file as status does
+    (a stat while it is as our last commit left it) and say it is damaged in one line."""
+    run("build", sample_repo, "--no-vectors")
+    db = Codebase.open(sample_repo).db_path
+    with Store(db, create=False) as store:
+        [[page]] = store.conn.execute("SELECT max(pageno) FROM dbstat WHERE name = 'definitions'").fetchall()
+        size = store.conn.execute("PRAGMA page_size").fetchall()[0][0]
+    with open(db, "r+b") as fh:  # a page of symbol definitions: neither search nor grep reads it
+        fh.seek((page - 1) * size + 16)
+        fh.write(b"\xff" * (size - 16))
+    for args in (["search", "retry", "--path", str(sample_repo), "--no-update"],
+                 ["search", "retry", "--path", str(sample_repo), "--mode", "bm25", "--no-update"],
+                 ["grep", "retry", str(sample_repo), "--no-update"]):
+        res = CliRunner().invoke(cli, args)
+        assert res.exit_code == (2 if args[0] == "grep" else 1) and "is damaged" in res.output, (args, res.output)
+        assert len(res.output.strip().splitlines()) == 1, res.output
+    assert last_json(run("build", sample_repo, "--force", "--no-vectors", "--json").output)["added"] == 4
+    assert CliRunner().invoke(cli, ["grep", "retry", str(sample_repo), "--no-update"]).exit_code == 0

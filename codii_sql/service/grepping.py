@@ -33,7 +33,7 @@ from ..storage.store import Store
 from ..text import UTF16_BOMS, decode_source, unpack_text
 from . import boundary, grep_filter
 from .stored import not_stored, stored_lines
-from .status import committed_files, open_store, scan_rules
+from .status import committed_files, open_store, refuse_damaged, scan_rules
 
 #: Lines around a match at most (``-A``/``-B``/``-C``).
 MAX_CONTEXT = 100
@@ -129,6 +129,7 @@ def search_codebase(codebase: Codebase, pattern: GrepPattern, request: GrepReque
     state, lines cut and fitted as the request asks; ``notes`` (an update's) come first."""
     started = time.perf_counter()
     with open_store(codebase) as store, collector_paused():
+        refuse_damaged(codebase, store)
         answer = _search(store, codebase, pattern, request, scopes, notes)
         answer.notes += _left_out(store, codebase, scopes)
     if request.max_columns:

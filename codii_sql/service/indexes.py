@@ -14,7 +14,7 @@ from ..ingest.settings import index_settings
 from ..search.searcher import Searcher
 from . import boundary
 from .embedders import embedder_for_search
-from .status import not_indexed, open_store, scan_rules
+from .status import not_indexed, open_store, refuse_damaged, scan_rules
 
 
 def open_searcher(codebase: Codebase) -> Searcher:
@@ -29,6 +29,7 @@ def open_searcher(codebase: Codebase) -> Searcher:
         raise not_indexed(codebase)
     store = open_store(codebase)
     try:
+        refuse_damaged(codebase, store)
         embedder = embedder_for_search(store.meta())
         # Chunks of older chunking rules are still valid search results; the next build re-chunks.
         store.check_compatible({k: v for k, v in index_settings(embedder).items() if k != "chunker_version"})

@@ -125,6 +125,23 @@ def skipped_files(meta: dict) -> dict:
     return {"files": [], "more": sum((meta.get("skipped") or {}).values())}
 
 
+def refuse_damaged(codebase: Codebase, store: Store) -> None:
+    """Raise when quick_check finds ``store``'s pages broken (:func:`~codii_sql.storage.health.damage`: a
+    ``stat`` when the file is as our last commit or clean check left it): a search or grep over broken
+    pages answered "no match" as if it were true (a new user's corrupted index, and a workspace member
+    counted as searched). Not for an index alone (nothing is remembered beside it, so each call would
+    read every page) nor while a build writes.
+
+    Raises:
+        DamagedIndexError: the index is damaged; its remedy rebuilds it.
+    """
+    if codebase.alone or is_locked(codebase):
+        return
+    problem = health.damage(store)
+    if problem:
+        raise _damaged(codebase.root, problem, codebase.db_path)
+
+
 def _damaged(root: Path | str, problem: str, db: Path) -> DamagedIndexError:
     """The error of an index whose pages ``problem`` says are broken, with what replaces or deletes it."""
     return DamagedIndexError(f"the index file of {root} is damaged ({problem})",
