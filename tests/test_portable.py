@@ -6,7 +6,9 @@ import asyncio
 import json
 import os
 import shutil
+import signal
 import stat
+import subprocess
 import sys
 
 import pytest
@@ -357,3 +359,43 @@ def test_clear_leaves_a_shard_alone_even_when_its_source_is_here(tmp_path, codii
     assert len(res.stderr.strip().splitlines()) == 1 and shard.read_bytes() == before
     assert as_json(run("clear", repo, "--yes", "--json"))["removed"] == [str(Codebase.open(repo).db_path)]
     assert shard.read_bytes() == before
+
+
+def test_a_served_shard_is_read_unmapped_so_a_copy_over_it_is_an_error_not_sigbus(tmp_path, codii_home):
+    """A new user's team server (serve --shards) died of SIGBUS, silently, when a shard was overwritten in
+    place by cp: a read of a memory-mapped page past the truncated end is a bus error (SQLite's mmap
+    documentation). A server's connections to files alone are not mapped; a truncated file read so is an
+    error of that one search, and the process lives."""
+    from codii_sql.service.indexes import open_searcher
+    from support.trees import REPO_ROOT
+
+    repo = write_tree(tmp_path / "repo", SAMPLE)
+    assert run("build", repo, "--no-vectors").exit_code == 0
+    shard = tmp_path / "shelf" / "sample.db"
+    shard.parent.mkdir()
+    assert run("export", repo, "--to", shard).exit_code == 0
+    shutil.rmtree(repo)
+    alone = service.open_codebase(None, str(shard))
+    with service.OpenIndexes().searcher(alone) as served:
+        assert served.store.conn.execute("PRAGMA mmap_size").fetchall()[0][0] == 0
+    cli_searcher = open_searcher(alone)  # a CLI process's one search keeps the mapping
+    assert cli_searcher.store.conn.execute("PRAGMA mmap_size").fetchall()[0][0] > 0
+    cli_searcher.store.close()
+    script = (  # read every chunk, cut the file under the reader (as cp does first), read again
+        "import os, sys\n"
+        "from codii_sql.storage.store import Store\n"
+        "store = Store(sys.argv[1], readonly=True, mmap=sys.argv[2] == 'mapped')\n"
+        "count = lambda: store.conn.execute('SELECT count(*), sum(length(content)) FROM chunks').fetchall()\n"
+        "count()\n"
+        "os.truncate(sys.argv[1], 8192)\n"
+        "try:\n"
+        "    count()\n"
+        "except Exception as err:\n"
+        "    print('refused:', type(err).__name__)\n"
+        "print('alive')\n")
+    for how, code in (("mapped", -signal.SIGBUS), ("unmapped", 0)):
+        copy = tmp_path / f"{how}.db"
+        shutil.copy(shard, copy)
+        res = subprocess.run([sys.executable, "-c", script, str(copy), how], capture_output=True, text=True,
+                             timeout=60, env={**os.environ, "PYTHONPATH": str(REPO_ROOT)})
+        assert res.returncode == code and ("alive" in res.stdout) == (code == 0), (how, res.returncode, res.stderr)

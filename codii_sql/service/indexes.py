@@ -17,9 +17,9 @@ from .embedders import embedder_for_search
 from .status import not_indexed, open_store, refuse_damaged, scan_rules
 
 
-def open_searcher(codebase: Codebase) -> Searcher:
+def open_searcher(codebase: Codebase, *, mmap: bool = True) -> Searcher:
     """A :class:`Searcher` over the existing index; the caller closes ``searcher.store``. An index
-    alone is searched without its source: its results' ``stale`` is None.
+    alone is searched without its source: its results' ``stale`` is None (``mmap``: see :func:`open_store`).
 
     Raises:
         NotIndexedError: no index file yet.
@@ -27,7 +27,7 @@ def open_searcher(codebase: Codebase) -> Searcher:
     """
     if not codebase.db_path.is_file():
         raise not_indexed(codebase)
-    store = open_store(codebase)
+    store = open_store(codebase, mmap=mmap)
     try:
         refuse_damaged(codebase, store)
         embedder = embedder_for_search(store.meta())
@@ -109,7 +109,9 @@ class OpenIndexes:
                 entry = None
             self._uses += 1
             if entry is None:
-                entry = self._open[key] = OpenIndex(open_searcher(cb), identity, used=self._uses)
+                # Unmapped: a served shard a careless `cp` overwrites in place must not take the server down
+                # with SIGBUS (a new user's team server died with no line); its next search reopens it.
+                entry = self._open[key] = OpenIndex(open_searcher(cb, mmap=False), identity, used=self._uses)
                 retired += self._least_used()  # never the new one: it is the most recent
             entry.used = self._uses
         for old in retired:  # outside the shared lock: waiting for a search on it holds up no other

@@ -53,6 +53,7 @@ class Store:
             (nothing is created beside it, and a replacement by rename leaves this reader on the
             old file), else SQLite's read-only mode; no schema upgrade (an older schema that
             reads as it is is searched so, another is refused).
+        mmap: map a ``readonly`` file (faster vector scans); off where a copy may overwrite it in place (SIGBUS).
     Raises:
         DamagedIndexError: SQLite reports the file corrupt or not a database.
         StorageError: the file cannot be opened or created, is not a codii-sql index (with
@@ -63,8 +64,8 @@ class Store:
     type (:func:`translate`): no layer above storage sees apsw.
     """
 
-    def __init__(self, path: Path, *, create: bool = True, readonly: bool = False):
-        self.path = Path(path)
+    def __init__(self, path: Path, *, create: bool = True, readonly: bool = False, mmap: bool = True):
+        self.path, self.mmap = Path(path), mmap
         self._translate = False  # opening words its own errors, below
         if (not create or readonly) and not self.path.is_file():
             raise StorageError(f"no index at {self.path}", Remedy("build"))
@@ -121,8 +122,7 @@ class Store:
             raise StorageError(f"cannot open index {self.path}: {err}", "check the path and free disk space") from None
 
     def _stand_ins(self) -> None:
-        """Give an older index read as it is (no IVF tables, :mod:`.ann`) empty temp ones: the one search
-        statement then prepares, and scans exactly."""
+        """Empty temp IVF tables (:mod:`.ann`) for an older index read as it is: search then scans exactly."""
         if not self.value("ann_has_tables"):
             self._run_text(queries.sql("ann_stand_ins").replace("{dims}", str(int(self.vector_dims() or 384))))
 
@@ -157,7 +157,8 @@ class Store:
         else:
             shape = self._connect(str(self.path), apsw.SQLITE_OPEN_READONLY)
         self._refuse_foreign(shape, False)
-        self.run("pragma_mmap")
+        if self.mmap:
+            self.run("pragma_mmap")
         version = self.value("meta_get", {"key": "schema_version"})
         if version is not None and str(version) != str(SCHEMA_VERSION) and str(version) not in READABLE_AS_IS:
             self.conn.close()
