@@ -445,3 +445,31 @@ def test_a_query_of_one_character_words_says_bm25_cannot_match_it(sample_repo):
         assert "no word BM25 can match" in got["note"] and "grep -w" in got["note"], got
     got = json.loads(run("search", "retry", "--path", sample_repo, "--mode", "bm25", "--no-update", "--json").output)
     assert "no word BM25 can match" not in (got.get("note") or "")
+
+
+def test_a_search_inside_a_submodule_uses_its_own_index(tmp_path):
+    """A new user's `search --path libs/hist` (a git submodule, left out of the outer index as Git leaves
+    it out) searched the outer index, found nothing and blamed the ignore rules. A repository of its own
+    inside an indexed one is now a codebase of its own, indexed on first use; the outer folder is not."""
+    import subprocess
+
+    def git(cwd, *args):
+        subprocess.run(["git", "-c", "user.email=a@b.c", "-c", "user.name=a", "-c", "protocol.file.allow=always",
+                        *args], cwd=cwd, check=True, capture_output=True)
+
+    inner = write_tree(tmp_path / "hist", {"src/backoff.py": "def exponential_backoff(n):\n    return 2 ** n\n"})
+    git(inner, "init", "-q")
+    git(inner, "add", ".")
+    git(inner, "commit", "-qm", "backoff")
+    outer = write_tree(tmp_path / "super", {"main.py": "print('outer')\n"})
+    git(outer, "init", "-q")
+    git(outer, "add", ".")
+    git(outer, "commit", "-qm", "init")
+    git(outer, "submodule", "add", "-q", str(inner), "libs/hist")
+    built = last_json(run("build", outer, "--no-vectors", "--json").output)
+    assert built["skipped"].get("nested-repository") == 1, built
+    got = json.loads(run("search", "exponential backoff", "--path", outer / "libs" / "hist" / "src", "--mode", "bm25",
+                         "--json").output)
+    assert got["codebase"] == str(outer / "libs" / "hist") and got["results"][0]["path"] == "src/backoff.py", got
+    got = json.loads(run("search", "outer", "--path", outer, "--mode", "bm25", "--no-update", "--json").output)
+    assert got["codebase"] == str(outer) and [r["path"] for r in got["results"]] == ["main.py"], got

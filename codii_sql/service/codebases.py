@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 from ..codebase import Codebase, is_remote
+from ..paths import default_db_path
 from ..errors import CodiiError, UsageError
 from ..storage.store import Store
 
@@ -66,7 +67,32 @@ def find_codebase(path: str | os.PathLike[str] | None, db: str | os.PathLike[str
     if path is None and db is not None:
         return index_file(db), ""
     codebase, scope = Codebase.find(path, db)
+    if scope and db is None:
+        nested = _nested_repository(codebase, scope)
+        if nested is not None:
+            return nested
     return _owned(codebase, db), scope
+
+
+def _nested_repository(codebase: Codebase, scope: str) -> tuple[Codebase, str] | None:
+    """The repository of its own (a submodule, a nested clone) that holds ``scope`` inside ``codebase``
+    when ``codebase``'s index leaves it out, as Git does, and the scope within it; else None. A new
+    user's `search --path libs/hist` (a submodule) searched the outer index, found nothing, and blamed
+    the ignore rules; it is a codebase of its own, indexed on first use like any other."""
+    folder = codebase.root / scope
+    for inner in (folder, *folder.parents):
+        if inner == codebase.root or codebase.root not in inner.parents:
+            return None
+        if os.path.lexists(inner / ".git"):
+            break
+    else:
+        return None
+    under = inner.relative_to(codebase.root).as_posix()
+    if codebase.db_path.is_file():
+        with Store(codebase.db_path, create=False) as store:
+            if store.value("has_files_under", {"under": under}):
+                return None  # taken in by a .codiiignore negation: the outer index answers for it
+    return Codebase(inner, default_db_path(inner)), "" if folder == inner else folder.relative_to(inner).as_posix()
 
 
 def _owned(codebase: Codebase, db: str | os.PathLike[str] | None) -> Codebase:
