@@ -152,7 +152,9 @@ DELETE FROM history_queue WHERE commit_id = :id;
 --   hunk_bm25    BM25 over the hunks, each commit ranked by its best hunk (history_hunks_fts);
 --   knn          cosine KNN over the commit vectors (history_vec), when :qvec is not NULL.
 -- A commit still waiting for its vector takes its best lexical rank in the KNN's place (as
--- search.sql does for queued chunks: "no vector yet" is not "irrelevant").
+-- search.sql does for queued chunks: "no vector yet" is not "irrelevant"), and one without a hunk
+-- (a pure rename, a binary or left-out file's change) its message's rank in the hunks' place: a new
+-- user's "renamed retry module" ranked the rename 4th, under commits that matched weakly in both lists.
 -- Filters, applied inside each list (KNN through rowid IN, which sqlite-vec pushes into its scan):
 --   :since  unix seconds, or NULL; :glob  SQLite GLOB over a hunk's path (a commit passes when one of
 --   its hunks does; '*' also matches '/'; without '/', also the file name), or NULL;
@@ -199,7 +201,8 @@ lexical AS (
 ),
 fused AS (
     SELECT ids.id,
-           coalesce(1.0 / (:rrf_k + cb.rnk), 0) + coalesce(1.0 / (:rrf_k + hb.rnk), 0)
+           coalesce(1.0 / (:rrf_k + cb.rnk), 0)
+           + coalesce(1.0 / (:rrf_k + hb.rnk), CASE WHEN hc.hunk_count = 0 THEN 1.0 / (:rrf_k + cb.rnk) END, 0)
            + coalesce(1.0 / (:rrf_k + kn.rnk),
                       CASE WHEN :qvec IS NOT NULL AND q.commit_id IS NOT NULL THEN 1.0 / (:rrf_k + lx.rnk) END, 0)
              AS score,
@@ -210,6 +213,7 @@ fused AS (
     LEFT JOIN knn kn ON kn.id = ids.id
     LEFT JOIN lexical lx ON lx.id = ids.id
     LEFT JOIN history_queue q ON q.commit_id = ids.id
+    JOIN history_commits hc ON hc.id = ids.id
 )
 SELECT c.id, c.sha, c.author, c.email, c.date, c.subject, c.body, c.files, c.hunk_count,
        f.score, f.commit_rank, f.hunk_rank, f.knn_rank, f.cosine

@@ -328,3 +328,24 @@ def test_a_query_of_stop_words_or_punctuation_is_an_answer_or_one_line(repo, emb
     assert ask(root, "the").results  # the vectors answer
     with pytest.raises(UsageError, match="must hold a word"):
         ask(root, "!!!")
+
+
+def test_a_commit_without_hunks_ranks_by_its_message_where_the_hunks_would(tmp_path):
+    """A new user's "renamed retry module" ranked the pure rename (no hunk) 4th, under commits that matched
+    weakly in both the message and the hunk lists: lexical only, it now takes its message's rank in the
+    hunks' place, as a commit waiting for its vector takes its lexical rank in the KNN's."""
+    repo = tmp_path / "r"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    code = "import time\n\ndef retry(fn, tries=3):\n    for i in range(tries):\n        return fn()\n"
+    commit(repo, {"src/retry.py": code}, "Add retry helper for flaky network calls", day=1)
+    commit(repo, {"src/retry.py": code.replace("return fn()", "time.sleep(2 ** i)  # backoff")},
+           "Use exponential backoff between retries", day=2)
+    git(repo, "mv", "src/retry.py", "src/backoff.py")
+    git(repo, "commit", "-q", "-m", "Rename retry module to backoff", day=3)
+    commit(repo, {"src/backoff.py": (repo / "src" / "backoff.py").read_text() + "\n# the retry module's helper\n"},
+           "Honour Retry-After header on 429 responses", day=4)
+    assert CliRunner().invoke(cli, ["build", str(repo), "--no-vectors", "--history", "100"]).exit_code == 0
+    res = CliRunner().invoke(cli, ["history", "renamed retry module", str(repo), "--json"])
+    results = json.loads(res.output)["results"]
+    assert results[0]["subject"] == "Rename retry module to backoff" and results[0]["hunk_count"] == 0, results
