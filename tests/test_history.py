@@ -349,3 +349,18 @@ def test_a_commit_without_hunks_ranks_by_its_message_where_the_hunks_would(tmp_p
     res = CliRunner().invoke(cli, ["history", "renamed retry module", str(repo), "--json"])
     results = json.loads(res.output)["results"]
     assert results[0]["subject"] == "Rename retry module to backoff" and results[0]["hunk_count"] == 0, results
+
+
+def test_a_commit_of_a_new_file_is_read_with_its_hunks_by_the_next_history_search(tmp_path):
+    """A new user committed a new file and asked history at once: the commit came back with no file and no
+    hunk (a file not yet indexed is left out of the history, as an ignored one is) until a build. The
+    search now brings the files up to date before it reads the new commits."""
+    repo = tmp_path / "r"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    commit(repo, {"src/app.py": "def app():\n    return 1\n"}, "Start the app", day=1)
+    assert CliRunner().invoke(cli, ["build", str(repo), "--no-vectors", "--history", "100"]).exit_code == 0
+    commit(repo, {"src/yak.py": "def yak_shaver():\n    return 'shaved'\n"}, "Add yak shaver utility", day=2)
+    res = CliRunner().invoke(cli, ["history", "yak shaver", str(repo), "--json"])
+    first = json.loads(res.output)["results"][0]
+    assert (first["subject"], first["files"], first["hunk_count"]) == ("Add yak shaver utility", ["src/yak.py"], 1)

@@ -12,6 +12,7 @@ from ..ingest.indexer import Indexer
 from ..models.cache import EmbeddingCache
 from ..search.answer import SHOWN_QUERY_CHARS, Note, Words, with_notes, worded_notes
 from ..search.history import CommitHit, HistorySearcher, fit_commits
+from .builds import ensure_index
 from .codebases import open_codebase
 from .embedders import embedder_for_search
 from .searching import MAX_QUERY_CHARS
@@ -90,7 +91,11 @@ def search_history(request: HistoryRequest) -> HistoryAnswer:
     codebase = open_codebase(request.path)
     if not codebase.db_path.is_file():
         raise not_indexed(codebase)
-    notes = [n for n in [_update(codebase)] if n] if request.update and not codebase.alone else []
+    notes: list[Note] = []
+    if request.update and not codebase.alone:
+        # The files first: a commit's hunks are kept for indexed files only, and a file just committed
+        # was not indexed yet (a new user's commit read back with no file and no hunk till the next build).
+        notes += [n for n in (ensure_index(codebase, update=True, vectors=False), _update(codebase)) if n]
     store = open_store(codebase)
     try:
         started = time.perf_counter()
