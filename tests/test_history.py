@@ -364,3 +364,18 @@ def test_a_commit_of_a_new_file_is_read_with_its_hunks_by_the_next_history_searc
     res = CliRunner().invoke(cli, ["history", "yak shaver", str(repo), "--json"])
     first = json.loads(res.output)["results"][0]
     assert (first["subject"], first["files"], first["hunk_count"]) == ("Add yak shaver utility", ["src/yak.py"], 1)
+
+
+def test_a_repository_older_than_the_bound_says_why_its_history_is_empty(tmp_path):
+    """A new user's dormant repository (every commit over 2 years old) answered "No commits found." and
+    nothing else; the build line, status and the answer now name the bound and how to read further back."""
+    repo = tmp_path / "r"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    commit(repo, {"src/backoff.py": "def backoff(n):\n    return 2 ** n\n"}, "Add backoff", day=-1200)
+    assert CliRunner().invoke(cli, ["build", str(repo), "--no-vectors"]).exit_code == 0
+    got = json.loads(CliRunner().invoke(cli, ["history", "backoff", str(repo), "--json"]).output)
+    assert got["results"] == [] and "bound" in got["note"] and "--history N" in got["note"], got
+    assert CliRunner().invoke(cli, ["build", str(repo), "--no-vectors", "--history", "10"]).exit_code == 0
+    got = json.loads(CliRunner().invoke(cli, ["history", "backoff", str(repo), "--json"]).output)
+    assert [r["subject"] for r in got["results"]] == ["Add backoff"] and "bound" not in (got.get("note") or ""), got

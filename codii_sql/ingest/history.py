@@ -87,10 +87,13 @@ def update_history(store: Store, root: Path, bound: HistoryBound, rules: History
     if tree is None or tree.shallow or tree.head is None:
         out["removed"] = _delete(store, [r["id"] for r in store.rows("history_shas")]) if bound.off else 0
     elif recorded.get("head") == tree.head and recorded.get("bound") == setting and not reread:
-        out.update(state="unchanged", head=tree.head)
+        out.update(state="unchanged", head=tree.head, note=recorded.get("note"))
     else:
         out["head"] = tree.head
         wanted = _wanted(root, bound, bool(tree.prefix))
+        if not wanted:  # a new user's dormant repository: "No commits found." and no word why
+            out["note"] = ("no commit lies within the history's bound (by default the last 2 years or 5,000 "
+                           "commits): build with --history N (commits) or --history YYYY-MM-DD to read older ones")
         have = {r["sha"]: r["id"] for r in store.rows("history_shas")}
         missing = [s for s in wanted if s not in have]
         out["added"] = _add(store, root, missing, rules, bool(tree.prefix), keep_subjects, progress)
