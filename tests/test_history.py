@@ -256,6 +256,12 @@ def test_why_refuses_bad_input_in_one_line(repo, tmp_path):
     (tmp_path / "loose.py").write_text("x = 1\n")
     with pytest.raises(UsageError, match="not in a git work tree"):
         service.explain_line("loose.py", 1, root=str(tmp_path))
+    # A binary file (a new user's committed PNG printed a kilobyte of its bytes as its "line 1").
+    (root / "src" / "blob.dat").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00" + bytes(range(256)) * 4)
+    git(root, "add", "src/blob.dat")
+    git(root, "commit", "-q", "-m", "Add a blob", day=9)
+    with pytest.raises(UsageError, match="binary file"):
+        service.explain_line("src/blob.dat", 1, root=str(root))
 
 
 def test_the_cli_prints_history_and_why_as_text_and_json(repo, embedder):

@@ -12,6 +12,7 @@ from ..gitrepo import work_tree
 from ..ingest.blame import UNCOMMITTED, blame, line_history
 from ..ingest.exclusions import default_file_reason
 from ..ingest.history_rules import HistoryRules
+from ..ingest.read import SNIFF_BYTES, is_binary
 from ..search.answer import Note, Words, with_notes, worded_notes
 from ..search.history import CommitHit, HunkHit, fit_commits
 from . import boundary
@@ -74,9 +75,13 @@ def explain_line(file: str, line: int, *, root: str | None = None, limit: int = 
         raise UsageError(f"{path.parent} is not in a git work tree: why reads a line's history from git",
                          "run it on a file of a git clone")
     rel = path.relative_to(tree.top.resolve()).as_posix()
-    if default_file_reason(PurePosixPath(rel).name) == "secret":
+    reason = default_file_reason(PurePosixPath(rel).name)
+    if reason == "secret":
         raise UsageError(f"{rel} usually holds credentials: its history is not shown",
                          "a .codiiignore negation (!name) lets codii-sql read such a file")
+    with open(path, "rb") as fh:  # a new user's `why logo.png:1` printed a kilobyte of its bytes as a line
+        if reason == "binary-extension" or is_binary(fh.read(SNIFF_BYTES)):
+            raise UsageError(f"{rel} is a binary file: it has no lines to explain", "pass FILE:LINE of a text file")
     started = time.perf_counter()
     blamed = blame(tree.top, rel, line)
     notes = [Note("history", f"{tree.top} is a shallow clone: the line's history ends at its oldest commit")] \
