@@ -22,7 +22,8 @@ from .output import echo, json_text, shown
 @click.option("--poll", is_flag=True,
               help="Walk the trees every second instead of waiting for file-system events: for network mounts and "
                    "volumes that send none (slow on big trees; also $CODII_SQL_WATCH_POLL=1).")
-@click.option("--jsonl", "as_jsonl", is_flag=True, help="Print one JSON object per update.")
+@click.option("--jsonl", "--json", "as_jsonl", is_flag=True,
+              help="Print one JSON object per update (JSON lines; --json is the same, as every command takes it).")
 def watch(paths, workspace, poll, as_jsonl):
     """Keep the index of each PATH (default: the current directory) fresh by itself.
 
