@@ -349,3 +349,13 @@ def test_two_subfolders_of_one_index_are_both_searched_and_the_whole_wins(two):
     whole = ask("retry with exponential backoff", SearchOptions(limit=10), [http, http / "web"])
     assert [m.scope for m in whole.members if m.codebase == str(http)] in ([""], [None]), whole.members
     assert any(not r.path.startswith("web/") for r in whole.results if r.codebase == str(http))
+
+
+def test_a_member_inside_another_is_said_to_be_searched_with_it(two, codii_home):
+    """A new user's workspace of a repository and its src/ listed the src/ member nowhere in the answer:
+    it is searched as part of the repository, and a note now says so."""
+    http, _ = two
+    res = run("search", "retry", "--path", http, "--path", http / "app", "--mode", "bm25", "--no-update", "--json")
+    got = json.loads(res.output)
+    assert [c["codebase"] for c in got["codebases"]] == [str(http)], got["codebases"]
+    assert f"{http / 'app'} lies inside the member {http}: searched as part of it" in got["note"], got["note"]

@@ -117,4 +117,9 @@ def members_of(paths: list[str], workspace: str | None = None
         codebases.append(cb)
     scopes = {cb: [""] if "" in subs else sorted(s for s in subs if not any(s.startswith(t + "/") for t in subs))
               for cb, subs in found.items()}
+    for cb, subs in found.items():  # a member inside another is searched with it: said, not dropped unseen
+        for inner in sorted(subs - set(scopes[cb])):
+            holder = next(t for t in scopes[cb] if t == "" or inner.startswith(t + "/"))
+            notes.append(Note("member", f"{cb.root / inner} lies inside the member {cb.root / holder}: searched as "
+                                        "part of it", codebase=str(cb.root / inner)))
     return codebases, members, notes, scopes
