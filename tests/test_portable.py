@@ -42,6 +42,20 @@ def alone_copy(tmp_path, codii_home):
     return copy
 
 
+def exported_shard(tmp_path, *, keep_source: bool = False):
+    """The sample repository built without vectors and exported to shelf/sample.db; the source deleted
+    unless ``keep_source``. Returns the shard's path (and the repository's, when kept)."""
+    repo = write_tree(tmp_path / "repo", SAMPLE)
+    assert run("build", repo, "--no-vectors").exit_code == 0
+    shard = tmp_path / "shelf" / "sample.db"
+    shard.parent.mkdir()
+    assert run("export", repo, "--to", shard).exit_code == 0
+    if keep_source:
+        return shard, repo
+    shutil.rmtree(repo)
+    return shard
+
+
 def test_an_index_file_alone_is_searched_read_only_from_its_stored_chunks(tmp_path, codii_home):
     copy = alone_copy(tmp_path, codii_home)
     before = sorted(os.listdir(copy.parent)), copy.stat().st_mtime_ns
@@ -286,12 +300,7 @@ def test_a_file_alone_is_never_built_and_its_notes_say_to_export_again(tmp_path,
     from mcp.client.stdio import StdioServerParameters, stdio_client
     from support.trees import REPO_ROOT
 
-    repo = write_tree(tmp_path / "repo", SAMPLE)
-    assert run("build", repo, "--no-vectors").exit_code == 0
-    shard = tmp_path / "shelf" / "sample.db"
-    shard.parent.mkdir()
-    assert run("export", repo, "--to", shard).exit_code == 0
-    shutil.rmtree(repo)
+    shard = exported_shard(tmp_path)
     before = sorted(os.listdir(shard.parent)), shard.read_bytes()
     found = as_json(run("search", "retry with exponential backoff", "--db", shard, "--json"))
     assert "vectors" in found["notes"] and "build SOURCE --vectors --export" in found["note"]
@@ -346,11 +355,7 @@ def test_clear_leaves_a_shard_alone_even_when_its_source_is_here(tmp_path, codii
 
     from support.trees import REPO_ROOT
 
-    repo = write_tree(tmp_path / "repo", SAMPLE)
-    assert run("build", repo, "--no-vectors").exit_code == 0
-    shard = tmp_path / "shelf" / "sample.db"
-    shard.parent.mkdir()
-    assert run("export", repo, "--to", shard).exit_code == 0
+    shard, repo = exported_shard(tmp_path, keep_source=True)
     before = shard.read_bytes()
     env = {**os.environ, "CODII_SQL_HOME": str(codii_home), "PYTHONPATH": str(REPO_ROOT)}
     res = subprocess.run([sys.executable, "-m", "codii_sql.cli", "clear", "--db", str(shard), "--yes"],
@@ -369,12 +374,7 @@ def test_a_served_shard_is_read_unmapped_so_a_copy_over_it_is_an_error_not_sigbu
     from codii_sql.service.indexes import open_searcher
     from support.trees import REPO_ROOT
 
-    repo = write_tree(tmp_path / "repo", SAMPLE)
-    assert run("build", repo, "--no-vectors").exit_code == 0
-    shard = tmp_path / "shelf" / "sample.db"
-    shard.parent.mkdir()
-    assert run("export", repo, "--to", shard).exit_code == 0
-    shutil.rmtree(repo)
+    shard = exported_shard(tmp_path)
     alone = service.open_codebase(None, str(shard))
     with service.OpenIndexes().searcher(alone) as served:
         assert served.store.conn.execute("PRAGMA mmap_size").fetchall()[0][0] == 0
