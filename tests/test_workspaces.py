@@ -219,6 +219,12 @@ def test_merge_weighs_members_by_how_well_each_matches_and_keeps_named_tiers_fir
     close = merge([MemberAnswer("/a", [_result("a1.py", 1.0, 0.50), _result("a2.py", 0.3, 0.50)], "m"),
                    MemberAnswer("/b", [_result("b1.py", 1.0, 0.49)], "m")], 10).results
     assert [r.path for r in close] == ["a1.py", "b1.py", "a2.py"]
+    # A member's own order holds: a symbol's windows read top-down though the first scores lowest (a new
+    # user's workspace answer put tokio's spawn_blocking signature window after its body's, unlike the folder's).
+    windows = MemberAnswer("/t", [_result("doc.rs", 0.34, 0.5), _result("sig.rs", 1.46, 0.5),
+                                  _result("other.rs", 1.30, 0.5)], "m")
+    kept = merge([windows, MemberAnswer("/u", [_result("u.py", 1.40, 0.5)], "m")], 10).results
+    assert [r.path for r in kept] == ["doc.rs", "sig.rs", "u.py", "other.rs"]
     mixed = merge([MemberAnswer("/a", [_result("a1.py", 1, 0.9), _result("a2.py", 1, 0.8)], "m1"),
                    MemberAnswer("/b", [_result("b1.py", 1, 0.1)], "m2")], 2)
     assert mixed.by_rank and [r.path for r in mixed.results] == ["a1.py", "b1.py"]

@@ -4,7 +4,8 @@ Each index answers with its own hybrid statement, whose fused scores are normali
 index: every member's best chunk scores about 1, relevant or not, and BM25 scores from different
 FTS5 indexes are not comparable either (each has its own document statistics). Cosine
 similarities from one embedding model are. So each member's results keep their own order and
-fused scores, scaled by how well that member matches the query as a whole: the mean cosine of
+fused scores (a result merges by the best score from it to the end of its tier, so its member's
+order holds), scaled by how well that member matches the query as a whole: the mean cosine of
 its 10 nearest chunks ``m`` (``knn_match``) against the best member's ``m*``, weight
 ``exp(-(m* - m) / T)``. A member a gap of ``T`` behind keeps 37% of its scores; one far behind
 contributes its results only below every close member's. A chunk defining a named symbol or in
@@ -88,11 +89,25 @@ def merge(answers: list[MemberAnswer], limit: int, *, temperature: float = MERGE
         if match is None:
             match = unmatched if a.evidence is False else top
         w = weight(match, top, temperature)
-        scored += [((r.tier, r.score * w), -order, -rank, r) for rank, r in enumerate(a.results)]
+        scored += [((r.tier, best * w), -order, -rank, r) for rank, (r, best) in enumerate(_kept_order(a.results))]
     scored.sort(key=lambda item: item[:3], reverse=True)
     kept = scored[:limit]
     floor = kept[-1][0][1] if len(kept) == limit else -math.inf
     return Merged([r for *_, r in kept], False, top, floor)
+
+
+def _kept_order(results: list[Result]) -> list[tuple[Result, float]]:
+    """Each result with the score it merges by: the best of its own and those after it in its tier, so
+    that sorting keeps the member's order. A named symbol's windows read top-down in one index (the
+    signature's window may score below the body's), and a new user's workspace answer sorted them by
+    score, unlike the folder's own answer."""
+    out: list[tuple[Result, float]] = []
+    best, tier = -math.inf, None
+    for r in reversed(results):
+        best = r.score if r.tier != tier else max(best, r.score)
+        tier = r.tier
+        out.append((r, best))
+    return out[::-1]
 
 
 def _by_rank(answers: list[MemberAnswer], limit: int) -> list[Result]:
