@@ -269,6 +269,11 @@ def test_an_agent_searches_and_reads_a_folder_of_shards_over_mcp(tmp_path, codii
             assert not read_back.is_error and "def alpha_handler" in read_back.structured_content["content"]
             chunk = await session.call_tool("get_chunk", {"path": top["codebase"], "chunk_id": top["id"]})
             assert chunk.structured_content["stale"] is None and "version one" in chunk.structured_content["content"]
+            # A new user's agent was told "no such file" of a file the shard holds by these two.
+            similar = await session.call_tool("find_similar_code", {"path": top["codebase"], "file": top["path"]})
+            assert not similar.is_error and similar.structured_content["file"] == top["path"], similar.content
+            why = await session.call_tool("explain_line", {"path": top["codebase"], "file": top["path"], "line": 1})
+            assert why.is_error and "index file alone" in why.content[0].text, why.content
             listed = (await session.call_tool("list_workspaces", {})).structured_content["workspaces"]
             assert {"name": "shards", "source": "shards"}.items() <= listed[-1].items()
 

@@ -221,10 +221,12 @@ class Session:
         self.require_index(cb)
         if start_line and end_line and end_line < start_line:
             raise UsageError(f"end_line {end_line} is before start_line {start_line}")
-        f = self.indexes.fileset(cb).check(file)
+        # An index alone has no files here to check: its chunks are looked up by the path given (a new user's
+        # agent was told "no such file" of a file the shard holds).
+        rel = file.strip().removeprefix("./") if cb.alone else self.indexes.fileset(cb).check(file).rel
         with self.indexes.searcher(cb) as searcher:
-            used, results = similar_code(searcher, f.rel, start_line, end_line, limit)
-            chunks = searcher.store.rows("chunks_of_file", {"path": f.rel}) if not used else []
+            used, results = similar_code(searcher, rel, start_line, end_line, limit)
+            chunks = searcher.store.rows("chunks_of_file", {"path": rel}) if not used else []
             counts = searcher.store.row("vector_counts")
         budget = None
         if max_tokens:
@@ -233,13 +235,13 @@ class Session:
             span = f" lines {start_line or 1}-{end_line or 'end'}" if start_line or end_line else ""
             last = max((c["end_line"] for c in chunks), default=0)
             if chunks and start_line and start_line > last:
-                raise UsageError(f"{f.rel}{span}: its indexed chunks end at line {last}; pass lines within 1-{last}")
+                raise UsageError(f"{rel}{span}: its indexed chunks end at line {last}; pass lines within 1-{last}")
             if chunks and counts["pending"]:
-                raise UsageError(f"{f.rel}{span} is indexed but its chunks have no vectors yet ("
+                raise UsageError(f"{rel}{span} is indexed but its chunks have no vectors yet ("
                                  f"{counts['chunks'] - counts['pending']:,} of {counts['chunks']:,} embedded): "
                                  "search_code finds it now; find_similar_code works once they are embedded")
-            raise UsageError(f"{f.rel}{span} has no indexed chunks", Remedy("build", {"root": str(cb.root)}))
-        return {"codebase": str(cb.root), "file": f.rel, "start_line": start_line, "end_line": end_line,
+            raise UsageError(f"{rel}{span} has no indexed chunks", Remedy("build", {"root": str(cb.root)}))
+        return {"codebase": str(cb.root), "file": rel, "start_line": start_line, "end_line": end_line,
                 "query_chunks": used, "results": [r.to_dict() for r in results],
                 **({"budget": dataclasses.asdict(budget), "note": budget.note()} if budget and budget.note() else {})
                 }, results

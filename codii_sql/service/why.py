@@ -107,8 +107,13 @@ def explain_served_line(codebase: Codebase, file: str, line: int, *, limit: int 
     hunks show the file's content.
 
     Raises:
-        PathRefusedError: the boundary refuses the file. UsageError: as :func:`explain_line`.
+        PathRefusedError: the boundary refuses the file. UsageError: as :func:`explain_line`, or an index
+            file alone (its source and git history are not here).
     """
+    if codebase.alone:  # a new user's agent was told "no such file" of a file the shard holds
+        raise UsageError(f"{codebase.db_path} is an index file alone: a line's history needs the source's git "
+                         "repository, which is not here", "ask where the repository is (search_history answers "
+                         "from the history the shard holds)")
     files = boundary.FileSet(codebase.root, scan_rules(codebase))
     served = files.check(file)
     boundary.read_bytes(served, files.rules["max_file_bytes"])  # refuses a private key or a binary file
