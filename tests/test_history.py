@@ -385,3 +385,15 @@ def test_a_repository_older_than_the_bound_says_why_its_history_is_empty(tmp_pat
     assert CliRunner().invoke(cli, ["build", str(repo), "--no-vectors", "--history", "10"]).exit_code == 0
     got = json.loads(CliRunner().invoke(cli, ["history", "backoff", str(repo), "--json"]).output)
     assert [r["subject"] for r in got["results"]] == ["Add backoff"] and "bound" not in (got.get("note") or ""), got
+
+
+def test_history_searches_an_index_file_given_with_db(repo, tmp_path, embedder):
+    """README: `--db FILE` on every command; history had none, though a shard holds its history."""
+    root, _ = repo
+    build(root, embedder)
+    shard = tmp_path / "shelf" / "repo.db"
+    shard.parent.mkdir()
+    assert CliRunner().invoke(cli, ["export", str(root), "--to", str(shard)]).exit_code == 0
+    res = CliRunner().invoke(cli, ["history", "session cookies", "--db", str(shard), "--json"])
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.output)["results"], res.output

@@ -10,7 +10,7 @@ import click
 from .. import service
 from ..errors import UsageError
 from ..service import DEFAULT_WHY_LIMIT, MAX_HISTORY_LIMIT, MAX_WHY_LIMIT
-from .output import echo, emit, json_option, shown
+from .output import db_option, echo, emit, json_option, shown
 from .words import words
 
 #: Lines of a commit body shown in text output (``--json`` carries all of it).
@@ -27,8 +27,9 @@ BODY_LINES = 4
 @click.option("--max-tokens", type=click.IntRange(1), default=None,
               help="Fit the answer in about this many tokens (4 characters each): hunks cut, the lowest commits dropped.")
 @click.option("--no-update", is_flag=True, help="Search the history as indexed, without reading new commits first.")
+@db_option
 @json_option
-def history(query, path, glob, since, limit, max_tokens, no_update, as_json):
+def history(query, path, glob, since, limit, max_tokens, no_update, db, as_json):
     """Search the commits of the codebase at PATH (default: here) for QUERY: BM25 over messages and
     diff hunks and embedding KNN over commits, fused by RRF; one result per commit with its
     matching hunks. The index must exist (codii-sql build PATH reads the history)."""
@@ -36,7 +37,7 @@ def history(query, path, glob, since, limit, max_tokens, no_update, as_json):
         # `search --path` names the codebase; here the codebase is the PATH argument.
         raise UsageError(f"--path takes a glob over the files of the commits, and {glob!r} is a folder",
                          f"codii-sql history {query!r} {glob}")
-    request = service.HistoryRequest(query, path, glob, since, limit, max_tokens, update=not no_update)
+    request = service.HistoryRequest(query, path, glob, since, limit, max_tokens, update=not no_update, db=db)
     answer = service.search_history(request)
     note = answer.note(words)
     if note and not as_json:

@@ -30,7 +30,7 @@ class HistoryRequest:
     """One history search: ``query``; the codebase folder ``path`` (None: the current directory);
     ``glob`` over a hunk's path; ``since`` a date (``YYYY-MM-DD``, local time) or ISO date-time;
     ``limit`` commits; ``max_tokens`` the answer's budget (None: none); ``update`` the history
-    first (new commits only)."""
+    first (new commits only); ``db`` an index file to search instead (a shard holds its history)."""
 
     query: str
     path: str | None = None
@@ -39,6 +39,7 @@ class HistoryRequest:
     limit: int = 10
     max_tokens: int | None = None
     update: bool = True
+    db: str | None = None
 
 
 @dataclass
@@ -88,7 +89,7 @@ def search_history(request: HistoryRequest) -> HistoryAnswer:
     if not any(ch.isalnum() for ch in request.query) or len(request.query) > MAX_QUERY_CHARS:
         raise UsageError(f"must hold a word, in at most {MAX_QUERY_CHARS:,} characters", field="query")
     since = parse_since(request.since)
-    codebase = open_codebase(request.path)
+    codebase = open_codebase(request.path, request.db)
     if not codebase.db_path.is_file():
         raise not_indexed(codebase)
     notes: list[Note] = []
