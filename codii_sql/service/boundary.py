@@ -25,9 +25,10 @@ from pathlib import Path, PurePosixPath
 
 from ..errors import Remedy, UsageError
 from ..ingest.config import DEFAULT_MAX_FILE_BYTES
-from ..ingest.read import SNIFF_BYTES, is_binary, is_private_key
 from ..ingest.exclusions import SECRET_RULE, default_file_reason
+from ..ingest.read import SNIFF_BYTES, is_binary, is_private_key
 from ..ingest.walk import unlisted
+from ..text import shown_bytes
 
 #: Seconds a path's verdict (listed or not) is reused: a file newly added to an ignore file stays
 #: readable for at most this long.
@@ -298,7 +299,7 @@ class FileSet:
             PathRefusedError: the scan does not list ``rel``.
         """
         reason = self.unlisted(rel)
-        name = repr(shown or rel)
+        name = f"'{shown_bytes(shown or rel)}'"  # a byte no encoding decodes as \xff, as the shell gave it
         if reason is None:
             return
         if reason == "secret" or default_file_reason(PurePosixPath(rel).name) == "secret":

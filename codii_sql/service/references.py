@@ -110,7 +110,7 @@ def find_references(codebase: Codebase, name: str, *, limit: int = 200, offset: 
     check_page(offset, max_tokens)
     ident = (name_parts(normal_name(name or "")) or [""])[-1]
     if not re.fullmatch(r"[\w$]+", ident):
-        raise UsageError(f"{echoed(name)!r} is not an identifier", "pass a name such as parse_header")
+        raise UsageError(f"'{echoed(name)}' is not an identifier", "pass a name such as parse_header")
     fresh = ensure_index(codebase, update=True, vectors=False) if update and not codebase.alone else None
     under = under.strip("/") or None if under else None
     fts = '{content}: "' + ident.replace('"', '""') + '"'

@@ -10,6 +10,7 @@ from ..ingest.chunking.signatures import name_parts, normal_name
 from ..search.budget import page
 from ..search.staleness import StaleCheck
 from ..storage.store import Store
+from ..text import shown_bytes
 from .builds import ensure_index
 from .status import not_indexed, open_store
 
@@ -172,6 +173,7 @@ ECHO_CHARS = 200
 
 def echoed(name: str) -> str:
     """``name`` as an answer repeats it: at most :data:`ECHO_CHARS` characters, then "…"."""
+    name = shown_bytes(name)  # a byte no encoding decodes as \xff, not as Python's lone surrogate
     return name if len(name) <= ECHO_CHARS else name[:ECHO_CHARS] + "…"
 
 
