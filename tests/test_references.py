@@ -122,10 +122,10 @@ def test_symbol_and_refs_from_a_subfolder_keep_to_its_files(tmp_path, codii_home
     other = str(repo / "pkg" / "a")
     missing = json.loads(CliRunner().invoke(cli, ["symbol", "use_b", "--path", other, "--json"]).output)
     assert missing["definitions"] == [] and missing["scope"] == "pkg/a", missing
-    assert "under pkg/a/" in missing["note"] and "1 definitions elsewhere" in missing["note"], missing["note"]
+    assert "under pkg/a/" in missing["note"] and "1 definition elsewhere" in missing["note"], missing["note"]
     assert "in the index" not in missing["note"]
     unused = json.loads(CliRunner().invoke(cli, ["refs", "use_b", "--path", other, "--json"]).output)
-    assert unused["total"] == 0 and unused["scope"] == "pkg/a" and "1 uses elsewhere" in unused["note"], unused
+    assert unused["total"] == 0 and unused["scope"] == "pkg/a" and "1 use elsewhere" in unused["note"], unused
 
 
 def uses(repo, name):

@@ -135,7 +135,7 @@ def find_references(codebase: Codebase, name: str, *, limit: int = 200, offset: 
     if under:
         out["scope"] = under
         elsewhere = 0 if tally.total else find_references(codebase, name, limit=1)["total"]
-        out["note"] = scoped_note(out["note"], under, elsewhere, "uses")
+        out["note"] = scoped_note(out["note"], under, elsewhere, "use")
     for extra in (unread, fresh.what if fresh else None, changed_note(out["files"])):
         if extra:
             out["note"] += f"; {extra}"

@@ -126,9 +126,12 @@ def find_symbol(codebase: Codebase, name: str, *, kind: str | None = None, prefi
             f"these are named {tail!r}", out.get("note"))))
     if under:
         out["scope"] = under
-        whole = None if defs or found else find_symbol(codebase, name, kind=kind, prefix=prefix, limit=1, update=False)
-        elsewhere = whole.get("total", len(whole["definitions"])) if whole else 0
-        out["note"] = scoped_note(out.get("note"), under, elsewhere, "definitions")
+        elsewhere = 0
+        if not any(how < 2 for how, *_ in found):  # no definition named as asked here: say where they are
+            whole = find_symbol(codebase, name, kind=kind, prefix=prefix, limit=1, update=False)
+            if whole["definitions"] and whole["definitions"][0]["match"] in ("exact", "qualified", "prefix"):
+                elsewhere = whole.get("total", len(whole["definitions"]))
+        out["note"] = scoped_note(out.get("note"), under, elsewhere, "definition")
     extra = [ALONE_NOTE if codebase.alone else None, unread, fresh.what if fresh else None, changed_note(defs)]
     if any(extra):
         out["note"] = "; ".join(filter(None, (out.get("note"), *extra)))
@@ -142,7 +145,7 @@ def scoped_note(note: str | None, under: str, elsewhere: int, what: str) -> str:
     said = (note or "").replace(" in the index", f" under {under}/")
     scope = f"files under {under}/ only (the folder asked from or given)"
     if elsewhere:
-        scope += f"; {elsewhere:,} {what} elsewhere in the codebase: ask from its root"
+        scope += f"; {elsewhere:,} {what}{'' if elsewhere == 1 else 's'} elsewhere in the codebase: ask from its root"
     return "; ".join(filter(None, (scope, said)))
 
 
