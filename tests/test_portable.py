@@ -404,3 +404,17 @@ def test_a_served_shard_is_read_unmapped_so_a_copy_over_it_is_an_error_not_sigbu
         res = subprocess.run([sys.executable, "-c", script, str(copy), how], capture_output=True, text=True,
                              timeout=60, env={**os.environ, "PYTHONPATH": str(REPO_ROOT)})
         assert res.returncode == code and ("alive" in res.stdout) == (code == 0), (how, res.returncode, res.stderr)
+
+
+def test_an_export_is_never_built_into_whatever_folder_comes_with_it(tmp_path, codii_home):
+    """A new user's `build OTHER --db shard.db` replaced an exported shard's files by OTHER's (its manifest
+    still naming the first codebase), where a copied home index is refused for another folder: an export
+    is an index alone whatever path comes with it, only read."""
+    shard = exported_shard(tmp_path)
+    before = sorted(os.listdir(shard.parent)), shard.read_bytes()
+    other = write_tree(tmp_path / "other", {"o.py": "def other():\n    return 0\n"})
+    res = run("build", other, "--db", shard)
+    assert res.exit_code == 1 and "only read" in res.output and len(res.output.strip().splitlines()) == 1, res.output
+    assert (sorted(os.listdir(shard.parent)), shard.read_bytes()) == before
+    found = as_json(run("search", "retry", "--path", other, "--db", shard, "--mode", "bm25", "--json"))
+    assert found["results"] and all(r["path"] != "o.py" for r in found["results"])

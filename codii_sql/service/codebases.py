@@ -98,15 +98,19 @@ def _nested_repository(codebase: Codebase, scope: str) -> tuple[Codebase, str] |
 def _owned(codebase: Codebase, db: str | os.PathLike[str] | None) -> Codebase:
     """``codebase``, unless ``db`` is the index of another codebase that is still here: a build
     (or a search's update) would replace its chunks by this one's. An index whose recorded root
-    is gone (a copied or moved .db) is this codebase's, as README's copy to another machine says.
+    is gone (a copied or moved .db) is this codebase's, as README's copy to another machine says;
+    an export (it holds a manifest) is an index alone, whatever path comes with it.
 
     Raises:
         UsageError: ``db``'s snapshot names another existing folder.
     """
     if db is None or not codebase.db_path.is_file():
         return codebase
-    with Store(codebase.db_path, create=False) as store:
-        root = store.meta().get("root")
+    with Store(codebase.db_path, create=False, readonly=True) as store:
+        meta = store.meta()
+    root = meta.get("root")
+    if meta.get("manifest"):  # an export is only ever read: `build OTHER --db shard.db` overwrote one with OTHER
+        return Codebase.index_alone(codebase.db_path, meta["manifest"].get("codebase") or codebase.db_path.stem)
     if root and Path(root) != codebase.root and Path(root).is_dir():
         raise UsageError(f"{db} is the index of {root}, not of {codebase.root}",
                          f"pass the folder {root} to use it, or another index file (or none) for {codebase.root}",
