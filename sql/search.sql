@@ -51,7 +51,8 @@
 --                 matches gets :name_boost ("echo" must put `def echo` above chunks that call echo)
 --   :tiered       1 (identifier-shaped queries): rank by named tier first, then score. Tier = 2 when the
 --                 symbol is a name of :names, or ends with '.' + it (`Console.print`, also
---                 `Outer.Console.print`), + 2 when the file is a path of :paths (the whole path,
+--                 `Outer.Console.print`), 3 when that name is qualified (`queryset.get` of "QuerySet
+--                 get" above `queryset`), + 2 when the file is a path of :paths (the whole path,
 --                 or its end at a '/': `_auth.py`, `httpx/_auth.py`), or 1 when only its file
 --                 name matches with leading underscores ignored (`auth.py` names `_auth.py`:
 --                 Python's private-module convention; never above an exact name). A tail alone
@@ -242,12 +243,15 @@ pool AS (
     UNION SELECT c.id FROM named_files nf JOIN chunks c ON c.file_id = nf.file_id
           WHERE :tiered = 1 AND (:filtered = 0 OR c.id IN (SELECT id FROM allowed))
 ),
--- match: 1 when the symbol is a named identifier, 0 when only a tail, NULL for neither.
+-- match: 2 when the symbol is a named qualified identifier (`queryset.get`), 1 a named plain one, 0 only
+-- a tail, NULL for neither. The qualified name is the more specific: "QuerySet get" names QuerySet and
+-- QuerySet.get (query.py), and the method's chunk must not follow every window of the class.
 named AS MATERIALIZED (  -- once per row: scored reads each flag several times
-    SELECT id, file_id, symbol, start_line, end_line, role, 2 * coalesce(match = 1, 0) AS symbol_tier,
+    SELECT id, file_id, symbol, start_line, end_line, role, 2 * coalesce(match >= 1, 0) + coalesce(match = 2, 0)
+               AS symbol_tier,
            coalesce(match = 0, 0) AS tail_named, path_tier
     FROM (SELECT pool.id, c.file_id, c.symbol, c.start_line, c.end_line, CASE WHEN c.kind = 'license' THEN 'license' ELSE f.role END AS role,
-                 (SELECT max(w.is_name) FROM wanted w
+                 (SELECT max(w.is_name * (1 + (instr(w.value, '.') > 0))) FROM wanted w
                   WHERE lower(c.symbol) = w.value OR substr(lower(c.symbol), -length(w.value) - 1) = '.' || w.value
                  ) AS match,
                  coalesce((SELECT tier FROM named_files nf WHERE nf.file_id = c.file_id), 0) AS path_tier

@@ -752,3 +752,22 @@ def test_the_search_statement_leaves_room_under_sqlites_expression_depth_limit(s
         conn.execute("EXPLAIN " + sql, {n: None for n in names}).fetchall()
     finally:
         conn.limit(apsw.SQLITE_LIMIT_EXPR_DEPTH, 1000)
+
+
+def test_a_type_then_a_word_puts_that_member_first(tmp_path):
+    """A new user's "JoinHandle abort" (and "QuerySet get") listed every chunk of the type before the method
+    asked for: the type and the word name the member too, the more specific name, which comes first."""
+    from click.testing import CliRunner
+    from support.trees import write_tree
+
+    from codii_sql.cli import cli
+
+    body = "".join(f"        step_{i} = self.jobs.pop() if self.jobs else None\n" for i in range(12))
+    methods = "".join(f"\n    def {name}(self):\n        \"\"\"{name.title()} the queue.\"\"\"\n{body}        return None\n"
+                      for name in ("start", "drain", "stop"))
+    header = "".join(f"    LIMIT_{i} = {i}  # a QueueWorker setting\n" for i in range(30))
+    repo = write_tree(tmp_path / "w", {"worker.py": f"class QueueWorker:\n    \"\"\"Runs queued jobs.\"\"\"\n{header}{methods}"})
+    assert CliRunner().invoke(cli, ["build", str(repo), "--no-vectors"]).exit_code == 0
+    res = CliRunner().invoke(cli, ["search", "QueueWorker drain", "--path", str(repo), "--mode", "bm25",
+                                   "--no-update", "--json"])
+    assert json.loads(res.output)["results"][0]["symbol"] == "QueueWorker.drain", res.output

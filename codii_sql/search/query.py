@@ -60,6 +60,10 @@ def query_terms(query: str, *, numbers: bool = False, stop_words: frozenset[str]
 _NUMBER = re.compile(r"(?<![\w.-])\d+(?:[._-]\d+)*(?![\w-])")
 _CODE_SHAPE = re.compile(r"[A-Za-z0-9]_[A-Za-z0-9]|^_+[A-Za-z]|[a-z][A-Z]|[A-Za-z][.#][A-Za-z_]|::")
 _PATH = re.compile(r"(?:[\w.-]+/)*[\w-]{2,}\.[A-Za-z]\w{0,5}\b")
+#: A type's name (capitalised: ``JoinHandle``, ``QuerySet``, ``Session``; not "Where") and a plain word after it
+#: (``abort``, ``get``: a stop word too) name the member together, ``JoinHandle.abort``.
+_MEMBER_OWNER = re.compile(r"[A-Z][A-Za-z0-9]*[a-z][A-Za-z0-9]*")
+_PLAIN_WORD = re.compile(r"[a-z_][a-z0-9_]*")
 #: A trailing ``!`` or ``?`` is part of a Ruby (Elixir, Crystal) method name: ``compile!`` is not ``compile``.
 _IDENTIFIER = re.compile(r"[A-Za-z_][\w]*(?:(?:\.|::|#)[A-Za-z_]\w*)*[!?]?")
 _PATH_PREFIX = re.compile(r"^(?:\.?/)+")
@@ -136,6 +140,11 @@ def named_in_query(query: str, *, code: bool = False) -> Named:
             tails.update(parts[-1:] if len(parts) > 1 else [])
             if token[-1] in "!?":  # also the plain name, as weaker evidence (Rust's vec! is macro vec)
                 tails.add(parts[-1].rstrip("!?"))
+    # "JoinHandle abort", "QuerySet get": a type then a plain word name its member too (a new user's query
+    # listed every one-line `impl ... for JoinHandle` chunk before JoinHandle.abort).
+    for a, b in zip(tokens, tokens[1:]):
+        if _MEMBER_OWNER.fullmatch(a) and a.lower() not in STOP_WORDS and _PLAIN_WORD.fullmatch(b):
+            names.add(f"{a.lower()}.{b.lower()}")
     dropped = frozenset() if code else STOP_WORDS
     names -= dropped
     return Named(sorted(names), sorted(tails - names - dropped), sorted(set(paths) - {""}))
