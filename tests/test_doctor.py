@@ -160,5 +160,18 @@ def test_search_and_grep_refuse_an_index_with_a_broken_page_they_never_read(samp
         res = CliRunner().invoke(cli, args)
         assert res.exit_code == (2 if args[0] == "grep" else 1) and "is damaged" in res.output, (args, res.output)
         assert len(res.output.strip().splitlines()) == 1, res.output
+    # The agent's tools too (a new user's MCP index_codebase called a damaged index "already up to date").
+    from codii_sql import service
+    from codii_sql.errors import DamagedIndexError
+    from codii_sql.service.jobs import Jobs
+
+    cb = Codebase.open(sample_repo)
+    for ask in (lambda: service.find_symbol(cb, "retry"), lambda: service.find_references(cb, "retry"),
+                lambda: Jobs().start(cb, False, None, None)):
+        try:
+            ask()
+            raise AssertionError("answered from a damaged index")
+        except DamagedIndexError as err:
+            assert "damaged" in err.what
     assert last_json(run("build", sample_repo, "--force", "--no-vectors", "--json").output)["added"] == 4
     assert CliRunner().invoke(cli, ["grep", "retry", str(sample_repo), "--no-update"]).exit_code == 0

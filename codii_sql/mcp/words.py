@@ -7,7 +7,8 @@ from ..errors import Wording
 #: One sentence per remedy kind (codii_sql.errors.REMEDIES).
 SENTENCES = {
     "build": "call index_codebase with path='{root}', then poll get_indexing_status until it reports 'indexed'",
-    "force_build": "call index_codebase with path='{root}' and force=true",
+    "force_build": lambda p: (f"call index_codebase with path='{p['root']}' and force=true" if p.get("root")
+                              else "call index_codebase for this codebase with force=true"),
     "reset_filters": "index_codebase with resetFilters=true indexes every file",
     "embed_vectors": "a build with vectors embeds them; index_codebase keeps the index's choice, so ask the user "
                      "(`codii-sql build {root_sh} --vectors`)",

@@ -14,7 +14,7 @@ from ..errors import BuildFailedError, BuildStopped, CodiiError, DiskFullError, 
 from ..storage.lock import is_locked
 from .builds import build
 from .daemon import NICE
-from .status import is_stale, status
+from .status import is_stale, open_store, refuse_damaged, status
 
 #: Seconds :meth:`Jobs.start` waits for its build thread to take the writer lock (or learn that
 #: another process holds it), so that the answer says which of the two happened.
@@ -105,12 +105,16 @@ class Jobs:
         Raises:
             BuildFailedError: the build failed at once (bad ``.codii.yaml``, model/index mismatch...).
             ReadOnlyIndexError: ``cb`` is an index file alone (a shard is never built).
+            DamagedIndexError: the index is damaged and ``force`` is false (its remedy: force=true).
         """
         cb.refuse_writes()
         with self.guard(cb) as job:
             if (job is not None and job.alive) or is_locked(cb):
                 return "already indexing"
             st = status(cb, check_stale=False)
+            if st["status"] != "not_indexed" and not force:  # damaged is no "up to date" (an agent then looped)
+                with open_store(cb) as store:
+                    refuse_damaged(cb, store)
             fresh = (st["status"] != "not_indexed" and not force and embedder in (None, st.get("embedder"))
                      and not is_stale(cb, ignore_patterns, extensions))
             if fresh and st["status"] == "indexed" and st["vectors"]["state"] in ("complete", "off"):

@@ -12,7 +12,7 @@ from ..ingest.chunking.signatures import SIGNATURE_CHARS, name_parts, normal_nam
 from ..search.budget import json_tokens, page
 from ..search.staleness import StaleCheck
 from .builds import ensure_index
-from .status import open_store
+from .status import open_store, refuse_damaged
 from .symbols import changed_note, check_page, definitions_named, echoed, scoped_note
 
 #: Reference lines find_references returns at most.
@@ -115,6 +115,7 @@ def find_references(codebase: Codebase, name: str, *, limit: int = 200, offset: 
     under = under.strip("/") or None if under else None
     fts = '{content}: "' + ident.replace('"', '""') + '"'
     with open_store(codebase) as store:
+        refuse_damaged(codebase, store)  # an answer from broken pages would read as true
         # Every stored definition of the identifier, whatever its class: a definition is not a use.
         defined, unread = definitions_named(store, ident, under=under, cap=REFERENCE_DEFINITIONS)
         tally = _Tally(ident, offset, limit, {(d["path"], d["signature"][:SIGNATURE_CHARS]) for d in defined})

@@ -12,7 +12,7 @@ from ..search.staleness import StaleCheck
 from ..storage.store import Store
 from ..text import shown_bytes
 from .builds import ensure_index
-from .status import not_indexed, open_store
+from .status import not_indexed, open_store, refuse_damaged
 
 #: Definitions find_symbol returns at most.
 MAX_DEFINITIONS = 100
@@ -70,6 +70,7 @@ def find_symbol(codebase: Codebase, name: str, *, kind: str | None = None, prefi
         raise not_indexed(codebase)
     needle = (name_parts(wanted) or [wanted])[-1]
     with open_store(codebase) as store:
+        refuse_damaged(codebase, store)  # an answer from broken pages would read as true
         rows, unread = definitions_named(store, needle, wanted=wanted, kind=kind, prefix=prefix, under=under,
                                          cap=CANDIDATE_CAP)
     found = []
