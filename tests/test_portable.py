@@ -10,6 +10,7 @@ import signal
 import stat
 import subprocess
 import sys
+import textwrap
 
 import pytest
 from click.testing import CliRunner
@@ -418,3 +419,12 @@ def test_an_export_is_never_built_into_whatever_folder_comes_with_it(tmp_path, c
     assert (sorted(os.listdir(shard.parent)), shard.read_bytes()) == before
     found = as_json(run("search", "retry", "--path", other, "--db", shard, "--mode", "bm25", "--json"))
     assert found["results"] and all(r["path"] != "o.py" for r in found["results"])
+
+
+def test_a_shards_file_is_read_whole_from_its_stored_text(tmp_path, codii_home):
+    """A shard keeps each file's whole text (grep reads it); its file view rebuilt the file from chunks and
+    marked every blank line "not stored" (a new user's web page of a Django shard)."""
+    shard = exported_shard(tmp_path)
+    read = service.file_text(service.open_codebase(None, str(shard)), "app/http.py")
+    expected = textwrap.dedent(SAMPLE["app/http.py"]).lstrip("\n")  # as write_tree writes it
+    assert read.not_stored == [] and "".join(read.lines) == expected and "\n" in read.lines

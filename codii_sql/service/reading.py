@@ -4,11 +4,12 @@ or, for an index alone, as its stored chunks hold it."""
 from __future__ import annotations
 
 import hashlib
+import zlib
 from dataclasses import dataclass, field
 
 from ..codebase import Codebase
 from ..languages import detect_language
-from ..text import decode_source
+from ..text import decode_source, unpack_text
 from . import boundary
 from .status import open_store, scan_rules
 from .stored import not_stored, stored_lines
@@ -39,6 +40,11 @@ def file_text(codebase: Codebase, path: str, fileset: boundary.FileSet | None = 
             an index alone holds no such file.
     """
     if codebase.alone:
+        whole = _stored_text(codebase, path)
+        if whole is not None:  # the file's own text, kept for grep: its blank lines are no gap
+            lines = whole.split("\n")
+            return FileText(path, detect_language(path), [line + "\n" for line in lines[:-1]] + (
+                [lines[-1]] if lines[-1] else []), alone=True)
         stored = stored_lines(codebase, path)
         last = max(stored)
         return FileText(path, detect_language(path), [stored.get(n, "") + "\n" for n in range(1, last + 1)],
@@ -52,3 +58,17 @@ def file_text(codebase: Codebase, path: str, fileset: boundary.FileSet | None = 
         indexed = store.row("file_by_path", {"path": f.rel})
     changed = indexed is None or indexed["hash"] != hashlib.sha256(raw).hexdigest()
     return FileText(f.rel, detect_language(f.rel, lines[0] if lines else ""), lines, changed=changed)
+
+
+def _stored_text(codebase: Codebase, path: str) -> str | None:
+    """The whole text an index alone keeps of ``path`` (grep's copy), None when it keeps none (an index
+    from before grep, or a damaged row: its chunks' lines then stand for it). A new user's shard view
+    marked every blank line "not stored"."""
+    with open_store(codebase) as store:
+        row = store.row("file_text_of_path", {"path": path})
+    if row is None:
+        return None
+    try:
+        return unpack_text(row["text"])
+    except (zlib.error, UnicodeDecodeError):
+        return None
