@@ -8,6 +8,7 @@ import zlib
 from dataclasses import dataclass, field
 
 from ..codebase import Codebase
+from ..ingest.config import size_cap
 from ..languages import detect_language
 from ..text import decode_source, unpack_text
 from . import boundary
@@ -51,7 +52,7 @@ def file_text(codebase: Codebase, path: str, fileset: boundary.FileSet | None = 
                         not_stored(stored, 1, last), alone=True)
     files = fileset or boundary.FileSet(codebase.root, scan_rules(codebase))
     f = files.check(path)
-    raw = boundary.read_bytes(f, files.rules["max_file_bytes"])
+    raw = boundary.read_bytes(f, size_cap(f.rel, files.rules["max_file_bytes"]))  # a notebook as the index took it
     lines = decode_source(raw).split("\n")
     lines = [line + "\n" for line in lines[:-1]] + ([lines[-1]] if lines[-1] else [])
     with open_store(codebase) as store:
