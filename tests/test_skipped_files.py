@@ -111,3 +111,16 @@ def test_names_that_are_not_utf8_are_listed_when_they_appear_later_and_refused_i
         assert res.exception is None or isinstance(res.exception, SystemExit), (args, res.exception)
         lines = res.output.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("Error: ") and "\\xff" in lines[0], (args, res.output)
+
+
+def test_codii_sqls_own_folder_inside_the_root_is_left_out(tmp_path, monkeypatch):
+    """A new user's $CODII_SQL_HOME inside the indexed folder: the index's own sidecar files (the clean
+    check's stamp, the scan record) changed at every build, so the tree was never up to date and `watch`
+    updated ~8 times a second. The folder is left out and listed."""
+    repo = write_tree(tmp_path / "repo", {"a.py": "def selfh_fn():\n    return 1\n"})
+    monkeypatch.setenv("CODII_SQL_HOME", str(repo / "idx"))
+    first = last_json(run("build", repo, "--json", "--no-vectors"))
+    assert first["skipped"] == {"default-excluded": 1} and first["files"] == 1, first
+    again = last_json(run("build", repo, "--json", "--no-vectors"))
+    assert (again["added"], again["modified"], again["unchanged"]) == (0, 0, 1), again
+    assert json.loads(run("status", repo, "--json"))["status"] == "indexed"

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..paths import changed_ns
+from ..paths import changed_ns, home
 from .attributes import Attributes
 from .attributes import FILE_NAME as ATTRIBUTES_FILE
 from .config import CONFIG_FILE_NAME, size_cap
@@ -56,6 +56,7 @@ class Walker:
                  extensions: tuple[str, ...] | None) -> None:
         self.root = os.path.abspath(root)
         self.root_real = os.path.realpath(self.root)
+        self.home = os.path.realpath(home())
         self.max_file_bytes = max_file_bytes
         self.extensions = extensions
         self.tree = work_tree(self.root)
@@ -215,6 +216,10 @@ class Walker:
     def _enter_dir(self, d: _Dir, entry: os.DirEntry, rel: str, rescued: bool,
                    siblings: dict[str, os.DirEntry]) -> _Dir | None:
         excluded = None if rescued else excluded_dir(entry.name, siblings)
+        if excluded is None and os.path.join(d.real, entry.name) == self.home:
+            # codii-sql's own folder ($CODII_SQL_HOME) inside the root: its index's sidecar files change with
+            # every build, so a new user's tree was never up to date and `watch` updated ~8 times a second.
+            excluded = "default-excluded"
         if excluded:
             self._skip(excluded, rel + "/")
             return None

@@ -83,6 +83,8 @@ def status(codebase: Codebase, *, check_stale: bool = True) -> dict:
     background = daemon_info(codebase)
     if background:
         out["daemon"] = background
+        if out["status"] in ("indexed", "stale"):  # a daemon started, its build has not taken the lock yet
+            out.update(status="indexing", phase="starting")
     watching = watchers(codebase)
     if watching:
         out["watched_by"] = watching
