@@ -436,3 +436,18 @@ def test_a_write_right_after_a_fresh_servers_first_call_is_found_by_the_next(cod
 
     for i in range(4):
         asyncio.run(run(i))
+
+
+def test_a_fresh_servers_first_search_sees_files_added_while_no_server_ran(codii_home, tmp_path):
+    """symbol and grep brought a codebase up to date before a fresh server first read it; search did not,
+    so a new user's first search_code missed a file added while no server ran (and found deleted ones)."""
+    repo = write_tree(tmp_path / "agent", SAMPLE)
+    service.build(service.open_codebase(repo), vectors=False)
+    (repo / "app" / "melon.py").write_text("def slice_the_melon(melon):\n    return melon.halves\n")
+
+    async def run():
+        async with server(codii_home) as s:
+            found = await call(s, "search_code", path=str(repo), query="slice_the_melon", mode="bm25", limit=1)
+            assert found["results"] and found["results"][0]["path"] == "app/melon.py", found
+
+    asyncio.run(run())

@@ -6,6 +6,7 @@ Errors are :mod:`codii_sql.errors` types whose remedies the face words.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime
 import os
@@ -22,7 +23,7 @@ from ..text import content_lines
 from .indexes import OpenIndexes
 from .following import Following
 from .jobs import Job, Jobs
-from .codebases import is_index_file
+from .codebases import find_codebase, is_index_file
 from .maintenance import clear
 from .reading import file_text
 from .searching import SearchRequest, search
@@ -173,6 +174,13 @@ class Session:
         Raises:
             as :func:`~.searching.search`.
         """
+        for p in request.paths or ():  # a codebase not followed yet is first brought up to date, as symbol
+            if is_remote(p) or is_index_file(p) or request.db:  # and grep do (a new user's first search of a
+                continue  # fresh server missed files added while no server ran)
+            with contextlib.suppress(CodiiError):
+                cb, _ = find_codebase(p)
+                if cb.db_path.is_file() and cb not in self.following.watched():
+                    self.following.catch_up(cb)
         for cb in self.following.watched():  # an edit made before the call is searched, not missed
             if any(Path(p).expanduser().resolve().is_relative_to(cb.root) for p in request.paths or ()):
                 self.following.settle(cb)
