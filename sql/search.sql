@@ -237,9 +237,21 @@ named_symbols AS (
                                            OR substr(lower(c.symbol), -length(w.value) - 1) = '.' || w.value))
     LIMIT :depth
 ),
+-- A constant, variable or macro the query names whose definition lies in a chunk of another symbol or
+-- a module's (`RRF_WEIGHT`, `#define MAX_LEN`): the chunks over its definition (the table `symbol`
+-- reads) are named too; constants are written in capitals, so the name as asked or upper case.
+named_definitions AS MATERIALIZED (  -- read per candidate below: once
+    SELECT DISTINCT c.id FROM wanted w
+    JOIN definitions d ON d.name IN (w.value, upper(w.value))
+    JOIN chunks c ON c.file_id = d.file_id AND c.start_line <= d.end_line AND c.end_line >= d.start_line
+    WHERE :tiered = 1 AND w.is_name = 1 AND d.kind IN ('constant', 'variable', 'macro')
+      AND (:filtered = 0 OR c.id IN (SELECT id FROM allowed))
+    LIMIT :depth
+),
 pool AS (
     SELECT id FROM fused
     UNION SELECT id FROM named_symbols
+    UNION SELECT id FROM named_definitions
     UNION SELECT c.id FROM named_files nf JOIN chunks c ON c.file_id = nf.file_id
           WHERE :tiered = 1 AND (:filtered = 0 OR c.id IN (SELECT id FROM allowed))
 ),
@@ -251,9 +263,9 @@ named AS MATERIALIZED (  -- once per row: scored reads each flag several times
                AS symbol_tier,
            coalesce(match = 0, 0) AS tail_named, path_tier
     FROM (SELECT pool.id, c.file_id, c.symbol, c.start_line, c.end_line, CASE WHEN c.kind = 'license' THEN 'license' ELSE f.role END AS role,
-                 (SELECT max(w.is_name * (1 + (instr(w.value, '.') > 0))) FROM wanted w
-                  WHERE lower(c.symbol) = w.value OR substr(lower(c.symbol), -length(w.value) - 1) = '.' || w.value
-                 ) AS match,
+                 coalesce((SELECT max(w.is_name * (1 + (instr(w.value, '.') > 0))) FROM wanted w
+                           WHERE lower(c.symbol) = w.value OR substr(lower(c.symbol), -length(w.value) - 1) = '.' || w.value),
+                          (SELECT 1 FROM named_definitions nd WHERE nd.id = pool.id)) AS match,
                  coalesce((SELECT tier FROM named_files nf WHERE nf.file_id = c.file_id), 0) AS path_tier
           FROM pool JOIN chunks c ON c.id = pool.id JOIN files f ON f.id = c.file_id)
 ),

@@ -771,3 +771,21 @@ def test_a_type_then_a_word_puts_that_member_first(tmp_path):
     res = CliRunner().invoke(cli, ["search", "QueueWorker drain", "--path", str(repo), "--mode", "bm25",
                                    "--no-update", "--json"])
     assert json.loads(res.output)["results"][0]["symbol"] == "QueueWorker.drain", res.output
+
+
+def test_a_constants_name_puts_its_definition_first(tmp_path):
+    """A new user's `search RRF_WEIGHT` (and tokio's MAX_READS, Django's DEFAULT_DB_ALIAS) listed uses and
+    never the definition, which lies in a module's chunk with no symbol of its own; `symbol` knew it."""
+    from click.testing import CliRunner
+    from support.trees import write_tree
+
+    from codii_sql.cli import cli
+
+    uses = "".join(f"\n\ndef weigh_{i}(x):\n    \"\"\"Weigh x.\"\"\"\n    return x * RRF_WEIGHT + {i}\n" for i in range(6))
+    repo = write_tree(tmp_path / "c", {
+        "consts.py": "import math\n\n#: How much the rank term counts.\nRRF_WEIGHT = 0.5\nOTHER = math.pi\n",
+        "use.py": "from consts import RRF_WEIGHT\n" + uses})
+    assert CliRunner().invoke(cli, ["build", str(repo), "--no-vectors"]).exit_code == 0
+    res = CliRunner().invoke(cli, ["search", "RRF_WEIGHT", "--path", str(repo), "--mode", "bm25", "--no-update",
+                                   "--json"])
+    assert json.loads(res.output)["results"][0]["path"] == "consts.py", res.output
