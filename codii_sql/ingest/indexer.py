@@ -14,7 +14,7 @@ from ..models.cache import EmbeddingCache
 from ..models.embedder import Embedder
 from ..storage import ann, health
 from ..storage.lock import vector_lock, vectors_running, writer_lock
-from ..storage.store import SCHEMA_VERSION, Store
+from ..storage.store import Store
 from .chunking.version import CHUNKER_VERSION
 from .chunking.layout import ChunkSizes
 from .config import (

@@ -205,6 +205,21 @@ def _literal(p: bytes, i: int) -> tuple[int | None, int]:
 MAX_BRACE_EXPANSIONS = 64
 
 
+def unclosed_brace(text: str) -> bool:
+    """Whether ``text`` opens a ``{`` (not escaped by ``\\``) that it never closes: rg refuses such a glob,
+    which :func:`expand_braces` keeps as it is."""
+    depth, i = 0, 0
+    while i < len(text):
+        if text[i] == "\\":
+            i += 1
+        elif text[i] == "{":
+            depth += 1
+        elif text[i] == "}" and depth:
+            depth -= 1
+        i += 1
+    return depth > 0
+
+
 def expand_braces(glob: str) -> list[str]:
     """``glob``'s ``{a,b,...}`` alternations expanded, as rg's globs (globset) read them: ``*.{py,rst}``
     -> ``*.py``, ``*.rst`` (a leading ``!`` kept on each); nested braces too; a brace escaped with ``\\``,

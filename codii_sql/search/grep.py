@@ -137,7 +137,9 @@ def inverted_lines(pattern: GrepPattern, text: str | bytes, timeout: float = FIL
 
 def inverted_count(pattern: GrepPattern, text: str | bytes, timeout: float = FILE_TIMEOUT_SECONDS) -> int:
     """How many lines :func:`inverted_lines` would give, without building them."""
-    return len(lines_of(as_text(text))) - count_lines(pattern, text, timeout)
+    newline = b"\n" if isinstance(text, bytes) else "\n"
+    lines = text.count(newline) + (bool(text) and not text.endswith(newline))  # as lines_of numbers them
+    return lines - count_lines(pattern, text, timeout)
 
 
 def matches_bytes(pattern: GrepPattern, data: bytes) -> bool:

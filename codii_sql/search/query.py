@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -142,7 +143,7 @@ def named_in_query(query: str, *, code: bool = False) -> Named:
                 tails.add(parts[-1].rstrip("!?"))
     # "JoinHandle abort", "QuerySet get": a type then a plain word name its member too (a new user's query
     # listed every one-line `impl ... for JoinHandle` chunk before JoinHandle.abort).
-    for a, b in zip(tokens, tokens[1:]):
+    for a, b in itertools.pairwise(tokens):
         if _MEMBER_OWNER.fullmatch(a) and a.lower() not in STOP_WORDS and _PLAIN_WORD.fullmatch(b):
             names.add(f"{a.lower()}.{b.lower()}")
     dropped = frozenset() if code else STOP_WORDS

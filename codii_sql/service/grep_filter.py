@@ -47,7 +47,7 @@ def keeper(types: list[str], roles: list[str], globs: list[str], scopes: list[st
     languages = {language_name(t) for t in types}
     roles = set(roles)
     for text in globs:
-        if _unclosed_brace(text):  # rg refuses it; read literally it matched nothing, and read as "no match"
+        if wildmatch.unclosed_brace(text):  # rg refuses it; read literally it matched nothing, and read as "no match"
             raise UsageError(f"{text!r} is not a glob: an alternate group is not closed (a '{{' lacks its '}}')",
                              "close it, as in '*.{py,rst}', or escape the brace as '\\{'", field="glob")
     globs = [_glob(g) for text in globs for g in wildmatch.expand_braces(text)]
@@ -89,20 +89,6 @@ def _named(entry: bytes, globs: list, *, folder: bool) -> bool:
         if (folder or not dir_only) and regex.fullmatch(entry):
             last = not negated
     return bool(last)
-
-
-def _unclosed_brace(text: str) -> bool:
-    """Whether ``text`` opens a ``{`` (not escaped by ``\\``) that it never closes."""
-    depth, i = 0, 0
-    while i < len(text):
-        if text[i] == "\\":
-            i += 1
-        elif text[i] == "{":
-            depth += 1
-        elif text[i] == "}" and depth:
-            depth -= 1
-        i += 1
-    return depth > 0
 
 
 def path_order(path: str) -> str:

@@ -163,10 +163,10 @@ def _identity(cb: Codebase) -> tuple[int, int]:
 
 
 def _same_embedder(searcher: Searcher) -> bool:
-    """Whether the index still records the embedder ``searcher`` embeds queries with (one snapshot read,
-    ~0.1 ms); an index whose model is not recorded yet (a rebuild just started) keeps it."""
-    meta = searcher.store.meta()
-    return meta.get("model_id") in (None, searcher.embedder.model_id)
+    """Whether the index still records the embedder ``searcher`` embeds queries with (the snapshot's model id,
+    one row); an index whose model is not recorded yet (a rebuild just started) keeps it."""
+    recorded = searcher.store.value("meta_get", {"key": "model_id"})
+    return recorded is None or json.loads(recorded) in (None, searcher.embedder.model_id)
 
 
 def _close(entry: OpenIndex) -> None:
