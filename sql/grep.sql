@@ -26,7 +26,7 @@ SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN ('file_texts
 -- (:trigrams, an FTS5 expression of quoted trigrams joined by AND/OR: search/trigrams.py). Driven
 -- by the MATCH, so a selective pattern touches its few files only (meta grep_complete: every file
 -- has its trigram row).
-SELECT f.id, f.path, f.role, f.language, 1 AS has_text
+SELECT f.id, f.path, f.role, f.language, f.size, 1 AS has_text
 FROM file_trigrams t JOIN files f ON f.id = t.rowid
 WHERE file_trigrams MATCH :trigrams
 ORDER BY f.path;
@@ -35,7 +35,7 @@ ORDER BY f.path;
 -- As grep_candidates, for an index whose files may lack their trigram row (upgraded from schema 5
 -- or 6, before the build that fills them): every file without one is a candidate too, which only
 -- reading can tell. The NOT IN probes file_texts once per file: 21 s cold on the kernel's 92k files.
-SELECT f.id, f.path, f.role, f.language,
+SELECT f.id, f.path, f.role, f.language, f.size,
        f.id IN (SELECT file_id FROM file_texts) AS has_text
 FROM files f
 WHERE f.id IN (SELECT rowid FROM file_trigrams WHERE file_trigrams MATCH :trigrams)
@@ -44,7 +44,7 @@ ORDER BY f.path;
 
 -- name: grep_files_all
 -- Every indexed file: the candidates of a pattern that requires no trigram (it is read whole).
-SELECT f.id, f.path, f.role, f.language,
+SELECT f.id, f.path, f.role, f.language, f.size,
        f.id IN (SELECT file_id FROM file_texts) AS has_text
 FROM files f
 ORDER BY f.path;
@@ -66,7 +66,7 @@ SELECT text FROM file_texts WHERE file_id = :id;
 -- name: files_for_grep
 -- Every indexed file of an index without the grep tables (a portable shard of schema 5): read from
 -- its chunks' stored lines.
-SELECT id, path, role, language, 0 AS has_text FROM files ORDER BY path;
+SELECT id, path, role, language, size, 0 AS has_text FROM files ORDER BY path;
 
 -- name: chunks_at_lines
 -- The chunks holding any of the lines in the JSON array :lines ([[path, line], ...]; search --grep).

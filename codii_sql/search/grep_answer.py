@@ -60,6 +60,8 @@ class GrepAnswer:
         trigrams: the FTS5 expression the candidates satisfied, None when every file was read
             (``scan``: the patterns require no trigram).
         timed_out: files whose matching passed the time bound (their matches are not counted).
+        processes: how many processes read and matched the candidates (2: a forked child took the later
+            part of a long list, service/grep_split.py).
         truncated: the ``limit`` or token budget stopped the answer early.
         nothing_selected: the request's globs, types or roles leave no indexed file to search (rg exits 2).
         seconds: wall time (the update excluded); ``candidate_seconds`` of it in the trigram query.
@@ -76,6 +78,7 @@ class GrepAnswer:
     trigrams: str | None = None
     scan: bool = False
     timed_out: list[str] = field(default_factory=list)
+    processes: int = 1
     truncated: bool = False
     nothing_selected: bool = False
     seconds: float = 0.0
@@ -89,12 +92,13 @@ class GrepAnswer:
     def to_dict(self, words: Words) -> dict:
         """``{"patterns", "codebase", "files": [{"path", "role", "language", "matches", "lines": [{"line",
         "text", "submatches": [[start, end]] | "context": true}], ["not_stored"]}], "matched_lines",
-        "matched_files", "files_indexed", "files_read", "trigrams", "scan", "timed_out", "truncated",
-        "seconds", ["note", "notes"]}``: lines 1-based, submatches byte offsets into the line's UTF-8
+        "matched_files", "files_indexed", "files_read", "trigrams", "scan", "timed_out", "processes",
+        "truncated", "seconds", ["note", "notes"]}``: lines 1-based, submatches byte offsets into the line's UTF-8
         (end exclusive), the hints in ``words``."""
         out: dict = {"patterns": self.patterns, "codebase": self.codebase, "files": [f.to_dict() for f in self.files],
                      "matched_lines": self.matched_lines, "matched_files": self.matched_files,
                      "files_indexed": self.files_indexed, "files_read": self.files_read, "trigrams": self.trigrams,
-                     "scan": self.scan, "timed_out": self.timed_out, "truncated": self.truncated,
+                     "scan": self.scan, "timed_out": self.timed_out, "processes": self.processes,
+                     "truncated": self.truncated,
                      "seconds": round(self.seconds, 4)}
         return with_notes(out, self.notes, words)

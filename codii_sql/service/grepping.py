@@ -8,7 +8,6 @@ case that resolves a request's paths and updates the index first is :mod:`.grep`
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import time
@@ -31,7 +30,7 @@ from ..search.pattern import GrepPattern
 from ..search.results import ROLES
 from ..storage.store import Store
 from ..text import UTF16_BOMS, decode_source, unpack_text
-from . import boundary, grep_filter
+from . import boundary, grep_filter, grep_split
 from .stored import not_stored, stored_lines
 from .status import committed_files, open_store, refuse_damaged, scan_rules
 
@@ -180,7 +179,8 @@ def _search(store: Store, codebase: Codebase, pattern: GrepPattern, request: Gre
     retry = True
     match = ((inverted_count if request.counts_only else inverted_lines) if request.invert
              else count_lines if request.counts_only else matching_lines)
-    for row, text, gaps, matched in _verified(store, codebase, meta, pattern, rows, match):
+    keep_text = bool(request.before or request.after) and not request.counts_only
+    for row, text, gaps, matched in _verified(store, codebase, meta, pattern, rows, match, keep_text, answer):
         if request.limit is not None and shown_lines >= request.limit:
             answer.truncated = True
             break
@@ -275,16 +275,34 @@ def _matched_or_none(match: Callable, pattern: GrepPattern, text: str | bytes) -
 
 
 def _verified(store: Store, codebase: Codebase, meta: dict, pattern: GrepPattern, rows: list[dict],
-              match: Callable) -> Iterator[tuple]:
+              match: Callable, keep_text: bool, answer: GrepAnswer) -> Iterator[tuple]:
     """``(row, text, gaps, match(pattern, text))`` of each candidate in order (text None: unreadable; the
     match None: timed out), under the size cap of the build whose snapshot is ``meta``, one file at a time
-    as the consumer asks (it may stop). Threads reading and matching ahead were 20-40% slower with the
-    files in the page cache, for the GIL's hand-offs (docs/benchmarks.md, "Grep", third round)."""
-    max_bytes = 0 if codebase.alone else scan_rules(codebase, meta)["max_file_bytes"]
-    with contextlib.nullcontext() if codebase.alone else boundary.IndexedReader(os.path.realpath(codebase.root)) as disk:
+    as the consumer asks (it may stop). A long list's later part is verified by a forked child meanwhile
+    (:mod:`.grep_split`; ``keep_text``: it sends back the matched files' texts too; ``answer.processes``
+    says so): threads reading and matching ahead were 20-40% slower with the files in the page cache,
+    for the GIL's hand-offs (docs/benchmarks.md, "Grep", third round)."""
+    if codebase.alone:
         for row in rows:
+            text, gaps = _text(store, codebase, pattern, row, None, 0)
+            yield row, text, gaps, _matched_or_none(match, pattern, text)
+        return
+    max_bytes = scan_rules(codebase, meta)["max_file_bytes"]
+    with boundary.IndexedReader(os.path.realpath(codebase.root)) as disk:
+        def verify(row: dict) -> tuple:
             text, gaps = _text(store, codebase, pattern, row, disk, max_bytes)
-            yield row, text, gaps, [] if text is None else _matched_or_none(match, pattern, text)
+            return text, gaps, [] if text is None else _matched_or_none(match, pattern, text)
+
+        if not grep_split.worth_splitting(rows):
+            for row in rows:
+                yield row, *verify(row)
+            return
+        helper = grep_split.Helper(verify, rows, keep_text)
+        answer.processes = 2
+        try:
+            yield from helper.results()
+        finally:
+            helper.stop()
 
 
 def _text(store: Store, codebase: Codebase, pattern: GrepPattern, row: dict, disk: boundary.IndexedReader | None,

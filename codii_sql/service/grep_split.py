@@ -1,0 +1,156 @@
+"""A forked second process that reads and matches the later part of a long grep candidate list, so a common pattern uses two cores as rg does."""
+
+from __future__ import annotations
+
+import mmap
+import os
+import pickle
+import sys
+import tempfile
+import threading
+from collections.abc import Callable, Iterator
+
+from ..search.grep import GrepLine
+
+#: Candidate bytes below which one process reads them all. Forking, pickling the child's lines and
+#: building them again here cost the parent ~10 ms plus ~1 us a matched line; below this a split
+#: saved nothing measurable (docs/benchmarks.md "Grep", fifth round).
+SPLIT_BYTES = 4 << 20
+#: Files the child pickles at a time (a batch is the unit a failure loses).
+BATCH_FILES = 128
+
+#: One candidate's verification: ``(text, gaps, matched)`` as grepping yields them (text None: unreadable).
+Verified = tuple
+
+
+def worth_splitting(rows: list[dict]) -> bool:
+    """Whether a forked child should verify part of ``rows`` (candidates, each with its ``size`` in
+    bytes): enough bytes, two CPUs, and no other thread in this process (a server's: a fork copies
+    only the calling thread, and a lock another holds would stay held in the child)."""
+    return (hasattr(os, "fork") and threading.active_count() == 1 and _cpus() >= 2
+            and sum(r["size"] for r in rows) >= SPLIT_BYTES)
+
+
+class Helper:
+    """A forked child verifying ``rows`` (a row -> :data:`Verified` by ``verify``) from the last one
+    backwards while this process verifies them from the first; they meet where the work does, not
+    where the bytes do (Django's `self` lines are mostly in tests/, the later paths: a split by bytes
+    left the parent waiting 200 ms). Read the answers in order with :meth:`results`; :meth:`stop`
+    ends the child (done or not: a consumer that stops early, a limit reached).
+
+    The child spools its answers to an unnamed temporary file and says on a pipe, when it is done, how
+    many it spooled: a pipe alone (64 KiB) blocked it at its first batch until the parent read. A
+    child that dies or fails leaves its rows to the parent: the answer is the same, only slower.
+
+    ``keep_text``: also send each matched file's text (context lines need it); a file that timed out
+    sends its text always (the parent tries it again alone).
+    """
+
+    def __init__(self, verify: Callable[[dict], Verified], rows: list[dict], keep_text: bool) -> None:
+        import multiprocessing  # only a long grep pays its import
+
+        self._verify, self._rows = verify, rows
+        self._spool = tempfile.TemporaryFile()
+        context = multiprocessing.get_context("fork")
+        # [next row for the parent, one past the next row for the child] in memory the fork shares (an
+        # anonymous mapping: multiprocessing's shared arrays leave a file in /tmp); a claim is ~0.3 us.
+        self._ends = memoryview(mmap.mmap(-1, 16)).cast("q")
+        self._ends[1] = len(rows)
+        self._lock = context.Lock()
+        self._receive, send = context.Pipe(duplex=False)
+        sys.stdout.flush()  # the child flushes the streams it inherits when it ends: nothing twice
+        sys.stderr.flush()
+        self._process = context.Process(target=_child, args=(self, keep_text, send), daemon=True)
+        self._process.start()
+        send.close()  # the child holds the only write end: its end reads as EOF here
+
+    def results(self) -> Iterator[tuple]:
+        """``(row, text, gaps, matched)`` of every row in order: this process's as it verifies them,
+        then the child's once it is done (any it did not spool verified here)."""
+        while (i := self._claim(front=True)) is not None:
+            yield self._rows[i], *self._verify(self._rows[i])
+        meet = self._ends[0]
+        try:
+            spooled = self._receive.recv()  # answers the child spooled whole (all, or up to its failure)
+        except (EOFError, OSError):  # it died: its spool may end mid-batch, so none of it is read
+            spooled = 0
+        got: dict[int, Verified] = {}
+        self._spool.seek(0)
+        while len(got) < spooled:
+            for i, text, gaps, matched in pickle.load(self._spool):
+                got[i] = (text, gaps, _lines(matched))
+        for i in range(meet, len(self._rows)):
+            row = self._rows[i]
+            yield row, *(got.pop(i) if i in got else self._verify(row))
+
+    def stop(self) -> None:
+        """End the child (done or not) and release its pipe and spool."""
+        if self._process.is_alive():
+            self._process.terminate()
+        self._process.join()
+        self._receive.close()
+        self._spool.close()
+
+    def _claim(self, front: bool) -> int | None:
+        """The next row to verify from the front (this process) or the back (the child); None once the
+        two meet."""
+        with self._lock:
+            lo, hi = self._ends[0], self._ends[1]
+            if lo >= hi:
+                return None
+            if front:
+                self._ends[0] = lo + 1
+                return lo
+            self._ends[1] = hi - 1
+            return hi - 1
+
+
+def _child(helper: Helper, keep_text: bool, send) -> None:
+    """The child's work: rows claimed from the back and verified, spooled in pickled batches of plain
+    tuples (a third of pickling GrepLine objects), then the number spooled sent; after a failure, the
+    number spooled before it."""
+    spooled = 0
+    try:
+        batch = []
+        while (i := helper._claim(front=False)) is not None:
+            text, gaps, matched = helper._verify(helper._rows[i])
+            if text is not None and matched is not None and not (keep_text and matched):
+                text = b""  # readable; the parent needs no more of it
+            if isinstance(matched, list):
+                matched = [(g.line, g.text, g.spans, g.context) for g in matched]
+            batch.append((i, text, gaps, matched))
+            if len(batch) >= BATCH_FILES:
+                spooled += _spooled(batch, helper._spool)
+        spooled += _spooled(batch, helper._spool)
+    except BaseException:  # noqa: BLE001 - the parent verifies what is left; no traceback here
+        pass
+    try:
+        send.send(spooled)
+    except OSError:  # the parent stopped waiting (a limit reached)
+        pass
+    finally:
+        send.close()
+
+
+def _spooled(batch: list, spool) -> int:
+    """Pickle ``batch`` to ``spool`` whole and empty it; how many answers it held."""
+    pickle.dump(batch, spool, protocol=pickle.HIGHEST_PROTOCOL)
+    spool.flush()
+    n = len(batch)
+    batch.clear()
+    return n
+
+
+def _lines(matched):
+    """A child's matched lines as GrepLine objects again (a count or None as it came)."""
+    if not isinstance(matched, list):
+        return matched
+    return [GrepLine(line, text, spans, context) for line, text, spans, context in matched]
+
+
+def _cpus() -> int:
+    """CPUs this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # no affinity call (macOS)
+        return os.cpu_count() or 1

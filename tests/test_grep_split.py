@@ -1,0 +1,106 @@
+"""A long grep's forked child: the same answer as one process, whatever the child does, in a real CLI process."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+import pytest
+
+from codii_sql.search.grep import GrepLine
+from codii_sql.service import grep_split
+
+RG = shutil.which("rg")
+ROWS = [{"path": f"f{i:03}.txt", "size": 100} for i in range(300)]
+
+
+def verified(row: dict, fail_in_child=None) -> tuple:
+    """A stand-in for reading and matching a file: row i has i % 4 lines (a count of 0 or 1 for the odd)."""
+    i = int(row["path"][1:4])
+    time.sleep(0.002)  # long enough that the child, once forked, takes its part
+    if fail_in_child is not None and os.getpid() != PARENT and i == fail_in_child[0]:
+        fail_in_child[1]()
+    if i % 7 == 3:
+        return None, [], []  # unreadable
+    return b"", [], [GrepLine(n, f"{row['path']} line {n}", [(0, 4)]) for n in range(1, i % 4 + 1)]
+
+
+PARENT = os.getpid()
+
+
+def answers(helper) -> list:
+    return [(row["path"], text, [(g.line, g.text, g.spans) for g in matched]) for row, text, _, matched in helper]
+
+
+def split(verify) -> list:
+    helper = grep_split.Helper(verify, ROWS, keep_text=False)
+    try:
+        got = answers(helper.results())
+    finally:
+        helper.stop()
+    assert helper._ends[0] < 250, "the child took no part"  # where the two met: the child verified the rest
+    return got
+
+
+ONE_PROCESS = [(row["path"], text, [(g.line, g.text, g.spans) for g in matched])
+               for row in ROWS for text, _, matched in [verified(row)]]
+
+
+def test_the_child_and_parent_meet_and_answer_in_order_as_one_process():
+    assert split(verified) == ONE_PROCESS
+
+
+@pytest.mark.parametrize("failure", ["raises", "dies"])
+def test_a_child_that_fails_or_dies_leaves_its_rows_to_the_parent(failure):
+    def fail():
+        if failure == "raises":
+            raise MemoryError("child out of memory")
+        os._exit(9)  # killed mid-way: its spool may end mid-batch
+
+    assert split(lambda row: verified(row, (200, fail))) == ONE_PROCESS
+
+
+def test_a_consumer_that_stops_early_ends_the_child():
+    helper = grep_split.Helper(verified, ROWS, keep_text=False)
+    first = next(helper.results())
+    helper.stop()
+    assert first[0]["path"] == "f000.txt" and helper._process.exitcode is not None
+
+
+def test_no_split_in_a_process_with_threads_or_for_few_bytes(monkeypatch):
+    big = [{"size": grep_split.SPLIT_BYTES}]
+    monkeypatch.setattr(grep_split.threading, "active_count", lambda: 1)
+    assert grep_split.worth_splitting(big) == (grep_split._cpus() >= 2)
+    assert not grep_split.worth_splitting([{"size": grep_split.SPLIT_BYTES - 1}])
+    monkeypatch.setattr(grep_split.threading, "active_count", lambda: 2)  # a server's threads
+    assert not grep_split.worth_splitting(big)
+
+
+@pytest.mark.skipif(RG is None or grep_split._cpus() < 2, reason="needs the rg binary and two CPUs")
+def test_a_cli_grep_over_more_than_the_split_size_forks_and_prints_what_rg_prints(tmp_path, codii_home):
+    """The real process boundary: a CLI grep over ~5 MiB of candidates uses two processes and prints what rg
+    prints, for lines, counts, context, inverted and only-matching answers."""
+    root = tmp_path / "repo"
+    root.mkdir()
+    filler = "".join(f"    value_{n} = compute(value_{n - 1})  # plain filler\n" for n in range(1, 300))
+    for i in range(320):
+        hits = "".join(f"    needle_{i}_{n}()\n" for n in range(i % 5))  # later files hold more lines
+        (root / f"m{i:03}.py").write_text(f"def f{i}():\n{hits}{filler}    return needle\n")
+    env = {**os.environ, "CODII_SQL_HOME": str(codii_home)}
+    cli = [sys.executable, "-m", "codii_sql.cli"]
+    assert subprocess.run([*cli, "build", str(root), "--no-vectors"], env=env, capture_output=True).returncode == 0
+
+    summary = subprocess.run([*cli, "grep", "--no-update", "--json", "needle"], cwd=root, env=env,
+                             capture_output=True, text=True)
+    codii = json.loads(summary.stdout.splitlines()[-1])["data"]["codii"]
+    assert codii["processes"] == 2 and codii["files_read"] == 320, codii
+    for args in (["needle"], ["-c", "needle_"], ["-C", "1", "needle_3"], ["-v", "-c", "value_"], ["-o", "needle_\\d+"]):
+        ours = subprocess.run([*cli, "grep", "--no-update", *args], cwd=root, env=env, capture_output=True, text=True)
+        theirs = subprocess.run([RG, "--no-config", "-n", "--no-heading", "--sort", "path", *args], cwd=root,
+                                capture_output=True, text=True)
+        assert (ours.returncode, ours.stdout) == (theirs.returncode, theirs.stdout), args
+        assert ours.stderr == "", ours.stderr
