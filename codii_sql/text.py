@@ -33,6 +33,11 @@ def escaped(text: str, *, lines: bool = False) -> str:
     return pattern.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
 
 
+def has_controls(text: str) -> bool:
+    """Whether :func:`escaped` would change ``text`` (one scan: a whole file's lines at once)."""
+    return not text.isprintable() and _CONTROLS.search(text) is not None
+
+
 def shown_bytes(text: str) -> str:
     """``text`` with each undecodable byte Python carried as a lone surrogate shown as ``\\xff`` (any other
     lone surrogate as ``\\ud800``): how a name that is not UTF-8 is written in one line of an error."""

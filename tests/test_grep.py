@@ -615,6 +615,13 @@ def test_a_crlf_line_is_printed_as_rg_prints_it_and_a_missing_pattern_reads_plai
     assert missing.exit_code == 2 and "Error: pattern is missing" in missing.output
 
 
+def test_a_line_with_a_control_character_is_printed_escaped_and_a_tab_as_it_is(tmp_path):
+    """Lines are printed a file at a time when none needs an escape; a file with one keeps its escapes."""
+    root = built(write_tree(tmp_path / "repo", {"a.txt": "needle\tone\nneedle \x1b]0;title\x07\n", "b.txt": "needle\n"}))
+    out = run("grep", "needle", root, "--no-update")
+    assert out.stdout_bytes == b"a.txt:1:needle\tone\na.txt:2:needle \\x1b]0;title\\x07\nb.txt:1:needle\n", out.stdout_bytes
+
+
 @pytest.mark.skipif(RG is None, reason="the rg binary is not installed")
 def test_the_cli_prints_files_counts_and_filters_as_rg_does(tmp_path, codii_home):
     """A new user diffed codii-sql grep against rg: files came in another order (`open_options.rs` before the

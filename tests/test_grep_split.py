@@ -71,22 +71,30 @@ def test_a_consumer_that_stops_early_ends_the_child():
     assert first[0]["path"] == "f000.txt" and helper._process.exitcode is not None
 
 
-def test_no_split_in_a_process_with_threads_or_for_few_bytes(monkeypatch):
-    big = [{"size": grep_split.SPLIT_BYTES}]
-    monkeypatch.setattr(grep_split.threading, "active_count", lambda: 1)
-    assert grep_split.worth_splitting(big) == (grep_split._cpus() >= 2)
-    assert not grep_split.worth_splitting([{"size": grep_split.SPLIT_BYTES - 1}])
-    monkeypatch.setattr(grep_split.threading, "active_count", lambda: 2)  # a server's threads
-    assert not grep_split.worth_splitting(big)
+def in_order(verify, threads: int, monkeypatch) -> tuple[list, int]:
+    monkeypatch.setattr(grep_split.threading, "active_count", lambda: threads)
+    forks = []
+    got = [(row["path"], text, [(g.line, g.text, g.spans) for g in matched])
+           for row, text, _, matched in grep_split.verified(verify, ROWS, False, lambda: forks.append(1))]
+    return got, len(forks)
+
+
+@pytest.mark.skipif(grep_split._cpus() < 2, reason="needs two CPUs")
+def test_a_child_is_forked_only_when_the_files_left_promise_enough_work_and_no_thread_runs(monkeypatch):
+    assert in_order(verified, 1, monkeypatch) == (ONE_PROCESS, 1)  # ~0.6 s of work: worth a child
+    assert in_order(verified, 2, monkeypatch) == (ONE_PROCESS, 0)  # a server's threads: never
+    quick = [(row["path"], text, [(g.line, g.text, g.spans) for g in matched]) for row in ROWS
+             for text, _, matched in [(b"", [], [])]]
+    assert in_order(lambda row: (b"", [], []), 1, monkeypatch) == (quick, 0)  # done before a first look
 
 
 @pytest.mark.skipif(RG is None or grep_split._cpus() < 2, reason="needs the rg binary and two CPUs")
 def test_a_cli_grep_over_more_than_the_split_size_forks_and_prints_what_rg_prints(tmp_path, codii_home):
-    """The real process boundary: a CLI grep over ~5 MiB of candidates uses two processes and prints what rg
-    prints, for lines, counts, context, inverted and only-matching answers."""
+    """The real process boundary: a CLI grep of ~190k lines uses two processes and prints what rg prints, for
+    lines, counts, context, inverted and only-matching answers."""
     root = tmp_path / "repo"
     root.mkdir()
-    filler = "".join(f"    value_{n} = compute(value_{n - 1})  # plain filler\n" for n in range(1, 300))
+    filler = "".join(f"    value_{n} = compute(value_{n - 1})  # plain filler\n" for n in range(1, 600))
     for i in range(320):
         hits = "".join(f"    needle_{i}_{n}()\n" for n in range(i % 5))  # later files hold more lines
         (root / f"m{i:03}.py").write_text(f"def f{i}():\n{hits}{filler}    return needle\n")
@@ -94,7 +102,7 @@ def test_a_cli_grep_over_more_than_the_split_size_forks_and_prints_what_rg_print
     cli = [sys.executable, "-m", "codii_sql.cli"]
     assert subprocess.run([*cli, "build", str(root), "--no-vectors"], env=env, capture_output=True).returncode == 0
 
-    summary = subprocess.run([*cli, "grep", "--no-update", "--json", "needle"], cwd=root, env=env,
+    summary = subprocess.run([*cli, "grep", "--no-update", "--json", "-m", "1", "value_"], cwd=root, env=env,
                              capture_output=True, text=True)
     codii = json.loads(summary.stdout.splitlines()[-1])["data"]["codii"]
     assert codii["processes"] == 2 and codii["files_read"] == 320, codii

@@ -8,6 +8,7 @@ import sys
 import click
 
 from .. import service
+from ..text import has_controls
 from .output import db_option, echo, json_text, shown
 from .words import words
 
@@ -122,6 +123,13 @@ def _text_lines(answer, numbers: bool, with_context: bool, with_filename: bool =
     last = None
     for f in answer.files:
         path = shown(f.path) if with_filename else ""
+        if not with_context and not has_controls("".join(g.text for g in f.lines)):
+            # A file's lines at once, none needing an escape: a call per line was most of printing
+            # Django's 99k `self` lines (docs/benchmarks.md "Grep", fifth round).
+            head = f"{path}:" if with_filename else ""
+            yield "".join([f"{head}{g.line}:{g.text}\n" for g in f.lines] if numbers
+                          else [f"{head}{g.text}\n" for g in f.lines])
+            continue
         for g in f.lines:
             if with_context and last is not None and last != (f.path, g.line - 1):
                 yield "--\n"

@@ -8,14 +8,18 @@ import pickle
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Iterator
 
 from ..search.grep import GrepLine
 
-#: Candidate bytes below which one process reads them all. Forking, pickling the child's lines and
-#: building them again here cost the parent ~10 ms plus ~1 us a matched line; below this a split
-#: saved nothing measurable (docs/benchmarks.md "Grep", fifth round).
-SPLIT_BYTES = 4 << 20
+#: Seconds a grep reads in one process before it weighs a child: most greps end sooner.
+FIRST_LOOK_SECONDS = 0.015
+#: Seconds of work the files left must promise, at the rate so far, for a child to pay: forking and
+#: building the child's lines again here cost the parent ~10 ms (Django, warm: `get_redirect_target`
+#: 11.9 ms alone, 20.4 ms split; `return` 89.5 ms alone, 66.7 ms split; docs/benchmarks.md "Grep",
+#: fifth round).
+WORTH_SECONDS = 0.05
 #: Files the child pickles at a time (a batch is the unit a failure loses).
 BATCH_FILES = 128
 
@@ -23,12 +27,29 @@ BATCH_FILES = 128
 Verified = tuple
 
 
-def worth_splitting(rows: list[dict]) -> bool:
-    """Whether a forked child should verify part of ``rows`` (candidates, each with its ``size`` in
-    bytes): enough bytes, two CPUs, and no other thread in this process (a server's: a fork copies
-    only the calling thread, and a lock another holds would stay held in the child)."""
-    return (hasattr(os, "fork") and threading.active_count() == 1 and _cpus() >= 2
-            and sum(r["size"] for r in rows) >= SPLIT_BYTES)
+def verified(verify: Callable[[dict], Verified], rows: list[dict], keep_text: bool,
+             forked: Callable[[], None]) -> Iterator[tuple]:
+    """``(row, text, gaps, matched)`` of each of ``rows`` (candidates in answer order, each with its
+    ``size`` in bytes) in order, verified by ``verify`` here, or, once the rest promises
+    :data:`WORTH_SECONDS` of work at the rate so far, by this process and a forked :class:`Helper`
+    together (``forked()`` is called then; ``keep_text`` as for it). Never forks in a process with
+    other threads (a server's: a fork copies only the calling thread, and a lock another holds would
+    stay held in the child) or with one CPU."""
+    may_fork = hasattr(os, "fork") and threading.active_count() == 1 and _cpus() >= 2
+    total = sum(r["size"] for r in rows) if may_fork else 0
+    started, done = time.perf_counter(), 0
+    for i, row in enumerate(rows):
+        if may_fork and done and i % 8 == 0 and (spent := time.perf_counter() - started) >= FIRST_LOOK_SECONDS \
+                and (total - done) / done * spent >= WORTH_SECONDS:
+            forked()
+            helper = Helper(verify, rows[i:], keep_text)
+            try:
+                yield from helper.results()
+            finally:
+                helper.stop()
+            return
+        yield row, *verify(row)
+        done += row["size"]
 
 
 class Helper:

@@ -278,7 +278,7 @@ def _verified(store: Store, codebase: Codebase, meta: dict, pattern: GrepPattern
               match: Callable, keep_text: bool, answer: GrepAnswer) -> Iterator[tuple]:
     """``(row, text, gaps, match(pattern, text))`` of each candidate in order (text None: unreadable; the
     match None: timed out), under the size cap of the build whose snapshot is ``meta``, one file at a time
-    as the consumer asks (it may stop). A long list's later part is verified by a forked child meanwhile
+    as the consumer asks (it may stop). A long list's later part may be verified by a forked child
     (:mod:`.grep_split`; ``keep_text``: it sends back the matched files' texts too; ``answer.processes``
     says so): threads reading and matching ahead were 20-40% slower with the files in the page cache,
     for the GIL's hand-offs (docs/benchmarks.md, "Grep", third round)."""
@@ -293,16 +293,7 @@ def _verified(store: Store, codebase: Codebase, meta: dict, pattern: GrepPattern
             text, gaps = _text(store, codebase, pattern, row, disk, max_bytes)
             return text, gaps, [] if text is None else _matched_or_none(match, pattern, text)
 
-        if not grep_split.worth_splitting(rows):
-            for row in rows:
-                yield row, *verify(row)
-            return
-        helper = grep_split.Helper(verify, rows, keep_text)
-        answer.processes = 2
-        try:
-            yield from helper.results()
-        finally:
-            helper.stop()
+        yield from grep_split.verified(verify, rows, keep_text, lambda: setattr(answer, "processes", 2))
 
 
 def _text(store: Store, codebase: Codebase, pattern: GrepPattern, row: dict, disk: boundary.IndexedReader | None,
