@@ -615,6 +615,16 @@ def test_a_crlf_line_is_printed_as_rg_prints_it_and_a_missing_pattern_reads_plai
     assert missing.exit_code == 2 and "Error: pattern is missing" in missing.output
 
 
+def test_inverted_lines_of_a_file_without_the_literal_are_all_its_lines_in_every_encoding(tmp_path):
+    """A new user's `grep -v zzz` printed only the plain ASCII files: a CRLF or non-ASCII file without the
+    pattern's literal was skipped undecoded, as a normal grep may, so -v lost all its lines."""
+    root = built(write_tree(tmp_path / "repo", {"crlf.txt": "aaa\r\nbbb\r\n", "uni.txt": "ünï\nbbb\n", "lf.txt": "aaa\nbbb\n"}))
+    assert [(f.path, f.matches) for f in grep(root, "zzz", invert=True).files] == [
+        ("crlf.txt", 2), ("lf.txt", 2), ("uni.txt", 2)]
+    assert [(f.path, f.matches) for f in grep(root, "zzz", invert=True, counts_only=True).files] == [
+        ("crlf.txt", 2), ("lf.txt", 2), ("uni.txt", 2)]
+
+
 def test_a_line_with_a_control_character_is_printed_escaped_and_a_tab_as_it_is(tmp_path):
     """Lines are printed a file at a time when none needs an escape; a file with one keeps its escapes."""
     root = built(write_tree(tmp_path / "repo", {"a.txt": "needle\tone\nneedle \x1b]0;title\x07\n", "b.txt": "needle\n"}))

@@ -179,8 +179,7 @@ def _search(store: Store, codebase: Codebase, pattern: GrepPattern, request: Gre
     retry = True
     match = ((inverted_count if request.counts_only else inverted_lines) if request.invert
              else count_lines if request.counts_only else matching_lines)
-    keep_text = bool(request.before or request.after) and not request.counts_only
-    for row, text, gaps, matched in _verified(store, codebase, meta, pattern, rows, match, keep_text, answer):
+    for row, text, gaps, matched in _verified(store, codebase, meta, pattern, rows, match, request, answer):
         if request.limit is not None and shown_lines >= request.limit:
             answer.truncated = True
             break
@@ -275,12 +274,12 @@ def _matched_or_none(match: Callable, pattern: GrepPattern, text: str | bytes) -
 
 
 def _verified(store: Store, codebase: Codebase, meta: dict, pattern: GrepPattern, rows: list[dict],
-              match: Callable, keep_text: bool, answer: GrepAnswer) -> Iterator[tuple]:
+              match: Callable, request: GrepRequest, answer: GrepAnswer) -> Iterator[tuple]:
     """``(row, text, gaps, match(pattern, text))`` of each candidate in order (text None: unreadable; the
     match None: timed out), under the size cap of the build whose snapshot is ``meta``, one file at a time
     as the consumer asks (it may stop). A long list's later part may be verified by a forked child
-    (:mod:`.grep_split`; ``keep_text``: it sends back the matched files' texts too; ``answer.processes``
-    says so): threads reading and matching ahead were 20-40% slower with the files in the page cache,
+    (:mod:`.grep_split`, sending back the matched files' texts when ``request`` asks for context;
+    ``answer.processes`` says so): threads reading and matching ahead were 20-40% slower with the files in the page cache,
     for the GIL's hand-offs (docs/benchmarks.md, "Grep", third round)."""
     if codebase.alone:
         for row in rows:
@@ -290,24 +289,27 @@ def _verified(store: Store, codebase: Codebase, meta: dict, pattern: GrepPattern
     max_bytes = scan_rules(codebase, meta)["max_file_bytes"]
     with boundary.IndexedReader(os.path.realpath(codebase.root)) as disk:
         def verify(row: dict) -> tuple:
-            text, gaps = _text(store, codebase, pattern, row, disk, max_bytes)
+            text, gaps = _text(store, codebase, pattern, row, disk, max_bytes, not request.invert)
             return text, gaps, [] if text is None else _matched_or_none(match, pattern, text)
 
+        keep_text = bool(request.before or request.after) and not request.counts_only
         yield from grep_split.verified(verify, rows, keep_text, lambda: setattr(answer, "processes", 2))
 
 
 def _text(store: Store, codebase: Codebase, pattern: GrepPattern, row: dict, disk: boundary.IndexedReader | None,
-          max_bytes: int) -> tuple[str | bytes | None, list[list[int]]]:
+          max_bytes: int, matches_only: bool = True) -> tuple[str | bytes | None, list[list[int]]]:
     """A candidate's text and the line ranges it lacks: from disk through the file boundary (None when
     the file is gone, or became something grep must not read: a symlink out of the root, a device, a
     binary or a private key, larger than ``max_bytes``; its bytes as they are when ``pattern`` can match
-    them so, :func:`~codii_sql.search.grep.matches_bytes`), or for an index alone its stored text, else
-    its chunks' stored lines."""
+    them so, :func:`~codii_sql.search.grep.matches_bytes`; ``b""`` when ``matches_only`` and the bytes
+    lack the pattern's literal: -v asks for every line, so never then), or for an index alone its stored
+    text, else its chunks' stored lines."""
     if not codebase.alone:
         data = disk.read(row["path"], size_cap(row["path"], max_bytes))
         if data is None or matches_bytes(pattern, data):
             return data, []
-        if pattern.needle is not None and pattern.needle not in data and not data.startswith(UTF16_BOMS):
+        if matches_only and pattern.needle is not None and pattern.needle not in data \
+                and not data.startswith(UTF16_BOMS):
             return b"", []  # no match once decoded either: the decoding (a third of a selective grep of Django) skipped
         return decode_source(data), []
     if row["has_text"]:
