@@ -182,6 +182,29 @@ def test_errors_say_what_to_do(sample_repo, server, monkeypatch, embedder, env, 
     assert KEY not in run("build", sample_repo, "--embedder", embedder).output
 
 
+def test_a_first_build_with_the_server_down_indexes_every_file_and_the_next_embeds_them(sample_repo, server,
+                                                                                         monkeypatch):
+    """A new user's first build with Ollama down committed nothing: status said not_indexed without the error,
+    and an MCP server's watcher then built the index with the default model instead."""
+    down = Server()
+    for key, value in down.env.items():
+        monkeypatch.setenv(key, value)
+    down.stop()
+    one_line_error(run("build", sample_repo, "--embedder", "ollama:late-model"), "refused the connection",
+                   "every file is indexed for BM25")
+    st = as_json(run("status", sample_repo, "--json"))
+    assert st["status"] == "indexed" and st["vectors"]["state"] == "pending" and "refused" in st["vectors"]["error"]
+    assert as_json(run("inspect", sample_repo, "--json"))["snapshot"]["model_id"] == "ollama:late-model"
+    found = as_json(run("search", "parse_header", "--path", sample_repo, "--mode", "bm25", "--no-update", "--json"))
+    assert found["results"][0]["symbol"] == "parse_header"
+    for key, value in server.env.items():  # the server is up now, with wider vectors than the default model's
+        monkeypatch.setenv(key, value)
+    server.control(dims=768)
+    assert as_json(run("build", sample_repo, "--json"))["vectors_pending"] == 0
+    with Store(Codebase.open(sample_repo).db_path, create=False) as store:
+        assert store.vector_dims() == 768 and store.meta()["dims"] == 768
+
+
 def test_an_index_built_by_a_provider_is_refused_another_model(sample_repo):
     as_json(run("build", sample_repo, "--embedder", "ollama:nomic-embed-text", "--json"))
     res = run("build", sample_repo, "--embedder", "openai:text-embedding-test")

@@ -8,7 +8,8 @@ import time
 from collections.abc import Callable, Iterable
 
 from ..codebase import Codebase
-from ..errors import BuildStopped, DamagedIndexError, IndexBusyError, IndexMismatchError, Remedy, UsageError
+from ..errors import (BuildStopped, DamagedIndexError, EmbeddingFailedError, IndexBusyError, IndexMismatchError, Remedy,
+                      UsageError)
 from ..paths import in_indexes_dir
 from ..models.cache import EmbeddingCache
 from ..models.embedder import Embedder
@@ -37,6 +38,11 @@ from .lexical import LexicalPhase, compact_text_indexes, described
 from .plan import Plan, make_plan, nothing_to_do, same_settings
 from .report import BuildReport, Progress, skip_listing
 from .settings import index_settings
+
+#: Seconds after a provider's server failed the lexical phase's probe within which the vector phase
+#: reports that failure again instead of asking (each ask is ~6 s of retries); a longer lexical phase
+#: (a large tree) asks again, as the server may be up by then.
+PROBE_AGAIN_SECONDS = 60.0
 
 
 class Indexer:
@@ -79,6 +85,7 @@ class Indexer:
         self.codebase = codebase
         self.history = history
         self.with_history = with_history
+        self._unanswered: tuple[float, EmbeddingFailedError] | None = None  # (when, why) the server failed a probe
         self.embedder = embedder
         self.progress = progress or (lambda phase, done, total: None)
         self.cache = cache
@@ -163,8 +170,14 @@ class Indexer:
         known = meta.get("model_id") == self.embedder.model_id and meta.get("dims")
         if self.embedder.dims is None and self._vectors_on(store) and not known:
             # A new HTTP provider index: one request says the width (and that it answers). An index
-            # that records its width needs none: its lexical update works with the server down.
-            self.embedder.load()
+            # that records its width needs none: its lexical update works with the server down. A
+            # server that does not answer leaves the width to the vector phase, which says why it
+            # failed: the lexical phase needs no vector (a new user's first build with Ollama down
+            # committed nothing, and status said not_indexed without the error).
+            try:
+                self.embedder.load()
+            except EmbeddingFailedError as err:
+                self._unanswered = (time.monotonic(), err)
         settings = index_settings(self.embedder)
         # --force --no-cache is the way to embed every chunk again: reuse no vector at all.
         self.reuse_index_vectors = not (force and self.cache is None)
@@ -322,6 +335,17 @@ class Indexer:
             with store.transaction():
                 store.set_meta(vectors_pid=os.getpid(), vectors_started_at=time.time(), vectors_error=None)
             try:
+                if self.embedder.dims is None and not store.meta().get("dims"):  # the lexical phase's probe failed
+                    try:
+                        if self._unanswered and time.monotonic() - self._unanswered[0] < PROBE_AGAIN_SECONDS:
+                            raise self._unanswered[1]
+                        self.embedder.load()
+                    except EmbeddingFailedError as err:
+                        raise EmbeddingFailedError(f"{err.what}; every file is indexed for BM25, symbols and grep, "
+                                                   "and the next build embeds the chunks", err.hint) from None
+                    store.fit_vector_tables(self.embedder.dims)
+                    with store.transaction():
+                        store.set_meta(dims=self.embedder.dims)
                 embed_queued(store, self.embedder, self.cache, report, self.progress, prefer=self.prefer,
                              reuse_index=self.reuse_index_vectors, batch_size=self.embedding_batch_size)
                 if self.max_inline is None:
