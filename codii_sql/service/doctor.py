@@ -6,13 +6,13 @@ import tempfile
 from pathlib import Path
 
 from ..codebase import Codebase
-from ..ingest.doctor import examine
+from ..ingest.doctor import Check, DoctorReport, examine
 from ..storage.lock import writer_lock
 from ..storage.copies import snapshot
 from ..storage.store import Store
 from .builds import build, reword_disk_full
 from .embedders import embedder_health, recorded_embedder
-from ..errors import UsageError
+from ..errors import DamagedIndexError, UsageError
 from .status import not_indexed
 
 
@@ -40,9 +40,13 @@ def doctor(codebase: Codebase, *, repair: bool = True, rebuild: bool = True) -> 
                 embedder = None if report.damaged else recorded_embedder(store.meta())
         return {"codebase": str(codebase.root), "db": str(codebase.db_path), **report.to_dict(),
                 **({"embedder": embedder_health(embedder)} if embedder else {})}
-    with reword_disk_full(codebase), writer_lock(codebase), Store(codebase.db_path, create=False) as store:
-        report = examine(store, repair=repair)
-        embedder = None if report.damaged else recorded_embedder(store.meta())
+    try:
+        with reword_disk_full(codebase), writer_lock(codebase), Store(codebase.db_path, create=False) as store:
+            report = examine(store, repair=repair)
+            embedder = None if report.damaged else recorded_embedder(store.meta())
+    except DamagedIndexError as err:  # too broken to open: the check's finding, not doctor's failure
+        report, embedder = DoctorReport([Check("sqlite integrity_check", False, getattr(err, "sqlite", err.what))],
+                                        damaged=True), None
     out = {"codebase": str(codebase.root), "db": str(codebase.db_path), **report.to_dict()}
     if embedder:
         out["embedder"] = embedder_health(embedder)

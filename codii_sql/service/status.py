@@ -57,11 +57,17 @@ def status(codebase: Codebase, *, check_stale: bool = True) -> dict:
             return {**out, "status": "indexing", "phase": "starting", "daemon": background}
         outer = codebase.enclosing()
         return {**out, "status": "not_indexed", **({"inside_indexed": str(outer.root)} if outer else {})}
-    with open_store(codebase) as store:
-        counts = store.row("counts")
-        state, meta, vectors = _state(codebase, store)
-        history = history_state(store)
-        problem = health.damage(store) if check_stale and state != "indexing" else None
+    try:
+        with open_store(codebase) as store:
+            counts = store.row("counts")
+            state, meta, vectors = _state(codebase, store)
+            history = history_state(store)
+            problem = health.damage(store) if check_stale and state != "indexing" else None
+    except DamagedIndexError as err:  # pages so broken that the snapshot itself cannot be read
+        problem = getattr(err, "sqlite", None) or err.what
+        damaged = _damaged(codebase.root, problem, codebase.db_path)
+        return {**out, "status": "damaged", "size_bytes": _db_size(codebase.db_path), "damage": problem,
+                "error": damaged.what, "hint": damaged.hint}
     if problem:
         state = "damaged"
     elif state == "indexed" and check_stale and not codebase.alone and is_stale(codebase):

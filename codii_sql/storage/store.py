@@ -105,10 +105,12 @@ class Store:
             # build --force and clear act on damaged files only in $CODII_SQL_HOME/indexes (the service):
             # a damaged file elsewhere may not be ours.
             ours = in_indexes_dir(self.path)
-            raise DamagedIndexError(f"{self.path} is damaged or not a SQLite database ({err})",
-                                    Remedy("force_build") if ours else
-                                    "if it is a codii-sql index, delete it by hand and build again; else pass "
-                                    "an index file codii-sql wrote (build or export)") from None
+            damaged = DamagedIndexError(f"{self.path} is damaged or not a SQLite database ({err})",
+                                        Remedy("force_build") if ours else
+                                        "if it is a codii-sql index, delete it by hand and build again; else pass "
+                                        "an index file codii-sql wrote (build or export)")
+            damaged.sqlite = str(err)  # SQLite's own words, for status and doctor's reports
+            raise damaged from None
         except (apsw.Error, OSError) as err:
             self._close_quietly()
             if self.path.parent.is_dir() and not os.access(self.path.parent, os.W_OK):
