@@ -206,9 +206,9 @@ def missing_member(path: str, err: CodiiError, workspace: str | None = None) -> 
 
 def describe(ws: Workspace, *, check_stale: bool = True) -> dict:
     """``{"name", "source", "members": [{"codebase", "status", "files", "chunks", "size_bytes", ...}]}``;
-    a member's status is that of :func:`status` (indexed, stale, indexing, failed, not_indexed),
-    ``failed`` with a ``note`` for an index that cannot be read, or ``missing`` for a folder that
-    is not there. Each folder is listed once."""
+    a member's status is that of :func:`status` (indexed, stale, indexing, failed, not_indexed;
+    damaged with a ``note`` saying what replaces it), ``failed`` with a ``note`` for an index that
+    cannot be read, or ``missing`` for a folder that is not there. Each folder is listed once."""
     members, seen = [], set()
     for path in ws.paths:
         if is_remote(path):  # another server's: its own status is its /healthz
@@ -229,5 +229,6 @@ def describe(ws: Workspace, *, check_stale: bool = True) -> dict:
             members.append({"codebase": str(cb.root), "status": "failed", "note": str(err)})
             continue
         members.append({"codebase": str(cb.root), "status": st["status"],
-                        **{k: st[k] for k in ("files", "chunks", "size_bytes", "vectors") if k in st}})
+                        **{k: st[k] for k in ("files", "chunks", "size_bytes", "vectors") if k in st},
+                        **({"note": f"{st['error']}: {hint_text(st['hint'])}"} if st["status"] == "damaged" else {})})
     return {"name": ws.name, "source": ws.source, "members": members, **({"note": ws.error} if ws.error else {})}
