@@ -545,7 +545,13 @@ def test_a_named_file_the_index_leaves_out_is_said_not_searched(tmp_path):
     assert answer.matched_lines == 0
     note = answer.note(lambda h: h)
     assert "big.py (too large)" in note and "package-lock.json (lock file)" in note and "a.py" not in note
-    assert "not searched" not in (grep(root, "func_59999").note(lambda h: h) or "")  # the whole codebase: no such note
+    # The whole codebase, nothing matched: how many paths rg would read the index leaves out (a new user's
+    # `grep -c over_marker` exited 1 without a word where rg found 61,690 lines in a file over 1 MB).
+    whole = grep(root, "func_59999").note(lambda h: h)
+    assert "leaves out 2 paths rg would read" in whole and "too large 1" in whole and "lock file 1" in whole, whole
+    assert "status --skipped" in whole and "big.py" not in whole
+    assert "leaves out" not in (grep(root, "return").note(lambda h: h) or "")  # a match: no such note
+    assert "leaves out" not in (grep(root, "func_59999", paths=[str(root / "a.py")]).note(lambda h: h) or "")
     (root / "pkg.egg-info").mkdir()
     (root / "pkg.egg-info" / "PKG-INFO").write_text("func_59999\n")
     (root / "blob.dat").write_bytes(b"func_59999\x00\x01")

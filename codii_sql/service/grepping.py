@@ -18,8 +18,6 @@ from dataclasses import dataclass, field
 from ..codebase import Codebase
 from ..errors import Remedy, StorageError, UsageError
 from ..ingest.config import size_cap
-from ..ingest.read import read_file
-from ..ingest.scanned import SourceFile
 from ..languages import KNOWN_LANGUAGES, language_name
 from ..search.answer import Note
 from ..search.budget import json_tokens
@@ -30,7 +28,7 @@ from ..search.pattern import GrepPattern
 from ..search.results import ROLES
 from ..storage.store import Store
 from ..text import UTF16_BOMS, decode_source, unpack_text
-from . import boundary, grep_filter, grep_split
+from . import boundary, grep_filter, grep_left_out, grep_split
 from .stored import not_stored, stored_lines
 from .status import committed_files, open_store, refuse_damaged, scan_rules
 
@@ -130,7 +128,9 @@ def search_codebase(codebase: Codebase, pattern: GrepPattern, request: GrepReque
     with open_store(codebase) as store, collector_paused():
         refuse_damaged(codebase, store)
         answer = _search(store, codebase, pattern, request, scopes, notes)
-        answer.notes += _left_out(store, codebase, scopes)
+        answer.notes += grep_left_out.named(store, codebase, scopes)
+        if not answer.matched_lines and not answer.nothing_selected:
+            answer.notes += grep_left_out.unread(store.meta(), codebase, scopes)
     if request.max_columns:
         for f in answer.files:
             f.lines = [_cut(g, request.max_columns) for g in f.lines]
@@ -228,41 +228,6 @@ def _search(store: Store, codebase: Codebase, pattern: GrepPattern, request: Gre
                                          "regular text file inside the root) and were not searched",
                                  Remedy("build", {"root": answer.codebase})))
     return answer
-
-
-def _left_out(store: Store, codebase: Codebase, scopes: list[str]) -> list[Note]:
-    """A note naming the files and folders the request names that the index leaves out (a lock file, a
-    minified, binary or too large one, an excluded folder: its rules'), which grep therefore did not
-    read (a new user's `grep func_59999 big.py` answered "no match", silently, where rg found it);
-    none for an index alone."""
-    if codebase.alone:
-        return []
-    missing = []
-    for s in scopes:
-        full = os.path.join(codebase.root, s)
-        if os.path.isfile(full) and store.row("file_by_path", {"path": s}) is None:
-            missing.append((s, False))
-        elif os.path.isdir(full) and not store.value("has_files_under", {"under": s}):
-            missing.append((s, True))
-    if not missing:
-        return []
-    rules = scan_rules(codebase)
-    files = boundary.FileSet(codebase.root, rules)
-    # A folder's reason is that of a plain file in it ("missing" when the folder itself is not left out).
-    reasons = [(files.unlisted(f"{s}/a") if folder else files.unlisted(s) or _unread(codebase, s, rules))
-               for s, folder in missing[:5]]
-    reasons = ["no indexed file" if r in (None, "missing") else r.replace("-", " ") for r in reasons]
-    why = ", ".join(f"{s} ({reason})" for (s, _), reason in zip(missing, reasons))
-    more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
-    hint = "rg reads them" + ("; a larger max_file_bytes in .codii.yaml indexes them" if "too large" in reasons else "")
-    return [Note("grep", f"not searched, as the index leaves them out: {why}{more}", hint)]
-
-
-def _unread(codebase: Codebase, rel: str, rules: dict) -> str:
-    """Why a file the index's rules list is not in it, as the build reads it (binary, minified, too
-    large, a private key...), else not yet read."""
-    data = read_file(codebase.root, SourceFile(rel, 0, 0), max_file_bytes=rules["max_file_bytes"])
-    return data if isinstance(data, str) else "not indexed yet"
 
 
 def _matched_or_none(match: Callable, pattern: GrepPattern, text: str | bytes) -> list[GrepLine] | int | None:

@@ -1,0 +1,79 @@
+"""What a grep did not read: the files the index leaves out, named in the request or, when nothing matched, anywhere it searched."""
+
+from __future__ import annotations
+
+import os
+
+from ..codebase import Codebase
+from ..ingest.read import read_file
+from ..ingest.scanned import SourceFile
+from ..search.answer import Note
+from ..storage.store import Store
+from . import boundary
+from .status import scan_rules
+
+#: Why the index leaves out a path that rg would read (rg skips what git ignores, hidden and binary
+#: files too): said when nothing matched, as the match may be there.
+RG_READS = ("too-large", "minified", "lock-file", "secret", "default-excluded", "build-output", "extension-filter",
+            "nested-repository")
+
+
+def named(store: Store, codebase: Codebase, scopes: list[str]) -> list[Note]:
+    """A note naming the files and folders the request names that the index leaves out (a lock file, a
+    minified, binary or too large one, an excluded folder: its rules'), which grep therefore did not
+    read (a new user's `grep func_59999 big.py` answered "no match", silently, where rg found it);
+    none for an index alone."""
+    if codebase.alone:
+        return []
+    missing = []
+    for s in scopes:
+        full = os.path.join(codebase.root, s)
+        if os.path.isfile(full) and store.row("file_by_path", {"path": s}) is None:
+            missing.append((s, False))
+        elif os.path.isdir(full) and not store.value("has_files_under", {"under": s}):
+            missing.append((s, True))
+    if not missing:
+        return []
+    rules = scan_rules(codebase)
+    files = boundary.FileSet(codebase.root, rules)
+    # A folder's reason is that of a plain file in it ("missing" when the folder itself is not left out).
+    reasons = [(files.unlisted(f"{s}/a") if folder else files.unlisted(s) or _unread(codebase, s, rules))
+               for s, folder in missing[:5]]
+    reasons = ["no indexed file" if r in (None, "missing") else r.replace("-", " ") for r in reasons]
+    why = ", ".join(f"{s} ({reason})" for (s, _), reason in zip(missing, reasons))
+    more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
+    hint = "rg reads them" + ("; a larger max_file_bytes in .codii.yaml indexes them" if "too large" in reasons else "")
+    return [Note("grep", f"not searched, as the index leaves them out: {why}{more}", hint)]
+
+
+def _unread(codebase: Codebase, rel: str, rules: dict) -> str:
+    """Why a file the index's rules list is not in it, as the build reads it (binary, minified, too
+    large, a private key...), else not yet read."""
+    data = read_file(codebase.root, SourceFile(rel, 0, 0), max_file_bytes=rules["max_file_bytes"])
+    return data if isinstance(data, str) else "not indexed yet"
+
+
+def unread(meta: dict, codebase: Codebase, scopes: list[str]) -> list[Note]:
+    """A note for a grep that matched nothing: how many paths under ``scopes`` (relative; [] the whole)
+    the index leaves out that rg would read, by reason, from the snapshot ``meta`` (a new user's
+    `grep -c over_marker` exited 1 without a word where rg found 61,690 lines in a 1 MB file); none
+    for an index alone or when it leaves out none."""
+    if codebase.alone:
+        return []
+    if not scopes:
+        counts = {r: n for r, n in (meta.get("skipped") or {}).items() if r in RG_READS and n}
+    else:
+        counts = {}
+        for f in (meta.get("skipped_files") or {}).get("files", []):
+            if f["reason"] in RG_READS and any(f["path"] == s or f["path"].startswith(s.rstrip("/") + "/")
+                                               for s in scopes):
+                counts[f["reason"]] = counts.get(f["reason"], 0) + 1
+    if not counts:
+        return []
+    reasons = sorted(counts.items(), key=lambda kv: -kv[1])
+    said = ", ".join(f"{reason.replace('-', ' ')} {n:,}" for reason, n in reasons[:4])
+    n = sum(counts.values())
+    return [Note("grep", f"no match in the indexed files; the index leaves out {n:,} path{'s' * (n != 1)} rg would "
+                         f"read ({said}), not searched",
+                 "`codii-sql status --skipped` lists them; a .codiiignore negation (!path) or a larger "
+                 "max_file_bytes in .codii.yaml takes one in")]
