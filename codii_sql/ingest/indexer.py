@@ -37,7 +37,7 @@ from .history_vectors import embed_history, fit_history_vec, history_dims
 from .lexical import LexicalPhase, compact_text_indexes, described
 from .plan import Plan, make_plan, nothing_to_do, same_settings
 from .report import BuildReport, Progress, skip_listing
-from .settings import index_settings
+from .settings import check_compatible, index_settings
 
 #: Seconds after a provider's server failed the lexical phase's probe within which the vector phase
 #: reports that failure again instead of asking (each ask is ~6 s of retries); a longer lexical phase
@@ -194,7 +194,7 @@ class Indexer:
                 store.set_meta(chunker_version=CHUNKER_VERSION)
         workers = next((w for w in (self.workers, meta.get("workers"), config.workers) if w is not None), 0)
         self.embedding_batch_size = config.embedding_batch_size
-        store.check_compatible(settings)
+        check_compatible(store, settings)
         if self.embedder.dims is not None:
             store.fit_vector_tables(self.embedder.dims)
         # Every file a build writes gets its grep text and trigram row and its definitions, so an index
@@ -369,7 +369,7 @@ class Indexer:
         vectors cannot share the vec0 tables, so only then is the index emptied first.
         """
         try:
-            store.check_compatible(settings | {"chunker_version": store.meta().get("chunker_version")})
+            check_compatible(store, settings | {"chunker_version": store.meta().get("chunker_version")})
         except IndexMismatchError:
             with store.transaction():
                 store.run("wipe")

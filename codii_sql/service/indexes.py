@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from ..codebase import Codebase
-from ..ingest.settings import index_settings
+from ..ingest.settings import check_compatible, index_settings
 from ..search.searcher import Searcher
 from . import boundary
 from .embedders import embedder_for_search
@@ -32,7 +32,7 @@ def open_searcher(codebase: Codebase, *, mmap: bool = True) -> Searcher:
         refuse_damaged(codebase, store)
         embedder = embedder_for_search(store.meta())
         # Chunks of older chunking rules are still valid search results; the next build re-chunks.
-        store.check_compatible({k: v for k, v in index_settings(embedder).items() if k != "chunker_version"})
+        check_compatible(store, {k: v for k, v in index_settings(embedder).items() if k != "chunker_version"})
     except Exception:
         store.close()
         raise

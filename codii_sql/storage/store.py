@@ -382,24 +382,3 @@ class Store:
         """Store snapshot values (JSON-encoded); the caller owns the transaction."""
         for key, value in values.items():
             self.run("meta_set", {"key": key, "value": json.dumps(value)})
-
-    def check_compatible(self, expected: Mapping[str, Any]) -> None:
-        """Raise if the index was built with other settings than ``expected``.
-
-        ``expected`` maps snapshot keys (schema_version, model_id, dims, model_sha256,
-        chunker_version) to the values of this build. An empty index is always compatible, and one
-        without ``dims`` (its provider's server never answered) with any width.
-
-        Raises:
-            IndexMismatchError: a key differs; the message names it and says to rebuild.
-        """
-        meta = self.meta()
-        if "schema_version" not in meta:
-            return
-        for key, want in expected.items():
-            have = meta.get(key)
-            if key == "dims" and have is None:  # its provider never answered yet: no vector, any width fits
-                continue
-            if have != want:
-                raise IndexMismatchError(f"index {self.path.name} was built with {key}={have!r}, this version uses "
-                                         f"{want!r}", Remedy("force_build"))
