@@ -663,7 +663,11 @@ def test_the_cli_prints_files_counts_and_filters_as_rg_does(tmp_path, codii_home
                  ["-S", "mode"], ["-S", "Mode"], ["-m", "1", "mode"], ["-o", "mo\\w+"], ["-c", "-o", "mode"],
                  ["-v", "mode"], ["-v", "-c", "mode"], ["-c", "-m", "1", "mode"],
                  ["--hidden", "-c", "mode"], ["-c", "mode", ".hidden"], ["mode", "src/.dot.rs"],
-                 ["-g", ".hidden/*.rs", "mode"], ["-g", "**/.dot.rs", "mode"]):
+                 ["-g", ".hidden/*.rs", "mode"], ["-g", "**/.dot.rs", "mode"],
+                 # whole lines, files without a match, matches counted (a new user's rg habits)
+                 ["-x", "fn mode\\(\\) \\{\\}"], ["-x", "-c", "f\\w+ mode.*"], ["-x", "-F", "fn mode() {}"],
+                 ["--files-without-match", "mode\\("], ["--files-without-match", "Mode"], ["--files-without-match", "-c", "Mode"],
+                 ["--files-without-match", "-g", "*.go", "func"], ["--count-matches", "mode"], ["--count-matches", "-v", "mode"]):
         ours, theirs = both(*args)
         assert ours == theirs, (args, ours, theirs)
     ours, theirs = both("-g", "{a,b", "mode")

@@ -25,6 +25,7 @@ _CONTEXT = click.IntRange(0, service.MAX_CONTEXT)
 @click.option("-w", "--word-regexp", "word", is_flag=True, help="Only matches with no word character around them.")
 @click.option("-S", "--smart-case", "smart_case", is_flag=True,
               help="Case-insensitive when the patterns hold no upper-case letter.")
+@click.option("-x", "--line-regexp", "line_regexp", is_flag=True, help="Only matches that are a whole line.")
 @click.option("-v", "--invert-match", "invert", is_flag=True, help="The lines that do not match (every indexed file).")
 @click.option("-o", "--only-matching", "only_matching", is_flag=True, help="Print each match alone, a line each.")
 @click.option("-m", "--max-count", "max_count", type=click.IntRange(1), default=None,
@@ -32,7 +33,10 @@ _CONTEXT = click.IntRange(0, service.MAX_CONTEXT)
 @click.option("--hidden", is_flag=True, help="Also files and folders whose name starts with '.' (as rg, left out "
                                              "by default; a path given is searched whatever its name).")
 @click.option("-l", "--files-with-matches", "files_only", is_flag=True, help="Print the paths of files that match.")
+@click.option("--files-without-match", "without_match", is_flag=True,
+              help="Print the paths of the files where nothing matches.")
 @click.option("-c", "--count", "count", is_flag=True, help="Print each matching file's number of matching lines.")
+@click.option("--count-matches", "count_matches", is_flag=True, help="Print each matching file's number of matches.")
 @click.option("-n/-N", "--line-number/--no-line-number", "numbers", default=True, help="Show line numbers (default).")
 @click.option("-H/-I", "--with-filename/--no-filename", "with_filename", default=None,
               help="Show each line's path, or not [default: shown, but for a single FILE given, as rg].")
@@ -49,13 +53,16 @@ _CONTEXT = click.IntRange(0, service.MAX_CONTEXT)
 @db_option
 @click.option("--json", "as_json", is_flag=True, help="JSON lines in rg --json's shape (begin, match, context, "
                                                        "end, summary).")
-def grep(pattern, paths, patterns, fixed, ignore_case, word, smart_case, invert, only_matching, max_count, hidden,
-         files_only, count, numbers, with_filename, after, before, context, globs, types, sort, limit, no_update, db,
-         as_json):
+def grep(pattern, paths, patterns, fixed, ignore_case, word, smart_case, line_regexp, invert, only_matching, max_count,
+         hidden, files_only, without_match, count, count_matches, numbers, with_filename, after, before, context, globs,
+         types, sort, limit, no_update, db, as_json):
     """Lines matching PATTERN (Python regex syntax) in the indexed files under PATH (default: the current
     folder's codebase), in path and line order, as `rg -n --no-heading` prints them. Candidate files come
     from the index's trigrams; every one is read and matched exactly. Exit status 1 when nothing matched,
     2 on an error or when nothing matched but some files timed out (their answer is unknown)."""
+    if count_matches:  # rg's --count-matches is -c -o
+        count = only_matching = True
+    without_match = without_match and not (count or as_json)  # -c wins, as in rg
     if patterns:
         paths = ((pattern,) if pattern is not None else ()) + tuple(paths)
     elif pattern is not None:
@@ -64,9 +71,10 @@ def grep(pattern, paths, patterns, fixed, ignore_case, word, smart_case, invert,
                                   db=db, globs=list(globs), types=list(types),
                                   before=context if before is None else before,
                                   after=context if after is None else after, limit=limit, sort=sort,
-                                  update=not no_update, counts_only=(files_only or count) and not (as_json or only_matching),
+                                  update=not no_update,
+                                  counts_only=(files_only or count or without_match) and not (as_json or only_matching),
                                   glob_base=os.getcwd(), smart_case=smart_case, max_count=max_count, invert=invert,
-                                  hidden=hidden)
+                                  hidden=hidden, line_regexp=line_regexp, without_match=without_match)
     if not (as_json or no_update) and all(os.path.lexists(p) for p in paths[:1]):
         first = service.first_build(_folder(paths[0]) if paths else None, db)
         if first is not None:
@@ -82,7 +90,7 @@ def grep(pattern, paths, patterns, fixed, ignore_case, word, smart_case, invert,
             counted = ((f, sum(len(g.spans) for g in f.lines) if only_matching and not invert else f.matches)
                        for f in answer.files)
             _write(f"{shown(f.path)}:{n}\n" if with_filename else f"{n}\n" for f, n in counted)
-        elif files_only:
+        elif files_only or without_match:
             _write(shown(f.path) + "\n" for f in answer.files)
         elif only_matching and not invert:
             _write(_matches_alone(answer, numbers, with_filename))
@@ -90,10 +98,12 @@ def grep(pattern, paths, patterns, fixed, ignore_case, word, smart_case, invert,
             _write(_text_lines(answer, numbers, bool(request.before or request.after), with_filename))
     except BrokenPipeError:  # `grep x | head -1`: the reader has what it wanted; exit as rg does
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit's flush
-        raise SystemExit(0 if answer.matched_lines else 1) from None
+        raise SystemExit(0 if answer.matched_lines or without_match and answer.files else 1) from None
     note = answer.note(words)
     if note and not as_json:
         echo(f"Note: {note}", err=True)
+    if without_match:  # rg: success when a file was printed
+        raise SystemExit(0 if answer.files else 2 if answer.timed_out or answer.nothing_selected else 1)
     if not answer.matched_lines:
         # Files the pattern timed out on may hold a match: "none" would be a guess (rg exits 2 on errors);
         # filters that leave no file to search are no answer either (rg: "No files were searched", 2).

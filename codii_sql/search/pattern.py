@@ -50,6 +50,8 @@ class GrepPattern:
         ignore_case: case-insensitive (``-i``), Unicode simple folding as Python's ``re`` does it.
         word: only matches with no word character right before or after them (``-w``, as rg's
             ``(?:^|\\W)pattern(?:\\W|$)`` test).
+        line: only matches that are a whole line (``-x``, rg's ``^(?:pattern)$``; a CRLF line's ``\\r``
+            is part of it, as for rg).
     Raises:
         UsageError: an empty list, a pattern that is not valid syntax (the message names the
             position), or one holding a line break (grep matches within one line).
@@ -72,6 +74,7 @@ class GrepPattern:
     fixed: bool = False
     ignore_case: bool = False
     word: bool = False
+    line: bool = False
     regex: regex.Pattern = field(init=False)
     fts: str | None = field(init=False)
     line_bound: bool = field(init=False)
@@ -96,8 +99,8 @@ class GrepPattern:
             sources = [posix_spelled(p) for p in self.patterns]
             planned = [posix_spelled(p, planned=True) for p in self.patterns]
         parsed = [_parsed(s, flags, shown) for s, shown in zip(planned, self.patterns)]
-        whole = _combined(sources, self.word)
-        tree = _parsed(_combined(planned, self.word), flags, " | ".join(self.patterns))
+        whole = _combined(sources, self.word, self.line)
+        tree = _parsed(_combined(planned, self.word, self.line), flags, " | ".join(self.patterns))
         properties = planned != sources  # \p{Greek}: the regex module's, no ASCII form
         self.fts = trigrams.to_fts(trigrams.required(parsed))
         self.line_bound = trigrams.line_bound(tree)
@@ -210,9 +213,9 @@ def _needle(parsed, flags: int) -> bytes | None:
     return bytes(codes)
 
 
-def _combined(sources: list[str], word: bool) -> str:
-    """One pattern for all ``sources``: each a non-capturing group, ``-w`` bounds around them, the
-    global flags hoisted to the front."""
+def _combined(sources: list[str], word: bool, line: bool = False) -> str:
+    """One pattern for all ``sources``: each a non-capturing group, ``-w`` bounds or ``-x`` anchors
+    (which win, as in rg) around them, the global flags hoisted to the front."""
     flags, bodies = "", []
     for s in sources:
         head = _GLOBAL_FLAGS.match(s)
@@ -220,8 +223,10 @@ def _combined(sources: list[str], word: bool) -> str:
             flags += head.group(1)
             s = s[head.end():]
         bodies.append(s)
-    body = bodies[0] if len(bodies) == 1 and not word else "|".join(f"(?:{b})" for b in bodies)
-    if word:
+    body = bodies[0] if len(bodies) == 1 and not (word or line) else "|".join(f"(?:{b})" for b in bodies)
+    if line:
+        body = rf"^(?:{body})$"
+    elif word:
         body = rf"(?<!\w)(?:{body})(?!\w)"
     return (f"(?{''.join(dict.fromkeys(flags))})" if flags else "") + body
 

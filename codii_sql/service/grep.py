@@ -36,7 +36,8 @@ def grep(request: GrepRequest, *, progress: Progress | None = None) -> GrepAnswe
     request.check()
     ignore_case = request.ignore_case or (request.smart_case and not any(
         ch.isupper() for p in request.patterns for ch in (p if request.fixed else _ESCAPES.sub("", p))))
-    pattern = GrepPattern(request.patterns, fixed=request.fixed, ignore_case=ignore_case, word=request.word)
+    pattern = GrepPattern(request.patterns, fixed=request.fixed, ignore_case=ignore_case, word=request.word,
+                          line=request.line_regexp)
     codebase, scopes = _scopes(request.paths, request.db)
     if request.glob_base is not None and not codebase.alone:
         request = dataclasses.replace(request, globs=grep_filter.rebased(request.globs, request.glob_base, codebase.root))

@@ -76,6 +76,9 @@ class GrepRequest:
         invert: rg's ``-v``: the lines no pattern matches, in every indexed file (no trigram narrows them).
         hidden: also the files whose name, or a folder's below the paths asked, starts with ``.`` (the CLI
             leaves them out unless ``--hidden``, as rg does; MCP and HTTP grep what the index holds).
+        line_regexp: rg's ``-x``: only matches that are a whole line.
+        without_match: rg's ``--files-without-match``: ``files`` lists the selected files where no line
+            matched (``matches`` 0, no lines), in answer order; the totals still count the matches.
     """
 
     patterns: list[str]
@@ -100,6 +103,8 @@ class GrepRequest:
     max_count: int | None = None
     invert: bool = False
     hidden: bool = True
+    line_regexp: bool = False
+    without_match: bool = False
 
     def check(self) -> None:
         """Raises UsageError for an option out of range (before any indexing work)."""
@@ -171,10 +176,9 @@ def _search(store: Store, codebase: Codebase, pattern: GrepPattern, request: Gre
     keep = grep_filter.keeper(request.types, request.roles, request.globs, scopes, hidden=request.hidden)
     rows = [r for r in rows if keep(r)]
     order = grep_filter.path_order
-    if request.sort == "role":
-        rows.sort(key=lambda r: (ROLE_ORDER.get(r["role"], len(ROLE_ORDER)), order(r["path"])))
-    else:
-        rows.sort(key=lambda r: order(r["path"]))
+    key = ((lambda r: (ROLE_ORDER.get(r["role"], len(ROLE_ORDER)), order(r["path"]))) if request.sort == "role"
+           else (lambda r: order(r["path"])))
+    rows.sort(key=key)
     unpacked = shown_lines = unreadable = 0
     retry = True
     match = ((inverted_count if request.counts_only else inverted_lines) if request.invert
@@ -222,6 +226,11 @@ def _search(store: Store, codebase: Codebase, pattern: GrepPattern, request: Gre
         # rg exits 2 when its filters leave no file to search: "no match" would hide a glob that missed.
         every = store.rows("grep_files_all" if has_tables else "files_for_grep")
         answer.nothing_selected = not any(keep(r) for r in every)
+    if request.without_match:  # the selected files no line matched, those without the trigrams too
+        matched = {f.path for f in answer.files}
+        every = sorted((r for r in store.rows("grep_files_all" if has_tables else "files_for_grep") if keep(r)),
+                       key=key)
+        answer.files = [GrepFile(r["path"], r["role"], r["language"], 0) for r in every if r["path"] not in matched]
     answer.notes = notes + _notes(answer, pattern, has_tables, unpacked, codebase, request.limit)
     if unreadable:
         answer.notes.append(Note("grep", f"{unreadable} indexed files could not be read now (gone, or no longer a "
