@@ -667,7 +667,8 @@ def test_the_cli_prints_files_counts_and_filters_as_rg_does(tmp_path, codii_home
                  # whole lines, files without a match, matches counted (a new user's rg habits)
                  ["-x", "fn mode\\(\\) \\{\\}"], ["-x", "-c", "f\\w+ mode.*"], ["-x", "-F", "fn mode() {}"],
                  ["--files-without-match", "mode\\("], ["--files-without-match", "Mode"], ["--files-without-match", "-c", "Mode"],
-                 ["--files-without-match", "-g", "*.go", "func"], ["--count-matches", "mode"], ["--count-matches", "-v", "mode"]):
+                 ["--files-without-match", "-g", "*.go", "func"], ["--count-matches", "mode"], ["--count-matches", "-v", "mode"],
+                 ["mode", "nonexist", "calls"], ["-c", "mode", "src", "nonexist/x.rs"]):  # rg: the others, then exit 2
         ours, theirs = both(*args)
         assert ours == theirs, (args, ours, theirs)
     ours, theirs = both("-g", "{a,b", "mode")

@@ -102,6 +102,8 @@ def grep(pattern, paths, patterns, fixed, ignore_case, word, smart_case, line_re
     note = answer.note(words)
     if note and not as_json:
         echo(f"Note: {note}", err=True)
+    if answer.missing_paths:  # rg: a path that is not there is an error, whatever the others held
+        raise SystemExit(2)
     if without_match:  # rg: success when a file was printed
         raise SystemExit(0 if answer.files else 2 if answer.timed_out or answer.nothing_selected else 1)
     if not answer.matched_lines:

@@ -64,6 +64,7 @@ class GrepAnswer:
             part of a long list, service/grep_split.py).
         truncated: the ``limit`` or token budget stopped the answer early.
         nothing_selected: the request's globs, types or roles leave no indexed file to search (rg exits 2).
+        missing_paths: paths asked for that do not exist (the others were searched; rg exits 2).
         seconds: wall time (the update excluded); ``candidate_seconds`` of it in the trigram query.
         notes: why lines may be missing or the answer cut.
     """
@@ -81,6 +82,7 @@ class GrepAnswer:
     processes: int = 1
     truncated: bool = False
     nothing_selected: bool = False
+    missing_paths: list[str] = field(default_factory=list)
     seconds: float = 0.0
     candidate_seconds: float = 0.0
     notes: list[Note] = field(default_factory=list)

@@ -38,6 +38,12 @@ def grep(request: GrepRequest, *, progress: Progress | None = None) -> GrepAnswe
         ch.isupper() for p in request.patterns for ch in (p if request.fixed else _ESCAPES.sub("", p))))
     pattern = GrepPattern(request.patterns, fixed=request.fixed, ignore_case=ignore_case, word=request.word,
                           line=request.line_regexp)
+    missing = [p for p in request.paths if not os.path.lexists(p)]
+    if missing and len(missing) < len(request.paths) and not (request.db or is_index_file(request.paths[0])):
+        # rg searches the paths that exist, says which do not, and exits 2: one typo lost every answer here
+        request = dataclasses.replace(request, paths=[p for p in request.paths if p not in missing])
+    else:
+        missing = []
     codebase, scopes = _scopes(request.paths, request.db)
     if request.glob_base is not None and not codebase.alone:
         request = dataclasses.replace(request, globs=grep_filter.rebased(request.globs, request.glob_base, codebase.root))
@@ -46,7 +52,10 @@ def grep(request: GrepRequest, *, progress: Progress | None = None) -> GrepAnswe
         update = ensure_index(codebase, update=request.update, progress=progress, vectors=False)
         if update:
             notes.append(update)
-    return search_codebase(codebase, pattern, request, scopes, notes)
+    notes[:0] = [Note("grep", f"{p}: no such file or folder, not searched") for p in missing]
+    answer = search_codebase(codebase, pattern, request, scopes, notes)
+    answer.missing_paths = missing
+    return answer
 
 
 def _scopes(paths: list[str], db: str | None) -> tuple[Codebase, list[str]]:
