@@ -428,3 +428,42 @@ def test_a_shards_file_is_read_whole_from_its_stored_text(tmp_path, codii_home):
     read = service.file_text(service.open_codebase(None, str(shard)), "app/http.py")
     expected = textwrap.dedent(SAMPLE["app/http.py"]).lstrip("\n")  # as write_tree writes it
     assert read.not_stored == [] and "".join(read.lines) == expected and "\n" in read.lines
+
+
+def test_a_served_shard_cut_in_place_fails_alone_until_it_is_whole_again(tmp_path, codii_home):
+    """A new user's served shard, truncated in place (a cp over it, half done), was reported "searched" with
+    no result in a folder's answer, depending on the pages the query reached: a server now checks the pages
+    of a file alone that changed in place before it searches it again."""
+    import httpx
+    from support import servers
+    shards = tmp_path / "shards"
+    shards.mkdir()
+    shutil.copy(_exported(tmp_path, "svc", _service("one")), shards / "svc.db")
+    shutil.copy(_exported(tmp_path, "other", {"shop/cart.js": "// Sum the cart.\nexport function total(items) {\n"
+                                                               "  return items.reduce((s, i) => s + i.price, 0);\n}\n"}),
+                shards / "other.db")
+    whole = (shards / "svc.db").read_bytes()
+    port = servers.free_port()
+    proc = servers.start(["--shards", str(shards)], port)
+    url = f"http://127.0.0.1:{port}"
+
+    def members(query: str) -> dict:
+        got = httpx.get(f"{url}/search", params={"q": query, "mode": "bm25"}, timeout=60).json()
+        return {os.path.basename(m["codebase"]): m for m in got["codebases"]}, got
+
+    try:
+        found, got = members("alpha_handler")
+        assert found["svc.db"]["status"] == "searched" and got["results"][0]["symbol"] == "alpha_handler"
+        with open(shards / "svc.db", "r+b") as fh:  # cut in place, as cp does before it writes
+            fh.truncate(len(whole) // 3)
+        for _ in range(2):  # checked once, then refused as it is until it changes
+            found, got = members("alpha_handler")
+            assert found["svc.db"]["status"] == "failed", found
+            assert "svc.db" in got["note"] and "damaged" in got["note"], got
+            assert found["other.db"]["status"] == "searched"
+        with open(shards / "svc.db", "r+b") as fh:  # the copy finishes
+            fh.write(whole)
+        found, got = members("alpha_handler")
+        assert found["svc.db"]["status"] == "searched" and got["results"][0]["symbol"] == "alpha_handler", found
+    finally:
+        servers.stop(proc)

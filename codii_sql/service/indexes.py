@@ -14,15 +14,19 @@ from ..ingest.settings import check_compatible, index_settings
 from ..search.searcher import Searcher
 from . import boundary
 from .embedders import embedder_for_search
-from .status import not_indexed, open_store, refuse_damaged, scan_rules
+from ..errors import DamagedIndexError
+from ..storage import health
+from .status import damaged_index, not_indexed, open_store, refuse_damaged, scan_rules
 
 
-def open_searcher(codebase: Codebase, *, mmap: bool = True) -> Searcher:
+def open_searcher(codebase: Codebase, *, mmap: bool = True, check: bool = False) -> Searcher:
     """A :class:`Searcher` over the existing index; the caller closes ``searcher.store``. An index
-    alone is searched without its source: its results' ``stale`` is None (``mmap``: see :func:`open_store`).
+    alone is searched without its source: its results' ``stale`` is None (``mmap``: see :func:`open_store`;
+    ``check``: run quick_check on an index alone too, which nothing remembers clean).
 
     Raises:
         NotIndexedError: no index file yet.
+        DamagedIndexError: quick_check finds broken pages.
         IndexMismatchError: built by another model (older chunking rules are fine: the next build re-chunks).
     """
     if not codebase.db_path.is_file():
@@ -30,6 +34,8 @@ def open_searcher(codebase: Codebase, *, mmap: bool = True) -> Searcher:
     store = open_store(codebase, mmap=mmap)
     try:
         refuse_damaged(codebase, store)
+        if check and codebase.alone and (problem := health.damage(store)):
+            raise damaged_index(codebase.root, problem, codebase.db_path)
         embedder = embedder_for_search(store.meta())
         # Chunks of older chunking rules are still valid search results; the next build re-chunks.
         check_compatible(store, {k: v for k, v in index_settings(embedder).items() if k != "chunker_version"})
@@ -70,6 +76,7 @@ class OpenIndexes:
         self._lock = threading.Lock()
         self._open: dict[str, OpenIndex] = {}
         self._filesets: dict[str, tuple[str, boundary.FileSet]] = {}
+        self._damaged: dict[str, tuple[tuple, DamagedIndexError]] = {}  # a file's identity when found damaged
         self._uses = 0
         self.max_open = max_open
 
@@ -104,14 +111,26 @@ class OpenIndexes:
         with self._lock:
             entry = self._open.get(key)
             identity = _identity(cb)
+            rewritten = entry is not None and entry.identity[:2] == identity[:2] != entry.identity
             if entry is not None and entry.identity != identity:
                 retired.append(self._open.pop(key))
                 entry = None
+            failed = self._damaged.get(key)
+            if entry is None and failed is not None and failed[0] == identity:
+                raise failed[1]  # as broken as when it was checked: not read whole again
             self._uses += 1
             if entry is None:
                 # Unmapped: a served shard a careless `cp` overwrites in place must not take the server down
-                # with SIGBUS (a new user's team server died with no line); its next search reopens it.
-                entry = self._open[key] = OpenIndex(open_searcher(cb, mmap=False), identity, used=self._uses)
+                # with SIGBUS (a new user's team server died with no line); its next search reopens it,
+                # checking its pages first when it was rewritten in place (half-copied, it answered
+                # "searched, no results" from the pages it could still read).
+                try:
+                    searcher = open_searcher(cb, mmap=False, check=rewritten or failed is not None)
+                except DamagedIndexError as err:
+                    self._damaged[key] = (identity, err)
+                    raise
+                self._damaged.pop(key, None)
+                entry = self._open[key] = OpenIndex(searcher, identity, used=self._uses)
                 retired += self._least_used()  # never the new one: it is the most recent
             entry.used = self._uses
         for old in retired:  # outside the shared lock: waiting for a search on it holds up no other
@@ -149,8 +168,9 @@ class OpenIndexes:
             return cached[1]
 
 
-def _identity(cb: Codebase) -> tuple[int, int]:
-    """The file's ``(st_dev, st_ino)``: another one when the file was replaced by rename.
+def _identity(cb: Codebase) -> tuple[int, ...]:
+    """The file's ``(st_dev, st_ino)``: another one when the file was replaced by rename; for an index
+    alone, which nothing here writes, also its size and mtime (ns): a change there is a rewrite in place.
 
     Raises:
         NotIndexedError: the file is gone.
@@ -159,7 +179,7 @@ def _identity(cb: Codebase) -> tuple[int, int]:
         st = os.stat(cb.db_path)
     except FileNotFoundError:
         raise not_indexed(cb) from None
-    return st.st_dev, st.st_ino
+    return (st.st_dev, st.st_ino) + ((st.st_size, st.st_mtime_ns) if cb.alone else ())
 
 
 def _same_embedder(searcher: Searcher) -> bool:

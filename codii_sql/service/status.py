@@ -65,7 +65,7 @@ def status(codebase: Codebase, *, check_stale: bool = True) -> dict:
             problem = health.damage(store) if check_stale and state != "indexing" else None
     except DamagedIndexError as err:  # pages so broken that the snapshot itself cannot be read
         problem = getattr(err, "sqlite", None) or err.what
-        damaged = _damaged(codebase.root, problem, codebase.db_path)
+        damaged = damaged_index(codebase.root, problem, codebase.db_path)
         return {**out, "status": "damaged", "size_bytes": _db_size(codebase.db_path), "damage": problem,
                 "error": damaged.what, "hint": damaged.hint}
     if problem:
@@ -82,7 +82,7 @@ def status(codebase: Codebase, *, check_stale: bool = True) -> dict:
     if filters["extensions"] or filters["ignore_patterns"]:  # what later builds keep (--reset-filters drops)
         out["filters"] = filters
     if problem:
-        damaged = _damaged(codebase.root, problem, codebase.db_path)
+        damaged = damaged_index(codebase.root, problem, codebase.db_path)
         out.update(damage=problem, error=damaged.what, hint=damaged.hint)
     if codebase.alone:
         return {**out, "stale": None, "source": None, "manifest": meta.get("manifest")}
@@ -147,10 +147,10 @@ def refuse_damaged(codebase: Codebase, store: Store) -> None:
         return
     problem = health.damage(store)
     if problem:
-        raise _damaged(codebase.root, problem, codebase.db_path)
+        raise damaged_index(codebase.root, problem, codebase.db_path)
 
 
-def _damaged(root: Path | str, problem: str, db: Path) -> DamagedIndexError:
+def damaged_index(root: Path | str, problem: str, db: Path) -> DamagedIndexError:
     """The error of an index whose pages ``problem`` says are broken, with what replaces or deletes it."""
     return DamagedIndexError(f"the index file of {root} is damaged ({problem})",
                              Remedy("replace_damaged", {"root": str(root), "db": str(db)}))
@@ -235,7 +235,7 @@ def list_codebases() -> list[dict]:
                 state, meta, _ = _state(Codebase(Path(store.meta().get("root") or "."), db), store)
                 problem = health.damage(store) if state != "indexing" else None
             if problem:  # broken pages the few rows read here do not touch (status finds them too)
-                raise _damaged(meta.get("root") or "ROOT", problem, db)
+                raise damaged_index(meta.get("root") or "ROOT", problem, db)
         except StorageError as err:  # also broken pages met past the header
             damaged = isinstance(err, DamagedIndexError)
             out.append({"db": str(db), "status": "damaged" if damaged else "unreadable", "size_bytes": _db_size(db),
