@@ -75,3 +75,29 @@ def test_watch_ignores_events_under_a_nested_repository(tmp_path):
     assert not follow.wants(f"{root}/libs/sub/sub.py") and not follow.wants(f"{root}/libs/sub/new.py")
     assert not follow.wants(f"{root}/.worktrees/feat/app/main.py")
     assert not follow.wants(f"{root}/tools/cloned/.git/index")
+
+
+def test_an_agent_reads_a_subfolder_as_search_does_and_is_told_to_index_a_repository_of_its_own(tmp_path, codii_home):
+    """A new user's agent: search_code and find_symbol took a subfolder path, grep_code, get_content and
+    get_file_outline refused it ("pass path=ROOT"); a clone inside the indexed folder was refused with the
+    advice to search the outer folder, whose index leaves it out, while the CLI indexed it on its own."""
+    import asyncio
+
+    from test_mcp import call, refused, server
+
+    root = write_tree(tmp_path / "outer", {**TREE, "pkg/mod.py": "def handler_of_pkg():\n    return 1\n"})
+    assert CliRunner().invoke(cli, ["build", str(root), "--no-vectors"]).exit_code == 0
+    write_tree(root / "clone", {**git_dir(".git"), "c.py": "def in_the_clone():\n    pass\n"})  # after the build
+    sub = str(root / "pkg")
+
+    async def run():
+        async with server(codii_home) as s:
+            grepped = await call(s, "grep_code", path=sub, pattern="handler_of_pkg")
+            assert [f["path"] for f in grepped["files"]] == ["pkg/mod.py"]
+            assert "def handler_of_pkg" in (await call(s, "get_content", path=sub, file="pkg/mod.py"))["content"]
+            outline = await call(s, "get_file_outline", path=sub, file="pkg/mod.py")
+            assert "handler_of_pkg" in json.dumps(outline)
+            told = await refused(s, "search_code", path=str(root / "clone"), query="in the clone")
+            assert "clone is not indexed" in told and "index_codebase" in told and "lies inside" not in told, told
+
+    asyncio.run(run())

@@ -20,7 +20,7 @@ from pydantic import Field, ValidationError
 
 from ..codebase import Codebase
 from ..errors import CodiiError, Remedy
-from ..service import Session, open_codebase
+from ..service import Session, find_codebase, open_codebase
 from ..text import escaped, numbered_lines
 from .words import message, words
 
@@ -156,9 +156,16 @@ def check_path(path: str) -> str:
     return path
 
 
-def codebase_at(path: str) -> Codebase:
-    """The codebase rooted at the agent's ``path`` (see :func:`check_path`)."""
-    return open_codebase(check_path(path))
+def codebase_at(path: str, *, enclosing: bool = True) -> Codebase:
+    """The codebase whose index answers for the agent's ``path`` (see :func:`check_path`), as search_code
+    and the CLI read it: its own, else that of the indexed codebase holding the folder, unless the folder
+    is a repository of its own (:func:`~codii_sql.service.find_codebase`); with ``enclosing`` false, the
+    folder itself (index_codebase builds what it names). A subfolder worked in search_code and
+    find_symbol and was refused by grep_code, get_content and get_file_outline (a new user's agent)."""
+    checked = check_path(path)
+    if not enclosing:
+        return open_codebase(checked)
+    return find_codebase(checked)[0]
 
 
 def numbered(content: str, first_line: int, last_line: int | None = None) -> str:

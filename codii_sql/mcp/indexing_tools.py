@@ -72,7 +72,7 @@ def index_codebase(
         # that is the user's call, in the codebase's .codiiignore, not a tool argument's.
         raise ToolError(f"ignorePatterns may only leave files out: {negations[0]!r} is a negation; the user can take "
                         "files back in the codebase's .codiiignore")
-    data, hint = SESSION.index(codebase_at(path), force=force, extensions=customExtensions,
+    data, hint = SESSION.index(codebase_at(path, enclosing=False), force=force, extensions=customExtensions,
                                ignore_patterns=ignorePatterns, reset_filters=resetFilters, embedder=embedder,
                                workers=workers)
     return answer(f"{data['codebase']}: {data['status']}; {hint}.", data)
@@ -92,7 +92,7 @@ def index_codebase(
 )
 @agent_errors
 def get_indexing_status(path: PathArg, max_tokens: ListTokensArg = None) -> CallToolResult:
-    data = SESSION.indexing_status(codebase_at(path), max_tokens or DEFAULT_MAX_TOKENS)
+    data = SESSION.indexing_status(codebase_at(path, enclosing=False), max_tokens or DEFAULT_MAX_TOKENS)
     summary = f"{data['codebase']}: {data['status']}"
     vectors = data.get("vectors") or {}  # absent with no index and no build
     if data["status"] == "indexing" and data["phase"] == "vectors":

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from .. import paths
@@ -21,9 +22,11 @@ from .watchers import watchers
 
 def not_indexed(codebase: Codebase) -> NotIndexedError:
     """The error for a codebase without an index; inside an indexed folder it names that one
-    (building the subfolder would make a second, nested index)."""
+    (building the subfolder would make a second, nested index), unless it is a repository of its own."""
     outer = codebase.enclosing()
-    if outer is not None:
+    # A repository of its own inside an indexed folder (a clone, a submodule) is left out of that index, as
+    # Git leaves it out: it is indexed on its own (a new user's agent was told to search the outer folder).
+    if outer is not None and not os.path.lexists(codebase.root / ".git"):
         return NotIndexedError(f"{codebase.root} has no index of its own but lies inside the indexed codebase "
                                f"{outer.root}", Remedy("pass_folder", {"root": str(outer.root)}))
     return NotIndexedError(f"{codebase.root} is not indexed", Remedy("build", {"root": str(codebase.root)}))
