@@ -19,7 +19,7 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field, ValidationError
 
 from ..codebase import Codebase
-from ..errors import CodiiError, Remedy
+from ..errors import CodiiError, Remedy, UsageError
 from ..service import Session, find_codebase, open_codebase
 from ..text import escaped, numbered_lines
 from .words import message, words
@@ -163,6 +163,12 @@ def codebase_at(path: str, *, enclosing: bool = True) -> Codebase:
     folder itself (index_codebase builds what it names). A subfolder worked in search_code and
     find_symbol and was refused by grep_code, get_content and get_file_outline (a new user's agent)."""
     checked = check_path(path)
+    folder = SESSION.shards
+    if folder is not None and Path(checked).expanduser().absolute() == folder.folder:
+        # serve --shards: the folder is no codebase (a new user's agent was told to index it)
+        names = ", ".join(p.name for p in folder.files()[:5])
+        raise UsageError(f"{folder.folder} is the folder of index files this server serves, not a codebase",
+                         f"pass one of its files as path ({names}), or search_code without a path to search them all")
     if not enclosing:
         return open_codebase(checked)
     return find_codebase(checked)[0]
