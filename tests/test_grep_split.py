@@ -71,27 +71,36 @@ def test_a_consumer_that_stops_early_ends_the_child():
     assert first[0]["path"] == "f000.txt" and helper._process.exitcode is not None
 
 
-def in_order(verify, threads: int, monkeypatch) -> tuple[list, int]:
+def in_order(verify, threads: int, monkeypatch, processes: int | None = None, idle: bool = True) -> tuple[list, int]:
     monkeypatch.setattr(grep_split.threading, "active_count", lambda: threads)
+    monkeypatch.setattr(grep_split, "_idle_cpu", lambda: idle)
     forks = []
     got = [(row["path"], text, [(g.line, g.text, g.spans) for g in matched])
-           for row, text, _, matched in grep_split.verified(verify, ROWS, False, lambda: forks.append(1))]
+           for row, text, _, matched in grep_split.verified(verify, ROWS, False, lambda: forks.append(1), processes)]
     return got, len(forks)
 
 
 @pytest.mark.skipif(grep_split._cpus() < 2, reason="needs two CPUs")
-def test_a_child_is_forked_only_when_the_files_left_promise_enough_work_and_no_thread_runs(monkeypatch):
-    assert in_order(verified, 1, monkeypatch) == (ONE_PROCESS, 1)  # ~0.6 s of work: worth a child
+def test_a_child_is_forked_only_when_it_saves_time_a_cpu_is_free_and_no_thread_runs(monkeypatch):
+    assert in_order(verified, 1, monkeypatch) == (ONE_PROCESS, 1)  # ~0.6 s of work, few lines: worth a child
     assert in_order(verified, 2, monkeypatch) == (ONE_PROCESS, 0)  # a server's threads: never
-    quick = [(row["path"], text, [(g.line, g.text, g.spans) for g in matched]) for row in ROWS
-             for text, _, matched in [(b"", [], [])]]
+    assert in_order(verified, 1, monkeypatch, idle=False) == (ONE_PROCESS, 0)  # every CPU busy
+    assert in_order(verified, 1, monkeypatch, processes=2, idle=False) == (ONE_PROCESS, 1)  # -j 2: whatever the load
+    assert in_order(verified, 1, monkeypatch, processes=1) == (ONE_PROCESS, 0)  # -j 1
+    quick = [(row["path"], b"", []) for row in ROWS]
     assert in_order(lambda row: (b"", [], []), 1, monkeypatch) == (quick, 0)  # done before a first look
 
 
+def test_the_lines_a_split_would_carry_can_outweigh_the_work_it_shares():
+    """Half of 300 ms left is saved; 100k lines left cost more than that (Django's `self` lost 10-45%)."""
+    assert grep_split._gain(0.03, 10, 110, lines=100) > 0.1
+    assert grep_split._gain(0.03, 10, 110, lines=10_000) < 0
+
+
 @pytest.mark.skipif(RG is None or grep_split._cpus() < 2, reason="needs the rg binary and two CPUs")
-def test_a_cli_grep_over_more_than_the_split_size_forks_and_prints_what_rg_prints(tmp_path, codii_home):
-    """The real process boundary: a CLI grep of ~190k lines uses two processes and prints what rg prints, for
-    lines, counts, context, inverted and only-matching answers."""
+def test_a_long_cli_grep_with_two_processes_prints_what_rg_prints(tmp_path, codii_home):
+    """The real process boundary: a long CLI grep with -j 2 uses two processes and prints what rg prints (which
+    takes -j too), for lines, counts, context, inverted and only-matching answers."""
     root = tmp_path / "repo"
     root.mkdir()
     filler = "".join(f"    value_{n} = compute(value_{n - 1})  # plain filler\n" for n in range(1, 600))
@@ -102,11 +111,13 @@ def test_a_cli_grep_over_more_than_the_split_size_forks_and_prints_what_rg_print
     cli = [sys.executable, "-m", "codii_sql.cli"]
     assert subprocess.run([*cli, "build", str(root), "--no-vectors"], env=env, capture_output=True).returncode == 0
 
-    summary = subprocess.run([*cli, "grep", "--no-update", "--json", "-m", "1", "value_"], cwd=root, env=env,
+    slow = "\\w+_599 = \\w+\\(\\w+_598\\)"  # ~0.9 s of matching here (a word tried at every letter), a line a file
+    summary = subprocess.run([*cli, "grep", "--no-update", "--json", "-j", "2", slow], cwd=root, env=env,
                              capture_output=True, text=True)
     codii = json.loads(summary.stdout.splitlines()[-1])["data"]["codii"]
     assert codii["processes"] == 2 and codii["files_read"] == 320, codii
-    for args in (["needle"], ["-c", "needle_"], ["-C", "1", "needle_3"], ["-v", "-c", "value_"], ["-o", "needle_\\d+"]):
+    for args in ([slow], ["-c", "needle_"], ["-C", "1", slow], ["-v", "-c", slow], ["-o", "value_\\d+9 "]):
+        args = ["-j", "2", *args]
         ours = subprocess.run([*cli, "grep", "--no-update", *args], cwd=root, env=env, capture_output=True, text=True)
         theirs = subprocess.run([RG, "--no-config", "-n", "--no-heading", "--sort", "path", *args], cwd=root,
                                 capture_output=True, text=True)

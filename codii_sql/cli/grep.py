@@ -49,13 +49,15 @@ _CONTEXT = click.IntRange(0, service.MAX_CONTEXT)
 @click.option("--sort", type=click.Choice(["path", "role"]), default="path", show_default=True,
               help="File order: by path, or source files first, then tests, docs, config, the rest.")
 @click.option("--limit", type=click.IntRange(1), default=None, help="Stop after this many matching lines.")
+@click.option("-j", "--threads", "processes", type=click.IntRange(1), default=None,
+              help="Processes reading and matching files (1 or 2) [default: two for a long grep while a CPU is idle].")
 @click.option("--no-update", is_flag=True, help="Search the index as it is, without updating it first.")
 @db_option
 @click.option("--json", "as_json", is_flag=True, help="JSON lines in rg --json's shape (begin, match, context, "
                                                        "end, summary).")
 def grep(pattern, paths, patterns, fixed, ignore_case, word, smart_case, line_regexp, invert, only_matching, max_count,
          hidden, files_only, without_match, count, count_matches, numbers, with_filename, after, before, context, globs,
-         types, sort, limit, no_update, db, as_json):
+         types, sort, limit, processes, no_update, db, as_json):
     """Lines matching PATTERN (Python regex syntax) in the indexed files under PATH (default: the current
     folder's codebase), in path and line order, as `rg -n --no-heading` prints them. Candidate files come
     from the index's trigrams; every one is read and matched exactly. Exit status 1 when nothing matched,
@@ -74,7 +76,8 @@ def grep(pattern, paths, patterns, fixed, ignore_case, word, smart_case, line_re
                                   update=not no_update,
                                   counts_only=(files_only or count or without_match) and not (as_json or only_matching),
                                   glob_base=os.getcwd(), smart_case=smart_case, max_count=max_count, invert=invert,
-                                  hidden=hidden, line_regexp=line_regexp, without_match=without_match)
+                                  hidden=hidden, line_regexp=line_regexp, without_match=without_match,
+                                  processes=processes)
     if not (as_json or no_update) and all(os.path.lexists(p) for p in paths[:1]):
         first = service.first_build(_folder(paths[0]) if paths else None, db)
         if first is not None:

@@ -15,11 +15,17 @@ from ..search.grep import GrepLine
 
 #: Seconds a grep reads in one process before it weighs a child: most greps end sooner.
 FIRST_LOOK_SECONDS = 0.015
-#: Seconds of work the files left must promise, at the rate so far, for a child to pay: forking and
-#: building the child's lines again here cost the parent ~10 ms (Django, warm: `get_redirect_target`
-#: 11.9 ms alone, 20.4 ms split; `return` 89.5 ms alone, 66.7 ms split; docs/benchmarks.md "Grep",
-#: fifth round).
-WORTH_SECONDS = 0.05
+#: Seconds a child must save, by the estimate of :func:`_gain`, for it to be forked.
+MIN_GAIN_SECONDS = 0.02
+#: What a child costs besides its lines: the fork, copy-on-write faults, the join (~10 ms measured).
+FORK_SECONDS = 0.01
+#: What each matched line left costs a split, in either process: the child pickles its lines, the
+#: parent unpickles and builds them again, and both build their lines in memory the fork shares, page
+#: by page copied on write (the parent ran 40% slower per file after a fork on a grep of 191k lines).
+#: Measured break-even: Django's `return` (6 us of work a line) gained nothing, `self` (2.3 us) and a
+#: 191k-line grep (2.1 us) lost 10-100%, the kernel's `return -EINVAL` (11.5 us) gained a third:
+#: a child pays when half the work left outweighs 3 us a line left (docs/benchmarks.md "Grep", fifth round).
+TRANSFER_SECONDS_PER_LINE = 3e-6
 #: Files the child pickles at a time (a batch is the unit a failure loses).
 BATCH_FILES = 128
 
@@ -28,19 +34,25 @@ Verified = tuple
 
 
 def verified(verify: Callable[[dict], Verified], rows: list[dict], keep_text: bool,
-             forked: Callable[[], None]) -> Iterator[tuple]:
+             forked: Callable[[], None], processes: int | None = None) -> Iterator[tuple]:
     """``(row, text, gaps, matched)`` of each of ``rows`` (candidates in answer order, each with its
-    ``size`` in bytes) in order, verified by ``verify`` here, or, once the rest promises
-    :data:`WORTH_SECONDS` of work at the rate so far, by this process and a forked :class:`Helper`
-    together (``forked()`` is called then; ``keep_text`` as for it). Never forks in a process with
-    other threads (a server's: a fork copies only the calling thread, and a lock another holds would
-    stay held in the child) or with one CPU."""
-    may_fork = hasattr(os, "fork") and threading.active_count() == 1 and _cpus() >= 2
+    ``size`` in bytes) in order, verified by ``verify`` here, or, once a child promises to save
+    :data:`MIN_GAIN_SECONDS` (:func:`_gain`, from the rate so far), by this process and a forked
+    :class:`Helper` together (``forked()`` is called then; ``keep_text`` as for it).
+
+    Never forks in a process with other threads (a server's: a fork copies only the calling thread,
+    and a lock another holds would stay held in the child), with one CPU, or while the load average
+    says every CPU is busy (as ``make -l`` holds back jobs): the two processes then share one core's
+    worth, and a child only adds its costs (the kernel's `kmalloc` was 16% slower so, at load 2.4).
+    ``processes``: 1 never forks; 2 or more forks when the estimate says so, whatever the load (rg's
+    ``-j``); None decides by the load as above."""
+    may_fork = hasattr(os, "fork") and threading.active_count() == 1 and (
+        processes >= 2 if processes is not None else _cpus() >= 2 and _idle_cpu())
     total = sum(r["size"] for r in rows) if may_fork else 0
-    started, done = time.perf_counter(), 0
+    started, done, lines = time.perf_counter(), 0, 0
     for i, row in enumerate(rows):
         if may_fork and done and i % 8 == 0 and (spent := time.perf_counter() - started) >= FIRST_LOOK_SECONDS \
-                and (total - done) / done * spent >= WORTH_SECONDS:
+                and _gain(spent, done, total, lines) >= MIN_GAIN_SECONDS:
             forked()
             helper = Helper(verify, rows[i:], keep_text)
             try:
@@ -48,8 +60,25 @@ def verified(verify: Callable[[dict], Verified], rows: list[dict], keep_text: bo
             finally:
                 helper.stop()
             return
-        yield row, *verify(row)
+        text, gaps, matched = verify(row)
+        yield row, text, gaps, matched
         done += row["size"]
+        lines += len(matched) if isinstance(matched, list) else 0
+
+
+def _gain(spent: float, done: int, total: int, lines: int) -> float:
+    """Seconds a child would save: half the work left (``total - done`` bytes at ``spent`` seconds for
+    ``done``), less the fork and what the matched lines left cost a split (at ``lines`` for ``done``)."""
+    left = (total - done) / done
+    return left * spent / 2 - FORK_SECONDS - TRANSFER_SECONDS_PER_LINE * left * lines
+
+
+def _idle_cpu() -> bool:
+    """Whether the 1-minute load average leaves a CPU free for a child."""
+    try:
+        return os.getloadavg()[0] < _cpus() - 0.5
+    except OSError:  # no load average here
+        return True
 
 
 class Helper:

@@ -77,6 +77,8 @@ class GrepRequest:
         hidden: also the files whose name, or a folder's below the paths asked, starts with ``.`` (the CLI
             leaves them out unless ``--hidden``, as rg does; MCP and HTTP grep what the index holds).
         line_regexp: rg's ``-x``: only matches that are a whole line.
+        processes: rg's ``-j``: processes that read and match the files (1: one; 2: a forked child joins a
+            long grep, :mod:`.grep_split`); None: two only while a CPU is idle.
         without_match: rg's ``--files-without-match``: ``files`` lists the selected files where no line
             matched (``matches`` 0, no lines), in answer order; the totals still count the matches.
     """
@@ -105,13 +107,14 @@ class GrepRequest:
     hidden: bool = True
     line_regexp: bool = False
     without_match: bool = False
+    processes: int | None = None
 
     def check(self) -> None:
         """Raises UsageError for an option out of range (before any indexing work)."""
         for name in ("before", "after"):
             if not 0 <= getattr(self, name) <= MAX_CONTEXT:
                 raise UsageError(f"must be from 0 to {MAX_CONTEXT} (lines)", field=name)
-        for name in ("limit", "max_columns", "max_tokens", "max_count"):
+        for name in ("limit", "max_columns", "max_tokens", "max_count", "processes"):
             if getattr(self, name) is not None and getattr(self, name) < 1:
                 raise UsageError("must be 1 or more", field=name)
         if self.sort not in ("path", "role"):
@@ -267,7 +270,8 @@ def _verified(store: Store, codebase: Codebase, meta: dict, pattern: GrepPattern
             return text, gaps, [] if text is None else _matched_or_none(match, pattern, text)
 
         keep_text = bool(request.before or request.after) and not request.counts_only
-        yield from grep_split.verified(verify, rows, keep_text, lambda: setattr(answer, "processes", 2))
+        yield from grep_split.verified(verify, rows, keep_text, lambda: setattr(answer, "processes", 2),
+                                       request.processes)
 
 
 def _text(store: Store, codebase: Codebase, pattern: GrepPattern, row: dict, disk: boundary.IndexedReader | None,
