@@ -194,10 +194,12 @@ def parity(trees: list[Path], home: Path, n: int) -> None:
     print(f"all: {same}/{total} equal; load {_load()}")
 
 
-def speed(tree: Path, home: Path, runs: int, patterns: list[str], files_too: bool) -> None:
+def speed(tree: Path, home: Path, runs: int, patterns: list[str], files_too: bool,
+          processes: int | None = None) -> None:
     """Warm medians per pattern, the runs interleaved (grep, rg, grep, rg...) so a load change hits
-    both: in-process grep (wall and CPU seconds, all threads), rg over the tree by its own walk (wall,
-    and CPU from the child's rusage), the CLI (``grep --no-update``, a fresh process) and, with
+    both: in-process grep (wall and CPU seconds, all threads and a forked child; ``procs``: the
+    processes the last run used, ``processes`` as grep's ``-j``), rg over the tree by its own walk
+    (wall, and CPU from the child's rusage), the CLI (``grep --no-update``, a fresh process) and, with
     ``files_too``, rg over the indexed files by name."""
     from codii_sql import service
 
@@ -206,28 +208,29 @@ def speed(tree: Path, home: Path, runs: int, patterns: list[str], files_too: boo
     env = {**os.environ, "CODII_SQL_HOME": str(home)}
     print(f"load before: {_load()}")
     print(f"{'pattern':28} {'lines':>7} {'read':>6} {'grep ms':>8} {'cpu ms':>7} {'rg ms':>7} {'rg cpu':>7} "
-          f"{'cli ms':>7}{' rg files':>9} {'rg/grep':>7} {'cpu ratio':>9}")
+          f"{'cli ms':>7}{' rg files':>9} {'rg/grep':>7} {'cpu ratio':>9} {'procs':>5}")
     for pattern in patterns:
-        request = service.GrepRequest([pattern], paths=[str(tree)], update=False)
+        request = service.GrepRequest([pattern], paths=[str(tree)], update=False, processes=processes)
         answer = service.grep(request)
         rg = ["rg", "--no-config", "-n", "--no-heading", "-e", pattern]
         subprocess.run(rg, cwd=tree, stdout=subprocess.DEVNULL)  # warm: the page cache, the index's pages
-        ours, ours_cpu, theirs, theirs_cpu = [], [], [], []
+        ours, ours_cpu, theirs, theirs_cpu, last = [], [], [], [], []
         for _ in range(runs):
-            wall, cpu = _timed(lambda: service.grep(request))
+            wall, cpu = _timed(lambda: last.append(service.grep(request)))
             ours.append(wall)
             ours_cpu.append(cpu)
             wall, cpu = _timed_child(lambda: subprocess.run(rg, cwd=tree, stdout=subprocess.DEVNULL))
             theirs.append(wall)
             theirs_cpu.append(cpu)
+        jobs = ["-j", str(processes)] if processes else []
         cli = _median(min(runs, 3), lambda: subprocess.run([sys.executable, "-m", "codii_sql.cli", "grep", "--no-update",
-                                                            pattern, str(tree)], env=env, stdout=subprocess.DEVNULL))
+                                                            *jobs, pattern, str(tree)], env=env, stdout=subprocess.DEVNULL))
         by_name = _median(runs, lambda: _rg(tree, files, pattern, [], "-n", "--no-heading")) if files_too else None
         m = statistics.median
         print(f"{pattern[:28]:28} {answer.matched_lines:7} {answer.files_read:6} {m(ours) * 1000:8.1f} "
               f"{m(ours_cpu) * 1000:7.1f} {m(theirs) * 1000:7.1f} {m(theirs_cpu) * 1000:7.1f} {cli * 1000:7.0f}"
               f"{'' if by_name is None else f'{by_name * 1000:9.1f}':>9} {m(theirs) / m(ours):7.2f} "
-              f"{m(theirs_cpu) / m(ours_cpu):9.2f}")
+              f"{m(theirs_cpu) / m(ours_cpu):9.2f} {last[-1].processes:5}")
     print(f"load after: {_load()}")
 
 
@@ -276,6 +279,7 @@ def main() -> None:
     parser.add_argument("-p", "--pattern", action="append", help="speed: a pattern (repeatable; default: Django's "
                                                                  "selective and common ones)")
     parser.add_argument("--rg-files", action="store_true", help="speed: also time rg over the indexed files by name")
+    parser.add_argument("-j", type=int, default=None, help="speed: grep's -j (default: its own choice)")
     args = parser.parse_args()
     if shutil.which("rg") is None:
         sys.exit("rg is not installed (apt-get install ripgrep)")
@@ -285,7 +289,7 @@ def main() -> None:
     elif args.what == "parity":
         parity(trees, args.home, args.n)
     else:
-        speed(trees[0], args.home, args.runs, args.pattern or SELECTIVE + COMMON, args.rg_files)
+        speed(trees[0], args.home, args.runs, args.pattern or SELECTIVE + COMMON, args.rg_files, args.j)
 
 
 if __name__ == "__main__":
