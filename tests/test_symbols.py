@@ -122,6 +122,8 @@ def test_find_symbol_by_name_qualified_name_generics_module_and_prefix(poly):
     assert found("Session", kind="CLASS") == [("py/session.py", "Session", "exact")]
     with pytest.raises(UsageError, match="unknown kind 'bogus'"):
         service.find_symbol(poly, "send", kind="bogus")
+    with pytest.raises(UsageError, match="'<script>' holds no identifier"):  # was "is empty" (a new user)
+        service.find_symbol(poly, "<script>")
     nothing = service.find_symbol(poly, "no_such_thing")
     assert nothing["definitions"] == [] and "no definition" in nothing["note"]
 
@@ -557,3 +559,13 @@ def test_rust_macros_are_macros_and_markdown_sections_a_kind_one_may_ask_for(tmp
         ("macro", "join")]
     assert [(d["symbol"], d["match"]) for d in service.find_symbol(cb, "Install", kind="section")["definitions"]] == [
         ("Guide > Install", "qualified")]
+
+
+def test_a_page_past_the_end_says_so_and_where_to_ask_from(poly):
+    """A new user's agent asked find_references from offset 100,000 of 184 uses and get_file_outline from line
+    99,999 of a 2,732-line file, and got empty answers without a word."""
+    uses = service.find_references(poly, "send", offset=10_000)
+    assert uses["files"] == [] and "offset 10000 is past the last of the" in uses["note"] and "offset=0" in uses["note"]
+    outline = service.outline(poly, "py/session.py", start_line=99_999)
+    assert outline["symbols"] == [] and "no definition starts at or after line 99999" in outline["note"]
+    assert "past" not in (service.outline(poly, "py/session.py").get("note") or "")

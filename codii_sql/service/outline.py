@@ -77,6 +77,10 @@ def outline(codebase: Codebase, file: str, fileset: boundary.FileSet | None = No
         out.update(truncated=True, next_start_line=next_line,
                    note=f"{_count(kept)} of the file's {out['total']} definitions, from line {start_line} (to fit "
                         f"{cut}): the rest starts at line {next_line}")
+    if nodes and not kept and start_line > 1:  # past the last definition: none shown, and why (a new user's agent)
+        last = max(n["start_line"] for n in nodes)
+        out["note"] = f"no definition starts at or after line {start_line} (the last starts at line {last}): " \
+                      "ask from start_line=1"
     if not nodes:
         parsed = any(r.language in AST_LANGUAGES for r in source.regions)  # a component's <script> too
         out["note"] = (f"no definitions found: {source.language or 'this file type'} is chunked by "

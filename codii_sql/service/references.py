@@ -162,6 +162,8 @@ def _answer(codebase: Codebase, name: str, ident: str, tally: _Tally, offset: in
         out["next_offset"] = offset + len(shown)
         out["note"] += (f"; {len(shown)} of {tally.total} lines shown from offset {offset} (to fit {cut}): the rest "
                         f"from offset={offset + len(shown)}")
+    if offset and offset >= tally.total:  # a page past the end: none shown, and why (a new user's agent)
+        out["note"] += f"; offset {offset} is past the last of the {tally.total} lines: ask from offset=0"
     if stopped:
         out.update(stopped_after_chunks=REFERENCE_CHUNKS, chunks_holding=holding)
         out["note"] += (f"; stopped after reading {REFERENCE_CHUNKS:,} of the {holding:,} chunks holding {ident!r} "

@@ -58,7 +58,8 @@ def find_symbol(codebase: Codebase, name: str, *, kind: str | None = None, prefi
     """
     wanted = normal_name(name or "")
     if not wanted.strip("."):
-        raise UsageError("the symbol name is empty", "pass a name such as parse_header or Session.send")
+        said = "is empty" if not (name or "").strip() else f"{(name or '').strip()!r} holds no identifier"
+        raise UsageError(f"the symbol name {said}", "pass a name such as parse_header or Session.send")
     if not 1 <= limit <= MAX_DEFINITIONS:
         raise UsageError(f"must be between 1 and {MAX_DEFINITIONS}", field="limit")
     check_page(offset, max_tokens)
