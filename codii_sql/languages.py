@@ -132,7 +132,11 @@ LANGUAGE_ALIASES = {"ts": "typescript", "js": "javascript", "jsx": "javascript",
                     "py": "python", "python3": "python", "rb": "ruby", "rs": "rust", "golang": "go",
                     "cs": "csharp", "c#": "csharp", "c++": "cpp", "cxx": "cpp", "hpp": "cpp", "kt": "kotlin",
                     "kts": "kotlin", "sh": "bash", "shell": "bash", "zsh": "bash", "md": "markdown",
-                    "yml": "yaml", "objc": "objc", "objective-c": "objc"}
+                    "yml": "yaml", "objc": "objc", "objective-c": "objc",
+                    # rg's type names (`rg --type-list`) an agent passes to grep -t out of habit
+                    "txt": "text", "docker": "dockerfile", "protobuf": "proto", "tex": "latex", "ps": "powershell",
+                    "makefile": "make", "ex": "elixir", "erl": "erlang", "hs": "haskell", "ml": "ocaml",
+                    "pl": "perl", "jl": "julia", "clj": "clojure", "fs": "fsharp", "tf": "hcl", "bat": "batch"}
 
 
 #: Every language a file can be detected as (by its ending or its whole name).

@@ -673,3 +673,11 @@ def test_the_cli_prints_files_counts_and_filters_as_rg_does(tmp_path, codii_home
         assert ours == theirs, (args, ours, theirs)
     ours, theirs = both("-g", "{a,b", "mode")
     assert ours[0] == theirs[0] == 2 and ours[1] == ""
+
+
+def test_rg_type_names_select_their_files(tmp_path):
+    """A new user's agent passed rg's `-t txt` and `-t docker` and was told they are no file types."""
+    root = built(write_tree(tmp_path / "repo", {"notes.txt": "needle\n", "Dockerfile": "RUN needle\n",
+                                                "api.proto": "// needle\n", "a.py": "needle = 1\n"}))
+    assert [f.path for f in grep(root, "needle", types=["txt"]).files] == ["notes.txt"]
+    assert [f.path for f in grep(root, "needle", types=["docker", "protobuf"]).files] == ["Dockerfile", "api.proto"]
