@@ -56,6 +56,10 @@ def test_max_tokens_on_a_real_search_and_get_content(tmp_path, codii_home):
     session = service.Session()
     part = session.content(cb, "pkg/m0.py", None, None, max_tokens=100)
     assert len(part["content"]) <= 400 and part["next_start_line"] > 1
+    # As the agent reads it, numbered (a new user's 8,000-token page of short lines was 9,083 tokens).
+    from codii_sql.mcp.app import numbered
+    page = session.content(cb, "pkg/m0.py", None, None, max_tokens=200)
+    assert 150 < tokens(numbered(page["content"], page["start_line"], page["end_line"])) <= 200
 
 
 def test_a_trimmed_or_merged_span_ending_in_a_blank_line_keeps_one_line_per_number():

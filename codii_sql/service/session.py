@@ -369,14 +369,20 @@ def _chunk_within(row: dict, max_tokens: int) -> dict:
             "truncated": f"{what} of the chunk's {first}-{row['end_line']} shown, to fit max_tokens={max_tokens}"}
 
 
+#: Tokens of a line's number as the MCP text shows it (7 characters, :func:`tokens`' 4 a token).
+NUMBER_TOKENS = 2
+
+
 def _within_tokens(lines: list[str], start: int, end: int, max_tokens: int | None = None) -> tuple[int, str, bool]:
     """Lines ``start``..``end`` (1-based, inclusive) within ``max_tokens`` (:func:`tokens`; by default, and
     at most, those of :data:`MAX_CONTENT_CHARS` characters): as many whole lines as fit, or the head of
-    line ``start`` when it alone is longer (then ``cut``). Returns ``(last line given, text, cut)``."""
+    line ``start`` when it alone is longer (then ``cut``). Each line counts its number too (``cat -n``'s
+    ``%6d\t``, :data:`NUMBER_TOKENS`), as an agent reads it: a new user's 8,000-token page of a file of
+    short lines was 9,083 tokens so. Returns ``(last line given, text, cut)``."""
     cap = min(max_tokens or MAX_CONTENT_CHARS // CHARS_PER_TOKEN, MAX_CONTENT_CHARS // CHARS_PER_TOKEN)
     size = 0
     for n in range(start, end + 1):
-        size += tokens(lines[n - 1])
+        size += tokens(lines[n - 1]) + NUMBER_TOKENS
         if size > cap:
             if n == start:
                 return n, _head(lines[n - 1], cap), True
