@@ -681,3 +681,24 @@ def test_rg_type_names_select_their_files(tmp_path):
                                                 "api.proto": "// needle\n", "a.py": "needle = 1\n"}))
     assert [f.path for f in grep(root, "needle", types=["txt"]).files] == ["notes.txt"]
     assert [f.path for f in grep(root, "needle", types=["docker", "protobuf"]).files] == ["Dockerfile", "api.proto"]
+
+
+@pytest.mark.skipif(RG is None, reason="the rg binary is not installed")
+def test_json_lines_carry_rg_s_offsets_and_counts(tmp_path, codii_home):
+    """A new user's script read rg --json's absolute_offset and end.stats.matches, which were missing."""
+    root = built(write_tree(tmp_path / "r", {"a.txt": "x\nfn a\r\nfn b fn\n", "u.txt": "héllo wörld\nfn ü\n\nz fn\n",
+                                              "c.py": "one\ntwo\nfn three\nfour\n"}))
+
+    def events(cmd):
+        out = subprocess.run(cmd, cwd=root, capture_output=True, text=True, env={**os.environ,
+                                                                                 "CODII_SQL_HOME": str(codii_home)})
+        rows = [json.loads(line) for line in out.stdout.splitlines()]
+        keep = ("path", "lines", "line_number", "absolute_offset", "submatches")
+        return [(r["type"], {k: r["data"].get(k) for k in keep}) if r["type"] in ("match", "context")
+                else (r["type"], {k: r["data"]["stats"][k] for k in ("matched_lines", "matches")}) if r["type"] == "end"
+                else (r["type"], r["data"].get("path")) for r in rows if r["type"] != "summary"]
+
+    for args in (["fn"], ["-C", "1", "fn"], ["-i", "FN"]):
+        ours = events([sys.executable, "-m", "codii_sql.cli", "grep", "--no-update", "--json", *args])
+        theirs = events([RG, "--no-config", "--json", "--sort", "path", *args])
+        assert ours == theirs, (args, ours, theirs)

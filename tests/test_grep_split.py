@@ -116,6 +116,11 @@ def test_a_long_cli_grep_with_two_processes_prints_what_rg_prints(tmp_path, codi
                              capture_output=True, text=True)
     codii = json.loads(summary.stdout.splitlines()[-1])["data"]["codii"]
     assert codii["processes"] == 2 and codii["files_read"] == 320, codii
+    theirs = subprocess.run([RG, "--no-config", "--json", "--sort", "path", slow], cwd=root, capture_output=True,
+                            text=True)
+    offsets = [[(e["data"]["line_number"], e["data"]["absolute_offset"]) for e in map(json.loads, out.splitlines())
+                if e["type"] == "match"] for out in (summary.stdout, theirs.stdout)]
+    assert offsets[0] == offsets[1] and len(offsets[0]) == 320  # the child's files keep their offsets
     for args in ([slow], ["-c", "needle_"], ["-C", "1", slow], ["-v", "-c", slow], ["-o", "value_\\d+9 "]):
         args = ["-j", "2", *args]
         ours = subprocess.run([*cli, "grep", "--no-update", *args], cwd=root, env=env, capture_output=True, text=True)

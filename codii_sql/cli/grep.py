@@ -77,7 +77,7 @@ def grep(pattern, paths, patterns, fixed, ignore_case, word, smart_case, line_re
                                   counts_only=(files_only or count or without_match) and not (as_json or only_matching),
                                   glob_base=os.getcwd(), smart_case=smart_case, max_count=max_count, invert=invert,
                                   hidden=hidden, line_regexp=line_regexp, without_match=without_match,
-                                  processes=processes)
+                                  processes=processes, offsets=as_json)
     if not (as_json or no_update) and all(os.path.lexists(p) for p in paths[:1]):
         first = service.first_build(_folder(paths[0]) if paths else None, db)
         if first is not None:
@@ -180,10 +180,11 @@ def _print_json(answer) -> None:
             subs = [{"match": {"text": raw[s:e].decode("utf-8", "replace")}, "start": s, "end": e} for s, e in g.spans]
             out.append({"type": "match" if g.matched else "context",
                         "data": {"path": path, "lines": {"text": g.text + "\n"}, "line_number": g.line,
-                                 "submatches": subs}})
+                                 "absolute_offset": g.offset, "submatches": subs}})
         out.append({"type": "end", "data": {"path": path, "binary_offset": None,
-                                            "stats": {"matched_lines": f.matches, "searches": 1,
-                                                      "searches_with_match": 1}}})
+                                            "stats": {"searches": 1, "searches_with_match": 1,
+                                                      "matched_lines": f.matches,
+                                                      "matches": sum(len(g.spans) for g in f.lines)}}})
     seconds = answer.seconds
     elapsed = {"secs": int(seconds), "nanos": int((seconds % 1) * 1e9), "human": f"{seconds:.6f}s"}
     out.append({"type": "summary", "data": {

@@ -59,12 +59,15 @@ class FileTimeout(Exception):
 class GrepLine:
     """One line of a file in a grep answer: ``line`` 1-based, ``text`` without its line break,
     ``spans`` the matches as ``[start, end)`` byte offsets into the line's UTF-8 (as rg reports
-    them), ``context`` for a line shown around a match (no spans)."""
+    them), ``context`` for a line shown around a match (no spans), ``offset`` below."""
 
     line: int
     text: str
     spans: list[tuple[int, int]] = field(default_factory=list)
     context: bool = False
+    #: Byte offset of the line's start in the file's text as UTF-8 (rg --json's ``absolute_offset``; the
+    #: file's own for UTF-8 and ASCII files), when asked for (:func:`set_offsets`), else None.
+    offset: int | None = None
 
     @property
     def matched(self) -> bool:
@@ -239,6 +242,18 @@ def _span(line: str, start: int, end: int) -> tuple[int, int]:
         return start, end
     head = len(line[:start].encode("utf-8"))
     return head, head + len(line[start:end].encode("utf-8"))
+
+
+def set_offsets(text: str | bytes, lines: list[GrepLine]) -> None:
+    """Set each of ``lines``' ``offset`` (in line order) from ``text``, the file's bytes or its decoded
+    text (encoded to UTF-8 once: a Latin-1 file's offsets are those of its UTF-8 form)."""
+    data = text if isinstance(text, bytes) else text.encode("utf-8", "surrogateescape")
+    number, at = 1, 0
+    for g in lines:
+        while number < g.line:
+            at = data.index(b"\n", at) + 1
+            number += 1
+        g.offset = at
 
 
 def with_context(text: str, matched: list[GrepLine], before: int, after: int) -> list[GrepLine]:

@@ -22,7 +22,7 @@ from ..languages import KNOWN_LANGUAGES, language_name
 from ..search.answer import Note
 from ..search.budget import json_tokens
 from ..search.grep import (FILE_TIMEOUT_SECONDS, FileTimeout, GrepLine, as_text, collector_paused, count_lines,
-                           inverted_count, inverted_lines, matches_bytes, matching_lines, with_context)
+                           inverted_count, inverted_lines, matches_bytes, matching_lines, set_offsets, with_context)
 from ..search.grep_answer import GrepAnswer, GrepFile, line_tokens
 from ..search.pattern import GrepPattern
 from ..search.results import ROLES
@@ -77,6 +77,7 @@ class GrepRequest:
         hidden: also the files whose name, or a folder's below the paths asked, starts with ``.`` (the CLI
             leaves them out unless ``--hidden``, as rg does; MCP and HTTP grep what the index holds).
         line_regexp: rg's ``-x``: only matches that are a whole line.
+        offsets: set each line's byte ``offset`` in its file (rg --json's ``absolute_offset``).
         processes: rg's ``-j``: processes that read and match the files (1: one; 2: a forked child joins a
             long grep, :mod:`.grep_split`); None: two only while a CPU is idle.
         without_match: rg's ``--files-without-match``: ``files`` lists the selected files where no line
@@ -108,6 +109,7 @@ class GrepRequest:
     line_regexp: bool = False
     without_match: bool = False
     processes: int | None = None
+    offsets: bool = False
 
     def check(self) -> None:
         """Raises UsageError for an option out of range (before any indexing work)."""
@@ -224,6 +226,8 @@ def _search(store: Store, codebase: Codebase, pattern: GrepPattern, request: Gre
         shown_lines += len(matched)
         if request.before or request.after:
             matched = with_context(as_text(text), matched, request.before, request.after)
+        if request.offsets:
+            set_offsets(text, matched)
         answer.files.append(GrepFile(row["path"], row["role"], row["language"], in_file, matched, gaps))
     if not answer.matched_lines and (request.globs or request.types or request.roles):
         # rg exits 2 when its filters leave no file to search: "no match" would hide a glob that missed.
@@ -269,7 +273,7 @@ def _verified(store: Store, codebase: Codebase, meta: dict, pattern: GrepPattern
             text, gaps = _text(store, codebase, pattern, row, disk, max_bytes, not request.invert)
             return text, gaps, [] if text is None else _matched_or_none(match, pattern, text)
 
-        keep_text = bool(request.before or request.after) and not request.counts_only
+        keep_text = bool(request.before or request.after or request.offsets) and not request.counts_only
         yield from grep_split.verified(verify, rows, keep_text, lambda: setattr(answer, "processes", 2),
                                        request.processes)
 
