@@ -82,3 +82,36 @@ def test_the_windows_of_one_long_line_do_not_crowd_other_results_out(tmp_path, e
             got = Searcher(store, cb.root, embedder).search(q, SearchOptions(limit=10, mode="vector"))
             line_one = [r for r in got if r.path == "pkg/blob.py" and r.start_line == 1]
             assert len(got) == 10 and len(line_one) == 1, [(r.path, r.start_line) for r in got]
+
+
+def test_an_agent_reads_a_long_line_to_its_end_by_column(tmp_path, codii_home):
+    """A new user's agent could never read past the start of a 133 KB line that grep found (a trailing comment):
+    get_content now says where the rest starts, and start_column reads it, over a real MCP session."""
+    import asyncio
+
+    from click.testing import CliRunner
+    from test_mcp import call, refused, server
+
+    from codii_sql.cli import cli
+
+    blob = base64.b64encode(random.Random(7).randbytes(60_000)).decode()
+    long_line = f"BLOB = '{blob}'  # needle_in_long_line"
+    root = write_tree(tmp_path / "r", {"blob.py": f"import base64\n{long_line}\nprint(BLOB)\n"})
+    assert CliRunner().invoke(cli, ["build", str(root), "--no-vectors"]).exit_code == 0
+
+    async def run():
+        async with server(codii_home) as s:
+            read, column = "", None
+            for _ in range(40):
+                part = await call(s, "get_content", path=str(root), file="blob.py", start_line=2,
+                                  **({"start_column": column} if column else {}))
+                read += part["content"]
+                if "next_start_column" not in part:
+                    break
+                assert part["next_start_line"] == 2 and part["end_line"] == 2
+                column = part["next_start_column"]
+            assert read.startswith(long_line) and read[len(long_line):] == "\nprint(BLOB)\n" and column > 1
+            told = await refused(s, "get_content", path=str(root), file="blob.py", start_line=3, start_column=999)
+            assert "past the end of line 3" in told
+
+    asyncio.run(run())

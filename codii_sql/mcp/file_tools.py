@@ -28,17 +28,24 @@ from .app import (
     description=(
         "Read a file of an indexed codebase, whole or a line range, as exact text plus a line-numbered view. "
         "Lines are 1-based and inclusive; at most 2000 lines and max_tokens (default 6,000) per call "
-        "(next_start_line says where to go on; a longer line is cut, and truncated says so). "
+        "(next_start_line says where to go on; a longer line is cut, truncated says so, and next_start_column "
+        "where its rest starts: pass it as start_column). "
         "Only files inside the codebase root and not excluded by its ignore rules can be read."),
     annotations=READ_ONLY,
 )
 @agent_errors
 def get_content(path: PathArg, file: FileArg, start_line: LineArg = None, end_line: LineArg = None,
-                max_tokens: MaxTokensArg = None) -> CallToolResult:
-    data = SESSION.content(codebase_at(path), file, start_line, end_line, max_tokens or DEFAULT_MAX_TOKENS)
+                max_tokens: MaxTokensArg = None,
+                start_column: Annotated[int | None, Field(ge=1, le=SQLITE_MAX_INTEGER, description=(
+                    "Start the first line at this character (1-based): the rest of a line too long to show "
+                    "whole, from next_start_column."))] = None) -> CallToolResult:
+    data = SESSION.content(codebase_at(path), file, start_line, end_line, max_tokens or DEFAULT_MAX_TOKENS,
+                           start_column)
     start, end, total = data["start_line"], data["end_line"], data["total_lines"]
+    go_on = (f"start_line={data['next_start_line']}, start_column={data['next_start_column']}"
+             if "next_start_column" in data else f"start_line={data.get('next_start_line')}")
     summary = f"{data['path']} lines {start}-{end} of {total}" + (
-        f" (truncated: continue at start_line={end + 1})" if "next_start_line" in data else "") + (
+        f" (truncated: continue at {go_on})" if "next_start_line" in data else "") + (
         f"\nNote: {data['truncated']}" if "truncated" in data else "")
     return answer(summary, data, numbered(data["content"], start))
 

@@ -255,9 +255,12 @@ class Session:
                 }, results
 
     def content(self, cb: Codebase, file: str, start_line: int | None, end_line: int | None,
-                max_tokens: int | None = None) -> dict:
+                max_tokens: int | None = None, start_column: int | None = None) -> dict:
         """The exact text of a file or a line range (1-based, inclusive), at most
-        :data:`MAX_CONTENT_LINES` lines; ``next_start_line`` says where to go on.
+        :data:`MAX_CONTENT_LINES` lines; ``next_start_line`` says where to go on. ``start_column``
+        (1-based, characters) starts the first line there: a line longer than the budget is shown cut,
+        with ``next_start_column`` where the rest begins (a new user's agent could never read the end
+        of a 133 KB line that grep found).
 
         Raises:
             UsageError: the boundary refuses the file (:mod:`.boundary`) or the range is off the file.
@@ -272,9 +275,15 @@ class Session:
         end = min(end_line or total, total, start + MAX_CONTENT_LINES - 1)
         if end < start and total:
             raise UsageError(f"end_line {end_line} is before start_line {start}")
+        column = start_column or 1
+        if column > 1:
+            if column > len(lines[start - 1]):
+                raise UsageError(f"start_column {column} is past the end of line {start} ({len(lines[start - 1])} "
+                                 "characters)")
+            lines = [*lines[:start - 1], lines[start - 1][column - 1:], *lines[start:]]
         end, content, cut = _within_tokens(lines, start, end, max_tokens)
         data = {"codebase": str(cb.root), "path": rel, "start_line": start, "end_line": end, "total_lines": total,
-                "content": content}
+                "content": content, **({"start_column": column} if column > 1 else {})}
         if cb.alone:
             gaps = [[max(a, start), min(b, end)] for a, b in read.not_stored if a <= end and b >= start]
             data["note"] = ("the source is not here: this is the text the index stores (total_lines is its last "
@@ -283,7 +292,8 @@ class Session:
             data["not_stored"] = gaps
         if cut:
             data["truncated"] = f"line {end} is longer than the {'max_tokens' if max_tokens else f'{MAX_CONTENT_CHARS:,} characters'} allowed: only its start is shown"
-        if end < min(end_line or total, total):
+            data.update(next_start_line=end, next_start_column=column + len(content))  # cut: the first line alone
+        elif end < min(end_line or total, total):
             data["next_start_line"] = end + 1
         return data
 
