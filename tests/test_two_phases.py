@@ -502,3 +502,18 @@ def test_a_search_during_a_build_with_vectors_off_does_not_say_vectors_are_being
         assert "built with vectors off" in out["note"] and "still being embedded" not in out["note"], out["note"]
     finally:
         holder.communicate("")
+
+
+def test_a_background_build_started_inside_a_codebase_imports_none_of_its_files(tmp_path, codii_home):
+    """A new user's `build --daemon` (and the vector phase a first search starts) from inside a folder holding
+    `logging.py` and `inspect.py` (Django's django/utils has one) died at once: `python -m` put the folder
+    first on sys.path, so the codebase's files were imported in place of the standard library's."""
+    repo = write_tree(tmp_path / "shadow", {"logging.py": "raise SystemExit('the codebase was imported')\n",
+                                            "inspect.py": "raise SystemExit('the codebase was imported')\n",
+                                            "app.py": "def handler():\n    return 1\n"})
+    res = subprocess.run([sys.executable, "-P", "-m", "codii_sql.cli", "build", ".", "--daemon", "--json"],
+                         cwd=repo, env=_env(codii_home), capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0 and "imported" not in res.stderr, res.stderr
+    _wait(lambda: "daemon" not in as_json(run("status", repo, "--json")))
+    st = as_json(run("status", repo, "--json"))
+    assert st["status"] == "indexed" and st["files"] == 3 and st["vectors"]["state"] == "complete", st

@@ -131,7 +131,7 @@ async def _mcp_session():
     from mcp import ClientSession
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
-    params = StdioServerParameters(command=sys.executable, args=["-m", "codii_sql.mcp", "--no-watch"],
+    params = StdioServerParameters(command=sys.executable, args=["-P", "-m", "codii_sql.mcp", "--no-watch"],
                                    env=dict(os.environ))
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
         await session.initialize()

@@ -60,7 +60,10 @@ def start_daemon(codebase: Codebase, options: list[str]) -> dict:
         raise DaemonRunningError(_running_message(codebase, running), Remedy("poll_status", {"root": str(codebase.root)}))
     log = logs_dir() / f"{codebase.db_path.stem}.log"
     log.parent.mkdir(parents=True, exist_ok=True)
-    cmd = [sys.executable, "-m", "codii_sql.cli", "build", str(codebase.root), "--db", str(codebase.db_path),
+    # -P: not the folder it starts in first on sys.path. From inside a codebase holding an `inspect.py` or a
+    # `logging.py` (Django's django/utils), `python -m` imported those instead of the standard library's, and
+    # the background build died at once, or would have run the codebase's own code (a new user).
+    cmd = [sys.executable, "-P", "-m", "codii_sql.cli", "build", str(codebase.root), "--db", str(codebase.db_path),
            *options, "--detached", "--json"]
     with open(log, "ab") as out:
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
