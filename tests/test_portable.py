@@ -376,21 +376,27 @@ def test_clear_leaves_a_shard_alone_even_when_its_source_is_here(tmp_path, codii
     assert shard.read_bytes() == before
 
 
-def test_a_served_shard_is_read_unmapped_so_a_copy_over_it_is_an_error_not_sigbus(tmp_path, codii_home):
+def test_a_served_shard_is_read_unmapped_so_a_copy_over_it_is_an_error_not_sigbus(tmp_path, codii_home, monkeypatch):
     """A new user's team server (serve --shards) died of SIGBUS, silently, when a shard was overwritten in
     place by cp: a read of a memory-mapped page past the truncated end is a bus error (SQLite's mmap
     documentation). A server's connections to files alone are not mapped; a truncated file read so is an
     error of that one search, and the process lives."""
     from codii_sql.service.indexes import open_searcher
+    from codii_sql.storage import store as store_module
     from support.trees import REPO_ROOT
 
     shard = exported_shard(tmp_path)
     alone = service.open_codebase(None, str(shard))
-    with service.OpenIndexes().searcher(alone) as served:
-        assert served.store.conn.execute("PRAGMA mmap_size").fetchall()[0][0] == 0
     cli_searcher = open_searcher(alone)  # a CLI process's one search keeps the mapping
     assert cli_searcher.store.conn.execute("PRAGMA mmap_size").fetchall()[0][0] > 0
     cli_searcher.store.close()
+    monkeypatch.setitem(store_module._MAP_ALONE, "on", True)  # restored after: the switch is the process's
+    service.serve_unmapped()  # as the MCP and HTTP servers do when they start
+    with service.OpenIndexes().searcher(alone) as served:  # every read of a served process, grep's and the file
+        assert served.store.conn.execute("PRAGMA mmap_size").fetchall()[0][0] == 0  # view's too (service.open_store)
+    from codii_sql.service.status import open_store
+    with open_store(alone) as grepped:
+        assert grepped.conn.execute("PRAGMA mmap_size").fetchall()[0][0] == 0
     script = (  # read every chunk, cut the file under the reader (as cp does first), read again
         "import os, sys\n"
         "from codii_sql.storage.store import Store\n"
@@ -465,9 +471,39 @@ def test_a_served_shard_cut_in_place_fails_alone_until_it_is_whole_again(tmp_pat
             assert found["svc.db"]["status"] == "failed", found
             assert "svc.db" in got["note"] and "damaged" in got["note"], got
             assert found["other.db"]["status"] == "searched"
+        for endpoint in ("grep", "symbol"):  # read unmapped too: a mapped read of the cut pages was SIGBUS (a new user)
+            cut = httpx.get(f"{url}/{endpoint}", params={"q": "alpha_handler", "name": "alpha_handler",
+                                                          "codebase": "svc"}, timeout=60)
+            assert cut.status_code in (400, 404, 503), (endpoint, cut.status_code, cut.text[:300])
+        assert httpx.get(f"{url}/healthz", timeout=60).status_code == 200  # the server lives
         with open(shards / "svc.db", "r+b") as fh:  # the copy finishes
             fh.write(whole)
         found, got = members("alpha_handler")
         assert found["svc.db"]["status"] == "searched" and got["results"][0]["symbol"] == "alpha_handler", found
     finally:
         servers.stop(proc)
+
+
+def test_both_servers_read_files_alone_unmapped_from_their_start(tmp_path, codii_home, monkeypatch):
+    """A new user's team server died of SIGBUS on /grep, /symbol and /file while a shard was copied over in
+    place: only its search connections were unmapped. The switch is now the process's, thrown by each server's
+    start (a mapped reader dying and an unmapped one living is shown in the test above)."""
+    import socket
+
+    from codii_sql.cli.serving import serve_http
+    from codii_sql.errors import UsageError
+    from codii_sql.mcp import main as mcp_main
+    from codii_sql.storage import store as store_module
+
+    monkeypatch.setitem(store_module._MAP_ALONE, "on", True)
+    with pytest.raises(SystemExit):  # the MCP server, stopped by a bad folder right after its start
+        mcp_main(["--shards", str(tmp_path / "no-such-folder")])
+    assert store_module._MAP_ALONE["on"] is False
+    monkeypatch.setitem(store_module._MAP_ALONE, "on", True)
+    (tmp_path / "shards").mkdir()
+    with socket.socket() as busy:  # the HTTP server, stopped by a port in use before it listens
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        with pytest.raises(UsageError):
+            serve_http([], "127.0.0.1", busy.getsockname()[1], None, None, str(tmp_path / "shards"))
+    assert store_module._MAP_ALONE["on"] is False

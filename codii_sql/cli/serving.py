@@ -17,7 +17,7 @@ def serve_http(workspaces: list[str], host: str, port: int, ray_address: str | N
     """
     # The HTTP server (starlette, Jinja2, Pygments) and Ray load only when serving: every other
     # command starts ~0.2 s sooner.
-    from .. import cluster, http
+    from .. import cluster, http, service
 
     if replicas is not None and ray_address is None:
         raise UsageError("--replicas counts Ray Serve replicas: pass --ray too (one process serves without it)")
@@ -28,6 +28,7 @@ def serve_http(workspaces: list[str], host: str, port: int, ray_address: str | N
         raise UsageError("--token guards the server of this process", "drop --ray, or guard Ray Serve's port yourself")
     url = f"http://{host}:{port}/search?q=..."
     if ray_address is None:
+        service.serve_unmapped()  # a file alone overwritten in place fails its own requests, not the server (SIGBUS)
         handler = http.SearchHandler(workspaces, shards)  # refuses nothing to serve before the port is tried
         http.check_port(host, port)
         served = [*handler.workspaces, *([f"the shards of {handler.shards.folder}"] if handler.shards else [])]

@@ -116,8 +116,10 @@ class SearchReplica:
 
     def __init__(self, workspaces: list[str], env: dict[str, str]):
         from ..http.handler import SearchHandler
+        from ..service import serve_unmapped
 
         os.environ.update(env)  # this replica's process serves this deployment alone
+        serve_unmapped()  # long-lived: a file alone overwritten in place fails its requests, not the replica
         self.handler = SearchHandler(workspaces)
 
     async def __call__(self, request):

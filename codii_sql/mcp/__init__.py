@@ -12,7 +12,7 @@ import sys
 
 from . import file_tools, grep_tools, history_tools, indexing_tools, search_tools, symbol_tools  # noqa: F401 - importing registers the tools
 from ..errors import CodiiError
-from ..service import ShardFolder
+from ..service import ShardFolder, serve_unmapped
 from .app import SESSION, server
 from .words import message
 
@@ -30,6 +30,7 @@ def main(argv: list[str] | None = None) -> None:
                         help="also serve the index files (.db) of DIR, each searched alone (search_code with "
                              "workspace=DIR's name, or with no path or workspace)")
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    serve_unmapped()  # a file alone overwritten in place fails its own calls, not the agent's server (SIGBUS)
     if args.no_watch:
         SESSION.following.enabled = False
     if args.shards:

@@ -31,6 +31,7 @@ _EXPORTS: dict[str, dict[str, str | None]] = {
         "SearchOptions": None,
     },
     "..storage.lock": {"is_locked": None},
+    "..storage.store": {"serve_unmapped": None},
     ".aside": {"AsideReport": None, "build_aside": None, "embed_texts": None},
     ".boundary": {"FileSet": None},
     ".builds": {"build": None, "build_in_background": None, "ensure_index": None},

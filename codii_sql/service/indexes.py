@@ -19,10 +19,10 @@ from ..storage import health
 from .status import damaged_index, not_indexed, open_store, refuse_damaged, scan_rules
 
 
-def open_searcher(codebase: Codebase, *, mmap: bool = True, check: bool = False) -> Searcher:
+def open_searcher(codebase: Codebase, *, check: bool = False) -> Searcher:
     """A :class:`Searcher` over the existing index; the caller closes ``searcher.store``. An index
-    alone is searched without its source: its results' ``stale`` is None (``mmap``: see :func:`open_store`;
-    ``check``: run quick_check on an index alone too, which nothing remembers clean).
+    alone is searched without its source: its results' ``stale`` is None (``check``: run quick_check
+    on an index alone too, which nothing remembers clean).
 
     Raises:
         NotIndexedError: no index file yet.
@@ -31,7 +31,7 @@ def open_searcher(codebase: Codebase, *, mmap: bool = True, check: bool = False)
     """
     if not codebase.db_path.is_file():
         raise not_indexed(codebase)
-    store = open_store(codebase, mmap=mmap)
+    store = open_store(codebase)
     try:
         refuse_damaged(codebase, store)
         if check and codebase.alone and (problem := health.damage(store)):
@@ -120,12 +120,11 @@ class OpenIndexes:
                 raise failed[1]  # as broken as when it was checked: not read whole again
             self._uses += 1
             if entry is None:
-                # Unmapped: a served shard a careless `cp` overwrites in place must not take the server down
-                # with SIGBUS (a new user's team server died with no line); its next search reopens it,
-                # checking its pages first when it was rewritten in place (half-copied, it answered
-                # "searched, no results" from the pages it could still read).
+                # A shard rewritten in place has its pages checked before it is searched again (half-copied, it
+                # answered "searched, no results" from the pages it could still read); a server reads it
+                # unmapped (storage.store.serve_unmapped), so such a read is an error, not SIGBUS.
                 try:
-                    searcher = open_searcher(cb, mmap=False, check=rewritten or failed is not None)
+                    searcher = open_searcher(cb, check=rewritten or failed is not None)
                 except DamagedIndexError as err:
                     self._damaged[key] = (identity, err)
                     raise

@@ -1,8 +1,12 @@
-"""Lists in an answer cut to a page: at most so many items, and as many whole ones as fit in a token budget."""
+"""Lists and texts in an answer cut to a page: at most so many items or lines, and as many whole ones as fit in a token budget."""
 
 from __future__ import annotations
 
-from ..search.budget import json_tokens, page
+from ..search.budget import CHARS_PER_TOKEN, json_tokens, page, tokens
+
+#: At most this many characters per get_content answer (~25k tokens): 2,000 lines do not bound a
+#: minified bundle's single 1 MB line, which would fill an agent's context.
+MAX_CONTENT_CHARS = 100_000
 
 
 def codebases_page(rows: list[dict], *, limit: int, offset: int = 0, max_tokens: int | None = None) -> dict:
@@ -66,3 +70,32 @@ def fit_workspaces(rows: list[dict], max_tokens: int) -> dict:
 def _listed(row: dict) -> int:
     """A codebase's tokens in a list: its JSON, and its path again (a face's summary names each one)."""
     return json_tokens(row, plus=str(row.get("root") or row.get("codebase") or row.get("db") or ""))
+
+
+#: Tokens of a line's number as the MCP text shows it (7 characters, :func:`tokens`' 4 a token).
+NUMBER_TOKENS = 2
+
+
+def lines_within_tokens(lines: list[str], start: int, end: int, max_tokens: int | None = None) -> tuple[int, str, bool]:
+    """Lines ``start``..``end`` (1-based, inclusive) within ``max_tokens`` (:func:`tokens`; by default, and
+    at most, those of :data:`MAX_CONTENT_CHARS` characters): as many whole lines as fit, or the head of
+    line ``start`` when it alone is longer (then ``cut``). Each line counts its number too (``cat -n``'s
+    ``%6d\t``, :data:`NUMBER_TOKENS`), as an agent reads it: a new user's 8,000-token page of a file of
+    short lines was 9,083 tokens so. Returns ``(last line given, text, cut)``."""
+    cap = min(max_tokens or MAX_CONTENT_CHARS // CHARS_PER_TOKEN, MAX_CONTENT_CHARS // CHARS_PER_TOKEN)
+    size = 0
+    for n in range(start, end + 1):
+        size += tokens(lines[n - 1]) + NUMBER_TOKENS
+        if size > cap:
+            if n == start:
+                return n, head_within(lines[n - 1], cap), True
+            return n - 1, "".join(lines[start - 1:n - 1]), False
+    return end, "".join(lines[start - 1:end]), False
+
+
+def head_within(line: str, cap: int) -> str:
+    """The longest start of ``line`` within ``cap`` tokens (a few cuts: each guesses from the last count)."""
+    k = min(len(line), cap * CHARS_PER_TOKEN)
+    while k > 0 and (used := tokens(line[:k])) > cap:
+        k = min(k - 1, k * cap // used)
+    return line[:k]

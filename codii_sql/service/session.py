@@ -16,7 +16,7 @@ from ..codebase import Codebase, is_remote
 from ..errors import CodiiError, IndexBusyError, NotIndexedError, Remedy, UsageError
 from ..ingest.config import extension_filter
 from ..search.answer import Answer
-from ..search.budget import CHARS_PER_TOKEN, fit, tokens
+from ..search.budget import fit
 from ..search.results import Result
 from ..search.staleness import StaleCheck
 from ..text import content_lines
@@ -32,14 +32,11 @@ from .similar import similar_code
 from .targets import member_paths
 from .status import inspect, list_codebases, not_indexed
 from .outline import outline
-from .paging import codebases_page, fit_file_lists, fit_workspaces
+from .paging import MAX_CONTENT_CHARS, codebases_page, fit_file_lists, fit_workspaces, lines_within_tokens
 from .workspaces import describe, workspaces
 
 #: get_content returns at most this many lines per call (then ``next_start_line``).
 MAX_CONTENT_LINES = 2000
-#: At most this many characters per get_content answer (~25k tokens): 2,000 lines do not bound a
-#: minified bundle's single 1 MB line, which would fill an agent's context.
-MAX_CONTENT_CHARS = 100_000
 
 
 def iso(ts: float | None) -> str | None:
@@ -281,7 +278,7 @@ class Session:
                 raise UsageError(f"start_column {column} is past the end of line {start} ({len(lines[start - 1])} "
                                  "characters)")
             lines = [*lines[:start - 1], lines[start - 1][column - 1:], *lines[start:]]
-        end, content, cut = _within_tokens(lines, start, end, max_tokens)
+        end, content, cut = lines_within_tokens(lines, start, end, max_tokens)
         data = {"codebase": str(cb.root), "path": rel, "start_line": start, "end_line": end, "total_lines": total,
                 "content": content, **({"start_column": column} if column > 1 else {})}
         if cb.alone:
@@ -369,7 +366,7 @@ def _chunk_within(row: dict, max_tokens: int) -> dict:
     """What a chunk's answer changes to fit ``max_tokens``: nothing when it fits, else its ``content``
     cut to whole lines (or the head of the first), ``shown_end_line``, ``next_start_line`` and ``truncated``."""
     lines = [line + "\n" for line in content_lines(row["content"])]
-    last, content, cut = _within_tokens(lines, 1, len(lines), max_tokens)
+    last, content, cut = lines_within_tokens(lines, 1, len(lines), max_tokens)
     if not cut and last == len(lines):
         return {}
     first, by_line = row["start_line"], len(lines) == row["end_line"] - row["start_line"] + 1
@@ -377,32 +374,3 @@ def _chunk_within(row: dict, max_tokens: int) -> dict:
     what = f"the head of line {shown}" if cut else f"lines {first}-{shown}"
     return {"content": content, "shown_end_line": shown, "next_start_line": shown + 1,
             "truncated": f"{what} of the chunk's {first}-{row['end_line']} shown, to fit max_tokens={max_tokens}"}
-
-
-#: Tokens of a line's number as the MCP text shows it (7 characters, :func:`tokens`' 4 a token).
-NUMBER_TOKENS = 2
-
-
-def _within_tokens(lines: list[str], start: int, end: int, max_tokens: int | None = None) -> tuple[int, str, bool]:
-    """Lines ``start``..``end`` (1-based, inclusive) within ``max_tokens`` (:func:`tokens`; by default, and
-    at most, those of :data:`MAX_CONTENT_CHARS` characters): as many whole lines as fit, or the head of
-    line ``start`` when it alone is longer (then ``cut``). Each line counts its number too (``cat -n``'s
-    ``%6d\t``, :data:`NUMBER_TOKENS`), as an agent reads it: a new user's 8,000-token page of a file of
-    short lines was 9,083 tokens so. Returns ``(last line given, text, cut)``."""
-    cap = min(max_tokens or MAX_CONTENT_CHARS // CHARS_PER_TOKEN, MAX_CONTENT_CHARS // CHARS_PER_TOKEN)
-    size = 0
-    for n in range(start, end + 1):
-        size += tokens(lines[n - 1]) + NUMBER_TOKENS
-        if size > cap:
-            if n == start:
-                return n, _head(lines[n - 1], cap), True
-            return n - 1, "".join(lines[start - 1:n - 1]), False
-    return end, "".join(lines[start - 1:end]), False
-
-
-def _head(line: str, cap: int) -> str:
-    """The longest start of ``line`` within ``cap`` tokens (a few cuts: each guesses from the last count)."""
-    k = min(len(line), cap * CHARS_PER_TOKEN)
-    while k > 0 and (used := tokens(line[:k])) > cap:
-        k = min(k - 1, k * cap // used)
-    return line[:k]

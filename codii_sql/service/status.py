@@ -32,14 +32,14 @@ def not_indexed(codebase: Codebase) -> NotIndexedError:
     return NotIndexedError(f"{codebase.root} is not indexed", Remedy("build", {"root": str(codebase.root)}))
 
 
-def open_store(codebase: Codebase, *, mmap: bool = True) -> Store:
+def open_store(codebase: Codebase) -> Store:
     """The existing index of ``codebase`` opened to read it (an index alone: read only, mapped into
-    memory unless ``mmap`` is false, see :class:`Store`); the caller closes it.
+    memory unless this process serves others, see :class:`Store`); the caller closes it.
 
     Raises:
         StorageError: no such file, or it cannot be opened (see :class:`Store`).
     """
-    return Store(codebase.db_path, create=False, readonly=codebase.alone, mmap=mmap)
+    return Store(codebase.db_path, create=False, readonly=codebase.alone)
 
 
 def status(codebase: Codebase, *, check_stale: bool = True) -> dict:

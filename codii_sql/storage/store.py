@@ -42,6 +42,19 @@ FRESH_SECONDS = 10
 SCHEMA_WAIT_SECONDS = 2.0
 
 
+#: Whether index files alone are mapped into memory (faster vector scans: sql/connection.sql's
+#: pragma_mmap). A server clears it (:func:`serve_unmapped`): a file alone is dropped in by whoever
+#: publishes it, maybe by `cp` over the one served, and a mapped read of its cut pages is SIGBUS,
+#: which ends the process (a new user's team server died so on /grep, /symbol and /file).
+_MAP_ALONE = {"on": True}
+
+
+def serve_unmapped() -> None:
+    """From now on, this process (a long-lived server) reads index files alone without mapping them:
+    an overwritten one fails its own requests instead of killing the process."""
+    _MAP_ALONE["on"] = False
+
+
 class Store:
     """An open index ``.db``: schema, snapshot (``meta``) and every named statement.
 
@@ -53,7 +66,8 @@ class Store:
             (nothing is created beside it, and a replacement by rename leaves this reader on the
             old file), else SQLite's read-only mode; no schema upgrade (an older schema that
             reads as it is is searched so, another is refused).
-        mmap: map a ``readonly`` file (faster vector scans); off where a copy may overwrite it in place (SIGBUS).
+        mmap: map a ``readonly`` file (faster vector scans); off where a copy may overwrite it in place (SIGBUS);
+            None: as this process reads files alone (:func:`serve_unmapped`).
     Raises:
         DamagedIndexError: SQLite reports the file corrupt or not a database.
         StorageError: the file cannot be opened or created, is not a codii-sql index (with
@@ -64,8 +78,8 @@ class Store:
     type (:func:`translate`): no layer above storage sees apsw.
     """
 
-    def __init__(self, path: Path, *, create: bool = True, readonly: bool = False, mmap: bool = True):
-        self.path, self.mmap = Path(path), mmap
+    def __init__(self, path: Path, *, create: bool = True, readonly: bool = False, mmap: bool | None = None):
+        self.path, self.mmap = Path(path), _MAP_ALONE["on"] if mmap is None else mmap
         self._translate = False  # opening words its own errors, below
         if (not create or readonly) and not self.path.is_file():
             raise StorageError(f"no index at {self.path}", Remedy("build"))
