@@ -97,6 +97,10 @@ def test_an_agent_reads_a_subfolder_as_search_does_and_is_told_to_index_a_reposi
             assert "def handler_of_pkg" in (await call(s, "get_content", path=sub, file="pkg/mod.py"))["content"]
             outline = await call(s, "get_file_outline", path=sub, file="pkg/mod.py")
             assert "handler_of_pkg" in json.dumps(outline)
+            # or the file relative to the folder passed (the answer still names it from the root)
+            assert (await call(s, "get_content", path=sub, file="mod.py"))["path"] == "pkg/mod.py"
+            assert (await call(s, "get_file_outline", path=sub, file="mod.py"))["path"] == "pkg/mod.py"
+            assert (await call(s, "get_indexing_status", path=sub))["codebase"] == str(root)  # as search reads it
             told = await refused(s, "search_code", path=str(root / "clone"), query="in the clone")
             assert "clone is not indexed" in told and "index_codebase" in told and "lies inside" not in told, told
 

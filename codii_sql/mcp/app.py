@@ -174,6 +174,18 @@ def codebase_at(path: str, *, enclosing: bool = True) -> Codebase:
     return find_codebase(checked)[0]
 
 
+def file_of(path: str, cb: Codebase, file: str) -> str:
+    """``file`` as the agent meant it: relative to ``cb``'s root, as every answer writes paths, or, when
+    no such file is there, to the subfolder ``path`` names (a new user's agent passed `pkg` and `mod.py`)."""
+    folder = Path(path).expanduser().absolute()
+    if cb.alone or folder == cb.root or not folder.is_relative_to(cb.root) or (cb.root / file).exists():
+        return file
+    try:
+        return (folder / file).relative_to(cb.root).as_posix() if (folder / file).exists() else file
+    except ValueError:  # an absolute file elsewhere: the boundary answers for it
+        return file
+
+
 def numbered(content: str, first_line: int, last_line: int | None = None) -> str:
     """``cat -n`` style: right-aligned 1-based line number, a tab, the line; numbered as
     :func:`~codii_sql.text.numbered_lines` says (a notebook cell's lines share one file line). A CRLF line
@@ -184,4 +196,4 @@ def numbered(content: str, first_line: int, last_line: int | None = None) -> str
 
 
 __all__ = ["DEFAULT_MAX_TOKENS", "FileArg", "LineArg", "ListTokensArg", "MaxTokensArg", "OffsetArg", "MAX_SEARCH_LIMIT", "PathArg", "READ_ONLY", "SESSION", "SQLITE_MAX_INTEGER",
-           "agent_errors", "answer", "check_path", "codebase_at", "numbered", "server", "with_note"]
+           "agent_errors", "answer", "check_path", "codebase_at", "file_of", "numbered", "server", "with_note"]

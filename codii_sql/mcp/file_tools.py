@@ -19,6 +19,7 @@ from .app import (
     agent_errors,
     answer,
     codebase_at,
+    file_of,
     numbered,
     server,
 )
@@ -39,7 +40,8 @@ def get_content(path: PathArg, file: FileArg, start_line: LineArg = None, end_li
                 start_column: Annotated[int | None, Field(ge=1, le=SQLITE_MAX_INTEGER, description=(
                     "Start the first line at this character (1-based): the rest of a line too long to show "
                     "whole, from next_start_column."))] = None) -> CallToolResult:
-    data = SESSION.content(codebase_at(path), file, start_line, end_line, max_tokens or DEFAULT_MAX_TOKENS,
+    cb = codebase_at(path)
+    data = SESSION.content(cb, file_of(path, cb, file), start_line, end_line, max_tokens or DEFAULT_MAX_TOKENS,
                            start_column)
     start, end, total = data["start_line"], data["end_line"], data["total_lines"]
     go_on = (f"start_line={data['next_start_line']}, start_column={data['next_start_column']}"

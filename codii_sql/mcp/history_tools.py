@@ -27,6 +27,7 @@ from .app import (
     answer,
     check_path,
     codebase_at,
+    file_of,
     server,
     with_note,
 )
@@ -77,7 +78,8 @@ def explain_line(
     limit: Annotated[int, Field(ge=1, le=MAX_WHY_LIMIT, description="Commits at most, newest first.")] = DEFAULT_WHY_LIMIT,
     max_tokens: MaxTokensArg = None,
 ) -> CallToolResult:
-    found = explain(codebase_at(path), file, line, limit=limit, max_tokens=max_tokens or DEFAULT_MAX_TOKENS)
+    cb = codebase_at(path)
+    found = explain(cb, file_of(path, cb, file), line, limit=limit, max_tokens=max_tokens or DEFAULT_MAX_TOKENS)
     n = len(found.results)
     summary = f"{n} commit{'' if n == 1 else 's'} made {found.file}:{found.line} what it is"
     return answer(with_note(summary, found.note(words)), found.to_dict(words), _listing(found.results))

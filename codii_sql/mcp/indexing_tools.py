@@ -92,7 +92,11 @@ def index_codebase(
 )
 @agent_errors
 def get_indexing_status(path: PathArg, max_tokens: ListTokensArg = None) -> CallToolResult:
-    data = SESSION.indexing_status(codebase_at(path, enclosing=False), max_tokens or DEFAULT_MAX_TOKENS)
+    # The folder's own index when it has one or this server builds it, else the index that answers for it,
+    # as search_code reads it (a new user's agent was told a subfolder search_code answered from was not indexed).
+    own = codebase_at(path, enclosing=False)
+    cb = own if own.db_path.is_file() or SESSION.jobs.locked(own) else codebase_at(path)
+    data = SESSION.indexing_status(cb, max_tokens or DEFAULT_MAX_TOKENS)
     summary = f"{data['codebase']}: {data['status']}"
     vectors = data.get("vectors") or {}  # absent with no index and no build
     if data["status"] == "indexing" and data["phase"] == "vectors":

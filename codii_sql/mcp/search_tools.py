@@ -23,6 +23,7 @@ from .app import (
     answer,
     check_path,
     codebase_at,
+    file_of,
     server,
     with_note,
 )
@@ -96,7 +97,8 @@ def find_similar_code(
     limit: Annotated[int, Field(ge=1, le=MAX_SEARCH_LIMIT, description="Number of files returned.")] = 10,
     max_tokens: MaxTokensArg = None,
 ) -> CallToolResult:
-    data, results = SESSION.similar(codebase_at(path), file, start_line, end_line, limit,
+    cb = codebase_at(path)
+    data, results = SESSION.similar(cb, file_of(path, cb, file), start_line, end_line, limit,
                                     max_tokens or DEFAULT_MAX_TOKENS)
     span = f" lines {start_line or 1}-{end_line or 'end'}" if start_line or end_line else ""
     summary = f"{len(results)} files similar to {data['file']}{span}"

@@ -25,6 +25,7 @@ from .app import (
     answer,
     check_path,
     codebase_at,
+    file_of,
     server,
     with_note,
 )
@@ -47,7 +48,8 @@ def get_file_outline(
     limit: Annotated[int, Field(ge=1, le=1000, description="Definitions at most.")] = 300,
     max_tokens: ListTokensArg = None,
 ) -> CallToolResult:
-    data = SESSION.outline(codebase_at(path), file, limit=limit, start_line=start_line,
+    cb = codebase_at(path)
+    data = SESSION.outline(cb, file_of(path, cb, file), limit=limit, start_line=start_line,
                            max_tokens=max_tokens or DEFAULT_MAX_TOKENS)
     lines = []
 
