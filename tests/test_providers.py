@@ -205,6 +205,24 @@ def test_a_first_build_with_the_server_down_indexes_every_file_and_the_next_embe
         assert store.vector_dims() == 768 and store.meta()["dims"] == 768
 
 
+def test_a_search_after_a_failed_vector_phase_asks_the_server_nothing_and_says_why(tmp_path, server, monkeypatch):
+    """A new user's searches after the vector phase failed (the server down) each started a build that failed
+    again ~10 s later, and said "vectors are still being embedded" meanwhile."""
+    repo = write_tree(tmp_path / "r", {f"m{i}.py": f"def handler_{i}(x):\n    return x + {i}\n" for i in range(70)})
+    server.control(fail=[{"status": 500}] * 12)
+    one_line_error(run("build", repo, "--embedder", "openai:text-embedding-test"), "HTTP 500")
+    server.control(fail=[{"status": 500}] * 100)  # still failing
+    monkeypatch.setenv("CODII_SQL_BACKGROUND", "1")
+    started = []
+    monkeypatch.setattr("codii_sql.service.builds.start_daemon", lambda cb, options: started.append(cb))
+    asked = server.stats()["requests"]
+    found = as_json(run("search", "handler_42", "--path", repo, "--mode", "bm25", "--json"))
+    assert found["results"][0]["path"] == "m42.py" and started == [] and server.stats()["requests"] == asked
+    hybrid = as_json(run("search", "handler 42", "--path", repo, "--json"))
+    assert "vector phase stopped" in hybrid["note"] and "HTTP 500" in hybrid["note"], hybrid["note"]
+    assert started == []
+
+
 def test_an_index_built_by_a_provider_is_refused_another_model(sample_repo):
     as_json(run("build", sample_repo, "--embedder", "ollama:nomic-embed-text", "--json"))
     res = run("build", sample_repo, "--embedder", "openai:text-embedding-test")

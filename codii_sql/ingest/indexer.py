@@ -168,12 +168,13 @@ class Indexer:
         started = time.perf_counter()
         meta = store.meta()
         known = meta.get("model_id") == self.embedder.model_id and meta.get("dims")
-        if self.embedder.dims is None and self._vectors_on(store) and not known:
+        if self.embedder.dims is None and self._vectors_on(store) and not known and self.max_inline != 0:
             # A new HTTP provider index: one request says the width (and that it answers). An index
             # that records its width needs none: its lexical update works with the server down. A
             # server that does not answer leaves the width to the vector phase, which says why it
             # failed: the lexical phase needs no vector (a new user's first build with Ollama down
-            # committed nothing, and status said not_indexed without the error).
+            # committed nothing, and status said not_indexed without the error). An update that embeds
+            # nothing (a search's, after a failure) does not ask at all.
             try:
                 self.embedder.load()
             except EmbeddingFailedError as err:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -191,6 +192,11 @@ def freshness_note(st: dict) -> Note | None:
     return None
 
 
+#: Seconds after a failed vector phase during which a search's update starts no background build for it
+#: (a build command always tries): a provider's server that is down is asked again five minutes on.
+VECTOR_RETRY_SECONDS = 300.0
+
+
 def refresh(codebase: Codebase, *, progress: Progress | None = None,
             embedder: Embedder | None = None, vectors: bool = True) -> tuple[BuildReport, list[str]]:
     """Update the index now, as a search does before it answers: the lexical phase, the vectors of
@@ -203,10 +209,17 @@ def refresh(codebase: Codebase, *, progress: Progress | None = None,
     Raises:
         IndexBusyError: another process holds the writer lock.
     """
+    snapshot = inspect(codebase)["snapshot"] if codebase.db_path.is_file() else {}
+    # A vector phase that failed lately (a provider's server down) is not tried again by every search, inline
+    # or in the background: each search spawned a build that failed ~10 s later, and said "still being
+    # embedded" meanwhile (a new user); the search's note says why the vectors are missing instead.
+    failed_lately = bool(snapshot.get("vectors_error")) and \
+        time.time() - (snapshot.get("vectors_started_at") or 0) < VECTOR_RETRY_SECONDS
+    vectors = vectors and not failed_lately
     background = background_allowed() and vectors
     warnings: list[str] = []
     # An update keeps the index's own embedder, whatever the environment asks for now.
-    recorded = recorded_embedder(inspect(codebase)["snapshot"]) if codebase.db_path.is_file() else None
+    recorded = recorded_embedder(snapshot) if snapshot else None
     report = build(codebase, wait=False, progress=progress, warn=warnings.append, embedder=embedder,
                    embedder_name=recorded,
                    max_inline=0 if not vectors else inline_vectors(codebase) if background else None,
