@@ -451,3 +451,35 @@ def test_a_fresh_servers_first_search_sees_files_added_while_no_server_ran(codii
             assert found["results"] and found["results"][0]["path"] == "app/melon.py", found
 
     asyncio.run(run())
+
+
+def test_a_tool_does_not_wait_for_a_watcher_whose_last_update_failed(tmp_path, codii_home, monkeypatch):
+    """A new user's agent paid 5 s on every tool call over a damaged index: each waited for this server's
+    watcher to commit, which a failing update never does. A real watcher thread over a real, damaged index."""
+    from codii_sql.service import following as following_module
+    from codii_sql.service.following import Following
+    from codii_sql.service.jobs import Jobs
+
+    repo = write_tree(tmp_path / "r", {"a.py": "def a():\n    return 1\n"})
+    cb = service.open_codebase(repo)
+    service.build(cb, vectors=False)
+    follow = Following(Jobs(), enabled=True)
+    try:
+        follow.follow(cb)
+        deadline = time.monotonic() + 60
+        while follow._watchers.get(cb) is None and time.monotonic() < deadline:  # following it
+            time.sleep(0.05)
+        time.sleep(1.0)  # its first update (the index was current) and its first wait for events
+        with open(cb.db_path, "r+b") as fh:  # break its pages, then change a file: the update fails on them
+            fh.seek(8192)
+            fh.write(os.urandom(16384))
+        (repo / "a.py").write_text("def a():\n    return 2\n")
+        while (cb not in follow.last or follow.last[cb].error is None) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert follow.last[cb].error, follow.last[cb]
+        monkeypatch.setattr(following_module, "SETTLE_SECONDS", 60.0)
+        started = time.monotonic()
+        follow.settle(cb)
+        assert time.monotonic() - started < 10  # not the 60 s a commit that never comes would take
+    finally:
+        follow.shutdown()

@@ -82,13 +82,18 @@ class Following:
         change made before now (its next wake, at most ~0.1 s: :meth:`~.watching.Watcher.caught_up`)
         and committed them all (:func:`~.watchers.kept_fresh`); at once when ``cb`` is not followed.
         A new user's agent wrote a file and grepped it in the same turn: 3 tries of 3 answered from
-        before the write, for the event was still in watchfiles' 50 ms group."""
+        before the write, for the event was still in watchfiles' 50 ms group. At once too when the
+        watcher's last update failed: nothing will be committed to wait for."""
         asked = time.monotonic()
         deadline = asked + SETTLE_SECONDS
         while cb in self.watched() and time.monotonic() < deadline:
             watcher = self._watchers.get(cb)
-            if watcher is not None and watcher.caught_up(asked) and kept_fresh(cb) is not None:
-                return
+            if watcher is not None and watcher.caught_up(asked):
+                failed = (last := self.last.get(cb)) is not None and last.error is not None
+                # A last update that failed (a damaged index, a full disk) commits nothing until someone acts:
+                # waiting for it made each of a new user's tool calls on a damaged index take 5 s.
+                if failed or kept_fresh(cb) is not None:
+                    return
             time.sleep(0.01)
 
     def unfollow(self, cb: Codebase, timeout: float = 5.0) -> None:
