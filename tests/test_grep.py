@@ -551,6 +551,8 @@ def test_a_named_file_the_index_leaves_out_is_said_not_searched(tmp_path):
     assert "leaves out 2 paths rg would read" in whole and "too large 1" in whole and "lock file 1" in whole, whole
     assert "status --skipped" in whole and "big.py" not in whole
     assert "leaves out" not in (grep(root, "return").note(lambda h: h) or "")  # a match: no such note
+    two = grep(root, "zq").to_dict(lambda h: h)  # a scan and what it left out: two notes of one kind, named once
+    assert two["notes"] == ["grep"] and "every indexed file is a candidate" in two["note"] and "leaves out" in two["note"]
     assert "leaves out" not in (grep(root, "func_59999", paths=[str(root / "a.py")]).note(lambda h: h) or "")
     (root / "pkg.egg-info").mkdir()
     (root / "pkg.egg-info" / "PKG-INFO").write_text("func_59999\n")

@@ -162,8 +162,8 @@ def worded_notes(notes: list[Note], words: Words) -> str | None:
 
 
 def with_notes(out: dict, notes: list[Note], words: Words) -> dict:
-    """``out`` with ``note`` (``notes`` told in ``words``) and ``notes`` (their kinds in order) when
-    there are any: the tail of every answer's JSON (search, history, why)."""
+    """``out`` with ``note`` (``notes`` told in ``words``) and ``notes`` (their kinds in order, each once)
+    when there are any: the tail of every answer's JSON (search, history, why)."""
     if notes:
-        out.update(note=worded_notes(notes, words), notes=[n.kind for n in notes])
+        out.update(note=worded_notes(notes, words), notes=list(dict.fromkeys(n.kind for n in notes)))
     return out
