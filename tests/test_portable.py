@@ -277,10 +277,16 @@ def test_an_agent_searches_and_reads_a_folder_of_shards_over_mcp(tmp_path, codii
             assert why.is_error and "index file alone" in why.content[0].text, why.content
             listed = (await session.call_tool("list_workspaces", {})).structured_content["workspaces"]
             assert {"name": "shards", "source": "shards"}.items() <= listed[-1].items()
-            # The folder itself is no codebase: a new user's agent was told to index it.
+            # The folder itself is no codebase: a new user's agent was told to index it. search_code searches
+            # every shard in it; the tools that read one codebase name its files.
             folder = await session.call_tool("grep_code", {"path": str(shards), "pattern": "alpha_handler"})
             assert folder.is_error and "svc.db" in folder.content[0].text and "index_codebase" not in \
                 folder.content[0].text, folder.content
+            for tool, args in (("find_symbol", {"name": "alpha_handler"}), ("clear_index", {})):
+                told = await session.call_tool(tool, {"path": str(shards), **args})
+                assert told.is_error and "svc.db" in told.content[0].text, (tool, told.content)
+            every = await session.call_tool("search_code", {"path": str(shards), "query": "answer the alpha request"})
+            assert every.structured_content["results"][0]["symbol"] == "alpha_handler", every.content
 
     asyncio.run(run())
 

@@ -156,19 +156,33 @@ def check_path(path: str) -> str:
     return path
 
 
+def is_shard_folder(path: str) -> bool:
+    """Whether ``path`` is the folder of index files this server serves (``serve --shards``)."""
+    return SESSION.shards is not None and Path(path).expanduser().absolute() == SESSION.shards.folder
+
+
+def refuse_shard_folder(path: str) -> str:
+    """``path``, unless it is the folder of index files this server serves, which is no codebase (a new
+    user's agent was told to index it).
+
+    Raises:
+        UsageError: naming its files to pass instead.
+    """
+    if is_shard_folder(path):
+        folder = SESSION.shards
+        names = ", ".join(p.name for p in folder.files()[:5])
+        raise UsageError(f"{folder.folder} is the folder of index files this server serves, not a codebase",
+                         f"pass one of its files as path ({names}), or search_code without a path to search them all")
+    return path
+
+
 def codebase_at(path: str, *, enclosing: bool = True) -> Codebase:
     """The codebase whose index answers for the agent's ``path`` (see :func:`check_path`), as search_code
     and the CLI read it: its own, else that of the indexed codebase holding the folder, unless the folder
     is a repository of its own (:func:`~codii_sql.service.find_codebase`); with ``enclosing`` false, the
     folder itself (index_codebase builds what it names). A subfolder worked in search_code and
     find_symbol and was refused by grep_code, get_content and get_file_outline (a new user's agent)."""
-    checked = check_path(path)
-    folder = SESSION.shards
-    if folder is not None and Path(checked).expanduser().absolute() == folder.folder:
-        # serve --shards: the folder is no codebase (a new user's agent was told to index it)
-        names = ", ".join(p.name for p in folder.files()[:5])
-        raise UsageError(f"{folder.folder} is the folder of index files this server serves, not a codebase",
-                         f"pass one of its files as path ({names}), or search_code without a path to search them all")
+    checked = refuse_shard_folder(check_path(path))
     if not enclosing:
         return open_codebase(checked)
     return find_codebase(checked)[0]
@@ -196,4 +210,5 @@ def numbered(content: str, first_line: int, last_line: int | None = None) -> str
 
 
 __all__ = ["DEFAULT_MAX_TOKENS", "FileArg", "LineArg", "ListTokensArg", "MaxTokensArg", "OffsetArg", "MAX_SEARCH_LIMIT", "PathArg", "READ_ONLY", "SESSION", "SQLITE_MAX_INTEGER",
-           "agent_errors", "answer", "check_path", "codebase_at", "file_of", "numbered", "server", "with_note"]
+           "agent_errors", "answer", "check_path", "codebase_at", "file_of", "is_shard_folder", "numbered",
+           "refuse_shard_folder", "server", "with_note"]

@@ -20,6 +20,7 @@ from .app import (
     answer,
     check_path,
     codebase_at,
+    refuse_shard_folder,
     server,
     with_note,
 )
@@ -124,7 +125,7 @@ def get_indexing_status(path: PathArg, max_tokens: ListTokensArg = None) -> Call
 )
 @agent_errors
 def clear_index(path: PathArg) -> CallToolResult:
-    cb = clear_target(check_path(path))  # also the index of a folder that is gone
+    cb = clear_target(refuse_shard_folder(check_path(path)))  # also the index of a folder that is gone
     cleared = SESSION.clear(cb)
     data = {"codebase": str(cb.root), "cleared": cleared}
     return answer(f"{cb.root}: {'index deleted' if cleared else 'was not indexed'}.", data)

@@ -23,6 +23,7 @@ from .app import (
     answer,
     check_path,
     codebase_at,
+    is_shard_folder,
     file_of,
     server,
     with_note,
@@ -64,7 +65,9 @@ def search_code(
     opts = SearchOptions(limit=limit, mode=mode, exts=list(extensionFilter), glob=pathGlob or None, rerank=rerank,
                          max_tokens=max_tokens or DEFAULT_MAX_TOKENS)
     folder = SESSION.shards
-    if folder is not None and ((workspace or "").lower() == folder.name.lower() or not (path.strip() or workspace)):
+    if folder is not None and ((workspace or "").lower() == folder.name.lower() or not (path.strip() or workspace)
+                               or is_shard_folder(path)):
+        path = "" if is_shard_folder(path) else path  # the folder itself: every shard in it
         # The server's folder of index files (serve --shards): each searched alone; a path names one.
         request = SearchRequest(query, opts, [path] if path.strip() else [], shards=str(folder.folder))
     else:

@@ -25,6 +25,7 @@ from .app import (
     answer,
     check_path,
     codebase_at,
+    refuse_shard_folder,
     file_of,
     server,
     with_note,
@@ -130,6 +131,6 @@ def _indexed(path: str) -> tuple[Codebase, str | None]:
     """The indexed codebase holding ``path`` and the subfolder ``path`` names in it (None: the whole), as
     a CLI call from that folder keeps to its files; brought up to date first when this server does not
     follow it yet (:meth:`~codii_sql.service.session.Session.require_index`)."""
-    cb, scope = find_codebase(check_path(path))
+    cb, scope = find_codebase(refuse_shard_folder(check_path(path)))
     SESSION.require_index(cb)
     return cb, scope or None
