@@ -80,3 +80,8 @@ SELECT path FROM files WHERE id NOT IN (SELECT file_id FROM file_texts) ORDER BY
 
 -- name: texts_without_file
 SELECT file_id, text FROM file_texts WHERE file_id NOT IN (SELECT id FROM files);
+
+-- name: texts_with_path
+-- Every stored text and its file (doctor unpacks each: a page whose bytes changed under SQLite's
+-- notice, as a hand edit, reads as a blob zlib refuses).
+SELECT f.path, t.text FROM file_texts t JOIN files f ON f.id = t.file_id ORDER BY f.path;

@@ -282,18 +282,24 @@ def test_context_globs_types_role_order_and_rg_json_shape(tmp_path):
 
 
 def test_an_index_alone_is_grepped_from_its_stored_text(tmp_path):
-    root = built(write_tree(tmp_path / "repo", {"a.py": "first\n};\nshared_marker = 1\n"}))
+    root = built(write_tree(tmp_path / "repo", {"a.py": "first\n};\nshared_marker = 1\n", "b.py": "shared_marker = 2\n"}))
     copy = tmp_path / "alone.db"
     assert run("export", root, "--to", copy).exit_code == 0
     shutil.rmtree(root)
     out = run("grep", "-n", "shared_marker|^\\};", "--db", copy)
-    assert out.exit_code == 0 and out.stdout.splitlines() == ["a.py:2:};", "a.py:3:shared_marker = 1"]
-    # A damaged stored text is one line naming the file, not a zlib traceback (a new user's flipped bytes).
+    assert out.exit_code == 0 and out.stdout.splitlines() == ["a.py:2:};", "a.py:3:shared_marker = 1",
+                                                             "b.py:1:shared_marker = 2"]
+    # A damaged stored text is that file's, not every grep's (a new user's flipped bytes failed them all, and
+    # the remedy named a codebase that is not here); doctor names it.
     conn = apsw.Connection(str(copy))
-    conn.execute("UPDATE file_texts SET text = x'789c00ff00ff'")
+    conn.execute("UPDATE file_texts SET text = x'789c00ff00ff' WHERE file_id = (SELECT id FROM files WHERE path = 'a.py')")
     conn.close()
     out = run("grep", "shared_marker", "--db", copy)
-    assert out.exit_code != 0 and "a.py in the index is damaged" in out.output and "Traceback" not in out.output
+    assert out.exit_code == 0 and out.stdout == "b.py:1:shared_marker = 2\n" and "Traceback" not in out.output
+    assert "stored text of 1 files in this index is damaged" in out.stderr and f"--db {copy}" in out.stderr
+    checked = json.loads(run("doctor", "--check-only", "--db", copy, "--json").stdout)
+    assert not checked["consistent"] and any(c["name"] == "grep texts unpack" and "a.py" in c["detail"]
+                                             for c in checked["checks"]), checked
 
 
 def test_the_whole_file_prefilter_never_drops_a_line_a_line_by_line_match_finds(tmp_path):

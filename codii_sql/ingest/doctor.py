@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import zlib
 from dataclasses import dataclass, field
 
 from ..errors import DamagedIndexError, StorageError
@@ -155,4 +156,16 @@ def _check_texts(store: Store, report: DoctorReport) -> tuple[list[str], list[di
     report.checks.append(Check("grep texts and trigram rows match files", not unwritten and not orphans,
                                f"{len(unwritten)} files without a text (read whole by grep until their next build), "
                                f"{len(orphans)} texts without file"))
-    return unwritten, orphans
+    broken = [r["path"] for r in store.rows("texts_with_path") if not _unpacks(r["text"])]
+    report.checks.append(Check("grep texts unpack", not broken, f"{len(broken)} stored texts do not unpack"
+                               + (f": {', '.join(broken[:5])}" if broken else "")))
+    return unwritten + broken, orphans
+
+
+def _unpacks(blob: bytes) -> bool:
+    """Whether a stored text unpacks (zlib, UTF-8)."""
+    try:
+        unpack_text(blob)
+    except (zlib.error, UnicodeDecodeError, TypeError):
+        return False
+    return True

@@ -239,7 +239,11 @@ def _search(store: Store, codebase: Codebase, pattern: GrepPattern, request: Gre
                        key=key)
         answer.files = [GrepFile(r["path"], r["role"], r["language"], 0) for r in every if r["path"] not in matched]
     answer.notes = notes + _notes(answer, pattern, has_tables, unpacked, codebase, request.limit)
-    if unreadable:
+    if unreadable and codebase.alone:  # a new user's one damaged text failed every grep of the shard
+        answer.notes.append(Note("grep", f"the stored text of {unreadable} files in this index is damaged and was not "
+                                         f"searched (`codii-sql doctor --check-only --db {codebase.db_path}` names them)",
+                                 "export the index again from its source"))
+    elif unreadable:
         answer.notes.append(Note("grep", f"{unreadable} indexed files could not be read now (gone, or no longer a "
                                          "regular text file inside the root) and were not searched",
                                  Remedy("build", {"root": answer.codebase})))
@@ -264,7 +268,11 @@ def _verified(store: Store, codebase: Codebase, meta: dict, pattern: GrepPattern
     for the GIL's hand-offs (docs/benchmarks.md, "Grep", third round)."""
     if codebase.alone:
         for row in rows:
-            text, gaps = _text(store, codebase, pattern, row, None, 0)
+            try:
+                text, gaps = _text(store, codebase, pattern, row, None, 0)
+            except StorageError:  # a damaged stored text: that file unread (as a file gone), the others grepped
+                yield row, None, [], []
+                continue
             yield row, text, gaps, _matched_or_none(match, pattern, text)
         return
     max_bytes = scan_rules(codebase, meta)["max_file_bytes"]
