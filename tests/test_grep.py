@@ -571,6 +571,8 @@ def test_a_named_file_the_index_leaves_out_is_said_not_searched(tmp_path):
     # The build's own reason (a new user's 200 KB one-line file was "not indexed yet" here, "minified" in status).
     other = built(write_tree(tmp_path / "other", {"a.py": "x = 1\n", "bundle.py": "func_59999 = [" + "1, " * 9000 + "]\n"}))
     assert "bundle.py (minified)" in grep(other, "func_59999", paths=[str(other / "bundle.py")]).note(lambda h: h)
+    minified = grep(other, "func_59999").note(lambda h: h)  # only the ways in that apply (a new user was told two that did not)
+    assert "minified 1" in minified and "minified files are never indexed" in minified and "max_file_bytes" not in minified
 
 
 @pytest.mark.skipif(RG is None, reason="the rg binary is not installed")

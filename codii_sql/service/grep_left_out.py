@@ -73,7 +73,17 @@ def unread(meta: dict, codebase: Codebase, scopes: list[str]) -> list[Note]:
     reasons = sorted(counts.items(), key=lambda kv: -kv[1])
     said = ", ".join(f"{reason.replace('-', ' ')} {n:,}" for reason, n in reasons[:4])
     n = sum(counts.values())
+    ways = [way for reasons, way in _TAKEN_IN if counts.keys() & reasons]
     return [Note("grep", f"no match in the indexed files; the index leaves out {n:,} path{'s' * (n != 1)} rg would "
                          f"read ({said}), not searched",
-                 "`codii-sql status --skipped` lists them; a .codiiignore negation (!path) or a larger "
-                 "max_file_bytes in .codii.yaml takes one in")]
+                 "; ".join(["`codii-sql status --skipped` lists them", *ways]))]
+
+
+#: What takes a path the index leaves out back in, by its reasons (README, "What is indexed"); a minified
+#: file has no way in (a new user was told a negation or max_file_bytes would take one in).
+_TAKEN_IN = (({"too-large"}, "a larger max_file_bytes in .codii.yaml takes a large file in"),
+             ({"default-excluded", "lock-file", "secret", "build-output"}, "a .codiiignore negation (!path) takes "
+                                                                           "an excluded one in"),
+             ({"nested-repository"}, "a repository of its own is grepped by its own path"),
+             ({"extension-filter"}, "`build --reset-filters` drops the index's extension filter"),
+             ({"minified"}, "minified files are never indexed: rg reads them"))
