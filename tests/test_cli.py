@@ -473,3 +473,22 @@ def test_a_search_inside_a_submodule_uses_its_own_index(tmp_path):
     assert got["codebase"] == str(outer / "libs" / "hist") and got["results"][0]["path"] == "src/backoff.py", got
     got = json.loads(run("search", "outer", "--path", outer, "--mode", "bm25", "--no-update", "--json").output)
     assert got["codebase"] == str(outer) and [r["path"] for r in got["results"]] == ["main.py"], got
+
+
+def test_ctrl_c_says_what_a_build_left_only_when_a_build_ran(sample_repo, monkeypatch):
+    """A new user's Ctrl-C of a `grep --no-update` was told the index keeps what was committed and to run build."""
+    from codii_sql.ingest.indexer import Indexer
+    from codii_sql.service import builds
+
+    assert CliRunner().invoke(cli, ["build", str(sample_repo), "--no-vectors"]).exit_code == 0
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("codii_sql.service.grepping.search_codebase", interrupted)
+    monkeypatch.setitem(builds._BUILDS, "started", 0)  # a command is a process of its own: this one built nothing
+    grep = CliRunner().invoke(cli, ["grep", "--no-update", "retry", str(sample_repo)])
+    assert grep.exit_code == 130 and grep.output.strip() == "Interrupted.", grep.output
+    monkeypatch.setattr(Indexer, "build", interrupted)
+    build = CliRunner().invoke(cli, ["build", str(sample_repo), "--force"])
+    assert build.exit_code == 130 and "run build again" in build.output, build.output

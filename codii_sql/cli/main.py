@@ -60,8 +60,11 @@ class CodiiGroup(click.Group):
             where = " ".join(["codii-sql", *sub])
             message = err.format_message().replace("is not a valid integer range", "is not a whole number in range")
             _fail(message, None, 2, as_json, where, usage=True)
-        except KeyboardInterrupt:
-            echo("Interrupted: the index keeps every file committed so far; run build again to finish.", err=True)
+        except KeyboardInterrupt:  # what a build left, only when one ran (a grep's Ctrl-C was told to build)
+            from .. import service
+
+            echo("Interrupted: the index keeps every file committed so far; run build again to finish."
+                 if service.building() else "Interrupted.", err=True)
             ctx.exit(130)
         except BrokenPipeError:  # `symbol x | head -1`: the reader has what it wanted (grep decides its own)
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit's flush

@@ -34,7 +34,7 @@ _EXPORTS: dict[str, dict[str, str | None]] = {
     "..storage.store": {"serve_unmapped": None},
     ".aside": {"AsideReport": None, "build_aside": None, "embed_texts": None},
     ".boundary": {"FileSet": None},
-    ".builds": {"build": None, "build_in_background": None, "ensure_index": None},
+    ".builds": {"build": None, "build_in_background": None, "building": None, "ensure_index": None},
     ".codebases": {"find_codebase": None, "first_build": None, "is_index_file": None, "open_codebase": None},
     ".daemon": {"daemon_info": None, "detached": None},
     ".doctor": {"doctor": None},

@@ -81,6 +81,7 @@ def build(codebase: Codebase, *, force: bool = False, wait: bool = True, progres
         discard_damaged(codebase)
     embedder = embedder or embedder_for_build(codebase, embedder_name, force=force)
     cache = EmbeddingCache(cache_path, on_warning=warn) if use_cache else None
+    _BUILDS["started"] += 1
     try:
         with reword_disk_full(codebase):
             return Indexer(codebase, embedder, progress=progress, cache=cache,
@@ -90,6 +91,15 @@ def build(codebase: Codebase, *, force: bool = False, wait: bool = True, progres
     finally:
         if cache is not None:
             cache.close()
+
+
+#: Builds this process started (an interrupted command says what a build left only when one ran).
+_BUILDS = {"started": 0}
+
+
+def building() -> bool:
+    """Whether this process has started a build (a command's update, or a build command's)."""
+    return _BUILDS["started"] > 0
 
 
 def build_in_background(codebase: Codebase, options: list[str]) -> dict:
