@@ -712,3 +712,6 @@ def test_json_lines_carry_rg_s_offsets_and_counts(tmp_path, codii_home):
         ours = events([sys.executable, "-m", "codii_sql.cli", "grep", "--no-update", "--json", *args])
         theirs = events([RG, "--no-config", "--json", "--sort", "path", *args])
         assert ours == theirs, (args, ours, theirs)
+    for flag in ("-c", "-l", "--files-without-match", "--count-matches"):  # refused, as rg refuses them (exit 2)
+        res = run("grep", "--no-update", "--json", flag, "fn", root)
+        assert res.exit_code == 2 and "cannot be used with --json" in res.output, (flag, res.output)

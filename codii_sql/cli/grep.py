@@ -62,6 +62,12 @@ def grep(pattern, paths, patterns, fixed, ignore_case, word, smart_case, line_re
     folder's codebase), in path and line order, as `rg -n --no-heading` prints them. Candidate files come
     from the index's trigrams; every one is read and matched exactly. Exit status 1 when nothing matched,
     2 on an error or when nothing matched but some files timed out (their answer is unknown)."""
+    if as_json:  # as rg: a count or a list of files has no JSON lines (they were dropped without a word)
+        clash = next((flag for flag, given in (("--count", count), ("--count-matches", count_matches),
+                                               ("--files-with-matches", files_only),
+                                               ("--files-without-match", without_match)) if given), None)
+        if clash:
+            raise click.UsageError(f"{clash} cannot be used with --json")
     if count_matches:  # rg's --count-matches is -c -o
         count = only_matching = True
     without_match = without_match and not (count or as_json)  # -c wins, as in rg
