@@ -569,3 +569,56 @@ def test_a_page_past_the_end_says_so_and_where_to_ask_from(poly):
     outline = service.outline(poly, "py/session.py", start_line=99_999)
     assert outline["symbols"] == [] and "no definition starts at or after line 99999" in outline["note"]
     assert "past" not in (service.outline(poly, "py/session.py").get("note") or "")
+
+
+RUST_IN_MACROS = """macro_rules! cfg_rt {
+    ($($item:item)*) => { $( #[cfg(feature = "rt")] $item )* }
+}
+
+cfg_rt! {
+    /// Runs a closure on a thread where blocking is fine.
+    pub fn spawn_blocking<F, R>(f: F) -> R
+    where
+        F: FnOnce() -> R,
+    {
+        f()
+    }
+
+    pub struct Blocking {
+        id: u64,
+    }
+}
+
+pub struct TcpListener;
+
+impl TcpListener {
+    cfg_net! {
+        pub async fn bind(addr: &str) -> TcpListener {
+            let _ = addr;
+            TcpListener
+        }
+    }
+
+    pub fn local_addr(&self) -> u16 {
+        0
+    }
+}
+"""
+
+
+def test_rust_items_inside_a_macro_s_braces_are_definitions_at_their_lines(tmp_path, codii_home):
+    """A new user's `symbol spawn_blocking` and `symbol TcpListener::bind` on tokio found nothing or another
+    type's bind: tokio writes its API inside cfg_rt! { ... } and cfg_net! { ... }, a token tree to the grammar."""
+    repo = write_tree(tmp_path / "t", {"src/lib.rs": RUST_IN_MACROS})
+    cb = service.open_codebase(repo)
+    service.build(cb, vectors=False)
+    found = {d["symbol"]: (d["kind"], d["start_line"], d["end_line"])
+             for name in ("spawn_blocking", "Blocking", "bind", "local_addr")
+             for d in service.find_symbol(cb, name)["definitions"]}
+    assert found == {"spawn_blocking": ("function", 6, 12), "Blocking": ("class", 14, 16),
+                     "TcpListener.bind": ("method", 23, 26), "TcpListener.local_addr": ("method", 29, 31)}, found
+    outline = json.dumps(service.outline(cb, "src/lib.rs")["symbols"])
+    assert "spawn_blocking" in outline and "TcpListener.bind" in outline
+    hit = service.search(service.SearchRequest("spawn_blocking", service.SearchOptions(mode="bm25", limit=1),
+                                               [str(repo)], update=False)).results[0]
+    assert (hit.start_line, hit.end_line, hit.symbol) == (6, 12, "spawn_blocking")  # a chunk of its own

@@ -47,6 +47,7 @@ from .declarations import DECLARATIONS, kind_of
 from .grammars import GRAMMARS, Grammar
 from .layout import Chunk, ChunkSizes, Definition, Layout, Lines, Piece, TokenCounter
 from .nodes import Span, capture, field_name, last_row, parser_for
+from .rustmacros import macro_body_spans
 from .version import CHUNKER_VERSION  # noqa: F401 - the chunker's version is named with it
 
 
@@ -100,6 +101,11 @@ def _node_spans(language: str, root: tree_sitter.Node, declared: bool) -> tuple[
         found = macro_call_spans(root)
         spans.extend(found)
         forward.extend([False] * len(found))
+    if language == "rust":  # cfg_rt! { pub fn spawn_blocking ... }: a token tree to the grammar
+        found, declared_inside = macro_body_spans(root, lambda body: _node_spans("rust", body, declared))
+        spans.extend(found)
+        forward.extend([False] * len(found))
+        declarations.extend(declared_inside)
     bodies = {s.name for s, fwd in zip(spans, forward, strict=True) if not fwd}
     return [s for s, fwd in zip(spans, forward, strict=True) if not fwd or s.name not in bodies], declarations
 

@@ -18,4 +18,6 @@
 #: ``exc_int3``, ``SYSCALL_DEFINE3(read, ...)`` -> ``sys_read``: see :mod:`.cmacros`).
 #: 11: a long line's pieces are never cut inside an identifier at its ``_`` or ``$``; a UTF-8 file with a
 #: few stray bytes is read as UTF-8 (text.decode_source), not Latin-1. Rust's ``macro_rules!`` are of kind ``macro``.
-CHUNKER_VERSION = 11
+#: 12: Rust items inside a macro's braces (``cfg_rt! { pub fn spawn_blocking ... }``) are definitions and chunks
+#: of their own (see :mod:`.rustmacros`).
+CHUNKER_VERSION = 12
