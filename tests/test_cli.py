@@ -485,7 +485,7 @@ def test_ctrl_c_says_what_a_build_left_only_when_a_build_ran(sample_repo, monkey
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("codii_sql.service.grepping.search_codebase", interrupted)
+    monkeypatch.setattr("codii_sql.service.grep.search_codebase", interrupted)
     monkeypatch.setitem(builds._BUILDS, "started", 0)  # a command is a process of its own: this one built nothing
     grep = CliRunner().invoke(cli, ["grep", "--no-update", "retry", str(sample_repo)])
     assert grep.exit_code == 130 and grep.output.strip() == "Interrupted.", grep.output
