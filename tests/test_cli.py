@@ -477,6 +477,8 @@ def test_a_search_inside_a_submodule_uses_its_own_index(tmp_path):
 
 def test_ctrl_c_says_what_a_build_left_only_when_a_build_ran(sample_repo, monkeypatch):
     """A new user's Ctrl-C of a `grep --no-update` was told the index keeps what was committed and to run build."""
+    import importlib
+
     from codii_sql.ingest.indexer import Indexer
     from codii_sql.service import builds
 
@@ -485,7 +487,8 @@ def test_ctrl_c_says_what_a_build_left_only_when_a_build_ran(sample_repo, monkey
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("codii_sql.service.grep.search_codebase", interrupted)
+    grep_module = importlib.import_module("codii_sql.service.grep")  # service.grep is the function
+    monkeypatch.setattr(grep_module, "search_codebase", interrupted)
     monkeypatch.setitem(builds._BUILDS, "started", 0)  # a command is a process of its own: this one built nothing
     grep = CliRunner().invoke(cli, ["grep", "--no-update", "retry", str(sample_repo)])
     assert grep.exit_code == 130 and grep.output.strip() == "Interrupted.", grep.output
