@@ -388,7 +388,6 @@ def test_a_served_shard_is_read_unmapped_so_a_copy_over_it_is_an_error_not_sigbu
     documentation). A server's connections to files alone are not mapped; a truncated file read so is an
     error of that one search, and the process lives."""
     from codii_sql.service.indexes import open_searcher
-    from codii_sql.storage import store as store_module
     from support.trees import REPO_ROOT
 
     shard = exported_shard(tmp_path)
@@ -396,7 +395,6 @@ def test_a_served_shard_is_read_unmapped_so_a_copy_over_it_is_an_error_not_sigbu
     cli_searcher = open_searcher(alone)  # a CLI process's one search keeps the mapping
     assert cli_searcher.store.conn.execute("PRAGMA mmap_size").fetchall()[0][0] > 0
     cli_searcher.store.close()
-    monkeypatch.setitem(store_module._MAP_ALONE, "on", True)  # restored after: the switch is the process's
     service.serve_unmapped()  # as the MCP and HTTP servers do when they start
     with service.OpenIndexes().searcher(alone) as served:  # every read of a served process, grep's and the file
         assert served.store.conn.execute("PRAGMA mmap_size").fetchall()[0][0] == 0  # view's too (service.open_store)
