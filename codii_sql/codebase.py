@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import ReadOnlyIndexError, Remedy, UsageError
+from . import paths
 from .paths import default_db_path
 
 #: Folders that are no project even as a codebase's root: the system's own (exactly these: a project
@@ -21,6 +22,14 @@ def no_project(folder: Path) -> bool:
     """Whether ``folder`` (resolved) is no codebase: ``/``, the home directory, a system folder."""
     return (folder == Path(folder.anchor) or folder == Path.home().resolve() or folder in SYSTEM_FOLDERS
             or any(folder == p or p in folder.parents for p in PSEUDO_FILE_SYSTEMS))
+
+
+def codii_folder(folder: Path) -> bool:
+    """Whether ``folder`` (resolved) is ``$CODII_SQL_HOME`` or one of the folders it keeps (indexes, cache,
+    logs, models), which codii-sql writes: no codebase (a home set above one's projects stays usable)."""
+    own = paths.home().expanduser().resolve()
+    return folder == own or any(folder == own / name or own / name in folder.parents
+                                for name in ("indexes", "cache", "logs", "models"))
 
 
 def is_remote(target: str) -> bool:
@@ -104,6 +113,9 @@ class Codebase:
         if no_project(root):
             raise UsageError(f"{root} is not a project folder (it would index a whole file system, a home "
                              "directory or the system's files)", "pass the root of one codebase")
+        if codii_folder(root):  # its index would list the logs and locks each update writes: `watch` of it looped
+            raise UsageError(f"{root} is codii-sql's own folder ($CODII_SQL_HOME: indexes, caches, logs), not a "
+                             "codebase", "pass the root of one codebase")
         return cls(root, db_path or default_db_path(root))
 
     @classmethod

@@ -204,6 +204,16 @@ def test_file_system_root_and_home_are_refused():
         assert res.exit_code == 2 and "not a project folder" in res.output, (args, res.output)
 
 
+def test_codii_sql_s_own_folder_is_no_codebase(codii_home, sample_repo):
+    """A new user's `index_codebase` of $CODII_SQL_HOME indexed its logs and locks, and `watch` of it updated six
+    times a second, each update writing what it watched."""
+    (codii_home / "indexes").mkdir(exist_ok=True)
+    for args in (["build", codii_home], ["watch", codii_home / "indexes"], ["grep", "x", codii_home]):
+        res = CliRunner().invoke(cli, [str(a) for a in args])
+        assert res.exit_code == 2 and "codii-sql's own folder" in res.output, (args, res.output)
+    assert CliRunner().invoke(cli, ["build", str(sample_repo), "--no-vectors"]).exit_code == 0  # others still are
+
+
 def test_a_file_that_is_not_an_index_is_refused_and_left_untouched(sample_repo, tmp_path):
     empty = tmp_path / "empty.db"
     empty.write_bytes(b"")
