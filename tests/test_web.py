@@ -258,12 +258,13 @@ def test_a_shard_folder_is_searched_and_read_from_its_stored_chunks(site, tmp_pa
         servers.stop(proc)
 
 
-def test_a_newline_in_a_name_opens_and_a_file_changed_since_indexing_says_so(site, tmp_path):
+def test_a_newline_in_a_name_opens_and_a_file_changed_or_left_out_says_so(site, tmp_path):
     """A file named with a newline was linked from the results, then Starlette's path route did
     not match it (plain 404); a file edited since its build marked the old hit's lines silently."""
     env = site["env"]
     repo = write_tree(tmp_path / "odd", {"new\nline.py": "def newline_thing():\n    return 1\n",
-                                         "mod.py": "def moved_thing():\n    return 2\n"}).resolve()
+                                         "mod.py": "def moved_thing():\n    return 2\n",
+                                         "bundle.py": "x = [" + "1, " * 9000 + "]\n"}).resolve()  # minified
     assert cli(env, "build", repo, "--no-vectors").returncode == 0
     assert cli(env, "workspace", "add", "odd", repo).returncode == 0
     port = servers.free_port()
@@ -283,5 +284,8 @@ def test_a_newline_in_a_name_opens_and_a_file_changed_since_indexing_says_so(sit
         (repo / "mod.py").write_text("# one\n# two\n# three\ndef moved_thing():\n    return 2\n")
         stale = httpx.get(url + "/file/odd/mod.py?hl=1-2").text
         assert "This file changed since it was indexed: lines 1-2 were the hit then" in stale
+        # A file the build left out is said so, with why (a new user's minified file was "changed since indexed").
+        skipped = httpx.get(url + "/file/odd/bundle.py").text
+        assert "not in the index (minified)" in skipped and "changed since" not in skipped
     finally:
         servers.stop(proc)

@@ -12,6 +12,8 @@ from ..ingest.config import size_cap
 from ..languages import detect_language
 from ..text import decode_source, unpack_text
 from . import boundary
+from ..ingest.read import read_file
+from ..ingest.scanned import SourceFile
 from .status import open_store, scan_rules
 from .stored import not_stored, stored_lines
 
@@ -21,8 +23,9 @@ class FileText:
     """A file's text as a face shows it: ``path`` relative to the root, ``language``, ``lines``
     (1-based: ``lines[0]`` is line 1, each with its newline, the last one's if the file has it),
     and ``not_stored``: the ranges ``[first, last]`` an index alone does not hold (shown empty);
-    ``changed``: the file on disk is not the version the index holds (edited or not indexed since),
-    so line numbers an answer gave may point elsewhere now."""
+    ``changed``: the file on disk is not the version the index holds (edited since), so line numbers
+    an answer gave may point elsewhere now; ``unindexed``: why the index holds no version of it
+    (``minified``, ``not indexed yet``...), else None."""
 
     path: str
     language: str | None
@@ -30,6 +33,7 @@ class FileText:
     not_stored: list[list[int]] = field(default_factory=list)
     alone: bool = False
     changed: bool = False
+    unindexed: str | None = None
 
 
 def file_text(codebase: Codebase, path: str, fileset: boundary.FileSet | None = None) -> FileText:
@@ -57,8 +61,13 @@ def file_text(codebase: Codebase, path: str, fileset: boundary.FileSet | None = 
     lines = [line + "\n" for line in lines[:-1]] + ([lines[-1]] if lines[-1] else [])
     with open_store(codebase) as store:
         indexed = store.row("file_by_path", {"path": f.rel})
-    changed = indexed is None or indexed["hash"] != hashlib.sha256(raw).hexdigest()
-    return FileText(f.rel, detect_language(f.rel, lines[0] if lines else ""), lines, changed=changed)
+    unindexed = None
+    if indexed is None:  # read as a build reads it: a minified file was shown as "changed since indexed"
+        data = read_file(codebase.root, SourceFile(f.rel, 0, 0), max_file_bytes=files.rules["max_file_bytes"])
+        unindexed = data.replace("-", " ") if isinstance(data, str) else "not indexed yet"
+    changed = indexed is not None and indexed["hash"] != hashlib.sha256(raw).hexdigest()
+    return FileText(f.rel, detect_language(f.rel, lines[0] if lines else ""), lines, changed=changed,
+                    unindexed=unindexed)
 
 
 def _stored_text(codebase: Codebase, path: str) -> str | None:
