@@ -7,8 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import ReadOnlyIndexError, Remedy, UsageError
-from . import paths
-from .paths import default_db_path
+from .paths import default_db_path, home
 
 #: Folders that are no project even as a codebase's root: the system's own (exactly these: a project
 #: may live below /usr/src or /opt), and every folder of the kernel's pseudo file systems. A new
@@ -27,7 +26,7 @@ def no_project(folder: Path) -> bool:
 def codii_folder(folder: Path) -> bool:
     """Whether ``folder`` (resolved) is ``$CODII_SQL_HOME`` or one of the folders it keeps (indexes, cache,
     logs, models), which codii-sql writes: no codebase (a home set above one's projects stays usable)."""
-    own = paths.home().expanduser().resolve()
+    own = home().resolve()
     return folder == own or any(folder == own / name or own / name in folder.parents
                                 for name in ("indexes", "cache", "logs", "models"))
 

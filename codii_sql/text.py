@@ -58,6 +58,14 @@ def unpack_text(blob: bytes) -> str:
     return zlib.decompress(blob).decode("utf-8")
 
 
+def unpacked(blob: bytes) -> str | None:
+    """:func:`unpack_text`, or None for a blob that does not unpack (a damaged page, a hand edit)."""
+    try:
+        return unpack_text(blob)
+    except (zlib.error, UnicodeDecodeError, TypeError):
+        return None
+
+
 #: The byte-order marks of a UTF-16 file, which decode_source decodes as UTF-16.
 UTF16_BOMS = (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
 

@@ -715,3 +715,21 @@ def test_json_lines_carry_rg_s_offsets_and_counts(tmp_path, codii_home):
     for flag in ("-c", "-l", "--files-without-match", "--count-matches"):  # refused, as rg refuses them (exit 2)
         res = run("grep", "--no-update", "--json", flag, "fn", root)
         assert res.exit_code == 2 and "cannot be used with --json" in res.output, (flag, res.output)
+
+
+def test_the_no_match_note_counts_only_what_rg_would_read(tmp_path):
+    """A new user's note counted `.git/` as a default-excluded path rg would read; rg skips hidden entries too."""
+    from codii_sql.service import grep_left_out
+
+    meta = {"skipped_files": {"files": [{"path": ".git/", "reason": "default-excluded"},
+                                        {"path": "node_modules/", "reason": "default-excluded"},
+                                        {"path": "src/.cache/x.py", "reason": "too-large"},
+                                        {"path": "src/big.py", "reason": "too-large"},
+                                        {"path": "src/logo.png", "reason": "binary"}], "more": 3}}
+    cb = Codebase(tmp_path, tmp_path / "i.db")
+    [note] = grep_left_out.unread(meta, cb, [])
+    assert "at least 2 paths rg would read (default excluded 1, too large 1)" in note.what, note.what
+    [scoped] = grep_left_out.unread(meta, cb, ["src"])
+    assert "at least 1 path rg would read (too large 1)" in scoped.what, scoped.what
+    assert grep_left_out.unread({"skipped_files": {"files": [{"path": ".git/", "reason": "default-excluded"}]}},
+                                cb, []) == []

@@ -70,7 +70,7 @@ def grep(pattern, paths, patterns, fixed, ignore_case, word, smart_case, line_re
             raise click.UsageError(f"{clash} cannot be used with --json")
     if count_matches:  # rg's --count-matches is -c -o
         count = only_matching = True
-    without_match = without_match and not (count or as_json)  # -c wins, as in rg
+    without_match = without_match and not count  # -c wins, as in rg
     if patterns:
         paths = ((pattern,) if pattern is not None else ()) + tuple(paths)
     elif pattern is not None:

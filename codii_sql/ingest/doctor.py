@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import zlib
 from dataclasses import dataclass, field
 
 from ..errors import DamagedIndexError, StorageError
 from ..storage import ann
 from ..storage.store import Store
-from ..text import unpack_text
+from ..text import unpack_text, unpacked
 from . import merkle
 
 
@@ -156,16 +155,7 @@ def _check_texts(store: Store, report: DoctorReport) -> tuple[list[str], list[di
     report.checks.append(Check("grep texts and trigram rows match files", not unwritten and not orphans,
                                f"{len(unwritten)} files without a text (read whole by grep until their next build), "
                                f"{len(orphans)} texts without file"))
-    broken = [r["path"] for r in store.rows("texts_with_path") if not _unpacks(r["text"])]
+    broken = [r["path"] for r in store.rows("texts_with_path") if unpacked(r["text"]) is None]
     report.checks.append(Check("grep texts unpack", not broken, f"{len(broken)} stored texts do not unpack"
                                + (f": {', '.join(broken[:5])}" if broken else "")))
     return unwritten + broken, orphans
-
-
-def _unpacks(blob: bytes) -> bool:
-    """Whether a stored text unpacks (zlib, UTF-8)."""
-    try:
-        unpack_text(blob)
-    except (zlib.error, UnicodeDecodeError, TypeError):
-        return False
-    return True

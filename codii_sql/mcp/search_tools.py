@@ -23,8 +23,8 @@ from .app import (
     answer,
     check_path,
     codebase_at,
-    is_shard_folder,
     file_of,
+    is_shard_folder,
     server,
     with_note,
 )
@@ -64,10 +64,10 @@ def search_code(
 ) -> CallToolResult:
     opts = SearchOptions(limit=limit, mode=mode, exts=list(extensionFilter), glob=pathGlob or None, rerank=rerank,
                          max_tokens=max_tokens or DEFAULT_MAX_TOKENS)
-    folder = SESSION.shards
+    folder, whole_folder = SESSION.shards, is_shard_folder(path)
     if folder is not None and ((workspace or "").lower() == folder.name.lower() or not (path.strip() or workspace)
-                               or is_shard_folder(path)):
-        path = "" if is_shard_folder(path) else path  # the folder itself: every shard in it
+                               or whole_folder):
+        path = "" if whole_folder else path  # the folder itself: every shard in it
         # The server's folder of index files (serve --shards): each searched alone; a path names one.
         request = SearchRequest(query, opts, [path] if path.strip() else [], shards=str(folder.folder))
     else:

@@ -25,8 +25,8 @@ from .app import (
     answer,
     check_path,
     codebase_at,
-    refuse_shard_folder,
     file_of,
+    refuse_shard_folder,
     server,
     with_note,
 )

@@ -39,11 +39,11 @@ def named(store: Store, codebase: Codebase, scopes: list[str]) -> list[Note]:
     # A folder's reason is that of a plain file in it ("missing" when the folder itself is not left out).
     reasons = [(files.unlisted(f"{s}/a") if folder else files.unlisted(s) or _unread(codebase, s, rules))
                for s, folder in missing[:5]]
-    reasons = ["no indexed file" if r in (None, "missing") else r.replace("-", " ") for r in reasons]
-    why = ", ".join(f"{s} ({reason})" for (s, _), reason in zip(missing, reasons))
+    said = ["no indexed file" if r in (None, "missing") else r.replace("-", " ") for r in reasons]
+    why = ", ".join(f"{s} ({reason})" for (s, _), reason in zip(missing, said))
     more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
-    hint = "rg reads them" + ("; a larger max_file_bytes in .codii.yaml indexes them" if "too large" in reasons else "")
-    return [Note("grep", f"not searched, as the index leaves them out: {why}{more}", hint)]
+    return [Note("grep", f"not searched, as the index leaves them out: {why}{more}",
+                 "; ".join(["rg reads them", *_ways_in(set(reasons))]))]
 
 
 def _unread(codebase: Codebase, rel: str, rules: dict) -> str:
@@ -55,28 +55,34 @@ def _unread(codebase: Codebase, rel: str, rules: dict) -> str:
 
 def unread(meta: dict, codebase: Codebase, scopes: list[str]) -> list[Note]:
     """A note for a grep that matched nothing: how many paths under ``scopes`` (relative; [] the whole)
-    the index leaves out that rg would read, by reason, from the snapshot ``meta`` (a new user's
-    `grep -c over_marker` exited 1 without a word where rg found 61,690 lines in a 1 MB file); none
-    for an index alone or when it leaves out none."""
+    the index leaves out that rg would read, by reason, from the paths the snapshot ``meta`` lists (its
+    first 200, those rg reads first: "at least" past them); a new user's `grep -c over_marker` exited 1
+    without a word where rg found 61,690 lines in a 1 MB file. None for an index alone or when it leaves
+    out none rg reads: not a hidden one, as rg's default (`.git/` was counted "default excluded")."""
     if codebase.alone:
         return []
-    if not scopes:
-        counts = {r: n for r, n in (meta.get("skipped") or {}).items() if r in RG_READS and n}
-    else:
-        counts = {}
-        for f in (meta.get("skipped_files") or {}).get("files", []):
-            if f["reason"] in RG_READS and any(f["path"] == s or f["path"].startswith(s.rstrip("/") + "/")
-                                               for s in scopes):
-                counts[f["reason"]] = counts.get(f["reason"], 0) + 1
+    listed = meta.get("skipped_files") or {}
+    counts: dict[str, int] = {}
+    for f in listed.get("files", []):
+        path = f["path"].rstrip("/")
+        if f["reason"] not in RG_READS or any(part.startswith(".") for part in path.split("/")):
+            continue
+        if not scopes or any(path == s or path.startswith(s + "/") for s in scopes):
+            counts[f["reason"]] = counts.get(f["reason"], 0) + 1
     if not counts:
         return []
     reasons = sorted(counts.items(), key=lambda kv: -kv[1])
     said = ", ".join(f"{reason.replace('-', ' ')} {n:,}" for reason, n in reasons[:4])
     n = sum(counts.values())
-    ways = [way for reasons, way in _TAKEN_IN if counts.keys() & reasons]
-    return [Note("grep", f"no match in the indexed files; the index leaves out {n:,} path{'s' * (n != 1)} rg would "
-                         f"read ({said}), not searched",
-                 "; ".join(["`codii-sql status --skipped` lists them", *ways]))]
+    at_least = "at least " if listed.get("more") else ""
+    return [Note("grep", f"no match in the indexed files; the index leaves out {at_least}{n:,} path{'s' * (n != 1)} "
+                         f"rg would read ({said}), not searched",
+                 "; ".join(["`codii-sql status --skipped` lists them", *_ways_in(counts.keys())]))]
+
+
+def _ways_in(reasons) -> list[str]:
+    """What takes paths left out for ``reasons`` back in (:data:`_TAKEN_IN`), each way once."""
+    return [way for taken, way in _TAKEN_IN if taken & set(reasons)]
 
 
 #: What takes a path the index leaves out back in, by its reasons (README, "What is indexed"); a minified
@@ -86,4 +92,4 @@ _TAKEN_IN = (({"too-large"}, "a larger max_file_bytes in .codii.yaml takes a lar
                                                                            "an excluded one in"),
              ({"nested-repository"}, "a repository of its own is grepped by its own path"),
              ({"extension-filter"}, "`build --reset-filters` drops the index's extension filter"),
-             ({"minified"}, "minified files are never indexed: rg reads them"))
+             ({"minified"}, "minified files are never indexed"))

@@ -11,12 +11,11 @@ from __future__ import annotations
 import json
 import os
 import time
-import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from ..codebase import Codebase
-from ..errors import Remedy, StorageError, UsageError
+from ..errors import Remedy, UsageError
 from ..ingest.config import size_cap
 from ..languages import KNOWN_LANGUAGES, language_name
 from ..search.answer import Note
@@ -27,7 +26,7 @@ from ..search.grep_answer import GrepAnswer, GrepFile, line_tokens
 from ..search.pattern import GrepPattern
 from ..search.results import ROLES
 from ..storage.store import Store
-from ..text import UTF16_BOMS, decode_source, unpack_text
+from ..text import UTF16_BOMS, decode_source, unpacked
 from . import boundary, grep_filter, grep_left_out, grep_split
 from .stored import not_stored, stored_lines
 from .status import committed_files, open_store, refuse_damaged, scan_rules
@@ -172,8 +171,9 @@ def _search(store: Store, codebase: Codebase, pattern: GrepPattern, request: Gre
     has_tables = store.value("grep_tables") == 2
     answer.files_indexed = committed_files(store, meta)
     started = time.perf_counter()
+    every_file = "grep_files_all" if has_tables else "files_for_grep"
     if pattern.scans or request.invert or not has_tables:  # -v: a file without the trigrams has lines too
-        rows = store.rows("grep_files_all" if has_tables else "files_for_grep")
+        rows = store.rows(every_file)
     else:
         rows = store.rows("grep_candidates" if meta.get("grep_complete") else "grep_candidates_partial",
                           {"trigrams": pattern.fts})
@@ -229,15 +229,15 @@ def _search(store: Store, codebase: Codebase, pattern: GrepPattern, request: Gre
         if request.offsets:
             set_offsets(text, matched)
         answer.files.append(GrepFile(row["path"], row["role"], row["language"], in_file, matched, gaps))
-    if not answer.matched_lines and (request.globs or request.types or request.roles):
+    filtered = not answer.matched_lines and (request.globs or request.types or request.roles)
+    if filtered or request.without_match:  # every file the request selects, candidate or not
+        selected = sorted((r for r in store.rows(every_file) if keep(r)), key=key)
         # rg exits 2 when its filters leave no file to search: "no match" would hide a glob that missed.
-        every = store.rows("grep_files_all" if has_tables else "files_for_grep")
-        answer.nothing_selected = not any(keep(r) for r in every)
-    if request.without_match:  # the selected files no line matched, those without the trigrams too
-        matched = {f.path for f in answer.files}
-        every = sorted((r for r in store.rows("grep_files_all" if has_tables else "files_for_grep") if keep(r)),
-                       key=key)
-        answer.files = [GrepFile(r["path"], r["role"], r["language"], 0) for r in every if r["path"] not in matched]
+        answer.nothing_selected = bool(filtered) and not selected
+        if request.without_match:  # the selected files no line matched, those without the trigrams too
+            matched = {f.path for f in answer.files}
+            answer.files = [GrepFile(r["path"], r["role"], r["language"], 0) for r in selected
+                            if r["path"] not in matched]
     answer.notes = notes + _notes(answer, pattern, has_tables, unpacked, codebase, request.limit)
     if unreadable and codebase.alone:  # a new user's one damaged text failed every grep of the shard
         answer.notes.append(Note("grep", f"the stored text of {unreadable} files in this index is damaged and was not "
@@ -263,17 +263,13 @@ def _verified(store: Store, codebase: Codebase, meta: dict, pattern: GrepPattern
     """``(row, text, gaps, match(pattern, text))`` of each candidate in order (text None: unreadable; the
     match None: timed out), under the size cap of the build whose snapshot is ``meta``, one file at a time
     as the consumer asks (it may stop). A long list's later part may be verified by a forked child
-    (:mod:`.grep_split`, sending back the matched files' texts when ``request`` asks for context;
-    ``answer.processes`` says so): threads reading and matching ahead were 20-40% slower with the files in the page cache,
-    for the GIL's hand-offs (docs/benchmarks.md, "Grep", third round)."""
+    (:mod:`.grep_split`, sending back the matched files' texts when ``request`` asks for context or
+    offsets; ``answer.processes`` says so): threads reading and matching ahead were 20-40% slower with
+    the files in the page cache, for the GIL's hand-offs (docs/benchmarks.md, "Grep", third round)."""
     if codebase.alone:
         for row in rows:
-            try:
-                text, gaps = _text(store, codebase, pattern, row, None, 0)
-            except StorageError:  # a damaged stored text: that file unread (as a file gone), the others grepped
-                yield row, None, [], []
-                continue
-            yield row, text, gaps, _matched_or_none(match, pattern, text)
+            text, gaps = _text(store, codebase, pattern, row, None, 0)
+            yield row, text, gaps, [] if text is None else _matched_or_none(match, pattern, text)
         return
     max_bytes = scan_rules(codebase, meta)["max_file_bytes"]
     with boundary.IndexedReader(os.path.realpath(codebase.root)) as disk:
@@ -293,7 +289,7 @@ def _text(store: Store, codebase: Codebase, pattern: GrepPattern, row: dict, dis
     binary or a private key, larger than ``max_bytes``; its bytes as they are when ``pattern`` can match
     them so, :func:`~codii_sql.search.grep.matches_bytes`; ``b""`` when ``matches_only`` and the bytes
     lack the pattern's literal: -v asks for every line, so never then), or for an index alone its stored
-    text, else its chunks' stored lines."""
+    text (None when it does not unpack), else its chunks' stored lines."""
     if not codebase.alone:
         data = disk.read(row["path"], size_cap(row["path"], max_bytes))
         if data is None or matches_bytes(pattern, data):
@@ -303,11 +299,9 @@ def _text(store: Store, codebase: Codebase, pattern: GrepPattern, row: dict, dis
             return b"", []  # no match once decoded either: the decoding (a third of a selective grep of Django) skipped
         return decode_source(data), []
     if row["has_text"]:
-        try:
-            return unpack_text(store.value("file_text_by_id", {"id": row["id"]})), []
-        except (zlib.error, UnicodeDecodeError):  # a damaged page of the file, not a reason for a traceback
-            raise StorageError(f"the stored text of {row['path']} in the index is damaged",
-                               Remedy("doctor", {"root": str(codebase.root)})) from None
+        # None for a damaged stored text: that file is not read, the others are (a new user's one flipped
+        # blob failed every grep of the shard)
+        return unpacked(store.value("file_text_by_id", {"id": row["id"]})), []
     lines = stored_lines(codebase, row["path"])
     last = max(lines)
     return "\n".join(lines.get(n, "") for n in range(1, last + 1)) + "\n", not_stored(lines, 1, last)

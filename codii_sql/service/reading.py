@@ -4,16 +4,15 @@ or, for an index alone, as its stored chunks hold it."""
 from __future__ import annotations
 
 import hashlib
-import zlib
 from dataclasses import dataclass, field
 
 from ..codebase import Codebase
 from ..ingest.config import size_cap
-from ..languages import detect_language
-from ..text import decode_source, unpack_text
-from . import boundary
 from ..ingest.read import read_file
 from ..ingest.scanned import SourceFile
+from ..languages import detect_language
+from ..text import decode_source, unpacked
+from . import boundary
 from .status import open_store, scan_rules
 from .stored import not_stored, stored_lines
 
@@ -76,9 +75,4 @@ def _stored_text(codebase: Codebase, path: str) -> str | None:
     marked every blank line "not stored"."""
     with open_store(codebase) as store:
         row = store.row("file_text_of_path", {"path": path})
-    if row is None:
-        return None
-    try:
-        return unpack_text(row["text"])
-    except (zlib.error, UnicodeDecodeError):
-        return None
+    return None if row is None else unpacked(row["text"])
