@@ -194,7 +194,7 @@ def test_a_literal_in_any_script_narrows_by_its_trigrams_and_finds_what_rg_finds
             assert sorted(lines(answer)) == sorted((p, int(n)) for p, n, _ in (x.split(":", 2) for x in rg.splitlines()))
 
 
-def test_a_limit_stops_lines_and_counts_and_its_note_says_which_number_is_which(tmp_path):
+def test_a_limit_stops_lines_and_counts_and_its_note_says_which_number_is_which(tmp_path, monkeypatch):
     """A new user's `grep --limit 3 spawn` said "stopped at 28 matching lines" (the first file's count),
     and `-c`/`-l` with a limit listed every file."""
     root = built(write_tree(tmp_path / "repo", {"a.txt": "x_marker\n" * 5, "b.txt": "x_marker\n" * 2,
@@ -204,7 +204,8 @@ def test_a_limit_stops_lines_and_counts_and_its_note_says_which_number_is_which(
     assert "stopped at the limit of 3 matching lines: 5 counted in the 1 files read" in shown.note(lambda h: None)
     counted = grep(root, "x_marker", limit=6, counts_only=True)
     assert [(f.path, f.matches) for f in counted.files] == [("a.txt", 5), ("b.txt", 2)] and counted.truncated
-    result = run("grep", "-c", "--limit", "6", "x_marker", root)
+    monkeypatch.chdir(root)
+    result = run("grep", "-c", "--limit", "6", "x_marker")
     assert result.exit_code == 0 and result.stdout == "a.txt:5\nb.txt:2\n" and "limit of 6" in result.stderr
 
 
@@ -526,7 +527,7 @@ def test_a_file_that_times_out_once_is_matched_again_alone_and_the_collector_res
     assert seen == [False, False, False] and gc.isenabled()
 
 
-def test_counts_and_file_lists_are_counted_without_building_lines_and_equal_the_lines(tmp_path):
+def test_counts_and_file_lists_are_counted_without_building_lines_and_equal_the_lines(tmp_path, monkeypatch):
     """`-c` and `-l` built every matching line first (Django's `\\w+`: 576 MB and 8-13 s for a count); they now
     count matching lines alone (search/grep.count_lines), the same numbers, for empty and anchored matches too."""
     root = built(write_tree(tmp_path / "repo", {
@@ -537,9 +538,10 @@ def test_counts_and_file_lists_are_counted_without_building_lines_and_equal_the_
         counted = grep(root, pattern, counts_only=True)
         assert [(f.path, f.matches) for f in counted.files] == [(f.path, f.matches) for f in whole.files], pattern
         assert all(f.lines == [] for f in counted.files) and counted.matched_lines == whole.matched_lines
-    out = run("grep", "-c", "x*", root, "--no-update")
+    monkeypatch.chdir(root)
+    out = run("grep", "-c", "x*", "--no-update")
     assert out.exit_code == 0 and out.stdout.splitlines() == ["a.py:3", "b.txt:1", "c.md:3"], out.stdout
-    assert run("grep", "-l", "alpha", root, "--no-update").stdout.splitlines() == ["a.py"]
+    assert run("grep", "-l", "alpha", "--no-update").stdout.splitlines() == ["a.py"]
 
 
 def test_a_named_file_the_index_leaves_out_is_said_not_searched(tmp_path):
@@ -579,14 +581,15 @@ def test_a_named_file_the_index_leaves_out_is_said_not_searched(tmp_path):
 @pytest.mark.parametrize("globs", [["*.{py,rst}"], ["!*.{py,md}"], ["!tests/", "*.py"], ["!tests", "*.py"],
                                    ["*.py", "!tests/"], ["src/**", "!src/deep/"], ["{src,docs}/*"], ["src/"],
                                    ["!src/*"], ["deep"]])
-def test_globs_select_the_files_rg_selects(tmp_path, globs):
+def test_globs_select_the_files_rg_selects(tmp_path, monkeypatch, globs):
     """A new user's -g '*.{py,rst}' listed nothing (rg: 32 files), and -g '!tests/' -g '*.py' kept tests/*.py
     (rg never enters an excluded folder, whatever a later glob says)."""
     root = built(write_tree(tmp_path / "repo", {p: "Blueprint = 1\n" for p in (
         "tests/a.py", "src/b.py", "src/deep/c.py", "docs/d.rst", "docs/e.md", "f.py", "g.txt")}))
     flags = [x for g in globs for x in ("-g", g)]
     rg = subprocess.run([RG, "-l", "--no-config", *flags, "Blueprint"], cwd=root, capture_output=True, text=True)
-    ours = run("grep", "-l", *flags, "Blueprint", root, "--no-update")
+    monkeypatch.chdir(root)
+    ours = run("grep", "-l", *flags, "Blueprint", "--no-update")
     assert sorted(ours.stdout.split()) == sorted(rg.stdout.split()), (globs, ours.stdout, rg.stdout)
 
 
@@ -596,17 +599,33 @@ def test_globs_given_in_a_subfolder_are_read_from_it_as_rg_reads_them(tmp_path, 
     root = built(write_tree(tmp_path / "repo", {p: "func Marker()\n" for p in (
         "go/ssa/ssautil/load.go", "go/ssa/x.go", "go/ssa/deep/ssautil/y.go", "ssautil/z.go")}))
     monkeypatch.chdir(root / "go" / "ssa")
-    for globs, want in ((["ssautil/*"], ["go/ssa/ssautil/load.go"]),
-                        (["/ssautil/*"], ["go/ssa/ssautil/load.go"]),
-                        (["!ssautil/"], ["go/ssa/x.go"]),  # a folder name, at any depth
-                        (["**/ssautil/*.go"], ["go/ssa/deep/ssautil/y.go", "go/ssa/ssautil/load.go"]),
-                        (["*.go", "!x.go"], ["go/ssa/deep/ssautil/y.go", "go/ssa/ssautil/load.go"])):
+    for globs, want in ((["ssautil/*"], ["ssautil/load.go"]),
+                        (["/ssautil/*"], ["ssautil/load.go"]),
+                        (["!ssautil/"], ["x.go"]),  # a folder name, at any depth
+                        (["**/ssautil/*.go"], ["deep/ssautil/y.go", "ssautil/load.go"]),
+                        (["*.go", "!x.go"], ["deep/ssautil/y.go", "ssautil/load.go"])):
         out = run("grep", "-l", *[x for g in globs for x in ("-g", g)], "Marker", "--no-update")
         assert out.stdout.split() == want, (globs, out.output)
         if RG:
             theirs = subprocess.run([RG, "-l", "--no-config", *[x for g in globs for x in ("-g", g)], "Marker"],
                                     capture_output=True, text=True).stdout.split()
-            assert sorted("go/ssa/" + p for p in theirs) == want, (globs, theirs)
+            assert sorted(theirs) == want, (globs, theirs)
+
+
+@pytest.mark.skipif(RG is None, reason="the rg binary is not installed")
+def test_files_are_named_as_rg_names_them_from_where_the_grep_runs(tmp_path, monkeypatch):
+    """Paths were printed relative to the codebase root, so from src/ a new user's editor could not open
+    `src/sub/a.py`; rg names a file below the PATH as typed, or relative to the working folder."""
+    root = built(write_tree(tmp_path / "repo", {"src/sub/a.py": "Marker = 1\n", "b.py": "Marker = 2\n"}))
+    for where, args in (("", []), ("", ["src"]), ("", ["src/"]), ("", ["./src"]), ("", ["."]), ("", ["b.py", "src"]),
+                        ("src", []), ("src", [".."]), ("src", ["../b.py", "sub"]), ("src", ["sub/a.py", "../b.py"]),
+                        ("src/sub", ["../../"]), ("", [str(root / "src")])):
+        monkeypatch.chdir(root / where)
+        for flags in ([], ["-l"], ["-c"]):
+            ours = run("grep", "--no-update", *flags, "Marker", *args)
+            theirs = subprocess.run([RG, "-n", "--no-heading", "--no-config", "--sort", "path", *flags, "Marker", *args],
+                                    capture_output=True, text=True)
+            assert ours.stdout == theirs.stdout, (where, args, flags, ours.output, theirs.stdout)
 
 
 def test_grep_exits_as_rg_when_its_reader_stops_early_and_on_an_error(tmp_path):
@@ -623,9 +642,26 @@ def test_grep_exits_as_rg_when_its_reader_stops_early_and_on_an_error(tmp_path):
     assert damaged.exit_code == 2 and "damaged" in damaged.output
 
 
-def test_a_crlf_line_is_printed_as_rg_prints_it_and_a_missing_pattern_reads_plainly(tmp_path):
+def test_a_grep_prints_each_file_before_it_reads_the_next(tmp_path):
+    """`grep '\\w+' | head -1` waited 9 s on Django for a 770k-line answer built whole; rg prints as it reads.
+    The first file's lines fill the pipe, so the grep waits there; a line added to the last file meanwhile
+    is in the answer only if that file is read after the first is printed."""
+    root = built(write_tree(tmp_path / "repo", {"a.txt": "needle " + "x" * 60 + "\n" * 1 + ("needle\n" * 20_000),
+                                                "z.txt": "needle\n"}))
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    with subprocess.Popen([sys.executable, "-m", "codii_sql.cli", "grep", "-j", "1", "--no-update", "needle"], cwd=root,
+                          env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as grep:
+        assert grep.stdout.readline().startswith("a.txt:1:needle")
+        with open(root / "z.txt", "a") as later:
+            later.write("needle again\n")
+        rest, err = grep.communicate(timeout=120)
+    assert rest.endswith("z.txt:1:needle\nz.txt:2:needle again\n") and grep.returncode == 0, (rest[-200:], err)
+
+
+def test_a_crlf_line_is_printed_as_rg_prints_it_and_a_missing_pattern_reads_plainly(tmp_path, monkeypatch):
     root = built(write_tree(tmp_path / "repo", {"crlf.txt": "a needle\r\nb\r\n"}))
-    out = run("grep", "needle", root, "--no-update")
+    monkeypatch.chdir(root)
+    out = run("grep", "needle", "--no-update")
     assert out.stdout_bytes == b"crlf.txt:1:a needle\r\n", out.stdout_bytes  # not an escaped "\\r" (.stdout drops \\r)
     missing = run("grep")
     assert missing.exit_code == 2 and "Error: pattern is missing" in missing.output
@@ -641,10 +677,11 @@ def test_inverted_lines_of_a_file_without_the_literal_are_all_its_lines_in_every
         ("crlf.txt", 2), ("lf.txt", 2), ("uni.txt", 2)]
 
 
-def test_a_line_with_a_control_character_is_printed_escaped_and_a_tab_as_it_is(tmp_path):
+def test_a_line_with_a_control_character_is_printed_escaped_and_a_tab_as_it_is(tmp_path, monkeypatch):
     """Lines are printed a file at a time when none needs an escape; a file with one keeps its escapes."""
     root = built(write_tree(tmp_path / "repo", {"a.txt": "needle\tone\nneedle \x1b]0;title\x07\n", "b.txt": "needle\n"}))
-    out = run("grep", "needle", root, "--no-update")
+    monkeypatch.chdir(root)
+    out = run("grep", "needle", "--no-update")
     assert out.stdout_bytes == b"a.txt:1:needle\tone\na.txt:2:needle \\x1b]0;title\\x07\nb.txt:1:needle\n", out.stdout_bytes
 
 

@@ -163,8 +163,8 @@ def test_a_fresh_process_answers_from_an_unchanged_tree_and_sees_an_edit(tmp_pat
     subprocess.run([*cli, "build", str(root), "--no-vectors"], env=env, check=True, capture_output=True)
     time.sleep(scan_stats.RACY_NS / 1e9 + 0.1)
     subprocess.run([*cli, "build", str(root), "--no-vectors"], env=env, check=True, capture_output=True)
-    first = subprocess.run([*cli, "grep", "alpha", str(root)], env=env, capture_output=True, text=True)
+    first = subprocess.run([*cli, "grep", "alpha"], cwd=root, env=env, capture_output=True, text=True)
     assert first.returncode == 0 and first.stdout == "a.py:1:def alpha():\n", first
     (root / "a.py").write_text("def alpha_two():\n    return 1\n")
-    second = subprocess.run([*cli, "grep", "alpha_two", str(root)], env=env, capture_output=True, text=True)
+    second = subprocess.run([*cli, "grep", "alpha_two"], cwd=root, env=env, capture_output=True, text=True)
     assert second.returncode == 0 and second.stdout == "a.py:1:def alpha_two():\n", second

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 
 import click
 
@@ -89,25 +90,20 @@ def grep(pattern, paths, patterns, fixed, ignore_case, word, smart_case, line_re
         if first is not None:
             echo(f"Indexing {first} first: every file is searchable by grep in seconds (a search embeds the "
                  "chunks later); later greps update only changed files.", err=True)
-    answer = service.grep(request)
     if with_filename is None:  # rg leaves the path out when it searches one file it was given
         with_filename = not (len(paths) == 1 and os.path.isfile(paths[0]))
+    printer = _Printer("json" if as_json else "count" if count else "files" if files_only or without_match
+                       else "only" if only_matching and not invert else "lines",
+                       numbers=numbers, with_context=bool(request.before or request.after),
+                       with_filename=with_filename, count_matches=only_matching and not invert, paths=paths)
     try:
-        if as_json:
-            _print_json(answer)
-        elif count:  # -c over -l, as rg: the count says whether the file matched too (with -o: of matches)
-            counted = ((f, sum(len(g.spans) for g in f.lines) if only_matching and not invert else f.matches)
-                       for f in answer.files)
-            _write(f"{shown(f.path)}:{n}\n" if with_filename else f"{n}\n" for f, n in counted)
-        elif files_only or without_match:
-            _write(shown(f.path) + "\n" for f in answer.files)
-        elif only_matching and not invert:
-            _write(_matches_alone(answer, numbers, with_filename))
-        else:
-            _write(_text_lines(answer, numbers, bool(request.before or request.after), with_filename))
+        answer = service.grep(request, on_file=printer.file)
+        for f in answer.files if without_match else ():  # known only at the end
+            printer.file(answer, f)
+        printer.end(answer)
     except BrokenPipeError:  # `grep x | head -1`: the reader has what it wanted; exit as rg does
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit's flush
-        raise SystemExit(0 if answer.matched_lines or without_match and answer.files else 1) from None
+        raise SystemExit(0 if printer.printed else 1) from None
     note = answer.note(words)
     if note and not as_json:
         echo(f"Note: {note}", err=True)
@@ -126,77 +122,137 @@ def _folder(path: str) -> str:
     return path if os.path.isdir(path) else os.path.dirname(os.path.abspath(path))
 
 
-def _write(lines) -> None:
-    """Write ``lines`` to stdout in blocks (one terminal write per line made 100k-line answers slow)."""
-    block: list[str] = []
-    for line in lines:
-        block.append(line)
-        if len(block) >= 4096:
-            sys.stdout.write("".join(block))
-            block = []
-    sys.stdout.write("".join(block))
-    sys.stdout.flush()
+class _Printer:
+    """Prints a grep answer file by file as the service adds them, in the form rg's flags ask: ``lines``
+    (``path:line:text``), ``only`` (``-o``), ``count`` (``-c``), ``files`` (``-l``) or ``json``
+    (``--json``), each path named as rg names it (:func:`_rg_names`)."""
 
+    def __init__(self, mode: str, *, numbers: bool, with_context: bool, with_filename: bool, count_matches: bool,
+                 paths: tuple[str, ...]) -> None:
+        self.mode, self.numbers, self.with_context, self.with_filename = mode, numbers, with_context, with_filename
+        self.count_matches, self.paths = count_matches, paths
+        self.printed = False
+        self._matches = 0  # submatches printed (--json's summary)
+        self._name = None
+        self._last = None  # (path, line) last printed, for "--" between context groups
 
-def _text_lines(answer, numbers: bool, with_context: bool, with_filename: bool = True):
-    """rg's ``path:line:text`` (``path-line-text`` for context lines, ``--`` between groups; without the
-    path when ``with_filename`` is false)."""
-    last = None
-    for f in answer.files:
-        path = shown(f.path) if with_filename else ""
-        if not with_context and not has_controls("".join(g.text for g in f.lines)):
+    def file(self, answer, f) -> None:
+        """Print ``f`` (a GrepFile of ``answer``) now: a reader such as ``head -1`` has its line at once."""
+        if self._name is None:
+            self._name = _rg_names(answer.codebase, self.paths)
+        path = shown(self._name(f.path))
+        if self.mode == "json":
+            text = "".join(json_text(o) + "\n" for o in _json_file(f, self._name(f.path)))
+        elif self.mode == "count":  # the count says whether the file matched too (with -o: of matches)
+            n = sum(len(g.spans) for g in f.lines) if self.count_matches else f.matches
+            text = f"{path}:{n}\n" if self.with_filename else f"{n}\n"
+        elif self.mode == "files":
+            text = path + "\n"
+        elif self.mode == "only":
+            text = "".join(self._matches_alone(f, path))
+        else:
+            text = "".join(self._lines(f, path))
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        self.printed = True
+        self._matches += sum(len(g.spans) for g in f.lines)
+
+    def end(self, answer) -> None:
+        """What follows the files: ``--json``'s summary."""
+        if self.mode == "json":
+            sys.stdout.write(json_text(_json_summary(answer, self._matches)) + "\n")
+            sys.stdout.flush()
+
+    def _lines(self, f, path: str):
+        """rg's ``path:line:text`` (``path-line-text`` for context lines, ``--`` between groups; without the
+        path when ``with_filename`` is false)."""
+        if not self.with_filename:
+            path = ""
+        if not self.with_context and not has_controls("".join(g.text for g in f.lines)):
             # A file's lines at once, none needing an escape: a call per line was most of printing
             # Django's 99k `self` lines (docs/benchmarks.md "Grep", fifth round).
-            head = f"{path}:" if with_filename else ""
-            yield "".join([f"{head}{g.line}:{g.text}\n" for g in f.lines] if numbers
+            head = f"{path}:" if self.with_filename else ""
+            yield "".join([f"{head}{g.line}:{g.text}\n" for g in f.lines] if self.numbers
                           else [f"{head}{g.text}\n" for g in f.lines])
-            continue
+            return
         for g in f.lines:
-            if with_context and last is not None and last != (f.path, g.line - 1):
+            if self.with_context and self._last is not None and self._last != (f.path, g.line - 1):
                 yield "--\n"
-            last = (f.path, g.line)
+            self._last = (f.path, g.line)
             mark = ":" if g.matched else "-"
             text = shown(g.text[:-1]) + "\r" if g.text.endswith("\r") else shown(g.text)  # a CRLF line as rg prints it
-            if not with_filename:
-                yield f"{g.line}{mark}{text}\n" if numbers else f"{text}\n"
+            if not self.with_filename:
+                yield f"{g.line}{mark}{text}\n" if self.numbers else f"{text}\n"
             else:
-                yield f"{path}{mark}{g.line}{mark}{text}\n" if numbers else f"{path}{mark}{text}\n"
+                yield f"{path}{mark}{g.line}{mark}{text}\n" if self.numbers else f"{path}{mark}{text}\n"
 
-
-def _matches_alone(answer, numbers: bool, with_filename: bool):
-    """rg's ``-o``: each match's text alone on a line, after its path and line number."""
-    for f in answer.files:
-        head = f"{shown(f.path)}:" if with_filename else ""
+    def _matches_alone(self, f, path: str):
+        """rg's ``-o``: each match's text alone on a line, after its path and line number."""
+        head = f"{path}:" if self.with_filename else ""
         for g in f.lines:
             raw = g.text.encode("utf-8")
             for start, end in g.spans:
                 text = shown(raw[start:end].decode("utf-8", "replace"))
-                yield f"{head}{g.line}:{text}\n" if numbers else f"{head}{text}\n"
+                yield f"{head}{g.line}:{text}\n" if self.numbers else f"{head}{text}\n"
 
 
-def _print_json(answer) -> None:
-    """JSON lines as ``rg --json`` prints them: per file ``begin``, ``match``/``context``, ``end``; then a
-    ``summary`` whose ``codii`` member tells how the candidates were found and the notes."""
-    out = []
-    for f in answer.files:
-        path = {"text": f.path}
-        out.append({"type": "begin", "data": {"path": path}})
-        for g in f.lines:
-            raw = g.text.encode("utf-8")
-            subs = [{"match": {"text": raw[s:e].decode("utf-8", "replace")}, "start": s, "end": e} for s, e in g.spans]
-            out.append({"type": "match" if g.matched else "context",
-                        "data": {"path": path, "lines": {"text": g.text + "\n"}, "line_number": g.line,
-                                 "absolute_offset": g.offset, "submatches": subs}})
-        out.append({"type": "end", "data": {"path": path, "binary_offset": None,
-                                            "stats": {"searches": 1, "searches_with_match": 1,
-                                                      "matched_lines": f.matches,
-                                                      "matches": sum(len(g.spans) for g in f.lines)}}})
+def _rg_names(codebase: str, paths: tuple[str, ...]) -> Callable[[str], str]:
+    """How rg names a file of the answer (whose path is relative to the codebase root): below the PATH it
+    was found under, as typed (``./src/a.py``, ``../b.py``; an absolute PATH gives absolute names), or,
+    with no PATH, relative to the working folder (a grep from ``src/`` prints ``a.py``), so the name
+    opens from where the grep ran. An index alone (``codebase`` is its file) names its files as it
+    stores them."""
+    if not os.path.isdir(codebase):
+        return lambda path: path
+    root = os.path.realpath(codebase)
+    if not paths:
+        here = os.path.relpath(os.path.realpath(os.getcwd()), root)
+        if here == "." or here.startswith(os.pardir):
+            return lambda path: path
+        return lambda path: os.path.relpath(path, here)
+    scopes = []
+    for typed in paths:
+        rel = os.path.relpath(os.path.realpath(typed), root).replace(os.sep, "/")
+        if not rel.startswith(os.pardir):
+            scopes.append(("" if rel == "." else rel, typed))
+    scopes.sort(key=lambda s: -len(s[0]))
+
+    def name(path: str) -> str:
+        for scope, typed in scopes:
+            if path == scope:
+                return typed
+            if not scope or path.startswith(scope + "/"):
+                rest = path[len(scope) + 1:] if scope else path
+                return typed + rest if typed.endswith("/") else f"{typed}/{rest}"
+        return path
+
+    return name
+
+
+def _json_file(f, name: str) -> list[dict]:
+    """One file's JSON lines as ``rg --json`` prints them: ``begin``, ``match``/``context``, ``end``."""
+    path = {"text": name}
+    out = [{"type": "begin", "data": {"path": path}}]
+    for g in f.lines:
+        raw = g.text.encode("utf-8")
+        subs = [{"match": {"text": raw[s:e].decode("utf-8", "replace")}, "start": s, "end": e} for s, e in g.spans]
+        out.append({"type": "match" if g.matched else "context",
+                    "data": {"path": path, "lines": {"text": g.text + "\n"}, "line_number": g.line,
+                             "absolute_offset": g.offset, "submatches": subs}})
+    out.append({"type": "end", "data": {"path": path, "binary_offset": None,
+                                        "stats": {"searches": 1, "searches_with_match": 1, "matched_lines": f.matches,
+                                                  "matches": sum(len(g.spans) for g in f.lines)}}})
+    return out
+
+
+def _json_summary(answer, matches: int) -> dict:
+    """``rg --json``'s last line (``matches``: the submatches printed), whose ``codii`` member tells how the
+    candidates were found and the notes."""
     seconds = answer.seconds
     elapsed = {"secs": int(seconds), "nanos": int((seconds % 1) * 1e9), "human": f"{seconds:.6f}s"}
-    out.append({"type": "summary", "data": {
+    return {"type": "summary", "data": {
         "elapsed_total": elapsed,
         "stats": {"elapsed": elapsed, "searches": answer.files_read, "searches_with_match": answer.matched_files,
                   "matched_lines": answer.matched_lines,
-                  "matches": sum(len(g.spans) for f in answer.files for g in f.lines)},
-        "codii": {k: v for k, v in answer.to_dict(words).items() if k not in ("files", "patterns")}}})
-    _write(json_text(o) + "\n" for o in out)
+                  "matches": matches},
+        "codii": {k: v for k, v in answer.to_dict(words).items() if k not in ("files", "patterns")}}}

@@ -9,12 +9,13 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
+from collections.abc import Callable
 
 from ..codebase import Codebase
 from ..errors import UsageError
 from ..ingest.report import Progress
 from ..search.answer import Note
-from ..search.grep_answer import GrepAnswer
+from ..search.grep_answer import GrepAnswer, GrepFile
 from ..search.pattern import GrepPattern
 from .builds import ensure_index
 from .codebases import find_codebase, is_index_file
@@ -26,8 +27,10 @@ from .grepping import GrepRequest, search_codebase
 _ESCAPES = re.compile(r"\\(?:x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|N\{[^}]*\}|p\{[^}]*\}|P\{[^}]*\}|.)")
 
 
-def grep(request: GrepRequest, *, progress: Progress | None = None) -> GrepAnswer:
-    """Answer ``request``.
+def grep(request: GrepRequest, *, progress: Progress | None = None,
+         on_file: Callable[[GrepAnswer, GrepFile], None] | None = None) -> GrepAnswer:
+    """Answer ``request``; ``on_file(answer, file)`` (a face that prints as it goes) takes each file as
+    it is read, in place of ``answer.files`` (see :func:`~.grepping.search_codebase`).
 
     Raises:
         UsageError: a bad pattern (naming its position), option or path.
@@ -53,7 +56,7 @@ def grep(request: GrepRequest, *, progress: Progress | None = None) -> GrepAnswe
         if update:
             notes.append(update)
     notes[:0] = [Note("grep", f"{p}: no such file or folder, not searched") for p in missing]
-    answer = search_codebase(codebase, pattern, request, scopes, notes)
+    answer = search_codebase(codebase, pattern, request, scopes, notes, on_file)
     answer.missing_paths = missing
     return answer
 

@@ -130,19 +130,23 @@ class GrepRequest:
 
 
 def search_codebase(codebase: Codebase, pattern: GrepPattern, request: GrepRequest, scopes: list[str],
-                    notes: list[Note]) -> GrepAnswer:
+                    notes: list[Note], on_file: Callable[[GrepAnswer, GrepFile], None] | None = None) -> GrepAnswer:
     """``request`` over ``codebase``'s files under ``scopes`` (relative paths; [] for all), its last committed
-    state, lines cut and fitted as the request asks; ``notes`` (an update's) come first."""
+    state, lines cut and fitted as the request asks; ``notes`` (an update's) come first.
+
+    ``on_file(answer, file)`` takes each file in answer order as it is read, its lines cut to
+    ``max_columns``, in place of ``answer.files`` (rg prints as it reads: ``grep '\\w+' | head -1``
+    waited 9 s and held 716 MB for a 770k-line answer built whole); the totals count them still.
+    ``without_match``'s files, known only at the end, stay in ``answer.files``; a face that prints as
+    it goes asks for no token budget. An exception it raises (a closed pipe) ends the grep, a forked
+    child with it."""
     started = time.perf_counter()
     with open_store(codebase) as store, collector_paused():
         refuse_damaged(codebase, store)
-        answer = _search(store, codebase, pattern, request, scopes, notes)
+        answer = _search(store, codebase, pattern, request, scopes, notes, on_file)
         answer.notes += grep_left_out.named(store, codebase, scopes)
         if not answer.matched_lines and not answer.nothing_selected:
             answer.notes += grep_left_out.unread(store.meta(), codebase, scopes)
-    if request.max_columns:
-        for f in answer.files:
-            f.lines = [_cut(g, request.max_columns) for g in f.lines]
     if request.max_tokens:
         _fit(answer, request.max_tokens)
     answer.seconds = time.perf_counter() - started
@@ -164,9 +168,22 @@ def grep_chunk_ids(codebase: Codebase, pattern: str) -> list[int]:
 
 
 def _search(store: Store, codebase: Codebase, pattern: GrepPattern, request: GrepRequest, scopes: list[str],
-            notes: list[Note]) -> GrepAnswer:
+            notes: list[Note], on_file: Callable[[GrepAnswer, GrepFile], None] | None) -> GrepAnswer:
     answer = GrepAnswer(list(request.patterns), str(codebase.db_path if codebase.alone else codebase.root),
                         trigrams=pattern.fts, scan=pattern.scans)
+
+    gaps_seen = False
+
+    def add(f: GrepFile) -> None:
+        nonlocal gaps_seen
+        gaps_seen = gaps_seen or bool(f.not_stored)
+        if request.max_columns:
+            f.lines = [_cut(g, request.max_columns) for g in f.lines]
+        if on_file is None or request.without_match:
+            answer.files.append(f)
+        else:  # handed over, not kept: a 770k-line grep held 716 MB until its end
+            on_file(answer, f)
+
     meta = store.meta()
     has_tables = store.value("grep_tables") == 2
     answer.files_indexed = committed_files(store, meta)
@@ -181,6 +198,9 @@ def _search(store: Store, codebase: Codebase, pattern: GrepPattern, request: Gre
     keep = grep_filter.keeper(request.types, request.roles, request.globs, scopes, hidden=request.hidden)
     rows = [r for r in rows if keep(r)]
     order = grep_filter.path_order
+    if len(scopes) > 1:  # rg --sort path: the paths in the order given, each one's files in path order
+        def order(path: str, within=grep_filter.path_order) -> tuple:
+            return next((i for i, s in enumerate(scopes) if path == s or path.startswith(s + "/")), 0), within(path)
     key = ((lambda r: (ROLE_ORDER.get(r["role"], len(ROLE_ORDER)), order(r["path"]))) if request.sort == "role"
            else (lambda r: order(r["path"])))
     rows.sort(key=key)
@@ -213,7 +233,7 @@ def _search(store: Store, codebase: Codebase, pattern: GrepPattern, request: Gre
         answer.matched_files += 1
         if request.counts_only:
             answer.matched_lines += matched
-            answer.files.append(GrepFile(row["path"], row["role"], row["language"], matched, [], gaps))
+            add(GrepFile(row["path"], row["role"], row["language"], matched, [], gaps))
             if request.limit is not None and answer.matched_lines >= request.limit:
                 answer.truncated = True  # this file counted whole, the next ones not read
                 break
@@ -228,7 +248,7 @@ def _search(store: Store, codebase: Codebase, pattern: GrepPattern, request: Gre
             matched = with_context(as_text(text), matched, request.before, request.after)
         if request.offsets:
             set_offsets(text, matched)
-        answer.files.append(GrepFile(row["path"], row["role"], row["language"], in_file, matched, gaps))
+        add(GrepFile(row["path"], row["role"], row["language"], in_file, matched, gaps))
     filtered = not answer.matched_lines and (request.globs or request.types or request.roles)
     if filtered or request.without_match:  # every file the request selects, candidate or not
         selected = sorted((r for r in store.rows(every_file) if keep(r)), key=key)
@@ -238,7 +258,7 @@ def _search(store: Store, codebase: Codebase, pattern: GrepPattern, request: Gre
             matched = {f.path for f in answer.files}
             answer.files = [GrepFile(r["path"], r["role"], r["language"], 0) for r in selected
                             if r["path"] not in matched]
-    answer.notes = notes + _notes(answer, pattern, has_tables, unpacked, codebase, request.limit)
+    answer.notes = notes + _notes(answer, pattern, has_tables, unpacked, codebase, request.limit, gaps_seen)
     if unreadable and codebase.alone:  # a new user's one damaged text failed every grep of the shard
         answer.notes.append(Note("grep", f"the stored text of {unreadable} files in this index is damaged and was not "
                                          f"searched (`codii-sql doctor --check-only --db {codebase.db_path}` names them)",
@@ -340,7 +360,7 @@ def _fit(answer: GrepAnswer, max_tokens: int) -> None:
 
 
 def _notes(answer: GrepAnswer, pattern: GrepPattern, has_tables: bool, unpacked: int, codebase: Codebase,
-           limit: int | None) -> list[Note]:
+           limit: int | None, gaps: bool) -> list[Note]:
     notes = []
     if answer.nothing_selected:
         notes.append(Note("grep", "the globs, types or roles given leave no indexed file to search",
@@ -360,7 +380,7 @@ def _notes(answer: GrepAnswer, pattern: GrepPattern, has_tables: bool, unpacked:
         notes.append(Note("grep", f"the pattern took over {FILE_TIMEOUT_SECONDS:g} s on {len(answer.timed_out)} files, "
                                   f"whose matches are not counted: {shown}",
                           "simplify the pattern (nested repeats such as (a+)+ backtrack)"))
-    if any(f.not_stored for f in answer.files) or (codebase.alone and not has_tables):
+    if gaps or (codebase.alone and not has_tables):
         notes.append(Note("grep", "lines the index does not store were not searched (not_stored lists them)"))
     if len(answer.timed_out) >= MAX_SLOW_FILES:
         notes.append(Note("grep", f"stopped after the pattern passed the time bound on {MAX_SLOW_FILES} files: the "
