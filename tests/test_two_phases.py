@@ -190,16 +190,18 @@ def test_dry_run_says_what_a_build_would_do_and_writes_nothing(sample_repo, codi
 
 def test_a_large_tree_s_dry_run_chunks_a_sample_and_says_it_estimates(tmp_path, codii_home, monkeypatch):
     """Above SAMPLE_FILES files the walk is whole but only a random sample is chunked; the estimate
-    stays near the exact count and is the same on every run."""
+    stays near the exact count and is the same on every run. Files found binary by their bytes are
+    estimated so too (Django's 1,192 `.mo` catalogues were counted as files to index)."""
     from codii_sql.ingest import survey
 
     files = {f"src/m{i:03d}.py": "".join(f"def f_{i}_{j}(x):\n    return x + {j}\n\n\n" for j in range(1 + i % 9))
              for i in range(90)}
     files.update({f"docs/p{i}.md": f"# Page {i}\n\n" + "Some prose about the page.\n" * (5 + 40 * (i % 3))
                   for i in range(30)})
+    files.update({f"locale/l{i:02d}.mo": "\x00\x01catalogue\x00" for i in range(30)})
     repo = write_tree(tmp_path / "wide", files)
     exact = as_json(run("build", repo, "--dry-run", "--json", "--no-vectors"))
-    assert exact["estimate"] is None and exact["files"] == 120
+    assert exact["estimate"] is None and exact["files"] == 120 and exact["skipped"]["binary"] == 30
     chunked = []
     prepared = survey.prepared_files
     monkeypatch.setattr(survey, "prepared_files", lambda root, todo, *a, **kw: chunked.append(len(todo)) or
@@ -208,12 +210,12 @@ def test_a_large_tree_s_dry_run_chunks_a_sample_and_says_it_estimates(tmp_path, 
 
     estimated = as_json(run("build", repo, "--dry-run", "--json", "--no-vectors"))
 
-    assert chunked == [40] and estimated["estimate"] == {"sample_files": 40, "files": 120}
-    assert estimated["files"] == 120 and abs(estimated["chunks"] - exact["chunks"]) <= 0.25 * exact["chunks"]
+    assert chunked == [40] and estimated["estimate"] == {"sample_files": 40, "files": 150}
+    assert estimated["files"] == 120 and estimated["skipped"]["binary"] == 30 and abs(estimated["chunks"] - exact["chunks"]) <= 0.25 * exact["chunks"]
     assert estimated == as_json(run("build", repo, "--dry-run", "--json", "--no-vectors"))  # the same sample
     text = run("build", repo, "--dry-run", "--no-vectors").output
     assert f"120 files, about {estimated['chunks']:,} chunks would be indexed (estimated from a random sample of " \
-           "40 of the 120 files)" in text
+           "40 of the 150 files)" in text
 
 
 # -- real processes -------------------------------------------------------------------------
