@@ -477,6 +477,44 @@ def test_a_background_build_that_cannot_write_is_failed_but_not_resumable(sample
         session.shutdown()
 
 
+def test_the_status_of_a_vector_phase_says_what_its_numbers_count(tmp_path, codii_home, monkeypatch):
+    """A new user's get_indexing_status read "vectors 386/16616 chunks, 12%" (12% was the build's, 2% the
+    vectors') and files "1 of 1 done" with 1,223 indexed (the vector phase's batches)."""
+    import importlib
+    import threading
+
+    from codii_sql.mcp import indexing_tools
+    from codii_sql.service.session import Session
+
+    jobs = importlib.import_module("codii_sql.service.jobs")
+    repo = write_tree(tmp_path / "repo", {f"m{i}.py": f"def handler_{i}(x):\n    return x + {i}\n" for i in range(30)})
+    real_build, seen, go_on = jobs.build, threading.Event(), threading.Event()
+
+    def paused_build(codebase, *, progress, **kw):
+        def observed(phase, done, total):
+            progress(phase, done, total)
+            if phase == "vectors" and done and not seen.is_set():
+                seen.set()
+                go_on.wait(60)
+        return real_build(codebase, progress=observed, **kw)
+
+    monkeypatch.setattr(jobs, "build", paused_build)
+    session = Session()
+    monkeypatch.setattr(indexing_tools, "SESSION", session)
+    try:
+        cb = Codebase.open(repo)
+        session.index(cb, force=False, extensions=None, ignore_patterns=None, reset_filters=False)
+        assert seen.wait(120)
+        st = session.indexing_status(cb)
+        assert st["phase"] == "vectors" and st["files"] == {"done": 30, "total": 30, "indexed": 30}, st
+        text = indexing_tools.get_indexing_status(str(repo)).content[0].text
+        v = st["vectors"]
+        assert f"vectors {v['done']}/{v['total']} chunks embedded, the build {st['percent']}% done" in text, text
+    finally:
+        go_on.set()
+        session.shutdown()
+
+
 def test_a_vector_phase_running_elsewhere_is_indexing_in_every_listing(sample_repo, codii_home):
     """MCP list_codebases said 'failed' while `build --daemon` embedded (it asked only the writer
     lock); get_indexing_status, status and list said 'indexing'. All read both locks now."""

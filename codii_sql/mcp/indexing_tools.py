@@ -103,8 +103,8 @@ def get_indexing_status(path: PathArg, max_tokens: ListTokensArg = None) -> Call
     if data["status"] == "indexing" and data["phase"] == "vectors":
         left = vectors.get("eta_seconds")
         eta = "" if not left else f", about {left} s left" if left < 90 else f", about {round(left / 60)} min left"
-        summary += (f" (every file searchable by BM25; vectors {vectors['done']}/{vectors['total']} chunks, "
-                    f"{data['percent']}%{eta})")
+        summary += (f" (every file searchable by BM25; vectors {vectors['done']}/{vectors['total']} chunks embedded, "
+                    f"the build {data['percent']}% done{eta})")
     elif data["status"] == "indexing":
         files = data["files"]
         summary += f" ({data['phase']}, {files['done']}/{files['total']} files, {data['percent']}%)"

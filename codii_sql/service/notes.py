@@ -82,7 +82,7 @@ def vectors_note(store: Store, root: str, *, running: bool, mode: str, alone_db:
     if progress["state"] == "running":
         eta = progress.get("eta_seconds")
         left = f", about {eta // 60} min {eta % 60} s to go" if eta else ""
-        return Note("vectors", f"vectors are still being embedded ({done} of {total} chunks{left}): chunks without one "
+        return Note("vectors", f"vectors are still being embedded ({done} of {total} chunks searchable by vector{left}): chunks without one "
                                f"rank by BM25 alone{blind}")
     if progress["state"] == "off":
         return Note("vectors", f"this index holds vectors for {done} of {total} chunks (built with vectors off): the "

@@ -106,7 +106,10 @@ class Session:
         data = {
             "codebase": str(cb.root), "status": status,
             "phase": prog["phase"] if status == "indexing" else st.get("phase"), "percent": percent,
-            "files": {"done": prog["done"], "total": prog["total"], "indexed": st.get("files", 0)},
+            # In the vector phase every file is done (its own counts are batches: "1 of 1 files" was shown).
+            "files": {"done": prog["done"], "total": prog["total"], "indexed": st.get("files", 0)}
+            if prog["phase"] != "vectors" else {"done": st.get("files", 0), "total": st.get("files", 0),
+                                                "indexed": st.get("files", 0)},
             "chunks": {"indexed": st.get("chunks", 0),
                        "total": st.get("chunks") if status in ("indexed", "stale") else None},
             "skipped": st.get("skipped") or {}, "skipped_files": st.get("skipped_files") or {},
