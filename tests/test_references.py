@@ -120,17 +120,21 @@ def test_symbol_and_refs_from_a_subfolder_keep_to_its_files(tmp_path, codii_home
     assert whole["total"] == 2 and "scope" not in whole
     # Nothing under the folder: the answer names its scope and what lies elsewhere, never "not in the index".
     other = str(repo / "pkg" / "a")
-    missing = json.loads(CliRunner().invoke(cli, ["symbol", "use_b", "--path", other, "--json"]).output)
+    found_none = CliRunner().invoke(cli, ["symbol", "use_b", "--path", other, "--json"])
+    assert found_none.exit_code == 1  # as grep: a script's `if codii-sql symbol X` reads it (a new user's ask)
+    missing = json.loads(found_none.output)
     assert missing["definitions"] == [] and missing["scope"] == "pkg/a", missing
     assert "under pkg/a/" in missing["note"] and "1 definition elsewhere" in missing["note"], missing["note"]
     assert "in the index" not in missing["note"]
+    no_use = CliRunner().invoke(cli, ["refs", "use_b", "--path", other])
+    assert no_use.exit_code == 1 and "(0 of 0 lines" in no_use.output, no_use.output
     unused = json.loads(CliRunner().invoke(cli, ["refs", "use_b", "--path", other, "--json"]).output)
     assert unused["total"] == 0 and unused["scope"] == "pkg/a" and "1 use elsewhere" in unused["note"], unused
 
 
 def uses(repo, name):
     res = CliRunner().invoke(cli, ["refs", name, "--path", str(repo), "--json", "--limit", "2000"])
-    assert res.exit_code == 0, res.output
+    assert res.exit_code == (0 if json.loads(res.output)["total"] else 1), res.output
     return sorted((f["path"], line["line"]) for f in json.loads(res.output)["files"] for line in f["lines"])
 
 

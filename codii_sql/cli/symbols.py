@@ -57,12 +57,15 @@ def symbol(name, root, kind, prefix, limit, offset, no_update, db, as_json):
     data = service.find_symbol(codebase, name, kind=kind, prefix=prefix, limit=limit, offset=offset,
                                update=not no_update, under=scope or None)
     if as_json:
-        return emit(data)
-    for d in data["definitions"]:
-        echo(f"{shown(d['path'])}:{d['start_line']}-{d['end_line']}  {d['kind']} {shown(d['symbol'])}  "
-             f"{shown(d['signature'])}" + ("  [stale]" if d["stale"] else ""))
-    if data.get("note"):
-        echo(f"Note: {data['note']}", err=True)
+        emit(data)
+    else:
+        for d in data["definitions"]:
+            echo(f"{shown(d['path'])}:{d['start_line']}-{d['end_line']}  {d['kind']} {shown(d['symbol'])}  "
+                 f"{shown(d['signature'])}" + ("  [stale]" if d["stale"] else ""))
+        if data.get("note"):
+            echo(f"Note: {data['note']}", err=True)
+    if not (data["definitions"] or data.get("total")):  # as grep: a script's `if codii-sql symbol X` reads 1 as none
+        raise SystemExit(1)
 
 
 @click.command()
@@ -81,12 +84,15 @@ def refs(name, root, limit, offset, no_update, db, as_json):
     data = service.find_references(codebase, name, limit=limit, offset=offset, update=not no_update,
                                    under=scope or None)
     if as_json:
-        return emit(data)
-    for f in data["files"]:
-        for ln in f["lines"]:
-            echo(f"{shown(f['path'])}:{ln['line']}: {shown(ln['text'])}")
-    shown_lines = sum(len(f["lines"]) for f in data["files"])
-    echo(f"({shown_lines} of {data['total']} lines, in {data['total_files']} files; {data['note']})", err=True)
+        emit(data)
+    else:
+        for f in data["files"]:
+            for ln in f["lines"]:
+                echo(f"{shown(f['path'])}:{ln['line']}: {shown(ln['text'])}")
+        shown_lines = sum(len(f["lines"]) for f in data["files"])
+        echo(f"({shown_lines} of {data['total']} lines, in {data['total_files']} files; {data['note']})", err=True)
+    if not data["total"]:  # as grep: no use found is exit status 1
+        raise SystemExit(1)
 
 
 def _say_first_build(root: str | None, db: str | None, quiet: bool) -> None:
