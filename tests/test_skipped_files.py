@@ -45,6 +45,11 @@ def test_skipped_files_are_listed_with_their_reason(tmp_path):
     assert len(listing["files"]) == SKIPPED_LISTED and listing["more"] == sum(built["skipped"].values()) - SKIPPED_LISTED
     secrets = {f["path"] for f in listing["files"] if f["reason"] == "secret"}
     assert {".env", "deploy_key"} <= secrets  # by name and by content, listed first
+    # Every reason has its turn (1,300 binary .mo files hid a new user's one FIFO), the rest counted by reason.
+    assert {f["reason"] for f in listing["files"]} == set(built["skipped"])
+    assert listing["more_by_reason"] == {"secret": listing["more"]}
+    text = run("status", repo, "--skipped")
+    assert f"and {listing['more']:,} more (secret {listing['more']:,})" in text and "undecodable-name" in text
 
     st = service.status(service.open_codebase(str(repo)))
     assert st["skipped_files"] == listing  # the key the MCP get_indexing_status reads

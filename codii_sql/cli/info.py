@@ -59,7 +59,8 @@ def _print_skipped(skipped: dict) -> None:
     for f in skipped["files"]:
         echo(f"  {f['reason']:<20} {shown(f['path'])}")
     if skipped["more"]:
-        echo(f"  and {skipped['more']:,} more")
+        by_reason = ", ".join(f"{reason} {n:,}" for reason, n in (skipped.get("more_by_reason") or {}).items())
+        echo(f"  and {skipped['more']:,} more" + (f" ({by_reason})" if by_reason else ""))
 
 
 @click.command(name="list")

@@ -78,9 +78,22 @@ class BuildReport:
 
 
 def skip_listing(skipped: list[tuple[str, str]], limit: int = SKIPPED_LISTED) -> dict:
-    """``{"files": [{"path", "reason"}], "more": N}``: the first ``limit`` of the ``(path, reason)``
-    pairs in :data:`SKIP_ORDER`, then by path, and how many were left out."""
+    """``{"files": [{"path", "reason"}], "more": N, "more_by_reason": {reason: N}}``: at most ``limit``
+    of the ``(path, reason)`` pairs, shared among the reasons (each gets a turn in :data:`SKIP_ORDER`
+    until its paths or the limit run out: 1,300 binary `.mo` files hid a new user's one FIFO and one
+    file turned folder), in that order, then by path; and how many were left out, by reason."""
     rank = {reason: i for i, reason in enumerate(SKIP_ORDER)}
-    ordered = sorted(skipped, key=lambda pr: (rank.get(pr[1], -1), pr[1], pr[0]))
-    return {"files": [{"path": path, "reason": reason} for path, reason in ordered[:limit]],
-            "more": max(0, len(ordered) - limit)}
+    by_reason: dict[str, list[str]] = {}
+    for path, reason in sorted(skipped, key=lambda pr: (rank.get(pr[1], -1), pr[1], pr[0])):
+        by_reason.setdefault(reason, []).append(path)
+    shown = dict.fromkeys(by_reason, 0)
+    left = min(limit, len(skipped))
+    while left:
+        for reason, paths in by_reason.items():
+            if left and shown[reason] < len(paths):
+                shown[reason] += 1
+                left -= 1
+    return {"files": [{"path": path, "reason": reason} for reason, paths in by_reason.items()
+                      for path in paths[:shown[reason]]],
+            "more": max(0, len(skipped) - limit),
+            "more_by_reason": {r: len(paths) - shown[r] for r, paths in by_reason.items() if len(paths) > shown[r]}}

@@ -37,7 +37,11 @@ def fit_file_lists(status: dict, max_tokens: int) -> dict:
     cut = len(files) - len(kept), len(failed) - len(kept_failed)
     if not any(cut):
         return status
-    out = {**status, "skipped_files": {**skipped, "files": kept, "more": skipped.get("more", 0) + cut[0]},
+    by_reason = dict(skipped.get("more_by_reason") or {})
+    for f in files[len(kept):]:
+        by_reason[f["reason"]] = by_reason.get(f["reason"], 0) + 1
+    out = {**status, "skipped_files": {**skipped, "files": kept, "more": skipped.get("more", 0) + cut[0],
+                                       "more_by_reason": by_reason},
            "failed_files": dict(kept_failed)}
     if cut[1]:
         out["failed_more"] = cut[1]
