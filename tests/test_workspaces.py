@@ -246,6 +246,17 @@ def test_a_member_without_vectors_keeps_its_place_only_with_bm25_evidence():
     assert [r.path for r in held] == ["n1.py", "b1.py", "b2.py"]  # every word found: as it scores
     unjudged = merge([near, MemberAnswer("/blind", blind, "m")], 3).results  # a long query, a server
     assert [r.path for r in unjudged] == [r.path for r in held]
+    # A new user's `Pass.Reportf` over Django (no vectors) and x/tools: a Django .po holding "report" came
+    # second, above x/tools' other Reportf: a BM25-only member's scores run on another scale than 0.37 fixes.
+    tools = MemberAnswer("/tools", [_result("analysis.go", 1.549, 0.49), _result("bug.go", 0.137, 0.49),
+                                    _result("pass.go", 0.032, 0.49)], "m")
+    django = MemberAnswer("/django", [_result("django.po", 0.516, None), _result("module.py", 0.032, None)], "m",
+                          evidence=False)
+    assert [r.path for r in merge([django, tools], 4).results] == ["analysis.go", "bug.go", "pass.go", "django.po"]
+    assert [r.path for r in merge([django, tools], 5).results][-1] == "module.py"  # still there, after
+    tools_bm25 = MemberAnswer("/tools", [_result("analysis.go", 1.5, None), _result("bug.go", 0.1, None)], "m",
+                              evidence=True)
+    assert [r.path for r in merge([django, tools_bm25], 3).results] == ["analysis.go", "bug.go", "django.po"]
 
 
 def test_an_option_no_member_can_take_is_refused_once_and_one_some_can_take_is_noted(two):

@@ -12,10 +12,12 @@ contributes its results only below every close member's. A chunk defining a name
 a named file (tier > 0, identifier queries) still comes before those without, as in one index.
 A member with no cosine (built without vectors, or its chunks still waiting for them) keeps its
 scores when BM25 found a chunk holding every query word or a named symbol (its match is unknown,
-not poor), else it counts as a gap of ``T`` behind the weakest member that has one: a shard
-exported without vectors no longer puts its best chunk, whatever it is, beside the best match.
-Members whose vectors come from different models share no cosine scale, and BM25-only searches
-have none: they merge by rank (RRF).
+not poor), else its results come after those of every member with a cosine or that evidence, in
+the same tier: its best chunk holds only some of the words (a new user's workspace put a Django
+`.po` catalogue holding "report" above x/tools' second `Reportf` for `Pass.Reportf`: a BM25-only
+member's fused scores run on another scale, so no weight on them ranks it fairly). Members
+whose vectors come from different models share no cosine scale, and BM25-only searches have
+none: they merge by rank (RRF), those without the evidence after the others as above.
 """
 
 from __future__ import annotations
@@ -81,18 +83,17 @@ def merge(answers: list[MemberAnswer], limit: int, *, temperature: float = MERGE
     known = [c for c in cosines.values() if c is not None]
     if len({a.model_id for a in tagged}) > 1 or not known:
         return Merged(_by_rank(tagged, limit), len(tagged) > 1)
-    top, unmatched = max(known), min(known) - temperature
+    top = max(known)
     scored = []
     for order, a in enumerate(tagged):
         # No cosine is "not known", not "irrelevant": BM25's evidence decides (module docstring).
         match = cosines[a.codebase]
-        if match is None:
-            match = unmatched if a.evidence is False else top
-        w = weight(match, top, temperature)
-        scored += [((r.tier, best * w), -order, -rank, r) for rank, (r, best) in enumerate(_kept_order(a.results))]
+        band = int(match is not None or a.evidence is not False)
+        w = weight(top if match is None else match, top, temperature)
+        scored += [((r.tier, band, best * w), -order, -rank, r) for rank, (r, best) in enumerate(_kept_order(a.results))]
     scored.sort(key=lambda item: item[:3], reverse=True)
     kept = scored[:limit]
-    floor = kept[-1][0][1] if len(kept) == limit else -math.inf
+    floor = kept[-1][0][2] if len(kept) == limit and kept[-1][0][1] else -math.inf
     return Merged([r for *_, r in kept], False, top, floor)
 
 
@@ -111,8 +112,9 @@ def _kept_order(results: list[Result]) -> list[tuple[Result, float]]:
 
 
 def _by_rank(answers: list[MemberAnswer], limit: int) -> list[Result]:
-    """Reciprocal-rank merge: the members' results interleaved by rank, named tiers first."""
-    scored = [((r.tier, 1.0 / (RRF_K + rank)), -order, r)
+    """Reciprocal-rank merge: the members' results interleaved by rank, named tiers first, in a tier
+    members whose BM25 found no chunk holding every query word after the others."""
+    scored = [((r.tier, int(a.evidence is not False), 1.0 / (RRF_K + rank)), -order, r)
               for order, a in enumerate(answers) for rank, r in enumerate(a.results, 1)]
     scored.sort(key=lambda item: item[:2], reverse=True)
     return [r for *_, r in scored[:limit]]
