@@ -456,3 +456,14 @@ FROM (SELECT * FROM (SELECT rowid AS id,
 GROUP BY id
 ORDER BY raw DESC, id
 LIMIT :depth;
+
+-- name: line_pieces
+-- The pieces of the long lines some results are a part of: for each of :ids (a JSON array of chunk
+-- ids) that covers one line, every chunk of its file covering exactly that line, in byte order, with
+-- its length in characters and whether it ends the line (a line too long for one chunk is cut into
+-- pieces, ingest/chunking/layout.py line_parts). One row for a chunk that is the whole line.
+SELECT c.id AS id, o.start_byte AS start_byte, o.end_byte AS end_byte, length(o.content) AS chars,
+       substr(o.content, -1) = char(10) AS ends_line, o.id = c.id AS own
+FROM chunks c JOIN chunks o ON o.file_id = c.file_id AND o.start_line = c.start_line AND o.end_line = c.start_line
+WHERE c.id IN (SELECT value FROM json_each(:ids)) AND c.end_line = c.start_line
+ORDER BY c.id, o.start_byte;

@@ -115,3 +115,24 @@ def test_an_agent_reads_a_long_line_to_its_end_by_column(tmp_path, codii_home):
             assert "past the end of line 3" in told
 
     asyncio.run(run())
+
+
+def test_a_part_of_a_long_line_says_where_it_lies_in_the_line(tmp_path, embedder):
+    """A new user's agent read a 3,449-character piece of an 800,059-character line 1 as "line 1": nothing
+    said it was a part. Such a result carries its columns and the line's length; whole lines carry none."""
+    from codii_sql.service.listing import AGENT, listing
+
+    line = 'DATA = "' + "QUJD" * 50_000 + '"  # medline_marker'
+    repo = write_tree(tmp_path / "r", {"medium_line.py": line + "\n\ndef after_big():\n    return 1\n"})
+    cb = Codebase.open(repo)
+    Indexer(cb, embedder).build()
+    with Store(cb.db_path, create=False) as store:
+        searcher = Searcher(store, cb.root, embedder)
+        part = searcher.search("medline_marker", SearchOptions(limit=1, mode="bm25"))[0]
+        whole = searcher.search("after_big", SearchOptions(limit=1, mode="bm25"))[0]
+    assert part.start_line == part.end_line == 1 and part.line_chars == len(line) and part.start_column > 1
+    assert line[part.start_column - 1:part.end_column] == part.content.rstrip("\n") and part.end_column == len(line)
+    assert {"start_column", "end_column", "line_chars"} <= set(part.to_dict())
+    assert whole.start_column is None and "start_column" not in whole.to_dict()
+    header = listing([part], AGENT)[0]
+    assert f"medium_line.py:1-1 (columns {part.start_column:,}-{len(line):,} of {len(line):,})" in header

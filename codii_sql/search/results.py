@@ -28,6 +28,9 @@ class Result:
     when the chunk was a KNN candidate) and ``knn_match`` (the mean cosine of the index's 10 nearest
     chunks: how well the whole codebase matches) serve merging and are not part of the JSON;
     ``tier`` (the named-symbol/file tier) is, when above 0, so another server can merge it.
+    ``start_column``/``end_column`` (1-based characters, inclusive) and ``line_chars`` say where a
+    chunk that is a part of one long line lies in it, and how long the line is (None for whole
+    lines; in the JSON only when set): its ``content`` is then that part alone.
     """
 
     path: str
@@ -47,11 +50,16 @@ class Result:
     cosine: float | None = field(default=None, repr=False)
     tier: int = field(default=0, repr=False)
     knn_match: float | None = field(default=None, repr=False)
+    start_column: int | None = None
+    end_column: int | None = None
+    line_chars: int | None = None
 
     def to_dict(self) -> dict:
         """JSON-ready dict with the documented result keys first (``codebase`` only when set)."""
         out = asdict(self)
         del out["cosine"], out["knn_match"]
+        if self.start_column is None:
+            del out["start_column"], out["end_column"], out["line_chars"]
         if not self.tier:
             del out["tier"]
         if self.codebase is None:
@@ -163,3 +171,26 @@ def sqlite_glob(glob: str | None) -> str | None:
     """``glob`` for SQLite's GLOB: a shell's negated class ``[!a]`` becomes ``[^a]`` (SQLite reads
     ``!`` as a member, and ``src/[!t]*`` matched nothing instead of every folder but ``t...``)."""
     return glob.replace("[!", "[^") if glob else glob
+
+
+def place_pieces(results: list[Result], pieces: list[dict]) -> None:
+    """Set the columns of the ``results`` that are a part of one long line (see :class:`Result`) from
+    ``pieces``, the rows of ``line_pieces`` (sql/search.sql) for their ids: a new user's agent read a
+    3,449-character piece of an 800,059-character line 1 as "line 1", nothing saying it was a part."""
+    by_id: dict[int, list[dict]] = {}
+    for row in pieces:
+        by_id.setdefault(row["id"], []).append(row)
+    for r in results:
+        rows = by_id.get(r.id) or []
+        contiguous = all(a["end_byte"] == b["start_byte"] for a, b in zip(rows, rows[1:]))
+        if len(rows) < 2 or not contiguous:
+            continue
+        before = 0
+        for row in rows:
+            if row["own"]:
+                break
+            before += row["chars"]
+        own = next(row for row in rows if row["own"])
+        r.start_column = before + 1
+        r.end_column = before + own["chars"] - bool(own["ends_line"])
+        r.line_chars = sum(row["chars"] for row in rows) - bool(rows[-1]["ends_line"])

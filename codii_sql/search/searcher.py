@@ -18,7 +18,7 @@ from . import pruning
 from .evidence import implementation_first
 from .query import Analysis, Named, analyze, symbol_match
 from .fusion import KNN_BY_BEST_SHAPES, LONG_QUERY_ROLE_WEIGHTS, ROLE_WEIGHTS, Bm25Weight, by_file
-from .results import Result, SearchOptions, sqlite_glob
+from .results import Result, SearchOptions, place_pieces, sqlite_glob
 from .staleness import StaleCheck
 
 #: RRF constant; 60 is the value of Cormack, Clarke & Buettcher (SIGIR 2009).
@@ -372,7 +372,7 @@ class Searcher:
         stale = StaleCheck(self.root) if self.root is not None else (lambda row: None)
         # Chunks still waiting for vectors would make the index look a worse match than it is.
         match = rows[0]["knn_match"] if rows and not self.store.value("vectors_pending") else None
-        return [
+        results = [
             Result(path=r["path"], start_line=r["start_line"], end_line=r["end_line"], score=round(r["score"], 6),
                    language=r["language"], kind=r["kind"], symbol=r["symbol"], content=r["content"],
                    stale=stale(r), id=r["id"], role=r["role"], bm25_rank=r["bm25_rank"], knn_rank=r["knn_rank"],
@@ -380,6 +380,10 @@ class Searcher:
                    knn_match=match)
             for r in rows
         ]
+        ids = [r.id for r in results if r.start_line == r.end_line]  # a part of a long line is one line
+        if ids:
+            place_pieces(results, self.store.rows("line_pieces", {"ids": json.dumps(ids)}))
+        return results
 
 
 def _rows_wanted(opts: SearchOptions) -> int:

@@ -24,13 +24,20 @@ class Style:
     line: Callable[[int, int, str], str]
 
 
+def _lines(r: Result) -> str:
+    """``start-end``, or for a part of one long line ``line (columns a-b of n)``."""
+    if r.start_column is None:
+        return f"{r.start_line}-{r.end_line}"
+    return f"{r.start_line}-{r.end_line} (columns {r.start_column:,}-{r.end_column:,} of {r.line_chars:,})"
+
+
 def _person_header(rank: int, r: Result, where: str) -> str:
     label = f"{r.kind} {r.symbol}" if r.symbol else r.kind
-    return f"{rank}. {where}:{r.start_line}-{r.end_line}  {label}  score={r.score:.4f}{'  [stale]' if r.stale else ''}"
+    return f"{rank}. {where}:{_lines(r)}  {label}  score={r.score:.4f}{'  [stale]' if r.stale else ''}"
 
 
 def _agent_header(rank: int, r: Result, where: str) -> str:
-    return (f"{rank}. {where}:{r.start_line}-{r.end_line} {r.symbol or r.kind} score={r.score:.4f}"
+    return (f"{rank}. {where}:{_lines(r)} {r.symbol or r.kind} score={r.score:.4f}"
             + (f" id={r.id}" if r.id else "") + (" [stale: the file changed since indexing]" if r.stale else ""))
 
 
