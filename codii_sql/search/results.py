@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import re
 from dataclasses import asdict, dataclass, field
 
@@ -173,12 +175,13 @@ def sqlite_glob(glob: str | None) -> str | None:
     return glob.replace("[!", "[^") if glob else glob
 
 
-def place_pieces(results: list[Result], pieces: list[dict]) -> None:
-    """Set the columns of the ``results`` that are a part of one long line (see :class:`Result`) from
-    ``pieces``, the rows of ``line_pieces`` (sql/search.sql) for their ids: a new user's agent read a
-    3,449-character piece of an 800,059-character line 1 as "line 1", nothing saying it was a part."""
+def place_pieces(store, results: list[Result]) -> list[Result]:
+    """``results`` with the columns set of those that are a part of one long line (see :class:`Result`),
+    from ``store``'s ``line_pieces`` (sql/search.sql): a new user's agent read a 3,449-character piece
+    of an 800,059-character line 1 as "line 1", nothing saying it was a part."""
+    ids = [r.id for r in results if r.start_line == r.end_line]  # a part of a long line is one line
     by_id: dict[int, list[dict]] = {}
-    for row in pieces:
+    for row in store.rows("line_pieces", {"ids": json.dumps(ids)}) if ids else ():
         by_id.setdefault(row["id"], []).append(row)
     for r in results:
         rows = by_id.get(r.id) or []
@@ -194,3 +197,4 @@ def place_pieces(results: list[Result], pieces: list[dict]) -> None:
         r.start_column = before + 1
         r.end_column = before + own["chars"] - bool(own["ends_line"])
         r.line_chars = sum(row["chars"] for row in rows) - bool(rows[-1]["ends_line"])
+    return results

@@ -372,18 +372,14 @@ class Searcher:
         stale = StaleCheck(self.root) if self.root is not None else (lambda row: None)
         # Chunks still waiting for vectors would make the index look a worse match than it is.
         match = rows[0]["knn_match"] if rows and not self.store.value("vectors_pending") else None
-        results = [
+        return place_pieces(self.store, [
             Result(path=r["path"], start_line=r["start_line"], end_line=r["end_line"], score=round(r["score"], 6),
                    language=r["language"], kind=r["kind"], symbol=r["symbol"], content=r["content"],
                    stale=stale(r), id=r["id"], role=r["role"], bm25_rank=r["bm25_rank"], knn_rank=r["knn_rank"],
                    cosine=None if r["distance"] is None else round(1.0 - r["distance"], 6), tier=r["tier"] or 0,
                    knn_match=match)
             for r in rows
-        ]
-        ids = [r.id for r in results if r.start_line == r.end_line]  # a part of a long line is one line
-        if ids:
-            place_pieces(results, self.store.rows("line_pieces", {"ids": json.dumps(ids)}))
-        return results
+        ])
 
 
 def _rows_wanted(opts: SearchOptions) -> int:
