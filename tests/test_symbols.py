@@ -382,6 +382,9 @@ DECLARED = {
                 "def f():\n    if AA:\n        inner_local = 2\n",
     "consts.ts": "export const MAX_ITEMS = 10;\nexport declare const ZodIssueCode: { a: 1 };\nfunction f() {\n"
                  "  const inner = 1;\n}\n",
+    # npm's `symbol Npm` listed four of these imports before `class Npm`
+    "lib/get.js": "const Npm = require('../npm.js')\nconst { log } = require('proc-log')\nconst join = require('path').join\n"
+                  "const Later = (await import('./later.js')).default\nconst wrapped = wrap(require('x'))\n",
 }
 
 
@@ -400,12 +403,14 @@ def test_macros_type_aliases_and_constants_are_symbols_and_in_outlines(tmp_path,
             "spinlock_t": ("spin.h", "type", 1), "spinlock": ("spin.h", "class", 1), "node": ("node.h", "type", 1),
             "MAX_ITEMS": ("consts.ts", "constant", 1), "ZodIssueCode": ("consts.ts", "variable", 2),
             "BB": ("flags.py", "constant", 2), "dd": ("flags.py", "variable", 1), "gz": ("pair.go", "variable", 4),
-            "OTHER": ("Cfg.java", "constant", 2)}
+            "OTHER": ("Cfg.java", "constant", 2), "wrapped": ("lib/get.js", "variable", 5)}
     for name, (path, kind, line) in want.items():
         found = service.find_symbol(cb, name)["definitions"]
         assert [(d["path"], d["kind"], d["start_line"]) for d in found] == [(path, kind, line)], (name, found)
     assert service.find_symbol(cb, "CJSON_VERSION_MAJOR")["definitions"][0]["signature"] == "#define CJSON_VERSION_MAJOR 1"
     assert service.find_symbol(cb, "local")["definitions"] == [] == service.find_symbol(cb, "inner")["definitions"]
+    for imported in ("Npm", "join", "Later"):  # a module's value is an import, not a definition
+        assert service.find_symbol(cb, imported)["definitions"] == [], imported
     assert [d["start_line"] for d in service.find_symbol(cb, "HAS_Y")["definitions"]] == [5, 7]  # under try/except
     assert service.find_symbol(cb, "inner_local")["definitions"] == []  # a function's, however deep
     # The definition with its body before the header's prototype, whatever their paths' order.

@@ -99,7 +99,11 @@ def _ruby_constant_name(node: tree_sitter.Node) -> str | None:
 def _js_binding_name(node: tree_sitter.Node) -> str | None:
     """A ``variable_declarator`` of the module's scope (``export const LIMIT = 10``, ``let a = 1, b = 2``,
     a ``.d.ts``'s ``export declare const ZodIssueCode``) binding a plain name; not one inside a function,
-    not a destructuring, and not one whose declaration the chunker names already (``const f = () => 1``)."""
+    not a destructuring, not one whose declaration the chunker names already (``const f = () => 1``), and
+    not an import (``const Npm = require('../npm.js')``, ``.x`` of one, an ``await import()``: npm's
+    ``symbol Npm`` listed four such lines before ``class Npm``)."""
+    if _imported(node.child_by_field_name("value")):
+        return None
     declaration = node.parent
     if declaration is None or declaration.type not in ("lexical_declaration", "variable_declaration"):
         return None
@@ -110,6 +114,18 @@ def _js_binding_name(node: tree_sitter.Node) -> str | None:
         return None
     name = node.child_by_field_name("name")
     return node_text(name) if name is not None and name.type == "identifier" else None
+
+
+def _imported(value: tree_sitter.Node | None) -> bool:
+    """Whether a JS/TS binding's ``value`` is a module's (``require('x')``, ``require('x').y``, ``await
+    import('x')``)."""
+    while value is not None and value.type in ("await_expression", "member_expression", "parenthesized_expression"):
+        value = value.child_by_field_name("object") if value.type == "member_expression" else value.named_child(0)
+    if value is None or value.type != "call_expression":
+        return False
+    function = value.child_by_field_name("function")
+    return function is not None and (function.type == "import" or function.type == "identifier"
+                                     and node_text(function) == "require")
 
 
 def _python_kind(name: str) -> str:

@@ -20,4 +20,5 @@
 #: few stray bytes is read as UTF-8 (text.decode_source), not Latin-1. Rust's ``macro_rules!`` are of kind ``macro``.
 #: 12: Rust items inside a macro's braces (``cfg_rt! { pub fn spawn_blocking ... }``) are definitions and chunks
 #: of their own (see :mod:`.rustmacros`).
-CHUNKER_VERSION = 12
+#: 13: a JS/TS binding a module's value is an import, not a definition (``const Npm = require('../npm.js')``).
+CHUNKER_VERSION = 13
