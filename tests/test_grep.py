@@ -689,7 +689,8 @@ def test_a_line_with_a_control_character_is_printed_escaped_and_a_tab_as_it_is(t
 def test_the_cli_prints_files_counts_and_filters_as_rg_does(tmp_path, codii_home):
     """A new user diffed codii-sql grep against rg: files came in another order (`open_options.rs` before the
     folder `open_options/`), `-l -c` printed paths, a single FILE kept its path, a glob that selected nothing
-    and an unclosed `{` read as "no match" (exit 1), and -S, -m, -o and -v were no options."""
+    and an unclosed `{` read as "no match" (exit 1), and -S, -m, -o and -v were no options. Later: `-o 'x*'`
+    printed an empty match right after each match (Python's rule, not rg's), and `\\z`, `\\x{e9}` were refused."""
     root = built(write_tree(tmp_path / "r", {
         "src/open_options.rs": "fn mode() {}\n", "src/open_options/mock.rs": "fn mode() {}\n",
         "calls-json/a.go": "func mode() {}\n", "calls/b.go": "func mode() {}\nfunc mode2() {}\n",
@@ -715,7 +716,10 @@ def test_the_cli_prints_files_counts_and_filters_as_rg_does(tmp_path, codii_home
                  ["-x", "fn mode\\(\\) \\{\\}"], ["-x", "-c", "f\\w+ mode.*"], ["-x", "-F", "fn mode() {}"],
                  ["--files-without-match", "mode\\("], ["--files-without-match", "Mode"], ["--files-without-match", "-c", "Mode"],
                  ["--files-without-match", "-g", "*.go", "func"], ["--count-matches", "mode"], ["--count-matches", "-v", "mode"],
-                 ["mode", "nonexist", "calls"], ["-c", "mode", "src", "nonexist/x.rs"]):  # rg: the others, then exit 2
+                 ["mode", "nonexist", "calls"], ["-c", "mode", "src", "nonexist/x.rs"],  # rg: the others, then exit 2
+                 # empty matches where one ended (Python's re has them, rg not), rg's \\z and \\x{..} escapes
+                 ["-o", "o*"], ["--count-matches", "d*"], ["-o", "-N", "\\w*"], ["-c", "\\)\\z"], ["-o", "\\x{6d}o\\x{64}e"],
+                 ["-c", "[\\x{41}-\\x{5a}]"]):
         ours, theirs = both(*args)
         assert ours == theirs, (args, ours, theirs)
     ours, theirs = both("-g", "{a,b", "mode")

@@ -186,6 +186,8 @@ def _whole(compiled: regex.Pattern, text: str | bytes, newline: str | bytes, dea
     for m in compiled.finditer(text, concurrent=True, timeout=_left(deadline)):
         at, end = m.span()
         if at <= stop:
+            if at == end and spans[-1][1] == at - start:
+                continue  # an empty match where the last one ended: Rust's regex (rg's) has none there
             spans.append((at - start, end - start))
             continue
         if at > end_of_lines:  # a new line, past the last one
@@ -228,9 +230,11 @@ def _by_line(pattern: GrepPattern, text: str, deadline: float | None) -> list[Gr
         return []
     out: list[GrepLine] = []
     for number, line in enumerate(lines_of(text), 1):
-        spans = [_span(line, m.start(), m.end())
-                 for m in pattern.regex.finditer(line, concurrent=True,
-                                                 timeout=_left(deadline))]
+        spans, last = [], -1
+        for m in pattern.regex.finditer(line, concurrent=True, timeout=_left(deadline)):
+            if m.start() != m.end() or m.start() != last:  # none empty where the last ended, as rg
+                spans.append(_span(line, m.start(), m.end()))
+            last = m.end()
         if spans:
             out.append(GrepLine(number, line, spans))
     return out

@@ -94,10 +94,11 @@ class GrepPattern:
         if self.fixed:
             sources = planned = [re.escape(p) for p in self.patterns]
         else:
-            for p in self.patterns:  # errors named at their place in the pattern as typed
-                _parsed(posix_spelled(p, planned=True) if "\\p" in p or "\\P" in p else p, flags, p)
-            sources = [posix_spelled(p) for p in self.patterns]
-            planned = [posix_spelled(p, planned=True) for p in self.patterns]
+            typed = [rust_escapes(p) for p in self.patterns]
+            for p, shown in zip(typed, self.patterns):  # errors named at their place in the pattern as typed
+                _parsed(posix_spelled(p, planned=True) if "\\p" in p or "\\P" in p else p, flags, shown)
+            sources = [posix_spelled(p) for p in typed]
+            planned = [posix_spelled(p, planned=True) for p in typed]
         parsed = [_parsed(s, flags, shown) for s, shown in zip(planned, self.patterns)]
         whole = _combined(sources, self.word, self.line)
         tree = _parsed(_combined(planned, self.word, self.line), flags, " | ".join(self.patterns))
@@ -123,6 +124,28 @@ class GrepPattern:
         """Whether every indexed file is read: the patterns require no trigram (none has a literal run
         of 3 or more characters that every match contains)."""
         return self.fts is None
+
+
+#: rg's escapes Python spells otherwise: ``\\z`` (the end of the text), ``\\x{HHHH}`` (a code point).
+_RUST_ESCAPE = re.compile(r"\\(?:(z)|x\{([0-9A-Fa-f]{1,8})\}|.)", re.DOTALL)
+
+
+def rust_escapes(source: str) -> str:
+    """``source`` with rg's (Rust regex's) ``\\z`` as ``\\Z`` and ``\\x{e9}`` as ``\\xe9`` (``\\u``,
+    ``\\U`` for wider code points), which Python's ``re`` refuses ("bad escape", "incomplete escape");
+    other escapes, ``\\\\z`` included, as they are."""
+    if "\\z" not in source and "\\x{" not in source:
+        return source
+
+    def spelled(m: re.Match) -> str:
+        if m.group(1):
+            return "\\Z"
+        if m.group(2) is None:
+            return m.group()
+        point = int(m.group(2), 16)
+        return f"\\x{point:02x}" if point <= 0xFF else f"\\u{point:04x}" if point <= 0xFFFF else f"\\U{point:08x}"
+
+    return _RUST_ESCAPE.sub(spelled, source)
 
 
 def posix_spelled(source: str, planned: bool = False) -> str:
