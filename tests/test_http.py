@@ -117,6 +117,35 @@ def test_a_real_server_answers_over_http_and_stops_on_ctrl_c(team):
     assert "Warning" not in err  # loopback only: nothing to warn of
 
 
+def test_a_real_server_answers_from_the_files_as_they_are_now(team):
+    """A new user appended a function to a served file: /grep and /search said it was not there (the server
+    read the last build's state) while /file showed it. The server's watchers keep its codebases fresh."""
+    http_root, _ = team
+    port = servers.free_port()
+    proc = servers.start(["--workspace", "team"], port)
+    try:
+        url = f"http://127.0.0.1:{port}"
+
+        def grepped() -> int:
+            got = httpx.get(f"{url}/grep", params={"q": "http_fresh_marker_fn", "codebase": "http"}, timeout=60)
+            assert got.status_code == 200, got.text
+            return got.json()["matched_lines"]
+
+        assert grepped() == 0
+        with open(http_root / "app" / "http.py", "a") as source:
+            source.write("\n\ndef http_fresh_marker_fn():\n    return 1\n")
+        deadline = time.monotonic() + 30  # no rebuild: the server's watcher commits it within ~2 s
+        while grepped() == 0 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert grepped() == 1
+        found = httpx.get(f"{url}/search", params={"q": "http_fresh_marker_fn", "mode": "bm25"}, timeout=60).json()
+        assert found["results"][0]["symbol"] == "http_fresh_marker_fn", found
+        assert {w["by"] for w in service.status(service.open_codebase(str(http_root)))["watched_by"]} == {"http"}
+    finally:
+        code, err = servers.stop(proc)
+    assert code == 0 and "Traceback" not in err
+
+
 def test_other_methods_repeated_parameters_and_odd_limits_are_refused(team):
     handler = SearchHandler(["team"])
     status, body = handler.answer("/search", {"q": ["retry"]}, "POST")

@@ -92,7 +92,8 @@ def cli():
 
 @click.command()
 @click.option("--no-watch", is_flag=True,
-              help="Do not keep the codebases it indexed or searched fresh on file changes (also $CODII_SQL_WATCH=0).")
+              help="Do not keep the codebases it indexed, searched or serves fresh on file changes (also "
+                   "$CODII_SQL_WATCH=0).")
 @click.option("--http", "port", type=click.IntRange(1, 65535), default=None,
               help="Serve GET /search and /healthz over HTTP on this port instead of MCP on stdio.")
 @click.option("--workspace", "workspaces", multiple=True,
@@ -120,7 +121,7 @@ def serve(no_watch, port, workspaces, host, ray_address, replicas, shards, token
 
         serve_main([*(["--no-watch"] if no_watch else []), *(["--shards", shards] if shards else [])])
         return
-    serve_http(list(workspaces), host, port, ray_address, replicas, shards, token)
+    serve_http(list(workspaces), host, port, ray_address, replicas, shards, token, watch=not no_watch)
 
 
 def main() -> None:

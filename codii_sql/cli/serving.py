@@ -7,9 +7,10 @@ from .output import echo
 
 
 def serve_http(workspaces: list[str], host: str, port: int, ray_address: str | None, replicas: int | None,
-               shards: str | None = None, token: str | None = None) -> None:
+               shards: str | None = None, token: str | None = None, watch: bool = True) -> None:
     """Serve ``workspaces`` (and the folder of index files ``shards``) on ``host:port`` until
-    interrupted: Ray Serve replicas with ``ray_address``, else one process.
+    interrupted: Ray Serve replicas with ``ray_address``, else one process, whose watchers keep the
+    served codebases fresh unless ``watch`` is false.
 
     Raises:
         UsageError: nothing or an unknown workspace to serve, --replicas without --ray, Ray missing or
@@ -30,6 +31,7 @@ def serve_http(workspaces: list[str], host: str, port: int, ray_address: str | N
     if ray_address is None:
         service.serve_unmapped()  # a file alone overwritten in place fails its own requests, not the server (SIGBUS)
         handler = http.SearchHandler(workspaces, shards)  # refuses nothing to serve before the port is tried
+        handler.session.following.enabled = handler.session.following.enabled and watch
         http.check_port(host, port)
         served = [*handler.workspaces, *([f"the shards of {handler.shards.folder}"] if handler.shards else [])]
         page = f"http://{host}:{port}/"
@@ -41,7 +43,10 @@ def serve_http(workspaces: list[str], host: str, port: int, ray_address: str | N
         if token is None and http.allowed_hosts(host) == ["*"]:
             echo(f"Warning: {host} is reachable from other machines and no --token is set: whoever reaches port "
                  f"{port} reads every served file (--token or $CODII_SQL_HTTP_TOKEN guards it)", err=True)
-        http.run(handler, host, port, token)
+        try:
+            http.run(handler, host, port, token)
+        finally:
+            handler.session.shutdown()
         return
 
     def ready() -> None:

@@ -55,8 +55,28 @@ class SearchHandler:
         if self.shards is not None and self.shards.name.lower() in self.workspaces:
             raise UsageError(f"the shard folder {self.shards.folder} has a served workspace's name",
                              "rename the folder, or serve the workspace from another server")
-        self.indexes = service.OpenIndexes()
+        # Its own watchers keep the served codebases fresh, as the MCP server's do: a new user's edit was
+        # "not there" for /grep and /search until someone rebuilt ($CODII_SQL_WATCH=0 or --no-watch: off).
+        self.session = service.Session(by="http")
+        self.indexes = self.session.indexes
         self.started = time.time()
+
+    def search(self, request: service.SearchRequest) -> service.Answer:
+        """``request`` answered from the served indexes, each brought up to date first (see :meth:`fresh`)."""
+        self.fresh()
+        return service.search(request, indexes=self.indexes)
+
+    def grep(self, request: service.GrepRequest) -> service.GrepAnswer:
+        """``request`` answered as :meth:`search` answers."""
+        self.fresh()
+        return service.grep(request)
+
+    def fresh(self) -> None:
+        """Bring each served codebase with a source up to date: the first time by a lexical update, then
+        followed by a watcher, the changes it has heard of committed before this answer (at most
+        :data:`~codii_sql.service.following.SETTLE_SECONDS`; one made within a wake, ~0.1 s, before
+        may be missed: waiting for that wake cost every request 50-75 ms); nothing when watching is off."""
+        self.session.following.catch_up(*self.served().values(), events=False)
 
     def answer(self, path: str, params: Mapping[str, Sequence[str]], method: str = "GET") -> tuple[int, dict]:
         """The status code and JSON body for ``method path?params`` (each parameter's values in order)."""
@@ -68,8 +88,8 @@ class SearchHandler:
             return 404, _error(f"no such endpoint {path!r}", "use GET /search?q=..., /grep?q=... or GET /healthz")
         try:
             if path.startswith("/grep"):
-                return 200, service.grep(self.grep_request_of(params)).to_dict(words)
-            answer = service.search(self.request_of(params), indexes=self.indexes)
+                return 200, self.grep(self.grep_request_of(params)).to_dict(words)
+            answer = self.search(self.request_of(params))
         except UsageError as err:
             return 400, _error(what(err), words(err.hint) or USAGE)
         except CodiiError as err:

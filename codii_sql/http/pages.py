@@ -101,7 +101,7 @@ class Pages:
         if params.get("q"):
             started = time.perf_counter()
             try:
-                answer = service.search(self.handler.request_of(params), indexes=self.handler.indexes)
+                answer = self.handler.search(self.handler.request_of(params))
                 context.update(answer=answer, groups=self._groups(answer), note=answer.note(words),
                                ms=round((time.perf_counter() - started) * 1000))
             except CodiiError as err:
@@ -124,7 +124,7 @@ class Pages:
             return self._page(request, "search.html", context, 400)
         started = time.perf_counter()
         try:
-            found = service.grep(self.handler.grep_request_of(asked))
+            found = self.handler.grep(self.handler.grep_request_of(asked))
         except CodiiError as err:
             context["error"] = f"{what(err)}: {words(err.hint)}" if err.hint else what(err)
             return self._page(request, "search.html", context, 400)

@@ -20,6 +20,7 @@ _EXPORTS: dict[str, dict[str, str | None]] = {
     "..ingest.report": {"BuildReport": None, "Progress": None},
     "..search.answer": {"Answer": None, "Member": None, "Note": None},
     "..search.budget": {"estimate_tokens": "tokens"},
+    "..search.grep_answer": {"GrepAnswer": None},
     "..search.query": {"STOP_WORDS": None},
     "..search.results": {
         "MAX_LIMIT": None,

@@ -47,10 +47,10 @@ def iso(ts: float | None) -> str | None:
 class Session:
     """Background builds (:class:`Jobs`) and open indexes (:class:`OpenIndexes`) shared by every call."""
 
-    def __init__(self) -> None:
+    def __init__(self, by: str = "mcp") -> None:
         self.jobs = Jobs()
         self.indexes = OpenIndexes()
-        self.following = Following(self.jobs)
+        self.following = Following(self.jobs, by=by)
         #: A folder of index files this server also serves (``serve --shards DIR``), or None.
         self.shards: ShardFolder | None = None
 

@@ -23,8 +23,8 @@ def _dir(codebase: Codebase) -> Path:
 
 @contextlib.contextmanager
 def registered(codebase: Codebase, by: str) -> Iterator[None]:
-    """Say, for the ``with`` block, that this process watches ``codebase`` (``by``: ``"cli"`` or
-    ``"mcp"``). Failing to write the note (a read-only index folder) only leaves status silent."""
+    """Say, for the ``with`` block, that this process watches ``codebase`` (``by``: ``"cli"``, ``"mcp"``
+    or ``"http"``). Failing to write the note (a read-only index folder) only leaves status silent."""
     path = _dir(codebase) / f"{os.getpid()}.json"
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
