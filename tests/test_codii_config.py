@@ -126,3 +126,18 @@ def test_a_search_after_a_typo_in_the_config_answers_from_the_index_and_says_why
     answer = _json.loads(out.stdout)
     assert answer["results"][0]["symbol"] == "handler_3"
     assert "max_chunk_size must be" in answer["note"] and "not updated" in answer["note"]
+    # grep, outline, status and the file view read the index as it was built (a new user's typo refused
+    # them all, and most MCP tools); status says the next build fails.
+    (repo / CONFIG_FILE_NAME).write_text("unknown_key: 1\n")
+    assert cli("grep", "--no-update", "def handler_3", str(repo / "app")).returncode == 0
+    assert cli("outline", "app/handlers.py", "--path", str(repo)).returncode == 0
+    status = cli("status", str(repo), "--json")
+    assert status.returncode == 0 and "unknown_key" in _json.loads(status.stdout)["config_error"], status.stderr
+    from codii_sql.service.session import Session
+
+    session = Session()
+    try:
+        cb = Codebase.open(repo)
+        assert "unknown_key" in session.indexing_status(cb)["note"]
+    finally:
+        session.shutdown()

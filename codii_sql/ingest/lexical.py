@@ -62,7 +62,9 @@ class LexicalPhase:
                 self.store.run("file_touch", {"path": f.path, "size": f.size, "mtime_ns": f.mtime_ns})
             report.touched = len(plan.touched)
             ignore, exts = scan_options
-            self.store.set_meta(scan_ignore_patterns=ignore, scan_extensions=exts)
+            # The whole rules too: a read of the index (grep, a file's view) falls back on them while a
+            # later .codii.yaml is malformed (one typo refused every grep and most MCP tools).
+            self.store.set_meta(scan_ignore_patterns=ignore, scan_extensions=exts, scan_rules=plan.rules or None)
         todo = [plan.files[p] for p in plan.added + plan.modified + plan.reindexed]
         if todo:
             self._index_files(plan, todo, report)

@@ -122,8 +122,9 @@ class Session:
         }
         if status == "indexing" and cb.db_path.is_file():  # a first build may not have made its file yet
             data["indexer_pid"] = inspect(cb)["snapshot"].get("pid")
-        if job is not None and job.warnings:  # this server's latest build went on past them
-            data["note"] = "; ".join(job.warnings)
+        notes = [*(job.warnings if job is not None else []), *([st["config_error"]] if st.get("config_error") else [])]
+        if notes:  # this server's latest build went on past them; a .codii.yaml the next build refuses
+            data["note"] = "; ".join(notes)
         return fit_file_lists(data, max_tokens) if max_tokens else data
 
     def require_index(self, cb: Codebase) -> dict:

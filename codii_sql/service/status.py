@@ -71,16 +71,22 @@ def status(codebase: Codebase, *, check_stale: bool = True) -> dict:
         damaged = damaged_index(codebase.root, problem, codebase.db_path)
         return {**out, "status": "damaged", "size_bytes": _db_size(codebase.db_path), "damage": problem,
                 "error": damaged.what, "hint": damaged.hint}
+    config_error = None
     if problem:
         state = "damaged"
-    elif state == "indexed" and check_stale and not codebase.alone and is_stale(codebase):
-        state = "stale"
+    elif state == "indexed" and check_stale and not codebase.alone:
+        try:
+            state = "stale" if is_stale(codebase) else state
+        except UsageError as err:  # a malformed .codii.yaml: the index answers as built; a build would fail
+            config_error = f"{err.what}: the next build fails until it is fixed"
     out.update(status=state, files=counts["files"], chunks=counts["chunks"], size_bytes=_db_size(codebase.db_path),
                **{k: meta.get(k) for k in ("phase", "files_done", "files_total", "skipped", "failed", "error",
                                               "last_indexed_at", "model_id", "merkle_root")},
                # The snapshot's build_seconds times the lexical phase only: named so, not as the build's.
                lexical_seconds=meta.get("build_seconds"), skipped_files=skipped_files(meta),
                embedder=recorded_embedder(meta), vectors=vectors, history=history)
+    if config_error:
+        out["config_error"] = config_error
     filters = _filters(meta)
     if filters["extensions"] or filters["ignore_patterns"]:  # what later builds keep (--reset-filters drops)
         out["filters"] = filters
@@ -318,17 +324,24 @@ def _filters(meta: dict) -> dict:
 
 def scan_rules(codebase: Codebase, meta: dict | None = None) -> dict:
     """The :func:`~codii_sql.ingest.walk.scan` arguments of ``codebase``'s last build (``.codii.yaml`` + its
-    recorded options), from its snapshot ``meta`` when the caller has read it.
+    recorded options), from its snapshot ``meta`` when the caller has read it; while ``.codii.yaml`` is
+    malformed, the rules that build ran with (the files the index holds are read as it read them: a
+    typo refused every grep, outline and MCP read; the next update says what is wrong).
 
     Raises:
-        UsageError: ``.codii.yaml`` is malformed.
+        UsageError: ``.codii.yaml`` is malformed and no build recorded its rules.
     """
     if meta is None and codebase.db_path.is_file():
         with open_store(codebase) as store:
             meta = store.meta()
     meta = meta or {}
-    return index_scan_rules(codebase.root, list(meta.get("scan_ignore_patterns") or []),
-                            meta.get("scan_extensions") or None)
+    try:
+        return index_scan_rules(codebase.root, list(meta.get("scan_ignore_patterns") or []),
+                                meta.get("scan_extensions") or None)
+    except UsageError:
+        if not meta.get("scan_rules"):
+            raise
+        return dict(meta["scan_rules"])
 
 
 def is_stale(codebase: Codebase, ignore_patterns: list[str] | None = None,
