@@ -676,7 +676,9 @@ def test_a_file_name_or_line_cannot_forge_or_colour_an_agents_text(codii_home, t
 
 def test_a_refused_build_no_longer_stands_for_the_index_once_it_is_found_current(codii_home, tmp_path):
     """A new user's index_codebase(embedder="ollama:nothing") was refused (right), and then get_indexing_status
-    said "failed" for the rest of the session, even after index_codebase answered "already up to date"."""
+    said "failed" for the rest of the session, even after index_codebase answered "already up to date".
+    Another's refused index_codebase (another embedder, no force) read as "failed" at once: an agent then
+    forced a full rebuild. A refusal before any work leaves the index's own state."""
     from codii_sql.errors import BuildFailedError
     from codii_sql.service import Session
 
@@ -688,7 +690,7 @@ def test_a_refused_build_no_longer_stands_for_the_index_once_it_is_found_current
         with pytest.raises(BuildFailedError):
             session.index(cb, force=False, extensions=[], ignore_patterns=[], reset_filters=False,
                           embedder="ollama:nothing-here")
-        assert session.indexing_status(cb)["status"] == "failed"
+        assert session.indexing_status(cb)["status"] == "indexed"
         data, _ = session.index(cb, force=False, extensions=[], ignore_patterns=[], reset_filters=False)
         assert data["status"] == "already up to date"
         assert session.indexing_status(cb)["status"] == "indexed"

@@ -57,6 +57,9 @@ class Job:
     warnings: list[str] = field(default_factory=list)
     #: False when building again cannot help (a read-only or full disk): ``error`` says what does.
     resumable: bool = True
+    #: Whether the build reported progress: a failure before any is a refusal (another embedder without
+    #: force, a bad option) that changed nothing, so the index's own state still stands.
+    worked: bool = False
     signal: threading.Event = field(default_factory=threading.Event)
     thread: threading.Thread | None = None
 
@@ -132,6 +135,9 @@ class Jobs:
         if job.outcome == "busy":
             return "already indexing"
         if job.outcome == "failed":
+            if not job.worked:  # refused before any work: status said a healthy index had "failed"
+                with self.guard(cb):
+                    self._jobs.pop(str(cb.db_path), None)
             raise BuildFailedError(f"indexing failed: {job.failure.what if job.failure else job.error}",
                                    job.failure.hint if job.failure else None)
         return "started"
@@ -151,6 +157,7 @@ class Jobs:
         def progress(phase: str, done: int, total: int) -> None:
             if self.cancel.is_set():
                 raise BuildCancelled("the MCP server shut down before the build finished")
+            job.worked = True
             if phase == "vectors":
                 job.phase, job.vectors_done, job.vectors_total = phase, done, total
             else:

@@ -79,9 +79,9 @@ class Session:
         data = {"codebase": str(cb.root), "status": outcome}
         hint = {"started": "poll get_indexing_status", "already indexing": "poll get_indexing_status",
                 "already up to date": "search_code is ready"}[outcome]
-        if outcome == "already indexing" and (force or exts is not None or ignore is not None):
+        if outcome == "already indexing" and (force or exts is not None or ignore is not None or embedder):
             # The running build keeps its own options: say so rather than drop the request silently.
-            hint += "; this call's force/filters were not applied: call index_codebase again when it finishes"
+            hint += "; this call's force/filters/embedder were not applied: call index_codebase again when it finishes"
             data["options_applied"] = False
         return data, hint
 
