@@ -40,6 +40,20 @@ def test_missing_vector_orphan_vector_and_bad_merkle_are_repaired(sample_repo):
     assert again["consistent"], again
 
 
+def test_files_whose_rows_a_repair_dropped_are_indexed_again(sample_repo):
+    """A new user deleted file rows; doctor dropped their orphaned chunks, and every later grep and search
+    skipped the files for good: the last scan's stats said the tree was unchanged."""
+    assert run("build", sample_repo, "--no-vectors").exit_code == 0
+    assert run("grep", "def parse_header", sample_repo).exit_code == 0  # the stats are saved by now
+    db = Codebase.open(sample_repo).db_path
+    with Store(db, create=False) as store:
+        gone = store.conn.execute("SELECT count(*) FROM files").fetchone()[0]
+        store.conn.execute("DELETE FROM files")
+    out = json.loads(run("doctor", sample_repo, "--json").output)
+    assert not out["consistent"] and out["rebuild"]["added"] == gone, out
+    assert run("grep", "-c", "def parse_header", sample_repo).exit_code == 0
+
+
 def test_damaged_fts_is_rebuilt(sample_repo):
     run("build", sample_repo)
     db = Codebase.open(sample_repo).db_path

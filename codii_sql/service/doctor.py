@@ -6,6 +6,7 @@ import tempfile
 from pathlib import Path
 
 from ..codebase import Codebase
+from ..ingest import scan_stats
 from ..ingest.doctor import Check, DoctorReport, examine
 from ..storage.lock import writer_lock
 from ..storage.copies import snapshot
@@ -50,6 +51,10 @@ def doctor(codebase: Codebase, *, repair: bool = True, rebuild: bool = True) -> 
     out = {"codebase": str(codebase.root), "db": str(codebase.db_path), **report.to_dict()}
     if embedder:
         out["embedder"] = embedder_health(embedder)
-    if repair and rebuild and report.forgotten:
+    if repair and not report.consistent:
+        # The stats the last build's scan saw vouched for an unchanged tree, so every update skipped the
+        # files whose rows the repair dropped (a new user's 39 files stayed missing, status "indexed").
+        scan_stats.sidecar(codebase.db_path).unlink(missing_ok=True)
+    if repair and rebuild and (report.forgotten or not report.consistent and not report.damaged):
         out["rebuild"] = build(codebase).to_dict()
     return out
