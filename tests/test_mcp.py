@@ -462,6 +462,12 @@ def test_out_of_range_and_mistyped_arguments_get_one_line_messages(codii_home, s
             assert msg == "search_code: query is required: fix the arguments as the tool's input schema says", msg
             biggest = await refused(s, "get_chunk", path=str(sample_repo), chunk_id=2**63 - 1)
             assert "no chunk 9223372036854775807 in the index" in biggest, biggest
+            # A new user's misspelled filters were dropped without a word, the results unfiltered.
+            misspelled = await refused(s, "search_code", path=str(sample_repo), query="retry", pathglob="app/*")
+            assert misspelled.startswith("search_code: unknown argument 'pathglob' (did you mean pathGlob?); it "
+                                         "takes query, path,"), misspelled
+            case = await refused(s, "grep_code", path=str(sample_repo), pattern="retry", ignoreCase=True)
+            assert "unknown argument 'ignoreCase' (did you mean ignore_case?)" in case, case
 
     asyncio.run(run())
 

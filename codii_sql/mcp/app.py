@@ -7,6 +7,7 @@ same JSON (clients that only read text content still see every field); ``get_con
 
 from __future__ import annotations
 
+import difflib
 import functools
 import importlib.metadata
 import json
@@ -35,9 +36,18 @@ SQLITE_MAX_INTEGER = 2**63 - 1
 
 class CodiiServer(MCPServer):
     """The SDK's server, with a tool's rejected arguments told in one line an agent can act on
-    (the SDK forwards pydantic's multi-line report, with its links and types)."""
+    (the SDK forwards pydantic's multi-line report, with its links and types), and an argument the
+    tool does not take refused (the SDK drops it: a new user's misspelled ``pathglob`` filter was
+    ignored without a word, results unfiltered; HTTP refuses an unknown parameter too)."""
+
+    _taken: dict[str, list[str]] | None = None
 
     async def call_tool(self, name, arguments, context=None):
+        if self._taken is None:
+            self._taken = {t.name: list(t.input_schema.get("properties", {})) for t in await self.list_tools()}
+        unknown = [a for a in arguments or {} if name in self._taken and a not in self._taken[name]]
+        if unknown:
+            raise ToolError(f"{name}: {unknown_argument(unknown[0], self._taken[name])}")
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as err:
@@ -45,6 +55,14 @@ class CodiiServer(MCPServer):
                 raise
             raise ToolError(f"{name}: {argument_errors(err.__cause__)}: fix the arguments as the tool's "
                             "input schema says") from err.__cause__
+
+
+def unknown_argument(given: str, taken: list[str]) -> str:
+    """``unknown argument 'pathglob' (did you mean pathGlob?); it takes ...``."""
+    folded = {t.lower().replace("_", ""): t for t in taken}
+    close = folded.get(given.lower().replace("_", "")) or next(iter(difflib.get_close_matches(given, taken, 1)), None)
+    return (f"unknown argument {given!r}" + (f" (did you mean {close}?)" if close else "")
+            + f"; it takes {', '.join(taken)}")
 
 
 def argument_errors(err: ValidationError) -> str:
