@@ -105,3 +105,18 @@ def test_an_agent_reads_a_subfolder_as_search_does_and_is_told_to_index_a_reposi
             assert "clone is not indexed" in told and "index_codebase" in told and "lies inside" not in told, told
 
     asyncio.run(run())
+
+
+def test_a_search_of_a_folder_holding_indexed_codebases_builds_nothing_and_says_what_to_do(tmp_path, monkeypatch):
+    """A new user's `grep x ../..` from inside a repository built a 502 MB index of the folder above, each
+    codebase it held indexed again; an explicit build still indexes the whole folder."""
+    top = write_tree(tmp_path / "top", {"inner/a.py": "def alpha():\n    return 1\n", "b.py": "x = 1\n"})
+    assert CliRunner().invoke(cli, ["build", str(top / "inner"), "--no-vectors"]).exit_code == 0
+    monkeypatch.chdir(top / "inner")
+    for args in (["grep", "alpha", ".."], ["search", "alpha", "--path", ".."], ["symbol", "alpha", "--path", ".."]):
+        res = CliRunner().invoke(cli, args)
+        assert res.exit_code == 2 and "holds 1 indexed codebases" in res.output, (args, res.output)
+        assert "Indexing" not in res.output and f"codii-sql build {top}" in res.output, res.output
+    assert not service.open_codebase(str(top)).db_path.exists()
+    assert CliRunner().invoke(cli, ["build", str(top), "--no-vectors"]).exit_code == 0
+    assert CliRunner().invoke(cli, ["grep", "alpha", ".."]).exit_code == 0

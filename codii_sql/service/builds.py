@@ -24,6 +24,7 @@ from ..ingest.config import history_bound, load_config
 from ..ingest.report import BuildReport, Progress
 from ..search.answer import Note
 from ..storage.lock import vectors_running
+from .codebases import indexed_inside
 from .daemon import background_allowed, daemon_info, start_daemon
 from .embedders import embedder_for_build, recorded_embedder
 from .maintenance import discard_damaged
@@ -162,6 +163,13 @@ def ensure_index(codebase: Codebase, *, update: bool = True, progress: Progress 
             raise UsageError(str(err)) from None
         # A typo in .codii.yaml stops the update, not the answer the index already holds.
         return Note("update", f"{err}: the index was not updated, results come from the last committed state")
+    if not exists and (inner := indexed_inside(codebase.root)):
+        # A new user's `grep x ../..` from inside a repository built a 502 MB index of the folder above
+        # every codebase it had indexed, each one indexed again: an explicit build does that, not a search.
+        shown = ", ".join(str(p) for p in inner[:3]) + (f" and {len(inner) - 3} more" if len(inner) > 3 else "")
+        raise UsageError(f"{codebase.root} is not indexed and holds {len(inner)} indexed codebases ({shown})",
+                         f"search one of them, or several as a workspace (`codii-sql workspace add NAME ...`), or "
+                         f"index the whole folder with `codii-sql build {codebase.root}`")
     if exists and unchanged_since_build(codebase, vectors=vectors):
         # Every stat the last build's scan saw is as it was: the walk is spared (the kernel's 86k
         # files: 1.0-1.3 s of a 1.8 s CLI symbol call, docs/benchmarks.md "Kernel").

@@ -130,7 +130,9 @@ def first_build(path: str | None, db: str | None) -> Path | None:
         return None
     folder = codebase.db_path.parent
     writable = os.access(folder, os.W_OK) if folder.exists() else os.access(_existing(folder), os.W_OK)
-    return None if codebase.alone or codebase.db_path.is_file() or not writable else codebase.root
+    if codebase.alone or codebase.db_path.is_file() or not writable or indexed_inside(codebase.root):
+        return None  # (a folder holding indexed codebases is refused by the search: builds.ensure_index)
+    return codebase.root
 
 
 def _existing(folder: Path) -> Path:
@@ -138,3 +140,20 @@ def _existing(folder: Path) -> Path:
     while not folder.exists() and folder != folder.parent:
         folder = folder.parent
     return folder
+
+
+def indexed_inside(root: Path) -> list[Path]:
+    """The roots of the indexes in ``$CODII_SQL_HOME`` that lie inside ``root`` (not ``root`` itself),
+    sorted; one that cannot be read is left out."""
+    from .. import paths
+
+    found = []
+    for db in paths.indexes_dir().glob("*.db"):
+        try:
+            with Store(db, create=False) as store:
+                recorded = store.meta().get("root")
+        except CodiiError:
+            continue
+        if recorded and Path(recorded) != root and Path(recorded).is_relative_to(root):
+            found.append(Path(recorded))
+    return sorted(found)
