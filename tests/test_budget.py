@@ -79,3 +79,16 @@ def test_a_trimmed_or_merged_span_ending_in_a_blank_line_keeps_one_line_per_numb
     joined, report = fit([blank_last, blank_first], [], 1000)
     assert report.merged == 1 and numbered_lines(joined[0].content, 1, joined[0].end_line) == \
         [(1, "one"), (2, "two"), (3, ""), (4, "four")]
+
+
+def test_lines_that_fit_are_never_cut_into_a_mark_longer_than_the_line():
+    """A new user's result ended in `      …[cut]` where the file's line was `        if (`: lines were
+    measured without the newline each ends in, so two that passed were then cut into the second."""
+    from codii_sql.search.budget import CUT_MARK, _trim, tokens
+    from codii_sql.search.results import Result
+
+    for n in range(40, 200):
+        content = "x" * n + "\n        if (\n"
+        budget = tokens(content.rstrip("\n"))  # fits without the last newline, not with it
+        out = _trim(Result("a.py", 1, 2, 1.0, "python", "function", None, content, False, 1, "source"), None, budget)
+        assert CUT_MARK not in out.content and tokens(out.content) <= budget, (n, out.content)

@@ -175,8 +175,8 @@ def _trim(r: Result, word: re.Pattern | None, budget: int) -> Result:
     floor = max(0, lo - CONTEXT_LINES)
     ceiling = min(len(lines) - 1, (hits[-1] + CONTEXT_LINES) if hits else HEAD_LINES - 1)
 
-    def fits(a: int, b: int) -> bool:
-        return tokens("\n".join(lines[a:b + 1])) <= budget
+    def fits(a: int, b: int) -> bool:  # the text as it is returned: a newline short, 2 lines passed and
+        return tokens(_joined(lines[a:b + 1])) <= budget  # were cut to "  …[cut]", longer than the line
 
     grown = True
     while grown:
