@@ -719,7 +719,10 @@ def test_the_cli_prints_files_counts_and_filters_as_rg_does(tmp_path, codii_home
                  ["mode", "nonexist", "calls"], ["-c", "mode", "src", "nonexist/x.rs"],  # rg: the others, then exit 2
                  # empty matches where one ended (Python's re has them, rg not), rg's \\z and \\x{..} escapes
                  ["-o", "o*"], ["--count-matches", "d*"], ["-o", "-N", "\\w*"], ["-c", "\\)\\z"], ["-o", "\\x{6d}o\\x{64}e"],
-                 ["-c", "[\\x{41}-\\x{5a}]"]):
+                 ["-c", "[\\x{41}-\\x{5a}]"],
+                 # what scripts and editors call rg with (a new user's `if codii-sql grep -q` always failed)
+                 ["-q", "mode"], ["-q", "nothing_like_it"], ["--column", "mode"], ["--vimgrep", "mo"],
+                 ["-o", "--column", "mode"], ["--column", "-C", "1", "other"], ["-i", "-s", "MODE"]):
         ours, theirs = both(*args)
         assert ours == theirs, (args, ours, theirs)
     ours, theirs = both("-g", "{a,b", "mode")

@@ -26,6 +26,11 @@ _CONTEXT = click.IntRange(0, service.MAX_CONTEXT)
 @click.option("-w", "--word-regexp", "word", is_flag=True, help="Only matches with no word character around them.")
 @click.option("-S", "--smart-case", "smart_case", is_flag=True,
               help="Case-insensitive when the patterns hold no upper-case letter.")
+@click.option("-s", "--case-sensitive", "case_sensitive", is_flag=True, help="Case-sensitive, whatever -i or -S say.")
+@click.option("-q", "--quiet", is_flag=True, help="Print nothing; exit 0 at the first match, 1 when none.")
+@click.option("--column", "column", is_flag=True, help="Show the column (1-based byte) of each line's first match.")
+@click.option("--vimgrep", is_flag=True, help="Each match on a line of its own as path:line:column:text (vim's "
+                                             "grepprg, editors).")
 @click.option("-x", "--line-regexp", "line_regexp", is_flag=True, help="Only matches that are a whole line.")
 @click.option("-v", "--invert-match", "invert", is_flag=True, help="The lines that do not match (every indexed file).")
 @click.option("-o", "--only-matching", "only_matching", is_flag=True, help="Print each match alone, a line each.")
@@ -56,9 +61,9 @@ _CONTEXT = click.IntRange(0, service.MAX_CONTEXT)
 @db_option
 @click.option("--json", "as_json", is_flag=True, help="JSON lines in rg --json's shape (begin, match, context, "
                                                        "end, summary).")
-def grep(pattern, paths, patterns, fixed, ignore_case, word, smart_case, line_regexp, invert, only_matching, max_count,
-         hidden, files_only, without_match, count, count_matches, numbers, with_filename, after, before, context, globs,
-         types, sort, limit, processes, no_update, db, as_json):
+def grep(pattern, paths, patterns, fixed, ignore_case, word, smart_case, case_sensitive, quiet, column, vimgrep,
+         line_regexp, invert, only_matching, max_count, hidden, files_only, without_match, count, count_matches, numbers,
+         with_filename, after, before, context, globs, types, sort, limit, processes, no_update, db, as_json):
     """Lines matching PATTERN (Python regex syntax) in the indexed files under PATH (default: the current
     folder's codebase), in path and line order, as `rg -n --no-heading` prints them. Candidate files come
     from the index's trigrams; every one is read and matched exactly. Exit status 1 when nothing matched,
@@ -71,6 +76,11 @@ def grep(pattern, paths, patterns, fixed, ignore_case, word, smart_case, line_re
             raise click.UsageError(f"{clash} cannot be used with --json")
     if count_matches:  # rg's --count-matches is -c -o
         count = only_matching = True
+    if case_sensitive:
+        ignore_case = smart_case = False
+    if quiet:  # the first match answers (rg -q): counted, not printed
+        as_json = count = only_matching = without_match = vimgrep = False
+        files_only, limit = True, 1
     without_match = without_match and not count  # -c wins, as in rg
     if patterns:
         paths = ((pattern,) if pattern is not None else ()) + tuple(paths)
@@ -92,10 +102,12 @@ def grep(pattern, paths, patterns, fixed, ignore_case, word, smart_case, line_re
                  "chunks later); later greps update only changed files.", err=True)
     if with_filename is None:  # rg leaves the path out when it searches one file it was given
         with_filename = not (len(paths) == 1 and os.path.isfile(paths[0]))
-    printer = _Printer("json" if as_json else "count" if count else "files" if files_only or without_match
-                       else "only" if only_matching and not invert else "lines",
+    printer = _Printer("quiet" if quiet else "json" if as_json else "count" if count else "files" if files_only
+                       or without_match else "vim" if vimgrep and not invert else "only" if only_matching and not invert
+                       else "lines",
                        numbers=numbers, with_context=bool(request.before or request.after),
-                       with_filename=with_filename, count_matches=only_matching and not invert, paths=paths)
+                       with_filename=with_filename or vimgrep, count_matches=only_matching and not invert, paths=paths,
+                       column=column or vimgrep)
     try:
         answer = service.grep(request, on_file=printer.file)
         for f in answer.files if without_match else ():  # known only at the end
@@ -105,6 +117,9 @@ def grep(pattern, paths, patterns, fixed, ignore_case, word, smart_case, line_re
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit's flush
         raise SystemExit(0 if printer.printed else 1) from None
     note = answer.note(words)
+    if quiet:
+        raise SystemExit(0 if answer.matched_lines else 2 if answer.timed_out or answer.nothing_selected
+                         or answer.missing_paths else 1)
     if note and not as_json:
         echo(f"Note: {note}", err=True)
     if answer.missing_paths:  # rg: a path that is not there is an error, whatever the others held
@@ -128,9 +143,9 @@ class _Printer:
     (``--json``), each path named as rg names it (:func:`_rg_names`)."""
 
     def __init__(self, mode: str, *, numbers: bool, with_context: bool, with_filename: bool, count_matches: bool,
-                 paths: tuple[str, ...]) -> None:
+                 paths: tuple[str, ...], column: bool = False) -> None:
         self.mode, self.numbers, self.with_context, self.with_filename = mode, numbers, with_context, with_filename
-        self.count_matches, self.paths = count_matches, paths
+        self.count_matches, self.paths, self.column = count_matches, paths, column
         self.printed = False
         self._matches = 0  # submatches printed (--json's summary)
         self._name = None
@@ -138,10 +153,15 @@ class _Printer:
 
     def file(self, answer, f) -> None:
         """Print ``f`` (a GrepFile of ``answer``) now: a reader such as ``head -1`` has its line at once."""
+        if self.mode == "quiet":
+            self.printed = True
+            return
         if self._name is None:
             self._name = _rg_names(answer.codebase, self.paths)
         path = shown(self._name(f.path))
-        if self.mode == "json":
+        if self.mode == "vim":  # every match, the line each time
+            text = "".join(f"{path}:{g.line}:{a + 1}:{shown(g.text)}\n" for g in f.lines if g.matched for a, _ in g.spans)
+        elif self.mode == "json":
             text = "".join(json_text(o) + "\n" for o in _json_file(f, self._name(f.path)))
         elif self.mode == "count":  # the count says whether the file matched too (with -o: of matches)
             n = sum(len(g.spans) for g in f.lines) if self.count_matches else f.matches
@@ -168,7 +188,7 @@ class _Printer:
         path when ``with_filename`` is false)."""
         if not self.with_filename:
             path = ""
-        if not self.with_context and not has_controls("".join(g.text for g in f.lines)):
+        if not (self.with_context or self.column) and not has_controls("".join(g.text for g in f.lines)):
             # A file's lines at once, none needing an escape: a call per line was most of printing
             # Django's 99k `self` lines (docs/benchmarks.md "Grep", fifth round).
             head = f"{path}:" if self.with_filename else ""
@@ -181,10 +201,9 @@ class _Printer:
             self._last = (f.path, g.line)
             mark = ":" if g.matched else "-"
             text = shown(g.text[:-1]) + "\r" if g.text.endswith("\r") else shown(g.text)  # a CRLF line as rg prints it
-            if not self.with_filename:
-                yield f"{g.line}{mark}{text}\n" if self.numbers else f"{text}\n"
-            else:
-                yield f"{path}{mark}{g.line}{mark}{text}\n" if self.numbers else f"{path}{mark}{text}\n"
+            at = f"{g.spans[0][0] + 1}{mark}" if self.column and g.matched and g.spans else ""
+            number = f"{g.line}{mark}{at}" if self.numbers else at
+            yield f"{path}{mark}{number}{text}\n" if self.with_filename else f"{number}{text}\n"
 
     def _matches_alone(self, f, path: str):
         """rg's ``-o``: each match's text alone on a line, after its path and line number."""
@@ -193,7 +212,8 @@ class _Printer:
             raw = g.text.encode("utf-8")
             for start, end in g.spans:
                 text = shown(raw[start:end].decode("utf-8", "replace"))
-                yield f"{head}{g.line}:{text}\n" if self.numbers else f"{head}{text}\n"
+                at = f"{start + 1}:" if self.column else ""
+                yield f"{head}{g.line}:{at}{text}\n" if self.numbers else f"{head}{at}{text}\n"
 
 
 def _rg_names(codebase: str, paths: tuple[str, ...]) -> Callable[[str], str]:
