@@ -287,6 +287,11 @@ def test_an_agent_searches_and_reads_a_folder_of_shards_over_mcp(tmp_path, codii
                 assert told.is_error and "svc.db" in told.content[0].text, (tool, told.content)
             every = await session.call_tool("search_code", {"path": str(shards), "query": "answer the alpha request"})
             assert every.structured_content["results"][0]["symbol"] == "alpha_handler", every.content
+            # A shard itself: a new user's agent was told to pass "the folder that contains it".
+            shard = await session.call_tool("clear_index", {"path": str(shards / "svc.db")})
+            assert shard.is_error and "index file searched alone" in shard.content[0].text and \
+                "folder that contains" not in shard.content[0].text, shard.content
+            assert (shards / "svc.db").is_file()
 
     asyncio.run(run())
 

@@ -8,7 +8,8 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
-from ..service import clear_target
+from ..errors import UsageError
+from ..service import clear_target, is_index_file
 from .app import (
     DEFAULT_MAX_TOKENS,
     READ_ONLY,
@@ -125,6 +126,10 @@ def get_indexing_status(path: PathArg, max_tokens: ListTokensArg = None) -> Call
 )
 @agent_errors
 def clear_index(path: PathArg) -> CallToolResult:
+    if is_index_file(check_path(path)):  # a new user's agent was told to pass the folder holding it
+        raise UsageError(f"{path} is an index file searched alone (a shard or an export): clear_index deletes the "
+                         "index of a codebase folder", "delete the file, or move it out of the folder served, "
+                         "to stop searching it")
     cb = clear_target(refuse_shard_folder(check_path(path)))  # also the index of a folder that is gone
     cleared = SESSION.clear(cb)
     data = {"codebase": str(cb.root), "cleared": cleared}
