@@ -194,3 +194,18 @@ def test_search_and_grep_refuse_an_index_with_a_broken_page_they_never_read(samp
             assert "damaged" in err.what
     assert last_json(run("build", sample_repo, "--force", "--no-vectors", "--json").output)["added"] == 4
     assert CliRunner().invoke(cli, ["grep", "retry", str(sample_repo), "--no-update"]).exit_code == 0
+
+
+def test_build_force_over_a_damaged_index_keeps_its_embedder(sample_repo):
+    """A new user's openai: embedder became 'local' without a word when build --force replaced a damaged
+    index; the file's meta still read, and the new file keeps what it recorded."""
+    assert run("build", sample_repo, "--embedder", "local:fast", "--no-vectors").exit_code == 0
+    db = Codebase.open(sample_repo).db_path
+    data = bytearray(db.read_bytes())
+    middle = len(data) // 2 // 4096 * 4096
+    data[middle:middle + 8 * 4096] = bytes(range(256)) * 128
+    db.write_bytes(bytes(data))
+    assert json.loads(run("status", sample_repo, "--json").output)["status"] == "damaged"
+    assert run("build", sample_repo, "--force", "--no-vectors").exit_code == 0
+    st = json.loads(run("status", sample_repo, "--json").output)
+    assert st["status"] == "indexed" and st["embedder"] == "local:fast", st

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from ..codebase import Codebase
 from ..errors import (
     BuildFailedError,
+    CodiiError,
     DaemonRunningError,
     DiskFullError,
     EmbeddingFailedError,
@@ -24,9 +25,10 @@ from ..ingest.config import history_bound, load_config
 from ..ingest.report import BuildReport, Progress
 from ..search.answer import Note
 from ..storage.lock import vectors_running
+from ..storage.store import Store
 from .codebases import indexed_inside
 from .daemon import background_allowed, daemon_info, start_daemon
-from .embedders import embedder_for_build, recorded_embedder
+from .embedders import embedder_for_build, recorded_embedder, requested_embedder
 from .maintenance import discard_damaged
 from .status import brief_status, inspect, status, unchanged_since_build
 from .watchers import kept_fresh
@@ -79,7 +81,13 @@ def build(codebase: Codebase, *, force: bool = False, wait: bool = True, progres
     except ValueError as err:
         raise UsageError(str(err)) from None
     if force:
-        discard_damaged(codebase)
+        kept = None
+        with contextlib.suppress(CodiiError):
+            kept = _readable_embedder(codebase)
+        if discard_damaged(codebase) and embedder is None:
+            # The damaged file's own embedder, if its meta still read, unless another is asked: a new
+            # user's openai: embedder became 'local' without a word when build --force replaced the file.
+            embedder_name = requested_embedder(codebase, embedder_name) or kept
     embedder = embedder or embedder_for_build(codebase, embedder_name, force=force)
     cache = EmbeddingCache(cache_path, on_warning=warn) if use_cache else None
     _BUILDS["started"] += 1
@@ -128,6 +136,18 @@ def reword_disk_full(codebase: Codebase) -> Iterator[None]:
         yield
     except DiskFullError:
         raise DiskFullError(f"the disk is full writing {codebase.db_path}", Remedy("free_disk")) from None
+
+
+def _readable_embedder(codebase: Codebase) -> str | None:
+    """The embedder ``codebase``'s index records, read as far as a damaged file allows (None: none).
+
+    Raises:
+        CodiiError: the file cannot be read at all.
+    """
+    if not codebase.db_path.is_file():
+        return None
+    with Store(codebase.db_path, create=False) as store:
+        return recorded_embedder(store.meta())
 
 
 def ensure_index(codebase: Codebase, *, update: bool = True, progress: Progress | None = None,

@@ -80,24 +80,25 @@ def _check_in_home(db_path: Path) -> None:
                                 "codii-sql index", "if it is one, delete it by hand") from None
 
 
-def discard_damaged(codebase: Codebase) -> None:
+def discard_damaged(codebase: Codebase) -> bool:
     """``build --force`` on an index that SQLite reports corrupt: delete it so the build starts a new
-    file (rewriting rows in place cannot mend broken pages). A healthy index is kept.
+    file (rewriting rows in place cannot mend broken pages); whether it did. A healthy index is kept.
 
     Raises:
         DamagedIndexError: the damaged file is outside ``$CODII_SQL_HOME/indexes`` (see :func:`clear`).
         IndexBusyError: an indexer is running on it.
     """
     if not codebase.db_path.is_file():
-        return
+        return False
     try:
         with Store(codebase.db_path, create=False) as store:
             # quick_check reads every page without the index cross-checks: ~1 s for a 200 MB index.
             if [next(iter(r.values())) for r in store.rows("pragma_quick_check")] == ["ok"]:
-                return
+                return False
     except DamagedIndexError:
         _check_in_home(codebase.db_path)
     _remove_index_files(codebase)
+    return True
 
 
 def _remove_index_files(codebase: Codebase) -> bool:
