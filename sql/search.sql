@@ -49,6 +49,7 @@
 --                 (`console.print`, `print`), last parts of dotted ones (`print`) and file paths
 --                 or names named in the query; a candidate whose symbol, symbol tail or path
 --                 matches gets :name_boost ("echo" must put `def echo` above chunks that call echo)
+--   :cased        JSON object: each name written with capitals -> as written (`{"queryset": "QuerySet"}`)
 --   :tiered       1 (identifier-shaped queries): rank by named tier first, then score. Tier = 2 when the
 --                 symbol is a name of :names, or ends with '.' + it (`Console.print`, also
 --                 `Outer.Console.print`), 3 when that name is qualified (`queryset.get` of "QuerySet
@@ -225,8 +226,8 @@ named_files AS (
 -- Identifiers the query names (is_name 1) and the last parts of dotted ones (is_name 0); a
 -- symbol matches one when it is the identifier or ends with '.' + it.
 wanted AS (
-    SELECT value, 1 AS is_name FROM json_each(:names)
-    UNION ALL SELECT value, 0 FROM json_each(:tails)
+    SELECT value, 1 AS is_name, json_extract(:cased, '$."' || value || '"') AS cased FROM json_each(:names)
+    UNION ALL SELECT value, 0, NULL FROM json_each(:tails)
 ),
 named_symbols AS (
     SELECT c.id FROM chunks_fts JOIN chunks c ON c.id = chunks_fts.rowid
@@ -257,15 +258,23 @@ pool AS (
 ),
 -- match: 2 when the symbol is a named qualified identifier (`queryset.get`), 1 a named plain one, 0 only
 -- a tail, NULL for neither. The qualified name is the more specific: "QuerySet get" names QuerySet and
--- QuerySet.get (query.py), and the method's chunk must not follow every window of the class.
+-- QuerySet.get (query.py), and the method's chunk must not follow every window of the class. folded: 1
+-- when every name the symbol matches was written with capitals (:cased) the symbol does not have: no
+-- tier then, a boost as a tail's (a new user's `QuerySet` listed three admin `queryset` methods no
+-- retriever found right after the class, above QuerySet's own methods).
 named AS MATERIALIZED (  -- once per row: scored reads each flag several times
-    SELECT id, file_id, symbol, start_line, end_line, role, 2 * coalesce(match >= 1, 0) + coalesce(match = 2, 0)
-               AS symbol_tier,
-           coalesce(match = 0, 0) AS tail_named, path_tier
+    SELECT id, file_id, symbol, start_line, end_line, role,
+           CASE WHEN folded THEN 0 ELSE 2 * coalesce(match >= 1, 0) + coalesce(match = 2, 0) END AS symbol_tier,
+           coalesce(match = 0 OR folded, 0) AS tail_named, path_tier
     FROM (SELECT pool.id, c.file_id, c.symbol, c.start_line, c.end_line, CASE WHEN c.kind = 'license' THEN 'license' ELSE f.role END AS role,
                  coalesce((SELECT max(w.is_name * (1 + (instr(w.value, '.') > 0))) FROM wanted w
                            WHERE lower(c.symbol) = w.value OR substr(lower(c.symbol), -length(w.value) - 1) = '.' || w.value),
                           (SELECT 1 FROM named_definitions nd WHERE nd.id = pool.id)) AS match,
+                 (SELECT min(w.cased IS NOT NULL AND c.symbol <> w.cased
+                             AND substr(c.symbol, -length(w.cased) - 1) <> '.' || w.cased) FROM wanted w
+                  WHERE w.is_name = 1 AND (lower(c.symbol) = w.value
+                                           OR substr(lower(c.symbol), -length(w.value) - 1) = '.' || w.value))
+                     AS folded,
                  coalesce((SELECT tier FROM named_files nf WHERE nf.file_id = c.file_id), 0) AS path_tier
           FROM pool JOIN chunks c ON c.id = pool.id JOIN files f ON f.id = c.file_id)
 ),
@@ -273,7 +282,7 @@ named AS MATERIALIZED (  -- once per row: scored reads each flag several times
 -- KNN list missed (zod, gson: the gold file was BM25's, and a flat list of near-equal cosines buried
 -- it). Git dev set, five repositories, hybrid: see fusion.py KNN_BY_BEST_SHAPES.
 scored AS (
-    SELECT nm.id, nm.file_id, nm.symbol, nm.start_line, nm.start_line = nm.end_line AS one_line,
+    SELECT nm.id, nm.file_id, nm.symbol, nm.start_line, nm.end_line, nm.start_line = nm.end_line AS one_line,
            (coalesce(fu.cc, 0) + :rrf_weight * coalesce(fu.rrf, 0) + coalesce(
                 CASE WHEN :fill = 1 AND fu.knn_rank IS NULL AND fu.bm25_rank IS NOT NULL AND fu.knn_hi > 0
                      THEN (1.0 - fu.w_bm25) * max(0.0, (1.0 - vec_distance_cosine(
@@ -289,13 +298,18 @@ scored AS (
 -- by line, so the window holding the signature and docstring leads. A later window that
 -- neither retriever found (score 0) leaves the tier: a class's 20 windows listed in line order
 -- pushed the real matches down (zod: "ZodError format issues" ranked the bare `flatten`
--- overloads 5th, ZodError.format 7th). The windows of one line too long for a chunk are one place:
+-- overloads 5th, ZodError.format 7th). So does a later piece cut off from the windows before it (by
+-- other definitions: a class's comment banners between its methods, each labelled with the class,
+-- filled a new user's top 6 for `QuerySet` after its first window): it ranks by its score alone,
+-- without the name's boost.
+-- The windows of one line too long for a chunk are one place:
 -- the best scored stands for them (a 40 KB base64 constant's windows, each holding its function's
 -- symbol, filled nine of a fresh user's top 10 for the function's name). Ranked on ids and scores
 -- alone: the text of a chunk joins in only for the rows returned.
 windows AS (
     SELECT id, score, start_line, tier, in_symbol_tier, max(score) OVER w AS symbol_best,
-           in_symbol_tier > 0 AND score = 0 AND start_line > min(start_line) OVER w AS bare,
+           in_symbol_tier > 0 AND start_line > min(start_line) OVER w
+               AND (score = 0 OR start_line > 1 + lag(end_line) OVER (w ORDER BY start_line)) AS bare,
            one_line AND row_number() OVER (PARTITION BY file_id, start_line, one_line ORDER BY score DESC, id) > 1
                AS repeated
     FROM scored WINDOW w AS (PARTITION BY file_id, symbol)
@@ -303,9 +317,11 @@ windows AS (
 ranked AS (
     SELECT id, score, tier, row_number() OVER (ORDER BY tier DESC, group_score DESC,
                                          CASE WHEN in_symbol_tier > 0 THEN start_line END, score DESC, id) AS pos
-    FROM (SELECT id, score, start_line, CASE WHEN bare THEN 0 ELSE tier END AS tier,
+    FROM (SELECT id, CASE WHEN bare THEN score / :name_boost ELSE score END AS score, start_line,
+                 CASE WHEN bare THEN 0 ELSE tier END AS tier,
                  CASE WHEN bare THEN 0 ELSE in_symbol_tier END AS in_symbol_tier,
-                 CASE WHEN in_symbol_tier > 0 AND NOT bare THEN symbol_best ELSE score END AS group_score
+                 CASE WHEN in_symbol_tier > 0 AND NOT bare THEN symbol_best
+                      WHEN bare THEN score / :name_boost ELSE score END AS group_score
           FROM windows WHERE NOT repeated)
 ),
 -- How well this index as a whole matches the query: the mean cosine of its 10 nearest chunks

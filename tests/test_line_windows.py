@@ -136,3 +136,35 @@ def test_a_part_of_a_long_line_says_where_it_lies_in_the_line(tmp_path, embedder
     assert whole.start_column is None and "start_column" not in whole.to_dict()
     header = listing([part], AGENT)[0]
     assert f"medium_line.py:1-1 (columns {part.start_column:,}-{len(line):,} of {len(line):,})" in header
+
+
+def test_a_class_s_pieces_between_its_methods_and_names_spelled_otherwise_do_not_lead(tmp_path, embedder):
+    """A new user's `QuerySet` on Django listed the class's comment banners (pieces between its methods,
+    each labelled with the class) as results 2-6, and `queryset` methods of admin classes before the class's
+    own methods. A piece cut off from the class's head ranks by its own score; a name matched only
+    case-folded, when the query has capitals, is boosted but not tiered."""
+    body = "\n".join(f"        value_{j} = self._query.step_{j}(args, kwargs)" for j in range(25))
+    methods = "\n".join(f"    ####################################\n    # METHODS THAT DO DATABASE QUERIES {i} #\n"
+                        f"    ####################################\n\n    def {name}(self, *args, **kwargs):\n"
+                        f"        \"\"\"Perform the {name} lookup.\"\"\"\n{body}\n        return value_0\n"
+                        for i, name in enumerate(["get", "create", "filter", "exclude", "order_by", "count"]))
+    steps = "\n".join(f"        step_{j} = request.GET.get('p{j}', {j})" for j in range(30))
+    repo = write_tree(tmp_path / "r", {
+        "query.py": f'class QuerySet:\n    """Represent a lazy database lookup for a set of objects."""\n\n{methods}',
+        "filters.py": f'class ListFilter:\n    """Filter the change list by a field."""\n\n    def has_output(self):\n'
+                      f'        """Whether the filter shows anything."""\n{steps}\n        return True\n\n'
+                      f'    def queryset(self, request, qs):\n        """The filtered rows."""\n{steps}\n        return qs\n'})
+    cb = Codebase.open(repo)
+    Indexer(cb, embedder).build()
+    with Store(cb.db_path, create=False) as store:
+        searcher = Searcher(store, cb.root, embedder)
+        cased = searcher.search("QuerySet", SearchOptions(limit=12))
+        lower = searcher.search("queryset", SearchOptions(limit=12))
+    names = [r.symbol for r in cased]
+    assert (names[0], cased[0].start_line) == ("QuerySet", 1), names
+    own_method = next(i for i, n in enumerate(names) if n.startswith("QuerySet."))
+    assert all(i > own_method for i, n in enumerate(names) if n == "ListFilter.queryset"), names
+    # Lower case names the methods too; the class's banners, cut off from its head, come after them.
+    order = [(r.symbol, r.start_line) for r in lower]
+    last_method = max(i for i, (n, _) in enumerate(order) if n == "ListFilter.queryset")
+    assert last_method < 5 and all(i > last_method for i, (n, line) in enumerate(order) if n == "QuerySet" and line > 1), order

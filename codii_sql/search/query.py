@@ -83,11 +83,15 @@ class Named(NamedTuple):
         tails: the last part of each dotted name that is not itself named (``print``): weaker
             evidence, since ``rich/jupyter.py print`` is not ``Console.print``.
         paths: file paths and file names with a known extension (``httpx/_auth.py``, ``auth.py``).
+        cased: ``(name, as written)`` for each name written with an upper-case letter (``queryset``,
+            ``QuerySet``): a symbol that matches it only case-folded (a method ``queryset`` for
+            ``QuerySet``) is weaker evidence than one spelled as asked.
     """
 
     names: list[str]
     tails: list[str]
     paths: list[str]
+    cased: tuple[tuple[str, str], ...] = ()
 
 
 #: Words after which a code-like query names a definition (``def get``, ``fn each``, ``class File``).
@@ -132,12 +136,15 @@ def named_in_query(query: str, *, code: bool = False) -> Named:
     one_word = len(query.split()) == 1
     names: set[str] = set()
     tails: set[str] = set()
+    cased: dict[str, str] = {}
     tokens = _IDENTIFIER.findall(rest)
     defined = {b for a, b in zip(tokens, tokens[1:]) if a in DEFINITION_KEYWORDS} if code else set()
     for token in tokens:
         if one_word or token in defined or _CODE_SHAPE.search(token):
             parts = [p for p in re.split(r"\.|::|#", token.lower()) if p]
             names.add(".".join(parts))
+            if not token.islower():
+                cased[".".join(parts)] = ".".join(p for p in re.split(r"\.|::|#", token.rstrip("!?")) if p)
             tails.update(parts[-1:] if len(parts) > 1 else [])
             if token[-1] in "!?":  # also the plain name, as weaker evidence (Rust's vec! is macro vec)
                 tails.add(parts[-1].rstrip("!?"))
@@ -146,9 +153,11 @@ def named_in_query(query: str, *, code: bool = False) -> Named:
     for a, b in itertools.pairwise(tokens):
         if _MEMBER_OWNER.fullmatch(a) and a.lower() not in STOP_WORDS and _PLAIN_WORD.fullmatch(b):
             names.add(f"{a.lower()}.{b.lower()}")
+            cased[f"{a.lower()}.{b.lower()}"] = f"{a}.{b}"
     dropped = frozenset() if code else STOP_WORDS
     names -= dropped
-    return Named(sorted(names), sorted(tails - names - dropped), sorted(set(paths) - {""}))
+    return Named(sorted(names), sorted(tails - names - dropped), sorted(set(paths) - {""}),
+                 tuple(sorted((n, c) for n, c in cased.items() if n in names and c.lower() == n)))
 
 
 def symbol_match(names: list[str]) -> str | None:
