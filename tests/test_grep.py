@@ -722,7 +722,10 @@ def test_the_cli_prints_files_counts_and_filters_as_rg_does(tmp_path, codii_home
                  ["-c", "[\\x{41}-\\x{5a}]"],
                  # what scripts and editors call rg with (a new user's `if codii-sql grep -q` always failed)
                  ["-q", "mode"], ["-q", "nothing_like_it"], ["--column", "mode"], ["--vimgrep", "mo"],
-                 ["-o", "--column", "mode"], ["--column", "-C", "1", "other"], ["-i", "-s", "MODE"]):
+                 ["-o", "--column", "mode"], ["--column", "-C", "1", "other"], ["-i", "-s", "MODE"],
+                 ["--vimgrep", "-o", "mo\\w*"], ["-b", "mode"], ["-b", "-o", "mode"], ["-b", "--column", "-C", "1", "other"],
+                 ["--vimgrep", "-b", "mode"], ["-T", "rust", "-l", "mode"], ["-T", "go", "-T", "rust", "-c", "mode"],
+                 ["-g", "nothing*.zz", "mode", "src"]):  # a PATH given: rg's exit 1, not its "No files were searched" 2
         ours, theirs = both(*args)
         assert ours == theirs, (args, ours, theirs)
     ours, theirs = both("-g", "{a,b", "mode")
@@ -739,9 +742,11 @@ def test_rg_type_names_select_their_files(tmp_path):
 
 @pytest.mark.skipif(RG is None, reason="the rg binary is not installed")
 def test_json_lines_carry_rg_s_offsets_and_counts(tmp_path, codii_home):
-    """A new user's script read rg --json's absolute_offset and end.stats.matches, which were missing."""
+    """A new user's script read rg --json's absolute_offset and end.stats.matches, which were missing; another's
+    found a `\\n` added to a last line no line break ends."""
     root = built(write_tree(tmp_path / "r", {"a.txt": "x\nfn a\r\nfn b fn\n", "u.txt": "héllo wörld\nfn ü\n\nz fn\n",
-                                              "c.py": "one\ntwo\nfn three\nfour\n"}))
+                                              "c.py": "one\ntwo\nfn three\nfour\n", "d.js": "no newline fn",
+                                              "e.txt": "fn one\r\nlast fn"}))
 
     def events(cmd):
         out = subprocess.run(cmd, cwd=root, capture_output=True, text=True, env={**os.environ,

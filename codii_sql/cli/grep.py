@@ -31,6 +31,9 @@ _CONTEXT = click.IntRange(0, service.MAX_CONTEXT)
 @click.option("--column", "column", is_flag=True, help="Show the column (1-based byte) of each line's first match.")
 @click.option("--vimgrep", is_flag=True, help="Each match on a line of its own as path:line:column:text (vim's "
                                              "grepprg, editors).")
+@click.option("-b", "--byte-offset", "byte_offset", is_flag=True,
+              help="Show the byte offset (0-based) of each line's start in its file (with -o: of each match).")
+@click.option("-T", "--type-not", "types_not", multiple=True, help="Leave out files of this language (repeatable).")
 @click.option("-x", "--line-regexp", "line_regexp", is_flag=True, help="Only matches that are a whole line.")
 @click.option("-v", "--invert-match", "invert", is_flag=True, help="The lines that do not match (every indexed file).")
 @click.option("-o", "--only-matching", "only_matching", is_flag=True, help="Print each match alone, a line each.")
@@ -62,7 +65,7 @@ _CONTEXT = click.IntRange(0, service.MAX_CONTEXT)
 @click.option("--json", "as_json", is_flag=True, help="JSON lines in rg --json's shape (begin, match, context, "
                                                        "end, summary).")
 def grep(pattern, paths, patterns, fixed, ignore_case, word, smart_case, case_sensitive, quiet, column, vimgrep,
-         line_regexp, invert, only_matching, max_count, hidden, files_only, without_match, count, count_matches, numbers,
+         byte_offset, types_not, line_regexp, invert, only_matching, max_count, hidden, files_only, without_match, count, count_matches, numbers,
          with_filename, after, before, context, globs, types, sort, limit, processes, no_update, db, as_json):
     """Lines matching PATTERN (Python regex syntax) in the indexed files under PATH (default: the current
     folder's codebase), in path and line order, as `rg -n --no-heading` prints them. Candidate files come
@@ -94,7 +97,7 @@ def grep(pattern, paths, patterns, fixed, ignore_case, word, smart_case, case_se
                                   counts_only=(files_only or count or without_match) and not (as_json or only_matching),
                                   glob_base=os.getcwd(), smart_case=smart_case, max_count=max_count, invert=invert,
                                   hidden=hidden, line_regexp=line_regexp, without_match=without_match,
-                                  processes=processes, offsets=as_json)
+                                  processes=processes, offsets=as_json or byte_offset, types_not=list(types_not))
     if not (as_json or no_update) and all(os.path.lexists(p) for p in paths[:1]):
         first = service.first_build(_folder(paths[0]) if paths else None, db)
         if first is not None:
@@ -107,7 +110,7 @@ def grep(pattern, paths, patterns, fixed, ignore_case, word, smart_case, case_se
                        else "lines",
                        numbers=numbers, with_context=bool(request.before or request.after),
                        with_filename=with_filename or vimgrep, count_matches=only_matching and not invert, paths=paths,
-                       column=column or vimgrep)
+                       column=column or vimgrep, byte_offset=byte_offset, only=only_matching and not invert)
     try:
         answer = service.grep(request, on_file=printer.file)
         for f in answer.files if without_match else ():  # known only at the end
@@ -116,20 +119,22 @@ def grep(pattern, paths, patterns, fixed, ignore_case, word, smart_case, case_se
     except BrokenPipeError:  # `grep x | head -1`: the reader has what it wanted; exit as rg does
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit's flush
         raise SystemExit(0 if printer.printed else 1) from None
+    # rg: "No files were searched" is exit 2 when it searched its own folder, 1 for a PATH given
+    unsearched = answer.nothing_selected and not paths
     note = answer.note(words)
     if quiet:
-        raise SystemExit(0 if answer.matched_lines else 2 if answer.timed_out or answer.nothing_selected
+        raise SystemExit(0 if answer.matched_lines else 2 if answer.timed_out or unsearched
                          or answer.missing_paths else 1)
     if note and not as_json:
         echo(f"Note: {note}", err=True)
     if answer.missing_paths:  # rg: a path that is not there is an error, whatever the others held
         raise SystemExit(2)
     if without_match:  # rg: success when a file was printed
-        raise SystemExit(0 if answer.files else 2 if answer.timed_out or answer.nothing_selected else 1)
+        raise SystemExit(0 if answer.files else 2 if answer.timed_out or unsearched else 1)
     if not answer.matched_lines:
         # Files the pattern timed out on may hold a match: "none" would be a guess (rg exits 2 on errors);
         # filters that leave no file to search are no answer either (rg: "No files were searched", 2).
-        raise SystemExit(2 if answer.timed_out or answer.nothing_selected else 1)
+        raise SystemExit(2 if answer.timed_out or unsearched else 1)
 
 
 def _folder(path: str) -> str:
@@ -139,13 +144,16 @@ def _folder(path: str) -> str:
 
 class _Printer:
     """Prints a grep answer file by file as the service adds them, in the form rg's flags ask: ``lines``
-    (``path:line:text``), ``only`` (``-o``), ``count`` (``-c``), ``files`` (``-l``) or ``json``
-    (``--json``), each path named as rg names it (:func:`_rg_names`)."""
+    (``path:line:text``), ``only`` (``-o``), ``vim`` (``--vimgrep``: each match, with ``only`` its text
+    alone), ``count`` (``-c``), ``files`` (``-l``), ``json`` (``--json``) or ``quiet`` (``-q``), each
+    path named as rg names it (:func:`_rg_names`); ``column`` and ``byte_offset`` add rg's ``--column``
+    (1-based) and ``-b`` (0-based bytes in the file: a line's start, or with ``-o`` a match's)."""
 
     def __init__(self, mode: str, *, numbers: bool, with_context: bool, with_filename: bool, count_matches: bool,
-                 paths: tuple[str, ...], column: bool = False) -> None:
+                 paths: tuple[str, ...], column: bool = False, byte_offset: bool = False, only: bool = False) -> None:
         self.mode, self.numbers, self.with_context, self.with_filename = mode, numbers, with_context, with_filename
-        self.count_matches, self.paths, self.column = count_matches, paths, column
+        self.count_matches, self.paths, self.column, self.byte_offset = count_matches, paths, column, byte_offset
+        self.only = only or mode == "only"
         self.printed = False
         self._matches = 0  # submatches printed (--json's summary)
         self._name = None
@@ -159,16 +167,14 @@ class _Printer:
         if self._name is None:
             self._name = _rg_names(answer.codebase, self.paths)
         path = shown(self._name(f.path))
-        if self.mode == "vim":  # every match, the line each time
-            text = "".join(f"{path}:{g.line}:{a + 1}:{shown(g.text)}\n" for g in f.lines if g.matched for a, _ in g.spans)
-        elif self.mode == "json":
+        if self.mode == "json":
             text = "".join(json_text(o) + "\n" for o in _json_file(f, self._name(f.path)))
         elif self.mode == "count":  # the count says whether the file matched too (with -o: of matches)
             n = sum(len(g.spans) for g in f.lines) if self.count_matches else f.matches
             text = f"{path}:{n}\n" if self.with_filename else f"{n}\n"
         elif self.mode == "files":
             text = path + "\n"
-        elif self.mode == "only":
+        elif self.mode in ("only", "vim"):
             text = "".join(self._matches_alone(f, path))
         else:
             text = "".join(self._lines(f, path))
@@ -188,7 +194,8 @@ class _Printer:
         path when ``with_filename`` is false)."""
         if not self.with_filename:
             path = ""
-        if not (self.with_context or self.column) and not has_controls("".join(g.text for g in f.lines)):
+        if not (self.with_context or self.column or self.byte_offset) and not has_controls(
+                "".join(g.text for g in f.lines)):
             # A file's lines at once, none needing an escape: a call per line was most of printing
             # Django's 99k `self` lines (docs/benchmarks.md "Grep", fifth round).
             head = f"{path}:" if self.with_filename else ""
@@ -200,20 +207,39 @@ class _Printer:
                 yield "--\n"
             self._last = (f.path, g.line)
             mark = ":" if g.matched else "-"
-            text = shown(g.text[:-1]) + "\r" if g.text.endswith("\r") else shown(g.text)  # a CRLF line as rg prints it
-            at = f"{g.spans[0][0] + 1}{mark}" if self.column and g.matched and g.spans else ""
-            number = f"{g.line}{mark}{at}" if self.numbers else at
-            yield f"{path}{mark}{number}{text}\n" if self.with_filename else f"{number}{text}\n"
+            column = g.spans[0][0] + 1 if self.column and g.matched and g.spans else None
+            yield self._head(path, mark, g.line, column, g.offset) + _raw_cr(g.text) + "\n"
 
     def _matches_alone(self, f, path: str):
-        """rg's ``-o``: each match's text alone on a line, after its path and line number."""
-        head = f"{path}:" if self.with_filename else ""
+        """rg's ``-o`` (each match's text alone on a line) and ``--vimgrep`` (each match, on its line's
+        text unless ``-o``), after the path, line number, column and offset asked for."""
+        vim = self.mode == "vim"
         for g in f.lines:
+            if not g.matched:
+                continue
             raw = g.text.encode("utf-8")
             for start, end in g.spans:
-                text = shown(raw[start:end].decode("utf-8", "replace"))
-                at = f"{start + 1}:" if self.column else ""
-                yield f"{head}{g.line}:{at}{text}\n" if self.numbers else f"{head}{at}{text}\n"
+                text = _raw_cr(raw[start:end].decode("utf-8", "replace")) if self.only else _raw_cr(g.text)
+                offset = None if g.offset is None else g.offset + start
+                yield self._head(path, ":", g.line, start + 1 if self.column or vim else None, offset,
+                                 numbers=self.numbers or vim) + text + "\n"
+
+    def _head(self, path: str, mark: str, line: int, column: int | None, offset: int | None, *,
+              numbers: bool | None = None) -> str:
+        """``path:line:column:offset:`` as far as asked (``-`` after each for a context line)."""
+        out = f"{path}{mark}" if self.with_filename and path else ""
+        if self.numbers if numbers is None else numbers:
+            out += f"{line}{mark}"
+        if column is not None:
+            out += f"{column}{mark}"
+        if self.byte_offset and offset is not None:
+            out += f"{offset}{mark}"
+        return out
+
+
+def _raw_cr(text: str) -> str:
+    """``text`` safe for a terminal (:func:`shown`), a CRLF line's last CR kept as the byte rg prints."""
+    return shown(text[:-1]) + "\r" if text.endswith("\r") else shown(text)
 
 
 def _rg_names(codebase: str, paths: tuple[str, ...]) -> Callable[[str], str]:
@@ -257,7 +283,8 @@ def _json_file(f, name: str) -> list[dict]:
         raw = g.text.encode("utf-8")
         subs = [{"match": {"text": raw[s:e].decode("utf-8", "replace")}, "start": s, "end": e} for s, e in g.spans]
         out.append({"type": "match" if g.matched else "context",
-                    "data": {"path": path, "lines": {"text": g.text + "\n"}, "line_number": g.line,
+                    "data": {"path": path, "lines": {"text": g.text + ("" if g.unended else "\n")},
+                             "line_number": g.line,
                              "absolute_offset": g.offset, "submatches": subs}})
     out.append({"type": "end", "data": {"path": path, "binary_offset": None,
                                         "stats": {"searches": 1, "searches_with_match": 1, "matched_lines": f.matches,

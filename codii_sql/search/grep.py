@@ -68,6 +68,9 @@ class GrepLine:
     #: Byte offset of the line's start in the file's text as UTF-8 (rg --json's ``absolute_offset``; the
     #: file's own for UTF-8 and ASCII files), when asked for (:func:`set_offsets`), else None.
     offset: int | None = None
+    #: Whether the line is the file's last and no line break ends it (set with ``offset``): rg --json's
+    #: ``lines.text`` then has no ``\n``.
+    unended: bool = False
 
     @property
     def matched(self) -> bool:
@@ -250,7 +253,8 @@ def _span(line: str, start: int, end: int) -> tuple[int, int]:
 
 def set_offsets(text: str | bytes, lines: list[GrepLine]) -> None:
     """Set each of ``lines``' ``offset`` (in line order) from ``text``, the file's bytes or its decoded
-    text (encoded to UTF-8 once: a Latin-1 file's offsets are those of its UTF-8 form)."""
+    text (encoded to UTF-8 once: a Latin-1 file's offsets are those of its UTF-8 form), and whether each
+    is the last line with no line break after it (``unended``)."""
     data = text if isinstance(text, bytes) else text.encode("utf-8", "surrogateescape")
     number, at = 1, 0
     for g in lines:
@@ -258,6 +262,7 @@ def set_offsets(text: str | bytes, lines: list[GrepLine]) -> None:
             at = data.index(b"\n", at) + 1
             number += 1
         g.offset = at
+        g.unended = data.find(b"\n", at) < 0
 
 
 def with_context(text: str, matched: list[GrepLine], before: int, after: int) -> list[GrepLine]:

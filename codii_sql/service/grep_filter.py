@@ -33,10 +33,11 @@ def rebased(globs: list[str], folder: str, root: Path) -> list[str]:
 
 
 def keeper(types: list[str], roles: list[str], globs: list[str], scopes: list[str], *,
-           hidden: bool = True) -> Callable[[dict], bool]:
+           hidden: bool = True, types_not: list[str] = ()) -> Callable[[dict], bool]:
     """The test a candidate row (``path``, ``language``, ``role``) passes: under one of ``scopes``
     (relative folders or files; [] for all), of one of the ``types`` (languages) and ``roles`` ([]:
-    any), kept by the ``globs`` (rg's ``-g``); without ``hidden``, none whose name, or a folder's below
+    any) and of none of ``types_not`` (rg's ``-T``), kept by the ``globs`` (rg's ``-g``); without
+    ``hidden``, none whose name, or a folder's below
     the scope it lies in, starts with ``.`` (rg's default: a scope named so is searched, as rg searches
     a path it is given).
 
@@ -45,6 +46,7 @@ def keeper(types: list[str], roles: list[str], globs: list[str], scopes: list[st
             wildcards.
     """
     languages = {language_name(t) for t in types}
+    unwanted = {language_name(t) for t in types_not}
     roles = set(roles)
     for text in globs:
         if wildmatch.unclosed_brace(text):  # rg refuses it; read literally it matched nothing, and read as "no match"
@@ -59,7 +61,8 @@ def keeper(types: list[str], roles: list[str], globs: list[str], scopes: list[st
             return False
         if not hidden and _hidden(path, scopes, globs):
             return False
-        if (languages and row["language"] not in languages) or (roles and row["role"] not in roles):
+        if (languages and row["language"] not in languages) or (roles and row["role"] not in roles) \
+                or row["language"] in unwanted:
             return False
         return _globbed(path, globs, includes) if globs else True
     return keep

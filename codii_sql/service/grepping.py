@@ -53,7 +53,8 @@ class GrepRequest:
         globs: rg's ``-g``: gitignore-style globs over the path relative to the root, ``!`` excludes,
             ``{a,b}`` alternates; a folder excluded is never entered, else the last one that matches the
             file decides, and with any include glob a file must match one.
-        types: rg's ``-t``: languages (``py``, ``rust``...), a file must be one of them.
+        types: rg's ``-t``: languages (``py``, ``rust``...), a file must be one of them; ``types_not``
+            (rg's ``-T``): none of these.
         roles: a file's role must be one of them (``source``, ``test``...: search's roles); []: any.
         before, after: context lines (``-B``, ``-A``; ``-C`` sets both), 0-100.
         limit: matched lines at most (None: all); reading stops there, ``truncated`` says so.
@@ -109,6 +110,7 @@ class GrepRequest:
     without_match: bool = False
     processes: int | None = None
     offsets: bool = False
+    types_not: list[str] = field(default_factory=list)
 
     def check(self) -> None:
         """Raises UsageError for an option out of range (before any indexing work)."""
@@ -123,7 +125,7 @@ class GrepRequest:
         for r in self.roles:
             if r not in ROLES:
                 raise UsageError(f"{r!r} is not a role", f"pass one of {', '.join(ROLES)}", field="role")
-        for t in self.types:
+        for t in [*self.types, *self.types_not]:
             if language_name(t) not in KNOWN_LANGUAGES:
                 raise UsageError(f"{t!r} is not a file type known here", "pass a language such as py, js, rust, go, c, "
                                  "md or yaml", field="type")
@@ -195,7 +197,8 @@ def _search(store: Store, codebase: Codebase, pattern: GrepPattern, request: Gre
         rows = store.rows("grep_candidates" if meta.get("grep_complete") else "grep_candidates_partial",
                           {"trigrams": pattern.fts})
     answer.candidate_seconds = time.perf_counter() - started
-    keep = grep_filter.keeper(request.types, request.roles, request.globs, scopes, hidden=request.hidden)
+    keep = grep_filter.keeper(request.types, request.roles, request.globs, scopes, hidden=request.hidden,
+                              types_not=request.types_not)
     rows = [r for r in rows if keep(r)]
     order = grep_filter.path_order
     if len(scopes) > 1:  # rg --sort path: the paths in the order given, each one's files in path order
@@ -249,7 +252,7 @@ def _search(store: Store, codebase: Codebase, pattern: GrepPattern, request: Gre
         if request.offsets:
             set_offsets(text, matched)
         add(GrepFile(row["path"], row["role"], row["language"], in_file, matched, gaps))
-    filtered = not answer.matched_lines and (request.globs or request.types or request.roles)
+    filtered = not answer.matched_lines and (request.globs or request.types or request.types_not or request.roles)
     if filtered or request.without_match:  # every file the request selects, candidate or not
         selected = sorted((r for r in store.rows(every_file) if keep(r)), key=key)
         # rg exits 2 when its filters leave no file to search: "no match" would hide a glob that missed.
