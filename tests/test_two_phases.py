@@ -214,8 +214,8 @@ def test_a_large_tree_s_dry_run_chunks_a_sample_and_says_it_estimates(tmp_path, 
     assert estimated["files"] == 120 and estimated["skipped"]["binary"] == 30 and abs(estimated["chunks"] - exact["chunks"]) <= 0.25 * exact["chunks"]
     assert estimated == as_json(run("build", repo, "--dry-run", "--json", "--no-vectors"))  # the same sample
     text = run("build", repo, "--dry-run", "--no-vectors").output
-    assert f"120 files, about {estimated['chunks']:,} chunks would be indexed (estimated from a random sample of " \
-           "40 of the 150 files)" in text
+    assert f"about 120 files and {estimated['chunks']:,} chunks would be indexed (estimated from a random sample of " \
+           "40 of the 150 files the walk found)" in text
 
 
 # -- real processes -------------------------------------------------------------------------

@@ -104,9 +104,10 @@ def describe_filters(filters: dict) -> str:
 def print_dry_run(survey: dict) -> None:
     """The text form of ``build --dry-run``: totals, languages, roles, skips, folders, model time."""
     estimate = survey.get("estimate")
-    about = (f" (estimated from a random sample of {estimate['sample_files']:,} of the {estimate['files']:,} files)"
-             if estimate else "")
-    echo(f"{survey['codebase']}: {survey['files']:,} files, {'about ' if estimate else ''}{survey['chunks']:,} chunks "
+    # The files too are an estimate then: those the sample found binary or minified are taken out by extension.
+    about = (f" (estimated from a random sample of {estimate['sample_files']:,} of the {estimate['files']:,} files the "
+             "walk found)" if estimate else "")
+    echo(f"{survey['codebase']}: {'about ' if estimate else ''}{survey['files']:,} files and {survey['chunks']:,} chunks "
          f"would be indexed{about}")
     for title, key in (("by language", "languages"), ("by role", "roles"), ("largest folders", "largest_folders")):
         rows = survey[key]
