@@ -259,13 +259,15 @@ pool AS (
 -- match: 2 when the symbol is a named qualified identifier (`queryset.get`), 1 a named plain one, 0 only
 -- a tail, NULL for neither. The qualified name is the more specific: "QuerySet get" names QuerySet and
 -- QuerySet.get (query.py), and the method's chunk must not follow every window of the class. folded: 1
--- when every name the symbol matches was written with capitals (:cased) the symbol does not have: no
--- tier then, a boost as a tail's (a new user's `QuerySet` listed three admin `queryset` methods no
--- retriever found right after the class, above QuerySet's own methods).
+-- when every name the symbol matches was written with capitals (:cased) the symbol does not have; while
+-- another candidate is spelled as asked, such a one has no tier, a boost as a tail's (a new user's
+-- `QuerySet` listed three admin `queryset` methods no retriever found right after the class, above
+-- QuerySet's own methods); with none spelled so (`Queryset`, `QUERYSET`), case is no evidence.
 named AS MATERIALIZED (  -- once per row: scored reads each flag several times
     SELECT id, file_id, symbol, start_line, end_line, role,
-           CASE WHEN folded THEN 0 ELSE 2 * coalesce(match >= 1, 0) + coalesce(match = 2, 0) END AS symbol_tier,
-           coalesce(match = 0 OR folded, 0) AS tail_named, path_tier
+           CASE WHEN demoted THEN 0 ELSE 2 * coalesce(match >= 1, 0) + coalesce(match = 2, 0) END AS symbol_tier,
+           coalesce(match = 0 OR demoted, 0) AS tail_named, path_tier
+    FROM (SELECT *, coalesce(folded, 0) AND max(coalesce(match >= 1 AND NOT folded, 0)) OVER () AS demoted
     FROM (SELECT pool.id, c.file_id, c.symbol, c.start_line, c.end_line, CASE WHEN c.kind = 'license' THEN 'license' ELSE f.role END AS role,
                  coalesce((SELECT max(w.is_name * (1 + (instr(w.value, '.') > 0))) FROM wanted w
                            WHERE lower(c.symbol) = w.value OR substr(lower(c.symbol), -length(w.value) - 1) = '.' || w.value),
@@ -276,7 +278,7 @@ named AS MATERIALIZED (  -- once per row: scored reads each flag several times
                                            OR substr(lower(c.symbol), -length(w.value) - 1) = '.' || w.value))
                      AS folded,
                  coalesce((SELECT tier FROM named_files nf WHERE nf.file_id = c.file_id), 0) AS path_tier
-          FROM pool JOIN chunks c ON c.id = pool.id JOIN files f ON f.id = c.file_id)
+          FROM pool JOIN chunks c ON c.id = pool.id JOIN files f ON f.id = c.file_id))
 ),
 -- The filled cosine is read here, for the candidates left after fusion: a BM25 candidate that the
 -- KNN list missed (zod, gson: the gold file was BM25's, and a flat list of near-equal cosines buried

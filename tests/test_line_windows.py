@@ -160,6 +160,10 @@ def test_a_class_s_pieces_between_its_methods_and_names_spelled_otherwise_do_not
         searcher = Searcher(store, cb.root, embedder)
         cased = searcher.search("QuerySet", SearchOptions(limit=12))
         lower = searcher.search("queryset", SearchOptions(limit=12))
+        # Capitals no symbol has (a sentence's first letter, shouting): case is no evidence then.
+        for other in ("Queryset", "QUERYSET"):
+            top = [(r.symbol, r.start_line) for r in searcher.search(other, SearchOptions(limit=5))]
+            assert ("QuerySet", 1) in top and "ListFilter.queryset" in {n for n, _ in top}, (other, top)
     names = [r.symbol for r in cased]
     assert (names[0], cased[0].start_line) == ("QuerySet", 1), names
     own_method = next(i for i, n in enumerate(names) if n.startswith("QuerySet."))
