@@ -136,17 +136,19 @@ class Answer:
     def to_dict(self, words: Words) -> dict:
         """The documented JSON shape, the same from every face but for the hints' words:
         ``{"query", ["codebase"] | ["workspace"], "codebases": [member], "results": [...], "seconds",
-        "no_good_match", ["best_cosine"], ["budget"], ["scope"], ["rerank"], ["note"], ["notes"]}``;
-        ``notes`` lists the notes' kinds in order, ``note`` tells them in ``words``."""
+        "no_good_match", "best_cosine", ["budget"], ["scope"], ["rerank"], ["note"], ["notes"]}``
+        (``best_cosine`` null when no member had a cosine to give: BM25 mode, no vectors); ``notes`` lists
+        the notes' kinds in order, ``note`` tells them in ``words``."""
         out: dict = {"query": self.shown_query}
         if self.codebase is not None:
             out["codebase"] = self.codebase
         if self.workspace:
             out["workspace"] = self.workspace
         out.update(codebases=[m.to_dict() for m in self.members], results=[r.to_dict() for r in self.results],
-                   seconds=round(self.seconds, 4), no_good_match=self.no_good_match)
-        if self.best_cosine is not None:
-            out["best_cosine"] = round(self.best_cosine, 4)
+                   seconds=round(self.seconds, 4), no_good_match=self.no_good_match,
+                   # Always there, as README's shape says (a client's d["best_cosine"] failed on an index
+                   # without vectors).
+                   best_cosine=None if self.best_cosine is None else round(self.best_cosine, 4))
         if self.budget is not None:
             out["budget"] = dataclasses.asdict(self.budget)
         if self.scope:
