@@ -141,3 +141,11 @@ def test_a_search_after_a_typo_in_the_config_answers_from_the_index_and_says_why
         assert "unknown_key" in session.indexing_status(cb)["note"]
     finally:
         session.shutdown()
+    # An answer from the last commit (MCP, HTTP) says why it may be behind the files: a new user's agent got
+    # a confident "0 matching lines" for a line added since, no update being able to run.
+    from codii_sql import service
+
+    found = service.grep(service.GrepRequest(["def handler_3"], paths=[str(repo)], update=False))
+    symbol = service.find_symbol(cb, "handler_3", update=False)
+    for said in (found.note(lambda h: None), symbol["note"]):
+        assert "unknown_key" in said and "may be behind the files" in said, said

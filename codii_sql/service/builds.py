@@ -138,6 +138,17 @@ def reword_disk_full(codebase: Codebase) -> Iterator[None]:
         raise DiskFullError(f"the disk is full writing {codebase.db_path}", Remedy("free_disk")) from None
 
 
+def _config_note(codebase: Codebase) -> Note | None:
+    """What an answer from the last committed state says while ``.codii.yaml`` is malformed: no update,
+    a watcher's included, can run (a new user's agent got a confident "0 matching lines" from MCP for
+    a line added since, where the CLI said why)."""
+    try:
+        load_config(codebase.root)
+    except ValueError as err:
+        return Note("update", f"{err}: no update runs until it is fixed, so the index may be behind the files")
+    return None
+
+
 def _readable_embedder(codebase: Codebase) -> str | None:
     """The embedder ``codebase``'s index records, read as far as a damaged file allows (None: none).
 
@@ -175,7 +186,7 @@ def ensure_index(codebase: Codebase, *, update: bool = True, progress: Progress 
         if not exists:
             raise NotIndexedError(f"{codebase.root} is not indexed, and a search without its update builds nothing",
                                   Remedy("build", root))
-        return freshness_note(brief_status(codebase))
+        return _config_note(codebase) or freshness_note(brief_status(codebase))
     try:
         load_config(codebase.root)
     except ValueError as err:

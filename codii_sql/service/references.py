@@ -111,7 +111,9 @@ def find_references(codebase: Codebase, name: str, *, limit: int = 200, offset: 
     ident = (name_parts(normal_name(name or "")) or [""])[-1]
     if not re.fullmatch(r"[\w$]+", ident):
         raise UsageError(f"'{echoed(name)}' is not an identifier", "pass a name such as parse_header")
-    fresh = ensure_index(codebase, update=True, vectors=False) if update and not codebase.alone else None
+    # Without an update too: the answer then says why the index may be behind (a malformed .codii.yaml).
+    fresh = ensure_index(codebase, update=update, vectors=False) if not codebase.alone and \
+        (update or codebase.db_path.is_file()) else None
     under = under.strip("/") or None if under else None
     fts = '{content}: "' + ident.replace('"', '""') + '"'
     with open_store(codebase) as store:

@@ -66,7 +66,9 @@ def find_symbol(codebase: Codebase, name: str, *, kind: str | None = None, prefi
     kind = kind.strip().lower() if kind else None
     if kind is not None and kind not in KINDS:
         raise UsageError(f"unknown kind {kind!r}", f"use one of {', '.join(KINDS)}")
-    fresh = ensure_index(codebase, update=True, vectors=False) if update and not codebase.alone else None
+    # Without an update too: the answer then says why the index may be behind (a malformed .codii.yaml).
+    fresh = ensure_index(codebase, update=update, vectors=False) if not codebase.alone and \
+        (update or codebase.db_path.is_file()) else None
     if not codebase.db_path.is_file():
         raise not_indexed(codebase)
     needle = (name_parts(wanted) or [wanted])[-1]
