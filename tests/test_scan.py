@@ -301,7 +301,7 @@ def test_load_config(tmp_path):
 @pytest.mark.parametrize("text, needle", [
     ("ignore_patterns: [a\nextensions: [.py]\n", "invalid YAML at line"),
     ("- a\n- b\n", "expected a mapping"),
-    ("ignore_pattern: ['*.md']\n", "unknown key(s) ignore_pattern"),
+    ("ignore_pattern: ['*.md']\n", "unknown key(s) ignore_pattern (did you mean ignore_patterns?)"),
     ("ignore_patterns: '*.md'\n", "ignore_patterns must be a list of strings"),
     ("ignore_patterns: ['!']\n", "not a valid gitignore pattern"),
     ("extensions: []\n", "extensions must be a non-empty list"),

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import datetime
+import difflib
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
+
 from ..errors import UsageError
 from ..languages import bad_extension
 from .chunking.layout import ChunkSizes
@@ -153,7 +155,9 @@ def load_config(root: Path) -> CodebaseConfig:
         raise ValueError(f"{path}: expected a mapping of settings, got {type(data).__name__}")
     unknown = sorted(map(str, set(data) - set(CONFIG_KEYS)))
     if unknown:
-        raise ValueError(f"{path}: unknown key(s) {', '.join(unknown)}; allowed: {', '.join(CONFIG_KEYS)}")
+        meant = [f"{k} (did you mean {close[0]}?)" if (close := difflib.get_close_matches(k, CONFIG_KEYS, 1)) else k
+                 for k in unknown]
+        raise ValueError(f"{path}: unknown key(s) {', '.join(meant)}; allowed: {', '.join(CONFIG_KEYS)}")
     try:
         config = CodebaseConfig(
             ignore_patterns=_patterns(data.get("ignore_patterns") or []),
