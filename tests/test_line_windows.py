@@ -172,3 +172,16 @@ def test_a_class_s_pieces_between_its_methods_and_names_spelled_otherwise_do_not
     order = [(r.symbol, r.start_line) for r in lower]
     last_method = max(i for i, (n, _) in enumerate(order) if n == "ListFilter.queryset")
     assert last_method < 5 and all(i > last_method for i, (n, line) in enumerate(order) if n == "QuerySet" and line > 1), order
+
+
+def test_the_parts_of_a_minified_line_are_not_all_named_after_its_first_function():
+    """A new user's bundle line held f0..f4999; its 352 parts were all "function f0", the one holding f4999 too."""
+    from codii_sql.ingest.chunking.chunker import chunk_text
+
+    line = "var a=1;" + "".join(f"function f{i}(x){{return x+{i}}};" for i in range(3000))
+    chunks = chunk_text("function before(){\n  return 1;\n}\n" + line + "\nfunction after(){\n  return 2;\n}\n",
+                        "javascript")
+    parts = [c for c in chunks if c.start_line == c.end_line == 4]
+    assert len(parts) > 100 and [c.symbol for c in parts].count("f0") == 1 and parts[0].symbol == "f0"
+    assert {(c.kind, c.symbol) for c in parts[1:]} == {("text", None)}
+    assert {"before", "after"} <= {c.symbol for c in chunks}

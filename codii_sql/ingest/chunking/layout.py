@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 from collections.abc import Callable
@@ -336,8 +337,13 @@ class Layout:
         tokens = self.lines.count(d.first, d.last)
         if tokens <= self.max_tokens:
             return [Piece(d.first, d.last, d.kind, d.symbol, tokens, is_def=True)]
-        # A one-line definition cannot be divided by line: go straight to line parts.
+        # A one-line definition cannot be divided by line: go straight to line parts. Only the first
+        # part is named after it: the line may hold a minified bundle's other definitions (a new user's
+        # 352 parts of one line were all "function f0", the one holding f4999 too).
         children = d.children if d.first < d.last else []
+        if d.first == d.last:
+            return [dataclasses.replace(p, symbol=None, kind="text") if k else p
+                    for k, p in enumerate(self.windows(d.first, d.last, d.kind, d.symbol))]
         if not children:
             return self.windows(d.first, d.last, d.kind, d.symbol)
         pieces = self.layout(d.first, d.last, children, d.kind, d.symbol, d.extends)

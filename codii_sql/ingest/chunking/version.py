@@ -20,5 +20,6 @@
 #: few stray bytes is read as UTF-8 (text.decode_source), not Latin-1. Rust's ``macro_rules!`` are of kind ``macro``.
 #: 12: Rust items inside a macro's braces (``cfg_rt! { pub fn spawn_blocking ... }``) are definitions and chunks
 #: of their own (see :mod:`.rustmacros`).
-#: 13: a JS/TS binding a module's value is an import, not a definition (``const Npm = require('../npm.js')``).
+#: 13: a JS/TS binding a module's value is an import, not a definition (``const Npm = require('../npm.js')``);
+#: of a one-line definition too long for a chunk, only the first part is named after it.
 CHUNKER_VERSION = 13
