@@ -12,6 +12,12 @@ WHERE (c.id NOT IN (SELECT rowid FROM chunks_vec) OR c.id NOT IN (SELECT rowid F
 SELECT chunk_id AS id FROM vector_queue
 WHERE chunk_id NOT IN (SELECT id FROM chunks) OR chunk_id IN (SELECT rowid FROM chunks_vec);
 
+-- name: queued_with_vector_or_without_chunk_delete
+-- Run last in a repair: the chunks it deleted leave their queue rows too (the vector phase never
+-- reaches a row whose chunk is gone, so the index stayed "pending" for good).
+DELETE FROM vector_queue
+WHERE chunk_id NOT IN (SELECT id FROM chunks) OR chunk_id IN (SELECT rowid FROM chunks_vec);
+
 -- name: vectors_without_chunk
 SELECT rowid AS id FROM chunks_vec WHERE rowid NOT IN (SELECT id FROM chunks)
 UNION

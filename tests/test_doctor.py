@@ -209,3 +209,22 @@ def test_build_force_over_a_damaged_index_keeps_its_embedder(sample_repo):
     assert run("build", sample_repo, "--force", "--no-vectors").exit_code == 0
     st = json.loads(run("status", sample_repo, "--json").output)
     assert st["status"] == "indexed" and st["embedder"] == "local:fast", st
+
+
+def test_queue_rows_of_chunks_a_repair_deleted_go_with_them(sample_repo):
+    """A new user's repair left 542 queue rows of deleted chunks: the index stayed "pending" for good, and
+    every build said another process was embedding them."""
+    assert run("build", sample_repo, "--no-vectors").exit_code == 0
+    db = Codebase.open(sample_repo).db_path
+    with Store(db, create=False) as store:
+        store.conn.execute("DELETE FROM chunks WHERE id = (SELECT min(id) FROM chunks)")  # its queue row stays
+        store.conn.execute("DELETE FROM files WHERE id = (SELECT max(id) FROM files)")  # its chunks go in repair
+    checked = json.loads(run("doctor", sample_repo, "--check-only", "--json").output)
+    vec = next(c for c in checked["checks"] if c["name"] == "vec0 rows match chunks")
+    assert not vec["ok"] and "1 queued without chunk" in vec["detail"], vec
+    assert run("doctor", sample_repo, "--json").exit_code == 0
+    with Store(db, create=False) as store:
+        assert store.conn.execute("SELECT count(*) FROM vector_queue WHERE chunk_id NOT IN "
+                                  "(SELECT id FROM chunks)").fetchone()[0] == 0
+    assert run("build", sample_repo, "--vectors").exit_code == 0
+    assert json.loads(run("status", sample_repo, "--json").output)["vectors"]["state"] == "complete"

@@ -88,9 +88,11 @@ def _check_rows(store: Store, report: DoctorReport, *, repair: bool) -> None:
     missing_vec = store.rows("chunks_without_vector")
     mismatched = store.rows("chunk_count_mismatch")
     queued = store.row("vector_counts")["pending"]
-    report.checks.append(Check("vec0 rows match chunks", not orphans and not missing_vec,
+    stale_queue = len(store.rows("queued_with_vector_or_without_chunk"))
+    report.checks.append(Check("vec0 rows match chunks", not orphans and not missing_vec and not stale_queue,
                                f"{len(orphans)} vectors without chunk, {len(missing_vec)} chunks without vector "
-                               f"and not queued for one ({queued} queued for the vector phase)"))
+                               f"and not queued for one, {stale_queue} queued without chunk or with a vector "
+                               f"({queued} queued for the vector phase)"))
     report.checks.append(Check("chunks match files", not no_file and not mismatched,
                                f"{len(no_file)} chunks without file, {len(mismatched)} files with missing chunks"))
     forget = sorted({r["path"] for r in missing_vec} | {r["path"] for r in mismatched})
@@ -139,6 +141,7 @@ def _check_rows(store: Store, report: DoctorReport, *, repair: bool) -> None:
         store.run("merkle_clear")
         store.many("merkle_upsert", [{"path": n.path, "parent": n.parent, "is_dir": int(n.is_dir), "hash": n.hash}
                                      for n in tree.nodes.values()])
+    store.run("queued_with_vector_or_without_chunk_delete")  # also the rows of chunks deleted above
     for check in report.checks:
         if not check.ok:
             check.repaired = "repaired"
