@@ -209,6 +209,12 @@ def test_build_force_over_a_damaged_index_keeps_its_embedder(sample_repo):
     assert run("build", sample_repo, "--force", "--no-vectors").exit_code == 0
     st = json.loads(run("status", sample_repo, "--json").output)
     assert st["status"] == "indexed" and st["embedder"] == "local:fast", st
+    # Damaged past reading its meta: the default is used, and said (it was silent).
+    data = bytearray(db.read_bytes())
+    data[4096:21 * 4096] = bytes(range(256)) * 320
+    db.write_bytes(bytes(data))
+    forced = CliRunner().invoke(cli, ["build", str(sample_repo), "--force", "--no-vectors"])
+    assert forced.exit_code == 0 and "embedder could not be read" in forced.output, forced.output
 
 
 def test_queue_rows_of_chunks_a_repair_deleted_go_with_them(sample_repo):

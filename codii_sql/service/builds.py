@@ -88,6 +88,9 @@ def build(codebase: Codebase, *, force: bool = False, wait: bool = True, progres
             # The damaged file's own embedder, if its meta still read, unless another is asked: a new
             # user's openai: embedder became 'local' without a word when build --force replaced the file.
             embedder_name = requested_embedder(codebase, embedder_name) or kept
+            if embedder_name is None and warn is not None:
+                warn("the damaged index's embedder could not be read, so the new index uses the default one "
+                     "(pass --embedder, or embedder: in .codii.yaml, to choose another)")
     embedder = embedder or embedder_for_build(codebase, embedder_name, force=force)
     cache = EmbeddingCache(cache_path, on_warning=warn) if use_cache else None
     _BUILDS["started"] += 1
