@@ -782,3 +782,12 @@ def test_the_no_match_note_counts_only_what_rg_would_read(tmp_path):
     assert "at least 1 path rg would read (too large 1)" in scoped.what, scoped.what
     assert grep_left_out.unread({"skipped_files": {"files": [{"path": ".git/", "reason": "default-excluded"}]}},
                                 cb, []) == []
+
+
+def test_gnu_word_edges_are_word_edges_not_literal_angles():
+    """A new user's `grep '\\<foo'` found nothing, silently: Python's re read `\\<` as a literal `<`. rg 14 and
+    GNU grep read `\\<` and `\\>` as a word's start and end; `\\\\<` stays a backslash and an angle."""
+    pattern = GrepPattern([r"\<foo\>"])
+    assert [bool(pattern.regex.search(t)) for t in ("a foo b", "xfoo", "foox", "<foo>")] == [True, False, False, True]
+    assert pattern.fts == '"foo"'
+    assert GrepPattern([r"a\\<b"]).regex.search("a\\<b")

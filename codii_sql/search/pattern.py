@@ -126,20 +126,24 @@ class GrepPattern:
         return self.fts is None
 
 
-#: rg's escapes Python spells otherwise: ``\\z`` (the end of the text), ``\\x{HHHH}`` (a code point).
-_RUST_ESCAPE = re.compile(r"\\(?:(z)|x\{([0-9A-Fa-f]{1,8})\}|.)", re.DOTALL)
+#: rg's escapes Python spells otherwise: ``\\z`` (the end of the text), ``\\x{HHHH}`` (a code point),
+#: ``\\<`` and ``\\>`` (a word's start and end, as in rg 14 and GNU grep; Python read them as ``<``, ``>``).
+_RUST_ESCAPE = re.compile(r"\\(?:(z)|x\{([0-9A-Fa-f]{1,8})\}|([<>])|.)", re.DOTALL)
 
 
 def rust_escapes(source: str) -> str:
     """``source`` with rg's (Rust regex's) ``\\z`` as ``\\Z`` and ``\\x{e9}`` as ``\\xe9`` (``\\u``,
-    ``\\U`` for wider code points), which Python's ``re`` refuses ("bad escape", "incomplete escape");
+    ``\\U`` for wider code points), which Python's ``re`` refuses ("bad escape", "incomplete escape"),
+    and ``\\<``/``\\>`` as word-boundary assertions (Python matched a literal ``<``: no line, silently);
     other escapes, ``\\\\z`` included, as they are."""
-    if "\\z" not in source and "\\x{" not in source:
+    if "\\z" not in source and "\\x{" not in source and "\\<" not in source and "\\>" not in source:
         return source
 
     def spelled(m: re.Match) -> str:
         if m.group(1):
             return "\\Z"
+        if m.group(3):
+            return "\\b(?=\\w)" if m.group(3) == "<" else "\\b(?<=\\w)"
         if m.group(2) is None:
             return m.group()
         point = int(m.group(2), 16)
