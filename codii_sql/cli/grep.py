@@ -16,17 +16,25 @@ from .words import words
 _CONTEXT = click.IntRange(0, service.MAX_CONTEXT)
 
 
+def _case(ctx: click.Context, param: click.Parameter, value: bool) -> bool:
+    """Note which of -s, -i and -S came last: click calls these in the order they were given."""
+    if value:
+        ctx.meta["codii_case"] = param.name
+    return value
+
+
 @click.command("grep")
 @click.argument("pattern", required=False)
 @click.argument("paths", nargs=-1)
 @click.option("-e", "--regexp", "patterns", multiple=True, metavar="PATTERN",
               help="A pattern (repeatable: a line matches when any does); PATTERN is then a PATH.")
 @click.option("-F", "--fixed-strings", "fixed", is_flag=True, help="The patterns are literal strings, not regexes.")
-@click.option("-i", "--ignore-case", "ignore_case", is_flag=True, help="Match case-insensitively.")
+@click.option("-i", "--ignore-case", "ignore_case", is_flag=True, callback=_case, help="Match case-insensitively.")
 @click.option("-w", "--word-regexp", "word", is_flag=True, help="Only matches with no word character around them.")
-@click.option("-S", "--smart-case", "smart_case", is_flag=True,
+@click.option("-S", "--smart-case", "smart_case", is_flag=True, callback=_case,
               help="Case-insensitive when the patterns hold no upper-case letter.")
-@click.option("-s", "--case-sensitive", "case_sensitive", is_flag=True, help="Case-sensitive, whatever -i or -S say.")
+@click.option("-s", "--case-sensitive", "case_sensitive", is_flag=True, callback=_case,
+              help="Case-sensitive (the last of -s, -i and -S wins, as in rg).")
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing; exit 0 at the first match, 1 when none.")
 @click.option("--column", "column", is_flag=True, help="Show the column (1-based byte) of each line's first match.")
 @click.option("--vimgrep", is_flag=True, help="Each match on a line of its own as path:line:column:text (vim's "
@@ -79,8 +87,8 @@ def grep(pattern, paths, patterns, fixed, ignore_case, word, smart_case, case_se
             raise click.UsageError(f"{clash} cannot be used with --json")
     if count_matches:  # rg's --count-matches is -c -o
         count = only_matching = True
-    if case_sensitive:
-        ignore_case = smart_case = False
+    last = click.get_current_context().meta.get("codii_case")  # rg: the last of -s, -i, -S decides
+    ignore_case, smart_case = last == "ignore_case", last == "smart_case"
     if quiet:  # the first match answers (rg -q): counted, not printed
         as_json = count = only_matching = without_match = vimgrep = False
         files_only, limit = True, 1
