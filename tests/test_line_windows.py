@@ -185,3 +185,21 @@ def test_the_parts_of_a_minified_line_are_not_all_named_after_its_first_function
     assert len(parts) > 100 and [c.symbol for c in parts].count("f0") == 1 and parts[0].symbol == "f0"
     assert {(c.kind, c.symbol) for c in parts[1:]} == {("text", None)}
     assert {"before", "after"} <= {c.symbol for c in chunks}
+
+
+def test_a_budget_cuts_a_long_line_around_its_match_and_says_which_columns(tmp_path, embedder):
+    """A new user's `search f4999 --max-tokens 100` kept its bundle window's start and dropped f4999, the
+    match, with half the budget unused, the columns still those of the whole window."""
+    from codii_sql.search.budget import CUT_MARK, fit
+
+    line = "var a=1;" + "".join(f"function f{i}(x){{return x+{i}}};" for i in range(3000))
+    repo = write_tree(tmp_path / "r", {"app.js": "function before(){\n  return 1;\n}\n" + line + "\n"})
+    cb = Codebase.open(repo)
+    Indexer(cb, embedder).build()
+    with Store(cb.db_path, create=False) as store:
+        found = Searcher(store, cb.root, embedder).search("f2999", SearchOptions(limit=3, mode="bm25"))
+    fitted, _ = fit(found, ["f2999"], 100)
+    top = fitted[0]
+    kept = top.content.rstrip("\n").removesuffix(CUT_MARK)
+    assert "f2999" in kept and top.start_line == 4, top
+    assert line[top.start_column - 1:top.end_column] == kept and top.line_chars == len(line)

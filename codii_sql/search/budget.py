@@ -163,6 +163,24 @@ def _joined(lines: list[str]) -> str:
     return "".join(line + "\n" for line in lines)
 
 
+def _cut_line(r: Result, line: str, word: re.Pattern | None, budget: int, index: int) -> Result:
+    """``r`` cut to the part of its line ``index`` (``line``) that fits ``budget``, from a quarter of it
+    before the first match (a new user's one-line bundle kept its window's start and dropped `f4999`,
+    the match, with half the budget unused), ending in :data:`CUT_MARK` when the line goes on; its
+    columns say which part of the line it is (see :class:`~.results.Result`)."""
+    keep = max(budget * CHARS_PER_TOKEN - len(CUT_MARK), 1)
+    hit = word.search(line) if word is not None else None
+    start = 0 if hit is None else max(0, min(hit.start() - keep // 4, len(line) - keep))
+    part = line[start:start + keep]
+    content = part + (CUT_MARK if start + keep < len(line) else "") + "\n"
+    first = (r.start_column or 1) + start
+    out = dataclasses.replace(r, content=content, start_column=first, end_column=first + len(part) - 1,
+                              line_chars=r.line_chars or len(line))
+    if not _by_line(r):
+        return out
+    return dataclasses.replace(out, start_line=r.start_line + index, end_line=r.start_line + index)
+
+
 def _trim(r: Result, word: re.Pattern | None, budget: int) -> Result:
     """``r`` cut to contiguous lines worth at most ``budget`` tokens: its first matching line, grown
     towards the others and :data:`CONTEXT_LINES` around them, then further down while it fits.
@@ -188,8 +206,8 @@ def _trim(r: Result, word: re.Pattern | None, budget: int) -> Result:
     while hi + 1 < len(lines) and fits(lo, hi + 1):
         hi += 1
     text = _joined(lines[lo:hi + 1])
-    if tokens(text) > budget:  # one line longer than the budget: cut it, visibly
-        text = text.rstrip("\n")[:max(budget * CHARS_PER_TOKEN - len(CUT_MARK), 1)] + CUT_MARK + "\n"
+    if tokens(text) > budget:  # one line longer than the budget: cut it, visibly, around its first match
+        return _cut_line(r, lines[lo], word, budget, lo)
     if not _by_line(r):
         return dataclasses.replace(r, content=text)
     return dataclasses.replace(r, start_line=r.start_line + lo, end_line=r.start_line + hi, content=text)
