@@ -45,8 +45,8 @@ def _case(ctx: click.Context, param: click.Parameter, value: bool) -> bool:
 @click.option("-x", "--line-regexp", "line_regexp", is_flag=True, help="Only matches that are a whole line.")
 @click.option("-v", "--invert-match", "invert", is_flag=True, help="The lines that do not match (every indexed file).")
 @click.option("-o", "--only-matching", "only_matching", is_flag=True, help="Print each match alone, a line each.")
-@click.option("-m", "--max-count", "max_count", type=click.IntRange(1), default=None,
-              help="Each file's first NUM matching lines at most.")
+@click.option("-m", "--max-count", "max_count", type=click.IntRange(0), default=None,
+              help="Each file's first NUM matching lines at most (0: none, exit 1, as rg).")
 @click.option("--hidden", is_flag=True, help="Also files and folders whose name starts with '.' (as rg, left out "
                                              "by default; a path given is searched whatever its name).")
 @click.option("-l", "--files-with-matches", "files_only", is_flag=True, help="Print the paths of files that match.")
@@ -85,6 +85,8 @@ def grep(pattern, paths, patterns, fixed, ignore_case, word, smart_case, case_se
                                                ("--files-without-match", without_match)) if given), None)
         if clash:
             raise click.UsageError(f"{clash} cannot be used with --json")
+    if max_count == 0:  # rg: no line of any file, so no match
+        raise SystemExit(1)
     if count_matches:  # rg's --count-matches is -c -o
         count = only_matching = True
     last = click.get_current_context().meta.get("codii_case")  # rg: the last of -s, -i, -S decides
