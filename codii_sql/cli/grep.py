@@ -73,8 +73,9 @@ def _case(ctx: click.Context, param: click.Parameter, value: bool) -> bool:
 @click.option("--json", "as_json", is_flag=True, help="JSON lines in rg --json's shape (begin, match, context, "
                                                        "end, summary).")
 def grep(pattern, paths, patterns, fixed, ignore_case, word, smart_case, case_sensitive, quiet, column, vimgrep,
-         byte_offset, types_not, line_regexp, invert, only_matching, max_count, hidden, files_only, without_match, count, count_matches, numbers,
-         with_filename, after, before, context, globs, types, sort, limit, processes, no_update, db, as_json):
+         byte_offset, types_not, line_regexp, invert, only_matching, max_count, hidden, files_only, without_match,
+         count, count_matches, numbers, with_filename, after, before, context, globs, types, sort, limit, processes,
+         no_update, db, as_json):
     """Lines matching PATTERN (Python regex syntax) in the indexed files under PATH (default: the current
     folder's codebase), in path and line order, as `rg -n --no-heading` prints them. Candidate files come
     from the index's trigrams; every one is read and matched exactly. Exit status 1 when nothing matched,
