@@ -203,3 +203,13 @@ def test_a_budget_cuts_a_long_line_around_its_match_and_says_which_columns(tmp_p
     kept = top.content.rstrip("\n").removesuffix(CUT_MARK)
     assert "f2999" in kept and top.start_line == 4, top
     assert line[top.start_column - 1:top.end_column] == kept and top.line_chars == len(line)
+
+
+def test_a_bundle_line_after_a_licence_comment_is_named_once_too():
+    """Another new user's bundle had a comment line above it (as `/*! jQuery v3.7.1 ... */`): the comment was
+    attached to f0, and all 28 parts were `function f0`."""
+    from codii_sql.ingest.chunking.chunker import chunk_text
+
+    text = "// header\n" + ";".join(f"function f{i}(a){{return a+{i}}}" for i in range(420)) + "\n// end\n"
+    parts = [c for c in chunk_text(text, "javascript") if c.start_line == c.end_line == 2]
+    assert len(parts) > 10 and [c.symbol for c in parts].count("f0") == 1 and parts[0].symbol == "f0", parts[:3]

@@ -341,9 +341,14 @@ class Layout:
         # part is named after it: the line may hold a minified bundle's other definitions (a new user's
         # 352 parts of one line were all "function f0", the one holding f4999 too).
         children = d.children if d.first < d.last else []
-        if d.first == d.last:
-            return [dataclasses.replace(p, symbol=None, kind="text") if k else p
-                    for k, p in enumerate(self.windows(d.first, d.last, d.kind, d.symbol))]
+        if d.head == d.last:  # the node is one line, comments above it or not (a bundle's licence line)
+            pieces, named = self.windows(d.first, d.last, d.kind, d.symbol), False
+            for k, p in enumerate(pieces):
+                if p.span is not None:
+                    if named:
+                        pieces[k] = dataclasses.replace(p, symbol=None, kind="text")
+                    named = True
+            return pieces
         if not children:
             return self.windows(d.first, d.last, d.kind, d.symbol)
         pieces = self.layout(d.first, d.last, children, d.kind, d.symbol, d.extends)
