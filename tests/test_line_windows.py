@@ -213,3 +213,17 @@ def test_a_bundle_line_after_a_licence_comment_is_named_once_too():
     text = "// header\n" + ";".join(f"function f{i}(a){{return a+{i}}}" for i in range(420)) + "\n// end\n"
     parts = [c for c in chunk_text(text, "javascript") if c.start_line == c.end_line == 2]
     assert len(parts) > 10 and [c.symbol for c in parts].count("f0") == 1 and parts[0].symbol == "f0", parts[:3]
+
+
+def test_a_doc_comment_too_long_for_its_definition_is_text_of_its_own():
+    """A new user's `search JoinHandle` on tokio listed seven windows of the struct's 145-line doc comment, each
+    named JoinHandle, before the one holding `pub struct JoinHandle` (the name's windows read top-down)."""
+    from codii_sql.ingest.chunking.chunker import chunk_text
+
+    doc = "".join(f"/// Line {i} of a long explanation of how a handle joins its task and what it returns.\n"
+                  for i in range(150))
+    text = doc + "pub struct JoinHandle<T> {\n    raw: RawTask,\n    _p: PhantomData<T>,\n}\n"
+    chunks = chunk_text(text, "rust")
+    named = [c for c in chunks if c.symbol == "JoinHandle"]
+    assert named and named[0].content.startswith("pub struct JoinHandle<T> {"), [(c.start_line, c.symbol) for c in chunks]
+    assert all(c.symbol is None and c.kind == "text" for c in chunks if c.start_line <= 150)

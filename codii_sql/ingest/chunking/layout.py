@@ -337,6 +337,11 @@ class Layout:
         tokens = self.lines.count(d.first, d.last)
         if tokens <= self.max_tokens:
             return [Piece(d.first, d.last, d.kind, d.symbol, tokens, is_def=True)]
+        if d.first < d.head and self.lines.count(d.first, d.head - 1) > self.max_tokens:
+            # Comments above the node too long to ride along with it are text of their own: tokio's
+            # 145-line doc comment of JoinHandle made seven windows named JoinHandle, read top-down
+            # before the one holding `pub struct JoinHandle` (a new user's `--limit 5` showed no code).
+            return self.windows(d.first, d.head - 1, "text", None) + self.place(dataclasses.replace(d, first=d.head))
         # A one-line definition cannot be divided by line: go straight to line parts. Only the first
         # part is named after it: the line may hold a minified bundle's other definitions (a new user's
         # 352 parts of one line were all "function f0", the one holding f4999 too).

@@ -21,5 +21,6 @@
 #: 12: Rust items inside a macro's braces (``cfg_rt! { pub fn spawn_blocking ... }``) are definitions and chunks
 #: of their own (see :mod:`.rustmacros`).
 #: 13: a JS/TS binding a module's value is an import, not a definition (``const Npm = require('../npm.js')``);
-#: of a one-line definition too long for a chunk, only the first part is named after it.
+#: of a one-line definition too long for a chunk, only the first part is named after it; comments above a
+#: definition too long to ride along with it are text chunks of their own.
 CHUNKER_VERSION = 13
