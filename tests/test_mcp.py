@@ -468,6 +468,12 @@ def test_out_of_range_and_mistyped_arguments_get_one_line_messages(codii_home, s
                                          "takes query, path,"), misspelled
             case = await refused(s, "grep_code", path=str(sample_repo), pattern="retry", ignoreCase=True)
             assert "unknown argument 'ignoreCase' (did you mean ignore_case?)" in case, case
+            # Names agents bring from elsewhere (HTTP's /grep glob, a symbol for find_symbol's name).
+            for tool, args, meant in (("grep_code", {"pattern": "retry", "glob": "*.py"}, "pathGlob"),
+                                      ("find_symbol", {"symbol": "retry"}, "name"),
+                                      ("get_content", {"file_path": "app/http.py"}, "file")):
+                said = await refused(s, tool, path=str(sample_repo), **args)
+                assert f"(did you mean {meant}?)" in said, said
 
     asyncio.run(run())
 

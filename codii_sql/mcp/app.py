@@ -57,10 +57,17 @@ class CodiiServer(MCPServer):
                             "input schema says") from err.__cause__
 
 
+#: Names agents send for an argument that has another name here (HTTP's /grep says ``glob``; rg, files).
+_SYNONYMS = {"glob": "pathGlob", "globs": "pathGlob", "symbol": "name", "identifier": "name", "file_path": "file",
+             "filepath": "file", "filename": "file", "regex": "pattern", "q": "query"}
+
+
 def unknown_argument(given: str, taken: list[str]) -> str:
     """``unknown argument 'pathglob' (did you mean pathGlob?); it takes ...``."""
     folded = {t.lower().replace("_", ""): t for t in taken}
-    close = folded.get(given.lower().replace("_", "")) or next(iter(difflib.get_close_matches(given, taken, 1)), None)
+    synonym = _SYNONYMS.get(given.lower())
+    close = folded.get(given.lower().replace("_", "")) or (synonym if synonym in taken else None) or next(
+        iter(difflib.get_close_matches(given, taken, 1)), None)
     return (f"unknown argument {given!r}" + (f" (did you mean {close}?)" if close else "")
             + f"; it takes {', '.join(taken)}")
 
