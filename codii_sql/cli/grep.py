@@ -164,7 +164,7 @@ class _Printer:
                  paths: tuple[str, ...], column: bool = False, byte_offset: bool = False, only: bool = False) -> None:
         self.mode, self.numbers, self.with_context, self.with_filename = mode, numbers, with_context, with_filename
         self.count_matches, self.paths, self.column, self.byte_offset = count_matches, paths, column, byte_offset
-        self.only = only or mode == "only"
+        self.only = only
         self.printed = False
         self._matches = 0  # submatches printed (--json's summary)
         self._name = None

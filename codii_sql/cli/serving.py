@@ -30,8 +30,8 @@ def serve_http(workspaces: list[str], host: str, port: int, ray_address: str | N
     url = f"http://{host}:{port}/search?q=..."
     if ray_address is None:
         service.serve_unmapped()  # a file alone overwritten in place fails its own requests, not the server (SIGBUS)
-        handler = http.SearchHandler(workspaces, shards)  # refuses nothing to serve before the port is tried
-        handler.session.following.enabled = handler.session.following.enabled and watch
+        # refuses nothing to serve before the port is tried
+        handler = http.SearchHandler(workspaces, shards, watch=watch)
         http.check_port(host, port)
         served = [*handler.workspaces, *([f"the shards of {handler.shards.folder}"] if handler.shards else [])]
         page = f"http://{host}:{port}/"

@@ -39,14 +39,14 @@ GREP_LIMIT, MAX_GREP_LIMIT = 200, 10_000
 class SearchHandler:
     """Answers for the workspaces ``names`` (the first is the default of ``/search``) and the folder
     of index files ``shards`` (served as a workspace named after the folder; the default when no
-    workspace is served).
+    workspace is served); with ``watch``, its own watchers keep the members with a source fresh.
 
     Raises:
         UsageError: nothing to serve, an unknown or empty workspace, or a shard folder that is none
             (checked at start, so a server never starts serving nothing).
     """
 
-    def __init__(self, names: Sequence[str], shards: str | None = None):
+    def __init__(self, names: Sequence[str], shards: str | None = None, *, watch: bool = True):
         if not names and shards is None:
             raise UsageError("serve --http needs something to serve",
                              "pass --workspace NAME (see `codii-sql workspace`) or --shards DIR (a folder of .db files)")
@@ -58,6 +58,7 @@ class SearchHandler:
         # Its own watchers keep the served codebases fresh, as the MCP server's do: a new user's edit was
         # "not there" for /grep and /search until someone rebuilt ($CODII_SQL_WATCH=0 or --no-watch: off).
         self.session = service.Session(by="http")
+        self.session.following.enabled = self.session.following.enabled and watch
         self.indexes = self.session.indexes
         self.started = time.time()
 

@@ -126,11 +126,12 @@ def get_indexing_status(path: PathArg, max_tokens: ListTokensArg = None) -> Call
 )
 @agent_errors
 def clear_index(path: PathArg) -> CallToolResult:
-    if is_index_file(check_path(path)):  # a new user's agent was told to pass the folder holding it
+    path = check_path(path)
+    if is_index_file(path):  # a new user's agent was told to pass the folder holding it
         raise UsageError(f"{path} is an index file searched alone (a shard or an export): clear_index deletes the "
                          "index of a codebase folder", "delete the file, or move it out of the folder served, "
                          "to stop searching it")
-    cb = clear_target(refuse_shard_folder(check_path(path)))  # also the index of a folder that is gone
+    cb = clear_target(refuse_shard_folder(path))  # also the index of a folder that is gone
     cleared = SESSION.clear(cb)
     data = {"codebase": str(cb.root), "cleared": cleared}
     return answer(f"{cb.root}: {'index deleted' if cleared else 'was not indexed'}.", data)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-
 import re
 from dataclasses import asdict, dataclass, field
 
@@ -188,12 +187,8 @@ def place_pieces(store, results: list[Result]) -> list[Result]:
         contiguous = all(a["end_byte"] == b["start_byte"] for a, b in zip(rows, rows[1:]))
         if len(rows) < 2 or not contiguous:
             continue
-        before = 0
-        for row in rows:
-            if row["own"]:
-                break
-            before += row["chars"]
-        own = next(row for row in rows if row["own"])
+        at = next(i for i, row in enumerate(rows) if row["own"])
+        before, own = sum(row["chars"] for row in rows[:at]), rows[at]
         r.start_column = before + 1
         r.end_column = before + own["chars"] - bool(own["ends_line"])
         r.line_chars = sum(row["chars"] for row in rows) - bool(rows[-1]["ends_line"])

@@ -141,14 +141,12 @@ def reword_disk_full(codebase: Codebase) -> Iterator[None]:
         raise DiskFullError(f"the disk is full writing {codebase.db_path}", Remedy("free_disk")) from None
 
 
-def _config_note(codebase: Codebase) -> Note | None:
-    """What an answer from the last committed state says while ``.codii.yaml`` is malformed: no update,
-    a watcher's included, can run (a new user's agent got a confident "0 matching lines" from MCP for
-    a line added since, where the CLI said why)."""
+def _config_error(codebase: Codebase) -> str | None:
+    """Why ``codebase``'s ``.codii.yaml`` is malformed (one line), None when it is not."""
     try:
         load_config(codebase.root)
     except ValueError as err:
-        return Note("update", f"{err}: no update runs until it is fixed, so the index may be behind the files")
+        return str(err)
     return None
 
 
@@ -189,14 +187,16 @@ def ensure_index(codebase: Codebase, *, update: bool = True, progress: Progress 
         if not exists:
             raise NotIndexedError(f"{codebase.root} is not indexed, and a search without its update builds nothing",
                                   Remedy("build", root))
-        return _config_note(codebase) or freshness_note(brief_status(codebase))
-    try:
-        load_config(codebase.root)
-    except ValueError as err:
+        # No update, a watcher's included, runs while .codii.yaml is malformed: a new user's agent got a
+        # confident "0 matching lines" from MCP for a line added since, where the CLI said why.
+        if error := _config_error(codebase):
+            return Note("update", f"{error}: no update runs until it is fixed, so the index may be behind the files")
+        return freshness_note(brief_status(codebase))
+    if error := _config_error(codebase):
         if not exists:
-            raise UsageError(str(err)) from None
+            raise UsageError(error)
         # A typo in .codii.yaml stops the update, not the answer the index already holds.
-        return Note("update", f"{err}: the index was not updated, results come from the last committed state")
+        return Note("update", f"{error}: the index was not updated, results come from the last committed state")
     if not exists and (inner := indexed_inside(codebase.root)):
         # A new user's `grep x ../..` from inside a repository built a 502 MB index of the folder above
         # every codebase it had indexed, each one indexed again: an explicit build does that, not a search.

@@ -117,6 +117,7 @@ class Following:
         """Stop keeping ``cb`` fresh (its index was cleared: a later change must not rebuild it)."""
         with self._lock:
             entry = self._threads.pop(cb, None)
+            self._ready.pop(cb, None)
         if entry is not None:
             entry[1].set()
             entry[0].join(timeout)

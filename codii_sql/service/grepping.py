@@ -200,10 +200,12 @@ def _search(store: Store, codebase: Codebase, pattern: GrepPattern, request: Gre
     keep = grep_filter.keeper(request.types, request.roles, request.globs, scopes, hidden=request.hidden,
                               types_not=request.types_not)
     rows = [r for r in rows if keep(r)]
-    order = grep_filter.path_order
-    if len(scopes) > 1:  # rg --sort path: the paths in the order given, each one's files in path order
-        def order(path: str, within=grep_filter.path_order) -> tuple:
-            return next((i for i, s in enumerate(scopes) if path == s or path.startswith(s + "/")), 0), within(path)
+    within = grep_filter.path_order
+
+    def order(path: str) -> tuple:  # rg --sort path: the PATHs in the order given, each one's files in path order
+        given = next((i for i, s in enumerate(scopes) if path == s or path.startswith(s + "/")), 0)
+        return given, within(path)
+
     key = ((lambda r: (ROLE_ORDER.get(r["role"], len(ROLE_ORDER)), order(r["path"]))) if request.sort == "role"
            else (lambda r: order(r["path"])))
     rows.sort(key=key)
