@@ -22,6 +22,9 @@ _SEPARATORS = re.compile(r"[_\W]+")
 _CONTROLS = re.compile(f"[\\x00-\\x08\\x0a-\\x1f\\x7f-\\x9f{BIDI_CONTROLS}]")
 #: The same controls but newline: a whole text answer keeps its lines.
 _CONTROLS_BUT_NEWLINE = re.compile(f"[\\x00-\\x08\\x0b-\\x1f\\x7f-\\x9f{BIDI_CONTROLS}]")
+#: A lone surrogate: how Python carries a byte that is not UTF-8 (a file name's, an argument's, or a
+#: line's read by :func:`decode_kept`).
+SURROGATES = re.compile("[\ud800-\udfff]")
 
 
 def escaped(text: str, *, lines: bool = False) -> str:
@@ -101,6 +104,25 @@ def decode_source(data: bytes) -> str:
     if "\r" in text:
         text = re.sub(r"\r(?!\n)", "\n", text)
     return text.replace("\x00", "\ufffd")
+
+
+def decode_kept(data: bytes) -> str:
+    """A file's bytes as grep reads them, as rg does: UTF-8, each byte that is not UTF-8 kept as a lone
+    surrogate (Python's ``surrogateescape``, U+DC80-U+DCFF), which no pattern character matches and which
+    prints as the byte it was; a BOM, UTF-16 and lone ``\\r`` as :func:`decode_source` reads them (the
+    same lines as the index). :func:`decode_source`'s replacement characters (3 bytes each) and Latin-1
+    reading (``caf\\xe9`` as ``café``) moved rg's columns and byte offsets and matched ``café`` where rg
+    finds no such text (a new user's Latin-1 file)."""
+    if data.startswith(codecs.BOM_UTF8) or data.startswith(UTF16_BOMS):
+        return decode_source(data)
+    text = data.decode("utf-8", "surrogateescape")
+    return re.sub(r"\r(?!\n)", "\n", text) if "\r" in text else text
+
+
+def utf8_safe(text: str) -> str:
+    """``text`` with each lone surrogate (a byte :func:`decode_kept` kept) as U+FFFD: text any UTF-8
+    writer takes (JSON for agents, a page)."""
+    return text if text.isascii() else SURROGATES.sub("\ufffd", text)
 
 
 def _split(word: str) -> tuple[str, ...]:

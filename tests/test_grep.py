@@ -793,3 +793,39 @@ def test_gnu_word_edges_are_word_edges_not_literal_angles():
     assert [bool(pattern.regex.search(t)) for t in ("a foo b", "xfoo", "foox", "<foo>")] == [True, False, False, True]
     assert pattern.fts == '"foo"'
     assert GrepPattern([r"a\\<b"]).regex.search("a\\<b")
+
+
+@pytest.mark.skipif(RG is None, reason="the rg binary is not installed")
+def test_a_file_that_is_not_utf8_is_matched_and_printed_byte_for_byte_as_rg(tmp_path):
+    """A new user's Latin-1 file was read as Latin-1: `café` matched `caf\\xe9` (rg finds no such text), the
+    line printed re-encoded, and a stray byte counted 3 bytes (U+FFFD) in columns and offsets. Each byte
+    that is not UTF-8 is now kept as it is: no pattern character matches it, and it prints as itself. Run
+    as a separate process, as a user's shell runs it (stdout is bytes there)."""
+    root = built(write_tree(tmp_path / "repo", {
+        "latin.txt": "café au lait\nnaïve line here\nplain ascii line\n".encode("latin-1"),
+        "mixed.txt": "utf8 café ok\n".encode() + b"broken \xff byte caf\xc3\xa9\n",
+        "dot.txt": b"x\xe9y a.b a\xffb\n"}))
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    # Not here: `[^ ]+ line` over `na\xefve line`, which rg matches from `ve` on; Python's `[^ ]` matches
+    # the kept byte, so the longer match is dropped whole (search/grep.py, _kept_bytes).
+    for pattern in ["caf", "café", "a.b", "line", r"\xe9", "na.ve", "x.y", r"\w+", r"\w+ line"]:
+        for flags in (["-n", "--column", "-b"], ["-o", "-n", "-b"], ["-c"], ["--vimgrep"]):
+            ours = subprocess.run([sys.executable, "-m", "codii_sql.cli", "grep", "--no-update", *flags, pattern, "."],
+                                  cwd=root, env=env, capture_output=True)
+            theirs = subprocess.run([RG, *flags, pattern, "."], cwd=root, capture_output=True)
+            assert sorted(ours.stdout.splitlines()) == sorted(theirs.stdout.splitlines()), (pattern, flags, ours.stderr)
+        ours = subprocess.run([sys.executable, "-m", "codii_sql.cli", "grep", "--no-update", "--json", pattern, "."],
+                              cwd=root, env=env, capture_output=True)
+        theirs = subprocess.run([RG, "--json", pattern, "."], cwd=root, capture_output=True)
+        events = [[(e["type"], e["data"].get("lines"), e["data"].get("submatches"))
+                   for e in map(json.loads, out.stdout.splitlines()) if e["type"] in ("match", "context")]
+                  for out in (ours, theirs)]
+        for e in events:
+            for _, _, subs in e:
+                for s in subs:
+                    s.pop("match")
+        assert sorted(map(str, events[0])) == sorted(map(str, events[1])), pattern
+    # agents and pages get text any UTF-8 writer takes, the byte shown as U+FFFD, the offsets the file's
+    found = grep(root, "line")
+    as_json = json.dumps(found.to_dict({}), ensure_ascii=False).encode("utf-8")
+    assert "na\ufffdve line here".encode() in as_json and '"submatches": [[6, 10]]' in as_json.decode()

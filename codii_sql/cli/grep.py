@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import os
 import sys
 from collections.abc import Callable
@@ -189,16 +190,14 @@ class _Printer:
             text = "".join(self._matches_alone(f, path))
         else:
             text = "".join(self._lines(f, path))
-        sys.stdout.write(text)
-        sys.stdout.flush()
+        _write(text)
         self.printed = True
         self._matches += sum(len(g.spans) for g in f.lines)
 
     def end(self, answer) -> None:
         """What follows the files: ``--json``'s summary."""
         if self.mode == "json":
-            sys.stdout.write(json_text(_json_summary(answer, self._matches)) + "\n")
-            sys.stdout.flush()
+            _write(json_text(_json_summary(answer, self._matches)) + "\n")
 
     def _lines(self, f, path: str):
         """rg's ``path:line:text`` (``path-line-text`` for context lines, ``--`` between groups; without the
@@ -228,7 +227,7 @@ class _Printer:
         for g in f.lines:
             if not g.matched:
                 continue
-            raw = g.text.encode("utf-8")
+            raw = g.text.encode("utf-8", "surrogateescape")
             for start, end in g.spans:
                 text = _raw_cr(raw[start:end].decode("utf-8", "replace")) if self.only else _raw_cr(g.text)
                 offset = None if g.offset is None else g.offset + start
@@ -246,6 +245,17 @@ class _Printer:
         if self.byte_offset and offset is not None:
             out += f"{offset}{mark}"
         return out
+
+
+def _write(text: str) -> None:
+    """``text`` to stdout now, a byte of a line that is not UTF-8 (a lone surrogate,
+    :func:`~codii_sql.text.decode_kept`) as that byte, as rg prints it."""
+    try:
+        sys.stdout.write(text)
+    except UnicodeEncodeError:  # the whole text is encoded before any of it is written
+        sys.stdout.flush()
+        sys.stdout.buffer.write(text.encode(sys.stdout.encoding or "utf-8", "surrogateescape"))
+    sys.stdout.flush()
 
 
 def _raw_cr(text: str) -> str:
@@ -291,16 +301,26 @@ def _json_file(f, name: str) -> list[dict]:
     path = {"text": name}
     out = [{"type": "begin", "data": {"path": path}}]
     for g in f.lines:
-        raw = g.text.encode("utf-8")
+        raw = g.text.encode("utf-8", "surrogateescape")
         subs = [{"match": {"text": raw[s:e].decode("utf-8", "replace")}, "start": s, "end": e} for s, e in g.spans]
+        line = g.text + ("" if g.unended else "\n")
         out.append({"type": "match" if g.matched else "context",
-                    "data": {"path": path, "lines": {"text": g.text + ("" if g.unended else "\n")},
+                    "data": {"path": path, "lines": _json_data(line),
                              "line_number": g.line,
                              "absolute_offset": g.offset, "submatches": subs}})
     out.append({"type": "end", "data": {"path": path, "binary_offset": None,
                                         "stats": {"searches": 1, "searches_with_match": 1, "matched_lines": f.matches,
                                                   "matches": sum(len(g.spans) for g in f.lines)}}})
     return out
+
+
+def _json_data(text: str) -> dict:
+    """rg's JSON for some text: ``{"text": ...}``, or ``{"bytes": base64}`` when it is not UTF-8."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return {"bytes": base64.b64encode(text.encode("utf-8", "surrogateescape")).decode("ascii")}
+    return {"text": text}
 
 
 def _json_summary(answer, matches: int) -> dict:

@@ -8,7 +8,7 @@ from mcp.types import CallToolResult
 from pydantic import Field
 
 from ..service import GrepRequest, grep
-from ..text import escaped
+from ..text import escaped, utf8_safe
 from .app import DEFAULT_MAX_TOKENS, READ_ONLY, SESSION, MaxTokensArg, PathArg, agent_errors, answer, codebase_at, \
     server, with_note
 from .words import words
@@ -53,6 +53,6 @@ def grep_code(
     shown = sum(g.matched for f in found.files for g in f.lines)
     summary = (f"{found.matched_lines} matching lines in {found.matched_files} files of {found.codebase}"
                + (f" ({shown} shown)" if found.truncated else "") + f" ({found.seconds * 1000:.0f} ms)")
-    body = "\n".join(f"{escaped(f.path)}{':' if g.matched else '-'}{g.line}{':' if g.matched else '-'}{escaped(g.text)}"
+    body = "\n".join(f"{escaped(f.path)}{':' if g.matched else '-'}{g.line}{':' if g.matched else '-'}{escaped(utf8_safe(g.text))}"
                      for f in found.files for g in f.lines)
     return answer(with_note(summary, found.note(words)), found.to_dict(words), body)

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 import regex
 
+from ..text import SURROGATES
 from .pattern import GrepPattern
 
 #: Seconds one file's matching may take. An ordinary pattern reads a 1 MiB file in 0.01-0.05 s here
@@ -113,6 +114,8 @@ def count_lines(pattern: GrepPattern, text: str | bytes, timeout: float = FILE_T
     line objects for a count). ``text`` and errors as for :func:`matching_lines`."""
     if not text:
         return 0
+    if _kept_bytes(text):  # a match through a byte that is not UTF-8 is none: the lines' spans tell
+        return len(matching_lines(pattern, text, timeout))
     deadline = _deadline(pattern, timeout)
     try:
         if not isinstance(text, bytes) and not pattern.line_bound:
@@ -156,6 +159,14 @@ def matches_bytes(pattern: GrepPattern, data: bytes) -> bool:
     return pattern.ascii_regex is not None and data.isascii() and b"\r" not in data
 
 
+def _kept_bytes(text: str | bytes) -> bool:
+    """Whether ``text`` holds a byte that is not UTF-8 (:func:`~codii_sql.text.decode_kept`'s lone
+    surrogates): one rg matches nothing against, so no match may run through it. A match of ``.`` or a
+    negated class through one is dropped whole, where rg may match a shorter part beside it (``[^ ]+ x``
+    over ``na\\xefve x``: rg finds ``ve x``); rewriting those classes to leave such bytes out would be exact."""
+    return isinstance(text, str) and not text.isascii() and SURROGATES.search(text) is not None
+
+
 def as_text(text: str | bytes) -> str:
     """A candidate's text as :func:`matching_lines` took it, as a string."""
     return text if isinstance(text, str) else text.decode("ascii")
@@ -180,6 +191,7 @@ def _whole(compiled: regex.Pattern, text: str | bytes, newline: str | bytes, dea
     end_of_lines = len(text) - 1 if text.endswith(newline) else len(text)  # a match past it is on no line
     raw = isinstance(text, bytes)
     ascii_text = raw or text.isascii()
+    kept = not ascii_text and _kept_bytes(text)
     out: list[GrepLine] = []
     count, rfind, find = text.count, text.rfind, text.find
     np = sys.modules.get("numpy") if raw else None
@@ -197,8 +209,10 @@ def _whole(compiled: regex.Pattern, text: str | bytes, newline: str | bytes, dea
             break
         if spans is not None:
             line = text[start:stop]
-            out.append(GrepLine(line_no, line.decode("ascii"), spans, False) if raw
-                       else _line(line_no, line, spans, ascii_text))
+            if raw:
+                out.append(GrepLine(line_no, line.decode("ascii"), spans, False))
+            elif g := _line(line_no, line, spans, ascii_text, kept):
+                out.append(g)
         if np is not None and at - cursor > NUMPY_COUNT_BYTES:
             if as_array is None:
                 as_array = np.frombuffer(text, np.uint8)
@@ -211,17 +225,24 @@ def _whole(compiled: regex.Pattern, text: str | bytes, newline: str | bytes, dea
         if stop < 0:
             stop = len(text)
         spans = [(at - start, end - start)]
-    if spans is not None:
-        out.append(_line(line_no, text[start:stop], spans, ascii_text))
+    if spans is not None and (g := _line(line_no, text[start:stop], spans, ascii_text, kept)):
+        out.append(g)
     return out
 
 
-def _line(number: int, line: str | bytes, spans: list[tuple[int, int]], ascii_text: bool) -> GrepLine:
-    """A matched line from spans given as character offsets into it (byte offsets once converted)."""
+def _line(number: int, line: str | bytes, spans: list[tuple[int, int]], ascii_text: bool,
+          kept: bool = False) -> GrepLine | None:
+    """A matched line from spans given as character offsets into it (byte offsets once converted); with
+    ``kept`` (the text holds bytes that are not UTF-8) without the spans running through one, None when
+    none is left."""
     if isinstance(line, bytes):
         return GrepLine(number, line.decode("ascii"), spans, False)
     if ascii_text or line.isascii():
         return GrepLine(number, line, spans, False)
+    if kept:
+        spans = [(a, b) for a, b in spans if SURROGATES.search(line, a, b) is None]
+        if not spans:
+            return None
     return GrepLine(number, line, [_span(line, a, b) for a, b in spans], False)
 
 
@@ -232,10 +253,13 @@ def _by_line(pattern: GrepPattern, text: str, deadline: float | None) -> list[Gr
                                                   timeout=_left(deadline)) is None:
         return []
     out: list[GrepLine] = []
+    kept = _kept_bytes(text)
     for number, line in enumerate(lines_of(text), 1):
         spans, last = [], -1
         for m in pattern.regex.finditer(line, concurrent=True, timeout=_left(deadline)):
-            if m.start() != m.end() or m.start() != last:  # none empty where the last ended, as rg
+            if kept and SURROGATES.search(line, m.start(), m.end()):
+                pass  # through a byte that is not UTF-8: rg matches none
+            elif m.start() != m.end() or m.start() != last:  # none empty where the last ended, as rg
                 spans.append(_span(line, m.start(), m.end()))
             last = m.end()
         if spans:
@@ -244,11 +268,11 @@ def _by_line(pattern: GrepPattern, text: str, deadline: float | None) -> list[Gr
 
 
 def _span(line: str, start: int, end: int) -> tuple[int, int]:
-    """Character offsets ``[start, end)`` in ``line`` as UTF-8 byte offsets."""
+    """Character offsets ``[start, end)`` in ``line`` as byte offsets in the file (UTF-8, a kept byte one)."""
     if line.isascii():
         return start, end
-    head = len(line[:start].encode("utf-8"))
-    return head, head + len(line[start:end].encode("utf-8"))
+    head = len(line[:start].encode("utf-8", "surrogateescape"))
+    return head, head + len(line[start:end].encode("utf-8", "surrogateescape"))
 
 
 def set_offsets(text: str | bytes, lines: list[GrepLine]) -> None:

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from .answer import Note, Words, with_notes, worded_notes
 from .budget import json_tokens, tokens
+from ..text import utf8_safe
 from .grep import GrepLine
 
 
@@ -34,11 +35,12 @@ def line_tokens(path: str, g: GrepLine) -> int:
     """Tokens one line costs an answer that carries it twice, as text (``path:line:text``) and as JSON
     (with its submatches), plus one per submatch: a run of small numbers in brackets takes about two
     characters a token, not four (``.`` over 300-character lines made 84k-token MCP answers)."""
-    return tokens(f"{path}:{g.line}:{g.text}") + json_tokens(_line(g)) + len(g.spans)
+    as_json = _line(g)
+    return tokens(f"{path}:{g.line}:{as_json['text']}") + json_tokens(as_json) + len(g.spans)
 
 
 def _line(g: GrepLine) -> dict:
-    out: dict = {"line": g.line, "text": g.text}
+    out: dict = {"line": g.line, "text": utf8_safe(g.text)}
     if g.context:
         out["context"] = True
     else:
@@ -95,8 +97,9 @@ class GrepAnswer:
         """``{"patterns", "codebase", "files": [{"path", "role", "language", "matches", "lines": [{"line",
         "text", "submatches": [[start, end]] | "context": true}], ["not_stored"]}], "matched_lines",
         "matched_files", "files_indexed", "files_read", "trigrams", "scan", "timed_out", "processes",
-        "truncated", "seconds", ["note", "notes"]}``: lines 1-based, submatches byte offsets into the line's UTF-8
-        (end exclusive), the hints in ``words``."""
+        "truncated", "seconds", ["note", "notes"]}``: lines 1-based, submatches byte offsets into the line as the
+        file holds it (end exclusive; its UTF-8, where a byte that is not UTF-8 is one and ``text`` shows it as
+        U+FFFD), the hints in ``words``."""
         out: dict = {"patterns": self.patterns, "codebase": self.codebase, "files": [f.to_dict() for f in self.files],
                      "matched_lines": self.matched_lines, "matched_files": self.matched_files,
                      "files_indexed": self.files_indexed, "files_read": self.files_read, "trigrams": self.trigrams,

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 import regex
 
 from ..errors import UsageError
-from ..text import shown_bytes
+from ..text import SURROGATES, shown_bytes
 from . import trigrams
 
 #: Largest repeat count a pattern may hold: the regex module unrolls a counted repeat when it compiles
@@ -29,8 +29,6 @@ POSIX_CLASSES = {
     "space": "\\t\\n\\x0b\\x0c\\r ", "upper": "A-Z", "word": "0-9A-Za-z_", "xdigit": "0-9A-Fa-f",
 }
 _POSIX_NAME = re.compile(r"\[:(\^?)([a-z]+):\]")
-#: A lone surrogate: how Python carries an argument's byte that is not UTF-8.
-_SURROGATE = re.compile("[\ud800-\udfff]")
 #: A Unicode property escape: ``\p{Greek}``, ``\P{Lu}``, ``\pL``.
 _PROPERTY = re.compile(r"\\[pP](?:\{[^}]*\}|[A-Za-z])")
 #: Longest whole pattern (characters) that runs without a time bound when it holds no repeat: each
@@ -87,7 +85,7 @@ class GrepPattern:
         if not self.patterns:
             raise UsageError("is missing", "pass a pattern to search for", field="pattern")
         for p in self.patterns:
-            if _SURROGATE.search(p):  # a byte the shell passed that is no UTF-8: no decoded text holds it
+            if SURROGATES.search(p):  # a byte the shell passed that is no UTF-8: no decoded text holds it
                 raise UsageError(f"'{shown_bytes(p)}' holds a byte that is not UTF-8, which no decoded file holds",
                                  "pass the text as it reads in the file, in UTF-8", field="pattern")
         flags = re.IGNORECASE if self.ignore_case else 0

@@ -26,7 +26,7 @@ from ..search.grep_answer import GrepAnswer, GrepFile, line_tokens
 from ..search.pattern import GrepPattern
 from ..search.results import ROLES
 from ..storage.store import Store
-from ..text import UTF16_BOMS, decode_source, unpacked
+from ..text import UTF16_BOMS, decode_kept, unpacked
 from . import boundary, grep_filter, grep_left_out, grep_split
 from .stored import not_stored, stored_lines
 from .status import committed_files, open_store, refuse_damaged, scan_rules
@@ -322,7 +322,7 @@ def _text(store: Store, codebase: Codebase, pattern: GrepPattern, row: dict, dis
         if matches_only and pattern.needle is not None and pattern.needle not in data \
                 and not data.startswith(UTF16_BOMS):
             return b"", []  # no match once decoded either: the decoding (a third of a selective grep of Django) skipped
-        return decode_source(data), []
+        return decode_kept(data), []
     if row["has_text"]:
         # None for a damaged stored text: that file is not read, the others are (a new user's one flipped
         # blob failed every grep of the shard)
@@ -337,7 +337,7 @@ def _cut(g: GrepLine, columns: int) -> GrepLine:
     if len(g.text) <= columns:
         return g
     text = g.text[:columns]
-    limit = len(text.encode("utf-8"))
+    limit = len(text.encode("utf-8", "surrogateescape"))
     return GrepLine(g.line, text + "…", [(a, min(b, limit)) for a, b in g.spans if a < limit], g.context)
 
 
