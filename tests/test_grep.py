@@ -829,3 +829,47 @@ def test_a_file_that_is_not_utf8_is_matched_and_printed_byte_for_byte_as_rg(tmp_
     found = grep(root, "line")
     as_json = json.dumps(found.to_dict({}), ensure_ascii=False).encode("utf-8")
     assert "na\ufffdve line here".encode() in as_json and '"submatches": [[6, 10]]' in as_json.decode()
+
+
+def _on_terminal(cmd, cwd, env) -> str:
+    """What ``cmd`` prints with a real terminal (a pty) as its standard output."""
+    import pty
+
+    leader, follower = pty.openpty()
+    with subprocess.Popen(cmd, cwd=cwd, env=env, stdout=follower, stderr=subprocess.DEVNULL) as proc:
+        os.close(follower)
+        out = b""
+        while True:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:  # EIO: the child closed the terminal
+                break
+            if not chunk:
+                break
+            out += chunk
+        proc.wait(timeout=60)
+    os.close(leader)
+    return out.decode("utf-8", "replace").replace("\r\n", "\n")
+
+
+@pytest.mark.skipif(RG is None, reason="the rg binary is not installed")
+def test_on_a_terminal_lines_come_by_file_in_rg_s_colours_and_plain_into_a_pipe(tmp_path):
+    """A person at a terminal got `path:line:text` without colour, where rg prints each path once above its
+    lines and marks the matches; a pipe still gets rg's plain `path:line:text`. NO_COLOR turns colour off."""
+    root = built(write_tree(tmp_path / "repo", {"a.txt": "one line\nctx a\nctx b\nanother line\n",
+                                                "b/c.txt": "x\nlast line\n"}))
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    env.pop("NO_COLOR", None)
+    cmd = [sys.executable, "-m", "codii_sql.cli", "grep", "--no-update", "-C1", "line", "."]
+    shown = _on_terminal(cmd, root, {**env, "TERM": "xterm"})
+    assert shown.startswith("\x1b[35m./a.txt\x1b[0m\n\x1b[32m1\x1b[0m:one \x1b[1;31mline\x1b[0m\n"), shown
+    plain = re.sub("\x1b\\[[0-9;]*m", "", shown)
+    theirs = subprocess.run([RG, "--no-config", "--sort", "path", "--heading", "-n", "-C1", "line", "."], cwd=root,
+                            capture_output=True, text=True).stdout
+    assert plain == theirs
+    assert _on_terminal(cmd, root, {**env, "TERM": "xterm", "NO_COLOR": "1"}) == theirs
+    piped = subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True).stdout
+    assert piped.startswith("./a.txt:1:one line\n./a.txt-2-ctx a\n") and "\x1b" not in piped
+    colored = subprocess.run([*cmd[:-2], "--color", "always", "-o", "l.ne", "."], cwd=root, env=env,
+                             capture_output=True, text=True).stdout
+    assert colored.splitlines()[0] == "\x1b[35m./a.txt\x1b[0m:\x1b[32m1\x1b[0m:\x1b[1;31mline\x1b[0m", colored

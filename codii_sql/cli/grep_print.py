@@ -1,0 +1,233 @@
+"""Printing a grep answer as rg prints it: lines, matches, counts, paths or JSON lines; on a terminal in colour, by file."""
+
+from __future__ import annotations
+
+import base64
+import os
+import sys
+from collections.abc import Callable
+
+from ..text import has_controls
+from .output import json_text, shown
+from .words import words
+
+#: rg's default colours (its ``--colors`` defaults on Linux): paths magenta, line numbers green, matches
+#: bold red, as SGR sequences.
+PATH_STYLE, LINE_STYLE, MATCH_STYLE, RESET = "\x1b[35m", "\x1b[32m", "\x1b[1;31m", "\x1b[0m"
+
+
+def wants_color(when: str) -> bool:
+    """Whether to colour: ``always``, ``never``, or ``auto`` (rg's default): when standard output is a
+    terminal, ``TERM`` is not ``dumb`` and ``NO_COLOR`` is unset (no-color.org)."""
+    if when != "auto":
+        return when == "always"
+    return sys.stdout.isatty() and os.environ.get("TERM") != "dumb" and not os.environ.get("NO_COLOR")
+
+
+class Printer:
+    """Prints a grep answer file by file as the service adds them, in the form rg's flags ask: ``lines``
+    (``path:line:text``), ``only`` (``-o``), ``vim`` (``--vimgrep``: each match, with ``only`` its text
+    alone), ``count`` (``-c``), ``files`` (``-l``), ``json`` (``--json``) or ``quiet`` (``-q``), each
+    path named as rg names it (:func:`rg_names`); ``column`` and ``byte_offset`` add rg's ``--column``
+    (1-based) and ``-b`` (0-based bytes in the file: a line's start, or with ``-o`` a match's). ``color``
+    marks paths, line numbers and matches with rg's colours; ``heading`` prints a file's path once above
+    its lines, a blank line between files (rg's form on a terminal)."""
+
+    def __init__(self, mode: str, *, numbers: bool, with_context: bool, with_filename: bool, count_matches: bool,
+                 paths: tuple[str, ...], column: bool = False, byte_offset: bool = False, only: bool = False,
+                 color: bool = False, heading: bool = False) -> None:
+        self.mode, self.numbers, self.with_context, self.with_filename = mode, numbers, with_context, with_filename
+        self.count_matches, self.paths, self.column, self.byte_offset = count_matches, paths, column, byte_offset
+        self.only, self.color = only, color
+        self.heading = heading and with_filename and mode in ("lines", "only")
+        self.printed = False
+        self._matches = 0  # submatches printed (--json's summary)
+        self._name = None
+        self._last = None  # (path, line) last printed, for "--" between context groups
+
+    def file(self, answer, f) -> None:
+        """Print ``f`` (a GrepFile of ``answer``) now: a reader such as ``head -1`` has its line at once."""
+        if self.mode == "quiet":
+            self.printed = True
+            return
+        if self._name is None:
+            self._name = rg_names(answer.codebase, self.paths)
+        path = self._styled(shown(self._name(f.path)), PATH_STYLE)
+        if self.mode == "json":
+            text = "".join(json_text(o) + "\n" for o in _json_file(f, self._name(f.path)))
+        elif self.mode == "count":  # the count says whether the file matched too (with -o: of matches)
+            n = sum(len(g.spans) for g in f.lines) if self.count_matches else f.matches
+            text = f"{path}:{n}\n" if self.with_filename else f"{n}\n"
+        elif self.mode == "files":
+            text = path + "\n"
+        else:
+            text = "".join(self._matches_alone(f, path) if self.mode in ("only", "vim") else self._lines(f, path))
+            if self.heading:
+                text = ("\n" if self.printed else "") + path + "\n" + text
+        write(text)
+        self.printed = True
+        self._matches += sum(len(g.spans) for g in f.lines)
+
+    def end(self, answer) -> None:
+        """What follows the files: ``--json``'s summary."""
+        if self.mode == "json":
+            write(json_text(_json_summary(answer, self._matches)) + "\n")
+
+    def _lines(self, f, path: str):
+        """rg's ``path:line:text`` (``path-line-text`` for context lines, ``--`` between groups; without the
+        path when ``with_filename`` is false or under a heading)."""
+        if not self.with_filename or self.heading:
+            path = ""
+        if not (self.with_context or self.column or self.byte_offset or self.color) and not has_controls(
+                "".join(g.text for g in f.lines)):
+            # A file's lines at once, none needing an escape: a call per line was most of printing
+            # Django's 99k `self` lines (docs/benchmarks.md "Grep", fifth round).
+            head = f"{path}:" if path else ""
+            yield "".join([f"{head}{g.line}:{g.text}\n" for g in f.lines] if self.numbers
+                          else [f"{head}{g.text}\n" for g in f.lines])
+            return
+        for g in f.lines:
+            if self.with_context and self._last is not None and self._last != (f.path, g.line - 1) \
+                    and not (self.heading and self._last[0] != f.path):
+                yield "--\n"
+            self._last = (f.path, g.line)
+            mark = ":" if g.matched else "-"
+            column = g.spans[0][0] + 1 if self.column and g.matched and g.spans else None
+            text = _marked(g.text, g.spans) if self.color and g.matched else _raw_cr(g.text)
+            yield self._head(path, mark, g.line, column, g.offset) + text + "\n"
+
+    def _matches_alone(self, f, path: str):
+        """rg's ``-o`` (each match's text alone on a line) and ``--vimgrep`` (each match, on its line's
+        text unless ``-o``), after the path, line number, column and offset asked for."""
+        vim = self.mode == "vim"
+        if self.heading:
+            path = ""
+        for g in f.lines:
+            if not g.matched:
+                continue
+            raw = g.text.encode("utf-8", "surrogateescape")
+            for start, end in g.spans:
+                if self.only:
+                    text = _raw_cr(raw[start:end].decode("utf-8", "replace"))
+                    text = self._styled(text, MATCH_STYLE)
+                else:
+                    text = _marked(g.text, [(start, end)]) if self.color else _raw_cr(g.text)
+                offset = None if g.offset is None else g.offset + start
+                yield self._head(path, ":", g.line, start + 1 if self.column or vim else None, offset,
+                                 numbers=self.numbers or vim) + text + "\n"
+
+    def _head(self, path: str, mark: str, line: int, column: int | None, offset: int | None, *,
+              numbers: bool | None = None) -> str:
+        """``path:line:column:offset:`` as far as asked (``-`` after each for a context line)."""
+        out = f"{path}{mark}" if self.with_filename and path else ""
+        if self.numbers if numbers is None else numbers:
+            out += f"{self._styled(str(line), LINE_STYLE)}{mark}"
+        if column is not None:
+            out += f"{column}{mark}"
+        if self.byte_offset and offset is not None:
+            out += f"{offset}{mark}"
+        return out
+
+    def _styled(self, text: str, style: str) -> str:
+        return f"{style}{text}{RESET}" if self.color and text else text
+
+
+def _marked(text: str, spans: list[tuple[int, int]]) -> str:
+    """``text`` as :func:`_raw_cr` shows it, each span (byte offsets into the line as the file holds it)
+    in :data:`MATCH_STYLE`."""
+    raw = text.encode("utf-8", "surrogateescape")
+    out, at = [], 0
+    for start, end in spans:
+        out += [shown(raw[at:start].decode("utf-8", "surrogateescape")), MATCH_STYLE,
+                shown(raw[start:end].decode("utf-8", "surrogateescape")), RESET]
+        at = end
+    return "".join(out) + _raw_cr(raw[at:].decode("utf-8", "surrogateescape"))
+
+
+def write(text: str) -> None:
+    """``text`` to stdout now, a byte of a line that is not UTF-8 (a lone surrogate,
+    :func:`~codii_sql.text.decode_kept`) as that byte, as rg prints it."""
+    try:
+        sys.stdout.write(text)
+    except UnicodeEncodeError:  # the whole text is encoded before any of it is written
+        sys.stdout.flush()
+        sys.stdout.buffer.write(text.encode(sys.stdout.encoding or "utf-8", "surrogateescape"))
+    sys.stdout.flush()
+
+
+def _raw_cr(text: str) -> str:
+    """``text`` safe for a terminal (:func:`shown`), a CRLF line's last CR kept as the byte rg prints."""
+    return shown(text[:-1]) + "\r" if text.endswith("\r") else shown(text)
+
+
+def rg_names(codebase: str, paths: tuple[str, ...]) -> Callable[[str], str]:
+    """How rg names a file of the answer (whose path is relative to the codebase root): below the PATH it
+    was found under, as typed (``./src/a.py``, ``../b.py``; an absolute PATH gives absolute names), or,
+    with no PATH, relative to the working folder (a grep from ``src/`` prints ``a.py``), so the name
+    opens from where the grep ran. An index alone (``codebase`` is its file) names its files as it
+    stores them."""
+    if not os.path.isdir(codebase):
+        return lambda path: path
+    root = os.path.realpath(codebase)
+    if not paths:
+        here = os.path.relpath(os.path.realpath(os.getcwd()), root)
+        if here == "." or here.startswith(os.pardir):
+            return lambda path: path
+        return lambda path: os.path.relpath(path, here)
+    scopes = []
+    for typed in paths:
+        rel = os.path.relpath(os.path.realpath(typed), root).replace(os.sep, "/")
+        if not rel.startswith(os.pardir):
+            scopes.append(("" if rel == "." else rel, typed))
+    scopes.sort(key=lambda s: -len(s[0]))
+
+    def name(path: str) -> str:
+        for scope, typed in scopes:
+            if path == scope:
+                return typed
+            if not scope or path.startswith(scope + "/"):
+                rest = path[len(scope) + 1:] if scope else path
+                return typed + rest if typed.endswith("/") else f"{typed}/{rest}"
+        return path
+
+    return name
+
+
+def _json_file(f, name: str) -> list[dict]:
+    """One file's JSON lines as ``rg --json`` prints them: ``begin``, ``match``/``context``, ``end``."""
+    path = {"text": name}
+    out = [{"type": "begin", "data": {"path": path}}]
+    for g in f.lines:
+        raw = g.text.encode("utf-8", "surrogateescape")
+        subs = [{"match": {"text": raw[s:e].decode("utf-8", "replace")}, "start": s, "end": e} for s, e in g.spans]
+        line = g.text + ("" if g.unended else "\n")
+        out.append({"type": "match" if g.matched else "context",
+                    "data": {"path": path, "lines": _json_data(line),
+                             "line_number": g.line,
+                             "absolute_offset": g.offset, "submatches": subs}})
+    out.append({"type": "end", "data": {"path": path, "binary_offset": None,
+                                        "stats": {"searches": 1, "searches_with_match": 1, "matched_lines": f.matches,
+                                                  "matches": sum(len(g.spans) for g in f.lines)}}})
+    return out
+
+
+def _json_data(text: str) -> dict:
+    """rg's JSON for some text: ``{"text": ...}``, or ``{"bytes": base64}`` when it is not UTF-8."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return {"bytes": base64.b64encode(text.encode("utf-8", "surrogateescape")).decode("ascii")}
+    return {"text": text}
+
+
+def _json_summary(answer, matches: int) -> dict:
+    """``rg --json``'s last line (``matches``: the submatches printed), whose ``codii`` member tells how the
+    candidates were found and the notes."""
+    seconds = answer.seconds
+    elapsed = {"secs": int(seconds), "nanos": int((seconds % 1) * 1e9), "human": f"{seconds:.6f}s"}
+    return {"type": "summary", "data": {
+        "elapsed_total": elapsed,
+        "stats": {"elapsed": elapsed, "searches": answer.files_read, "searches_with_match": answer.matched_files,
+                  "matched_lines": answer.matched_lines,
+                  "matches": matches},
+        "codii": {k: v for k, v in answer.to_dict(words).items() if k not in ("files", "patterns")}}}
