@@ -137,6 +137,8 @@ def test_bad_patterns_say_where_and_exit_2_and_no_match_exits_1(tmp_path):
     assert huge.exit_code == 2 and "more than 10,000 times" in huge.stderr
     with pytest.raises(UsageError, match="line break"):
         GrepPattern(["a\\nb"])
+    for flagged in ("(?u)x = 1", "(?ui)X = 1"):  # rg's default, and Python's: a traceback and exit 1 ("no match")
+        assert run("grep", "--no-update", flagged, root).exit_code == 0
 
 
 def test_posix_classes_and_unicode_properties_match_as_rg_reads_them(tmp_path):

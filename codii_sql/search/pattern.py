@@ -108,13 +108,13 @@ class GrepPattern:
         self.needle = _needle(parsed[0], flags) if len(parsed) == 1 else None
         try:
             self.regex = regex.compile(whole, flags | regex.MULTILINE | regex.VERSION0)
-        except regex.error as err:  # syntax the re parser accepts but regex refuses
+        except (regex.error, ValueError) as err:  # syntax the re parser accepts but regex refuses
             raise _bad(" | ".join(self.patterns), getattr(err, "msg", str(err)), getattr(err, "pos", None)) from None
         self.ascii_regex = None
         if self.line_bound and whole.isascii() and trigrams.same_on_ascii(tree) and not properties:
             try:
                 self.ascii_regex = regex.compile(whole.encode("ascii"), flags | regex.MULTILINE | regex.VERSION0)
-            except regex.error:  # a flag only str patterns take, such as (?u)
+            except (regex.error, ValueError):  # a flag only str patterns take: (?u) raises ValueError
                 pass
 
     @property
