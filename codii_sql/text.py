@@ -6,8 +6,14 @@ import codecs
 import re
 import zlib
 
-#: Above this share of undecodable bytes a file is taken to be Latin-1, not broken UTF-8.
+#: Above this share of undecodable bytes a file is taken to be Latin-1, not broken UTF-8...
 _MAX_INVALID_UTF8_SHARE = 0.01
+#: ...unless it holds at least one valid non-ASCII UTF-8 character for every this many undecodable bytes:
+#: real Latin-1 text almost never forms a valid UTF-8 pair (a letter C2-DF then a symbol 80-BF), so those
+#: characters say UTF-8 with stray bytes. At 1 (the rule before) a new user's changelog of `José Muñoz`
+#: lines between cp1252 quotes (40 and 40) and a 69-byte file with one `é` and three stray bytes were
+#: read as Latin-1: `JosÃ©` for search, BM25 and the symbol tools.
+_VALID_PER_INVALID = 4
 
 #: Unicode's bidirectional controls (marks, embeddings, overrides, isolates), a regex class's inside:
 #: printed raw, an RTL override makes ``evil\u202etxt.py`` read as another name (Trojan Source).
@@ -77,8 +83,8 @@ def decode_source(data: bytes) -> str:
     """Decode a source file's bytes to text, deterministically and losslessly for line numbers.
 
     Rules, in order: a UTF-8 BOM is dropped; a UTF-16 LE/BE BOM decodes as UTF-16; strict
-    UTF-8; UTF-8 with U+FFFD replacements when at most 1% of the bytes are invalid, or when its valid
-    non-ASCII characters outnumber the invalid bytes (a UTF-8 file with one stray byte: a new user's
+    UTF-8; UTF-8 with U+FFFD replacements when at most 1% of the bytes are invalid, or when it has a valid
+    non-ASCII character for every 4 invalid bytes (:data:`_VALID_PER_INVALID`; a UTF-8 file with stray bytes: a new user's
     `café` ... `b"\xff"` ... `naïve` file was read as Latin-1, `naÃ¯ve`); else Latin-1 (which never fails). Lone ``\\r`` line endings become ``\\n`` (same length in
     characters and in UTF-8 bytes, so byte offsets stay valid); ``\\r\\n`` is kept. The result
     never holds lone surrogates, so it is always valid input for the tokenizer and SQLite.
@@ -99,7 +105,7 @@ def decode_source(data: bytes) -> str:
             text = data.decode("utf-8", errors="replace")
             invalid = text.count("\ufffd")
             if invalid > _MAX_INVALID_UTF8_SHARE * max(len(data), 1) and \
-                    sum(not ch.isascii() for ch in text) - invalid <= invalid:
+                    (sum(not ch.isascii() for ch in text) - invalid) * _VALID_PER_INVALID < invalid:
                 text = data.decode("latin-1")
     if "\r" in text:
         text = re.sub(r"\r(?!\n)", "\n", text)

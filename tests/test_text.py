@@ -26,6 +26,12 @@ def test_decode_rules():
     assert decode_source('x = "café"\ny = b"'.encode() + b"\xff" + '"\nz = "naïve"\n'.encode()) == \
         'x = "café"\ny = b"\ufffd"\nz = "naïve"\n'
     assert decode_source("naïve café".encode("latin-1")) == "naïve café"  # Latin-1 holds no valid UTF-8 pair
+    # Fewer valid characters than stray bytes still say UTF-8 (a new user's changelog with cp1252 quotes;
+    # a short file with one `é` and three stray bytes): both read as Latin-1, `JosÃ©`.
+    changelog = b"".join(b"* Fixed bug %d reported by Jos\xc3\xa9 Mu\xc3\xb1oz\n" % i if i % 2 == 0 else
+                         b"* Changed \x93default\x94 behaviour %d\n" % i for i in range(40))
+    assert "José Muñoz" in decode_source(changelog)
+    assert "# café utf8" in decode_source(b'def foo():\n    return "ok\xff\xfe here"\n# caf\xc3\xa9 utf8 \x80\n')
     assert decode_source(b"a\rb\r\nc\n") == "a\nb\r\nc\n"
     assert "\x00" not in decode_source(b"a\x00b")
 

@@ -23,4 +23,6 @@
 #: 13: a JS/TS binding a module's value is an import, not a definition (``const Npm = require('../npm.js')``);
 #: of a one-line definition too long for a chunk, only the first part is named after it; comments above a
 #: definition too long to ride along with it are text chunks of their own.
-CHUNKER_VERSION = 13
+#: 14: a file with a valid non-ASCII UTF-8 character for every 4 stray bytes is read as UTF-8, not Latin-1
+#: (text.decode_source).
+CHUNKER_VERSION = 14
