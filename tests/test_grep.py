@@ -875,3 +875,22 @@ def test_on_a_terminal_lines_come_by_file_in_rg_s_colours_and_plain_into_a_pipe(
     colored = subprocess.run([*cmd[:-2], "--color", "always", "-o", "l.ne", "."], cwd=root, env=env,
                              capture_output=True, text=True).stdout
     assert colored.splitlines()[0] == "\x1b[35m./a.txt\x1b[0m:\x1b[32m1\x1b[0m:\x1b[1;31mline\x1b[0m", colored
+
+
+def test_a_line_s_first_match_alone_gives_the_same_lines_as_every_match():
+    """A CLI printing plain lines asks for each line's first match only (`.` over Django: 10 s of
+    one-character matches); the lines, their numbers and first spans are those of the whole search."""
+    from codii_sql.search.grep import matching_lines
+
+    texts = ["a.b x.y\n\nxx yy x\nlast x", "é x é\nno\nx\n", "x\r\nyx\r\n", "\n\nx", "", "x",
+             "xxxx yy\n\n" * 60 + "é x\nend x", "xx yx\n" * 50 + "\n" * 5000 + "x"]  # past the switch to walking
+    for text in texts:
+        for source in (".", "x", "x|y", "^", "$", r"\bx", "y*", "é"):
+            pattern = GrepPattern([source])
+            for given in (text, text.encode("utf-8")) if text.isascii() and "\r" not in text else (text,):
+                if isinstance(given, bytes) and pattern.ascii_regex is None:
+                    continue
+                every = matching_lines(pattern, given)
+                first = matching_lines(pattern, given, first_only=True)
+                assert [(g.line, g.text, g.spans[:1]) for g in every] == [(g.line, g.text, g.spans) for g in first], \
+                    (source, given)

@@ -120,13 +120,14 @@ def grep(pattern, paths, patterns, fixed, ignore_case, word, smart_case, case_se
                  "chunks later); later greps update only changed files.", err=True)
     if with_filename is None:  # rg leaves the path out when it searches one file it was given
         with_filename = not (len(paths) == 1 and os.path.isfile(paths[0]))
-    printer = Printer("quiet" if quiet else "json" if as_json else "count" if count else "files" if files_only
-                       or without_match else "vim" if vimgrep and not invert else "only" if only_matching and not invert
-                       else "lines",
-                       numbers=numbers, with_context=bool(request.before or request.after),
+    colored = wants_color(color)
+    mode = ("quiet" if quiet else "json" if as_json else "count" if count else "files" if files_only or without_match
+            else "vim" if vimgrep and not invert else "only" if only_matching and not invert else "lines")
+    request.first_match = mode == "lines" and not colored  # a plain line needs no match but its first
+    printer = Printer(mode, numbers=numbers, with_context=bool(request.before or request.after),
                        with_filename=with_filename or vimgrep, count_matches=only_matching and not invert, paths=paths,
                        column=column or vimgrep, byte_offset=byte_offset, only=only_matching and not invert,
-                       color=wants_color(color), heading=sys.stdout.isatty() if heading is None else heading)
+                       color=colored, heading=sys.stdout.isatty() if heading is None else heading)
     try:
         answer = service.grep(request, on_file=printer.file)
         for f in answer.files if without_match else ():  # known only at the end

@@ -8,6 +8,7 @@ case that resolves a request's paths and updates the index first is :mod:`.grep`
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import time
@@ -80,6 +81,8 @@ class GrepRequest:
         offsets: set each line's byte ``offset`` in its file (rg --json's ``absolute_offset``).
         processes: rg's ``-j``: processes that read and match the files (1: one; 2: a forked child joins a
             long grep, :mod:`.grep_split`); None: two only while a CPU is idle.
+        first_match: each matched line's first match alone in its spans (a face that prints lines, not
+            matches: one search a line, see search/grep.py matching_lines).
         without_match: rg's ``--files-without-match``: ``files`` lists the selected files where no line
             matched (``matches`` 0, no lines), in answer order; the totals still count the matches.
     """
@@ -111,6 +114,7 @@ class GrepRequest:
     processes: int | None = None
     offsets: bool = False
     types_not: list[str] = field(default_factory=list)
+    first_match: bool = False
 
     def check(self) -> None:
         """Raises UsageError for an option out of range (before any indexing work)."""
@@ -212,7 +216,8 @@ def _search(store: Store, codebase: Codebase, pattern: GrepPattern, request: Gre
     unpacked = shown_lines = unreadable = 0
     retry = True
     match = ((inverted_count if request.counts_only else inverted_lines) if request.invert
-             else count_lines if request.counts_only else matching_lines)
+             else count_lines if request.counts_only
+             else functools.partial(matching_lines, first_only=True) if request.first_match else matching_lines)
     for row, text, gaps, matched in _verified(store, codebase, meta, pattern, rows, match, request, answer):
         if request.limit is not None and shown_lines >= request.limit:
             answer.truncated = True
