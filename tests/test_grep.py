@@ -729,7 +729,9 @@ def test_the_cli_prints_files_counts_and_filters_as_rg_does(tmp_path, codii_home
                  ["--vimgrep", "-b", "mode"], ["-T", "rust", "-l", "mode"], ["-T", "go", "-T", "rust", "-c", "mode"],
                  ["-g", "nothing*.zz", "mode", "src"],  # a PATH given: rg's exit 1, not its "No files were searched" 2
                  ["-s", "-i", "MODE"], ["-s", "-S", "mode"], ["-S", "-s", "Mode"],  # the last of -s, -i, -S wins
-                 ["-m", "0", "mode"]):
+                 ["-m", "0", "mode"],
+                 # context lines around matches alone, as rg prints them (they were dropped)
+                 ["-o", "-C", "1", "other"], ["--vimgrep", "-A", "1", "Mode"], ["-o", "-b", "-B", "1", "other"]):
         ours, theirs = both(*args)
         assert ours == theirs, (args, ours, theirs)
     ours, theirs = both("-g", "{a,b", "mode")

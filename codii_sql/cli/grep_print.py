@@ -87,10 +87,7 @@ class Printer:
                           else [f"{head}{g.text}\n" for g in f.lines])
             return
         for g in f.lines:
-            if self.with_context and self._last is not None and self._last != (f.path, g.line - 1) \
-                    and not (self.heading and self._last[0] != f.path):
-                yield "--\n"
-            self._last = (f.path, g.line)
+            yield self._separator(f.path, g.line)
             mark = ":" if g.matched else "-"
             column = g.spans[0][0] + 1 if self.column and g.matched and g.spans else None
             text = _marked(g.text, g.spans) if self.color and g.matched else _raw_cr(g.text)
@@ -98,12 +95,14 @@ class Printer:
 
     def _matches_alone(self, f, path: str):
         """rg's ``-o`` (each match's text alone on a line) and ``--vimgrep`` (each match, on its line's
-        text unless ``-o``), after the path, line number, column and offset asked for."""
+        text unless ``-o``), after the path, line number, column and offset asked for; context lines whole."""
         vim = self.mode == "vim"
         if self.heading:
             path = ""
         for g in f.lines:
-            if not g.matched:
+            yield self._separator(f.path, g.line)
+            if not g.matched:  # a context line whole, as rg prints it with -o too
+                yield self._head(path, "-", g.line, None, g.offset, numbers=self.numbers or vim) + _raw_cr(g.text) + "\n"
                 continue
             raw = g.text.encode("utf-8", "surrogateescape")
             for start, end in g.spans:
@@ -115,6 +114,14 @@ class Printer:
                 offset = None if g.offset is None else g.offset + start
                 yield self._head(path, ":", g.line, start + 1 if self.column or vim else None, offset,
                                  numbers=self.numbers or vim) + text + "\n"
+
+    def _separator(self, path: str, line: int) -> str:
+        """rg's ``--`` before a line that does not follow the last one printed, with context asked for (not
+        between files under headings, where a blank line parts them)."""
+        last, self._last = self._last, (path, line)
+        if not self.with_context or last is None or last == (path, line - 1) or (self.heading and last[0] != path):
+            return ""
+        return "--\n"
 
     def _head(self, path: str, mark: str, line: int, column: int | None, offset: int | None, *,
               numbers: bool | None = None) -> str:
