@@ -896,3 +896,18 @@ def test_a_line_s_first_match_alone_gives_the_same_lines_as_every_match():
                 first = matching_lines(pattern, given, first_only=True)
                 assert [(g.line, g.text, g.spans[:1]) for g in every] == [(g.line, g.text, g.spans) for g in first], \
                     (source, given)
+
+
+def test_a_long_line_cut_for_an_agent_keeps_its_first_match(tmp_path):
+    """MCP's grep_code cuts lines at 300 characters: a match at byte 80,008 came back as the line's head
+    and `"submatches": []`, the agent told the line matched without seeing where."""
+    normal = "".join(f"# normal line {i}\n" for i in range(400))  # not a minified file, which is not indexed
+    root = built(write_tree(tmp_path / "repo", {
+        "long.py": normal + "DATA = '" + "ab" * 40_000 + "NEEDLE_IN_LONG'\nNEEDLE_IN_LONG = 1\n"}))
+    cut = grep(root, "NEEDLE_IN_LONG", max_columns=300)
+    far, near = cut.files[0].lines
+    assert far.spans == [(80_008, 80_022)] and "NEEDLE_IN_LONG" in far.text and far.text.startswith("…")
+    assert far.text[1 + 80_008 - far.cut_from:][:14] == "NEEDLE_IN_LONG" and len(far.text) == 301  # … and 300
+    assert near.spans == [(0, 14)] and near.cut_from == 0 and near.text == "NEEDLE_IN_LONG = 1"
+    line = cut.to_dict({})["files"][0]["lines"][0]
+    assert line["text_from"] == far.cut_from and line["submatches"] == [[80_008, 80_022]]

@@ -76,6 +76,9 @@ class GrepLine:
     #: Whether the line is the file's last and no line break ends it (set with ``offset``): rg --json's
     #: ``lines.text`` then has no ``\n``.
     unended: bool = False
+    #: Where ``text`` starts in the line (bytes) when a long line was cut around its first match (``text``
+    #: then begins with "…"); 0 for a line shown from its start.
+    cut_from: int = 0
 
     @property
     def matched(self) -> bool:

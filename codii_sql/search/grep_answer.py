@@ -41,6 +41,8 @@ def line_tokens(path: str, g: GrepLine) -> int:
 
 def _line(g: GrepLine) -> dict:
     out: dict = {"line": g.line, "text": utf8_safe(g.text)}
+    if g.cut_from:
+        out["text_from"] = g.cut_from
     if g.context:
         out["context"] = True
     else:
@@ -95,11 +97,12 @@ class GrepAnswer:
 
     def to_dict(self, words: Words) -> dict:
         """``{"patterns", "codebase", "files": [{"path", "role", "language", "matches", "lines": [{"line",
-        "text", "submatches": [[start, end]] | "context": true}], ["not_stored"]}], "matched_lines",
+        "text", ["text_from"], "submatches": [[start, end]] | "context": true}], ["not_stored"]}], "matched_lines",
         "matched_files", "files_indexed", "files_read", "trigrams", "scan", "timed_out", "processes",
         "truncated", "seconds", ["note", "notes"]}``: lines 1-based, submatches byte offsets into the line as the
         file holds it (end exclusive; its UTF-8, where a byte that is not UTF-8 is one and ``text`` shows it as
-        U+FFFD), the hints in ``words``."""
+        U+FFFD; ``text_from``: the byte where a long line's text, cut around its first match, starts), the hints
+        in ``words``."""
         out: dict = {"patterns": self.patterns, "codebase": self.codebase, "files": [f.to_dict() for f in self.files],
                      "matched_lines": self.matched_lines, "matched_files": self.matched_files,
                      "files_indexed": self.files_indexed, "files_read": self.files_read, "trigrams": self.trigrams,

@@ -61,8 +61,9 @@ class GrepRequest:
         limit: matched lines at most (None: all); reading stops there, ``truncated`` says so.
         sort: ``path`` (rg's order) or ``role`` (source files first, then tests, docs, config, the rest).
         update: bring the index up to date first (a CLI grep), else the last committed state.
-        max_columns: a line longer than this (characters) is shown cut, ending in "…" (rg's
-            ``--max-columns``), its matches past the cut dropped from ``spans``; None: whole.
+        max_columns: a line longer than this (characters) is shown cut to it (rg's ``--max-columns``), around
+            its first match when that lies past them (``cut_from``), the matches outside dropped from
+            ``spans``; None: whole.
         max_tokens: fit the lines shown in about this many tokens (search/budget.py's estimate): the
             last files' lines are dropped, ``truncated`` and a note say so; None: no budget.
         glob_base: the folder whose relative paths anchored globs (those holding a ``/`` before their end)
@@ -338,12 +339,22 @@ def _text(store: Store, codebase: Codebase, pattern: GrepPattern, row: dict, dis
 
 
 def _cut(g: GrepLine, columns: int) -> GrepLine:
-    """``g`` with its text cut at ``columns`` characters (then ending in "…"), its spans cut there too."""
+    """``g`` with its text cut to ``columns`` characters (a cut end marked "…"): from the line's start, or,
+    when its first match lies past them, from a quarter of them before that match or so that they end the
+    line (``cut_from`` then
+    says where, and the text begins with "…"): a new user's agent got a long line's head and
+    ``"submatches": []``. The spans stay offsets into the whole line, those inside the window kept."""
     if len(g.text) <= columns:
         return g
-    text = g.text[:columns]
-    limit = len(text.encode("utf-8", "surrogateescape"))
-    return GrepLine(g.line, text + "…", [(a, min(b, limit)) for a, b in g.spans if a < limit], g.context)
+    raw = g.text.encode("utf-8", "surrogateescape")
+    first = len(raw[:g.spans[0][0]].decode("utf-8", "surrogateescape")) if g.spans else 0
+    start = 0 if first < columns * 3 // 4 else min(first - columns // 4, len(g.text) - columns)
+    text = g.text[start:start + columns]
+    head = len(g.text[:start].encode("utf-8", "surrogateescape"))
+    limit = head + len(text.encode("utf-8", "surrogateescape"))
+    shown = ("…" if start else "") + text + ("…" if start + columns < len(g.text) else "")
+    return GrepLine(g.line, shown, [(a, min(b, limit)) for a, b in g.spans if head <= a < limit], g.context,
+                    cut_from=head)
 
 
 def _fit(answer: GrepAnswer, max_tokens: int) -> None:
