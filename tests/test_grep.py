@@ -560,7 +560,13 @@ def test_a_named_file_the_index_leaves_out_is_said_not_searched(tmp_path):
     whole = grep(root, "func_59999").note(lambda h: h)
     assert "leaves out 2 paths rg would read" in whole and "too large 1" in whole and "lock file 1" in whole, whole
     assert "status --skipped" in whole and "big.py" not in whole
-    assert "leaves out" not in (grep(root, "return").note(lambda h: h) or "")  # a match: no such note
+    # A match says so too: a new user's `grep -l -w cacache` listed 6 files where rg listed 23, 17 of them
+    # under a skipped node_modules/, and nothing said more could be there.
+    matched = grep(root, "return").note(lambda h: h)
+    assert "leaves out 2 paths rg would read (too large 1, lock file 1), not searched: rg may find more" in matched
+    folder = built(write_tree(tmp_path / "npm", {"lib/a.js": "cacache\n", "node_modules/x/b.js": "cacache\n"}))
+    said = grep(folder, "cacache").note(lambda h: h)
+    assert "default excluded 1; folders node_modules/" in said, said
     two = grep(root, "zq").to_dict(lambda h: h)  # a scan and what it left out: two notes of one kind, named once
     assert two["notes"] == ["grep"] and "every indexed file is a candidate" in two["note"] and "leaves out" in two["note"]
     assert "leaves out" not in (grep(root, "func_59999", paths=[str(root / "a.py")]).note(lambda h: h) or "")
@@ -783,7 +789,8 @@ def test_the_no_match_note_counts_only_what_rg_would_read(tmp_path):
                                         {"path": "src/logo.png", "reason": "binary"}], "more": 3}}
     cb = Codebase(tmp_path, tmp_path / "i.db")
     [note] = grep_left_out.unread(meta, cb, [])
-    assert "at least 2 paths rg would read (default excluded 1, too large 1)" in note.what, note.what
+    assert "at least 2 paths rg would read (default excluded 1, too large 1; folders node_modules/)" in note.what, \
+        note.what
     [scoped] = grep_left_out.unread(meta, cb, ["src"])
     assert "at least 1 path rg would read (too large 1)" in scoped.what, scoped.what
     assert grep_left_out.unread({"skipped_files": {"files": [{"path": ".git/", "reason": "default-excluded"}]}},

@@ -361,3 +361,22 @@ def with_context(text: str, matched: list[GrepLine], before: int, after: int) ->
     for m in matched:
         wanted.update(range(max(1, m.line - before), min(len(lines), m.line + after) + 1))
     return [by_number.get(n) or GrepLine(n, lines[n - 1], context=True) for n in sorted(wanted)]
+
+
+def cut_line(g: GrepLine, columns: int) -> GrepLine:
+    """``g`` with its text cut to ``columns`` characters (a cut end marked "…"): from the line's start, or,
+    when its first match lies past them, from a quarter of them before that match or so that they end the
+    line (``cut_from`` then
+    says where, and the text begins with "…"): a new user's agent got a long line's head and
+    ``"submatches": []``. The spans stay offsets into the whole line, those inside the window kept."""
+    if len(g.text) <= columns:
+        return g
+    raw = g.text.encode("utf-8", "surrogateescape")
+    first = len(raw[:g.spans[0][0]].decode("utf-8", "surrogateescape")) if g.spans else 0
+    start = 0 if first < columns * 3 // 4 else min(first - columns // 4, len(g.text) - columns)
+    text = g.text[start:start + columns]
+    head = len(g.text[:start].encode("utf-8", "surrogateescape"))
+    limit = head + len(text.encode("utf-8", "surrogateescape"))
+    shown = ("…" if start else "") + text + ("…" if start + columns < len(g.text) else "")
+    return GrepLine(g.line, shown, [(a, min(b, limit)) for a, b in g.spans if head <= a < limit], g.context,
+                    cut_from=head)

@@ -91,6 +91,28 @@ class GrepAnswer:
     candidate_seconds: float = 0.0
     notes: list[Note] = field(default_factory=list)
 
+    def fit(self, max_tokens: int) -> None:
+        """Keep the lines that fit ``max_tokens`` (each costs its text and JSON forms: :func:`line_tokens`; a
+        file its JSON head), in answer order."""
+        used, kept = 0, []
+        for f in self.files:
+            lines = []
+            used += json_tokens({"path": f.path, "role": f.role, "language": f.language, "matches": f.matches})
+            for g in f.lines:
+                used += line_tokens(f.path, g)
+                if used > max_tokens:
+                    break
+                lines.append(g)
+            if lines:
+                f.lines = lines
+                kept.append(f)
+            if used > max_tokens:
+                self.truncated = True
+                self.notes.append(Note("budget", f"the lines shown were cut to fit about {max_tokens:,} tokens",
+                                       "narrow the pattern, paths or globs, or ask with a larger budget"))
+                break
+        self.files = kept
+
     def note(self, words: Words) -> str | None:
         """Every note in one line, hints in ``words`` (None without notes)."""
         return worded_notes(self.notes, words)

@@ -1,4 +1,4 @@
-"""What a grep did not read: the files the index leaves out, named in the request or, when nothing matched, anywhere it searched."""
+"""What a grep did not read: the files the index leaves out, named in the request or anywhere it searched."""
 
 from __future__ import annotations
 
@@ -53,30 +53,37 @@ def _unread(codebase: Codebase, rel: str, rules: dict) -> str:
     return data if isinstance(data, str) else "not indexed yet"
 
 
-def unread(meta: dict, codebase: Codebase, scopes: list[str]) -> list[Note]:
-    """A note for a grep that matched nothing: how many paths under ``scopes`` (relative; [] the whole)
-    the index leaves out that rg would read, by reason, from the paths the snapshot ``meta`` lists (its
+def unread(meta: dict, codebase: Codebase, scopes: list[str], matched: bool = False) -> list[Note]:
+    """A note for a grep: how many paths under ``scopes`` (relative; [] the whole) the index leaves out
+    that rg would read, by reason, its first folders named, from the paths the snapshot ``meta`` lists (its
     first 200, those rg reads first: "at least" past them); a new user's `grep -c over_marker` exited 1
-    without a word where rg found 61,690 lines in a 1 MB file. None for an index alone or when it leaves
-    out none rg reads: not a hidden one, as rg's default (`.git/` was counted "default excluded")."""
+    without a word where rg found 61,690 lines in a 1 MB file, and another's `grep -l -w cacache` listed
+    6 files without a word where rg listed 23, 17 under a skipped `node_modules/` (``matched``: the grep
+    found lines, so more may be there). None for an index alone or when it leaves out none rg reads: not
+    a hidden one, as rg's default (`.git/` was counted "default excluded")."""
     if codebase.alone:
         return []
     listed = meta.get("skipped_files") or {}
     counts: dict[str, int] = {}
+    folders: list[str] = []
     for f in listed.get("files", []):
         path = f["path"].rstrip("/")
         if f["reason"] not in RG_READS or any(part.startswith(".") for part in path.split("/")):
             continue
         if not scopes or any(path == s or path.startswith(s + "/") for s in scopes):
             counts[f["reason"]] = counts.get(f["reason"], 0) + 1
+            if f["path"].endswith("/"):
+                folders.append(f["path"])
     if not counts:
         return []
     reasons = sorted(counts.items(), key=lambda kv: -kv[1])
     said = ", ".join(f"{reason.replace('-', ' ')} {n:,}" for reason, n in reasons[:4])
+    if folders:
+        said += "; folders " + ", ".join(folders[:2]) + (" ..." if len(folders) > 2 else "")
     n = sum(counts.values())
     at_least = "at least " if listed.get("more") else ""
-    return [Note("grep", f"no match in the indexed files; the index leaves out {at_least}{n:,} path{'s' * (n != 1)} "
-                         f"rg would read ({said}), not searched",
+    left_out = f"the index leaves out {at_least}{n:,} path{'s' * (n != 1)} rg would read ({said}), not searched"
+    return [Note("grep", f"{left_out}: rg may find more there" if matched else f"no match in the indexed files; {left_out}",
                  "; ".join(["`codii-sql status --skipped` lists them", *_ways_in(counts.keys())]))]
 
 

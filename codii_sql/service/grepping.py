@@ -20,10 +20,9 @@ from ..errors import Remedy, UsageError
 from ..ingest.config import size_cap
 from ..languages import KNOWN_LANGUAGES, language_name
 from ..search.answer import Note
-from ..search.budget import json_tokens
 from ..search.grep import (FILE_TIMEOUT_SECONDS, FileTimeout, GrepLine, as_text, collector_paused, count_lines,
-                           inverted_count, inverted_lines, matches_bytes, matching_lines, set_offsets, with_context)
-from ..search.grep_answer import GrepAnswer, GrepFile, line_tokens
+                           cut_line, inverted_count, inverted_lines, matches_bytes, matching_lines, set_offsets, with_context)
+from ..search.grep_answer import GrepAnswer, GrepFile
 from ..search.pattern import GrepPattern
 from ..search.results import ROLES
 from ..storage.store import Store
@@ -152,10 +151,10 @@ def search_codebase(codebase: Codebase, pattern: GrepPattern, request: GrepReque
         refuse_damaged(codebase, store)
         answer = _search(store, codebase, pattern, request, scopes, notes, on_file)
         answer.notes += grep_left_out.named(store, codebase, scopes)
-        if not answer.matched_lines and not answer.nothing_selected:
-            answer.notes += grep_left_out.unread(store.meta(), codebase, scopes)
+        if not answer.nothing_selected:
+            answer.notes += grep_left_out.unread(store.meta(), codebase, scopes, matched=bool(answer.matched_lines))
     if request.max_tokens:
-        _fit(answer, request.max_tokens)
+        answer.fit(request.max_tokens)
     answer.seconds = time.perf_counter() - started
     return answer
 
@@ -185,7 +184,7 @@ def _search(store: Store, codebase: Codebase, pattern: GrepPattern, request: Gre
         nonlocal gaps_seen
         gaps_seen = gaps_seen or bool(f.not_stored)
         if request.max_columns:
-            f.lines = [_cut(g, request.max_columns) for g in f.lines]
+            f.lines = [cut_line(g, request.max_columns) for g in f.lines]
         if on_file is None or request.without_match:
             answer.files.append(f)
         else:  # handed over, not kept: a 770k-line grep held 716 MB until its end
@@ -336,48 +335,6 @@ def _text(store: Store, codebase: Codebase, pattern: GrepPattern, row: dict, dis
     lines = stored_lines(codebase, row["path"])
     last = max(lines)
     return "\n".join(lines.get(n, "") for n in range(1, last + 1)) + "\n", not_stored(lines, 1, last)
-
-
-def _cut(g: GrepLine, columns: int) -> GrepLine:
-    """``g`` with its text cut to ``columns`` characters (a cut end marked "…"): from the line's start, or,
-    when its first match lies past them, from a quarter of them before that match or so that they end the
-    line (``cut_from`` then
-    says where, and the text begins with "…"): a new user's agent got a long line's head and
-    ``"submatches": []``. The spans stay offsets into the whole line, those inside the window kept."""
-    if len(g.text) <= columns:
-        return g
-    raw = g.text.encode("utf-8", "surrogateescape")
-    first = len(raw[:g.spans[0][0]].decode("utf-8", "surrogateescape")) if g.spans else 0
-    start = 0 if first < columns * 3 // 4 else min(first - columns // 4, len(g.text) - columns)
-    text = g.text[start:start + columns]
-    head = len(g.text[:start].encode("utf-8", "surrogateescape"))
-    limit = head + len(text.encode("utf-8", "surrogateescape"))
-    shown = ("…" if start else "") + text + ("…" if start + columns < len(g.text) else "")
-    return GrepLine(g.line, shown, [(a, min(b, limit)) for a, b in g.spans if head <= a < limit], g.context,
-                    cut_from=head)
-
-
-def _fit(answer: GrepAnswer, max_tokens: int) -> None:
-    """Keep the lines that fit ``max_tokens`` (each costs its text and JSON forms: :func:`line_tokens`; a
-    file its JSON head), in answer order."""
-    used, kept = 0, []
-    for f in answer.files:
-        lines = []
-        used += json_tokens({"path": f.path, "role": f.role, "language": f.language, "matches": f.matches})
-        for g in f.lines:
-            used += line_tokens(f.path, g)
-            if used > max_tokens:
-                break
-            lines.append(g)
-        if lines:
-            f.lines = lines
-            kept.append(f)
-        if used > max_tokens:
-            answer.truncated = True
-            answer.notes.append(Note("budget", f"the lines shown were cut to fit about {max_tokens:,} tokens",
-                                     "narrow the pattern, paths or globs, or ask with a larger budget"))
-            break
-    answer.files = kept
 
 
 def _notes(answer: GrepAnswer, pattern: GrepPattern, has_tables: bool, unpacked: int, codebase: Codebase,
