@@ -477,6 +477,18 @@ def test_a_named_link_out_of_the_root_is_an_error_naming_the_argument_as_given(t
     assert "--path" not in result.output and "leak_marker\n" not in result.stdout
 
 
+def test_paths_of_two_codebases_are_an_error_whichever_comes_first(tmp_path):
+    """A new user's `grep beta_only_b pa pb` searched the codebase pa alone and exited 1: a PATH that is a
+    codebase's root ended the check before the next PATH was looked at."""
+    pa = built(write_tree(tmp_path / "pa", {"a.py": "alpha = 1\n"}))
+    pb = built(write_tree(tmp_path / "pb", {"b.py": "beta_only_b = 1\n"}))
+    for paths in ((pa, pb), (pb, pa), (pa / "a.py", pb)):
+        result = run("grep", "--no-update", "beta_only_b", *paths)
+        assert result.exit_code == 2 and "the codebase" in result.output and "grep one codebase at a time" in \
+            result.output, (paths, result.output)
+    assert run("grep", "--no-update", "alpha", pa, pa / "a.py").exit_code == 0
+
+
 def test_a_file_turned_into_a_link_inside_the_root_is_not_read(tmp_path):
     """A new user swapped `main.py` for a link to `.env` after the build: grep (and so MCP grep_code and
     HTTP /grep, which answer from the index as it is) printed the secret."""

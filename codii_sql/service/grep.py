@@ -82,14 +82,11 @@ def _scopes(paths: list[str], db: str | None) -> tuple[Codebase, list[str]]:
     if not paths:
         return codebase, [scope] if scope else []
     scopes = []
-    for p in paths:
+    for p in paths:  # every one checked: a later PATH of another codebase was dropped without a word
         rel = os.path.relpath(os.path.realpath(p), os.path.realpath(codebase.root))
         if rel == os.pardir or rel.startswith(os.pardir + os.sep):
             # No field: the CLI's PATH is an argument, and it named it "--path".
             where = "leads outside (a link)" if os.path.islink(p) else "is outside"
             raise UsageError(f"{p} {where} the codebase {codebase.root}", "grep one codebase at a time")
-        if rel != ".":
-            scopes.append(rel.replace(os.sep, "/"))
-        else:
-            return codebase, []
-    return codebase, scopes
+        scopes.append(rel.replace(os.sep, "/"))
+    return codebase, [] if "." in scopes else scopes
