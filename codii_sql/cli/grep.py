@@ -118,8 +118,8 @@ def grep(pattern, paths, patterns, fixed, ignore_case, word, smart_case, case_se
         if first is not None:
             echo(f"Indexing {first} first: every file is searchable by grep in seconds (a search embeds the "
                  "chunks later); later greps update only changed files.", err=True)
-    if with_filename is None:  # rg leaves the path out when it searches one file it was given
-        with_filename = not (len(paths) == 1 and os.path.isfile(paths[0]))
+    if with_filename is None:  # rg leaves the path out when it searches one file it was given (not an index's)
+        with_filename = not (len(paths) == 1 and os.path.isfile(paths[0]) and not service.is_index_file(paths[0]))
     colored = wants_color(color)
     mode = ("quiet" if quiet else "json" if as_json else "count" if count else "files" if files_only or without_match
             else "vim" if vimgrep and not invert else "only" if only_matching and not invert else "lines")
