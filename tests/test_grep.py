@@ -767,6 +767,24 @@ def test_rg_type_names_select_their_files(tmp_path):
     assert [f.path for f in grep(root, "needle", types=["docker", "protobuf"]).files] == ["Dockerfile", "api.proto"]
 
 
+def test_a_type_is_rg_s_file_name_globs_and_a_language_its_detected_content(tmp_path):
+    """A new user's `-t c` left out a `.h` whose text reads as C++ (rg's c type is `*.[chH]`...), `-t css` the
+    `.scss` files, and `-t h` was refused: rg's types are file-name globs, and now read as rg reads them."""
+    root = built(write_tree(tmp_path / "repo", {"foo.h": "class Foo { int widget; };\n",
+                                                "foo.cpp": "#include \"foo.h\"\nint widget_count;\n",
+                                                "w.scss": "$widget: 1;\n", "w.py": "widget = 1\n"}))
+    for types, want in ((["c"], ["foo.h"]), (["cpp"], ["foo.cpp", "foo.h"]), (["css"], ["w.scss"]), (["h"], ["foo.h"]),
+                        (["python"], ["w.py"]), (["py", "h"], ["foo.h", "w.py"])):
+        assert [f.path for f in grep(root, "widget", types=types).files] == want, types
+    assert [f.path for f in grep(root, "widget", types_not=["cpp", "css"]).files] == ["w.py"]
+    with pytest.raises(UsageError, match="not a file type known here"):
+        grep(root, "widget", types=["nosuch"])
+    listed = run("grep", "--type-list")
+    assert listed.exit_code == 0 and "c: *.[chH], *.[chH].in, *.cats\n" in listed.stdout
+    if RG:
+        assert listed.stdout == subprocess.run([RG, "--type-list"], capture_output=True, text=True).stdout
+
+
 @pytest.mark.skipif(RG is None, reason="the rg binary is not installed")
 def test_json_lines_carry_rg_s_offsets_and_counts(tmp_path, codii_home):
     """A new user's script read rg --json's absolute_offset and end.stats.matches, which were missing; another's

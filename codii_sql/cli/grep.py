@@ -22,6 +22,12 @@ def _case(ctx: click.Context, param: click.Parameter, value: bool) -> bool:
     return value
 
 
+def _type_list(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+    if value:
+        click.echo("".join(f"{name}: {', '.join(globs)}\n" for name, globs in service.rg_types().items()), nl=False)
+        ctx.exit()
+
+
 @click.command("grep")
 @click.argument("pattern", required=False)
 @click.argument("paths", nargs=-1)
@@ -40,7 +46,7 @@ def _case(ctx: click.Context, param: click.Parameter, value: bool) -> bool:
                                              "grepprg, editors).")
 @click.option("-b", "--byte-offset", "byte_offset", is_flag=True,
               help="Show the byte offset (0-based) of each line's start in its file (with -o: of each match).")
-@click.option("-T", "--type-not", "types_not", multiple=True, help="Leave out files of this language (repeatable).")
+@click.option("-T", "--type-not", "types_not", multiple=True, help="Leave out files of this type (repeatable).")
 @click.option("-x", "--line-regexp", "line_regexp", is_flag=True, help="Only matches that are a whole line.")
 @click.option("-v", "--invert-match", "invert", is_flag=True, help="The lines that do not match (every indexed file).")
 @click.option("-o", "--only-matching", "only_matching", is_flag=True, help="Print each match alone, a line each.")
@@ -61,7 +67,11 @@ def _case(ctx: click.Context, param: click.Parameter, value: bool) -> bool:
 @click.option("-C", "--context", "context", type=_CONTEXT, default=0, help="Lines before and after each match.")
 @click.option("-g", "--glob", "globs", multiple=True,
               help="Only paths matching this gitignore-style glob ('!' excludes; repeatable, the last match wins).")
-@click.option("-t", "--type", "types", multiple=True, help="Only files of this language (py, rust, go...; repeatable).")
+@click.option("-t", "--type", "types", multiple=True,
+              help="Only files of this type: rg's (py, c, h, css...: --type-list) by file name, or a language such "
+                   "as python by content (repeatable).")
+@click.option("--type-list", is_flag=True, expose_value=False, is_eager=True, callback=_type_list,
+              help="Print rg's file types and their globs, as rg --type-list, and exit.")
 @click.option("--sort", type=click.Choice(["path", "role"]), default="path", show_default=True,
               help="File order: by path, or source files first, then tests, docs, config, the rest.")
 @click.option("--limit", type=click.IntRange(1), default=None, help="Stop after this many matching lines.")

@@ -45,6 +45,7 @@ _EXPORTS: dict[str, dict[str, str | None]] = {
     ".history": {"MAX_HISTORY_LIMIT": None, "HistoryAnswer": None, "HistoryRequest": None, "search_history": None},
     ".indexes": {"OpenIndexes": None, "open_searcher": None},
     ".grep": {"grep": None},
+    ".grep_filter": {"rg_types": None},
     ".grepping": {"MAX_CONTEXT": None, "GrepRequest": None},
     ".inspecting": {"inspect_query": None},
     ".listing": {"AGENT_LISTING": "AGENT", "PERSON_LISTING": "PERSON", "listing": None},

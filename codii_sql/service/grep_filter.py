@@ -3,14 +3,17 @@ lines from the root or, on the command line, from the folder it runs in."""
 
 from __future__ import annotations
 
+import fnmatch
+import functools
 import os
 import re
 from collections.abc import Callable
+from importlib import resources
 from pathlib import Path
 
 from ..errors import UsageError
 from ..ingest import wildmatch
-from ..languages import language_name
+from ..languages import KNOWN_LANGUAGES, language_name
 
 #: Wildcards a ``-g`` glob holds at most: '*a*a*a...*z' backtracked for minutes over one long path.
 MAX_GLOB_STARS = 10
@@ -32,10 +35,39 @@ def rebased(globs: list[str], folder: str, root: Path) -> list[str]:
     return out
 
 
+@functools.cache
+def rg_types() -> dict[str, tuple[str, ...]]:
+    """rg's file types: name -> file-name globs, as ripgrep 13 defines them (``rg --type-list``, bundled as
+    codii_sql/data/rg_types.txt: see its NOTICE)."""
+    text = (resources.files("codii_sql.data") / "rg_types.txt").read_text(encoding="utf-8")
+    return {name: tuple(g.strip() for g in globs.split(",")) for name, _, globs in
+            (line.partition(":") for line in text.splitlines() if line.strip())}
+
+
+def check_type(name: str) -> None:
+    """Raises UsageError unless ``name`` is one of rg's file types or a language files are detected as."""
+    if name not in rg_types() and language_name(name) not in KNOWN_LANGUAGES:
+        raise UsageError(f"{name!r} is not a file type known here",
+                         "pass one of rg's types (`codii-sql grep --type-list`) or a language such as python",
+                         field="type")
+
+
+def _of_type(name: str) -> Callable[[dict], bool]:
+    """The test a row passes when its file is of type ``name``: rg's globs over the file's name, as rg
+    decides it (a new user's `-t c` left out a `.h` whose text reads as C++, `-t css` the `.scss` files), or,
+    for a language rg has no type for (``python``, ``typescript``), the language its content was detected as."""
+    globs = rg_types().get(name)
+    if globs is None:
+        language = language_name(name)
+        return lambda row: row["language"] == language
+    named = re.compile("|".join(fnmatch.translate(g) for g in globs)).match
+    return lambda row: named(row["path"].rpartition("/")[2]) is not None
+
+
 def keeper(types: list[str], roles: list[str], globs: list[str], scopes: list[str], *,
            hidden: bool = True, types_not: list[str] = ()) -> Callable[[dict], bool]:
     """The test a candidate row (``path``, ``language``, ``role``) passes: under one of ``scopes``
-    (relative folders or files; [] for all), of one of the ``types`` (languages) and ``roles`` ([]:
+    (relative folders or files; [] for all), of one of the ``types`` (rg's, or languages) and ``roles`` ([]:
     any) and of none of ``types_not`` (rg's ``-T``), kept by the ``globs`` (rg's ``-g``); without
     ``hidden``, none whose name, or a folder's below
     the scope it lies in, starts with ``.`` (rg's default: a scope named so is searched, as rg searches
@@ -45,8 +77,8 @@ def keeper(types: list[str], roles: list[str], globs: list[str], scopes: list[st
         UsageError: a glob that matches nothing (``[``), opens a ``{`` it never closes, or holds too many
             wildcards.
     """
-    languages = {language_name(t) for t in types}
-    unwanted = {language_name(t) for t in types_not}
+    wanted = [_of_type(t) for t in types]
+    unwanted = [_of_type(t) for t in types_not]
     roles = set(roles)
     for text in globs:
         if wildmatch.unclosed_brace(text):  # rg refuses it; read literally it matched nothing, and read as "no match"
@@ -61,8 +93,8 @@ def keeper(types: list[str], roles: list[str], globs: list[str], scopes: list[st
             return False
         if not hidden and _hidden(path, scopes, globs):
             return False
-        if (languages and row["language"] not in languages) or (roles and row["role"] not in roles) \
-                or row["language"] in unwanted:
+        if (wanted and not any(test(row) for test in wanted)) or (roles and row["role"] not in roles) \
+                or any(test(row) for test in unwanted):
             return False
         return _globbed(path, globs, includes) if globs else True
     return keep

@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 from ..codebase import Codebase
 from ..errors import Remedy, UsageError
 from ..ingest.config import size_cap
-from ..languages import KNOWN_LANGUAGES, language_name
 from ..search.answer import Note
 from ..search.grep import (FILE_TIMEOUT_SECONDS, FileTimeout, GrepLine, as_text, collector_paused, count_lines,
                            cut_line, inverted_count, inverted_lines, matches_bytes, matching_lines, set_offsets, with_context)
@@ -53,7 +52,8 @@ class GrepRequest:
         globs: rg's ``-g``: gitignore-style globs over the path relative to the root, ``!`` excludes,
             ``{a,b}`` alternates; a folder excluded is never entered, else the last one that matches the
             file decides, and with any include glob a file must match one.
-        types: rg's ``-t``: languages (``py``, ``rust``...), a file must be one of them; ``types_not``
+        types: rg's ``-t``: rg's file types (their file-name globs: ``py``, ``c``, ``h``...) or languages files are
+            detected as (``python``), a file must be one of them; ``types_not``
             (rg's ``-T``): none of these.
         roles: a file's role must be one of them (``source``, ``test``...: search's roles); []: any.
         before, after: context lines (``-B``, ``-A``; ``-C`` sets both), 0-100.
@@ -130,9 +130,7 @@ class GrepRequest:
             if r not in ROLES:
                 raise UsageError(f"{r!r} is not a role", f"pass one of {', '.join(ROLES)}", field="role")
         for t in [*self.types, *self.types_not]:
-            if language_name(t) not in KNOWN_LANGUAGES:
-                raise UsageError(f"{t!r} is not a file type known here", "pass a language such as py, js, rust, go, c, "
-                                 "md or yaml", field="type")
+            grep_filter.check_type(t)
 
 
 def search_codebase(codebase: Codebase, pattern: GrepPattern, request: GrepRequest, scopes: list[str],
