@@ -720,6 +720,9 @@ def test_the_cli_prints_files_counts_and_filters_as_rg_does(tmp_path, codii_home
         "src/open_options-x.rs": "fn mode() {}\n", "src/upper.rs": "fn Mode() {}\nfn mode() { mode(); }\nfn other() {}\n",
         ".hidden/h.rs": "fn mode() {}\n", "src/.dot.rs": "fn mode() {}\n",  # rg skips them unless --hidden or given
     }))
+    patterns = tmp_path / "patterns.txt"
+    patterns.write_text("Mode\r\nother\n")
+    (tmp_path / "none.txt").write_text("")
 
     def both(*args):
         ours = subprocess.run([sys.executable, "-m", "codii_sql.cli", "grep", "--no-update", *args], cwd=root,
@@ -752,7 +755,13 @@ def test_the_cli_prints_files_counts_and_filters_as_rg_does(tmp_path, codii_home
                  ["-s", "-i", "MODE"], ["-s", "-S", "mode"], ["-S", "-s", "Mode"],  # the last of -s, -i, -S wins
                  ["-m", "0", "mode"],
                  # context lines around matches alone, as rg prints them (they were dropped)
-                 ["-o", "-C", "1", "other"], ["--vimgrep", "-A", "1", "Mode"], ["-o", "-b", "-B", "1", "other"]):
+                 ["-o", "-C", "1", "other"], ["--vimgrep", "-A", "1", "Mode"], ["-o", "-b", "-B", "1", "other"],
+                 # what scripts pass (a new user's were refused): patterns from a file, NUL after paths, long
+                 # lines omitted or cut, leading blanks trimmed
+                 ["-f", str(patterns), "src"], ["-c", "-f", str(patterns)], ["-f", str(tmp_path / "none.txt"), "src"],
+                 ["-0", "-c", "mode"], ["-0", "-l", "mode"], ["-0", "-C", "1", "other"], ["-M", "8", "mode"],
+                 ["-M", "8", "--max-columns-preview", "-C", "1", "other"], ["--trim", "-o", "mode"],
+                 ["--trim", "--column", "mode"]):
         ours, theirs = both(*args)
         assert ours == theirs, (args, ours, theirs)
     ours, theirs = both("-g", "{a,b", "mode")

@@ -33,6 +33,9 @@ def _type_list(ctx: click.Context, param: click.Parameter, value: bool) -> None:
 @click.argument("paths", nargs=-1)
 @click.option("-e", "--regexp", "patterns", multiple=True, metavar="PATTERN",
               help="A pattern (repeatable: a line matches when any does); PATTERN is then a PATH.")
+@click.option("-f", "--file", "pattern_files", multiple=True, type=click.File("r", encoding="utf-8", errors="surrogateescape"),
+              metavar="FILE", help="Patterns from FILE, one a line ('-': standard input; repeatable); PATTERN is "
+                                   "then a PATH.")
 @click.option("-F", "--fixed-strings", "fixed", is_flag=True, help="The patterns are literal strings, not regexes.")
 @click.option("-i", "--ignore-case", "ignore_case", is_flag=True, callback=_case, help="Match case-insensitively.")
 @click.option("-w", "--word-regexp", "word", is_flag=True, help="Only matches with no word character around them.")
@@ -77,6 +80,12 @@ def _type_list(ctx: click.Context, param: click.Parameter, value: bool) -> None:
 @click.option("--limit", type=click.IntRange(1), default=None, help="Stop after this many matching lines.")
 @click.option("-j", "--threads", "processes", type=click.IntRange(1), default=None,
               help="Processes reading and matching files (1 or 2) [default: two for a long grep while a CPU is idle].")
+@click.option("-0", "--null", "null", is_flag=True, help="A NUL byte after each path printed, in place of ':' "
+                                                        "or a line break (for xargs -0).")
+@click.option("-M", "--max-columns", "max_columns", type=click.IntRange(1), default=None,
+              help="A line longer than NUM bytes is printed as '[Omitted long matching line]'.")
+@click.option("--max-columns-preview", "preview", is_flag=True, help="With -M, its first NUM bytes instead.")
+@click.option("--trim", is_flag=True, help="Lines printed without their leading spaces and tabs.")
 @click.option("--color", "--colour", "color", type=click.Choice(["auto", "always", "never"]), default="auto",
               show_default=True, help="Colour paths, line numbers and matches (auto: on a terminal, unless NO_COLOR).")
 @click.option("--heading/--no-heading", default=None,
@@ -88,7 +97,7 @@ def _type_list(ctx: click.Context, param: click.Parameter, value: bool) -> None:
 def grep(pattern, paths, patterns, fixed, ignore_case, word, smart_case, case_sensitive, quiet, column, vimgrep,
          byte_offset, types_not, line_regexp, invert, only_matching, max_count, hidden, files_only, without_match,
          count, count_matches, numbers, with_filename, after, before, context, globs, types, sort, limit, processes,
-         color, heading, no_update, db, as_json):
+         null, max_columns, preview, trim, color, heading, no_update, db, as_json, pattern_files):
     """Lines matching PATTERN (Python regex syntax) in the indexed files under PATH (default: the current
     folder's codebase), in path and line order, as rg prints them: `rg -n --no-heading` into a pipe or
     file, by file and in colour on a terminal. Candidate files come from the index's trigrams; every one
@@ -110,6 +119,10 @@ def grep(pattern, paths, patterns, fixed, ignore_case, word, smart_case, case_se
         as_json = count = only_matching = without_match = vimgrep = False
         files_only, limit = True, 1
     without_match = without_match and not count  # -c wins, as in rg
+    if pattern_files:
+        patterns += tuple(p for f in pattern_files for p in _lines_of(f.read()))
+        if not patterns:  # only empty files: no pattern, so no match (rg)
+            raise SystemExit(1)
     if patterns:
         paths = ((pattern,) if pattern is not None else ()) + tuple(paths)
     elif pattern is not None:
@@ -137,7 +150,8 @@ def grep(pattern, paths, patterns, fixed, ignore_case, word, smart_case, case_se
     printer = Printer(mode, numbers=numbers, with_context=bool(request.before or request.after),
                        with_filename=with_filename or vimgrep, count_matches=only_matching and not invert, paths=paths,
                        column=column or vimgrep, byte_offset=byte_offset, only=only_matching and not invert,
-                       color=colored, heading=sys.stdout.isatty() if heading is None else heading)
+                       color=colored, heading=sys.stdout.isatty() if heading is None else heading, null=null,
+                       max_columns=max_columns, preview=preview, trim=trim)
     try:
         answer = service.grep(request, on_file=printer.file)
         for f in answer.files if without_match else ():  # known only at the end
@@ -162,6 +176,15 @@ def grep(pattern, paths, patterns, fixed, ignore_case, word, smart_case, case_se
         # Files the pattern timed out on may hold a match: "none" would be a guess (rg exits 2 on errors);
         # filters that leave no file to search are no answer either (rg: "No files were searched", 2).
         raise SystemExit(2 if answer.timed_out or unsearched else 1)
+
+
+def _lines_of(text: str) -> list[str]:
+    """A pattern file's patterns, as rg reads them: a line each (an empty one matches every line), the last
+    line break ending the last, a CRLF's CR dropped."""
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    return [line.removesuffix("\r") for line in lines]
 
 
 def _folder(path: str) -> str:

@@ -31,14 +31,18 @@ class Printer:
     path named as rg names it (:func:`rg_names`); ``column`` and ``byte_offset`` add rg's ``--column``
     (1-based) and ``-b`` (0-based bytes in the file: a line's start, or with ``-o`` a match's). ``color``
     marks paths, line numbers and matches with rg's colours; ``heading`` prints a file's path once above
-    its lines, a blank line between files (rg's form on a terminal)."""
+    its lines, a blank line between files (rg's form on a terminal). rg's ``null`` (-0: a NUL after each
+    path), ``max_columns`` and ``preview`` (-M: a line longer than that many bytes said omitted, or cut
+    there) and ``trim`` (leading spaces and tabs not printed) as rg prints them."""
 
     def __init__(self, mode: str, *, numbers: bool, with_context: bool, with_filename: bool, count_matches: bool,
                  paths: tuple[str, ...], column: bool = False, byte_offset: bool = False, only: bool = False,
-                 color: bool = False, heading: bool = False) -> None:
+                 color: bool = False, heading: bool = False, null: bool = False, max_columns: int | None = None,
+                 preview: bool = False, trim: bool = False) -> None:
         self.mode, self.numbers, self.with_context, self.with_filename = mode, numbers, with_context, with_filename
         self.count_matches, self.paths, self.column, self.byte_offset = count_matches, paths, column, byte_offset
-        self.only, self.color = only, color
+        self.only, self.color, self.null, self.max_columns, self.preview, self.trim = (
+            only, color, null, max_columns, preview, trim)
         self.heading = heading and with_filename and mode in ("lines", "only")
         self.printed = False
         self._matches = 0  # submatches printed (--json's summary)
@@ -57,9 +61,9 @@ class Printer:
             text = "".join(json_text(o) + "\n" for o in _json_file(f, self._name(f.path)))
         elif self.mode == "count":  # the count says whether the file matched too (with -o: of matches)
             n = sum(len(g.spans) for g in f.lines) if self.count_matches else f.matches
-            text = f"{path}:{n}\n" if self.with_filename else f"{n}\n"
+            text = f"{path}{self._after_path(':')}{n}\n" if self.with_filename else f"{n}\n"
         elif self.mode == "files":
-            text = path + "\n"
+            text = path + self._after_path("\n")
         else:
             text = "".join(self._matches_alone(f, path) if self.mode in ("only", "vim") else self._lines(f, path))
             if self.heading:
@@ -78,11 +82,11 @@ class Printer:
         path when ``with_filename`` is false or under a heading)."""
         if not self.with_filename or self.heading:
             path = ""
-        if not (self.with_context or self.column or self.byte_offset or self.color) and not has_controls(
-                "".join(g.text for g in f.lines)):
+        if not (self.with_context or self.column or self.byte_offset or self.color or self.max_columns or
+                self.trim) and not has_controls("".join(g.text for g in f.lines)):
             # A file's lines at once, none needing an escape: a call per line was most of printing
             # Django's 99k `self` lines (docs/benchmarks.md "Grep", fifth round).
-            head = f"{path}:" if path else ""
+            head = f"{path}{self._after_path(':')}" if path else ""
             yield "".join([f"{head}{g.line}:{g.text}\n" for g in f.lines] if self.numbers
                           else [f"{head}{g.text}\n" for g in f.lines])
             return
@@ -90,8 +94,7 @@ class Printer:
             yield self._separator(f.path, g.line)
             mark = ":" if g.matched else "-"
             column = g.spans[0][0] + 1 if self.column and g.matched and g.spans else None
-            text = _marked(g.text, g.spans) if self.color and g.matched else _raw_cr(g.text)
-            yield self._head(path, mark, g.line, column, g.offset) + text + "\n"
+            yield self._head(path, mark, g.line, column, g.offset) + self._text(g) + "\n"
 
     def _matches_alone(self, f, path: str):
         """rg's ``-o`` (each match's text alone on a line) and ``--vimgrep`` (each match, on its line's
@@ -102,7 +105,7 @@ class Printer:
         for g in f.lines:
             yield self._separator(f.path, g.line)
             if not g.matched:  # a context line whole, as rg prints it with -o too
-                yield self._head(path, "-", g.line, None, g.offset, numbers=self.numbers or vim) + _raw_cr(g.text) + "\n"
+                yield self._head(path, "-", g.line, None, g.offset, numbers=self.numbers or vim) + self._text(g) + "\n"
                 continue
             raw = g.text.encode("utf-8", "surrogateescape")
             for start, end in g.spans:
@@ -110,7 +113,7 @@ class Printer:
                     text = _raw_cr(raw[start:end].decode("utf-8", "replace"))
                     text = self._styled(text, MATCH_STYLE)
                 else:
-                    text = _marked(g.text, [(start, end)]) if self.color else _raw_cr(g.text)
+                    text = self._text(g, [(start, end)])
                 offset = None if g.offset is None else g.offset + start
                 yield self._head(path, ":", g.line, start + 1 if self.column or vim else None, offset,
                                  numbers=self.numbers or vim) + text + "\n"
@@ -126,7 +129,7 @@ class Printer:
     def _head(self, path: str, mark: str, line: int, column: int | None, offset: int | None, *,
               numbers: bool | None = None) -> str:
         """``path:line:column:offset:`` as far as asked (``-`` after each for a context line)."""
-        out = f"{path}{mark}" if self.with_filename and path else ""
+        out = f"{path}{self._after_path(mark)}" if self.with_filename and path else ""
         if self.numbers if numbers is None else numbers:
             out += f"{self._styled(str(line), LINE_STYLE)}{mark}"
         if column is not None:
@@ -134,6 +137,29 @@ class Printer:
         if self.byte_offset and offset is not None:
             out += f"{offset}{mark}"
         return out
+
+    def _after_path(self, mark: str) -> str:
+        return "\0" if self.null else mark
+
+    def _text(self, g, spans: list[tuple[int, int]] | None = None) -> str:
+        """A line's text as printed: trimmed, said omitted or cut past ``max_columns`` bytes, its ``spans``
+        (default: all its matches) marked in colour."""
+        text, spans = g.text, g.spans if spans is None else spans
+        if self.trim:
+            kept = text.lstrip(" \t")
+            cut = len(text) - len(kept)  # spaces and tabs: a byte each
+            text, spans = kept, [(a - cut, b - cut) for a, b in spans if a >= cut]
+        if self.max_columns is not None:
+            raw = text.encode("utf-8", "surrogateescape")
+            if len(raw) > self.max_columns:
+                if not self.preview:
+                    return f"[Omitted long {'matching' if g.matched else 'context'} line]"
+                head = raw[:self.max_columns].decode("utf-8", "surrogateescape")
+                limit = len(head.encode("utf-8", "surrogateescape"))
+                kept_spans = [(a, min(b, limit)) for a, b in spans if a < limit]
+                return (_marked(head, kept_spans) if self.color and g.matched else _raw_cr(head)) + \
+                    " [... omitted end of long line]"
+        return _marked(text, spans) if self.color and g.matched else _raw_cr(text)
 
     def _styled(self, text: str, style: str) -> str:
         return f"{style}{text}{RESET}" if self.color and text else text
