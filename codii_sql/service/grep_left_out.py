@@ -83,7 +83,9 @@ def unread(meta: dict, codebase: Codebase, scopes: list[str], matched: bool = Fa
     n = sum(counts.values())
     at_least = "at least " if listed.get("more") else ""
     left_out = f"the index leaves out {at_least}{n:,} path{'s' * (n != 1)} rg would read ({said}), not searched"
-    return [Note("grep", f"{left_out}: rg may find more there" if matched else f"no match in the indexed files; {left_out}",
+    if matched:  # said after every such grep: the ways in only when they may hold the answer
+        return [Note("grep", f"{left_out}: rg may find more there", "`codii-sql status --skipped` lists them")]
+    return [Note("grep", f"no match in the indexed files; {left_out}",
                  "; ".join(["`codii-sql status --skipped` lists them", *_ways_in(counts.keys())]))]
 
 
