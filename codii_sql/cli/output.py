@@ -35,11 +35,16 @@ def emit(obj, *, one_line: bool = False) -> None:
 _C1 = re.compile("[\x80-\x9f]")
 
 
-def json_text(obj, *, indent: int | None = None) -> str:
+def json_text(obj, *, indent: int | None = None, compact: bool = False) -> str:
     """``obj`` as JSON, non-ASCII kept as is but every control character escaped (``\\u009b``):
-    the same value for a parser, and nothing that drives a terminal."""
-    text = json.dumps(obj, ensure_ascii=False, indent=indent, default=_plain)
-    return _C1.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+    the same value for a parser, and nothing that drives a terminal; ``compact``: no spaces (rg's)."""
+    return c1_escaped(json.dumps(obj, ensure_ascii=False, indent=indent, default=_plain,
+                                 separators=(",", ":") if compact else None))
+
+
+def c1_escaped(json_text: str) -> str:
+    """JSON text with its raw C1 controls as ``\\u0080``-style escapes (C0 ones json escapes itself)."""
+    return _C1.sub(lambda m: f"\\u{ord(m.group()):04x}", json_text)
 
 
 def _plain(value) -> str:
