@@ -17,6 +17,12 @@ SYSTEM_FOLDERS = frozenset(map(Path, ("/etc", "/var", "/usr", "/tmp", "/boot", "
 PSEUDO_FILE_SYSTEMS = tuple(map(Path, ("/proc", "/sys", "/dev")))
 
 
+#: Files that mark a project's top folder (package managers' and build tools' manifests, and codii-sql's
+#: own settings): a search from a folder below one indexes the project once, as inside a git work tree.
+PROJECT_FILES = ("package.json", "pyproject.toml", "setup.py", "setup.cfg", "Cargo.toml", "go.mod", "pom.xml",
+                 "build.gradle", "build.gradle.kts", "composer.json", "Gemfile", "mix.exs", ".codii.yaml")
+
+
 def no_project(folder: Path) -> bool:
     """Whether ``folder`` (resolved) is no codebase: ``/``, the home directory, a system folder."""
     return (folder == Path(folder.anchor) or folder == Path.home().resolve() or folder in SYSTEM_FOLDERS
@@ -126,8 +132,9 @@ class Codebase:
         else that of the nearest enclosing folder that has one (stopping below ``/`` and the
         home directory), with the scope ``path`` relative to that root as a POSIX path
         (``src/pkg``); else, inside a git work tree, its top folder with that scope (a search
-        from ``src/`` indexes the repository once, not each subfolder again); else ``path``
-        itself with scope ``""``. Indexes are built on first use. With ``db`` given this is
+        from ``src/`` indexes the repository once, not each subfolder again); else, outside git, the
+        nearest project folder above it (:meth:`project`) with that scope; else ``path`` itself with
+        scope ``""``. Indexes are built on first use. With ``db`` given this is
         :meth:`open` with scope ``""``.
 
         Raises:
@@ -136,7 +143,7 @@ class Codebase:
         here = cls.open(path, db)
         if db is not None or here.db_path.is_file():
             return here, ""
-        outer = here.enclosing() or here.work_tree()
+        outer = here.enclosing() or here.work_tree() or here.project()
         return (outer, here.root.relative_to(outer.root).as_posix()) if outer else (here, "")
 
     def enclosing(self) -> Codebase | None:
@@ -162,6 +169,20 @@ class Codebase:
                 return None
             if (folder / ".git").exists():
                 return None if folder == self.root else Codebase(folder, default_db_path(folder))
+        return None
+
+    def project(self) -> Codebase | None:
+        """Outside git, the nearest folder above this root that holds a project's manifest
+        (:data:`PROJECT_FILES`), unless this root holds one itself; else None (the walk stops below ``/``
+        and the home directory). A new user's first `grep x lib/commands` in npm's folder made
+        `lib/commands` the codebase, and every wider grep was then refused."""
+        if self.alone or any((self.root / name).is_file() for name in PROJECT_FILES):
+            return None
+        for folder in self.root.parents:
+            if no_project(folder):
+                return None
+            if any((folder / name).is_file() for name in PROJECT_FILES):
+                return Codebase(folder, default_db_path(folder))
         return None
 
     @property

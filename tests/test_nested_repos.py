@@ -120,3 +120,26 @@ def test_a_search_of_a_folder_holding_indexed_codebases_builds_nothing_and_says_
     assert not service.open_codebase(str(top)).db_path.exists()
     assert CliRunner().invoke(cli, ["build", str(top), "--no-vectors"]).exit_code == 0
     assert CliRunner().invoke(cli, ["grep", "alpha", ".."]).exit_code == 0
+
+
+def test_outside_git_a_search_from_a_project_s_subfolder_indexes_the_project_once(tmp_path, monkeypatch):
+    """A new user's first `grep x lib/commands` in npm's folder (no .git; a package.json at its top) made
+    lib/commands the codebase, and `grep x lib` and `grep x` were then refused as folders holding one."""
+    root = write_tree(tmp_path / "npm", {"package.json": "{}\n", "lib/commands/cache.js": "cacache\n",
+                                         "lib/utils/x.js": "cacache\n", "bin/npm.js": "cacache\n",
+                                         "lib/vendor/pkg/package.json": "{}\n", "lib/vendor/pkg/a.js": "cacache\n"})
+    monkeypatch.chdir(root)
+    runner = CliRunner()
+    first = runner.invoke(cli, ["grep", "-l", "cacache", "lib/commands"])
+    assert first.exit_code == 0 and first.stdout == "lib/commands/cache.js\n", first.output
+    assert f"Indexing {root} first" in first.stderr
+    wider = runner.invoke(cli, ["grep", "-l", "cacache", "lib"])
+    assert wider.exit_code == 0 and "lib/utils/x.js" in wider.stdout and "lib/vendor/pkg/a.js" in wider.stdout, wider.output
+    assert runner.invoke(cli, ["grep", "-l", "cacache"]).stdout.count("\n") == 4
+    # A folder holding a manifest of its own is its own project (once the outer one is indexed, its index
+    # answers from there, as for any subfolder)
+    from codii_sql.codebase import Codebase
+
+    assert Codebase.open(root / "lib/vendor/pkg").project() is None
+    assert Codebase.open(root / "lib/utils").project().root == root
+    assert service.find_codebase(str(root / "lib/vendor/pkg"))[1] == "lib/vendor/pkg"
