@@ -761,7 +761,8 @@ def test_the_cli_prints_files_counts_and_filters_as_rg_does(tmp_path, codii_home
                  ["-f", str(patterns), "src"], ["-c", "-f", str(patterns)], ["-f", str(tmp_path / "none.txt"), "src"],
                  ["-0", "-c", "mode"], ["-0", "-l", "mode"], ["-0", "-C", "1", "other"], ["-M", "8", "mode"],
                  ["-M", "8", "--max-columns-preview", "-C", "1", "other"], ["--trim", "-o", "mode"],
-                 ["--trim", "--column", "mode"]):
+                 ["--trim", "--column", "mode"], ["-o", "-M", "4", "mo\\w+"], ["-M", "12", "mode"],
+                 ["--vimgrep", "-M", "8", "--max-columns-preview", "mode"], ["--vimgrep", "-M", "8", "mode"]):
         ours, theirs = both(*args)
         assert ours == theirs, (args, ours, theirs)
     ours, theirs = both("-g", "{a,b", "mode")

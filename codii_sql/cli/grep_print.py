@@ -42,8 +42,8 @@ class Printer:
                  preview: bool = False, trim: bool = False) -> None:
         self.mode, self.numbers, self.with_context, self.with_filename = mode, numbers, with_context, with_filename
         self.count_matches, self.paths, self.column, self.byte_offset = count_matches, paths, column, byte_offset
-        self.only, self.color, self.null, self.max_columns, self.preview, self.trim = (
-            only, color, null, max_columns, preview, trim)
+        self.only, self.null, self.max_columns, self.preview, self.trim = only, null, max_columns, preview, trim
+        self.color = color and mode != "vim"  # rg 13 colours no --vimgrep line (editors read them)
         self.heading = heading and with_filename and mode in ("lines", "only")
         self.printed = False
         self._matches = 0  # submatches printed (--json's summary)
@@ -111,10 +111,9 @@ class Printer:
             raw = g.text.encode("utf-8", "surrogateescape")
             for start, end in g.spans:
                 if self.only:
-                    text = _raw_cr(raw[start:end].decode("utf-8", "replace"))
-                    text = self._styled(text, MATCH_STYLE)
+                    text = self._match_text(raw[start:end])
                 else:
-                    text = self._text(g, [(start, end)])
+                    text = self._text(g, [(start, end)], vim=True)
                 offset = None if g.offset is None else g.offset + start
                 yield self._head(path, ":", g.line, start + 1 if self.column or vim else None, offset,
                                  numbers=self.numbers or vim) + text + "\n"
@@ -142,9 +141,10 @@ class Printer:
     def _after_path(self, mark: str) -> str:
         return "\0" if self.null else mark
 
-    def _text(self, g, spans: list[tuple[int, int]] | None = None) -> str:
-        """A line's text as printed: trimmed, said omitted or cut past ``max_columns`` bytes, its ``spans``
-        (default: all its matches) marked in colour."""
+    def _text(self, g, spans: list[tuple[int, int]] | None = None, vim: bool = False) -> str:
+        """A line's text as printed: trimmed, said omitted or cut when it passes ``max_columns`` bytes with
+        its line break (rg 13's words; ``vim``: --vimgrep's), its ``spans`` (default: all its matches)
+        marked in colour."""
         text, spans = g.text, g.spans if spans is None else spans
         if self.trim:
             kept = text.lstrip(" \t")
@@ -152,15 +152,26 @@ class Printer:
             text, spans = kept, [(a - cut, b - cut) for a, b in spans if a >= cut]
         if self.max_columns is not None:
             raw = text.encode("utf-8", "surrogateescape")
-            if len(raw) > self.max_columns:
+            if len(raw) + 1 > self.max_columns:
+                limit = self.max_columns
                 if not self.preview:
-                    return f"[Omitted long {'matching' if g.matched else 'context'} line]"
-                head = raw[:self.max_columns].decode("utf-8", "surrogateescape")
-                limit = len(head.encode("utf-8", "surrogateescape"))
+                    return (f"[Omitted long line with {len(g.spans)} matches]" if vim else
+                            f"[Omitted long {'matching' if g.matched else 'context'} line]")
+                head = raw[:limit].decode("utf-8", "surrogateescape")
+                left = sum(a >= limit for a, _ in g.spans)
+                more = f" [... {left} more match{'' if left == 1 else 'es'}]" if vim else " [... omitted end of long line]"
                 kept_spans = [(a, min(b, limit)) for a, b in spans if a < limit]
-                return (_marked(head, kept_spans) if self.color and g.matched else _raw_cr(head)) + \
-                    " [... omitted end of long line]"
+                return (_marked(head, kept_spans) if self.color and g.matched else _raw_cr(head)) + more
         return _marked(text, spans) if self.color and g.matched else _raw_cr(text)
+
+    def _match_text(self, raw: bytes) -> str:
+        """One match's text alone (``-o``): said omitted, or cut, past ``max_columns`` bytes (rg 13's words)."""
+        if self.max_columns is not None and len(raw) > self.max_columns:
+            if not self.preview:
+                return "[Omitted long matching line]"
+            return self._styled(_raw_cr(raw[:self.max_columns].decode("utf-8", "replace")), MATCH_STYLE) + \
+                " [... 0 more matches]"
+        return self._styled(_raw_cr(raw.decode("utf-8", "replace")), MATCH_STYLE)
 
     def _styled(self, text: str, style: str) -> str:
         return f"{style}{text}{RESET}" if self.color and text else text
