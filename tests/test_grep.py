@@ -385,7 +385,9 @@ def real_tree(tmp_path_factory):
 
 
 def test_a_real_http_server_greps_behind_its_token_as_the_service_answers(tmp_path):
-    web = built(write_tree(tmp_path / "web", {"app.py": "def route_marker(x):\n    return x\n"}))
+    normal = "".join(f"# line {i}\n" for i in range(400))  # a long line in a file that is not minified
+    web = built(write_tree(tmp_path / "web", {"app.py": "def route_marker(x):\n    return x\n",
+                                              "data.py": normal + "BLOB = '" + "ab" * 100_000 + "far_marker'\n"}))
     api = built(write_tree(tmp_path / "api", {"api.py": "route_marker = None\n"}))
     assert run("workspace", "add", "team", web, api).exit_code == 0
     port = servers.free_port()
@@ -394,10 +396,15 @@ def test_a_real_http_server_greps_behind_its_token_as_the_service_answers(tmp_pa
         url, auth = f"http://127.0.0.1:{port}/grep", {"Authorization": "Bearer grep-token"}
         assert httpx.get(url, params={"q": "route_marker", "codebase": "web"}, timeout=30).status_code == 401
         got = httpx.get(url, params={"q": "route_marker", "codebase": "web", "context": 1}, headers=auth, timeout=30)
-        want = grep(web, "route_marker", before=1, after=1, limit=200).to_dict(lambda h: h)
+        want = grep(web, "route_marker", before=1, after=1, limit=200, max_columns=300).to_dict(lambda h: h)
         assert got.status_code == 200
         assert {k: v for k, v in got.json().items() if k != "seconds"} == {k: v for k, v in want.items()
                                                                         if k != "seconds"}
+        # A 200 KB line is cut around its match, as MCP cuts it: it was sent whole, or dropped whole by a budget
+        for extra in ({}, {"max_tokens": "500"}):
+            far = httpx.get(url, params={"q": "far_marker", "codebase": "web", **extra}, headers=auth, timeout=30).json()
+            [line] = far["files"][0]["lines"]
+            assert "far_marker" in line["text"] and len(line["text"]) <= 302 and line["submatches"], (extra, far)
         bad = httpx.get(url, params={"q": "(x", "codebase": "api"}, headers=auth, timeout=30)
         assert bad.status_code == 400 and "at position 0" in bad.json()["error"]
         several = httpx.get(url, params={"q": "x"}, headers=auth, timeout=30)

@@ -186,7 +186,7 @@ class SearchHandler:
         return service.GrepRequest([one["q"]], fixed=flag["literal"], ignore_case=flag["ignore_case"],
                                    word=flag["word"], paths=[where], globs=list(params.get("glob", [])),
                                    types=list(params.get("type", [])), roles=list(params.get("role", [])),
-                                   before=context, after=context,
+                                   before=context, after=context, max_columns=service.SHOWN_LINE_CHARS,
                                    sort=one.get("sort", "path"),
                                    limit=_number(one.get("limit", str(GREP_LIMIT)), "limit", 1, MAX_GREP_LIMIT),
                                    max_tokens=_number(one["max_tokens"], "max_tokens", service.MIN_TOKENS,

@@ -7,15 +7,11 @@ from typing import Annotated
 from mcp.types import CallToolResult
 from pydantic import Field
 
-from ..service import GrepRequest, grep
+from ..service import SHOWN_LINE_CHARS, GrepRequest, grep
 from ..text import escaped, utf8_safe
 from .app import DEFAULT_MAX_TOKENS, READ_ONLY, SESSION, MaxTokensArg, PathArg, agent_errors, answer, codebase_at, \
     server, with_note
 from .words import words
-
-#: A line longer than this (characters) is sent cut: a minified or data line would spend the budget alone.
-MAX_LINE_CHARS = 300
-
 
 @server.tool(
     description=(
@@ -49,7 +45,7 @@ def grep_code(
     SESSION.require_index(cb)
     found = grep(GrepRequest([pattern], fixed=literal, ignore_case=ignore_case, word=word, paths=[path],
                              globs=[pathGlob] if isinstance(pathGlob, str) else list(pathGlob), before=context, after=context, limit=limit, sort=sort, update=False,
-                             max_columns=MAX_LINE_CHARS, max_tokens=max_tokens or DEFAULT_MAX_TOKENS))
+                             max_columns=SHOWN_LINE_CHARS, max_tokens=max_tokens or DEFAULT_MAX_TOKENS))
     shown = sum(g.matched for f in found.files for g in f.lines)
     summary = (f"{found.matched_lines} matching lines in {found.matched_files} files of {found.codebase}"
                + (f" ({shown} shown)" if found.truncated else "") + f" ({found.seconds * 1000:.0f} ms)")

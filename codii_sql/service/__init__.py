@@ -46,7 +46,7 @@ _EXPORTS: dict[str, dict[str, str | None]] = {
     ".indexes": {"OpenIndexes": None, "open_searcher": None},
     ".grep": {"grep": None},
     ".grep_filter": {"rg_types": None},
-    ".grepping": {"MAX_CONTEXT": None, "GrepRequest": None},
+    ".grepping": {"MAX_CONTEXT": None, "SHOWN_LINE_CHARS": None, "GrepRequest": None},
     ".inspecting": {"inspect_query": None},
     ".listing": {"AGENT_LISTING": "AGENT", "PERSON_LISTING": "PERSON", "listing": None},
     ".maintenance": {"clear": None, "clear_target": None, "followed_note": None},

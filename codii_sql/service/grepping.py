@@ -32,6 +32,10 @@ from .status import committed_files, open_store, refuse_damaged, scan_rules
 
 #: Lines around a match at most (``-A``/``-B``/``-C``).
 MAX_CONTEXT = 100
+#: Characters of a line an agent's or a page's answer shows (MCP grep_code, HTTP /grep): a longer one is cut
+#: around its first match (``max_columns``); a minified or data line would spend a budget alone, and a
+#: 200 KB line was sent whole by HTTP, or dropped whole by its token budget.
+SHOWN_LINE_CHARS = 300
 #: Files whose matching passes the per-file time bound before a grep stops reading: '(.|..)+!$' took
 #: 18.7 s on Flask and hours on the kernel, one bounded second a file at a time.
 MAX_SLOW_FILES = 5
