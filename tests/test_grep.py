@@ -968,3 +968,25 @@ def test_a_long_line_cut_for_an_agent_keeps_its_first_match(tmp_path):
     assert near.spans == [(0, 14)] and near.cut_from == 0 and near.text == "NEEDLE_IN_LONG = 1"
     line = cut.to_dict({})["files"][0]["lines"][0]
     assert line["text_from"] == far.cut_from and line["submatches"] == [[80_008, 80_022]]
+
+
+def test_a_dash_greps_standard_input_as_rg_does_and_builds_no_index(tmp_path, codii_home):
+    """A new user's `git diff | codii-sql grep x -` was an error ("-: no such file"), and an agent piping text
+    had no way to grep it; a byte that is not UTF-8 prints as itself, as from a file."""
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "CODII_SQL_HOME": str(codii_home)}
+    text = b"hello parse_header\nctx\nparse_header again caf\xe9\n"
+
+    def piped(*args):
+        return subprocess.run([sys.executable, "-m", "codii_sql.cli", "grep", *args], input=text, cwd=tmp_path,
+                              env=env, capture_output=True)
+
+    assert piped("parse_header", "-").stdout == b"1:hello parse_header\n3:parse_header again caf\xe9\n"
+    assert piped("-c", "parse_header", "-").stdout == b"2\n"
+    assert piped("-N", "-C1", "ctx", "-").stdout == b"hello parse_header\nctx\nparse_header again caf\xe9\n"
+    assert piped("nothing", "-").returncode == 1
+    both = piped("x", "-", ".")
+    assert both.returncode == 2 and b"grepped alone" in both.stderr
+    assert not any(codii_home.rglob("*.db"))  # nothing was indexed for it
+    if RG:
+        assert piped("-n", "-b", "parse_header", "-").stdout == subprocess.run(
+            [RG, "-n", "-b", "parse_header", "-"], input=text, capture_output=True).stdout

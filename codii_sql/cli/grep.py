@@ -127,6 +127,11 @@ def grep(pattern, paths, patterns, fixed, ignore_case, word, smart_case, case_se
         paths = ((pattern,) if pattern is not None else ()) + tuple(paths)
     elif pattern is not None:
         patterns = (pattern,)
+    stdin = None
+    if "-" in paths:  # rg's name for standard input
+        if len(paths) > 1:
+            raise click.UsageError("'-' (standard input) is grepped alone: pass it without other paths")
+        stdin, paths = sys.stdin.buffer.read(), ()
     request = service.GrepRequest(list(patterns), fixed=fixed, ignore_case=ignore_case, word=word, paths=list(paths),
                                   db=db, globs=list(globs), types=list(types),
                                   before=context if before is None else before,
@@ -135,14 +140,16 @@ def grep(pattern, paths, patterns, fixed, ignore_case, word, smart_case, case_se
                                   counts_only=(files_only or count or without_match) and not (as_json or only_matching),
                                   glob_base=os.getcwd(), smart_case=smart_case, max_count=max_count, invert=invert,
                                   hidden=hidden, line_regexp=line_regexp, without_match=without_match,
-                                  processes=processes, offsets=as_json or byte_offset, types_not=list(types_not))
-    if not (as_json or no_update) and all(os.path.lexists(p) for p in paths[:1]):
+                                  processes=processes, offsets=as_json or byte_offset, types_not=list(types_not),
+                                  text=stdin)
+    if not (as_json or no_update or stdin is not None) and all(os.path.lexists(p) for p in paths[:1]):
         first = service.first_build(_folder(paths[0]) if paths else None, db)
         if first is not None:
             echo(f"Indexing {first} first: every file is searchable by grep in seconds (a search embeds the "
                  "chunks later); later greps update only changed files.", err=True)
     if with_filename is None:  # rg leaves the path out when it searches one file it was given (not an index's)
-        with_filename = not (len(paths) == 1 and os.path.isfile(paths[0]) and not service.is_index_file(paths[0]))
+        with_filename = stdin is None and not (len(paths) == 1 and os.path.isfile(paths[0])
+                                               and not service.is_index_file(paths[0]))
     colored = wants_color(color)
     mode = ("quiet" if quiet else "json" if as_json else "count" if count else "files" if files_only or without_match
             else "vim" if vimgrep and not invert else "only" if only_matching and not invert else "lines")

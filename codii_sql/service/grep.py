@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
+import time
 from collections.abc import Callable
 
 from ..codebase import Codebase
@@ -16,13 +17,17 @@ from ..errors import UsageError
 from ..ingest.report import Progress
 from ..search.answer import Note
 from ..search.grep_answer import GrepAnswer, GrepFile
+from ..search.grep import matches_bytes
 from ..search.pattern import GrepPattern
+from ..text import decode_kept
 from .builds import ensure_index
 from .codebases import find_codebase, is_index_file
 from . import grep_filter
-from .grepping import GrepRequest, search_codebase
+from .grepping import GrepRequest, matched_or_none, matcher, search_codebase, take_file
 
 
+#: The name of the text a grep reads from standard input (rg's).
+STDIN = "<stdin>"
 #: A backslash escape (``\\W``, ``\\S``, ``\\x41``): no letter of the text to match, for smart case.
 _ESCAPES = re.compile(r"\\(?:x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|N\{[^}]*\}|p\{[^}]*\}|P\{[^}]*\}|.)")
 
@@ -41,6 +46,8 @@ def grep(request: GrepRequest, *, progress: Progress | None = None,
         ch.isupper() for p in request.patterns for ch in (p if request.fixed else _ESCAPES.sub("", p))))
     pattern = GrepPattern(request.patterns, fixed=request.fixed, ignore_case=ignore_case, word=request.word,
                           line=request.line_regexp)
+    if request.text is not None:
+        return _grep_text(pattern, request, on_file)
     missing = [p for p in request.paths if not os.path.lexists(p)]
     if missing and len(missing) < len(request.paths) and not (request.db or is_index_file(request.paths[0])):
         # rg searches the paths that exist, says which do not, and exits 2: one typo lost every answer here
@@ -90,3 +97,22 @@ def _scopes(paths: list[str], db: str | None) -> tuple[Codebase, list[str]]:
             raise UsageError(f"{p} {where} the codebase {codebase.root}", "grep one codebase at a time")
         scopes.append(rel.replace(os.sep, "/"))
     return codebase, [] if "." in scopes else scopes
+
+
+def _grep_text(pattern: GrepPattern, request: GrepRequest,
+               on_file: Callable[[GrepAnswer, GrepFile], None] | None) -> GrepAnswer:
+    """``request.text`` grepped as one file named ``<stdin>`` (rg's ``-``: a new user's `git diff | codii-sql
+    grep x` searched the folder's index instead, exit 0), read as a file on disk is."""
+    started = time.perf_counter()
+    data = request.text
+    text = data if matches_bytes(pattern, data) else decode_kept(data)
+    answer = GrepAnswer(list(request.patterns), STDIN, files_indexed=1, files_read=1, scan=True)
+    matched = matched_or_none(matcher(request), pattern, text)
+    row = {"path": STDIN, "role": "other", "language": None}
+    if matched is None:
+        answer.timed_out.append(STDIN)
+    elif matched:
+        take_file(answer, request, row, text, [], matched, 0,
+                  answer.files.append if on_file is None else lambda f: on_file(answer, f))
+    answer.seconds = time.perf_counter() - started
+    return answer

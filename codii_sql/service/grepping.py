@@ -85,6 +85,8 @@ class GrepRequest:
         offsets: set each line's byte ``offset`` in its file (rg --json's ``absolute_offset``).
         processes: rg's ``-j``: processes that read and match the files (1: one; 2: a forked child joins a
             long grep, :mod:`.grep_split`); None: two only while a CPU is idle.
+        text: bytes to grep in place of a codebase (rg's ``-`` PATH: standard input), one file named
+            ``<stdin>``, no index read; ``paths`` are then none.
         first_match: each matched line's first match alone in its spans (a face that prints lines, not
             matches: one search a line, see search/grep.py matching_lines).
         without_match: rg's ``--files-without-match``: ``files`` lists the selected files where no line
@@ -119,6 +121,7 @@ class GrepRequest:
     offsets: bool = False
     types_not: list[str] = field(default_factory=list)
     first_match: bool = False
+    text: bytes | None = None
 
     def check(self) -> None:
         """Raises UsageError for an option out of range (before any indexing work)."""
@@ -217,9 +220,7 @@ def _search(store: Store, codebase: Codebase, pattern: GrepPattern, request: Gre
     rows.sort(key=key)
     unpacked = shown_lines = unreadable = 0
     retry = True
-    match = ((inverted_count if request.counts_only else inverted_lines) if request.invert
-             else count_lines if request.counts_only
-             else functools.partial(matching_lines, first_only=True) if request.first_match else matching_lines)
+    match = matcher(request)
     for row, text, gaps, matched in _verified(store, codebase, meta, pattern, rows, match, request, answer):
         if request.limit is not None and shown_lines >= request.limit:
             answer.truncated = True
@@ -230,7 +231,7 @@ def _search(store: Store, codebase: Codebase, pattern: GrepPattern, request: Gre
         unpacked += not row["has_text"]
         answer.files_read += 1
         if matched is None and retry:  # once more alone: a busy machine's stall is no pathological pattern
-            matched = _matched_or_none(match, pattern, text)
+            matched = matched_or_none(match, pattern, text)
             retry = matched is not None  # it timed out alone too: the pattern's, no use trying again
         if matched is None:
             answer.timed_out.append(row["path"])
@@ -240,27 +241,10 @@ def _search(store: Store, codebase: Codebase, pattern: GrepPattern, request: Gre
             continue
         if not matched:
             continue
-        if request.max_count is not None:  # rg's -m: the file's first lines, and its count, stop there
-            matched = min(matched, request.max_count) if request.counts_only else matched[:request.max_count]
-        answer.matched_files += 1
-        if request.counts_only:
-            answer.matched_lines += matched
-            add(GrepFile(row["path"], row["role"], row["language"], matched, [], gaps))
-            if request.limit is not None and answer.matched_lines >= request.limit:
-                answer.truncated = True  # this file counted whole, the next ones not read
-                break
-            continue
-        answer.matched_lines += len(matched)
-        in_file = len(matched)
-        if request.limit is not None and len(matched) > request.limit - shown_lines:
-            matched = matched[:request.limit - shown_lines]
-            answer.truncated = True
-        shown_lines += len(matched)
-        if request.before or request.after:
-            matched = with_context(as_text(text), matched, request.before, request.after)
-        if request.offsets:
-            set_offsets(text, matched)
-        add(GrepFile(row["path"], row["role"], row["language"], in_file, matched, gaps))
+        shown_lines = take_file(answer, request, row, text, gaps, matched, shown_lines, add)
+        if request.counts_only and request.limit is not None and answer.matched_lines >= request.limit:
+            answer.truncated = True  # this file counted whole, the next ones not read
+            break
     filtered = not answer.matched_lines and (request.globs or request.types or request.types_not or request.roles)
     if filtered or request.without_match:  # every file the request selects, candidate or not
         selected = sorted((r for r in store.rows(every_file) if keep(r)), key=key)
@@ -282,7 +266,40 @@ def _search(store: Store, codebase: Codebase, pattern: GrepPattern, request: Gre
     return answer
 
 
-def _matched_or_none(match: Callable, pattern: GrepPattern, text: str | bytes) -> list[GrepLine] | int | None:
+def matcher(request: GrepRequest) -> Callable:
+    """The matching a request asks of each file: its lines, or their count, matched or not (-v), or each
+    line's first match alone (search/grep.py)."""
+    return ((inverted_count if request.counts_only else inverted_lines) if request.invert
+            else count_lines if request.counts_only
+            else functools.partial(matching_lines, first_only=True) if request.first_match else matching_lines)
+
+
+def take_file(answer: GrepAnswer, request: GrepRequest, row: dict, text: str | bytes, gaps: list[list[int]],
+              matched: list[GrepLine] | int, shown_lines: int, add: Callable[[GrepFile], None]) -> int:
+    """Count one file's ``matched`` lines (or their number) into ``answer`` and hand the file to ``add``,
+    cut by rg's ``-m`` and the request's ``limit`` (``shown_lines`` shown before it), with its context
+    lines and offsets when asked; returns the lines shown so far."""
+    if request.max_count is not None:  # rg's -m: the file's first lines, and its count, stop there
+        matched = min(matched, request.max_count) if request.counts_only else matched[:request.max_count]
+    answer.matched_files += 1
+    if request.counts_only:
+        answer.matched_lines += matched
+        add(GrepFile(row["path"], row["role"], row["language"], matched, [], gaps))
+        return shown_lines
+    answer.matched_lines += len(matched)
+    in_file = len(matched)
+    if request.limit is not None and len(matched) > request.limit - shown_lines:
+        matched = matched[:request.limit - shown_lines]
+        answer.truncated = True
+    if request.before or request.after:
+        matched = with_context(as_text(text), matched, request.before, request.after)
+    if request.offsets:
+        set_offsets(text, matched)
+    add(GrepFile(row["path"], row["role"], row["language"], in_file, matched, gaps))
+    return shown_lines + in_file if request.limit is None else min(request.limit, shown_lines + in_file)
+
+
+def matched_or_none(match: Callable, pattern: GrepPattern, text: str | bytes) -> list[GrepLine] | int | None:
     """``match(pattern, text)`` (matching_lines or count_lines), None when it passed the time bound."""
     try:
         return match(pattern, text)
@@ -301,13 +318,13 @@ def _verified(store: Store, codebase: Codebase, meta: dict, pattern: GrepPattern
     if codebase.alone:
         for row in rows:
             text, gaps = _text(store, codebase, pattern, row, None, 0)
-            yield row, text, gaps, [] if text is None else _matched_or_none(match, pattern, text)
+            yield row, text, gaps, [] if text is None else matched_or_none(match, pattern, text)
         return
     max_bytes = scan_rules(codebase, meta)["max_file_bytes"]
     with boundary.IndexedReader(os.path.realpath(codebase.root)) as disk:
         def verify(row: dict) -> tuple:
             text, gaps = _text(store, codebase, pattern, row, disk, max_bytes, not request.invert)
-            return text, gaps, [] if text is None else _matched_or_none(match, pattern, text)
+            return text, gaps, [] if text is None else matched_or_none(match, pattern, text)
 
         keep_text = bool(request.before or request.after or request.offsets) and not request.counts_only
         yield from grep_split.verified(verify, rows, keep_text, lambda: setattr(answer, "processes", 2),
