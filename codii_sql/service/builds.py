@@ -187,11 +187,7 @@ def ensure_index(codebase: Codebase, *, update: bool = True, progress: Progress 
         if not exists:
             raise NotIndexedError(f"{codebase.root} is not indexed, and a search without its update builds nothing",
                                   Remedy("build", root))
-        # No update, a watcher's included, runs while .codii.yaml is malformed: a new user's agent got a
-        # confident "0 matching lines" from MCP for a line added since, where the CLI said why.
-        if error := _config_error(codebase):
-            return Note("update", f"{error}: no update runs until it is fixed, so the index may be behind the files")
-        return freshness_note(brief_status(codebase))
+        return committed_state_note(codebase)
     if error := _config_error(codebase):
         if not exists:
             raise UsageError(error)
@@ -228,6 +224,16 @@ def ensure_index(codebase: Codebase, *, update: bool = True, progress: Progress 
             raise
         return Note("update", f"the edited chunks wait for their vectors ({err.what}): they rank by BM25 alone")
     return Note("update", "; ".join(warnings)) if warnings else None
+
+
+def committed_state_note(codebase: Codebase, store: Store | None = None) -> Note | None:
+    """What an answer from the last committed state (no update ran) should say: why no update runs while
+    .codii.yaml is malformed (a new user's agent got a confident "0 matching lines" from MCP for a line
+    added since, where the CLI said why), else :func:`freshness_note`; ``store``: the index already open
+    (a grep that reads it anyway: one open of two, ~0.6 ms of a 4.5 ms MCP grep)."""
+    if error := _config_error(codebase):
+        return Note("update", f"{error}: no update runs until it is fixed, so the index may be behind the files")
+    return freshness_note(brief_status(codebase, store))
 
 
 def freshness_note(st: dict) -> Note | None:

@@ -7,6 +7,7 @@ asked (a CLI grep), and greps it (:mod:`.grepping`).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import re
 import time
@@ -20,7 +21,7 @@ from ..search.grep_answer import GrepAnswer, GrepFile
 from ..search.grep import matches_bytes
 from ..search.pattern import GrepPattern
 from ..text import decode_kept
-from .builds import ensure_index
+from .builds import committed_state_note, ensure_index
 from .codebases import find_codebase, is_index_file
 from . import grep_filter
 from .grepping import GrepRequest, matched_or_none, matcher, search_codebase, take_file
@@ -58,12 +59,15 @@ def grep(request: GrepRequest, *, progress: Progress | None = None,
     if request.glob_base is not None and not codebase.alone:
         request = dataclasses.replace(request, globs=grep_filter.rebased(request.globs, request.glob_base, codebase.root))
     notes: list[Note] = []
-    if not codebase.alone:
+    committed = None  # the last committed state's note, taken with the store the grep opens anyway
+    if not codebase.alone and (request.update or not codebase.db_path.is_file()):
         update = ensure_index(codebase, update=request.update, progress=progress, vectors=False)
         if update:
             notes.append(update)
+    elif not codebase.alone:
+        committed = functools.partial(committed_state_note, codebase)
     notes[:0] = [Note("grep", f"{p}: no such file or folder, not searched") for p in missing]
-    answer = search_codebase(codebase, pattern, request, scopes, notes, on_file)
+    answer = search_codebase(codebase, pattern, request, scopes, notes, on_file, committed)
     answer.missing_paths = missing
     return answer
 

@@ -141,7 +141,8 @@ class GrepRequest:
 
 
 def search_codebase(codebase: Codebase, pattern: GrepPattern, request: GrepRequest, scopes: list[str],
-                    notes: list[Note], on_file: Callable[[GrepAnswer, GrepFile], None] | None = None) -> GrepAnswer:
+                    notes: list[Note], on_file: Callable[[GrepAnswer, GrepFile], None] | None = None,
+                    committed: Callable[[Store], Note | None] | None = None) -> GrepAnswer:
     """``request`` over ``codebase``'s files under ``scopes`` (relative paths; [] for all), its last committed
     state, lines cut and fitted as the request asks; ``notes`` (an update's) come first.
 
@@ -150,10 +151,13 @@ def search_codebase(codebase: Codebase, pattern: GrepPattern, request: GrepReque
     waited 9 s and held 716 MB for a 770k-line answer built whole); the totals count them still.
     ``without_match``'s files, known only at the end, stay in ``answer.files``; a face that prints as
     it goes asks for no token budget. An exception it raises (a closed pipe) ends the grep, a forked
-    child with it."""
+    child with it. ``committed(store)``: the note of an answer from the last committed state, after
+    ``notes``."""
     started = time.perf_counter()
     with open_store(codebase) as store, collector_paused():
         refuse_damaged(codebase, store)
+        if committed is not None and (note := committed(store)):
+            notes = [*notes, note]
         answer = _search(store, codebase, pattern, request, scopes, notes, on_file)
         answer.notes += grep_left_out.named(store, codebase, scopes)
         if not answer.nothing_selected:

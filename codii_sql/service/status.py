@@ -106,19 +106,21 @@ def status(codebase: Codebase, *, check_stale: bool = True) -> dict:
     return out
 
 
-def brief_status(codebase: Codebase) -> dict:
+def brief_status(codebase: Codebase, store: Store | None = None) -> dict:
     """What :func:`~.builds.freshness_note` needs, without counting chunks or walking the tree:
     ``status`` (as :func:`status` decides it, but a vector phase alone reads as indexed), ``phase``,
     ``files_done``, ``files_total``, ``error`` and ``files`` (committed files). Counting 2.9M kernel
     chunks twice made each search and grep of the last committed state wait 0.2 s warm and 18 s cold
-    (docs/benchmarks.md, "Grep": Linux 6.12).
+    (docs/benchmarks.md, "Grep": Linux 6.12). ``store``: the index already open (else it is opened).
 
     Raises:
         StorageError: the index cannot be opened.
     """
-    with open_store(codebase) as store:
-        state, meta = _lexical_state(codebase, store)
-        files = committed_files(store, meta)
+    if store is None:
+        with open_store(codebase) as opened:
+            return brief_status(codebase, opened)
+    state, meta = _lexical_state(codebase, store)
+    files = committed_files(store, meta)
     return {"codebase": str(codebase.root), "status": state, "files": files,
             **{k: meta.get(k) for k in ("phase", "files_done", "files_total", "error")}}
 
