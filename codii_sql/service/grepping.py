@@ -158,10 +158,11 @@ def search_codebase(codebase: Codebase, pattern: GrepPattern, request: GrepReque
         refuse_damaged(codebase, store)
         if committed is not None and (note := committed(store)):
             notes = [*notes, note]
-        answer = _search(store, codebase, pattern, request, scopes, notes, on_file)
+        meta = store.meta()
+        answer = _search(store, meta, codebase, pattern, request, scopes, notes, on_file)
         answer.notes += grep_left_out.named(store, codebase, scopes)
         if not answer.nothing_selected:
-            answer.notes += grep_left_out.unread(store.meta(), codebase, scopes, matched=bool(answer.matched_lines))
+            answer.notes += grep_left_out.unread(meta, codebase, scopes, matched=bool(answer.matched_lines))
     if request.max_tokens:
         answer.fit(request.max_tokens)
     answer.seconds = time.perf_counter() - started
@@ -182,8 +183,8 @@ def grep_chunk_ids(codebase: Codebase, pattern: str) -> list[int]:
         return sorted(r["id"] for r in store.rows("chunks_at_lines", {"lines": json.dumps(lines)}))
 
 
-def _search(store: Store, codebase: Codebase, pattern: GrepPattern, request: GrepRequest, scopes: list[str],
-            notes: list[Note], on_file: Callable[[GrepAnswer, GrepFile], None] | None) -> GrepAnswer:
+def _search(store: Store, meta: dict, codebase: Codebase, pattern: GrepPattern, request: GrepRequest,
+            scopes: list[str], notes: list[Note], on_file: Callable[[GrepAnswer, GrepFile], None] | None) -> GrepAnswer:
     answer = GrepAnswer(list(request.patterns), str(codebase.db_path if codebase.alone else codebase.root),
                         trigrams=pattern.fts, scan=pattern.scans)
 
@@ -199,7 +200,6 @@ def _search(store: Store, codebase: Codebase, pattern: GrepPattern, request: Gre
         else:  # handed over, not kept: a 770k-line grep held 716 MB until its end
             on_file(answer, f)
 
-    meta = store.meta()
     has_tables = store.value("grep_tables") == 2
     answer.files_indexed = committed_files(store, meta)
     started = time.perf_counter()
