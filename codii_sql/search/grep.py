@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import re
 import sys
 import threading
 import time
@@ -108,15 +109,16 @@ def matching_lines(pattern: GrepPattern, text: str | bytes, timeout: float = FIL
         FileTimeout: matching took more than ``timeout`` seconds.
     """
     deadline = _deadline(pattern, timeout)
+    forbid = _forbidden(text)
+    compiled = pattern.ascii_regex if isinstance(text, bytes) else pattern.regex_for(text)
     try:
-        if first_only and pattern.line_bound and not _kept_bytes(text):
-            compiled = pattern.ascii_regex if isinstance(text, bytes) else pattern.regex
-            return _first_per_line(compiled, text, b"\n" if isinstance(text, bytes) else "\n", deadline)
+        if first_only and pattern.line_bound:
+            return _first_per_line(compiled, text, b"\n" if isinstance(text, bytes) else "\n", deadline, forbid)
         if isinstance(text, bytes):
-            return _whole(pattern.ascii_regex, text, b"\n", deadline)
+            return _whole(compiled, text, b"\n", deadline)
         if pattern.line_bound:
-            return _whole(pattern.regex, text, "\n", deadline)
-        return _by_line(pattern, text, deadline)
+            return _whole(compiled, text, "\n", deadline, forbid)
+        return _by_line(pattern, compiled, text, deadline, forbid)
     except TimeoutError:
         raise FileTimeout() from None
 
@@ -127,14 +129,14 @@ def count_lines(pattern: GrepPattern, text: str | bytes, timeout: float = FILE_T
     line objects for a count). ``text`` and errors as for :func:`matching_lines`."""
     if not text:
         return 0
-    if _kept_bytes(text):  # a match through a byte that is not UTF-8 is none: the lines' spans tell
+    if _forbidden(text):  # a match through a byte rg matches nothing against is none: the lines' spans tell
         return len(matching_lines(pattern, text, timeout))
     deadline = _deadline(pattern, timeout)
     try:
+        compiled, newline = ((pattern.ascii_regex, b"\n") if isinstance(text, bytes)
+                             else (pattern.regex_for(text), "\n"))
         if not isinstance(text, bytes) and not pattern.line_bound:
-            return sum(1 for line in lines_of(text)
-                       if pattern.regex.search(line, concurrent=True, timeout=_left(deadline)))
-        compiled, newline = (pattern.ascii_regex, b"\n") if isinstance(text, bytes) else (pattern.regex, "\n")
+            return sum(1 for line in lines_of(text) if compiled.search(line, concurrent=True, timeout=_left(deadline)))
         end_of_lines = len(text) - 1 if text.endswith(newline) else len(text)  # a match past it is on no line
         count = pos = 0
         while pos <= end_of_lines:
@@ -172,12 +174,37 @@ def matches_bytes(pattern: GrepPattern, data: bytes) -> bool:
     return pattern.ascii_regex is not None and data.isascii() and b"\r" not in data
 
 
-def _kept_bytes(text: str | bytes) -> bool:
-    """Whether ``text`` holds a byte that is not UTF-8 (:func:`~codii_sql.text.decode_kept`'s lone
-    surrogates): one rg matches nothing against, so no match may run through it. A match of ``.`` or a
-    negated class through one is dropped whole, where rg may match a shorter part beside it (``[^ ]+ x``
-    over ``na\\xefve x``: rg finds ``ve x``); rewriting those classes to leave such bytes out would be exact."""
-    return isinstance(text, str) and not text.isascii() and SURROGATES.search(text) is not None
+def _forbidden(text: str | bytes) -> re.Pattern | None:
+    """The characters of ``text`` no match may hold, as a class, None when it holds none: a byte that is not
+    UTF-8 (:func:`~codii_sql.text.decode_kept`'s lone surrogates), which rg matches nothing against. A line
+    whose match holds one is searched again, from the next character on (:func:`_refound`)."""
+    if isinstance(text, bytes) or text.isascii() or not SURROGATES.search(text):
+        return None
+    return _KEPT
+
+
+_KEPT = re.compile("[\udc80-\udcff]")
+
+
+def _refound(compiled: regex.Pattern, line: str, forbid: re.Pattern) -> list[tuple[int, int]]:
+    """``compiled``'s matches in ``line`` (character offsets) that hold none of ``forbid``: one that does is
+    dropped and the search goes on from its next character, so ``[^ ]+ x`` over ``na\\xefve x`` finds
+    ``ve x``, as rg does. Not exact where rg would end a match early at such a character (``\\S+`` over
+    ``ab\\xffcd`` finds ``cd``, rg ``ab`` and ``cd``). No empty match where the last ended, as rg."""
+    out: list[tuple[int, int]] = []
+    pos, last = 0, -1
+    while pos <= len(line):
+        m = compiled.search(line, pos)
+        if m is None:
+            break
+        a, b = m.span()
+        if forbid.search(line, a, b):
+            pos = a + 1
+            continue
+        if a != b or a != last:
+            out.append((a, b))
+        last, pos = b, (b if b > a else b + 1)
+    return out
 
 
 def as_text(text: str | bytes) -> str:
@@ -195,7 +222,8 @@ def _left(deadline: float | None) -> float | None:
     return None if deadline is None else max(deadline - time.monotonic(), 0.001)
 
 
-def _whole(compiled: regex.Pattern, text: str | bytes, newline: str | bytes, deadline: float | None) -> list[GrepLine]:
+def _whole(compiled: regex.Pattern, text: str | bytes, newline: str | bytes, deadline: float | None,
+           forbid: re.Pattern | None = None) -> list[GrepLine]:
     # One pass of the engine over the file, then one step per line, not per match, with the methods
     # looked up once: the line assembly, not the engine, was most of the time for common patterns
     # (`self` in Django: 106k matches on 99k lines; docs/benchmarks.md "Grep").
@@ -204,7 +232,6 @@ def _whole(compiled: regex.Pattern, text: str | bytes, newline: str | bytes, dea
     end_of_lines = len(text) - 1 if text.endswith(newline) else len(text)  # a match past it is on no line
     raw = isinstance(text, bytes)
     ascii_text = raw or text.isascii()
-    kept = not ascii_text and _kept_bytes(text)
     out: list[GrepLine] = []
     count, rfind, find = text.count, text.rfind, text.find
     np = sys.modules.get("numpy") if raw else None
@@ -224,7 +251,7 @@ def _whole(compiled: regex.Pattern, text: str | bytes, newline: str | bytes, dea
             line = text[start:stop]
             if raw:
                 out.append(GrepLine(line_no, line.decode("ascii"), spans, False))
-            elif g := _line(line_no, line, spans, ascii_text, kept):
+            elif g := _line(line_no, line, spans, ascii_text, forbid, compiled):
                 out.append(g)
         if np is not None and at - cursor > NUMPY_COUNT_BYTES:
             if as_array is None:
@@ -238,13 +265,13 @@ def _whole(compiled: regex.Pattern, text: str | bytes, newline: str | bytes, dea
         if stop < 0:
             stop = len(text)
         spans = [(at - start, end - start)]
-    if spans is not None and (g := _line(line_no, text[start:stop], spans, ascii_text, kept)):
+    if spans is not None and (g := _line(line_no, text[start:stop], spans, ascii_text, forbid, compiled)):
         out.append(g)
     return out
 
 
 def _first_per_line(compiled: regex.Pattern, text: str | bytes, newline: str | bytes,
-                    deadline: float | None) -> list[GrepLine]:
+                    deadline: float | None, forbid: re.Pattern | None = None) -> list[GrepLine]:
     # The engine's own iteration while lines hold about one match (a search call a line was 13% slower on
     # Django's `self`); once the later matches of lines outnumber the lines (`.`, `\w+`), count_lines' walk:
     # a search from each matched line's end, so those matches are never visited.
@@ -266,8 +293,11 @@ def _first_per_line(compiled: regex.Pattern, text: str | bytes, newline: str | b
             stop = len(text)
         line = text[start:stop]
         spans = [(at - start, min(end, stop) - start)]
-        out.append(GrepLine(line_no, line.decode("ascii"), spans, False) if raw
-                   else _line(line_no, line, spans, ascii_text))
+        if raw:
+            out.append(GrepLine(line_no, line.decode("ascii"), spans, False))
+        elif g := _line(line_no, line, spans, ascii_text, forbid, compiled):
+            g.spans[1:] = []
+            out.append(g)
         return stop
 
     for m in compiled.finditer(text, concurrent=True, timeout=_left(deadline)):
@@ -292,39 +322,37 @@ def _first_per_line(compiled: regex.Pattern, text: str | bytes, newline: str | b
 
 
 def _line(number: int, line: str | bytes, spans: list[tuple[int, int]], ascii_text: bool,
-          kept: bool = False) -> GrepLine | None:
-    """A matched line from spans given as character offsets into it (byte offsets once converted); with
-    ``kept`` (the text holds bytes that are not UTF-8) without the spans running through one, None when
-    none is left."""
+          forbid: re.Pattern | None = None, compiled: regex.Pattern | None = None) -> GrepLine | None:
+    """A matched line from spans given as character offsets into it (byte offsets once converted); when a
+    span holds a character of ``forbid`` (:func:`_forbidden`), the line's spans found again by
+    :func:`_refound` with ``compiled``, None when none is left."""
     if isinstance(line, bytes):
         return GrepLine(number, line.decode("ascii"), spans, False)
-    if ascii_text or line.isascii():
-        return GrepLine(number, line, spans, False)
-    if kept:
-        spans = [(a, b) for a, b in spans if SURROGATES.search(line, a, b) is None]
+    if forbid is not None and any(forbid.search(line, a, b) for a, b in spans):
+        spans = _refound(compiled, line, forbid)
         if not spans:
             return None
+    if ascii_text or line.isascii():
+        return GrepLine(number, line, spans, False)
     return GrepLine(number, line, [_span(line, a, b) for a, b in spans], False)
 
 
-def _by_line(pattern: GrepPattern, text: str, deadline: float | None) -> list[GrepLine]:
+def _by_line(pattern: GrepPattern, compiled: regex.Pattern, text: str, deadline: float | None,
+             forbid: re.Pattern | None = None) -> list[GrepLine]:
     # One search over the file first: most candidates of a selective pattern hold its trigrams but
     # no match, and a call per line costs ~1 us each.
-    if pattern.prefilter and pattern.regex.search(text, concurrent=True,
+    if pattern.prefilter and compiled.search(text, concurrent=True,
                                                   timeout=_left(deadline)) is None:
         return []
     out: list[GrepLine] = []
-    kept = _kept_bytes(text)
     for number, line in enumerate(lines_of(text), 1):
         spans, last = [], -1
-        for m in pattern.regex.finditer(line, concurrent=True, timeout=_left(deadline)):
-            if kept and SURROGATES.search(line, m.start(), m.end()):
-                pass  # through a byte that is not UTF-8: rg matches none
-            elif m.start() != m.end() or m.start() != last:  # none empty where the last ended, as rg
-                spans.append(_span(line, m.start(), m.end()))
+        for m in compiled.finditer(line, concurrent=True, timeout=_left(deadline)):
+            if m.start() != m.end() or m.start() != last:  # none empty where the last ended, as rg
+                spans.append((m.start(), m.end()))
             last = m.end()
-        if spans:
-            out.append(GrepLine(number, line, spans))
+        if spans and (g := _line(number, line, spans, False, forbid, compiled)):
+            out.append(g)
     return out
 
 
@@ -361,22 +389,3 @@ def with_context(text: str, matched: list[GrepLine], before: int, after: int) ->
     for m in matched:
         wanted.update(range(max(1, m.line - before), min(len(lines), m.line + after) + 1))
     return [by_number.get(n) or GrepLine(n, lines[n - 1], context=True) for n in sorted(wanted)]
-
-
-def cut_line(g: GrepLine, columns: int) -> GrepLine:
-    """``g`` with its text cut to ``columns`` characters (a cut end marked "…"): from the line's start, or,
-    when its first match lies past them, from a quarter of them before that match or so that they end the
-    line (``cut_from`` then
-    says where, and the text begins with "…"): a new user's agent got a long line's head and
-    ``"submatches": []``. The spans stay offsets into the whole line, those inside the window kept."""
-    if len(g.text) <= columns:
-        return g
-    raw = g.text.encode("utf-8", "surrogateescape")
-    first = len(raw[:g.spans[0][0]].decode("utf-8", "surrogateescape")) if g.spans else 0
-    start = 0 if first < columns * 3 // 4 else min(first - columns // 4, len(g.text) - columns)
-    text = g.text[start:start + columns]
-    head = len(g.text[:start].encode("utf-8", "surrogateescape"))
-    limit = head + len(text.encode("utf-8", "surrogateescape"))
-    shown = ("…" if start else "") + text + ("…" if start + columns < len(g.text) else "")
-    return GrepLine(g.line, shown, [(a, min(b, limit)) for a, b in g.spans if head <= a < limit], g.context,
-                    cut_from=head)

@@ -31,6 +31,25 @@ class GrepFile:
         return out
 
 
+def cut_line(g: GrepLine, columns: int) -> GrepLine:
+    """``g`` with its text cut to ``columns`` characters (a cut end marked "…"): from the line's start, or,
+    when its first match lies past them, from a quarter of them before that match or so that they end the
+    line (``cut_from`` then
+    says where, and the text begins with "…"): a new user's agent got a long line's head and
+    ``"submatches": []``. The spans stay offsets into the whole line, those inside the window kept."""
+    if len(g.text) <= columns:
+        return g
+    raw = g.text.encode("utf-8", "surrogateescape")
+    first = len(raw[:g.spans[0][0]].decode("utf-8", "surrogateescape")) if g.spans else 0
+    start = 0 if first < columns * 3 // 4 else min(first - columns // 4, len(g.text) - columns)
+    text = g.text[start:start + columns]
+    head = len(g.text[:start].encode("utf-8", "surrogateescape"))
+    limit = head + len(text.encode("utf-8", "surrogateescape"))
+    shown = ("…" if start else "") + text + ("…" if start + columns < len(g.text) else "")
+    return GrepLine(g.line, shown, [(a, min(b, limit)) for a, b in g.spans if head <= a < limit], g.context,
+                    cut_from=head)
+
+
 def line_tokens(path: str, g: GrepLine) -> int:
     """Tokens one line costs an answer that carries it twice, as text (``path:line:text``) and as JSON
     (with its submatches), plus one per submatch: a run of small numbers in brackets takes about two

@@ -80,6 +80,11 @@ class GrepPattern:
     ascii_regex: regex.Pattern | None = field(init=False)
     linear: bool = field(init=False)
     needle: bytes | None = field(init=False)
+    #: With ``ignore_case``, the pattern with its i letters apart as rg folds them (:func:`_dotted_i_apart`),
+    #: for a text holding ``ı`` or ``İ`` (for any, when the patterns hold one): ``(?-i:[iI])`` costs the
+    #: engine its literal prefix search (Django's `-i is_valid` 17 -> 25 ms), so only where they can differ.
+    apart_regex: regex.Pattern | None = field(init=False)
+    apart_always: bool = field(init=False)
 
     def __post_init__(self) -> None:
         if not self.patterns:
@@ -110,12 +115,23 @@ class GrepPattern:
             self.regex = regex.compile(whole, flags | regex.MULTILINE | regex.VERSION0)
         except (regex.error, ValueError) as err:  # syntax the re parser accepts but regex refuses
             raise _bad(" | ".join(self.patterns), getattr(err, "msg", str(err)), getattr(err, "pos", None)) from None
+        apart = _combined([_dotted_i_apart(s) for s in sources], self.word, self.line) if self.ignore_case else whole
+        self.apart_regex = None if apart == whole else regex.compile(apart, flags | regex.MULTILINE | regex.VERSION0)
+        self.apart_always = self.apart_regex is not None and any(c in p for p in self.patterns for c in "ıİ")
         self.ascii_regex = None
         if self.line_bound and whole.isascii() and trigrams.same_on_ascii(tree) and not properties:
             try:
                 self.ascii_regex = regex.compile(whole.encode("ascii"), flags | regex.MULTILINE | regex.VERSION0)
             except (regex.error, ValueError):  # a flag only str patterns take: (?u) raises ValueError
                 pass
+
+    def regex_for(self, text: str) -> regex.Pattern:
+        """The compiled pattern to run over ``text``: :attr:`apart_regex` where ``ı`` or ``İ`` may be
+        matched, else :attr:`regex`."""
+        if self.apart_regex is not None and (self.apart_always or (
+                not text.isascii() and ("ı" in text or "İ" in text))):
+            return self.apart_regex
+        return self.regex
 
     @property
     def scans(self) -> bool:
@@ -127,6 +143,31 @@ class GrepPattern:
 #: rg's escapes Python spells otherwise: ``\\z`` (the end of the text), ``\\x{HHHH}`` (a code point),
 #: ``\\<`` and ``\\>`` (a word's start and end, as in rg 14 and GNU grep; Python read them as ``<``, ``>``).
 _RUST_ESCAPE = re.compile(r"\\(?:(z)|x\{([0-9A-Fa-f]{1,8})\}|([<>])|.)", re.DOTALL)
+
+
+#: What :func:`_dotted_i_apart` skips whole: an escape (``\\p{..}``, ``\\N{..}``, ``\\x{..}`` with its braces), a
+#: class, and a group's opening with its flags or name (``(?i)``, ``(?P<id>``, ``(?#..)``).
+_NOT_A_LETTER = re.compile(r"\\[pPNx]\{[^}]*\}|\\.|\[\^?\]?(?:\[:[a-z]+:\]|\\.|[^\]])*\]|\(\?(?:P?<[^>]*>|#[^)]*\)|[^:)]*[:)])?",
+                           re.DOTALL)
+#: Each letter of the i family as Unicode's simple case folding (rg's) relates them: i with I, the dotless ı and
+#: the dotted İ each alone. Python's folding also relates i with İ and I with ı.
+_I_LETTERS = {"i": "(?-i:[iI])", "I": "(?-i:[iI])", "ı": "(?-i:ı)", "İ": "(?-i:İ)"}
+
+
+def _dotted_i_apart(source: str) -> str:
+    """``source`` (Python syntax) with each literal ``i``, ``I``, ``ı`` and ``İ`` matched case-blind as rg
+    matches it (:data:`_I_LETTERS`): a new user's ``-i in`` counted 4 lines more than rg over Django's Turkish
+    and Azeri catalogues, ``-i ı`` 3,412 files where rg found 38. Classes are left as they are (``[a-z]``
+    still takes ``İ``)."""
+    if not any(c in source for c in _I_LETTERS):
+        return source
+    out, at = [], 0
+    for m in _NOT_A_LETTER.finditer(source):
+        out.append("".join(_I_LETTERS.get(c, c) for c in source[at:m.start()]))
+        out.append(m.group())
+        at = m.end()
+    out.append("".join(_I_LETTERS.get(c, c) for c in source[at:]))
+    return "".join(out)
 
 
 def rust_escapes(source: str) -> str:

@@ -20,8 +20,8 @@ from ..errors import Remedy, UsageError
 from ..ingest.config import size_cap
 from ..search.answer import Note
 from ..search.grep import (FILE_TIMEOUT_SECONDS, FileTimeout, GrepLine, as_text, collector_paused, count_lines,
-                           cut_line, inverted_count, inverted_lines, matches_bytes, matching_lines, set_offsets, with_context)
-from ..search.grep_answer import GrepAnswer, GrepFile
+                           inverted_count, inverted_lines, matches_bytes, matching_lines, set_offsets, with_context)
+from ..search.grep_answer import GrepAnswer, GrepFile, cut_line
 from ..search.pattern import GrepPattern
 from ..search.results import ROLES
 from ..storage.store import Store
