@@ -499,6 +499,16 @@ def test_paths_of_two_codebases_are_an_error_whichever_comes_first(tmp_path):
     assert run("grep", "--no-update", "alpha", pa, pa / "a.py").exit_code == 0
 
 
+def test_an_index_file_beside_other_paths_is_refused_in_words_about_them(tmp_path):
+    """A new user's `grep x INDEX.db lib` was refused in words about --db, a flag they had not typed."""
+    root = built(write_tree(tmp_path / "repo", {"lib/a.py": "x = 1\n"}))
+    index = Codebase.open(root).db_path
+    refused = run("grep", "--no-update", "x", index, root / "lib")
+    assert refused.exit_code == 2 and "given with other paths" in refused.output and "--db" not in refused.output, \
+        refused.output
+    assert run("grep", "--no-update", "x", index).exit_code == 0
+
+
 def test_a_file_turned_into_a_link_inside_the_root_is_not_read(tmp_path):
     """A new user swapped `main.py` for a link to `.env` after the build: grep (and so MCP grep_code and
     HTTP /grep, which answer from the index as it is) printed the secret."""

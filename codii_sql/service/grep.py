@@ -78,12 +78,16 @@ def _scopes(paths: list[str], db: str | None) -> tuple[Codebase, list[str]]:
     Raises:
         UsageError: a path outside that codebase, or paths of several codebases.
     """
-    if db is None and paths and is_index_file(paths[0]):  # an index file given as the path (MCP, HTTP)
+    given = db is None and paths and is_index_file(paths[0])  # an index file given as the path (MCP, HTTP)
+    if given:
         db, paths = paths[0], paths[1:]
     if db is not None:
         codebase, _ = find_codebase(None, db)
         if codebase.alone:
             return codebase, [p.strip("/") for p in paths if p.strip("/") not in ("", ".")]
+        if given and paths:  # its folders beside it were refused in words about --db, which nobody typed
+            raise UsageError(f"{db} is the index of {codebase.root}, given with other paths",
+                             "grep the index file alone, or the folders of its codebase without it")
     for p in paths:
         if not os.path.lexists(p):  # rg: "No such file or directory", exit 2 (not 1, as for no match)
             raise UsageError(f"{p}: no such file or folder", "pass a file or folder of an indexed codebase")
