@@ -902,12 +902,13 @@ def test_a_file_that_is_not_utf8_is_matched_and_printed_byte_for_byte_as_rg(tmp_
     assert "na\ufffdve line here".encode() in as_json and '"submatches": [[6, 10]]' in as_json.decode()
 
 
-def _on_terminal(cmd, cwd, env) -> str:
-    """What ``cmd`` prints with a real terminal (a pty) as its standard output."""
+def _on_terminal(cmd, cwd, env, stderr=False) -> str:
+    """What ``cmd`` prints with a real terminal (a pty) as its standard output (and error, with ``stderr``)."""
     import pty
 
     leader, follower = pty.openpty()
-    with subprocess.Popen(cmd, cwd=cwd, env=env, stdout=follower, stderr=subprocess.DEVNULL) as proc:
+    with subprocess.Popen(cmd, cwd=cwd, env=env, stdout=follower,
+                          stderr=follower if stderr else subprocess.DEVNULL) as proc:
         os.close(follower)
         out = b""
         while True:
@@ -941,6 +942,8 @@ def test_on_a_terminal_lines_come_by_file_in_rg_s_colours_and_plain_into_a_pipe(
     assert _on_terminal(cmd, root, {**env, "TERM": "xterm", "NO_COLOR": "1"}) == theirs
     piped = subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True).stdout
     assert piped.startswith("./a.txt:1:one line\n./a.txt-2-ctx a\n") and "\x1b" not in piped
+    noted = _on_terminal([*cmd[:-2], "l.", "."], root, {**env, "TERM": "xterm"}, stderr=True)
+    assert noted.rstrip("\n").endswith("(no trigram narrowed them)"), noted[-80:]  # no stray reset after a note
     colored = subprocess.run([*cmd[:-2], "--color", "always", "-o", "l.ne", "."], cwd=root, env=env,
                              capture_output=True, text=True).stdout
     assert colored.splitlines()[0] == "\x1b[35m./a.txt\x1b[0m:\x1b[32m1\x1b[0m:\x1b[1;31mline\x1b[0m", colored

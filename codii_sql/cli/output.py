@@ -80,7 +80,10 @@ def echo(message: str = "", *, err: bool = False, nl: bool = True, bold: bool = 
     """``click.secho`` for text answers, with control characters but newline and tab escaped: a
     codebase folder or a message quoting one (``esc\x1b]0;T\x07dir``) cannot drive the terminal."""
     text = escaped(str(message), lines=True)
-    click.secho(text, err=err, nl=nl, bold=bold or None)
+    if bold:
+        click.secho(text, err=err, nl=nl, bold=True)
+    else:  # secho without a style still ends in a reset sequence on a terminal (a new user saw a stray \e[0m)
+        click.echo(text, err=err, nl=nl)
 
 
 def shown(text: str) -> str:
