@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Annotated
 
 from mcp.types import CallToolResult
@@ -9,7 +10,7 @@ from pydantic import Field
 
 from ..service import SHOWN_LINE_CHARS, GrepRequest, grep
 from ..text import escaped, utf8_safe
-from .app import DEFAULT_MAX_TOKENS, READ_ONLY, SESSION, MaxTokensArg, PathArg, agent_errors, answer, codebase_at, \
+from .app import DEFAULT_MAX_TOKENS, READ_ONLY, SESSION, MaxTokensArg, agent_errors, answer, codebase_at, \
     server, with_note
 from .words import words
 
@@ -26,7 +27,8 @@ from .words import words
 )
 @agent_errors
 def grep_code(
-    path: PathArg,
+    path: Annotated[str, Field(description="Absolute path of the codebase root directory, a folder inside it, or "
+                                           "one file.")],
     pattern: Annotated[str, Field(min_length=1, max_length=10_000, description="The regular expression, or the "
                                                                                "string with literal=true.")],
     literal: Annotated[bool, Field(description="Match pattern as a literal string (rg -F).")] = False,
@@ -41,7 +43,8 @@ def grep_code(
     limit: Annotated[int, Field(ge=1, le=2000, description="Matching lines shown at most.")] = 100,
     max_tokens: MaxTokensArg = None,
 ) -> CallToolResult:
-    cb = codebase_at(path)
+    # A file greps that file, as the CLI's PATH does (a new user's agent was told to pass its folder)
+    cb = codebase_at(os.path.dirname(path) if os.path.isfile(os.path.expanduser(path)) else path)
     SESSION.require_index(cb)
     found = grep(GrepRequest([pattern], fixed=literal, ignore_case=ignore_case, word=word, paths=[path],
                              globs=[pathGlob] if isinstance(pathGlob, str) else list(pathGlob), before=context, after=context, limit=limit, sort=sort, update=False,
