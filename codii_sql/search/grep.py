@@ -187,10 +187,12 @@ _KEPT = re.compile("[\udc80-\udcff]")
 
 
 def _refound(compiled: regex.Pattern, line: str, forbid: re.Pattern) -> list[tuple[int, int]]:
-    """``compiled``'s matches in ``line`` (character offsets) that hold none of ``forbid``: one that does is
-    dropped and the search goes on from its next character, so ``[^ ]+ x`` over ``na\\xefve x`` finds
-    ``ve x``, as rg does. Not exact where rg would end a match early at such a character (``\\S+`` over
-    ``ab\\xffcd`` finds ``cd``, rg ``ab`` and ``cd``). No empty match where the last ended, as rg."""
+    """``compiled``'s matches in ``line`` (character offsets) as rg finds them where it matches nothing
+    against the characters of ``forbid``: a match that runs into one is the match from its start that ends
+    before it (``caf.*`` over ``caf\\xe9 x`` is ``caf``; ``\\S+`` over ``ab\\xffcd`` gives ``ab`` and ``cd``),
+    or, when none does, the search goes on from its next character (``[^ ]+ x`` over ``na\\xefve x`` finds
+    ``ve x``). Not exact for a ``$`` just before such a character, which the cut end satisfies. No empty
+    match where the last ended, as rg."""
     out: list[tuple[int, int]] = []
     pos, last = 0, -1
     while pos <= len(line):
@@ -198,9 +200,12 @@ def _refound(compiled: regex.Pattern, line: str, forbid: re.Pattern) -> list[tup
         if m is None:
             break
         a, b = m.span()
-        if forbid.search(line, a, b):
-            pos = a + 1
-            continue
+        if bad := forbid.search(line, a, b):
+            m = compiled.match(line, a, bad.start())  # the line as if it ended at the byte
+            if m is None:
+                pos = a + 1
+                continue
+            a, b = m.span()
         if a != b or a != last:
             out.append((a, b))
         last, pos = b, (b if b > a else b + 1)
