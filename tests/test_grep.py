@@ -1017,7 +1017,9 @@ def test_case_blind_matching_leaves_the_turkish_dotless_and_dotted_i_alone_as_rg
                                                 "en.txt": "Index in it\n"}))
     env = {**os.environ, "CODII_SQL_HOME": str(codii_home)}
     for args in (["-i", "in"], ["-i", "i"], ["-i", "ı"], ["-i", "İ"], ["-i", "-o", "i\\w*"], ["-i", "-c", "I"],
-                 ["-i", "--column", "list."], ["in"], ["-i", "-w", "info"]):
+                 ["-i", "--column", "list."], ["in"], ["-i", "-w", "info"],
+                 # the same spelled inline or escaped, and a part kept case-sensitive (a new user's `(?-i:I)` matched i)
+                 ["(?i)in"], ["-i", "\\x{131}"], ["-i", "\\x49"], ["-i", "(?-i:I)rmak"], ["-i", "(?-i:i)rmak"]):
         ours = subprocess.run([sys.executable, "-m", "codii_sql.cli", "grep", "--no-update", "-n", *args], cwd=root,
                               env={**env, "PYTHONPATH": str(REPO_ROOT)}, capture_output=True, text=True)
         theirs = subprocess.run([RG, "--no-config", "--sort", "path", "-n", *args], cwd=root, capture_output=True,

@@ -115,7 +115,8 @@ class GrepPattern:
             self.regex = regex.compile(whole, flags | regex.MULTILINE | regex.VERSION0)
         except (regex.error, ValueError) as err:  # syntax the re parser accepts but regex refuses
             raise _bad(" | ".join(self.patterns), getattr(err, "msg", str(err)), getattr(err, "pos", None)) from None
-        apart = _combined([_dotted_i_apart(s) for s in sources], self.word, self.line) if self.ignore_case else whole
+        apart = _combined([_dotted_i_apart(s) if self.ignore_case or _GLOBAL_I.match(s) else s for s in sources],
+                          self.word, self.line)
         self.apart_regex = None if apart == whole else regex.compile(apart, flags | regex.MULTILINE | regex.VERSION0)
         self.apart_always = self.apart_regex is not None and any(c in p for p in self.patterns for c in "ıİ")
         self.ascii_regex = None
@@ -147,24 +148,33 @@ _RUST_ESCAPE = re.compile(r"\\(?:(z)|x\{([0-9A-Fa-f]{1,8})\}|([<>])|.)", re.DOTA
 
 #: What :func:`_dotted_i_apart` skips whole: an escape (``\\p{..}``, ``\\N{..}``, ``\\x{..}`` with its braces), a
 #: class, and a group's opening with its flags or name (``(?i)``, ``(?P<id>``, ``(?#..)``).
-_NOT_A_LETTER = re.compile(r"\\[pPNx]\{[^}]*\}|\\.|\[\^?\]?(?:\[:[a-z]+:\]|\\.|[^\]])*\]|\(\?(?:P?<[^>]*>|#[^)]*\)|[^:)]*[:)])?",
+_NOT_A_LETTER = re.compile(r"\\[pPNx]\{[^}]*\}|\\x[0-9a-fA-F]{2}|\\u[0-9a-fA-F]{4}|\\U[0-9a-fA-F]{8}|\\.|\[\^?\]?(?:\[:[a-z]+:\]|\\.|[^\]])*\]|\(\?(?:P?<[^>]*>|#[^)]*\)|[^:)]*[:)])?",
                            re.DOTALL)
 #: Each letter of the i family as Unicode's simple case folding (rg's) relates them: i with I, the dotless ı and
 #: the dotted İ each alone. Python's folding also relates i with İ and I with ı.
 _I_LETTERS = {"i": "(?-i:[iI])", "I": "(?-i:[iI])", "ı": "(?-i:ı)", "İ": "(?-i:İ)"}
 
 
+#: A pattern that turns case-blind matching on for its whole self (``(?i)``, ``(?mi)``).
+_GLOBAL_I = re.compile(r"\(\?[a-zA-Z]*i[a-zA-Z]*\)")
+#: Escapes of the i letters (``\\x49``, ``\\u0131``; rg's ``\\x{131}`` is one once :func:`rust_escapes` ran).
+_I_ESCAPES = {"\\x69": "i", "\\x49": "I", "\\u0069": "i", "\\u0049": "I", "\\u0131": "ı", "\\u0130": "İ"}
+
+
 def _dotted_i_apart(source: str) -> str:
-    """``source`` (Python syntax) with each literal ``i``, ``I``, ``ı`` and ``İ`` matched case-blind as rg
-    matches it (:data:`_I_LETTERS`): a new user's ``-i in`` counted 4 lines more than rg over Django's Turkish
-    and Azeri catalogues, ``-i ı`` 3,412 files where rg found 38. Classes are left as they are (``[a-z]``
-    still takes ``İ``)."""
-    if not any(c in source for c in _I_LETTERS):
+    """``source`` (Python syntax) with each literal ``i``, ``I``, ``ı`` and ``İ`` (or its escape) matched
+    case-blind as rg matches it (:data:`_I_LETTERS`): a new user's ``-i in`` counted 4 lines more than rg
+    over Django's Turkish and Azeri catalogues, ``-i ı`` 3,412 files where rg found 38. Classes are left as
+    they are (``[a-z]`` still takes ``İ``), and a pattern that turns case-blindness off in a part
+    (``(?-i:I)``) as a whole."""
+    if not any(c in source for c in _I_LETTERS) and not any(e in source.lower() for e in _I_ESCAPES) or \
+            re.search(r"\(\?[a-zA-Z]*-[a-zA-Z]*i", source):
         return source
     out, at = [], 0
     for m in _NOT_A_LETTER.finditer(source):
         out.append("".join(_I_LETTERS.get(c, c) for c in source[at:m.start()]))
-        out.append(m.group())
+        letter = _I_ESCAPES.get(m.group().lower() if m.group()[:2].lower() in ("\\x", "\\u") else "")
+        out.append(_I_LETTERS[letter] if letter else m.group())
         at = m.end()
     out.append("".join(_I_LETTERS.get(c, c) for c in source[at:]))
     return "".join(out)
