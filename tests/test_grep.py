@@ -779,7 +779,8 @@ def test_the_cli_prints_files_counts_and_filters_as_rg_does(tmp_path, codii_home
                  ["-0", "-c", "mode"], ["-0", "-l", "mode"], ["-0", "-C", "1", "other"], ["-M", "8", "mode"],
                  ["-M", "8", "--max-columns-preview", "-C", "1", "other"], ["--trim", "-o", "mode"],
                  ["--trim", "--column", "mode"], ["-o", "-M", "4", "mo\\w+"], ["-M", "12", "mode"],
-                 ["--vimgrep", "-M", "8", "--max-columns-preview", "mode"], ["--vimgrep", "-M", "8", "mode"]):
+                 ["--vimgrep", "-M", "8", "--max-columns-preview", "mode"], ["--vimgrep", "-M", "8", "mode"],
+                 ["-0", "--heading", "-A", "1", "other"]):
         ours, theirs = both(*args)
         assert ours == theirs, (args, ours, theirs)
     ours, theirs = both("-g", "{a,b", "mode")
@@ -804,6 +805,7 @@ def test_a_type_is_rg_s_file_name_globs_and_a_language_its_detected_content(tmp_
                         (["python"], ["w.py"]), (["py", "h"], ["foo.h", "w.py"])):
         assert [f.path for f in grep(root, "widget", types=types).files] == want, types
     assert [f.path for f in grep(root, "widget", types_not=["cpp", "css"]).files] == ["w.py"]
+    assert len(grep(root, "widget", types=["all"]).files) == 4  # rg's `all`: a file of any of its types
     with pytest.raises(UsageError, match="not a file type known here"):
         grep(root, "widget", types=["nosuch"])
     listed = run("grep", "--type-list")
@@ -883,7 +885,8 @@ def test_a_file_that_is_not_utf8_is_matched_and_printed_byte_for_byte_as_rg(tmp_
     # were lost whole: the match through the byte was dropped)
     for pattern in ["caf", "café", "a.b", "line", r"\xe9", "na.ve", "x.y", r"\w+", r"\w+ line", "[^ ]+ line", ".",
                     "caf.*", r"\S+", "broken.*", r"\S*", "[^ ]+"]:
-        for flags in (["-n", "--column", "-b"], ["-o", "-n", "-b"], ["-c"], ["--vimgrep"]):
+        for flags in (["-n", "--column", "-b"], ["-o", "-n", "-b"], ["-c"], ["--vimgrep"],
+                      ["-n", "-M", "9", "--max-columns-preview"]):  # cut in characters, never inside one
             ours = subprocess.run([sys.executable, "-m", "codii_sql.cli", "grep", "--no-update", *flags, pattern, "."],
                                   cwd=root, env=env, capture_output=True)
             theirs = subprocess.run([RG, *flags, pattern, "."], cwd=root, capture_output=True)

@@ -68,7 +68,7 @@ class Printer:
         else:
             text = "".join(self._matches_alone(f, path) if self.mode in ("only", "vim") else self._lines(f, path))
             if self.heading:
-                text = ("\n" if self.printed else "") + path + "\n" + text
+                text = ("\n" if self.printed else "") + path + ("\0" if self.null else "\n") + text
         write(text)
         self.printed = True
         self._matches += sum(len(g.spans) for g in f.lines)
@@ -147,17 +147,17 @@ class Printer:
         marked in colour."""
         text, spans = g.text, g.spans if spans is None else spans
         if self.trim:
-            kept = text.lstrip(" \t")
-            cut = len(text) - len(kept)  # spaces and tabs: a byte each
+            kept = text.lstrip(" \t\v\f\r")  # rg's ASCII whitespace
+            cut = len(text) - len(kept)  # a byte each
             text, spans = kept, [(a - cut, b - cut) for a, b in spans if a >= cut]
         if self.max_columns is not None:
             raw = text.encode("utf-8", "surrogateescape")
             if len(raw) + 1 > self.max_columns:
-                limit = self.max_columns
                 if not self.preview:
                     return (f"[Omitted long line with {len(g.spans)} matches]" if vim else
                             f"[Omitted long {'matching' if g.matched else 'context'} line]")
-                head = raw[:limit].decode("utf-8", "surrogateescape")
+                head = text[:self.max_columns]  # rg 13 decides in bytes and cuts in characters
+                limit = len(head.encode("utf-8", "surrogateescape"))
                 left = sum(a >= limit for a, _ in g.spans)
                 more = f" [... {left} more match{'' if left == 1 else 'es'}]" if vim else " [... omitted end of long line]"
                 kept_spans = [(a, min(b, limit)) for a, b in spans if a < limit]
@@ -169,8 +169,8 @@ class Printer:
         if self.max_columns is not None and len(raw) > self.max_columns:
             if not self.preview:
                 return "[Omitted long matching line]"
-            return self._styled(_raw_cr(raw[:self.max_columns].decode("utf-8", "replace")), MATCH_STYLE) + \
-                " [... 0 more matches]"
+            head = raw.decode("utf-8", "replace")[:self.max_columns]
+            return self._styled(_raw_cr(head), MATCH_STYLE) + " [... 0 more matches]"
         return self._styled(_raw_cr(raw.decode("utf-8", "replace")), MATCH_STYLE)
 
     def _styled(self, text: str, style: str) -> str:

@@ -36,7 +36,7 @@ def cut_line(g: GrepLine, columns: int) -> GrepLine:
     when its first match lies past them, from a quarter of them before that match or so that they end the
     line (``cut_from`` then
     says where, and the text begins with "…"): a new user's agent got a long line's head and
-    ``"submatches": []``. The spans stay offsets into the whole line, those inside the window kept."""
+    ``"submatches": []``. The spans stay offsets into the whole line, those starting inside the window kept."""
     if len(g.text) <= columns:
         return g
     raw = g.text.encode("utf-8", "surrogateescape")
@@ -46,8 +46,9 @@ def cut_line(g: GrepLine, columns: int) -> GrepLine:
     head = len(g.text[:start].encode("utf-8", "surrogateescape"))
     limit = head + len(text.encode("utf-8", "surrogateescape"))
     shown = ("…" if start else "") + text + ("…" if start + columns < len(g.text) else "")
-    return GrepLine(g.line, shown, [(a, min(b, limit)) for a, b in g.spans if head <= a < limit], g.context,
-                    cut_from=head)
+    # the spans stay the line's facts: a match running past the window keeps its end (a new user's agent was
+    # told [100006, 100231] of a match ending at 100517)
+    return GrepLine(g.line, shown, [(a, b) for a, b in g.spans if head <= a < limit], g.context, cut_from=head)
 
 
 def line_tokens(path: str, g: GrepLine) -> int:

@@ -46,17 +46,18 @@ def rg_types() -> dict[str, tuple[str, ...]]:
 
 def check_type(name: str) -> None:
     """Raises UsageError unless ``name`` is one of rg's file types or a language files are detected as."""
-    if name not in rg_types() and language_name(name) not in KNOWN_LANGUAGES:
+    if name != "all" and name not in rg_types() and language_name(name) not in KNOWN_LANGUAGES:
         raise UsageError(f"{name!r} is not a file type known here",
                          "pass one of rg's types (`codii-sql grep --type-list`) or a language such as python",
                          field="type")
 
 
 def _of_type(name: str) -> Callable[[dict], bool]:
-    """The test a row passes when its file is of type ``name``: rg's globs over the file's name, as rg
-    decides it (a new user's `-t c` left out a `.h` whose text reads as C++, `-t css` the `.scss` files), or,
-    for a language rg has no type for (``python``, ``typescript``), the language its content was detected as."""
-    globs = rg_types().get(name)
+    """The test a row passes when its file is of type ``name`` (``all``: any of rg's): rg's globs over the
+    file's name, as rg decides it (a new user's `-t c` left out a `.h` whose text reads as C++, `-t css` the
+    `.scss` files), or, for a language rg has no type for (``python``, ``typescript``), the language its
+    content was detected as."""
+    globs = tuple(g for gs in rg_types().values() for g in gs) if name == "all" else rg_types().get(name)
     if globs is None:
         language = language_name(name)
         return lambda row: row["language"] == language

@@ -380,7 +380,8 @@ def _notes(answer: GrepAnswer, pattern: GrepPattern, has_tables: bool, unpacked:
         shown = ", ".join(answer.timed_out[:5]) + (" ..." if len(answer.timed_out) > 5 else "")
         notes.append(Note("grep", f"the pattern took over {FILE_TIMEOUT_SECONDS:g} s on {len(answer.timed_out)} files, "
                                   f"whose matches are not counted: {shown}",
-                          "simplify the pattern (nested repeats such as (a+)+ backtrack)"))
+                          "simplify the pattern: Python's engine backtracks where rg's does not, on nested repeats "
+                          "such as (a+)+ and on a repeat before an anchor over a long line (\\w+$)"))
     if gaps or (codebase.alone and not has_tables):
         notes.append(Note("grep", "lines the index does not store were not searched (not_stored lists them)"))
     if len(answer.timed_out) >= MAX_SLOW_FILES:
