@@ -177,7 +177,7 @@ def matches_bytes(pattern: GrepPattern, data: bytes) -> bool:
 def _forbidden(text: str | bytes) -> re.Pattern | None:
     """The characters of ``text`` no match may hold, as a class, None when it holds none: a byte that is not
     UTF-8 (:func:`~codii_sql.text.decode_kept`'s lone surrogates), which rg matches nothing against. A line
-    whose match holds one is searched again, from the next character on (:func:`_refound`)."""
+    whose match runs into one is matched again as rg would (:func:`_refound`)."""
     if isinstance(text, bytes) or text.isascii() or not SURROGATES.search(text):
         return None
     return _KEPT
@@ -346,8 +346,7 @@ def _by_line(pattern: GrepPattern, compiled: regex.Pattern, text: str, deadline:
              forbid: re.Pattern | None = None) -> list[GrepLine]:
     # One search over the file first: most candidates of a selective pattern hold its trigrams but
     # no match, and a call per line costs ~1 us each.
-    if pattern.prefilter and compiled.search(text, concurrent=True,
-                                                  timeout=_left(deadline)) is None:
+    if pattern.prefilter and compiled.search(text, concurrent=True, timeout=_left(deadline)) is None:
         return []
     out: list[GrepLine] = []
     for number, line in enumerate(lines_of(text), 1):
