@@ -33,9 +33,9 @@ def _type_list(ctx: click.Context, param: click.Parameter, value: bool) -> None:
 @click.argument("paths", nargs=-1)
 @click.option("-e", "--regexp", "patterns", multiple=True, metavar="PATTERN",
               help="A pattern (repeatable: a line matches when any does); PATTERN is then a PATH.")
-@click.option("-f", "--file", "pattern_files", multiple=True, type=click.File("r", encoding="utf-8", errors="surrogateescape"),
-              metavar="FILE", help="Patterns from FILE, one a line ('-': standard input; repeatable); PATTERN is "
-                                   "then a PATH.")
+@click.option("-f", "--file", "pattern_files", multiple=True, metavar="FILE",
+              type=click.File("r", encoding="utf-8", errors="surrogateescape"),
+              help="Patterns from FILE, one a line ('-': standard input; repeatable); PATTERN is then a PATH.")
 @click.option("-F", "--fixed-strings", "fixed", is_flag=True, help="The patterns are literal strings, not regexes.")
 @click.option("-i", "--ignore-case", "ignore_case", is_flag=True, callback=_case, help="Match case-insensitively.")
 @click.option("-w", "--word-regexp", "word", is_flag=True, help="Only matches with no word character around them.")
@@ -84,8 +84,9 @@ def _type_list(ctx: click.Context, param: click.Parameter, value: bool) -> None:
                                                         "or a line break (for xargs -0).")
 @click.option("-M", "--max-columns", "max_columns", type=click.IntRange(1), default=None,
               help="A line longer than NUM bytes is printed as '[Omitted long matching line]'.")
-@click.option("--max-columns-preview", "preview", is_flag=True, help="With -M, its first NUM bytes instead.")
-@click.option("--trim", is_flag=True, help="Lines printed without their leading spaces and tabs.")
+@click.option("--max-columns-preview", "preview", is_flag=True,
+              help="With -M, the line's first NUM characters instead.")
+@click.option("--trim", is_flag=True, help="Lines printed without their leading whitespace.")
 @click.option("--color", "--colour", "color", type=click.Choice(["auto", "always", "never"]), default="auto",
               show_default=True, help="Colour paths, line numbers and matches (auto: on a terminal, unless NO_COLOR).")
 @click.option("--heading/--no-heading", default=None,
@@ -127,11 +128,15 @@ def grep(pattern, paths, patterns, fixed, ignore_case, word, smart_case, case_se
         paths = ((pattern,) if pattern is not None else ()) + tuple(paths)
     elif pattern is not None:
         patterns = (pattern,)
+    colored = wants_color(color)
+    mode = ("quiet" if quiet else "json" if as_json else "count" if count else "files" if files_only or without_match
+            else "vim" if vimgrep and not invert else "only" if only_matching and not invert else "lines")
     stdin = None
     if "-" in paths:  # rg's name for standard input
         if len(paths) > 1:
             raise click.UsageError("'-' (standard input) is grepped alone: pass it without other paths")
         stdin, paths = sys.stdin.buffer.read(), ()
+    # first_match: a plain line needs no match but its first (colour marks them all)
     request = service.GrepRequest(list(patterns), fixed=fixed, ignore_case=ignore_case, word=word, paths=list(paths),
                                   db=db, globs=list(globs), types=list(types),
                                   before=context if before is None else before,
@@ -141,7 +146,7 @@ def grep(pattern, paths, patterns, fixed, ignore_case, word, smart_case, case_se
                                   glob_base=os.getcwd(), smart_case=smart_case, max_count=max_count, invert=invert,
                                   hidden=hidden, line_regexp=line_regexp, without_match=without_match,
                                   processes=processes, offsets=as_json or byte_offset, types_not=list(types_not),
-                                  text=stdin)
+                                  text=stdin, first_match=mode == "lines" and not colored)
     if not (as_json or no_update or stdin is not None) and all(os.path.lexists(p) for p in paths[:1]):
         first = service.first_build(_folder(paths[0]) if paths else None, db)
         if first is not None:
@@ -150,15 +155,11 @@ def grep(pattern, paths, patterns, fixed, ignore_case, word, smart_case, case_se
     if with_filename is None:  # rg leaves the path out when it searches one file it was given (not an index's)
         with_filename = stdin is None and not (len(paths) == 1 and os.path.isfile(paths[0])
                                                and not service.is_index_file(paths[0]))
-    colored = wants_color(color)
-    mode = ("quiet" if quiet else "json" if as_json else "count" if count else "files" if files_only or without_match
-            else "vim" if vimgrep and not invert else "only" if only_matching and not invert else "lines")
-    request.first_match = mode == "lines" and not colored  # a plain line needs no match but its first
     printer = Printer(mode, numbers=numbers, with_context=bool(request.before or request.after),
-                       with_filename=with_filename or vimgrep, count_matches=only_matching and not invert, paths=paths,
-                       column=column or vimgrep, byte_offset=byte_offset, only=only_matching and not invert,
-                       color=colored, heading=sys.stdout.isatty() if heading is None else heading, null=null,
-                       max_columns=max_columns, preview=preview, trim=trim)
+                      with_filename=with_filename or vimgrep, count_matches=only_matching and not invert, paths=paths,
+                      column=column or vimgrep, byte_offset=byte_offset, only=only_matching and not invert,
+                      color=colored, heading=sys.stdout.isatty() if heading is None else heading, null=null,
+                      max_columns=max_columns, preview=preview, trim=trim)
     try:
         answer = service.grep(request, on_file=printer.file)
         for f in answer.files if without_match else ():  # known only at the end

@@ -1,4 +1,4 @@
-"""Printing a grep answer as rg prints it: lines, matches, counts, paths or JSON lines; on a terminal in colour, by file."""
+"""Printing a grep answer as rg prints it: lines, matches, counts, paths or JSON; on a terminal in colour, by file."""
 
 from __future__ import annotations
 
@@ -159,7 +159,8 @@ class Printer:
                 head = text[:self.max_columns]  # rg 13 decides in bytes and cuts in characters
                 limit = len(head.encode("utf-8", "surrogateescape"))
                 left = sum(a >= limit for a, _ in g.spans)
-                more = f" [... {left} more match{'' if left == 1 else 'es'}]" if vim else " [... omitted end of long line]"
+                more = (f" [... {left} more match{'' if left == 1 else 'es'}]" if vim
+                        else " [... omitted end of long line]")
                 kept_spans = [(a, min(b, limit)) for a, b in spans if a < limit]
                 return (_marked(head, kept_spans) if self.color and g.matched else _raw_cr(head)) + more
         return _marked(text, spans) if self.color and g.matched else _raw_cr(text)
@@ -246,15 +247,16 @@ def _json_lines(f, name: str) -> str:
     out = [f'{{"type":"begin","data":{{"path":{path}}}}}']
     for g in f.lines:
         raw = g.text.encode("utf-8", "surrogateescape")
-        subs = ",".join(f'{{"match":{{"text":{_string_json(raw[s:e].decode("utf-8", "replace"))}}},"start":{s},"end":{e}}}'
-                        for s, e in g.spans)
+        subs = ",".join(f'{{"match":{{"text":{_string_json(raw[s:e].decode("utf-8", "replace"))}}},'
+                        f'"start":{s},"end":{e}}}' for s, e in g.spans)
         lines = _json_data(g.text + ("" if g.unended else "\n"))
         out.append(f'{{"type":"{"match" if g.matched else "context"}","data":{{"path":{path},"lines":{lines},'
                    f'"line_number":{g.line},"absolute_offset":{"null" if g.offset is None else g.offset},'
                    f'"submatches":[{subs}]}}}}')
     stats = {"searches": 1, "searches_with_match": 1, "matched_lines": f.matches,
              "matches": sum(len(g.spans) for g in f.lines)}
-    out.append(f'{{"type":"end","data":{{"path":{path},"binary_offset":null,"stats":{json_text(stats, compact=True)}}}}}')
+    stats_json = json_text(stats, compact=True)
+    out.append(f'{{"type":"end","data":{{"path":{path},"binary_offset":null,"stats":{stats_json}}}}}')
     return c1_escaped("\n".join(out) + "\n")
 
 
