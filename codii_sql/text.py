@@ -83,10 +83,11 @@ def decode_source(data: bytes) -> str:
     """Decode a source file's bytes to text, deterministically and losslessly for line numbers.
 
     Rules, in order: a UTF-8 BOM is dropped; a UTF-16 LE/BE BOM decodes as UTF-16; strict
-    UTF-8; UTF-8 with U+FFFD replacements when at most 1% of the bytes are invalid, or when it has a valid
-    non-ASCII character for every 4 invalid bytes (:data:`_VALID_PER_INVALID`; a UTF-8 file with stray bytes: a new user's
-    `café` ... `b"\xff"` ... `naïve` file was read as Latin-1, `naÃ¯ve`); else Latin-1 (which never fails). Lone ``\\r`` line endings become ``\\n`` (same length in
-    characters and in UTF-8 bytes, so byte offsets stay valid); ``\\r\\n`` is kept. The result
+    UTF-8; UTF-8 with U+FFFD replacements when at most 1% of the bytes are invalid, or when it has a
+    valid non-ASCII character for every 4 invalid bytes (:data:`_VALID_PER_INVALID`; a UTF-8 file with
+    stray bytes: a new user's `café` ... `b"\xff"` ... `naïve` file was read as Latin-1, `naÃ¯ve`); else
+    Latin-1 (which never fails). Lone ``\\r`` line endings become ``\\n`` (same length in characters and
+    in UTF-8 bytes, so byte offsets stay valid); ``\\r\\n`` is kept. The result
     never holds lone surrogates, so it is always valid input for the tokenizer and SQLite.
 
     Args:
@@ -107,9 +108,11 @@ def decode_source(data: bytes) -> str:
             if invalid > _MAX_INVALID_UTF8_SHARE * max(len(data), 1) and \
                     (sum(not ch.isascii() for ch in text) - invalid) * _VALID_PER_INVALID < invalid:
                 text = data.decode("latin-1")
-    if "\r" in text:
-        text = re.sub(r"\r(?!\n)", "\n", text)
-    return text.replace("\x00", "\ufffd")
+    return _lone_cr_as_lf(text).replace("\x00", "\ufffd")
+
+
+def _lone_cr_as_lf(text: str) -> str:
+    return re.sub(r"\r(?!\n)", "\n", text) if "\r" in text else text
 
 
 def decode_kept(data: bytes) -> str:
@@ -121,8 +124,17 @@ def decode_kept(data: bytes) -> str:
     finds no such text (a new user's Latin-1 file)."""
     if data.startswith(codecs.BOM_UTF8) or data.startswith(UTF16_BOMS):
         return decode_source(data)
-    text = data.decode("utf-8", "surrogateescape")
-    return re.sub(r"\r(?!\n)", "\n", text) if "\r" in text else text
+    return _lone_cr_as_lf(data.decode("utf-8", "surrogateescape"))
+
+
+def char_spans(text: str, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """``spans``, ``[start, end)`` byte offsets into ``text`` as the file holds it (UTF-8, a byte
+    :func:`decode_kept` kept counting one), as character offsets into ``text``."""
+    if text.isascii():
+        return list(spans)
+    raw = text.encode("utf-8", "surrogateescape")
+    return [(len(raw[:a].decode("utf-8", "surrogateescape")), len(raw[:b].decode("utf-8", "surrogateescape")))
+            for a, b in spans]
 
 
 def utf8_safe(text: str) -> str:

@@ -8,7 +8,7 @@ import sys
 from collections.abc import Callable
 from json.encoder import encode_basestring
 
-from ..text import has_controls
+from ..text import char_spans, has_controls
 from .output import c1_escaped, json_text, shown
 from .words import words
 
@@ -33,8 +33,8 @@ class Printer:
     (1-based) and ``-b`` (0-based bytes in the file: a line's start, or with ``-o`` a match's). ``color``
     marks paths, line numbers and matches with rg's colours; ``heading`` prints a file's path once above
     its lines, a blank line between files (rg's form on a terminal). rg's ``null`` (-0: a NUL after each
-    path), ``max_columns`` and ``preview`` (-M: a line longer than that many bytes said omitted, or cut
-    there) and ``trim`` (leading spaces and tabs not printed) as rg prints them."""
+    path), ``max_columns`` and ``preview`` (-M: a line longer than that many bytes said omitted, or cut to
+    that many characters) and ``trim`` (leading whitespace not printed) as rg 13 prints them."""
 
     def __init__(self, mode: str, *, numbers: bool, with_context: bool, with_filename: bool, count_matches: bool,
                  paths: tuple[str, ...], column: bool = False, byte_offset: bool = False, only: bool = False,
@@ -179,15 +179,13 @@ class Printer:
 
 
 def _marked(text: str, spans: list[tuple[int, int]]) -> str:
-    """``text`` as :func:`_raw_cr` shows it, each span (byte offsets into the line as the file holds it)
-    in :data:`MATCH_STYLE`."""
-    raw = text.encode("utf-8", "surrogateescape")
+    """``text`` as :func:`_raw_cr` shows it, each span (byte offsets into the line as the file holds it:
+    :func:`~codii_sql.text.char_spans`) in :data:`MATCH_STYLE`."""
     out, at = [], 0
-    for start, end in spans:
-        out += [shown(raw[at:start].decode("utf-8", "surrogateescape")), MATCH_STYLE,
-                shown(raw[start:end].decode("utf-8", "surrogateescape")), RESET]
+    for start, end in char_spans(text, spans):
+        out += [shown(text[at:start]), MATCH_STYLE, shown(text[start:end]), RESET]
         at = end
-    return "".join(out) + _raw_cr(raw[at:].decode("utf-8", "surrogateescape"))
+    return "".join(out) + _raw_cr(text[at:])
 
 
 def write(text: str) -> None:

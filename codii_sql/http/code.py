@@ -20,7 +20,7 @@ from pygments.styles import get_style_by_name
 from pygments.token import STANDARD_TYPES, Name, Token, Whitespace
 from pygments.util import ClassNotFound
 
-from ..text import BIDI_CONTROLS, utf8_safe
+from ..text import BIDI_CONTROLS, char_spans, utf8_safe
 
 #: C0 and C1 controls but tab, DEL, and the bidirectional controls (an RTL override reorders how a
 #: name reads: ``evil\u202etxt.py``).
@@ -128,14 +128,12 @@ _PIECE = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+|[^\W\d_]+")
 
 
 def marked_spans(text: str, spans: list[tuple[int, int]]) -> Markup:
-    """``text`` escaped, its ``spans`` (``[start, end)`` byte offsets into its UTF-8, as grep gives
-    them) in ``<mark>``; control characters shown as escapes."""
-    raw = text.encode("utf-8", "surrogateescape")
+    """``text`` escaped, its ``spans`` (``[start, end)`` byte offsets into the line, as grep gives them:
+    :func:`~codii_sql.text.char_spans`) in ``<mark>``; control characters shown as escapes."""
+    chars = char_spans(text, spans)
     text = utf8_safe(text)  # a byte that is not UTF-8 as U+FFFD: one character either way
     out, at = [], 0
-    for a, b in spans:
-        start, end = (len(raw[:a].decode("utf-8", "surrogateescape")),
-                      len(raw[:b].decode("utf-8", "surrogateescape")))
+    for start, end in chars:
         if end > start:
             out += [html.escape(visible(text[at:start]), quote=True),
                     f"<mark>{html.escape(visible(text[start:end]), quote=True)}</mark>"]

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..text import char_spans, utf8_safe
 from .answer import Note, Words, with_notes, worded_notes
 from .budget import json_tokens, tokens
-from ..text import utf8_safe
 from .grep import GrepLine
 
 
@@ -34,13 +34,12 @@ class GrepFile:
 def cut_line(g: GrepLine, columns: int) -> GrepLine:
     """``g`` with its text cut to ``columns`` characters (a cut end marked "…"): from the line's start, or,
     when its first match lies past them, from a quarter of them before that match or so that they end the
-    line (``cut_from`` then
-    says where, and the text begins with "…"): a new user's agent got a long line's head and
-    ``"submatches": []``. The spans stay offsets into the whole line, those starting inside the window kept."""
+    line (``cut_from`` then says where, and the text begins with "…"): a new user's agent got a long
+    line's head and ``"submatches": []``. The spans stay offsets into the whole line, those starting
+    inside the window kept."""
     if len(g.text) <= columns:
         return g
-    raw = g.text.encode("utf-8", "surrogateescape")
-    first = len(raw[:g.spans[0][0]].decode("utf-8", "surrogateescape")) if g.spans else 0
+    first = char_spans(g.text, g.spans[:1])[0][0] if g.spans else 0
     start = 0 if first < columns * 3 // 4 else min(first - columns // 4, len(g.text) - columns)
     text = g.text[start:start + columns]
     head = len(g.text[:start].encode("utf-8", "surrogateescape"))

@@ -148,13 +148,18 @@ _RUST_ESCAPE = re.compile(r"\\(?:(z)|x\{([0-9A-Fa-f]{1,8})\}|([<>])|.)", re.DOTA
 
 #: What :func:`_dotted_i_apart` skips whole: an escape (``\\p{..}``, ``\\N{..}``, ``\\x{..}`` with its braces), a
 #: class, and a group's opening with its flags or name (``(?i)``, ``(?P<id>``, ``(?#..)``).
-_NOT_A_LETTER = re.compile(r"\\[pPNx]\{[^}]*\}|\\x[0-9a-fA-F]{2}|\\u[0-9a-fA-F]{4}|\\U[0-9a-fA-F]{8}|\\.|\[\^?\]?(?:\[:[a-z]+:\]|\\.|[^\]])*\]|\(\?(?:P?<[^>]*>|#[^)]*\)|[^:)]*[:)])?",
-                           re.DOTALL)
+_NOT_A_LETTER = re.compile(
+    r"\\[pPNx]\{[^}]*\}|\\x[0-9a-fA-F]{2}|\\u[0-9a-fA-F]{4}|\\U[0-9a-fA-F]{8}|\\."  # escapes
+    r"|\[\^?\]?(?:\[:[a-z]+:\]|\\.|[^\]])*\]"  # a class
+    r"|\(\?(?:P?<[^>]*>|#[^)]*\)|[^:)]*[:)])?",  # a group's opening, its flags or name
+    re.DOTALL)
 #: Each letter of the i family as Unicode's simple case folding (rg's) relates them: i with I, the dotless ı and
 #: the dotted İ each alone. Python's folding also relates i with İ and I with ı.
 _I_LETTERS = {"i": "(?-i:[iI])", "I": "(?-i:[iI])", "ı": "(?-i:ı)", "İ": "(?-i:İ)"}
 
 
+#: A group that turns case-blind matching off (``(?-i:...)``, ``(?s-i)``).
+_CASE_OFF = re.compile(r"\(\?[a-zA-Z]*-[a-zA-Z]*i")
 #: A pattern that turns case-blind matching on for its whole self (``(?i)``, ``(?mi)``).
 _GLOBAL_I = re.compile(r"\(\?[a-zA-Z]*i[a-zA-Z]*\)")
 #: Escapes of the i letters (``\\x49``, ``\\u0131``; rg's ``\\x{131}`` is one once :func:`rust_escapes` ran).
@@ -167,8 +172,8 @@ def _dotted_i_apart(source: str) -> str:
     over Django's Turkish and Azeri catalogues, ``-i ı`` 3,412 files where rg found 38. Classes are left as
     they are (``[a-z]`` still takes ``İ``), and a pattern that turns case-blindness off in a part
     (``(?-i:I)``) as a whole."""
-    if not any(c in source for c in _I_LETTERS) and not any(e in source.lower() for e in _I_ESCAPES) or \
-            re.search(r"\(\?[a-zA-Z]*-[a-zA-Z]*i", source):
+    holds_one = any(c in source for c in _I_LETTERS) or any(e in source.lower() for e in _I_ESCAPES)
+    if not holds_one or _CASE_OFF.search(source):
         return source
     out, at = [], 0
     for m in _NOT_A_LETTER.finditer(source):

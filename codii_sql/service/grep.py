@@ -17,8 +17,8 @@ from ..codebase import Codebase
 from ..errors import UsageError
 from ..ingest.report import Progress
 from ..search.answer import Note
-from ..search.grep_answer import GrepAnswer, GrepFile
 from ..search.grep import matches_bytes
+from ..search.grep_answer import GrepAnswer, GrepFile
 from ..search.pattern import GrepPattern
 from ..text import decode_kept
 from .builds import committed_state_note, ensure_index
@@ -116,7 +116,7 @@ def _grep_text(pattern: GrepPattern, request: GrepRequest,
     text = data if matches_bytes(pattern, data) else decode_kept(data)
     answer = GrepAnswer(list(request.patterns), STDIN, files_indexed=1, files_read=1, scan=True)
     matched = matched_or_none(matcher(request), pattern, text)
-    row = {"path": STDIN, "role": "other", "language": None}
+    row = {"path": STDIN, "role": "source", "language": None}
     if matched is None:
         answer.timed_out.append(STDIN)
     elif matched:

@@ -3,7 +3,6 @@ lines from the root or, on the command line, from the folder it runs in."""
 
 from __future__ import annotations
 
-import fnmatch
 import functools
 import os
 import re
@@ -61,8 +60,9 @@ def _of_type(name: str) -> Callable[[dict], bool]:
     if globs is None:
         language = language_name(name)
         return lambda row: row["language"] == language
-    named = re.compile("|".join(fnmatch.translate(g) for g in globs)).match
-    return lambda row: named(row["path"].rpartition("/")[2]) is not None
+    # read as -g's globs are (rg's globset for both): one without '/' names a file at any depth
+    named = re.compile(b"|".join(b"(?:%s)" % wildmatch.parse(g.encode("utf-8")).regex for g in globs)).fullmatch
+    return lambda row: named(row["path"].encode("utf-8")) is not None
 
 
 def keeper(types: list[str], roles: list[str], globs: list[str], scopes: list[str], *,
