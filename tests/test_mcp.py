@@ -261,8 +261,10 @@ def test_concurrent_index_calls_make_one_build(codii_home, tmp_path):
             assert statuses[:2].count("started") <= 1 and "started" in statuses, statuses
             assert set(statuses) <= {"started", "already indexing", "already up to date"}, statuses
             await wait_indexed(a, repo)
-            await wait_indexed(b, repo)  # b's call may have started its own update after a's build
-            assert (await call(b, "get_indexing_status", path=str(repo)))["status"] == "indexed"
+            # b's call may have started its own update after a's build, and its watcher's first check may hold
+            # the index a moment after: b's status comes to "indexed" (one snapshot right after a's "indexed"
+            # read "indexing" in a CI run on a loaded machine)
+            await wait_indexed(b, repo)
         c = assert_consistent(repo)
         assert c["chunks"] == 12 * 4 and c["files"] == 12
 
