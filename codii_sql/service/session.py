@@ -75,7 +75,12 @@ class Session:
         exts = extension_filter(extensions) if extensions else ([] if reset_filters else None)
         ignore = list(ignore_patterns) if ignore_patterns or reset_filters else None
         outcome = self.jobs.start(cb, force, ignore, exts, embedder or None, workers)
-        self.following.follow(cb)
+        if outcome == "already up to date":
+            # the watcher's first check holds the index a moment: a status asked right after "up to date"
+            # read "indexing" (a CI run); waited for as a first read of the codebase waits (catch_up)
+            self.following.catch_up(cb)
+        else:
+            self.following.follow(cb)
         data = {"codebase": str(cb.root), "status": outcome}
         hint = {"started": "poll get_indexing_status", "already indexing": "poll get_indexing_status",
                 "already up to date": "search_code is ready"}[outcome]
