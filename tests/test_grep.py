@@ -68,6 +68,40 @@ def test_the_planner_keeps_every_alternative_and_every_literal_run():
     assert plan("ÉCOLE", re.IGNORECASE) == '"col" AND "ole"'  # -i: Python's folding picks, not trusted to be SQLite's
 
 
+def test_the_literal_runs_checked_in_a_file_s_bytes_are_held_by_every_match():
+    def runs(pattern, flags=0):
+        return trigrams.required_bytes(trigrams.parse(pattern, flags), flags)
+
+    assert runs(r"struct sk_buff \*\w+_alloc") == (b"struct sk_buff *", b"_alloc")
+    assert runs(r"class \w+Mixin\b") == (b"class ", b"Mixin") and runs(r"a(bcd)+efg") == (b"bcd", b"efg")
+    assert runs(r"abc\bdef(?=x)ghi") == (b"abcdefghi",)  # zero-width parts keep the run
+    # What holds no run: an optional part, an alternation, case-blindness, a case-blind group, non-ASCII.
+    assert runs(r"x(bcdef)?y") == runs(r"abcd|efgh") == runs("abcdef", re.IGNORECASE) == runs("(?i)abcdef") == ()
+    assert runs("(?i:abc)defg") == (b"defg",) and runs("caf\u00e9s") == (b"caf",)
+    # Sound on real text: every match of a pattern drawn from this repository's lines holds each run.
+    checked = 0
+    for path in sorted((REPO_ROOT / "codii_sql" / "search").glob("*.py")):
+        text = path.read_text()
+        for pattern in (r"def \w+\(self", r"return \w+\.\w+\(", r"\(\w+: str", r"if not \w+ or \w+",
+                        r"import (\w+)", r"self\.\w+ = \w+"):
+            for m in re.finditer(pattern, text):
+                assert all(n.decode() in m.group() for n in runs(pattern)), (pattern, m.group())
+                checked += 1
+    assert checked > 100
+
+
+def test_a_file_holding_a_pattern_s_trigrams_apart_is_read_but_not_matched(tmp_path):
+    root = built(write_tree(tmp_path / "repo", {
+        "apart.c": "DEFINE_X; IDTENTRY_RAW;\n", "whole.c": "DEFINE_IDTENTRY_RAW(exc)\n",
+        "latin1.c": "caf\xe9\nDEFINE_IDTENTRY_RAW(x)\n".encode("latin-1"),
+        "utf16.c": codecs.BOM_UTF16_LE + "DEFINE_IDTENTRY_RAW(y)\n".encode("utf-16-le"),
+        "crlf.c": b"a\r\nstruct sk_buff *skb_alloc(void)\r\n"}))
+    assert lines(grep(root, "DEFINE_IDTENTRY_RAW")) == [("latin1.c", 2), ("utf16.c", 1), ("whole.c", 1)]
+    assert lines(grep(root, r"struct sk_buff \*\w+_alloc")) == [("crlf.c", 2)]
+    assert lines(grep(root, "DEFINE_IDTENTRY_RAW", invert=True)) == [("apart.c", 1), ("crlf.c", 1), ("crlf.c", 2),
+                                                                     ("latin1.c", 1)]
+
+
 def test_alternatives_and_case_are_found_in_the_files_that_hold_them(tmp_path):
     root = built(write_tree(tmp_path / "repo", {
         "a.py": "x = alpha_one()\n", "b.py": "y = beta_two()\n", "c.py": "z = ALPHA_ONE\n", "d.py": "nothing here\n"}))

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import regex
 
-from ..text import SURROGATES
+from ..text import holds_surrogates
 from .pattern import GrepPattern
 
 #: Seconds one file's matching may take. An ordinary pattern reads a 1 MiB file in 0.01-0.05 s here
@@ -178,7 +178,7 @@ def _forbidden(text: str | bytes) -> re.Pattern | None:
     """The characters of ``text`` no match may hold, as a class, None when it holds none: a byte that is not
     UTF-8 (:func:`~codii_sql.text.decode_kept`'s lone surrogates), which rg matches nothing against. A line
     whose match runs into one is matched again as rg would (:func:`_refound`)."""
-    if isinstance(text, bytes) or text.isascii() or not SURROGATES.search(text):
+    if isinstance(text, bytes) or text.isascii() or not holds_surrogates(text):
         return None
     return _KEPT
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from re import _constants as sre_constants
 from dataclasses import dataclass, field
 
 import regex
@@ -62,10 +61,9 @@ class GrepPattern:
     ``ascii_regex`` the same line-bound pattern compiled over bytes, for ASCII files read as they are
     (:func:`~.grep.matches_bytes`), None when it has no such form (non-ASCII, ``\\s``, line by line);
     ``linear`` whether it needs no time bound: no repeat and at most :data:`LINEAR_PATTERN_CHARS`
-    characters (a literal, a class, an alternation of literals, with ``-w``/``-i``); ``needle`` the
-    bytes every match holds in any file grep decodes as UTF-8 or Latin-1 (one case-sensitive ASCII
-    literal, no line break, carriage return or NUL), else None: a file without them is skipped
-    undecoded.
+    characters (a literal, a class, an alternation of literals, with ``-w``/``-i``); ``needles`` the
+    bytes every match holds in a file's own bytes (:func:`~.trigrams.required_bytes` of one pattern; none
+    for several or under ``-i``): a file that lacks one is skipped unread by the engine.
     """
 
     patterns: list[str]
@@ -79,7 +77,7 @@ class GrepPattern:
     prefilter: bool = field(init=False)
     ascii_regex: regex.Pattern | None = field(init=False)
     linear: bool = field(init=False)
-    needle: bytes | None = field(init=False)
+    needles: tuple[bytes, ...] = field(init=False)
     #: With ``ignore_case``, the pattern with its i letters apart as rg folds them (:func:`_dotted_i_apart`),
     #: for a text holding ``ı`` or ``İ`` (for any, when the patterns hold one): ``(?-i:[iI])`` costs the
     #: engine its literal prefix search (Django's `-i is_valid` 17 -> 25 ms), so only where they can differ.
@@ -110,7 +108,7 @@ class GrepPattern:
         self.line_bound = trigrams.line_bound(tree)
         self.prefilter = trigrams.whole_text_implied(tree)
         self.linear = len(whole) <= LINEAR_PATTERN_CHARS and not trigrams.has_repeat(tree)
-        self.needle = _needle(parsed[0], flags) if len(parsed) == 1 else None
+        self.needles = trigrams.required_bytes(parsed[0], flags) if len(parsed) == 1 else ()
         try:
             self.regex = regex.compile(whole, flags | regex.MULTILINE | regex.VERSION0)
         except (regex.error, ValueError) as err:  # syntax the re parser accepts but regex refuses
@@ -281,17 +279,6 @@ def _bracket(source: str, start: int, planned: bool) -> tuple[int, str]:
             raise _bad(source, "a negated POSIX class beside other members", flipped)
         negated = not negated
     return i + 1, "[" + ("^" if negated else "") + "".join(members) + "]"
-
-
-def _needle(parsed, flags: int) -> bytes | None:
-    """The literal ``parsed`` is, as ASCII bytes, when it is one case-sensitive literal of ASCII
-    characters other than a line break, carriage return or NUL (which decoding changes), else None."""
-    if (flags | parsed.state.flags) & re.IGNORECASE or not parsed.data:
-        return None
-    codes = [av for op, av in parsed.data if op is sre_constants.LITERAL]
-    if len(codes) != len(parsed.data) or not all(0 < c < 128 and c not in (10, 13) for c in codes):
-        return None
-    return bytes(codes)
 
 
 def _combined(sources: list[str], word: bool, line: bool = False) -> str:

@@ -29,6 +29,10 @@ MAX_CLASS = 8
 #: Trigrams ANDed per exact string at most, evenly spread (more read more doclists for little gain).
 MAX_TRIGRAMS = 12
 
+#: Characters a run needs to be checked in a file's bytes (:func:`required_bytes`): shorter ones are in
+#: nearly every file.
+MIN_NEEDLE = 3
+
 #: No requirement: every file is a candidate (the empty AND).
 ANY: tuple = ("and", ())
 
@@ -200,6 +204,40 @@ def required(parsed: list[_parser.SubPattern]) -> tuple | str:
     """The trigram query every line matching one of the ``parsed`` patterns satisfies (an OR over
     them); :data:`ANY` when some pattern requires no trigram."""
     return _or(*(as_query(_sequence(p, _case_sensitive(p))) for p in parsed))
+
+
+def required_bytes(parsed: _parser.SubPattern, flags: int = 0) -> tuple[bytes, ...]:
+    """The ASCII runs of :data:`MIN_NEEDLE` or more characters every match of ``parsed`` holds, as bytes,
+    longest first; none under case-blindness anywhere (a case-blind group's run is left out). A run is the
+    pattern's literal characters in a row (zero-width anchors and look-arounds between them keep the row)
+    at its top, in its groups and in repeats taken at least once; no line break, carriage return or NUL,
+    which decoding changes. A file's bytes that lack one hold no match once decoded as UTF-8 (its ASCII is
+    itself): the check is C's substring search, where the candidates of a selective pattern are mostly
+    files holding its trigrams apart (``DEFINE_IDTENTRY_RAW``: 478 candidates of the kernel, 7 hold it)."""
+    if (flags | parsed.state.flags) & re.IGNORECASE:
+        return ()
+    runs: list[bytes] = []
+
+    def walk(items) -> None:
+        run = bytearray()
+        for op, av in items:
+            if op is C.LITERAL and 0 < av < 128 and av not in (10, 13):
+                run.append(av)
+                continue
+            if op in _ZERO_WIDTH:
+                continue
+            runs.append(bytes(run))
+            run.clear()
+            if op is C.SUBPATTERN and not av[1] & re.IGNORECASE:
+                walk(av[3])
+            elif op is C.ATOMIC_GROUP:
+                walk(av)
+            elif op in (C.MAX_REPEAT, C.MIN_REPEAT, C.POSSESSIVE_REPEAT) and av[0] >= 1:
+                walk(av[2])
+        runs.append(bytes(run))
+
+    walk(parsed)
+    return tuple(sorted({r for r in runs if len(r) >= MIN_NEEDLE}, key=lambda r: (-len(r), r)))
 
 
 def _case_sensitive(parsed: _parser.SubPattern) -> bool:

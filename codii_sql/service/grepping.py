@@ -341,16 +341,18 @@ def _text(store: Store, codebase: Codebase, pattern: GrepPattern, row: dict, dis
     the file is gone, or became something grep must not read: a symlink out of the root, a device, a
     binary or a private key, larger than ``max_bytes``; its bytes as they are when ``pattern`` can match
     them so, :func:`~codii_sql.search.grep.matches_bytes`; ``b""`` when ``matches_only`` and the bytes
-    lack the pattern's literal: -v asks for every line, so never then), or for an index alone its stored
+    lack one of the pattern's literal runs: -v asks for every line, so never then), or for an index alone its stored
     text (None when it does not unpack), else its chunks' stored lines."""
     if not codebase.alone:
         data = disk.read(row["path"], size_cap(row["path"], max_bytes))
-        if data is None or matches_bytes(pattern, data):
-            return data, []
-        if matches_only and pattern.needle is not None and pattern.needle not in data \
-                and not data.startswith(UTF16_BOMS):
-            return b"", []  # no match once decoded either: the decoding (a third of a selective grep of Django) skipped
-        return decode_kept(data), []
+        if data is None:
+            return None, []
+        if matches_only and pattern.needles and not data.startswith(UTF16_BOMS) \
+                and not all(n in data for n in pattern.needles):
+            # no match once decoded either: the decoding (a third of a selective grep of Django) and the
+            # engine's pass skipped (docs/benchmarks.md "Grep", eighth round)
+            return b"", []
+        return (data if matches_bytes(pattern, data) else decode_kept(data)), []
     if row["has_text"]:
         # None for a damaged stored text: that file is not read, the others are (a new user's one flipped
         # blob failed every grep of the shard)
