@@ -92,3 +92,24 @@ def test_lines_that_fit_are_never_cut_into_a_mark_longer_than_the_line():
         budget = tokens(content.rstrip("\n"))  # fits without the last newline, not with it
         out = _trim(Result("a.py", 1, 2, 1.0, "python", "function", None, content, False, 1, "source"), None, budget)
         assert CUT_MARK not in out.content and tokens(out.content) <= budget, (n, out.content)
+
+
+@pytest.mark.parametrize("max_tokens", [100, 400, 6000])
+def test_a_window_of_a_long_line_is_never_united_with_the_chunk_below_it(tmp_path, codii_home, max_tokens):
+    """A new user's 200,000-character line above `def tail()`: under a budget the window of its end was
+    united with the function, and the result claimed line 2 as `tail` with the window's own columns (3,177-
+    3,449 of 3,449), or lines 2-4 with no columns and text from the middle of line 2."""
+    line = 'BLOB = "' + "QUJD" * 50_000 + '"; marker = compute_checksum(BLOB)'
+    repo = write_tree(tmp_path / "b", {"blob.py": f"x = 1\n{line}\ndef tail():\n    return marker\n"})
+    service.build(service.open_codebase(repo))
+    lines = (repo / "blob.py").read_text().split("\n")
+    found = service.search(service.SearchRequest("marker tail", SearchOptions(limit=5, mode="bm25", max_tokens=max_tokens),
+                                                 [str(repo)], update=False))
+    assert {(r.start_line, r.symbol) for r in found.results} >= {(3, "tail")}
+    for r in found.results:
+        text = r.content.removesuffix("\n").removesuffix(" …[cut]")
+        if r.start_column is None:
+            assert text == "\n".join(lines[r.start_line - 1:r.end_line])
+        else:
+            assert r.start_line == r.end_line == 2 and r.line_chars == len(line)
+            assert text == line[r.start_column - 1:r.end_column]

@@ -143,8 +143,10 @@ def _merge(results: list[Result], report: BudgetReport) -> list[Result]:
 
 def _by_line(r: Result) -> bool:
     """Whether ``r``'s content holds exactly the file lines of its span (a notebook cell does not:
-    its lines share the line of their JSON string, and they cannot be cut or united by number)."""
-    return len(content_lines(r.content)) == r.end_line - r.start_line + 1
+    its lines share the line of their JSON string, and neither does a window of a long line, whose
+    columns say which part it is: they cannot be cut or united by number; a window united with the
+    function below it claimed that function's name and lines, with the window's columns)."""
+    return r.start_column is None and len(content_lines(r.content)) == r.end_line - r.start_line + 1
 
 
 def _united(a: Result, b: Result) -> Result:
