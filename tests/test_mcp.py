@@ -405,7 +405,7 @@ def test_an_agent_searches_a_workspace_from_the_servers_environment(codii_home, 
         async with server(codii_home, WORKSPACE_DUO=members) as s:
             started = await call(s, "index_codebase", workspace="Duo")
             assert [row["status"] for row in started["codebases"]][:2] == ["started", "started"]
-            assert started["codebases"][2]["status"].startswith("failed: ")
+            assert started["codebases"][2]["status"] == "missing" and "the folder is gone" in started["note"]
             for root in (sample_repo, shop):
                 await wait_indexed(s, root)
             listed = (await call(s, "list_workspaces"))["workspaces"]
@@ -420,6 +420,34 @@ def test_an_agent_searches_a_workspace_from_the_servers_environment(codii_home, 
             retry = await call(s, "search_code", workspace="duo", query="retry with exponential backoff")
             assert retry["results"][0]["symbol"] == "retry_with_backoff"
             assert "no workspace 'nope'" in await refused(s, "search_code", workspace="nope", query="x")
+
+    asyncio.run(scenario())
+
+
+def test_a_workspace_of_hundreds_of_gone_members_answers_within_an_agent_s_limit(codii_home, tmp_path):
+    """A new user's workspace of 2 codebases and 400 gone folders made search_code answer 102k tokens at
+    max_tokens 8000 (a note and a member row each) and index_codebase 106k: Claude Code refuses over 25k."""
+    shop = write_tree(tmp_path / "shop", {"cart.js": "// order total with tax\nexport function total() {}\n"})
+    gone = [str(tmp_path / ("very_long_folder_name_" * 5 + str(i))) for i in range(300)]
+
+    async def scenario():
+        async with server(codii_home, CODII_SQL_WATCH="0", WORKSPACE_BIG=json.dumps([str(shop), *gone])) as s:
+            res = await s.call_tool("index_codebase", {"workspace": "big"})
+            started = res.structured_content
+            assert tokens(res) <= 20_000 and started["codebases"][0]["status"] == "started"
+            assert len(started["codebases"]) == 50 and started["codebases_left_out"] == {"missing": 251}
+            assert started["note"].startswith(f"300 codebases ({gone[0]}, {gone[1]}, {gone[2]} and 297 more): the "
+                                              "folder is gone")
+            await wait_indexed(s, shop)
+            res = await s.call_tool("search_code", {"workspace": "big", "query": "order total", "limit": 50,
+                                                    "max_tokens": 8000})
+            found = res.structured_content
+            assert tokens(res) <= 20_000 and found["results"][0]["path"] == "cart.js"
+            assert found["codebases"][0] == {"codebase": str(shop), "status": "searched", "results": 1} | {
+                k: v for k, v in found["codebases"][0].items() if k not in ("codebase", "status", "results")}
+            assert len(found["codebases"]) == 50 and found["codebases_left_out"] == {"missing": 251}
+            assert found["note"].count("the folder is gone") == 1 and "and 297 more" in found["note"]
+            assert "and 291 more missing" in res.content[0].text
 
     asyncio.run(scenario())
 

@@ -25,6 +25,10 @@ from .app import (
     server,
     with_note,
 )
+from .words import words
+
+#: Members an index_codebase summary names one per line at most (the JSON lists up to 50).
+LISTED_ROWS = 20
 
 
 @server.tool(
@@ -60,9 +64,14 @@ def index_codebase(
                                                                   "null: as the last build.")] = None,
 ) -> CallToolResult:
     if workspace:
-        data = SESSION.index_workspace(workspace, force=force, embedder=embedder)
-        lines = "".join(f"\n- {row['codebase']}: {row['status']}" for row in data["codebases"])
-        return answer(f"workspace {data['workspace']}: poll get_indexing_status for each member{lines}", data)
+        data = SESSION.index_workspace(workspace, force=force, embedder=embedder, words=words)
+        rows = data["codebases"]
+        lines = "".join(f"\n- {row['codebase']}: {row['status']}" for row in rows[:LISTED_ROWS])
+        more = len(rows) - LISTED_ROWS + sum(data.get("codebases_left_out", {}).values())
+        lines += f"\n- and {more} more (list_workspaces lists every member)" if more > 0 else ""
+        summary = with_note(f"workspace {data['workspace']}: poll get_indexing_status for each member{lines}",
+                            data.get("note"))
+        return answer(summary, data, "")
     everything = [p for p in ignorePatterns if p.strip().strip("/") in ("*", "**", "**/*", "*.*")]
     if everything:
         # Kept for every later build, whoever runs it: an agent's ['*'] emptied a user's index.

@@ -77,8 +77,8 @@ def search_code(
     found = SESSION.search(request)
     data = found.to_dict(words)
     n = len(found.results)
-    where = (f"workspace {found.workspace or '-'}: " + ", ".join(f"{m.codebase} ({m.status})" for m in found.members)
-             if found.many else f"{found.codebase}/{found.scope}" if found.scope else found.codebase)
+    where = (f"workspace {found.workspace or '-'}: " + found.named_members() if found.many
+             else f"{found.codebase}/{found.scope}" if found.scope else found.codebase)
     summary = f"{n} result{'' if n == 1 else 's'} for {found.shown_query!r} in {where} ({found.seconds * 1000:.0f} ms)"
     return answer(with_note(summary, found.note(words)), data,
                   "\n".join(listing(found.results, AGENT_LISTING, with_codebase=found.many, safe=escaped)))
@@ -109,3 +109,4 @@ def find_similar_code(
         data["note"] = f"{data['note']}; {words(Remedy('read_rest'))}"
     summary = with_note(summary, data.get("note"))
     return answer(summary, data, "\n".join(listing(results, AGENT_LISTING, safe=escaped)))
+

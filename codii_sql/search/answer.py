@@ -7,11 +7,12 @@ server, the HTTP server, Ray Serve and ``eval`` only render it. Notes and member
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ..errors import CodiiError, Hint
+from ..errors import CodiiError, Hint, Remedy
 from .budget import BudgetReport
 from .results import Result
 
@@ -22,6 +23,12 @@ NOTE_KINDS = ("no_good_match", "budget", "grep", "query", "script", "rerank", "u
 #: reach the answer, see service/fanout.py); failed (the index could not be read); missing (no
 #: such folder); not indexed.
 MEMBER_STATES = ("searched", "pruned", "failed", "missing", "not_indexed")
+#: Notes of one kind and wording about more codebases than this are told once, naming this many: a
+#: workspace of 400 gone folders gave a note of 106 KB, and an agent's answer of 102k tokens (a new user).
+NAMED_IN_A_NOTE = 3
+#: Members listed in an answer's ``codebases`` at most (those with results first); the others are counted
+#: by state in ``codebases_left_out``: 400 members were 75 KB of JSON in every answer.
+LISTED_MEMBERS = 50
 #: A query echoed back longer than this is cut: an issue pasted as the query can be 100k characters.
 SHOWN_QUERY_CHARS = 200
 
@@ -133,22 +140,40 @@ class Answer:
         """Every note in one line, hints in ``words`` (None without notes)."""
         return worded_notes(self.notes, words)
 
+    def named_members(self, most: int = 10) -> str:
+        """``codebase (status), ...`` of the first ``most`` members (those with results first when there are
+        more) and how many others by status: a one-line summary (a 400-member workspace's was 75 KB)."""
+        shown = self.members if len(self.members) <= most else \
+            sorted(self.members, key=lambda m: not m.results)[:most]
+        text = ", ".join(f"{m.codebase} ({m.status})" for m in shown)
+        if len(shown) < len(self.members):
+            kept = {id(m) for m in shown}
+            counts = collections.Counter(m.status for m in self.members if id(m) not in kept)
+            text += " and " + ", ".join(f"{n} more {status}" for status, n in counts.items())
+        return text
+
     def to_dict(self, words: Words) -> dict:
         """The documented JSON shape, the same from every face but for the hints' words:
         ``{"query", ["codebase"] | ["workspace"], "codebases": [member], "results": [...], "seconds",
-        "no_good_match", "best_cosine", ["budget"], ["scope"], ["rerank"], ["note"], ["notes"]}``
-        (``best_cosine`` null when no member had a cosine to give: BM25 mode, no vectors); ``notes`` lists
+        "no_good_match", "best_cosine", ["codebases_left_out"], ["budget"], ["scope"], ["rerank"], ["note"],
+        ["notes"]}`` (``codebases`` at most :data:`LISTED_MEMBERS`, those with results first, the others counted
+        by status in ``codebases_left_out``; ``best_cosine`` null when no member had a cosine to give: BM25 mode, no vectors); ``notes`` lists
         the notes' kinds in order, ``note`` tells them in ``words``."""
         out: dict = {"query": self.shown_query}
         if self.codebase is not None:
             out["codebase"] = self.codebase
         if self.workspace:
             out["workspace"] = self.workspace
-        out.update(codebases=[m.to_dict() for m in self.members], results=[r.to_dict() for r in self.results],
+        listed = self.members if len(self.members) <= LISTED_MEMBERS else \
+            sorted(self.members, key=lambda m: not m.results)[:LISTED_MEMBERS]
+        out.update(codebases=[m.to_dict() for m in listed], results=[r.to_dict() for r in self.results],
                    seconds=round(self.seconds, 4), no_good_match=self.no_good_match,
                    # Always there, as README's shape says (a client's d["best_cosine"] failed on an index
                    # without vectors).
                    best_cosine=None if self.best_cosine is None else round(self.best_cosine, 4))
+        if len(listed) < len(self.members):
+            kept = {id(m) for m in listed}
+            out["codebases_left_out"] = dict(collections.Counter(m.status for m in self.members if id(m) not in kept))
         if self.budget is not None:
             out["budget"] = dataclasses.asdict(self.budget)
         if self.scope:
@@ -159,8 +184,23 @@ class Answer:
 
 
 def worded_notes(notes: list[Note], words: Words) -> str | None:
-    """Every one of ``notes`` in one line, hints in ``words`` (None without notes)."""
-    return "; ".join(n.worded(words) for n in notes) or None
+    """Every one of ``notes`` in one line, hints in ``words`` (None without notes); notes that say the same
+    of more than :data:`NAMED_IN_A_NOTE` codebases (kind, words and hint alike but for the codebase) are
+    told once where the first was: how many, the first few named, the first one's hint."""
+    groups: dict[tuple, list[Note]] = {}
+    for n in notes:
+        hint = n.hint.kind if isinstance(n.hint, Remedy) else n.hint
+        groups.setdefault((n.kind, n.what, hint) if n.codebase else (id(n),), []).append(n)
+    told = []
+    for same in groups.values():
+        if len(same) <= NAMED_IN_A_NOTE:
+            told += [n.worded(words) for n in same]
+            continue
+        first, hint = same[0], words(same[0].hint)
+        named = ", ".join(n.codebase for n in same[:NAMED_IN_A_NOTE])
+        told.append(f"{len(same)} codebases ({named} and {len(same) - NAMED_IN_A_NOTE} more): {first.what}"
+                    + (f"; for {first.codebase}: {hint}" if hint else ""))
+    return "; ".join(told) or None
 
 
 def with_notes(out: dict, notes: list[Note], words: Words) -> dict:

@@ -6,6 +6,7 @@ Errors are :mod:`codii_sql.errors` types whose remedies the face words.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import dataclasses
 import datetime
@@ -15,7 +16,7 @@ from pathlib import Path
 from ..codebase import Codebase, is_remote
 from ..errors import CodiiError, IndexBusyError, NotIndexedError, Remedy, UsageError
 from ..ingest.config import extension_filter
-from ..search.answer import Answer
+from ..search.answer import LISTED_MEMBERS, Answer, Words, with_notes
 from ..search.budget import fit
 from ..search.results import Result
 from ..search.staleness import StaleCheck
@@ -33,7 +34,7 @@ from .targets import member_paths
 from .status import inspect, list_codebases, not_indexed
 from .outline import outline
 from .paging import MAX_CONTENT_CHARS, codebases_page, fit_file_lists, fit_workspaces, lines_within_tokens
-from .workspaces import describe, workspaces
+from .workspaces import describe, missing_member, workspaces
 
 #: get_content returns at most this many lines per call (then ``next_start_line``).
 MAX_CONTENT_LINES = 2000
@@ -200,19 +201,28 @@ class Session:
                                                     if (r.codebase or answer.codebase) == member.codebase)))
         return answer
 
-    def index_workspace(self, workspace: str, *, force: bool, embedder: str | None) -> dict:
+    def index_workspace(self, workspace: str, *, force: bool, embedder: str | None, words: Words) -> dict:
         """Start a background build for every member of ``workspace``: ``{"workspace", "codebases":
-        [{"codebase", "status"}]}`` (status as :meth:`index`, or ``missing`` / ``failed: why``)."""
+        [{"codebase", "status"}], ["codebases_left_out"], ["note"], ["notes"]}`` (status as :meth:`index`,
+        ``missing`` for a folder that is gone, told once in the note for all of them with the hint in
+        ``words``, or ``failed: why``; at most :data:`LISTED_MEMBERS` rows, the others counted by status)."""
         name, found = member_paths(workspace, [])
-        rows = []
+        rows, notes = [], []
         for path in found:
             try:
                 data, _ = self.index(Codebase.open(path), force=force, extensions=[], ignore_patterns=[],
                                      reset_filters=False, embedder=embedder)
                 rows.append(data)
             except CodiiError as err:
-                rows.append({"codebase": path, "status": f"failed: {err}"})
-        return {"workspace": name, "codebases": rows}
+                if not os.path.exists(path):
+                    notes.append(missing_member(path, err, name))
+                    rows.append({"codebase": path, "status": "missing"})
+                else:
+                    rows.append({"codebase": path, "status": f"failed: {err}"})
+        out: dict = {"workspace": name, "codebases": rows[:LISTED_MEMBERS]}
+        if len(rows) > LISTED_MEMBERS:
+            out["codebases_left_out"] = dict(collections.Counter(r["status"] for r in rows[LISTED_MEMBERS:]))
+        return with_notes(out, notes, words)
 
     def list_workspaces(self, max_tokens: int | None = None) -> dict:
         """``{"workspaces": [...]}``: every workspace with each member's state (see :func:`describe`),
