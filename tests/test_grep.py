@@ -329,6 +329,10 @@ def test_an_index_alone_is_grepped_from_its_stored_text(tmp_path):
     # The index file as the PATH is no single file: its files are named (a new user's lines came without)
     as_path = run("grep", "-n", "shared_marker", copy)
     assert as_path.stdout.splitlines() == ["a.py:3:shared_marker = 1", "b.py:1:shared_marker = 2"], as_path.output
+    # In a folder of its own: a new user was told at every grep that the folder was being indexed first
+    (tmp_path / "shards").mkdir()
+    alone = shutil.copy(copy, tmp_path / "shards" / "alone.db")
+    assert run("grep", "shared_marker", alone).stderr == ""
     # A damaged stored text is that file's, not every grep's (a new user's flipped bytes failed them all, and
     # the remedy named a codebase that is not here); doctor names it.
     conn = apsw.Connection(str(copy))

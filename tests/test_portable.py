@@ -282,6 +282,9 @@ def test_an_agent_searches_and_reads_a_folder_of_shards_over_mcp(tmp_path, codii
             folder = await session.call_tool("grep_code", {"path": str(shards), "pattern": "alpha_handler"})
             assert folder.is_error and "svc.db" in folder.content[0].text and "index_codebase" not in \
                 folder.content[0].text, folder.content
+            # One of its files greps that shard's stored texts (its folder was taken for a codebase not indexed)
+            grepped = await session.call_tool("grep_code", {"path": str(shards / "svc.db"), "pattern": "def alpha_\\w+"})
+            assert not grepped.is_error and grepped.structured_content["matched_lines"] == 1, grepped.content
             for tool, args in (("find_symbol", {"name": "alpha_handler"}), ("clear_index", {})):
                 told = await session.call_tool(tool, {"path": str(shards), **args})
                 assert told.is_error and "svc.db" in told.content[0].text, (tool, told.content)
@@ -363,6 +366,7 @@ def test_an_mcp_server_makes_nothing_beside_an_index_file_it_reads(tmp_path, cod
             assert "def alpha_handler" in (await call(s, "get_content", path=str(shard), file="svc/alpha.py"))["content"]
             assert (await call(s, "find_symbol", path=str(shard), name="alpha_handler"))["definitions"]
             await call(s, "search_code", path=str(shard), query="alpha request")
+            assert (await call(s, "grep_code", path=str(shard), pattern="alpha_handler"))["matched_files"] == 1
 
     asyncio.run(run())
     assert sorted(p.name for p in shard.parent.iterdir()) == ["svc.db"]

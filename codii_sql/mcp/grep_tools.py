@@ -8,7 +8,7 @@ from typing import Annotated
 from mcp.types import CallToolResult
 from pydantic import Field
 
-from ..service import SHOWN_LINE_CHARS, GrepRequest, grep
+from ..service import SHOWN_LINE_CHARS, GrepRequest, grep, is_index_file
 from ..text import escaped, utf8_safe
 from .app import DEFAULT_MAX_TOKENS, READ_ONLY, SESSION, MaxTokensArg, agent_errors, answer, codebase_at, \
     server, with_note
@@ -43,8 +43,10 @@ def grep_code(
     limit: Annotated[int, Field(ge=1, le=2000, description="Matching lines shown at most.")] = 100,
     max_tokens: MaxTokensArg = None,
 ) -> CallToolResult:
-    # A file greps that file, as the CLI's PATH does (a new user's agent was told to pass its folder)
-    cb = codebase_at(os.path.dirname(path) if os.path.isfile(os.path.expanduser(path)) else path)
+    # A file greps that file, as the CLI's PATH does (a new user's agent was told to pass its folder), and an
+    # index file greps its stored texts (its folder was taken for a codebase: "not indexed")
+    alone = is_index_file(path)
+    cb = codebase_at(os.path.dirname(path) if os.path.isfile(os.path.expanduser(path)) and not alone else path)
     SESSION.require_index(cb)
     found = grep(GrepRequest([pattern], fixed=literal, ignore_case=ignore_case, word=word, paths=[path],
                              globs=[pathGlob] if isinstance(pathGlob, str) else list(pathGlob), before=context, after=context, limit=limit, sort=sort, update=False,
