@@ -275,3 +275,35 @@ def _alive(pids: set[int]) -> set[int]:
             if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
                 out.add(pid)
     return out
+
+
+def test_a_search_after_a_killed_build_says_it_finishes_that_build_first(tmp_path, codii_home):
+    """kill -9 during a first build, then a search in a fresh process: it finished the build in silence
+    (a new user waited 37 s on Django, then read "2 results in 526 ms")."""
+    import apsw
+
+    from codii_sql.codebase import Codebase
+
+    repo = write_tree(tmp_path / "many", {f"pkg{i % 20}/m{i}.py": "".join(
+        f"def f{i}_{j}(x):\n    return x * {j}\n\n" for j in range(8)) for i in range(2000)})
+    env = {**os.environ, "CODII_SQL_HOME": str(codii_home)}
+    cli = [sys.executable, "-m", "codii_sql.cli"]
+    build = subprocess.Popen([*cli, "build", str(repo), "--no-vectors"], cwd=REPO_ROOT, env=env,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    db, done = Codebase.open(repo).db_path, 0
+    deadline = time.monotonic() + 120
+    while not done and time.monotonic() < deadline and build.poll() is None:
+        time.sleep(0.05)
+        with contextlib.suppress(apsw.Error):
+            conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+            row = conn.execute("SELECT value FROM meta WHERE key = 'files_done'").fetchone()
+            conn.close()
+            done = json.loads(row[0]) if row else 0
+    build.kill()
+    build.wait()
+    assert done, "the build ended before it committed a batch"
+    out = subprocess.run([*cli, "search", "f1999_7", "--path", str(repo), "--mode", "bm25"], cwd=REPO_ROOT, env=env,
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0 and out.stderr.startswith(f"Finishing the last build of {repo} first (it stopped "
+                                                         "after "), out.stderr
+    assert "of 2,000 files)" in out.stderr.splitlines()[0] and "pkg19/m1999.py" in out.stdout

@@ -311,7 +311,19 @@ def test_a_build_stopped_on_request_leaves_the_index_stale_not_failed(codii_home
         service.build(cb, progress=stop)
     st = service.status(cb, check_stale=True)
     assert st["status"] == "stale" and not st.get("error"), st
-    service.build(cb)
+    # What it left is said (a new user's MCP client closed during a first build: "stale, 100%", no note)
+    assert st["stopped"].startswith("the watcher stopped after ") and st["stopped"].endswith(" of 40 files")
+    told = service.Session().indexing_status(cb)
+    assert told["percent"] < 100 and told["last_error"] == st["stopped"], told
+    kept = service.search(service.SearchRequest("g39", SearchOptions(mode="bm25"), [str(repo)], update=False))
+    assert "the last build stopped before it finished (the watcher stopped after" in kept.note(lambda hint: None)
+    # A search that finishes it says so first (a new user's waited 37 s in silence after a killed build)
+    from click.testing import CliRunner
+    from codii_sql.cli import cli
+    out = CliRunner().invoke(cli, ["search", "g39", "--path", str(repo), "--mode", "bm25"])
+    assert out.exit_code == 0 and out.stderr.startswith(f"Finishing the last build of {repo} first (the watcher "
+                                                        "stopped after 0 of 40 files)"), out.output
+    assert service.status(cb)["stopped"] is None and "pkg/m39.py" in out.stdout
     assert service.status(cb, check_stale=True)["status"] == "indexed"
     assert found(repo, "g39")[0] == "pkg/m39.py:g39"
 

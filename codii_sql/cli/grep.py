@@ -9,7 +9,7 @@ import click
 
 from .. import service
 from .grep_print import Printer, wants_color
-from .output import db_option, echo
+from .output import db_option, echo, say_pending_build
 from .words import words
 
 _CONTEXT = click.IntRange(0, service.MAX_CONTEXT)
@@ -148,11 +148,8 @@ def grep(pattern, paths, patterns, fixed, ignore_case, word, smart_case, case_se
                                   processes=processes, offsets=as_json or byte_offset, types_not=list(types_not),
                                   text=stdin, first_match=mode == "lines" and not colored)
     if not (as_json or no_update or stdin is not None) and all(os.path.lexists(p) for p in paths[:1]):
-        first = service.first_build(_folder(paths[0]) if paths and not service.is_index_file(paths[0])
-                                    else paths[0] if paths else None, db)
-        if first is not None:
-            echo(f"Indexing {first} first: every file is searchable by grep in seconds (a search embeds the "
-                 "chunks later); later greps update only changed files.", err=True)
+        say_pending_build(_folder(paths[0]) if paths and not service.is_index_file(paths[0])
+                          else paths[0] if paths else None, db, "grep", "greps")
     if with_filename is None:  # rg leaves the path out when it searches one file it was given (not an index's)
         with_filename = stdin is None and not (len(paths) == 1 and os.path.isfile(paths[0])
                                                and not service.is_index_file(paths[0]))

@@ -86,6 +86,19 @@ def echo(message: str = "", *, err: bool = False, nl: bool = True, bold: bool = 
         click.echo(text, err=err, nl=nl)
 
 
+def say_pending_build(path: str | None, db: str | None, searchable_by: str, later: str) -> None:
+    """On stderr, before a command's update builds at length (:func:`~codii_sql.service.pending_build`): a
+    first build, or the rest of one that did not finish; ``searchable_by`` names how the files are found
+    once the lexical phase is done (``BM25``, ``grep``...), ``later`` the command's later calls."""
+    pending = service.pending_build(path, db)
+    if pending is None:
+        return
+    root, left = pending
+    what = f"Indexing {root} first" if left is None else f"Finishing the last build of {root} first ({left})"
+    echo(f"{what}: every file is searchable by {searchable_by} in seconds (the model embeds the chunks in the "
+         f"background); later {later} update only changed files.", err=True)
+
+
 def shown(text: str) -> str:
     """``text`` with control characters as escapes (``\\n``, ``\\x07``): safe to print on a terminal."""
     return escaped(text)

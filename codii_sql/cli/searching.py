@@ -16,6 +16,7 @@ from .output import (
     json_option,
     json_text,
     print_results,
+    say_pending_build,
 )
 from .progress import progress_bar, stderr_is_terminal
 from .words import message, words
@@ -81,10 +82,7 @@ def search(query, paths, workspace, limit, mode, exts, glob, language, group_by,
     if query is None:
         raise UsageError("missing QUERY", 'codii-sql search "where are retries handled" --path REPO')
     if not (many or as_json or jsonl or no_update) and query.strip():
-        first = service.first_build(paths[0] if paths else None, db)
-        if first is not None:
-            echo(f"Indexing {first} first: every file is searchable by BM25 in seconds, and the model "
-                 "embeds the chunks in the background; later searches update only changed files.", err=True)
+        say_pending_build(paths[0] if paths else None, db, "BM25", "searches")
     with progress_bar(not (as_json or jsonl) and stderr_is_terminal()) as bar:
         answer = service.search(request, progress=bar)
     if answer.scope and not (as_json or jsonl):

@@ -7,7 +7,7 @@ import os
 import click
 
 from .. import service
-from .output import db_option, echo, emit, json_option, shown
+from .output import db_option, echo, emit, json_option, say_pending_build, shown
 
 
 @click.command()
@@ -96,8 +96,6 @@ def refs(name, root, limit, offset, no_update, db, as_json):
 
 
 def _say_first_build(root: str | None, db: str | None, quiet: bool) -> None:
-    """As search and grep do: say so on stderr when the update about to run is a first build."""
-    first = None if quiet else service.first_build(root, db)
-    if first is not None:
-        echo(f"Indexing {first} first: every file is searchable by symbol in seconds (a search embeds the chunks "
-             "later); later calls update only changed files.", err=True)
+    """As search and grep do: say so on stderr when the update about to run builds at length."""
+    if not quiet:
+        say_pending_build(root, db, "symbol", "calls")

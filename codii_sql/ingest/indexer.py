@@ -232,9 +232,14 @@ class Indexer:
                          self.reuse_index_vectors, ChunkSizes(sizes["max_chunk_size"], sizes["min_chunk_size"]),
                          workers).run(plan, report, self._options(store))
             compact_text_indexes(store, report, self.progress)
-        except BuildStopped:
-            with store.transaction():  # stopped on request: what it committed is the index, now stale
-                store.set_meta(status="indexed", error=None, finished_at=time.time())
+        except BuildStopped as err:
+            # Stopped on request: what it committed is the index, now stale, and what it left is said (a new
+            # user's MCP client closed during a first build: "stale, 100%" at 205 of 840 files, no note).
+            meta = store.meta()
+            done, total = meta.get("files_done") or 0, meta.get("files_total") or 0
+            with store.transaction():
+                store.set_meta(status="indexed", error=None, finished_at=time.time(),
+                               stopped=f"{err} after {done:,} of {total:,} files" if done < total else None)
             raise
         except BaseException as err:
             why = ("interrupted; every file committed so far is kept, run build again to finish"
@@ -253,7 +258,7 @@ class Indexer:
         if not meta.get("definitions_complete") and not store.value("definitions_unread"):
             complete["definitions_complete"] = True
         with store.transaction():
-            store.set_meta(status="indexed", phase="done", finished_at=time.time(), last_indexed_at=time.time(),
+            store.set_meta(status="indexed", phase="done", stopped=None, finished_at=time.time(), last_indexed_at=time.time(),
                            merkle_root=report.merkle_root, files=report.files, chunks=report.chunks,
                            skipped=dict(report.skipped), skipped_files=skip_listing(report.skipped_files),
                            failed=report.failed, **took, **complete)

@@ -76,9 +76,9 @@ class LexicalPhase:
     def _index_files(self, plan: Plan, todo: list[SourceFile], report: BuildReport) -> None:
         """Prepare and write ``todo`` in batches of :data:`BATCH_CHUNKS` chunks or :data:`BATCH_FILES` files."""
         done = 0
-        self.progress("chunk", 0, len(todo))
-        with self.store.transaction():
+        with self.store.transaction():  # before the first progress, which may stop the build: what is left is known
             self.store.set_meta(phase="chunk", files_done=0, files_total=len(todo))
+        self.progress("chunk", 0, len(todo))
         # An index without a vector has none to reuse: the look-up by text hash cost 107 s of a
         # 28-minute --no-vectors kernel build, all of it finding nothing.
         reuse_index = self.reuse_index and bool(self.store.value("has_vectors"))

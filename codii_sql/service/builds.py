@@ -26,7 +26,7 @@ from ..ingest.report import BuildReport, Progress
 from ..search.answer import Note
 from ..storage.lock import vectors_running
 from ..storage.store import Store
-from .codebases import indexed_inside
+from .codebases import find_codebase, first_build, indexed_inside, is_index_file
 from .daemon import background_allowed, daemon_info, start_daemon
 from .embedders import embedder_for_build, recorded_embedder, requested_embedder
 from .maintenance import discard_damaged
@@ -226,6 +226,30 @@ def ensure_index(codebase: Codebase, *, update: bool = True, progress: Progress 
     return Note("update", "; ".join(warnings)) if warnings else None
 
 
+def pending_build(path: str | None, db: str | None) -> tuple[Path, str | None] | None:
+    """What the update of a search of ``path`` (or ``db``) is about to build at length, for a face to say
+    before it waits: ``(root, None)`` for a first build (:func:`~.codebases.first_build`), ``(root, how far)``
+    for an index whose last build did not finish (it failed or died, or was stopped on request), else None
+    (a new user's search after a killed build finished it silently for 37 s)."""
+    if (root := first_build(path, db)) is not None:
+        return root, None
+    if path is not None and is_index_file(path):
+        return None
+    try:
+        codebase, _ = find_codebase(path, db)
+        if codebase.alone or not codebase.db_path.is_file():
+            return None
+        st = brief_status(codebase)
+    except CodiiError:
+        return None
+    if st["status"] == "indexed" and st.get("stopped"):
+        return codebase.root, st["stopped"]
+    if st["status"] != "failed":
+        return None
+    done, total = st.get("files_done") or 0, st.get("files_total") or 0
+    return codebase.root, f"it stopped after {done:,} of {total:,} files" if done < total else "it did not finish"
+
+
 def committed_state_note(codebase: Codebase, store: Store | None = None) -> Note | None:
     """What an answer from the last committed state (no update ran) should say: why no update runs while
     .codii.yaml is malformed (a new user's agent got a confident "0 matching lines" from MCP for a line
@@ -243,6 +267,9 @@ def freshness_note(st: dict) -> Note | None:
     if st["status"] == "failed":
         return Note("indexing", f"the last build did not finish ({st.get('error')}): results come from the "
                                 f"{st.get('files') or 0} files it committed", Remedy("build", root))
+    if st["status"] == "indexed" and st.get("stopped"):
+        return Note("indexing", f"the last build stopped before it finished ({st['stopped']}): results come from "
+                                f"the {st.get('files') or 0} files it committed", Remedy("build", root))
     if st["status"] == "indexing" and st.get("phase") != "vectors":  # the vectors have a note of their own
         done, total = st.get("files_done") or 0, st.get("files_total") or 0
         progress = f" ({done}/{total} files of this build committed)" if total else ""

@@ -128,6 +128,8 @@ class Session:
         }
         if status == "indexing" and cb.db_path.is_file():  # a first build may not have made its file yet
             data["indexer_pid"] = inspect(cb)["snapshot"].get("pid")
+        if st.get("stopped") and status in ("indexed", "stale"):  # a build stopped on request left files unread
+            data.update(percent=_percent("indexing", {**prog, "phase": "files"}, None), last_error=st["stopped"])
         notes = [*(job.warnings if job is not None else []), *([st["config_error"]] if st.get("config_error") else [])]
         if notes:  # this server's latest build went on past them; a .codii.yaml the next build refuses
             data["note"] = "; ".join(notes)

@@ -81,7 +81,7 @@ def status(codebase: Codebase, *, check_stale: bool = True) -> dict:
             config_error = f"{err.what}: the next build fails until it is fixed"
     out.update(status=state, files=counts["files"], chunks=counts["chunks"], size_bytes=_db_size(codebase.db_path),
                **{k: meta.get(k) for k in ("phase", "files_done", "files_total", "skipped", "failed", "error",
-                                              "last_indexed_at", "model_id", "merkle_root")},
+                                              "stopped", "last_indexed_at", "model_id", "merkle_root")},
                # The snapshot's build_seconds times the lexical phase only: named so, not as the build's.
                lexical_seconds=meta.get("build_seconds"), skipped_files=skipped_files(meta),
                embedder=recorded_embedder(meta), vectors=vectors, history=history)
@@ -109,7 +109,8 @@ def status(codebase: Codebase, *, check_stale: bool = True) -> dict:
 def brief_status(codebase: Codebase, store: Store | None = None) -> dict:
     """What :func:`~.builds.freshness_note` needs, without counting chunks or walking the tree:
     ``status`` (as :func:`status` decides it, but a vector phase alone reads as indexed), ``phase``,
-    ``files_done``, ``files_total``, ``error`` and ``files`` (committed files). Counting 2.9M kernel
+    ``files_done``, ``files_total``, ``error``, ``stopped`` (what a build stopped on request left) and
+    ``files`` (committed files). Counting 2.9M kernel
     chunks twice made each search and grep of the last committed state wait 0.2 s warm and 18 s cold
     (docs/benchmarks.md, "Grep": Linux 6.12). ``store``: the index already open (else it is opened).
 
@@ -122,7 +123,7 @@ def brief_status(codebase: Codebase, store: Store | None = None) -> dict:
     state, meta = _lexical_state(codebase, store)
     files = committed_files(store, meta)
     return {"codebase": str(codebase.root), "status": state, "files": files,
-            **{k: meta.get(k) for k in ("phase", "files_done", "files_total", "error")}}
+            **{k: meta.get(k) for k in ("phase", "files_done", "files_total", "error", "stopped")}}
 
 
 def committed_files(store: Store, meta: dict) -> int:
