@@ -26,8 +26,10 @@ from re import _parser
 MAX_EXACT = 32
 #: A character class of at most this many characters is an exact set of one-character strings.
 MAX_CLASS = 8
-#: Trigrams ANDed per exact string at most, evenly spread (more read more doclists for little gain).
-MAX_TRIGRAMS = 12
+#: Trigrams ANDed per exact string at most, evenly spread: each costs the query its doclist (some 0.2 ms on
+#: the kernel), and a rare one left out lets in every file holding the others apart (12 took
+#: DEFINE_IDTENTRY_RAW to 478 kernel files where all 17 give 27; docs/benchmarks.md "Grep", eighth round).
+MAX_TRIGRAMS = 32
 
 #: Characters a run needs to be checked in a file's bytes (:func:`required_bytes`): shorter ones are in
 #: nearly every file.
