@@ -111,6 +111,11 @@ def test_a_real_server_answers_over_http_and_stops_on_ctrl_c(team):
         rebound = httpx.get(f"{url}/search", params={"q": "redirects"}, headers={"Host": "evil.example"}, timeout=30)
         assert rebound.status_code == 400 and "results" not in rebound.text
         assert httpx.get(f"{url}/healthz", headers={"Host": f"localhost:{port}"}, timeout=30).status_code == 200
+        # The server's one URL answers for both codebases: each path printed under its root (a new user's
+        # text listing mixed lib/utils.js and tests/test_requests.py of two projects, unnamed)
+        both = run("search", "order total with tax, or retry with backoff", "--path", url, "-n", "10")
+        named = {str(p) for p in team if any(f"{p}/" in line for line in both.stdout.splitlines())}
+        assert both.exit_code == 0 and named == {str(p) for p in team}, both.stdout
     finally:
         code, err = servers.stop(proc)
     assert code == 0 and "Serving team on http://127.0.0.1:" in err and "Traceback" not in err

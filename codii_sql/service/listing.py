@@ -51,8 +51,10 @@ def listing(results: list[Result], style: Style, *, with_codebase: bool = False,
             safe: Callable[[str], str] = str) -> list[str]:
     """The lines of a listing of ``results``: per result its header, then its numbered lines (at
     most ``style.max_lines``, then how many more); over several codebases each path is preceded
-    by its codebase's root. ``safe`` makes a file's text safe for the output (a terminal's
-    escapes of control characters)."""
+    by its codebase's root (and whenever the results come from more than one: a server's answer for one
+    URL may merge several). ``safe`` makes a file's text safe for the output (a terminal's escapes of
+    control characters)."""
+    with_codebase = with_codebase or len({r.codebase for r in results} - {None}) > 1
     out: list[str] = []
     for rank, r in enumerate(results, 1):
         where = f"{r.codebase}/{r.path}" if with_codebase and r.codebase else r.path
