@@ -112,7 +112,7 @@ def test_an_agent_reads_a_long_line_to_its_end_by_column(tmp_path, codii_home):
                 column = part["next_start_column"]
             assert read.startswith(long_line) and read[len(long_line):] == "\nprint(BLOB)\n" and column > 1
             told = await refused(s, "get_content", path=str(root), file="blob.py", start_line=3, start_column=999)
-            assert "past the end of line 3" in told
+            assert "past the end of line 3 (11 characters)" in told  # print(BLOB): search's line_chars, no newline
 
     asyncio.run(run())
 

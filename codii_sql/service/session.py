@@ -295,9 +295,8 @@ class Session:
             raise UsageError(f"end_line {end_line} is before start_line {start}")
         column = start_column or 1
         if column > 1:
-            if column > len(lines[start - 1]):
-                raise UsageError(f"start_column {column} is past the end of line {start} ({len(lines[start - 1])} "
-                                 "characters)")
+            if column > (width := len(lines[start - 1].removesuffix("\n"))):  # its characters, as search's line_chars
+                raise UsageError(f"start_column {column} is past the end of line {start} ({width} characters)")
             lines = [*lines[:start - 1], lines[start - 1][column - 1:], *lines[start:]]
         end, content, cut = lines_within_tokens(lines, start, end, max_tokens)
         data = {"codebase": str(cb.root), "path": rel, "start_line": start, "end_line": end, "total_lines": total,
