@@ -34,7 +34,7 @@ from .embedding import embed_queued
 from .history import update_history
 from .history_rules import HistoryRules
 from .history_vectors import embed_history, fit_history_vec, history_dims
-from .lexical import LexicalPhase, compact_text_indexes, described
+from .lexical import LexicalPhase, compact_text_indexes, described, stopped_at
 from .plan import Plan, make_plan, nothing_to_do, same_settings
 from .report import BuildReport, Progress, skip_listing
 from .settings import check_compatible, index_settings
@@ -232,14 +232,9 @@ class Indexer:
                          self.reuse_index_vectors, ChunkSizes(sizes["max_chunk_size"], sizes["min_chunk_size"]),
                          workers).run(plan, report, self._options(store))
             compact_text_indexes(store, report, self.progress)
-        except BuildStopped as err:
-            # Stopped on request: what it committed is the index, now stale, and what it left is said (a new
-            # user's MCP client closed during a first build: "stale, 100%" at 205 of 840 files, no note).
-            meta = store.meta()
-            done, total = meta.get("files_done") or 0, meta.get("files_total") or 0
+        except BuildStopped as err:  # stopped on request: what it committed is the index, now stale
             with store.transaction():
-                store.set_meta(status="indexed", error=None, finished_at=time.time(),
-                               stopped=f"{err} after {done:,} of {total:,} files" if done < total else None)
+                store.set_meta(status="indexed", error=None, finished_at=time.time(), stopped=stopped_at(store, err))
             raise
         except BaseException as err:
             why = ("interrupted; every file committed so far is kept, run build again to finish"

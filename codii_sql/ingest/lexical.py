@@ -163,3 +163,12 @@ def compact_text_indexes(store: Store, report: BuildReport, progress: Progress) 
         store.run("fts_optimize")
     report.phase_seconds["compact"] = time.perf_counter() - started
     progress("compact", 1, 1)
+
+
+def stopped_at(store: Store, why: Exception) -> str | None:
+    """What a build stopped on request (``why``) left, from the files its chunk phase recorded: ``"<why>
+    after N of M files"``, None when it had written them all (a new user's MCP client closed during a
+    first build, and status said stale, 100%, at 205 of 840 files)."""
+    meta = store.meta()
+    done, total = meta.get("files_done") or 0, meta.get("files_total") or 0
+    return f"{why} after {done:,} of {total:,} files" if done < total else None
