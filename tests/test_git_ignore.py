@@ -270,3 +270,22 @@ def test_a_build_that_indexes_nothing_names_the_rule_that_hid_everything(tmp_pat
     assert "nothing to index: the ignore rules leave every path out, most by .gitignore:7 `/*` (5 paths)" in text
     write(repo, "debian/rules", "x\n")  # what the tarball's rules keep: an index, and no such note
     assert last_json(CliRunner().invoke(cli, ["build", str(repo), "--no-vectors", "--json"]).output)["hidden_by"] == []
+
+
+@pytest.mark.skipif(shutil.which("rg") is None, reason="needs ripgrep")
+def test_ignore_and_rgignore_files_leave_out_what_ripgrep_leaves_out(tmp_path, git_home):
+    """A new user's `.ignore` and `.rgignore` were not read: grep answered from a.txt and b.txt, which rg (and fd,
+    ag) leave out. They sit over the folder's .gitignore, .rgignore over .ignore, and exclude tracked files too."""
+    root = tmp_path / "repo"
+    for rel in ("a.txt", "b.txt", "c.txt", "d.txt", "keep.log", "x.log", "sub/c.txt", "sub/e.txt", "sub/f.txt",
+                "tracked.md"):
+        write(root, rel)
+    write(root, ".gitignore", "*.log\n")
+    write(root, ".ignore", "a.txt\n!keep.log\nf.txt\ntracked.md\n")
+    write(root, ".rgignore", "b.txt\n!f.txt\n")
+    write(root, "sub/.ignore", "c.txt\n")
+    git(root, "init", "-q")
+    git(root, "add", "-A")
+    rg = subprocess.run(["rg", "--files", "--no-config"], cwd=root, capture_output=True, text=True).stdout.split()
+    ours = {f.path for f in scan(root).files if not f.path.rpartition("/")[2].startswith(".")}  # rg: no --hidden
+    assert ours == set(rg) == {"c.txt", "d.txt", "keep.log", "sub/e.txt", "sub/f.txt"}, (sorted(ours), sorted(rg))

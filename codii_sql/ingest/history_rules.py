@@ -7,7 +7,7 @@ import re
 from pathlib import Path, PurePosixPath
 
 from .exclusions import default_file_reason, excluded_dir
-from .ignore import IgnoreLevel, Rule, compile_level, read_ignore_file
+from .ignore import OWN_IGNORE_FILE_NAMES, IgnoreLevel, Rule, compile_level, read_ignore_file
 
 #: A private key block anywhere in a hunk: read.py skips a file that starts with one ("secret");
 #: a hunk starts mid-file, so it is searched for, not anchored.
@@ -20,7 +20,7 @@ class HistoryRules:
     A path that exists in the work tree now is kept exactly when the index holds it (``indexed``):
     the walk decided (ignore files, ``.codii.yaml``, default exclusions, secrets, size). A path
     gone since is judged by the rules that would apply to it now: ``ignore_patterns`` and the
-    ``.codiiignore`` files of its folders (every file of a commit was tracked, and Git's own
+    ``.ignore``, ``.rgignore`` and ``.codiiignore`` files of its folders (every file of a commit was tracked, and Git's own
     ``.gitignore`` rules do not apply to tracked files, as in the walk), then the default
     exclusions (dependency folders, build output beside its tool's file as the folder holds now,
     lock files, minified, binary extensions, names that usually hold credentials) unless a negation re-includes it, then ``extensions``.
@@ -99,10 +99,12 @@ class HistoryRules:
         return None
 
     def _folder_levels(self, folder: str) -> tuple[IgnoreLevel, ...]:
-        """The ``.codiiignore`` levels from the root down to ``folder`` ('' for the root), as on disk now."""
+        """The levels of the ignore files that are not Git's (``.ignore``, ``.rgignore``, ``.codiiignore``) from
+        the root down to ``folder`` ('' for the root), as on disk now."""
         if folder not in self._levels:
             parent = self._folder_levels(folder.rpartition("/")[0]) if folder else ()
             base = (folder + "/") if folder else ""
-            level = read_ignore_file(str(self.root / base / ".codiiignore"), os.fsencode(base), can_rescue=True)
-            self._levels[folder] = (*parent, level) if level else parent
+            levels = [read_ignore_file(str(self.root / base / name), os.fsencode(base), can_rescue=name == ".codiiignore")
+                      for name in OWN_IGNORE_FILE_NAMES]
+            self._levels[folder] = (*parent, *filter(None, levels))
         return self._levels[folder]

@@ -19,8 +19,11 @@ from dataclasses import dataclass
 from . import wildmatch
 from .repositories import WorkTree, excludes_file, git_info_path, read_bytes
 
-#: Ignore files read in every directory, lowest precedence first.
-IGNORE_FILE_NAMES = (".gitignore", ".codiiignore")
+#: Ignore files read in every directory, lowest precedence first: Git's, then the ones ripgrep, fd and ag
+#: read (``.ignore``, then ripgrep's own ``.rgignore``: grep answered from files rg leaves out), then ours.
+IGNORE_FILE_NAMES = (".gitignore", ".ignore", ".rgignore", ".codiiignore")
+#: Those that are not Git's: they exclude tracked files too (as ripgrep, which reads no index, does).
+OWN_IGNORE_FILE_NAMES = IGNORE_FILE_NAMES[1:]
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,16 +13,17 @@ that inside a Git work tree the files walked are those ``git ls-files --cached -
    (``.git`` a directory, or a ``gitdir:`` file as in worktrees and submodules), both relative to
    the work tree's top; then, when the root is a subfolder of the work tree, the ``.gitignore``
    of each folder from the top down to the root's parent, each relative to its folder;
-2. ``.gitignore`` then ``.codiiignore`` in each directory under the root, relative to that
-   directory; a deeper directory's files override its parents'. ``.codiiignore`` uses the same
-   syntax and overrides ``.gitignore`` of the same directory (ripgrep's ``.ignore`` convention);
+2. ``.gitignore``, ``.ignore``, ``.rgignore`` then ``.codiiignore`` in each directory under the root,
+   relative to that directory; a deeper directory's files override its parents'. The last three use
+   the same syntax and override ``.gitignore`` of the same directory, in that order (as ripgrep reads
+   ``.ignore`` and ``.rgignore``);
 3. ``ignore_patterns`` (from ``.codii.yaml`` or the argument), relative to the root, like
    patterns given to ``git`` on the command line.
 
 Within one file the last matching pattern wins. An ignored directory is not descended into,
 so as in Git a negation cannot re-include a file under it. Files Git tracks are listed whatever
 Git's own rules (1 and the ``.gitignore`` files) say, as ``git ls-files --cached`` lists them; a
-``.codiiignore`` or ``ignore_patterns`` still excludes them. Outside a work tree, ``core.excludesFile``
+``.ignore``, ``.rgignore``, ``.codiiignore`` or ``ignore_patterns`` still excludes them. Outside a work tree, ``core.excludesFile``
 and ``info/exclude`` are not read. One deliberate difference from Git: the root itself is never
 ignored (a pattern of a parent folder matching it, ``build/``, does not empty the index of
 ``build/docs``). Any other

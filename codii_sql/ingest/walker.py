@@ -158,7 +158,7 @@ class Walker:
             # Git (>= 2.32) does not follow a symlinked .gitignore in the working tree.
             if entry is not None and entry.is_file(follow_symlinks=False):
                 self.stats.depend(entry.path)
-                level = read_ignore_file(entry.path, self.prefix + os.fsencode(d.rel), can_rescue=name != ".gitignore",
+                level = read_ignore_file(entry.path, self.prefix + os.fsencode(d.rel), can_rescue=name == ".codiiignore",
                                          git=name == ".gitignore")
                 if level:
                     levels.append(level)
