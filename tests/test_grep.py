@@ -1067,3 +1067,21 @@ def test_case_blind_matching_leaves_the_turkish_dotless_and_dotted_i_alone_as_rg
                                 text=True)
         assert ours.stdout == theirs.stdout, (args, ours.stdout, theirs.stdout)
 
+
+
+@pytest.mark.skipif(RG is None, reason="needs ripgrep")
+@pytest.mark.parametrize("flags", [["-m1", "-A2"], ["-m1", "-A1"], ["-m1", "-B1", "-A3"], ["-m2", "-A1", "-v"],
+                                   ["-m1", "-C1", "--json"], ["-m2", "-A5"]])
+def test_matching_lines_past_max_count_in_the_context_are_shown_as_matches_as_rg_shows_them(tmp_path, monkeypatch,
+                                                                                          flags):
+    """A new user's `-m1 -A3` printed a later matching line as context (`9-use pyo3::...`) where rg prints it as the
+    match it is (`9:`), without context of its own and without counting it."""
+    root = built(write_tree(tmp_path / "repo", {"t.txt": "foo one\nbar\nfoo two\nfoo three\nbaz\nfoo\nfoo\nqux\n"}))
+    monkeypatch.chdir(root)
+    theirs = subprocess.run([RG, "--no-config", "-n", *flags, "foo", "t.txt"], capture_output=True, text=True).stdout
+    ours = run("grep", "-n", "--no-update", *flags, "foo", "t.txt").stdout
+    if "--json" in flags:  # rg's timings and byte counts aside
+        theirs, ours = ([ln for ln in out.splitlines() if '"type":"summary"' not in ln and '"type":"end"' not in ln]
+                        for out in (theirs, ours))
+    assert ours == theirs
+    assert run("grep", "-c", "--no-update", *flags[:1], "foo", "t.txt").stdout == flags[0][2:] + "\n"

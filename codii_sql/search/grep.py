@@ -382,13 +382,16 @@ def set_offsets(text: str | bytes, lines: list[GrepLine]) -> None:
         g.unended = data.find(b"\n", at) < 0
 
 
-def with_context(text: str, matched: list[GrepLine], before: int, after: int) -> list[GrepLine]:
+def with_context(text: str, matched: list[GrepLine], before: int, after: int,
+                 also_matching: list[GrepLine] = ()) -> list[GrepLine]:
     """``matched`` and up to ``before``/``after`` lines around each (context lines, no spans), in line
-    order, each line once."""
+    order, each line once; a line of ``also_matching`` (those past rg's ``-m``) in that context is shown
+    as the match it is, as rg shows it, without context of its own."""
     if not (before or after) or not matched:
         return matched
     lines = lines_of(text)
-    by_number = {m.line: m for m in matched}
+    by_number = {m.line: m for m in also_matching}
+    by_number.update((m.line, m) for m in matched)
     wanted: set[int] = set()
     for m in matched:
         wanted.update(range(max(1, m.line - before), min(len(lines), m.line + after) + 1))

@@ -283,8 +283,12 @@ def take_file(answer: GrepAnswer, request: GrepRequest, row: dict, text: str | b
     """Count one file's ``matched`` lines (or their number) into ``answer`` and hand the file to ``add``,
     cut by rg's ``-m`` and the request's ``limit`` (``shown_lines`` shown before it), with its context
     lines and offsets when asked; returns the lines shown so far."""
+    spilt: list[GrepLine] = []  # matching lines past -m: shown as matches where they fall in the context, as rg
     if request.max_count is not None:  # rg's -m: the file's first lines, and its count, stop there
-        matched = min(matched, request.max_count) if request.counts_only else matched[:request.max_count]
+        if request.counts_only:
+            matched = min(matched, request.max_count)
+        else:
+            matched, spilt = matched[:request.max_count], matched[request.max_count:]
     answer.matched_files += 1
     if request.counts_only:
         answer.matched_lines += matched
@@ -293,10 +297,10 @@ def take_file(answer: GrepAnswer, request: GrepRequest, row: dict, text: str | b
     answer.matched_lines += len(matched)
     in_file = len(matched)
     if request.limit is not None and len(matched) > request.limit - shown_lines:
-        matched = matched[:request.limit - shown_lines]
+        matched, spilt = matched[:request.limit - shown_lines], []
         answer.truncated = True
     if request.before or request.after:
-        matched = with_context(as_text(text), matched, request.before, request.after)
+        matched = with_context(as_text(text), matched, request.before, request.after, spilt)
     if request.offsets:
         set_offsets(text, matched)
     add(GrepFile(row["path"], row["role"], row["language"], in_file, matched, gaps))
