@@ -1085,3 +1085,17 @@ def test_matching_lines_past_max_count_in_the_context_are_shown_as_matches_as_rg
                         for out in (theirs, ours))
     assert ours == theirs
     assert run("grep", "-c", "--no-update", *flags[:1], "foo", "t.txt").stdout == flags[0][2:] + "\n"
+
+
+@pytest.mark.skipif(RG is None, reason="needs ripgrep")
+@pytest.mark.parametrize("args", [["-S", "-o", "\\x46oo"], ["-S", "-o", "\\u{46}oo"], ["-S", "-o", "fo\\w"],
+                                  ["-o", "\\u{3c3}+"], ["-C", "150", "needle"]])
+def test_smart_case_escapes_unicode_braces_and_wide_context_read_as_rg_reads_them(tmp_path, monkeypatch, args):
+    """A new user's `-S '\\x46oo'` matched foo (rg: an escaped F is an upper-case letter), `\\u{3c3}` and `-C 150`
+    were refused."""
+    lines = ["Foo foo FOO σσ"] + [f"line {i}" for i in range(200)] + ["needle"] + [f"tail {i}" for i in range(200)]
+    root = built(write_tree(tmp_path / "repo", {"s.txt": "\n".join(lines) + "\n"}))
+    monkeypatch.chdir(root)
+    theirs = subprocess.run([RG, "--no-config", "-n", *args, "s.txt"], capture_output=True, text=True)
+    ours = run("grep", "-n", "--no-update", *args, "s.txt")
+    assert (ours.exit_code, ours.stdout) == (theirs.returncode, theirs.stdout) and theirs.returncode == 0

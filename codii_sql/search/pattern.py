@@ -141,7 +141,7 @@ class GrepPattern:
 
 #: rg's escapes Python spells otherwise: ``\\z`` (the end of the text), ``\\x{HHHH}`` (a code point),
 #: ``\\<`` and ``\\>`` (a word's start and end, as in rg 14 and GNU grep; Python read them as ``<``, ``>``).
-_RUST_ESCAPE = re.compile(r"\\(?:(z)|x\{([0-9A-Fa-f]{1,8})\}|([<>])|.)", re.DOTALL)
+_RUST_ESCAPE = re.compile(r"\\(?:(z)|[xu]\{([0-9A-Fa-f]{1,8})\}|([<>])|.)", re.DOTALL)
 
 
 #: What :func:`_dotted_i_apart` skips whole: an escape (``\\p{..}``, ``\\N{..}``, ``\\x{..}`` with its braces), a
@@ -184,11 +184,11 @@ def _dotted_i_apart(source: str) -> str:
 
 
 def rust_escapes(source: str) -> str:
-    """``source`` with rg's (Rust regex's) ``\\z`` as ``\\Z`` and ``\\x{e9}`` as ``\\xe9`` (``\\u``,
+    """``source`` with rg's (Rust regex's) ``\\z`` as ``\\Z`` and ``\\x{e9}`` or ``\\u{e9}`` as ``\\xe9`` (``\\u``,
     ``\\U`` for wider code points), which Python's ``re`` refuses ("bad escape", "incomplete escape"),
     and ``\\<``/``\\>`` as word-boundary assertions (Python matched a literal ``<``: no line, silently);
     other escapes, ``\\\\z`` included, as they are."""
-    if "\\z" not in source and "\\x{" not in source and "\\<" not in source and "\\>" not in source:
+    if not any(e in source for e in ("\\z", "\\x{", "\\u{", "\\<", "\\>")):
         return source
 
     def spelled(m: re.Match) -> str:

@@ -11,6 +11,7 @@ import functools
 import os
 import re
 import time
+import unicodedata
 from collections.abc import Callable
 
 from ..codebase import Codebase
@@ -30,7 +31,23 @@ from .grepping import GrepRequest, matched_or_none, matcher, search_codebase, ta
 #: The name of the text a grep reads from standard input (rg's).
 STDIN = "<stdin>"
 #: A backslash escape (``\\W``, ``\\S``, ``\\x41``): no letter of the text to match, for smart case.
-_ESCAPES = re.compile(r"\\(?:x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|N\{[^}]*\}|p\{[^}]*\}|P\{[^}]*\}|.)")
+_ESCAPES = re.compile(r"\\(?:[xu]\{([0-9a-fA-F]{1,8})\}|x([0-9a-fA-F]{2})|u([0-9a-fA-F]{4})|U([0-9a-fA-F]{8})|"
+                      r"N\{([^}]*)\}|p\{[^}]*\}|P\{[^}]*\}|.)")
+
+
+def _literal_text(pattern: str) -> str:
+    """``pattern``'s literal characters as rg's ``-S`` reads them: an escape of a letter (``\\x46``,
+    ``\\u{46}``, ``\\N{...}``) is that letter (a new user's ``-S '\\x46oo'`` matched ``foo`` where rg's does
+    not), a class escape (``\\W``, ``\\p{Lu}``) none."""
+    def letter(m: re.Match) -> str:
+        code = next((g for g in m.groups()[:4] if g), None)
+        if code is not None:
+            return chr(int(code, 16)) if int(code, 16) <= 0x10FFFF else ""
+        try:
+            return unicodedata.lookup(m.group(5)) if m.group(5) else ""
+        except KeyError:  # no such name: the pattern's own error says so
+            return ""
+    return _ESCAPES.sub(letter, pattern)
 
 
 def grep(request: GrepRequest, *, progress: Progress | None = None,
@@ -44,7 +61,7 @@ def grep(request: GrepRequest, *, progress: Progress | None = None,
     """
     request.check()
     ignore_case = request.ignore_case or (request.smart_case and not any(
-        ch.isupper() for p in request.patterns for ch in (p if request.fixed else _ESCAPES.sub("", p))))
+        ch.isupper() for p in request.patterns for ch in (p if request.fixed else _literal_text(p))))
     pattern = GrepPattern(request.patterns, fixed=request.fixed, ignore_case=ignore_case, word=request.word,
                           line=request.line_regexp)
     if request.text is not None:

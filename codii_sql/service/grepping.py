@@ -30,8 +30,10 @@ from . import boundary, grep_filter, grep_left_out, grep_split
 from .stored import not_stored, stored_lines
 from .status import committed_files, open_store, refuse_damaged, scan_rules
 
-#: Lines around a match at most (``-A``/``-B``/``-C``).
-MAX_CONTEXT = 100
+#: Lines around a match at most (``-A``/``-B``/``-C``): rg takes any number (a new user's ``-C 150`` was
+#: refused at 100); a window is at most its file's lines, and an agent's or a page's answer is cut by its
+#: token budget.
+MAX_CONTEXT = 1_000_000
 #: Characters of a line an agent's or a page's answer shows (MCP grep_code, HTTP /grep): a longer one is cut
 #: around its first match (``max_columns``); a minified or data line would spend a budget alone, and a
 #: 200 KB line was sent whole by HTTP, or dropped whole by its token budget.
@@ -60,7 +62,7 @@ class GrepRequest:
             detected as (``python``), a file must be one of them; ``types_not``
             (rg's ``-T``): none of these.
         roles: a file's role must be one of them (``source``, ``test``...: search's roles); []: any.
-        before, after: context lines (``-B``, ``-A``; ``-C`` sets both), 0-100.
+        before, after: context lines (``-B``, ``-A``; ``-C`` sets both), 0 to :data:`MAX_CONTEXT`.
         limit: matched lines at most (None: all); reading stops there, ``truncated`` says so.
         sort: ``path`` (rg's order) or ``role`` (source files first, then tests, docs, config, the rest).
         update: bring the index up to date first (a CLI grep), else the last committed state.
