@@ -755,12 +755,19 @@ def test_inverted_lines_of_a_file_without_the_literal_are_all_its_lines_in_every
         ("crlf.txt", 2), ("lf.txt", 2), ("uni.txt", 2)]
 
 
-def test_a_line_with_a_control_character_is_printed_escaped_and_a_tab_as_it_is(tmp_path, monkeypatch):
-    """Lines are printed a file at a time when none needs an escape; a file with one keeps its escapes."""
-    root = built(write_tree(tmp_path / "repo", {"a.txt": "needle\tone\nneedle \x1b]0;title\x07\n", "b.txt": "needle\n"}))
+@pytest.mark.skipif(RG is None, reason="the rg binary is not installed")
+def test_a_control_character_is_escaped_on_a_terminal_and_written_as_it_is_into_a_pipe(tmp_path, monkeypatch):
+    """A terminal gets a file's escapes as text (they could drive it), a tab as it is; a pipe gets the bytes, as rg
+    writes them (a new user's script read `\\x0c` where rg gave the form feed)."""
+    root = built(write_tree(tmp_path / "repo", {"a.txt": "needle\tone\nneedle \x1b]0;title\x07\n\x0cneedle\n",
+                                                "b.txt": "needle\n"}))
     monkeypatch.chdir(root)
-    out = run("grep", "needle", "--no-update")
-    assert out.stdout_bytes == b"a.txt:1:needle\tone\na.txt:2:needle \\x1b]0;title\\x07\nb.txt:1:needle\n", out.stdout_bytes
+    theirs = subprocess.run([RG, "--no-config", "--sort", "path", "-n", "needle"], capture_output=True).stdout
+    assert run("grep", "needle", "--no-update").stdout_bytes == theirs
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "TERM": "xterm", "NO_COLOR": "1"}
+    shown = _on_terminal([sys.executable, "-m", "codii_sql.cli", "grep", "--no-update", "--no-heading", "needle"],
+                         root, env)
+    assert shown == "a.txt:1:needle\tone\na.txt:2:needle \\x1b]0;title\\x07\na.txt:3:\\x0cneedle\nb.txt:1:needle\n", shown
 
 
 @pytest.mark.skipif(RG is None, reason="the rg binary is not installed")
@@ -1099,3 +1106,14 @@ def test_smart_case_escapes_unicode_braces_and_wide_context_read_as_rg_reads_the
     theirs = subprocess.run([RG, "--no-config", "-n", *args, "s.txt"], capture_output=True, text=True)
     ours = run("grep", "-n", "--no-update", *args, "s.txt")
     assert (ours.exit_code, ours.stdout) == (theirs.returncode, theirs.stdout) and theirs.returncode == 0
+
+
+@pytest.mark.skipif(RG is None, reason="needs ripgrep")
+@pytest.mark.parametrize("args", [["--column", "-M", "20"], ["--column", "-M", "20", "--max-columns-preview"],
+                                  ["-M", "20"], ["-M", "20", "--max-columns-preview"]])
+def test_an_omitted_long_line_is_worded_as_rg_words_it_with_and_without_columns(tmp_path, monkeypatch, args):
+    """A new user's `--column -M 20` read `[Omitted long matching line]` where rg 13 counts the line's matches."""
+    root = built(write_tree(tmp_path / "repo", {"long.txt": "x" * 50 + " foo " + "y" * 50 + " foo\nshort foo\n"}))
+    monkeypatch.chdir(root)
+    theirs = subprocess.run([RG, "--no-config", "-n", *args, "foo", "long.txt"], capture_output=True, text=True).stdout
+    assert run("grep", "-n", "--no-update", *args, "foo", "long.txt").stdout == theirs

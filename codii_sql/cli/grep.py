@@ -146,7 +146,8 @@ def grep(pattern, paths, patterns, fixed, ignore_case, word, smart_case, case_se
                                   glob_base=os.getcwd(), smart_case=smart_case, max_count=max_count, invert=invert,
                                   hidden=hidden, line_regexp=line_regexp, without_match=without_match,
                                   processes=processes, offsets=as_json or byte_offset, types_not=list(types_not),
-                                  text=stdin, first_match=mode == "lines" and not colored)
+                                  text=stdin, first_match=mode == "lines" and not colored
+                                  and not (column and max_columns))  # rg counts an omitted line's matches
     if not (as_json or no_update or stdin is not None) and all(os.path.lexists(p) for p in paths[:1]):
         say_pending_build(_folder(paths[0]) if paths and not service.is_index_file(paths[0])
                           else paths[0] if paths else None, db, "grep", "greps")
@@ -157,7 +158,7 @@ def grep(pattern, paths, patterns, fixed, ignore_case, word, smart_case, case_se
                       with_filename=with_filename or vimgrep, count_matches=only_matching and not invert, paths=paths,
                       column=column or vimgrep, byte_offset=byte_offset, only=only_matching and not invert,
                       color=colored, heading=sys.stdout.isatty() if heading is None else heading, null=null,
-                      max_columns=max_columns, preview=preview, trim=trim)
+                      max_columns=max_columns, preview=preview, trim=trim, escape=sys.stdout.isatty())
     try:
         answer = service.grep(request, on_file=printer.file)
         for f in answer.files if without_match else ():  # known only at the end

@@ -34,15 +34,18 @@ class Printer:
     marks paths, line numbers and matches with rg's colours; ``heading`` prints a file's path once above
     its lines, a blank line between files (rg's form on a terminal). rg's ``null`` (-0: a NUL after each
     path), ``max_columns`` and ``preview`` (-M: a line longer than that many bytes said omitted, or cut to
-    that many characters) and ``trim`` (leading whitespace not printed) as rg 13 prints them."""
+    that many characters) and ``trim`` (leading whitespace not printed) as rg 13 prints them. ``escape``
+    writes control characters as escapes (``\\x1b``), for a terminal, which a file's own could drive; into a
+    pipe they are written as the file holds them, as rg writes them (a new user's script read ``\\x0c``)."""
 
     def __init__(self, mode: str, *, numbers: bool, with_context: bool, with_filename: bool, count_matches: bool,
                  paths: tuple[str, ...], column: bool = False, byte_offset: bool = False, only: bool = False,
                  color: bool = False, heading: bool = False, null: bool = False, max_columns: int | None = None,
-                 preview: bool = False, trim: bool = False) -> None:
+                 preview: bool = False, trim: bool = False, escape: bool = True) -> None:
         self.mode, self.numbers, self.with_context, self.with_filename = mode, numbers, with_context, with_filename
         self.count_matches, self.paths, self.column, self.byte_offset = count_matches, paths, column, byte_offset
         self.only, self.null, self.max_columns, self.preview, self.trim = only, null, max_columns, preview, trim
+        self.escape = escape
         self.color = color and mode != "vim"  # rg 13 colours no --vimgrep line (editors read them)
         self.heading = heading and with_filename and mode in ("lines", "only")
         self.printed = False
@@ -57,7 +60,7 @@ class Printer:
             return
         if self._name is None:
             self._name = rg_names(answer.codebase, self.paths)
-        path = self._styled(shown(self._name(f.path)), PATH_STYLE)
+        path = self._styled(self._safe(self._name(f.path)), PATH_STYLE)
         if self.mode == "json":
             text = _json_lines(f, self._name(f.path))
         elif self.mode == "count":  # the count says whether the file matched too (with -o: of matches)
@@ -84,7 +87,7 @@ class Printer:
         if not self.with_filename or self.heading:
             path = ""
         if not (self.with_context or self.column or self.byte_offset or self.color or self.max_columns or
-                self.trim) and not has_controls("".join(g.text for g in f.lines)):
+                self.trim) and not (self.escape and has_controls("".join(g.text for g in f.lines))):
             # A file's lines at once, none needing an escape: a call per line was most of printing
             # Django's 99k `self` lines (docs/benchmarks.md "Grep", fifth round).
             head = f"{path}{self._after_path(':')}" if path else ""
@@ -153,6 +156,7 @@ class Printer:
         if self.max_columns is not None:
             raw = text.encode("utf-8", "surrogateescape")
             if len(raw) + 1 > self.max_columns:
+                vim = vim or self.column  # rg 13 words it per match with --column too
                 if not self.preview:
                     return (f"[Omitted long line with {len(g.spans)} matches]" if vim else
                             f"[Omitted long {'matching' if g.matched else 'context'} line]")
@@ -162,8 +166,8 @@ class Printer:
                 more = (f" [... {left} more match{'' if left == 1 else 'es'}]" if vim
                         else " [... omitted end of long line]")
                 kept_spans = [(a, min(b, limit)) for a, b in spans if a < limit]
-                return (_marked(head, kept_spans) if self.color and g.matched else _raw_cr(head)) + more
-        return _marked(text, spans) if self.color and g.matched else _raw_cr(text)
+                return (_marked(head, kept_spans) if self.color and g.matched else self._safe(head)) + more
+        return _marked(text, spans) if self.color and g.matched else self._safe(text)
 
     def _match_text(self, raw: bytes) -> str:
         """One match's text alone (``-o``): said omitted, or cut, past ``max_columns`` bytes (rg 13's words)."""
@@ -171,8 +175,12 @@ class Printer:
             if not self.preview:
                 return "[Omitted long matching line]"
             head = raw.decode("utf-8", "replace")[:self.max_columns]
-            return self._styled(_raw_cr(head), MATCH_STYLE) + " [... 0 more matches]"
-        return self._styled(_raw_cr(raw.decode("utf-8", "replace")), MATCH_STYLE)
+            return self._styled(self._safe(head), MATCH_STYLE) + " [... 0 more matches]"
+        return self._styled(self._safe(raw.decode("utf-8", "replace")), MATCH_STYLE)
+
+    def _safe(self, text: str) -> str:
+        """``text`` as written: escaped for a terminal (:func:`_raw_cr`), as it is into a pipe."""
+        return _raw_cr(text) if self.escape else text
 
     def _styled(self, text: str, style: str) -> str:
         return f"{style}{text}{RESET}" if self.color and text else text
