@@ -35,6 +35,11 @@ _ESCAPES = re.compile(r"\\(?:[xu]\{([0-9a-fA-F]{1,8})\}|x([0-9a-fA-F]{2})|u([0-9
                       r"N\{([^}]*)\}|p\{[^}]*\}|P\{[^}]*\}|.)")
 
 
+#: What of a pattern is syntax, not a literal character, once its escapes are read (:func:`_literal_text`):
+#: a POSIX class's name, a group's opening with its flags or name, a repeat's count, the metacharacters.
+_SYNTAX = re.compile(r"\[:\^?[a-z]+:\]|\(\?(?:P?<[^>]*>|#[^)]*\)|[^:)]*[:)])?|\{\d*,?\d*\}|(?<!\\)[\[\]^$.|?*+(){}-]")
+
+
 def _literal_text(pattern: str) -> str:
     """``pattern``'s literal characters as rg's ``-S`` reads them: an escape of a letter (``\\x46``,
     ``\\u{46}``, ``\\N{...}``) is that letter (a new user's ``-S '\\x46oo'`` matched ``foo`` where rg's does
@@ -47,7 +52,7 @@ def _literal_text(pattern: str) -> str:
             return unicodedata.lookup(m.group(5)) if m.group(5) else ""
         except KeyError:  # no such name: the pattern's own error says so
             return ""
-    return _ESCAPES.sub(letter, pattern)
+    return _SYNTAX.sub("", _ESCAPES.sub(lambda m: re.escape(letter(m)), pattern)).replace("\\", "")
 
 
 def grep(request: GrepRequest, *, progress: Progress | None = None,
@@ -60,8 +65,10 @@ def grep(request: GrepRequest, *, progress: Progress | None = None,
         NotIndexedError, StorageError: the codebase cannot be searched.
     """
     request.check()
-    ignore_case = request.ignore_case or (request.smart_case and not any(
-        ch.isupper() for p in request.patterns for ch in (p if request.fixed else _literal_text(p))))
+    literals = "".join(p if request.fixed else _literal_text(p) for p in request.patterns)
+    # rg's -S: case-blind when the patterns hold a literal character and none in upper case (a class of
+    # letters alone, `[[:lower:]]+`, is no literal: rg stays case-sensitive)
+    ignore_case = request.ignore_case or (request.smart_case and literals != "" and not any(map(str.isupper, literals)))
     pattern = GrepPattern(request.patterns, fixed=request.fixed, ignore_case=ignore_case, word=request.word,
                           line=request.line_regexp)
     if request.text is not None:
