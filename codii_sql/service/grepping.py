@@ -30,9 +30,8 @@ from . import boundary, grep_filter, grep_left_out, grep_split
 from .stored import not_stored, stored_lines
 from .status import committed_files, open_store, refuse_damaged, scan_rules
 
-#: Lines around a match at most (``-A``/``-B``/``-C``): rg takes any number (a new user's ``-C 150`` was
-#: refused at 100); a window is at most its file's lines, and an agent's or a page's answer is cut by its
-#: token budget.
+#: Lines around a match at most (``-A``/``-B``/``-C``): rg takes any (``-C 150`` was refused at 100); a window
+#: is at most its file's lines, and an agent's or a page's answer is cut by its token budget.
 MAX_CONTEXT = 1_000_000
 #: Characters of a line an agent's or a page's answer shows (MCP grep_code, HTTP /grep): a longer one is cut
 #: around its first match (``max_columns``); a minified or data line would spend a budget alone, and a
@@ -286,11 +285,10 @@ def take_file(answer: GrepAnswer, request: GrepRequest, row: dict, text: str | b
     cut by rg's ``-m`` and the request's ``limit`` (``shown_lines`` shown before it), with its context
     lines and offsets when asked; returns the lines shown so far."""
     spilt: list[GrepLine] = []  # matching lines past -m: shown as matches where they fall in the context, as rg
-    if request.max_count is not None:  # rg's -m: the file's first lines, and its count, stop there
-        if request.counts_only:
-            matched = min(matched, request.max_count)
-        else:
-            matched, spilt = matched[:request.max_count], matched[request.max_count:]
+    if request.max_count is not None and request.counts_only:  # rg's -m: the file's first lines, and its count
+        matched = min(matched, request.max_count)
+    elif request.max_count is not None:
+        matched, spilt = matched[:request.max_count], matched[request.max_count:]
     answer.matched_files += 1
     if request.counts_only:
         answer.matched_lines += matched
