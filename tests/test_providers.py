@@ -238,3 +238,42 @@ def test_an_index_without_vectors_is_searched_without_asking_the_provider(sample
     found = as_json(run("search", "parse_header", "--path", sample_repo, "--mode", "hybrid", "--json"))
     assert found["results"][0]["symbol"] == "parse_header"
     assert server.stats()["texts"] == asked and "did not answer" not in found.get("note", "")
+
+
+def test_a_search_embedding_an_edit_gives_up_on_a_hung_server_as_soon_as_its_query_does(tmp_path, server,
+                                                                                       monkeypatch):
+    """A new user's search after an edit waited 6.5 minutes on a server that accepted and never answered: the
+    edit's vectors had a build's budget (6 attempts of 60 s) where the query's has 2 of 10 s."""
+    repo = write_tree(tmp_path / "r", {f"m{i}.py": f"def handler_{i}(x):\n    return x + {i}\n" for i in range(20)})
+    assert run("build", repo, "--embedder", "openai:text-embedding-test").exit_code == 0
+    (repo / "new.py").write_text("def refund_twice():\n    return 'refund'\n")
+    monkeypatch.setenv("CODII_SQL_HTTP_TIMEOUT", "0.3")
+    monkeypatch.setenv("CODII_SQL_HTTP_RETRIES", "6")
+    monkeypatch.setenv("CODII_SQL_BACKGROUND", "1")
+    monkeypatch.setattr("codii_sql.service.builds.start_daemon", lambda cb, options: None)
+    server.control(delay=2.0)
+    asked = server.stats()["requests"]
+    found = as_json(run("search", "refund_twice", "--path", repo, "--json"))
+    assert found["results"][0]["path"] == "new.py" and "refund_twice" in found["results"][0]["content"]
+    assert server.stats()["requests"] - asked <= 4, server.stats()  # 2 for the edit, 2 for the query: not 6 + 2
+
+
+def test_a_query_the_server_did_not_answer_is_not_asked_again_for_a_minute(server, monkeypatch):
+    """A new user's server searched a workspace of two members behind a provider that hung: 40 s a search, every
+    search. The failure is kept a minute; the answer comes from BM25 at once meanwhile."""
+    from codii_sql.errors import EmbeddingFailedError
+    from codii_sql.models.providers import QUERY_RETRY_SECONDS, openai_factory
+
+    monkeypatch.setenv("CODII_SQL_HTTP_TIMEOUT", "0.3")
+    embedder = openai_factory("text-embedding-test")
+    server.control(delay=2.0)
+    asked = server.stats()["requests"]
+    with pytest.raises(EmbeddingFailedError, match="no answer within 0.3 s"):
+        embedder.embed_query("refund")
+    assert server.stats()["requests"] - asked == 2
+    with pytest.raises(EmbeddingFailedError, match=f"not asked again for {QUERY_RETRY_SECONDS:g} s"):
+        embedder.embed_query("refund")
+    assert server.stats()["requests"] - asked == 2
+    server.control(delay=0.0)
+    monkeypatch.setattr("codii_sql.models.providers.QUERY_RETRY_SECONDS", 0.0)
+    assert embedder.embed_query("refund").shape == (384,)

@@ -59,9 +59,9 @@ class Indexer:
         vectors: embed the queued chunks (True), or leave them for a later build (False:
             BM25 and symbols only; recorded, so later builds keep it until told otherwise);
             None: as recorded, else ``.codii.yaml``'s ``vectors``, else True.
-        max_inline: embed here only when at most this many chunks are queued after the
-            lexical phase (a search embeds a few edited chunks itself and leaves a large queue
-            to a background worker); None: whatever is queued.
+        max_inline: embed here only when at most this many chunks are queued after the lexical phase (a
+            search embeds a few edited chunks itself, in a query's time, and leaves a large queue to a
+            background worker); None: whatever is queued.
         prefer: asked before each vector batch for the files whose chunks go first.
         workers: chunking processes (0: one per core, up to 4); recorded, so later builds keep it
             until told otherwise; None: as recorded, else ``.codii.yaml``'s ``workers``, else 0.
@@ -155,8 +155,8 @@ class Indexer:
         return report
 
     def _refuse_damaged(self, store: Store, force: bool) -> None:
-        """Raise DamagedIndexError when quick_check finds broken pages: writing on would spread the
-        damage. Not with ``force``: the service has deleted a damaged file before it (``discard_damaged``)."""
+        """Raise DamagedIndexError when quick_check finds broken pages: writing on would spread the damage.
+        Not with ``force``: the service has deleted a damaged file first (``discard_damaged``)."""
         problem = None if force else health.damage(store)
         if problem:
             root = self.codebase.root
@@ -261,9 +261,8 @@ class Indexer:
         return report
 
     def update_history(self, store: Store) -> dict:
-        """The history phase (:func:`~.history.update_history`) under the writer lock the caller holds,
-        with this build's scan rules; a missing git command is its one-line note, not an error
-        of the code build."""
+        """The history phase (:func:`~.history.update_history`) under the writer lock the caller holds, with
+        this build's scan rules; a missing git command is its one-line note, not the build's error."""
         bound = history_wanted(self.history, store.meta(), self.codebase.root)
         if self.history is not None:
             with store.transaction():
@@ -328,6 +327,7 @@ class Indexer:
             return
         started = time.perf_counter()
         with contextlib.ExitStack() as held:
+            held.enter_context(self.embedder.quick() if self.max_inline is not None else contextlib.nullcontext())
             if not locked:
                 counts = store.row("vector_counts")
                 # Heard as phase "waiting": the CLI says whom it waits for instead of sitting silent.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import abc
+import contextlib
 from collections.abc import Sequence
 
 import numpy as np
@@ -46,6 +47,11 @@ class Embedder(abc.ABC):
         Raises:
             EmbeddingFailedError: it cannot; the message says what to do.
         """
+
+    def quick(self) -> contextlib.AbstractContextManager:
+        """Within it, this thread's calls answer or fail as soon as a query's would: a search's own few
+        edited chunks must not wait out a server that hangs (a model here answers as fast anyway)."""
+        return contextlib.nullcontext()
 
     def load(self) -> None:
         """Get ready now (load weights, open a session) instead of on the first :meth:`embed`."""

@@ -12,12 +12,13 @@ the ``Authorization`` header: it is never printed, logged, or written to an inde
 from __future__ import annotations
 
 import concurrent.futures as cf
+import contextlib
 import email.utils
 import os
 import random
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -43,6 +44,8 @@ ENV_TIMEOUT, ENV_RETRIES = "CODII_SQL_HTTP_TIMEOUT", "CODII_SQL_HTTP_RETRIES"
 #: Attempts and seconds for a search's query: a search falls back to BM25 at once rather than
 #: wait out a server that is down.
 QUERY_ATTEMPTS, QUERY_TIMEOUT = 2, 10.0
+#: Seconds a query embedding that failed keeps this process from asking the server again.
+QUERY_RETRY_SECONDS = 60.0
 #: HTTP statuses worth another attempt: rate limits and server trouble.
 RETRY_STATUSES = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
 
@@ -90,6 +93,8 @@ class HttpEmbedder(Embedder):
                                     headers=headers)
         self._httpx = httpx
         self._lock = threading.Lock()
+        self._budget = threading.local()  # quick(): a search's budget, for its thread alone
+        self._query_failed: tuple[float, EmbeddingFailedError] | None = None  # (when, what) of the last failure
         base = model.split(":")[0]
         self.query_prefix, self.document_prefix = KNOWN_PREFIXES.get(base, ("", ""))
 
@@ -137,15 +142,44 @@ class HttpEmbedder(Embedder):
 
     def embed_query(self, text: str) -> np.ndarray:
         """float32[dims] for a search query (with the model's query prefix): :data:`QUERY_ATTEMPTS`
-        attempts of at most :data:`QUERY_TIMEOUT` seconds, so a search falls back quickly."""
-        return self._embed([self.query_prefix + text], QUERY_ATTEMPTS, min(QUERY_TIMEOUT, self.timeout))[0]
+        attempts of at most :data:`QUERY_TIMEOUT` seconds, so a search falls back quickly; after a failure
+        the server is not asked again for :data:`QUERY_RETRY_SECONDS` (a server's every search waited 20 s
+        on a provider that hung, a workspace of two 40 s: a new user).
+
+        Raises:
+            EmbeddingFailedError: as :meth:`embed`, or the last failure within the pause.
+        """
+        if self._query_failed is not None and time.monotonic() - self._query_failed[0] < QUERY_RETRY_SECONDS:
+            raise self._query_failed[1]
+        try:
+            vector = self._embed([self.query_prefix + text], QUERY_ATTEMPTS, min(QUERY_TIMEOUT, self.timeout))[0]
+        except EmbeddingFailedError as err:
+            self._query_failed = (time.monotonic(), EmbeddingFailedError(
+                f"{err.what} (not asked again for {QUERY_RETRY_SECONDS:g} s)", err.hint))
+            raise self._query_failed[1] from None
+        self._query_failed = None
+        return vector
 
     def close(self) -> None:
         self._client.close()
 
+    @contextlib.contextmanager
+    def quick(self) -> Iterator[None]:
+        """This thread's requests get a query's budget (:data:`QUERY_ATTEMPTS` of :data:`QUERY_TIMEOUT` s):
+        a search embedding an edit waited 6 minutes on a server that accepted and never answered (6
+        attempts of 60 s), where its query embedding gives up after 20 s (a new user)."""
+        before = getattr(self._budget, "value", None)
+        self._budget.value = (QUERY_ATTEMPTS, min(QUERY_TIMEOUT, self.timeout))
+        try:
+            yield
+        finally:
+            self._budget.value = before
+
     def _embed(self, texts: list[str], attempts: int | None = None, timeout: float | None = None) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dims or 0), np.float32)
+        budget = getattr(self._budget, "value", None)
+        attempts, timeout = (attempts or budget[0], timeout or budget[1]) if budget else (attempts, timeout)
         cut = [t[:MAX_INPUT_CHARS] for t in texts]
         with self._lock:
             self.truncated += sum(len(t) > MAX_INPUT_CHARS for t in texts)
