@@ -277,3 +277,18 @@ def test_a_query_the_server_did_not_answer_is_not_asked_again_for_a_minute(serve
     server.control(delay=0.0)
     monkeypatch.setattr("codii_sql.models.providers.QUERY_RETRY_SECONDS", 0.0)
     assert embedder.embed_query("refund").shape == (384,)
+
+
+def test_an_html_error_page_is_told_by_its_words_on_one_short_line():
+    """A new user's note held a plain web server's whole 501 page, tags and all, once per member."""
+    import httpx
+
+    from codii_sql.models.providers import _error_text
+
+    page = ("<!DOCTYPE HTML>\n<html><head><meta charset='utf-8'><title>Error response</title><style>p {}</style>"
+            "</head><body><h1>Error response</h1><p>Error code: 501</p><p>Message: Unsupported method ('POST')."
+            "</p>" + "<p>filler words</p>" * 40 + "</body></html>")
+    told = _error_text(httpx.Response(501, text=page, headers={"content-type": "text/html"}))
+    assert told.startswith("Error response Error code: 501 Message: Unsupported method ('POST').") and "<" not in told
+    assert len(told) <= 200 and "\n" not in told
+    assert _error_text(httpx.Response(500, json={"error": {"message": "model overloaded"}})) == "model overloaded"

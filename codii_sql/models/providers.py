@@ -16,6 +16,7 @@ import contextlib
 import email.utils
 import os
 import random
+import re
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -337,11 +338,14 @@ def _retry_after(response) -> float | None:
 
 
 def _error_text(response) -> str:
-    """The server's own error message, on one line (OpenAI ``{"error": {"message"}}``, Ollama ``{"error"}``)."""
+    """The server's own error message, on one line, at most 200 characters (OpenAI ``{"error": {"message"}}``,
+    Ollama ``{"error"}``, an HTML page's text: a new user's note held a web server's whole 501 page)."""
     try:
         data = response.json()
         error = data.get("error", data) if isinstance(data, dict) else data
         text = error.get("message", error) if isinstance(error, dict) else error
     except ValueError:
         text = response.text
-    return " ".join(str(text).split())[:300] or response.reason_phrase
+        if text.lstrip()[:1] == "<":  # an HTML error page (a proxy's, a plain web server's): its words, not its tags
+            text = re.sub(r"(?s)<(script|style|head)\b.*?</\1>|<[^>]*>", " ", text)
+    return " ".join(str(text).split())[:200] or response.reason_phrase
