@@ -780,5 +780,9 @@ def test_get_content_shows_a_crlf_file_without_its_line_ends_cr(codii_home, tmp_
             text = res.content[-1].text  # the summary, then the numbered lines
             assert "\\r" not in text and "\r" not in text and "     1\tdef crlf_func():\n     2\t    return 1" in text
             assert res.structured_content["content"] == "def crlf_func():\r\n    return 1\r\n"
+            # grep_code's lines too (a new user's agent read `return request.walrus_1()\r`)
+            grepped = await s.call_tool("grep_code", {"path": str(repo), "pattern": "return"})
+            assert grepped.content[-1].text == "crlf.py:2:    return 1", grepped.content
+            assert grepped.structured_content["files"][0]["lines"][0]["text"] == "    return 1"
 
     asyncio.run(run())

@@ -54,6 +54,6 @@ def grep_code(
     shown = sum(g.matched for f in found.files for g in f.lines)
     summary = (f"{found.matched_lines} matching lines in {found.matched_files} files of {found.codebase}"
                + (f" ({shown} shown)" if found.truncated else "") + f" ({found.seconds * 1000:.0f} ms)")
-    body = "\n".join(f"{escaped(f.path)}{':' if g.matched else '-'}{g.line}{':' if g.matched else '-'}{escaped(utf8_safe(g.text))}"
+    body = "\n".join(f"{escaped(f.path)}{':' if g.matched else '-'}{g.line}{':' if g.matched else '-'}{escaped(utf8_safe(g.text.removesuffix(chr(13))))}"
                      for f in found.files for g in f.lines)
     return answer(with_note(summary, found.note(words)), found.to_dict(words), body)
