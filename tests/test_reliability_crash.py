@@ -279,7 +279,8 @@ def _alive(pids: set[int]) -> set[int]:
 
 def test_a_search_after_a_killed_build_says_it_finishes_that_build_first(tmp_path, codii_home):
     """kill -9 during a first build, then a search in a fresh process: it finished the build in silence
-    (a new user waited 37 s on Django, then read "2 results in 526 ms")."""
+    (a new user waited 37 s on Django, then read "2 results in 526 ms"; under --json, 24 s unsaid). A text
+    search says so first (tests/test_watch.py), every answer says so in its note."""
     import apsw
 
     from codii_sql.codebase import Codebase
@@ -302,8 +303,9 @@ def test_a_search_after_a_killed_build_says_it_finishes_that_build_first(tmp_pat
     build.kill()
     build.wait()
     assert done, "the build ended before it committed a batch"
-    out = subprocess.run([*cli, "search", "f1999_7", "--path", str(repo), "--mode", "bm25"], cwd=REPO_ROOT, env=env,
-                         capture_output=True, text=True, timeout=300)
-    assert out.returncode == 0 and out.stderr.startswith(f"Finishing the last build of {repo} first (it stopped "
-                                                         "after "), out.stderr
-    assert "of 2,000 files)" in out.stderr.splitlines()[0] and "pkg19/m1999.py" in out.stdout
+    out = subprocess.run([*cli, "search", "f1999_7", "--path", str(repo), "--mode", "bm25", "--json"], cwd=REPO_ROOT,
+                         env=env, capture_output=True, text=True, timeout=300)
+    found = json.loads(out.stdout)
+    assert out.returncode == 0 and found["results"][0]["path"] == "pkg19/m1999.py", out.stdout[-300:]
+    assert "the last build of this codebase had not finished (it stopped after " in found["note"], found["note"]
+    assert " of 2,000 files): this search finished it" in found["note"] and "update" in found["notes"]

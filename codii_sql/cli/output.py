@@ -94,9 +94,11 @@ def say_pending_build(path: str | None, db: str | None, searchable_by: str, late
     if pending is None:
         return
     root, left = pending
-    what = f"Indexing {root} first" if left is None else f"Finishing the last build of {root} first ({left})"
-    echo(f"{what}: every file is searchable by {searchable_by} in seconds (the model embeds the chunks in the "
-         f"background); later {later} update only changed files.", err=True)
+    if left is None:
+        echo(f"Indexing {root} first: every file is searchable by {searchable_by} in seconds (the model embeds the "
+             f"chunks in the background); later {later} update only changed files.", err=True)
+    else:  # its vectors were on or off: the build goes on as it was
+        echo(f"Finishing the last build of {root} first ({left}); later {later} update only changed files.", err=True)
 
 
 def shown(text: str) -> str:

@@ -204,8 +204,11 @@ def ensure_index(codebase: Codebase, *, update: bool = True, progress: Progress 
         # Every stat the last build's scan saw is as it was: the walk is spared (the kernel's 86k
         # files: 1.0-1.3 s of a 1.8 s CLI symbol call, docs/benchmarks.md "Kernel").
         return freshness_note(brief_status(codebase))
+    left = unfinished(codebase) if exists else None
     try:
         _, warnings = refresh(codebase, progress=progress, embedder=embedder, vectors=vectors)
+        if left:  # said in every face's answer (a new user's --json search of a killed build waited 24 s unsaid)
+            warnings.insert(0, f"the last build of this codebase had not finished ({left}): this search finished it")
     except IndexBusyError:
         if not exists:
             raise IndexBusyError(f"{codebase.root} is being indexed for the first time", Remedy("retry")) from None
@@ -237,17 +240,26 @@ def pending_build(path: str | None, db: str | None) -> tuple[Path, str | None] |
         return None
     try:
         codebase, _ = find_codebase(path, db)
-        if codebase.alone or not codebase.db_path.is_file():
-            return None
-        st = brief_status(codebase)
+        left = None if codebase.alone or not codebase.db_path.is_file() else unfinished(codebase)
     except CodiiError:
         return None
+    return (codebase.root, left) if left else None
+
+
+def unfinished(codebase: Codebase) -> str | None:
+    """How far the last build of ``codebase``'s index got when it did not finish (it failed or died, or was
+    stopped on request), else None.
+
+    Raises:
+        StorageError: the index cannot be opened.
+    """
+    st = brief_status(codebase)
     if st["status"] == "indexed" and st.get("stopped"):
-        return codebase.root, st["stopped"]
+        return st["stopped"]
     if st["status"] != "failed":
         return None
     done, total = st.get("files_done") or 0, st.get("files_total") or 0
-    return codebase.root, f"it stopped after {done:,} of {total:,} files" if done < total else "it did not finish"
+    return f"it stopped after {done:,} of {total:,} files" if done < total else "it did not finish"
 
 
 def committed_state_note(codebase: Codebase, store: Store | None = None) -> Note | None:
