@@ -326,10 +326,13 @@ ranked AS (
                       WHEN bare THEN score / :name_boost ELSE score END AS group_score
           FROM windows WHERE NOT repeated)
 ),
--- How well this index as a whole matches the query: the mean cosine of its 10 nearest chunks
--- (merge.py weighs each codebase of a workspace search by it; one model's cosines compare).
+-- How well this index as a whole matches the query: the mean cosine of its 10 nearest chunks, or of
+-- its nearest half when it has fewer than 20 (merge.py weighs each codebase of a workspace search by
+-- it; one model's cosines compare): a member of 2 chunks was judged by its unrelated second, and its
+-- one answer lost to 50 chunks of a member matching nothing (a new user's billing.py beside notes).
 knn_match AS (
-    SELECT avg(raw) AS knn_match, max(raw) AS knn_best FROM (SELECT raw FROM knn_hits ORDER BY raw DESC LIMIT 10)
+    SELECT avg(raw) AS knn_match, max(raw) AS knn_best FROM (SELECT raw FROM knn_hits ORDER BY raw DESC
+        LIMIT (SELECT min(10, max(1, (count(*) + 1) / 2)) FROM knn_hits))
 )
 SELECT c.id, c.path, c.start_line, c.end_line, c.language, c.kind, c.symbol, c.content, r.score, r.tier,
        fu.cc, fu.rrf, fu.bm25_rank, fu.knn_rank, fu.distance, f.role,
@@ -344,7 +347,8 @@ ORDER BY r.pos;
 
 -- name: knn_match
 -- A workspace search's first, cheap look at one member (service/fanout.py): the mean cosine of
--- its 10 nearest chunks, as search_hybrid's knn_match computes it, without BM25, fusion or
+-- its 10 nearest chunks (of the nearest half of fewer than 20: :depth is 20), as search_hybrid's
+-- knn_match computes it, without BM25, fusion or
 -- naming; :coarse_k hamming candidates per partition (0: the exact scan of :depth). Members far
 -- below the best are then left out of the full search (search/searcher.py Searcher.match).
 WITH
@@ -371,7 +375,8 @@ nearest AS (
     UNION ALL
     SELECT vec_distance_cosine(v.embedding, :qvec) FROM coarse co JOIN chunks_vec v ON v.rowid = co.id
 )
-SELECT avg(1.0 - distance) AS knn_match FROM (SELECT distance FROM nearest ORDER BY distance LIMIT 10);
+SELECT avg(1.0 - distance) AS knn_match FROM (SELECT distance FROM nearest ORDER BY distance
+    LIMIT (SELECT min(10, max(1, (count(*) + 1) / 2)) FROM nearest));
 
 -- name: any_allowed
 -- 1 when some chunk passes a search's extension and path filters (:exts, :glob as search_hybrid

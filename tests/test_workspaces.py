@@ -376,3 +376,30 @@ def test_a_member_inside_another_is_said_to_be_searched_with_it(two, codii_home)
     got = json.loads(res.output)
     assert [c["codebase"] for c in got["codebases"]] == [str(http)], got["codebases"]
     assert f"{http / 'app'} lies inside the member {http}: searched as part of it" in got["note"], got["note"]
+
+
+def test_a_member_of_two_chunks_is_judged_by_its_nearest_not_by_its_unrelated_second(tmp_path, codii_home):
+    """A new user's workspace: a member of billing.py and a garden note, beside 60 functions of tokens matching
+    nothing. The mean of a member's 10 nearest chunks was the mean of its two (0.23), under the other member's
+    (0.27): its one answer, cosine 0.44, came after all 50 results. Under 20 chunks, the nearest half counts."""
+    tiny = write_tree(tmp_path / "tiny", {
+        "billing.py": 'def issue_refund(invoice, amount):\n    """Issue a refund against an invoice, crediting the '
+                      'customer\'s card."""\n    if amount > invoice.total:\n        raise ValueError("refund exceeds '
+                      'invoice total")\n    invoice.refunds.append(amount)\n    return invoice.customer.card.credit('
+                      'amount)\n',
+        "garden.md": "# Garden notes\n\nTomatoes need sun. Water the basil every morning.\n"})
+    tokens = "\n".join(f"def func_{i}(x):\n    value = 'zebrafish_{i}' + " + " + ".join(f"'token{j}_{i}'" for j in range(80))
+                       + f"\n\n\n    return value  # returns zebrafish {i}\n" for i in range(60))
+    noise = write_tree(tmp_path / "noise", {"longlines.py": tokens})
+    assert run("build", tiny, noise).exit_code == 0
+    found = service.search(service.SearchRequest("how is money returned to a customer", SearchOptions(limit=10),
+                                                 [str(noise), str(tiny)], update=False))
+    assert (found.results[0].codebase, found.results[0].path) == (str(tiny), "billing.py")
+    match = {m.codebase: m.match for m in found.members}
+    assert match[str(tiny)] == pytest.approx(found.best_cosine, abs=1e-4) and match[str(tiny)] > match[str(noise)]
+    probe = service.open_searcher(service.open_codebase(tiny))
+    try:  # the cheap probe of a workspace search reads the same
+        assert probe.match(probe.embedder.embed_query("how is money returned to a customer")) == pytest.approx(
+            match[str(tiny)], abs=1e-6)
+    finally:
+        probe.store.close()

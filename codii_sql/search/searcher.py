@@ -356,7 +356,7 @@ class Searcher:
             return None
         qvec, _ = self._query_vector("", query_vector)
         coarse = self.store.row("counts")["chunks"] >= PROBE_COARSE_MIN
-        return self.store.value("knn_match", {"qvec": qvec, "depth": PROBE_K,
+        return self.store.value("knn_match", {"qvec": qvec, "depth": 2 * PROBE_K,
                                               "coarse_k": PROBE_COARSE_K if coarse else 0})
 
     def _knn_share(self) -> float:
