@@ -403,3 +403,17 @@ def test_a_member_of_two_chunks_is_judged_by_its_nearest_not_by_its_unrelated_se
             match[str(tiny)], abs=1e-6)
     finally:
         probe.store.close()
+
+
+def test_workspaces_past_a_small_budget_are_counted_not_listed(monkeypatch, tmp_path):
+    """A new user's 28 workspaces came back at max_tokens=100 as ~1,530 tokens of names, members all cut."""
+    from codii_sql.search.budget import json_tokens
+    from codii_sql.service.paging import fit_workspaces
+
+    rows = [{"name": f"ws{i}", "source": "registry", "members": [
+        {"codebase": str(tmp_path / f"m{i}_{j}"), "status": "indexed"} for j in range(2)]} for i in range(28)]
+    fitted = fit_workspaces(rows, 100)
+    assert fitted["truncated"] and 0 < len(fitted["workspaces"]) < 28
+    assert len(fitted["workspaces"]) + fitted["more_workspaces"] == 28 and "workspaces and" in fitted["note"]
+    assert json_tokens(fitted["workspaces"]) <= 200
+    assert fit_workspaces(rows, 100_000) == {"workspaces": rows}

@@ -181,7 +181,9 @@ def list_codebases(
 def list_workspaces(max_tokens: ListTokensArg = None) -> CallToolResult:
     data = SESSION.list_workspaces(max_tokens or DEFAULT_MAX_TOKENS)
     rows = data["workspaces"]
-    summary = f"{len(rows)} workspaces" + "".join(
+    more = f" ({data['more_workspaces']} more not listed)" if data.get("more_workspaces") else ""
+    summary = f"{len(rows)} workspaces{more}" + "".join(
         f"\n- {ws['name']} ({ws['source']}): " + ", ".join(f"{m['codebase']} {m['status']}" for m in ws["members"])
-        + (f" and {ws['more_members']} more" if ws.get("more_members") else "") for ws in rows)
+        + (f"{' and' if ws['members'] else ''} {ws['more_members']} more" if ws.get("more_members") else "")
+        for ws in rows)
     return answer(with_note(summary, data.get("note")), data)

@@ -55,12 +55,18 @@ def fit_workspaces(rows: list[dict], max_tokens: int) -> dict:
     """``{"workspaces": rows}`` with their members, in order, while they fit in ``max_tokens``
     together (at :func:`_listed` each) (a workspace reached with budget left keeps at least one); a workspace
     cut short has ``more_members`` (how many were left out), and ``truncated`` and a ``note`` say so
-    (searching a workspace by name still covers every member)."""
+    (searching a workspace by name still covers every member); the workspaces past the budget are left
+    out whole and counted in ``more_workspaces`` (28 workspaces were listed at max_tokens=100, members cut)."""
     left, out, cut = max_tokens, [], 0
     for ws in rows:
+        if left <= 0 and out:
+            return {"workspaces": out, "more_workspaces": len(rows) - len(out), "truncated": True,
+                    "note": f"{len(rows) - len(out)} workspaces and {cut + sum(len(w['members']) for w in rows[len(out):])} "
+                            f"members left out to fit max_tokens={max_tokens}: list_workspaces with a larger max_tokens "
+                            "lists them; search_code with a workspace's name searches every member"}
         members = ws["members"]
         kept = page(members, 0, len(members), left, _listed) if left > 0 else []
-        left -= sum(map(_listed, kept))
+        left -= sum(map(_listed, kept)) + json_tokens({k: v for k, v in ws.items() if k != "members"})
         cut += len(members) - len(kept)
         out.append({**ws, "members": kept} if len(kept) == len(members) else
                    {**ws, "members": kept, "more_members": len(members) - len(kept)})
