@@ -289,3 +289,22 @@ def test_ignore_and_rgignore_files_leave_out_what_ripgrep_leaves_out(tmp_path, g
     rg = subprocess.run(["rg", "--files", "--no-config"], cwd=root, capture_output=True, text=True).stdout.split()
     ours = {f.path for f in scan(root).files if not f.path.rpartition("/")[2].startswith(".")}  # rg: no --hidden
     assert ours == set(rg) == {"c.txt", "d.txt", "keep.log", "sub/e.txt", "sub/f.txt"}, (sorted(ours), sorted(rg))
+
+
+@pytest.mark.skipif(shutil.which("rg") is None, reason="needs ripgrep")
+@pytest.mark.parametrize("files", [
+    {"sub/keep.py": "x\n", "sub/drop.py": "x\n", "sub/.gitignore": "*.py\n", ".ignore": "!sub/keep.py\n"},
+    {"sub/b.txt": "x\n", "sub/c.md": "x\n", ".rgignore": "*.txt\n", "sub/.ignore": "!b.txt\n*.md\n"},
+    {"a/b/deep.log": "x\n", "a/b/.gitignore": "!deep.log\n", ".ignore": "*.log\n", "top.log": "x\n"},
+])
+def test_an_ignore_file_of_higher_kind_decides_before_a_deeper_one_of_lower_kind(tmp_path, git_home, files):
+    """rg orders ignore files by kind first (.rgignore, .ignore, .gitignore), the deepest of a kind first: a new
+    user's root .ignore negation did not take back what a sub-folder's .gitignore left out, and a sub-folder's
+    .ignore negation took back what the root .rgignore left out."""
+    root = tmp_path / "repo"
+    for rel, text in files.items():
+        write(root, rel, text)
+    git(root, "init", "-q")
+    rg = subprocess.run(["rg", "--files", "--no-config"], cwd=root, capture_output=True, text=True).stdout.split()
+    ours = {f.path for f in scan(root).files if not f.path.rpartition("/")[2].startswith(".")}
+    assert ours == set(rg), (sorted(ours), sorted(rg))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 from pathlib import Path, PurePosixPath
@@ -106,5 +107,6 @@ class HistoryRules:
             base = (folder + "/") if folder else ""
             levels = [read_ignore_file(str(self.root / base / name), os.fsencode(base), can_rescue=name == ".codiiignore")
                       for name in OWN_IGNORE_FILE_NAMES]
-            self._levels[folder] = (*parent, *filter(None, levels))
+            ranked = [dataclasses.replace(level, rank=rank) for rank, level in enumerate(levels, 1) if level]
+            self._levels[folder] = tuple(sorted((*parent, *ranked), key=lambda level: level.rank))  # as the walk
         return self._levels[folder]

@@ -56,6 +56,9 @@ class IgnoreLevel:
     rules: tuple[Rule, ...]  # in file order
     any_rule: re.Pattern[bytes]  # all rules in one alternation: most paths match none
     git: bool = False
+    #: Its file's place in :data:`IGNORE_FILE_NAMES` (Git's own files 0): a higher one decides first, at any
+    #: depth, and the deepest of one kind before the others, as ripgrep orders .rgignore, .ignore, .gitignore.
+    rank: int = 0
 
     def verdict(self, rel: bytes, is_dir: bool) -> Rule | None:
         """The last rule matching the path ``rel`` (UTF-8, relative to the anchor; it lies under ``base``)."""

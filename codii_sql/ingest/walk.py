@@ -13,10 +13,10 @@ that inside a Git work tree the files walked are those ``git ls-files --cached -
    (``.git`` a directory, or a ``gitdir:`` file as in worktrees and submodules), both relative to
    the work tree's top; then, when the root is a subfolder of the work tree, the ``.gitignore``
    of each folder from the top down to the root's parent, each relative to its folder;
-2. ``.gitignore``, ``.ignore``, ``.rgignore`` then ``.codiiignore`` in each directory under the root,
-   relative to that directory; a deeper directory's files override its parents'. The last three use
-   the same syntax and override ``.gitignore`` of the same directory, in that order (as ripgrep reads
-   ``.ignore`` and ``.rgignore``);
+2. ``.gitignore``, ``.ignore``, ``.rgignore`` and ``.codiiignore`` in each directory under the root,
+   relative to that directory, in the same syntax: a file of a later kind decides before one of an
+   earlier kind at any depth, and of one kind a deeper directory's before its parents' (ripgrep's
+   order for ``.rgignore``, ``.ignore`` and ``.gitignore``);
 3. ``ignore_patterns`` (from ``.codii.yaml`` or the argument), relative to the root, like
    patterns given to ``git`` on the command line.
 

@@ -4,6 +4,7 @@ time, Git's ignore rules and the default exclusions applied to each entry (the r
 from __future__ import annotations
 
 import collections
+import dataclasses
 import errno
 import os
 import stat
@@ -152,8 +153,11 @@ class Walker:
         return subdirs
 
     def _with_ignore_files(self, d: _Dir, names: dict[str, os.DirEntry]) -> tuple[IgnoreLevel, ...]:
+        """``d``'s levels with its own ignore files', in the order :meth:`_verdict` reads backwards: by kind
+        (:attr:`IgnoreLevel.rank`), then by depth (a root .ignore negation took back what a deeper .gitignore
+        left out for rg, not for us: a new user)."""
         levels = list(d.levels)
-        for name in IGNORE_FILE_NAMES:
+        for rank, name in enumerate(IGNORE_FILE_NAMES):
             entry = names.get(name)
             # Git (>= 2.32) does not follow a symlinked .gitignore in the working tree.
             if entry is not None and entry.is_file(follow_symlinks=False):
@@ -161,8 +165,8 @@ class Walker:
                 level = read_ignore_file(entry.path, self.prefix + os.fsencode(d.rel), can_rescue=name == ".codiiignore",
                                          git=name == ".gitignore")
                 if level:
-                    levels.append(level)
-        return tuple(levels)
+                    levels.append(dataclasses.replace(level, rank=rank) if rank else level)
+        return tuple(sorted(levels, key=lambda level: level.rank))  # stable: each kind stays in depth order
 
     def _read_attributes(self, d: _Dir, entry: os.DirEntry | None) -> None:
         # Not followed when a symlink, as Git (>= 2.32) does not follow a symlinked .gitattributes.

@@ -52,7 +52,8 @@ def grep_code(
                              globs=[pathGlob] if isinstance(pathGlob, str) else list(pathGlob), before=context, after=context, limit=limit, sort=sort, update=False,
                              max_columns=SHOWN_LINE_CHARS, max_tokens=max_tokens or DEFAULT_MAX_TOKENS))
     shown = sum(g.matched for f in found.files for g in f.lines)
-    summary = (f"{found.matched_lines} matching lines in {found.matched_files} files of {found.codebase}"
+    summary = (f"{found.matched_lines} matching line{'' if found.matched_lines == 1 else 's'} in {found.matched_files} "
+               f"file{'' if found.matched_files == 1 else 's'} of {found.codebase}"
                + (f" ({shown} shown)" if found.truncated else "") + f" ({found.seconds * 1000:.0f} ms)")
     body = "\n".join(f"{escaped(f.path)}{':' if g.matched else '-'}{g.line}{':' if g.matched else '-'}{escaped(utf8_safe(g.text.removesuffix(chr(13))))}"
                      for f in found.files for g in f.lines)

@@ -199,7 +199,7 @@ def worded_notes(notes: list[Note], words: Words) -> str | None:
         first, hint = same[0], words(same[0].hint)
         named = ", ".join(n.codebase for n in same[:NAMED_IN_A_NOTE])
         told.append(f"{len(same)} codebases ({named} and {len(same) - NAMED_IN_A_NOTE} more): {first.what}"
-                    + (f"; for {first.codebase}: {hint}" if hint else ""))
+                    + (f"; for each, as for {first.codebase}: {hint}" if hint else ""))
     return "; ".join(told) or None
 
 
