@@ -1128,7 +1128,8 @@ def test_case_blind_classes_take_the_turkish_i_letters_as_rg_folds_them(tmp_path
                                                           "file İNDİR ılgın x_i\n"}))
     monkeypatch.chdir(root)
     for pattern in ("[a-z]+", "[^a-z ]+", "[i]", "[ı]", "[İ]", "[A-Z]+", "[h-j]", "[^h-j ]+", "[[:lower:]]+", "[ıİ]",
-                    "[^ı]", "k[a-z]", "[a-z]ı", "[^I ]+", "\\w[^\\W\\d]", "[i-k]+", "in"):
+                    "[^ı]", "k[a-z]", "[a-z]ı", "[^I ]+", "\\w[^\\W\\d]", "[i-k]+", "in", "\\p{Lu}", "\\p{Ll}+",
+                    "\\P{Lu}+", "\\p{Uppercase}"):
         theirs = subprocess.run([RG, "--no-config", "-i", "-o", "-n", pattern, "tr.txt"], capture_output=True,
                                 text=True).stdout
         assert run("grep", "-i", "-o", "-n", "--no-update", pattern, "tr.txt").stdout == theirs, pattern

@@ -28,7 +28,7 @@ SENTENCES = {
                    "WORKSPACE_<NAME> variable)",
     "help": "fix the arguments as the tool's input schema says",
     "export_again": "the user must build its source and export it again "
-                    "(`codii-sql build SOURCE --export {db_sh}`)",
+                    "(`codii-sql build SOURCE --vectors --export {db_sh}`)",
 }
 #: A request field as the tools' argument.
 FIELDS = {"path": "path", "db": "path", "query": "query", "limit": "limit", "mode": "mode", "ext": "extensionFilter",

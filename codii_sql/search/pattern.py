@@ -170,21 +170,24 @@ def _dotted_i_apart(source: str) -> str:
     ``-i in`` counted 4 lines more than rg over Django's Turkish and Azeri catalogues, ``-i ı`` 3,412 files
     where rg found 38, ``-i [a-z]+`` took ``İ``. A pattern that turns case-blindness off in a part
     (``(?-i:I)``) is left as a whole."""
-    holds_one = any(c in source for c in _I_LETTERS) or any(e in source.lower() for e in _I_ESCAPES) or "[" in source
+    holds_one = any(c in source for c in _I_LETTERS) or any(e in source.lower() for e in _I_ESCAPES) or \
+        any(c in source for c in ("[", "\\p", "\\P"))
     if not holds_one or _CASE_OFF.search(source):
         return source
     out, at = [], 0
     for m in _NOT_A_LETTER.finditer(source):
         out.append("".join(_I_LETTERS.get(c, c) for c in source[at:m.start()]))
         letter = _I_ESCAPES.get(m.group().lower() if m.group()[:2].lower() in ("\\x", "\\u") else "")
-        out.append(_I_LETTERS[letter] if letter else _class_apart(m.group()) if m.group()[0] == "[" else m.group())
+        token = m.group()
+        out.append(_I_LETTERS[letter] if letter else _class_apart(token) if token[0] == "[" or token[:2] in ("\\p", "\\P")
+                   else token)
         at = m.end()
     out.append("".join(_I_LETTERS.get(c, c) for c in source[at:]))
     return "".join(out)
 
 
 def _class_apart(cls: str) -> str:
-    """A class ``[...]`` that takes (or leaves) one of ``i I ı İ`` case-blind where rg's folding does not, as
+    """A class ``[...]`` (or a property, ``\\p{Lu}``) that takes (or leaves) one of ``i I ı İ`` case-blind where rg's folding does not, as
     a group that leaves (or takes) those letters first: rg relates ``i`` with ``I`` alone and ``ı``, ``İ`` with
     nothing, where Python relates ``İ`` with ``i`` and ``ı`` with ``I`` (``[a-z]`` took ``İ``, ``[^a-z]`` left it).
     Each letter's membership is asked of the engine itself, case-blind and (for rg's) case-sensitive over
@@ -194,7 +197,7 @@ def _class_apart(cls: str) -> str:
         blind, exact = (regex.compile(f"{flags}{cls}", regex.VERSION0) for flags in ("(?i)", ""))
     except (regex.error, ValueError):
         return cls
-    every = all if cls.startswith("[^") else any  # a negated class is the complement of its folded members
+    every = all if cls.startswith(("[^", "\\P")) else any  # a negated class: the complement of its folded members
     takes = {c: every(exact.fullmatch(f) for f in ("iI" if c in "iI" else c)) for c in "iIıİ"}
     give = "".join(c for c, rg in takes.items() if rg and not blind.fullmatch(c))
     keep_out = "".join(c for c, rg in takes.items() if not rg and blind.fullmatch(c))
