@@ -129,7 +129,7 @@ class Pages:
             context["error"] = f"{what(err)}: {words(err.hint)}" if err.hint else what(err)
             return self._page(request, "search.html", context, 400)
         names = {str(cb.db_path if cb.alone else cb.root): name for name, cb in served.items()}
-        files = [{"path": f.path, "lines": [(g.line, code.marked_spans(g.text.removesuffix("\r"), g.spans)) for g in f.lines]}
+        files = [{"path": f.path, "lines": [(g.line, code.marked_spans(g.shown, g.spans)) for g in f.lines]}
                  for f in found.files]
         shown = sum(len(f["lines"]) for f in files)
         return self._page(request, "grep.html", {**context, "found": found, "files": files, "shown": shown,

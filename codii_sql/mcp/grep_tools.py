@@ -55,6 +55,6 @@ def grep_code(
     summary = (f"{found.matched_lines} matching line{'' if found.matched_lines == 1 else 's'} in {found.matched_files} "
                f"file{'' if found.matched_files == 1 else 's'} of {found.codebase}"
                + (f" ({shown} shown)" if found.truncated else "") + f" ({found.seconds * 1000:.0f} ms)")
-    body = "\n".join(f"{escaped(f.path)}{':' if g.matched else '-'}{g.line}{':' if g.matched else '-'}{escaped(utf8_safe(g.text.removesuffix(chr(13))))}"
+    body = "\n".join(f"{escaped(f.path)}{':' if g.matched else '-'}{g.line}{':' if g.matched else '-'}{escaped(utf8_safe(g.shown))}"
                      for f in found.files for g in f.lines)
     return answer(with_note(summary, found.note(words)), found.to_dict(words), body)

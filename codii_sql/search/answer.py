@@ -141,16 +141,11 @@ class Answer:
         return worded_notes(self.notes, words)
 
     def named_members(self, most: int = 10) -> str:
-        """``codebase (status), ...`` of the first ``most`` members (those with results first when there are
-        more) and how many others by status: a one-line summary (a 400-member workspace's was 75 KB)."""
-        shown = self.members if len(self.members) <= most else \
-            sorted(self.members, key=lambda m: not m.results)[:most]
+        """``codebase (status), ...`` of the first ``most`` members (:func:`first_members`) and how many others
+        by status: a one-line summary (a 400-member workspace's was 75 KB)."""
+        shown, others = first_members(self.members, most)
         text = ", ".join(f"{m.codebase} ({m.status})" for m in shown)
-        if len(shown) < len(self.members):
-            kept = {id(m) for m in shown}
-            counts = collections.Counter(m.status for m in self.members if id(m) not in kept)
-            text += " and " + ", ".join(f"{n} more {status}" for status, n in counts.items())
-        return text
+        return text + (" and " + ", ".join(f"{n} more {status}" for status, n in others.items()) if others else "")
 
     def to_dict(self, words: Words) -> dict:
         """The documented JSON shape, the same from every face but for the hints' words:
@@ -164,16 +159,14 @@ class Answer:
             out["codebase"] = self.codebase
         if self.workspace:
             out["workspace"] = self.workspace
-        listed = self.members if len(self.members) <= LISTED_MEMBERS else \
-            sorted(self.members, key=lambda m: not m.results)[:LISTED_MEMBERS]
+        listed, others = first_members(self.members, LISTED_MEMBERS)
         out.update(codebases=[m.to_dict() for m in listed], results=[r.to_dict() for r in self.results],
                    seconds=round(self.seconds, 4), no_good_match=self.no_good_match,
                    # Always there, as README's shape says (a client's d["best_cosine"] failed on an index
                    # without vectors).
                    best_cosine=None if self.best_cosine is None else round(self.best_cosine, 4))
-        if len(listed) < len(self.members):
-            kept = {id(m) for m in listed}
-            out["codebases_left_out"] = dict(collections.Counter(m.status for m in self.members if id(m) not in kept))
+        if others:
+            out["codebases_left_out"] = others
         if self.budget is not None:
             out["budget"] = dataclasses.asdict(self.budget)
         if self.scope:
@@ -181,6 +174,16 @@ class Answer:
         if self.rerank:
             out["rerank"] = self.rerank
         return with_notes(out, self.notes, words)
+
+
+def first_members(members: list[Member], most: int) -> tuple[list[Member], dict[str, int]]:
+    """``members`` when they are at most ``most``, else the first ``most`` of those with results then the
+    others, and how many are left out by status (``{"missing": 350}``)."""
+    if len(members) <= most:
+        return members, {}
+    shown = sorted(members, key=lambda m: not m.results)[:most]
+    kept = {id(m) for m in shown}
+    return shown, dict(collections.Counter(m.status for m in members if id(m) not in kept))
 
 
 def worded_notes(notes: list[Note], words: Words) -> str | None:

@@ -8,7 +8,7 @@ import re
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 import regex
@@ -85,6 +85,11 @@ class GrepLine:
     def matched(self) -> bool:
         return not self.context
 
+    @property
+    def shown(self) -> str:
+        """``text`` without a CRLF line's CR, as agents and pages show it (the CLI keeps it, as rg does)."""
+        return self.text.removesuffix("\r")
+
 
 def lines_of(text: str) -> list[str]:
     """``text``'s lines as grep numbers them: split at ``\\n`` only (a ``\\r`` stays in its line, as
@@ -97,13 +102,11 @@ def lines_of(text: str) -> list[str]:
 
 def matching_lines(pattern: GrepPattern, text: str | bytes, timeout: float = FILE_TIMEOUT_SECONDS,
                    first_only: bool = False) -> list[GrepLine]:
-    """The lines of ``text`` that ``pattern`` matches, in order, each with its match spans (with
-    ``first_only``, the line's first match alone: enough to print the line, and one search a line, not a
-    step a match: `.` over Django printed 10 s of one-character matches, rg 0.17 s).
+    """The lines of ``text`` that ``pattern`` matches, in order, each with its match spans (with ``first_only``,
+    the line's first match alone, enough to print it: `.` over Django printed 10 s of matches, rg 0.17 s).
 
-    A line-bound pattern runs once over the whole text (MULTILINE: its matches are exactly those
-    of each line on its own); another runs line by line. ``text`` may be the file's bytes when
-    :func:`matches_bytes` says so (no decoding: the same lines and offsets).
+    A line-bound pattern runs once over the whole text (MULTILINE: its matches are each line's own); another
+    runs line by line. ``text`` may be the file's bytes when :func:`matches_bytes` says so (no decoding).
 
     Raises:
         FileTimeout: matching took more than ``timeout`` seconds.
@@ -187,12 +190,11 @@ _KEPT = re.compile("[\udc80-\udcff]")
 
 
 def _refound(compiled: regex.Pattern, line: str, forbid: re.Pattern) -> list[tuple[int, int]]:
-    """``compiled``'s matches in ``line`` (character offsets) as rg finds them where it matches nothing
-    against the characters of ``forbid``: a match that runs into one is the match from its start that ends
-    before it (``caf.*`` over ``caf\\xe9 x`` is ``caf``; ``\\S+`` over ``ab\\xffcd`` gives ``ab`` and ``cd``),
-    or, when none does, the search goes on from its next character (``[^ ]+ x`` over ``na\\xefve x`` finds
-    ``ve x``). Not exact for a ``$`` just before such a character, which the cut end satisfies. No empty
-    match where the last ended, as rg."""
+    """``compiled``'s matches in ``line`` (character offsets) as rg finds them where it matches nothing against
+    the characters of ``forbid``: a match that runs into one is the match from its start that ends before it
+    (``caf.*`` over ``caf\\xe9 x`` is ``caf``; ``\\S+`` over ``ab\\xffcd`` gives ``ab`` and ``cd``), else the search
+    goes on from its next character (``[^ ]+ x`` over ``na\\xefve x`` finds ``ve x``). Not exact for a ``$``
+    just before such a character. No empty match where the last ended, as rg."""
     out: list[tuple[int, int]] = []
     pos, last = 0, -1
     while pos <= len(line):
@@ -383,7 +385,7 @@ def set_offsets(text: str | bytes, lines: list[GrepLine]) -> None:
 
 
 def with_context(text: str, matched: list[GrepLine], before: int, after: int,
-                 also_matching: list[GrepLine] = ()) -> list[GrepLine]:
+                 also_matching: Sequence[GrepLine] = ()) -> list[GrepLine]:
     """``matched`` and up to ``before``/``after`` lines around each (context lines, no spans), in line
     order, each line once; a line of ``also_matching`` (those past rg's ``-m``) in that context is shown
     as the match it is, as rg shows it, without context of its own."""

@@ -59,7 +59,7 @@ def line_tokens(path: str, g: GrepLine) -> int:
 
 
 def _line(g: GrepLine) -> dict:
-    out: dict = {"line": g.line, "text": utf8_safe(g.text.removesuffix("\r"))}  # a CRLF line's CR is its break's
+    out: dict = {"line": g.line, "text": utf8_safe(g.shown)}
     if g.cut_from:
         out["text_from"] = g.cut_from
     if g.context:

@@ -177,19 +177,20 @@ def _dotted_i_apart(source: str) -> str:
     out, at = [], 0
     for m in _NOT_A_LETTER.finditer(source):
         out.append("".join(_I_LETTERS.get(c, c) for c in source[at:m.start()]))
-        letter = _I_ESCAPES.get(m.group().lower() if m.group()[:2].lower() in ("\\x", "\\u") else "")
         token = m.group()
-        out.append(_I_LETTERS[letter] if letter else _class_apart(token) if token[0] == "[" or token[:2] in ("\\p", "\\P")
-                   else token)
+        letter = _I_ESCAPES.get(token.lower() if token[:2].lower() in ("\\x", "\\u") else "")
+        apart = token[0] == "[" or token[:2] in ("\\p", "\\P")  # a class, or a property (a class of its own)
+        out.append(_I_LETTERS[letter] if letter else _class_apart(token) if apart else token)
         at = m.end()
     out.append("".join(_I_LETTERS.get(c, c) for c in source[at:]))
     return "".join(out)
 
 
 def _class_apart(cls: str) -> str:
-    """A class ``[...]`` (or a property, ``\\p{Lu}``) that takes (or leaves) one of ``i I ı İ`` case-blind where rg's folding does not, as
-    a group that leaves (or takes) those letters first: rg relates ``i`` with ``I`` alone and ``ı``, ``İ`` with
-    nothing, where Python relates ``İ`` with ``i`` and ``ı`` with ``I`` (``[a-z]`` took ``İ``, ``[^a-z]`` left it).
+    """A class ``[...]`` (or a property, ``\\p{Lu}``) that takes (or leaves) one of ``i I ı İ`` case-blind where
+    rg's folding does not, as a group that leaves (or takes) those letters first: rg relates ``i`` with ``I``
+    alone and ``ı``, ``İ`` with nothing, where Python relates ``İ`` with ``i`` and ``ı`` with ``I`` (``[a-z]``
+    took ``İ``, ``[^a-z]`` left it).
     Each letter's membership is asked of the engine itself, case-blind and (for rg's) case-sensitive over
     the letter's rg fold (any of it for a class, all of it for a negated one); a class it cannot compile
     alone stays as it is."""
