@@ -148,6 +148,15 @@ def test_identifier_and_natural_language_queries_find_the_function(searcher):
     assert any(r.path == "app/parse.py" for r in searcher.search("user name", SearchOptions(mode="bm25")))
 
 
+def test_a_search_reuses_its_prepared_statements(searcher):
+    searcher.search("retry with exponential backoff", SearchOptions(limit=3))
+    before = searcher.store.conn.cache_stats()
+    for mode in ("hybrid", "bm25", "vector"):
+        searcher.search("parse the header", SearchOptions(limit=3, mode=mode))
+    after = searcher.store.conn.cache_stats()
+    assert after["too_big"] == before["too_big"] and after["hits"] > before["hits"]
+
+
 def test_filter_acts_before_fusion(tmp_path, embedder):
     files = {f"notes/n{i}.md": f"# Note {i}\n\nThe retry policy uses exponential backoff, note {i}.\n" for i in range(30)}
     files["src/one.py"] = "def retry_policy():\n    return 'exponential backoff retry'\n"

@@ -8,6 +8,7 @@ from importlib import resources
 from pathlib import Path
 
 _HEADER = re.compile(r"^--\s*name:\s*([A-Za-z_][A-Za-z0-9_]*)\s*$", re.MULTILINE)
+_COMMENT_LINE = re.compile(r"^[ \t]*--.*\n?", re.MULTILINE)
 
 
 def _sql_files() -> list[tuple[str, str]]:
@@ -72,3 +73,18 @@ def sql(name: str) -> str:
         KeyError: no such statement.
     """
     return load()[name]
+
+
+@functools.cache
+def runnable(name: str) -> str:
+    """The statement called ``name`` without its whole-line comments: the text queries are prepared from.
+
+    apsw keeps prepared statements of at most 16,384 bytes (``Connection.cache_stats()``'s
+    ``max_cacheable_bytes``) and prepares a longer one again at every call: search_hybrid's comments
+    took it to 17 KB, and preparing it cost every search 10-13 ms (docs/benchmarks.md, ninth round).
+    Schema statements run from :func:`sql`, so ``sqlite3``'s ``.schema`` keeps their comments.
+
+    Raises:
+        KeyError: no such statement.
+    """
+    return _COMMENT_LINE.sub("", sql(name))

@@ -309,7 +309,7 @@ class Store:
         """Every row of statement ``name`` as dicts keyed by column name."""
         out = []
         with self._sqlite():
-            cur = self.conn.execute(queries.sql(name), params)
+            cur = self.conn.execute(queries.runnable(name), params)
             names: list[str] | None = None
             for row in cur:
                 if names is None:
@@ -325,7 +325,7 @@ class Store:
     def value(self, name: str, params: Mapping[str, Any] | None = None) -> Any:
         """The first column of the first row of statement ``name``, or None."""
         with self._sqlite():
-            for row in self.conn.execute(queries.sql(name), params):
+            for row in self.conn.execute(queries.runnable(name), params):
                 return row[0]
         return None
 
@@ -336,7 +336,7 @@ class Store:
         the previous one have been read (a ``RETURNING`` statement would stop after one).
         """
         with self._sqlite():
-            for _ in self.conn.executemany(queries.sql(name), seq):
+            for _ in self.conn.executemany(queries.runnable(name), seq):
                 pass
 
     @contextlib.contextmanager
