@@ -461,10 +461,12 @@ SELECT count(*) FROM (SELECT 1 FROM chunks_fts WHERE chunks_fts MATCH :phrase LI
 -- name: bm25_pruned
 -- BM25's top :depth among the chunks holding one of the query's rare phrases (:fts_rare, an OR
 -- of them), scored by every phrase: `(rare) AND (common)` holds each phrase once, so bm25() gives
--- a chunk that holds both the score of the whole OR query; a chunk holding rare phrases alone gets
--- that score from :fts_rare (its common phrases add 0). A chunk in both lists keeps the higher, the
--- whole score. search/pruning.py says when chunks holding common phrases alone cannot enter.
-SELECT id, max(raw) AS raw
+-- a chunk that holds both the score of the whole OR query; a chunk holding rare phrases alone,
+-- `(rare) NOT (common)`, gets that score too (its common phrases add 0). The two lists share no
+-- chunk, so each chunk is scored once: scoring every rare chunk again, as the OR of the rare
+-- phrases alone did, cost 9% of the kernel's BM25 p50 (docs/benchmarks.md, ninth round).
+-- search/pruning.py says when chunks holding common phrases alone cannot enter.
+SELECT id, raw
 FROM (SELECT * FROM (SELECT rowid AS id,
                             -bm25(chunks_fts, :bm25_content, :bm25_subtokens, :bm25_symbol, :bm25_path) AS raw
                      FROM chunks_fts WHERE chunks_fts MATCH :fts_both
@@ -473,10 +475,9 @@ FROM (SELECT * FROM (SELECT rowid AS id,
       UNION ALL
       SELECT * FROM (SELECT rowid AS id,
                             -bm25(chunks_fts, :bm25_content, :bm25_subtokens, :bm25_symbol, :bm25_path) AS raw
-                     FROM chunks_fts WHERE chunks_fts MATCH :fts_rare
+                     FROM chunks_fts WHERE chunks_fts MATCH :fts_rare_only
                      ORDER BY bm25(chunks_fts, :bm25_content, :bm25_subtokens, :bm25_symbol, :bm25_path)
                      LIMIT :depth))
-GROUP BY id
 ORDER BY raw DESC, id
 LIMIT :depth;
 

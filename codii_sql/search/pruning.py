@@ -85,12 +85,13 @@ def bm25_top(store: Store, phrases: Sequence[str], depth: int,
     params = {f"bm25_{col}": w for col, w in weights.items()} | {"depth": depth}
     for _ in range(MAX_TRIES):
         rare, common = order[:split], order[split:]
-        # Scored twice (both lists) against every phrase's chunks once: past half, the plain query is cheaper.
+        # The common phrases' chunks are read by both lists: past half of every phrase's (capped) count the plain
+        # query is taken, the rule measured when the rare chunks were also scored twice (docs/benchmarks.md).
         if not common or 2 * sum(counts[p] for p in rare) > total:
             return None
-        either = " OR ".join(map(quoted, rare))
-        top = store.rows("bm25_pruned", params | {"fts_rare": either,
-                                                  "fts_both": f"({either}) AND ({' OR '.join(map(quoted, common))})"})
+        either, others = " OR ".join(map(quoted, rare)), " OR ".join(map(quoted, common))
+        top = store.rows("bm25_pruned", params | {"fts_both": f"({either}) AND ({others})",
+                                                  "fts_rare_only": f"({either}) NOT ({others})"})
         if len(top) < depth:  # the rare phrases' chunks cannot fill the list: take one phrase more
             split += 1
             continue
