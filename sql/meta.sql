@@ -31,6 +31,10 @@ SELECT EXISTS (SELECT 1 FROM files);
 -- 1 when any file under the folder :under (relative, no trailing '/') is indexed.
 SELECT EXISTS (SELECT 1 FROM files WHERE substr(path, 1, length(:under) + 1) = :under || '/');
 
+-- name: holds_path
+-- 1 when :path (relative, no trailing '/') is an indexed file or a folder holding one.
+SELECT EXISTS (SELECT 1 FROM files WHERE path = :path OR substr(path, 1, length(:path) + 1) = :path || '/');
+
 -- name: stats_by_language
 SELECT coalesce(language, '(none)') AS language, count(DISTINCT file_id) AS files, count(*) AS chunks
 FROM chunks GROUP BY 1 ORDER BY chunks DESC;

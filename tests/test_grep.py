@@ -326,6 +326,13 @@ def test_an_index_alone_is_grepped_from_its_stored_text(tmp_path):
     out = run("grep", "-n", "shared_marker|^\\};", "--db", copy)
     assert out.exit_code == 0 and out.stdout.splitlines() == ["a.py:2:};", "a.py:3:shared_marker = 1",
                                                              "b.py:1:shared_marker = 2"]
+    # Its paths are relative to its root; one it does not hold is an error, as rg's missing path (a new
+    # user's absolute path to the source gave no line and exit 1, "nothing matches")
+    assert run("grep", "-n", "shared_marker", "b.py", "--db", copy).stdout == "b.py:1:shared_marker = 2\n"
+    for missing in (str(root), "nosuch", "a.p"):
+        refused = run("grep", "shared_marker", missing, "--db", copy)
+        assert refused.exit_code == 2 and f"{missing}: no such file or folder in the index" in refused.stderr \
+            and refused.stdout == "", refused.output
     # The index file as the PATH is no single file: its files are named (a new user's lines came without)
     as_path = run("grep", "-n", "shared_marker", copy)
     assert as_path.stdout.splitlines() == ["a.py:3:shared_marker = 1", "b.py:1:shared_marker = 2"], as_path.output

@@ -24,6 +24,7 @@ from ..search.pattern import GrepPattern
 from ..text import decode_kept
 from .builds import committed_state_note, ensure_index
 from .codebases import find_codebase, is_index_file
+from .status import open_store
 from . import grep_filter
 from .grepping import GrepRequest, matched_or_none, matcher, search_codebase, take_file
 
@@ -108,7 +109,7 @@ def _scopes(paths: list[str], db: str | None) -> tuple[Codebase, list[str]]:
     if db is not None:
         codebase, _ = find_codebase(None, db)
         if codebase.alone:
-            return codebase, [p.strip("/") for p in paths if p.strip("/") not in ("", ".")]
+            return codebase, _stored_scopes(codebase, paths)
         if given and paths:  # its folders beside it were refused in words about --db, which nobody typed
             raise UsageError(f"{db} is the index of {codebase.root}, given with other paths",
                              "grep the index file alone, or the folders of its codebase without it")
@@ -129,6 +130,23 @@ def _scopes(paths: list[str], db: str | None) -> tuple[Codebase, list[str]]:
             raise UsageError(f"{p} {where} the codebase {codebase.root}", "grep one codebase at a time")
         scopes.append(rel.replace(os.sep, "/"))
     return codebase, [] if "." in scopes else scopes
+
+
+def _stored_scopes(codebase: Codebase, paths: list[str]) -> list[str]:
+    """``paths`` inside an index alone, each a file or folder it holds, relative to its root.
+
+    Raises:
+        UsageError: a path the index holds no file at or under (rg's "No such file or directory", exit
+            2: an agent's absolute path to the source gave no line and exit 1, "nothing matches").
+    """
+    scopes = [p.strip("/") for p in paths if p.strip("/") not in ("", ".")]
+    with open_store(codebase) as store:
+        for given, scope in zip((p for p in paths if p.strip("/") not in ("", ".")), scopes):
+            if not store.value("holds_path", {"path": scope}):
+                raise UsageError(f"{given}: no such file or folder in the index {codebase.db_path}",
+                                 "an index alone holds paths relative to its codebase's root, as its answers "
+                                 "show them (`src`, `src/app.py`): pass one of those, or none for all of it")
+    return scopes
 
 
 def _grep_text(pattern: GrepPattern, request: GrepRequest,
