@@ -9,8 +9,9 @@ from .indexes import OpenIndexes
 from .shards import LocalShard
 
 #: What every answer from an index alone says.
-SOURCE_NOTE = ("the source of this index is not here: results come from its stored chunks, and whether the files "
-               "changed since it was built is unknown (stale: null)")
+SOURCE_NOTE = ("this index is read alone: results come from the chunks it stores, not from files on disk, and whether "
+               "the files changed since it was built is unknown (stale: null); an export is never updated, so a "
+               "folder given with it is not read: index the folder itself to search its files as they are")
 
 
 class FileShard(LocalShard):
