@@ -303,18 +303,25 @@ scored AS (
 -- overloads 5th, ZodError.format 7th). So does a later piece cut off from the windows before it (by
 -- other definitions: a class's comment banners between its methods, each labelled with the class,
 -- filled a new user's top 6 for `QuerySet` after its first window): it ranks by its score alone,
--- without the name's boost.
+-- without the name's boost. Only a chunk of another symbol cuts it off: the blank line a function's
+-- windows leave out between them cut a new user's `Session.send` into three places, #1, #6 and #8.
 -- The windows of one line too long for a chunk are one place:
 -- the best scored stands for them (a 40 KB base64 constant's windows, each holding its function's
 -- symbol, filled nine of a fresh user's top 10 for the function's name). Ranked on ids and scores
 -- alone: the text of a chunk joins in only for the rows returned.
 windows AS (
-    SELECT id, score, start_line, tier, in_symbol_tier, max(score) OVER w AS symbol_best,
-           in_symbol_tier > 0 AND start_line > min(start_line) OVER w
-               AND (score = 0 OR start_line > 1 + lag(end_line) OVER (w ORDER BY start_line)) AS bare,
-           one_line AND row_number() OVER (PARTITION BY file_id, start_line, one_line ORDER BY score DESC, id) > 1
-               AS repeated
-    FROM scored WINDOW w AS (PARTITION BY file_id, symbol)
+    SELECT id, score, start_line, tier, in_symbol_tier, symbol_best,
+           in_symbol_tier > 0 AND start_line > first_line
+               AND (score = 0 OR (start_line > 1 + before_end
+                                  AND EXISTS (SELECT 1 FROM chunks o WHERE o.file_id = sw.file_id
+                                                AND o.start_line > sw.before_end AND o.start_line < sw.start_line
+                                                AND o.symbol IS NOT sw.symbol))) AS bare,
+           repeated
+    FROM (SELECT id, file_id, symbol, score, start_line, tier, in_symbol_tier, max(score) OVER w AS symbol_best,
+                 min(start_line) OVER w AS first_line, lag(end_line) OVER (w ORDER BY start_line) AS before_end,
+                 one_line AND row_number() OVER (PARTITION BY file_id, start_line, one_line ORDER BY score DESC, id) > 1
+                     AS repeated
+          FROM scored WINDOW w AS (PARTITION BY file_id, symbol)) sw
 ),
 ranked AS (
     SELECT id, score, tier, row_number() OVER (ORDER BY tier DESC, group_score DESC,

@@ -311,6 +311,32 @@ def _check_qualified(s: Searcher, mode: str) -> None:
     assert {r.symbol for r in bare[:len(windows) + 1]} == {"Console.print", "print"}
 
 
+#: A method cut into windows at its blank lines (the chunker leaves a blank line out between two windows),
+#: and methods beside it that say "send" far more often than its later windows.
+PARAGRAPHS = {
+    "lib/session.py": "class Session:\n    def send(self, request, **kwargs):\n        \"\"\"Send a request.\"\"\"\n"
+                      + "\n".join("".join(f"        part_{p}_{i} = prepare_piece(request, {p}, {i})\n" for i in range(14))
+                                  for p in range(6))
+                      + "        return request\n\n"
+                      + "".join(f"    def send_{k}(self, request):\n        send = self.send(request)\n"
+                                f"        return send(send(request))  # send send\n\n" for k in range(8)),
+}
+
+
+def test_the_windows_of_a_named_symbol_stay_together_across_blank_lines(tmp_path, embedder):
+    """A new user's `Session.send` listed its three windows #1, #6 and #8: the blank line left out between
+    two windows read as a chunk of another symbol cutting them apart."""
+    store, s = _searcher_for(tmp_path, embedder, PARAGRAPHS)
+    with store:
+        windows = [r[0] for r in store.conn.execute(
+            "SELECT start_line FROM chunks WHERE symbol = 'Session.send' ORDER BY start_line")]
+        assert len(windows) >= 3, windows
+        for mode in MODES:
+            res = s.search("Session.send", SearchOptions(limit=10, mode=mode))
+            assert [r.start_line for r in res[:len(windows)]] == windows, \
+                (mode, [(r.symbol, r.start_line) for r in res])
+
+
 def test_reranking_keeps_the_named_symbol_first(tmp_path, embedder):
     """The cross-encoder (here a seeded random one) orders chunks within a name tier, not across."""
     from test_rerank import TINY, random_bert, write_model
