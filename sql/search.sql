@@ -498,3 +498,17 @@ SELECT c.id AS id, o.start_byte AS start_byte, o.end_byte AS end_byte, length(o.
 FROM chunks c JOIN chunks o ON o.file_id = c.file_id AND o.start_line = c.start_line AND o.end_line = c.start_line
 WHERE c.id IN (SELECT value FROM json_each(:ids)) AND c.end_line = c.start_line
 ORDER BY c.id, o.start_byte;
+
+-- name: files_at_tail
+-- The indexed files whose lower-case path is :tail or ends with '/' || :tail (the last components of a
+-- path as another machine wrote it: search/locations.py).
+SELECT path FROM files WHERE lower(path) = :tail OR substr(lower(path), -length(:tail) - 1) = '/' || :tail;
+
+-- name: symbols_at_lines
+-- For each [path, line] of :lines, the symbol of the smallest chunk holding that line that has one.
+SELECT DISTINCT (SELECT c.symbol FROM chunks c
+                 WHERE c.file_id = f.id AND c.start_line <= j.value ->> 1 AND c.end_line >= j.value ->> 1
+                   AND c.symbol IS NOT NULL AND c.symbol <> ''
+                 ORDER BY c.end_line - c.start_line, c.start_line LIMIT 1) AS symbol
+FROM json_each(:lines) j JOIN files f ON f.path = j.value ->> 0
+WHERE symbol IS NOT NULL;

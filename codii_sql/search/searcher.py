@@ -18,6 +18,7 @@ from . import pruning
 from .evidence import implementation_first
 from .query import Analysis, Named, analyze, symbol_match
 from .fusion import KNN_BY_BEST_SHAPES, LONG_QUERY_ROLE_WEIGHTS, ROLE_WEIGHTS, Bm25Weight, by_file
+from .locations import places, resolve
 from .results import Result, SearchOptions, place_pieces, sqlite_glob
 from .staleness import StaleCheck
 
@@ -55,8 +56,7 @@ PROBE_LOW_BY = 0.01
 IVF_RESCORE_FACTOR = 2
 #: Partitions of chunks_bits (rowid % 8; sql/schema.sql and sql/search.sql hold the same 8).
 BITS_PARTITIONS = 8
-#: Fused chunks the cross-encoder re-scores (the issue asks for 20-50; a MiniLM-L6
-#: cross-encoder costs about as much per pair as embedding one chunk).
+#: Fused chunks the cross-encoder re-scores (the issue asks 20-50; a MiniLM-L6 pair costs what embedding a chunk does).
 RERANK_DEPTH = 30
 #: With group_by_file, chunks fetched per file wanted: files with many matching chunks must
 #: not crowd the others out of the candidates (5 gave 3 files for --limit 10 on click).
@@ -188,10 +188,12 @@ class Searcher:
             raise UsageError(f"the query {query[:40]!r} has no letters or digits; punctuation is not indexed",
                              "search for a word or an identifier")
         opts.check()
-        # The query's analysis, once: its BM25 terms serve the statement, the no-match rule and the
-        # caller's budget.
+        # The query's analysis, once: its terms serve the statement, the no-match rule and the caller's budget.
         a = self.analyze(query)
         shape, named = a.shape, a.named
+        # A place the query points at (`x.py:107`, a frame) names its file and symbol; a long traceback, its words.
+        located = shape != "long" and (spots := places(a.text)) and resolve(self.store, named, spots)
+        named, tiered = located or named, shape == "identifier" or bool(located)
         note = embedder_failed
         qvec = None
         if opts.mode != "bm25" and query_vector is None and not self.store.value("has_vectors"):
@@ -208,7 +210,7 @@ class Searcher:
                             knn_by_best=fused and fshape in KNN_BY_BEST_SHAPES)
         prior = (LONG_QUERY_ROLE_WEIGHTS if shape == "long" else ROLE_WEIGHTS) if opts.role_prior else None
         phrases = a.phrases if fq else ()
-        rows = self._run(fq, qvec, opts, weight, named, prior, tiered=shape == "identifier", phrases=phrases)
+        rows = self._run(fq, qvec, opts, weight, named, prior, tiered=tiered, phrases=phrases)
         best = rows[0]["knn_best"] if rows and qvec is not None else None
         nothing_close = self._nothing_close(rows, a.terms, shape, best)
         wanted = _rows_wanted(opts)
@@ -216,22 +218,20 @@ class Searcher:
                 and wanted < MAX_GROUPED_ROWS:
             # A few files held every chunk fetched (one long file can): fetch deeper for the others.
             wanted = min(wanted * 4, MAX_GROUPED_ROWS)
-            rows = self._run(fq, qvec, opts, weight, named, prior, tiered=shape == "identifier", rows=wanted,
+            rows = self._run(fq, qvec, opts, weight, named, prior, tiered=tiered, rows=wanted,
                              phrases=phrases)
         depth = max(DEPTH, wanted)  # the windows of one long line, one result, filled the KNN list: deeper
         while qvec is not None and len(rows) < wanted and depth < MAX_GROUPED_ROWS and not opts.filtered \
                 and self.store.row("counts")["chunks"] > depth:  # (a 300,000-character line: 2 results of 10)
             depth = min(depth * 4, MAX_GROUPED_ROWS)
-            rows = self._run(fq, qvec, opts, weight, named, prior, shape == "identifier", depth, phrases)[:wanted]
+            rows = self._run(fq, qvec, opts, weight, named, prior, tiered, depth, phrases)[:wanted]
         results = self._results(rows)
         if opts.role_prior:
             results = implementation_first(results, a.terms)
         if not results and opts.language:
             self._check_language(language_name(opts.language))
         if opts.rerank:
-            from .rerank import (
-                rerank,  # onnxruntime session and tokenizer only when asked for
-            )
+            from .rerank import rerank  # onnxruntime session and tokenizer only when asked for
 
             results = rerank(a.text, results, model_path=opts.rerank_model, top_n=RERANK_DEPTH)
             tier = {r["id"]: r["tier"] for r in rows}  # the cross-encoder orders within a name tier

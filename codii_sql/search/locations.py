@@ -1,0 +1,82 @@
+"""Places a query points at (``sessions.py:107``, a traceback's frame): the indexed file and the symbol there.
+
+A frame pasted from another machine names the file by its path there
+(``/usr/lib/python3/site-packages/requests/sessions.py``); the index holds ``src/requests/sessions.py``.
+The file is the one sharing the longest tail of path components with it, at least its folder and name
+when the frame gives both. The symbol is that of the smallest chunk holding the line, and a search ranks
+its chunks first, as if the query had named it (a new user's one-line frame of ``Session.send`` listed
+``certs.py`` and ``setup.py`` first; ``sessions.py:107`` listed a function at line 819).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from ..storage.store import Store
+from .query import Named
+
+#: Python's frame (``File "x.py", line 7``) and the ``path:line[:column]`` of compilers, grep, Go, Rust,
+#: Node and Java frames (``layer.js:95:5``, ``Bar.java:42``): a file name with an extension, a line.
+_PLACES = (re.compile(r'File "(?P<path>[^"\n]{1,512})", line (?P<line>\d{1,9})'),
+           re.compile(r"(?<![\w.@+/-])(?P<path>(?:[\w.@+-]*/){0,40}[\w.@+-]*\w\.[A-Za-z]\w{0,5}):(?P<line>\d{1,9})\b"))
+#: Places read from one query: a traceback has many, and is read as a long query is (its words).
+MAX_PLACES = 3
+#: Files one place may stand for when several share its tail (vendored copies of one file).
+MAX_FILES = 3
+
+
+def places(text: str) -> list[tuple[str, int]]:
+    """``(path, line)`` of each place ``text`` names, the path lower-case with ``/`` separators and no
+    leading ``./`` or ``/``, lines 1-based; at most :data:`MAX_PLACES`, in the order written."""
+    found: dict[tuple[str, int], None] = {}
+    for pattern in _PLACES:
+        for m in pattern.finditer(text):
+            path = m.group("path").replace("\\", "/").lower()
+            path = re.sub(r"^(?:\.?/)+", "", path)
+            if path and int(m.group("line")) > 0:
+                found.setdefault((path, int(m.group("line"))), None)
+    return list(found)[:MAX_PLACES]
+
+
+def resolve(store: Store, named: Named, spots: list[tuple[str, int]]) -> Named | None:
+    """``named`` with each of ``spots`` (:func:`places`) as the indexed files it stands for (in
+    ``paths``, replacing the path as written) and the symbols defined at its line (in ``names``);
+    None when no spot is an indexed file."""
+    paths, names, cased = list(named.paths), set(named.names), dict(named.cased)
+    lines = []
+    for path, line in spots:
+        files = _files(store, path)
+        if path in paths and files:
+            paths.remove(path)
+        paths += [f.lower() for f in files if f.lower() not in paths]
+        lines += [[f, line] for f in files]
+    if not lines:
+        return None
+    for row in store.rows("symbols_at_lines", {"lines": json.dumps(lines)}):
+        symbol = row["symbol"]
+        names.add(symbol.lower())
+        if symbol != symbol.lower():
+            cased[symbol.lower()] = symbol
+    return Named(sorted(names), [t for t in named.tails if t not in names], sorted(paths),
+                 tuple(sorted(cased.items())))
+
+
+def _files(store: Store, path: str) -> list[str]:
+    """The indexed files sharing the longest tail of components with ``path`` (its folder and name at
+    least, or its name alone when it has no folder), at most :data:`MAX_FILES`."""
+    parts = path.split("/")
+    rows = [r["path"] for r in store.rows("files_at_tail", {"tail": "/".join(parts[-2:])})]
+    if not rows:
+        return []
+
+    def shared(indexed: str) -> int:
+        n = 0
+        for a, b in zip(reversed(indexed.lower().split("/")), reversed(parts)):
+            if a != b:
+                break
+            n += 1
+        return n
+
+    best = max(map(shared, rows))
+    return sorted(r for r in rows if shared(r) == best)[:MAX_FILES]

@@ -1,0 +1,76 @@
+"""A query that points at a place (`sessions.py:107`, a traceback's frame from another machine) finds the code there."""
+
+from __future__ import annotations
+
+import pytest
+from support.trees import write_tree
+
+from codii_sql.codebase import Codebase
+from codii_sql.ingest.indexer import Indexer
+from codii_sql.search.locations import MAX_PLACES, places, resolve
+from codii_sql.search.query import named_in_query
+from codii_sql.search.results import MODES, SearchOptions
+from codii_sql.search.searcher import Searcher
+from codii_sql.storage.store import Store
+
+
+def test_places_are_read_as_compilers_and_tracebacks_write_them():
+    assert places('File "/usr/lib/python3/site-packages/requests/sessions.py", line 703, in send') == [
+        ("usr/lib/python3/site-packages/requests/sessions.py", 703)]
+    assert places("src/requests/sessions.py:107") == [("src/requests/sessions.py", 107)]
+    assert places("at Layer.handle (/app/node_modules/express/lib/router/layer.js:95:5)") == [
+        ("app/node_modules/express/lib/router/layer.js", 95)]
+    assert places("at com.acme.Billing.charge(Billing.java:42)") == [("billing.java", 42)]
+    assert places("./main.go:12 +0x1d") == [("main.go", 12)]
+    assert places("error[E0308]: mismatched types --> src/lib.rs:10:5") == [("src/lib.rs", 10)]
+    assert places("where are retries handled") == [] and places("http://example.org/a.py") == []
+    many = " ".join(f"f{i}.py:{i + 1}" for i in range(10))
+    assert len(places(many)) == MAX_PLACES
+
+
+#: Three functions, the middle one long; a module whose words match every query better than they do.
+FILES = {
+    "src/pay/billing.py": "import os\n\n\ndef charge(card, amount):\n    \"\"\"Take the amount.\"\"\"\n"
+                          + "".join(f"    step_{i} = amount * {i}\n" for i in range(30))
+                          + "    return card\n\n\ndef refund(card, amount):\n"
+                          + "".join(f"    undo_{i} = amount - {i}\n" for i in range(40))
+                          + "    return amount\n\n\ndef receipt(amount):\n    return str(amount)\n",
+    "src/pay/notes.py": "# billing line send in file billing py refund charge receipt\n" * 3
+                        + "def billing_line_send():\n    return 'billing py line send refund'\n",
+    "setup.py": "# file line in send billing python lib site packages usr\nname = 'pay'\n",
+}
+
+
+@pytest.fixture(scope="module")
+def searcher(tmp_path_factory, embedder):
+    cb = Codebase.open(write_tree(tmp_path_factory.mktemp("places") / "repo", FILES))
+    Indexer(cb, embedder).build()
+    with Store(cb.db_path, create=False) as store:
+        yield Searcher(store, cb.root, embedder)
+
+
+def _line_of(text: str) -> int:
+    return FILES["src/pay/billing.py"].splitlines().index(text) + 1
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_frame_from_another_machine_finds_the_function_at_its_line(searcher, mode):
+    line = _line_of("    undo_25 = amount - 25")
+    query = f'File "/usr/lib/python3.11/site-packages/pay/billing.py", line {line}, in refund'
+    top = searcher.search(query, SearchOptions(limit=5, mode=mode))
+    assert top[0].symbol == "refund" and top[0].path == "src/pay/billing.py", [(r.path, r.symbol) for r in top]
+
+
+@pytest.mark.parametrize("query", ["src/pay/billing.py:{line}", "billing.py:{line}", "pay/billing.py:{line}:9"])
+def test_path_and_line_list_the_chunk_there_first(searcher, query):
+    line = _line_of("    undo_30 = amount - 30")
+    top = searcher.search(query.format(line=line), SearchOptions(limit=5))
+    assert top[0].symbol == "refund" and top[0].start_line <= line, [(r.path, r.symbol, r.start_line) for r in top]
+
+
+def test_a_place_of_no_indexed_file_changes_nothing(searcher):
+    named = named_in_query("refund other/thing.py:3")
+    assert resolve(searcher.store, named, places("refund other/thing.py:3")) is None
+    # a file of that name elsewhere in the tree is the one a frame of another layout means
+    found = resolve(searcher.store, named, [("opt/app/lib/pay/billing.py", 4)])
+    assert found.paths == ["other/thing.py", "src/pay/billing.py"] and found.names == ["charge"], found
