@@ -37,6 +37,7 @@ REMEDIES: dict[str, str] = {
     "drop_member": "drop {root} from the workspace, or from the WORKSPACE_<NAME> variable it came from",
     "help": "see the usage of {command}",
     "export_again": "build its codebase where the source is, and export it again to {db}",
+    "rerank_model": "name a cross-encoder model's folder for re-ranking, or search without re-ranking",
 }
 
 

@@ -229,8 +229,14 @@ def assert_one_line_usage_error(excinfo, *fragments: str) -> None:
 def test_missing_model_says_what_to_do():
     with pytest.raises(UsageError) as excinfo:
         rr.rerank(QUERY, results_for(TEXTS))
-    assert str(excinfo.value) == ce.NO_MODEL
-    assert_one_line_usage_error(excinfo, "--rerank-model", ce.ENV_MODEL)
+    assert str(excinfo.value).startswith(ce.NO_MODEL)
+    from codii_sql.cli import words as cli_words
+    from codii_sql.mcp import words as mcp_words
+
+    assert all(s in cli_words.message(excinfo.value) for s in ("--rerank-model", ce.ENV_MODEL))
+    # an agent is told in its own words: it has no --rerank-model (a new user's agent was told to pass one)
+    said = mcp_words.message(excinfo.value)
+    assert "--rerank-model" not in said and "without rerank" in said and ce.ENV_MODEL in said, said
 
 
 def test_bad_model_paths_are_one_line_usage_errors(tmp_path, tiny):

@@ -364,11 +364,20 @@ def test_find_similar_before_the_vectors_says_the_file_is_indexed_and_what_works
     from codii_sql.errors import UsageError
     from codii_sql.service import Session
 
+    from codii_sql.cli.words import message
+
     assert run("build", sample_repo, "--no-vectors").exit_code == 0
     session = Session()
+    cb = Codebase.open(sample_repo)
     try:
+        # Built without vectors, it has none to wait for: a new user's agent was told they would come
+        with pytest.raises(UsageError, match=r"app/parse.py is indexed without vectors") as refused:
+            session.similar(cb, "app/parse.py", None, None, 5)
+        assert "--vectors" in message(refused.value), message(refused.value)
+        with Store(cb.db_path, create=False) as store, store.transaction():  # as while the vector phase runs
+            store.set_meta(vectors=True)
         with pytest.raises(UsageError, match=r"app/parse.py is indexed but its chunks have no vectors yet \(0 of"):
-            session.similar(Codebase.open(sample_repo), "app/parse.py", None, None, 5)
+            session.similar(cb, "app/parse.py", None, None, 5)
     finally:
         session.shutdown()
 

@@ -140,6 +140,18 @@ def test_each_members_own_order_survives_the_merge(two):
             assert mine == [(r.path, r.start_line) for r in own][:len(mine)], (query, root)
 
 
+def test_a_gone_member_of_a_workspace_variable_is_dropped_from_that_variable(two, tmp_path, monkeypatch):
+    """A new user's WORKSPACE_MIX member was gone; the note said `codii-sql workspace remove mix ...`,
+    which refuses a workspace of a variable."""
+    http, _ = two
+    monkeypatch.setenv("WORKSPACE_MIX", f"{http},{tmp_path / 'gone'}")
+    out = run("search", "checkoutTotal", "--workspace", "mix")
+    assert out.exit_code == 0 and "drop it from WORKSPACE_MIX" in out.output and "workspace remove" not in out.output, \
+        out.output
+    assert run("workspace", "add", "reg", http, tmp_path / "gone").exit_code == 0
+    assert "`codii-sql workspace remove reg " in run("search", "checkoutTotal", "--workspace", "reg").output
+
+
 def test_workspace_search_notes_missing_and_unindexed_members_and_answers(two, tmp_path):
     http, shop = two
     never = write_tree(tmp_path / "never", {"x.py": "def x():\n    return 1\n"})

@@ -25,10 +25,12 @@ SENTENCES = {
     "make_writable": "make the index and its folder writable, or copy the .db somewhere writable and pass --db",
     "change_embedder": "`codii-sql build {root} --force --embedder {asked}` re-embeds everything (or pass "
                        "--embedder {recorded})",
-    "drop_member": "`codii-sql workspace remove {workspace} {root}` drops it (or its WORKSPACE_<NAME> variable)",
+    "drop_member": lambda p: (f"drop it from {p['variable']}" if p.get("variable") else
+                              f"`codii-sql workspace remove {p['workspace']} {p['root']}` drops it"),
     "help": "see `{command} --help`",
     "export_again": "build its source where that is and export it again (`codii-sql build SOURCE --vectors "
                     "--export {db}`)",
+    "rerank_model": "pass --rerank-model PATH or set CODII_SQL_RERANK_MODEL (README, \"Re-ranking\")",
 }
 #: A request field as the CLI's option (codii_sql.service.SearchRequest, SearchOptions).
 FIELDS = {"path": "--path", "db": "--db", "query": "QUERY", "limit": "--limit", "mode": "--mode", "ext": "--ext",

@@ -22,10 +22,13 @@ SENTENCES = {
     "free_disk": "the server's disk is full; try again when it has space",
     "make_writable": "the server's index must be made writable",
     "change_embedder": "`codii-sql build {root_sh} --force --embedder {asked}` on the server re-embeds it",
-    "drop_member": "the server's workspace must drop it (`codii-sql workspace remove` on the server)",
+    "drop_member": lambda p: (f"the server's {p['variable']} must drop it" if p.get("variable") else
+                              "the server's workspace must drop it (`codii-sql workspace remove` on the server)"),
     "help": "see GET /healthz for what is served",
     "export_again": "the shard is read only: `codii-sql build SOURCE --export {db_sh}` where its source is "
                     "makes it anew, then rename it into the served folder",
+    "rerank_model": "search without rerank=1, or start the server with CODII_SQL_RERANK_MODEL set to a "
+                    "cross-encoder's folder",
 }
 #: A request field as the query parameter.
 FIELDS = {"path": "codebase", "db": "codebase", "query": "q", "limit": "limit", "mode": "mode", "ext": "ext",

@@ -6,7 +6,8 @@ from ..errors import Wording
 
 #: One sentence per remedy kind (codii_sql.errors.REMEDIES).
 SENTENCES = {
-    "build": "call index_codebase with path='{root}', then poll get_indexing_status until it reports 'indexed'",
+    "build": "call index_codebase with path='{root}', then poll get_indexing_status: search_code answers once it "
+             "says every file is searchable (the vectors follow in the background)",
     "force_build": lambda p: (f"call index_codebase with path='{p['root']}' and force=true" if p.get("root")
                               else "call index_codebase for this codebase with force=true"),
     "reset_filters": "index_codebase with resetFilters=true indexes every file",
@@ -24,11 +25,13 @@ SENTENCES = {
     "make_writable": "the user must make the index and its folder writable",
     "change_embedder": "call index_codebase with force=true to re-embed everything with {asked}, or with "
                        "embedder='{recorded}'",
-    "drop_member": "ask the user to drop it from the workspace (`codii-sql workspace remove`, or its "
-                   "WORKSPACE_<NAME> variable)",
+    "drop_member": lambda p: ("ask the user to drop it from " + (p["variable"] if p.get("variable") else
+                              f"the workspace (`codii-sql workspace remove {p['workspace']} {p['root_sh']}`)")),
     "help": "fix the arguments as the tool's input schema says",
     "export_again": "the user must build its source and export it again "
                     "(`codii-sql build SOURCE --vectors --export {db_sh}`)",
+    "rerank_model": "search without rerank, or ask the user to start the MCP server with CODII_SQL_RERANK_MODEL "
+                    "set to a cross-encoder's folder",
 }
 #: A request field as the tools' argument.
 FIELDS = {"path": "path", "db": "path", "query": "query", "limit": "limit", "mode": "mode", "ext": "extensionFilter",

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import UsageError, first_line
+from ..errors import Remedy, UsageError, first_line
 from .bert_graph import bert_onnx_path, read_json
 from .minilm import MAX_BATCH_TOKENS
 from .runtime import default_threads, make_session, token_batches
@@ -36,7 +36,7 @@ MAX_LENGTH = 512
 #: ``minilm.MAX_BATCH_TOKENS`` padded word pieces, as the embedder's do (peak memory bounded).
 BATCH_SIZE = 16
 
-NO_MODEL = f"no re-rank model: pass --rerank-model PATH or set {ENV_MODEL} (see README)"
+NO_MODEL = "no re-rank model is named"
 
 
 def model_path(given: str | os.PathLike[str] | None) -> str | os.PathLike[str]:
@@ -47,7 +47,7 @@ def model_path(given: str | os.PathLike[str] | None) -> str | os.PathLike[str]:
     """
     path = given or os.environ.get(ENV_MODEL, "").strip()
     if not path:
-        raise UsageError(NO_MODEL)
+        raise UsageError(NO_MODEL, Remedy("rerank_model"))
     return path
 
 

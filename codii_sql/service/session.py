@@ -161,8 +161,8 @@ class Session:
         self.following.unfollow(cb)  # else the next file change would build it again
         with self.jobs.guard(cb) as job:
             if job is not None and job.alive:
-                raise IndexBusyError(f"{cb.root} is being indexed",
-                                     Remedy("poll_status", {"root": str(cb.root)}))
+                raise IndexBusyError(f"{cb.root} is being indexed; it can be cleared once that build ends",
+                                     Remedy("retry"))
             self.indexes.forget(cb)
             return clear(cb)
 
@@ -254,6 +254,7 @@ class Session:
             used, results = similar_code(searcher, rel, start_line, end_line, limit)
             chunks = searcher.store.rows("chunks_of_file", {"path": rel}) if not used else []
             counts = searcher.store.row("vector_counts")
+            embedding = searcher.store.meta().get("vectors") is not False  # a build with vectors off embeds none
         budget = None
         if max_tokens:
             results, budget = fit(results, [], max_tokens)
@@ -262,6 +263,9 @@ class Session:
             last = max((c["end_line"] for c in chunks), default=0)
             if chunks and start_line and start_line > last:
                 raise UsageError(f"{rel}{span}: its indexed chunks end at line {last}; pass lines within 1-{last}")
+            if chunks and counts["pending"] and not embedding:
+                raise UsageError(f"{rel}{span} is indexed without vectors, which find_similar_code compares",
+                                 Remedy("embed_vectors", {"root": str(cb.root)}))
             if chunks and counts["pending"]:
                 raise UsageError(f"{rel}{span} is indexed but its chunks have no vectors yet ("
                                  f"{counts['chunks'] - counts['pending']:,} of {counts['chunks']:,} embedded): "

@@ -199,8 +199,11 @@ def missing_member(path: str, err: CodiiError, workspace: str | None = None) -> 
     refused it with ``err``: a folder that is gone says how to drop it, not to "pass the root
     folder of a codebase"."""
     if not os.path.exists(path):
-        return Note("member", "the folder is gone", Remedy("drop_member", {"root": path, "workspace": workspace or "NAME"}),
-                    path)
+        # `workspace remove` refuses a workspace of a variable: that variable is what drops it
+        variable = f"{ENV_PREFIX}{workspace.upper()}" if workspace and f"{ENV_PREFIX}{workspace.upper()}" in os.environ \
+            else None
+        return Note("member", "the folder is gone", Remedy("drop_member", {"root": path, "workspace": workspace or "NAME",
+                                                                           "variable": variable}), path)
     return Note.of("member", err, path)
 
 
