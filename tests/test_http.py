@@ -256,6 +256,9 @@ def test_a_bad_name_on_the_symbol_pages_is_a_bad_request_and_an_unknown_codebase
     assert client.get("/symbol", params={"codebase": "http", "name": ""}).status_code == 400
     assert client.get("/refs", params={"codebase": "http", "name": "<b>"}).status_code == 400
     assert client.get("/symbol", params={"codebase": "nowhere", "name": "x"}).status_code == 404
+    # A new user's /symbol?name=url_for read "no codebase '' is served here"
+    missing = client.get("/symbol", params={"name": "url_for"})
+    assert missing.status_code == 400 and "the codebase parameter is missing" in missing.text, missing.text
 
 
 def test_page_links_encode_a_codebase_named_with_url_characters(tmp_path):

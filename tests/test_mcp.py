@@ -576,6 +576,10 @@ def test_every_default_answer_fits_an_agents_limit(codii_home, tmp_path):
                 res = await s.call_tool(tool, args)
                 assert not res.is_error, (tool, res.content[0].text)
                 assert tokens(res) <= 20_000, (tool, tokens(res))
+            # A cut answer says how many it found (a new user read "1 definition" beside a note of 22)
+            cut = await s.call_tool("find_symbol", {**asks["find_symbol"], "max_tokens": 100})
+            assert cut.content[0].text.startswith(f"1 of {cut.structured_content['total']:,} definitions of"), \
+                cut.content[0].text
             outline = await call(s, "get_file_outline", **asks["get_file_outline"])
             shown = len(outline["symbols"])  # cut by the default max_tokens before the limit of 300
             assert outline["truncated"] and outline["total"] == 3000 and 100 < shown < 300

@@ -185,7 +185,8 @@ class Pages:
         try:
             codebase = self._codebase(name)
         except CodiiError as err:
-            return self._page(request, "error.html", {"error": what(err), "hint": words(err.hint)}, _status(err))
+            return self._page(request, "error.html", {"error": what(err), "hint": words(err.hint)},
+                              _status(err) if name else 400)
         try:
             offset = _offset(request.query_params.get("offset", "0"))
             found = (service.find_symbol(codebase, ident, limit=50, offset=offset) if kind == "definitions" else
@@ -202,6 +203,8 @@ class Pages:
     def _codebase(self, name: str) -> service.Codebase:
         """The served codebase called ``name``. Raises UsageError: none is (nothing else is readable)."""
         served = self.handler.served()
+        if not name:  # a new user's /symbol?name=url_for read "no codebase '' is served here"
+            raise UsageError("the codebase parameter is missing", "the search page's links carry it")
         if name not in served:
             raise UsageError(f"no codebase {name!r} is served here", "the search page lists the ones that are")
         return served[name]

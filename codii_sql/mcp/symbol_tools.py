@@ -60,7 +60,7 @@ def get_file_outline(
             walk(n["children"], depth + 1)
 
     walk(data["symbols"], 0)
-    summary = f"{data['path']} ({data['language'] or 'text'}): {len(data['symbols'])} top-level definitions" + (
+    summary = f"{data['path']} ({data['language'] or 'text'}): {len(data['symbols'])} top-level definition{'' if len(data['symbols']) == 1 else 's'}" + (
         f" (cut: call again with start_line={data['next_start_line']} for the rest)" if data.get("truncated") else "")
     summary = with_note(summary, data.get("note"))
     return answer(summary, data, "\n".join(lines))
@@ -92,7 +92,9 @@ def find_symbol(
                             max_tokens=max_tokens or DEFAULT_MAX_TOKENS)
     defs = data["definitions"]
     where = f"{cb.root}/{under}" if under else str(cb.root)  # the folder asked about, not the whole codebase
-    summary = f"{len(defs)} definition{'' if len(defs) == 1 else 's'} of {data['name']!r} in {where}"
+    total = max(data.get("total") or 0, data.get("offset", 0) + len(defs))  # a cut answer lists fewer than it found
+    shown = f"{len(defs)} of {total:,}" if total > len(defs) else f"{len(defs)}"
+    summary = f"{shown} definition{'' if total == 1 else 's'} of {data['name']!r} in {where}"
     summary = with_note(summary, data.get("note"))
     body = "\n".join(f"{escaped(d['path'])}:{d['start_line']}-{d['end_line']} {d['kind']} {d['symbol']}: {d['signature']}"
                      + ("  [stale]" if d["stale"] else "") for d in defs)
