@@ -109,6 +109,8 @@ def test_an_agent_reads_a_long_line_to_its_end_by_column(tmp_path, codii_home):
                 if "next_start_column" not in part:
                     break
                 assert part["next_start_line"] == 2 and part["end_line"] == 2
+                # the part it shows, not "only its start" (a new user's start_column=100000 read that)
+                assert f"its characters {column or 1:,}-{part['next_start_column'] - 1:,} are shown" in part["truncated"]
                 column = part["next_start_column"]
             assert read.startswith(long_line) and read[len(long_line):] == "\nprint(BLOB)\n" and column > 1
             told = await refused(s, "get_content", path=str(root), file="blob.py", start_line=3, start_column=999)

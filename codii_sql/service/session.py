@@ -253,8 +253,7 @@ class Session:
         with self.indexes.searcher(cb) as searcher:
             used, results = similar_code(searcher, rel, start_line, end_line, limit)
             chunks = searcher.store.rows("chunks_of_file", {"path": rel}) if not used else []
-            counts = searcher.store.row("vector_counts")
-            embedding = searcher.store.meta().get("vectors") is not False  # a build with vectors off embeds none
+            counts, embedding = searcher.store.row("vector_counts"), searcher.store.meta().get("vectors") is not False
         budget = None
         if max_tokens:
             results, budget = fit(results, [], max_tokens)
@@ -312,7 +311,8 @@ class Session:
                                               "shown empty" if gaps else ""))
             data["not_stored"] = gaps
         if cut:
-            data["truncated"] = f"line {end} is longer than the {'max_tokens' if max_tokens else f'{MAX_CONTENT_CHARS:,} characters'} allowed: only its start is shown"
+            data["truncated"] = (f"line {end} is longer than the {'max_tokens' if max_tokens else f'{MAX_CONTENT_CHARS:,} characters'} "
+                                 f"allowed: its characters {column:,}-{column + len(content) - 1:,} are shown, the rest from next_start_column")
             data.update(next_start_line=end, next_start_column=column + len(content))  # cut: the first line alone
         elif end < min(end_line or total, total):
             data["next_start_line"] = end + 1
