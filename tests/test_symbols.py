@@ -334,6 +334,23 @@ def test_cli_symbol_finds_a_function_a_macro_defines_by_its_real_name(tmp_path, 
     assert json.loads(res.output)["results"][0]["path"] == "fs/read_write.c"
 
 
+def test_a_stub_file_lists_after_the_definition_it_declares(tmp_path, codii_home):
+    """A new user's `SchemaValidator::validate_python` listed pydantic-core's .pyi stub above its Rust method
+    (both exact, both source: the stub's path sorted first)."""
+    repo = write_tree(tmp_path / "core", {
+        "python/core/_core.pyi": "class SchemaValidator:\n    def validate_python(self, input: object) -> object: ...\n",
+        "src/validators/mod.rs": "pub struct SchemaValidator {}\n\nimpl SchemaValidator {\n"
+                                 "    pub fn validate_python(&self, input: i32) -> i32 {\n        input\n    }\n}\n",
+        "types/api.d.ts": "export declare function parseHeader(text: string): string;\n",
+        "src/api.ts": "export function parseHeader(text: string): string {\n  return text.trim();\n}\n",
+    })
+    assert CliRunner().invoke(cli, ["build", str(repo), "--no-vectors"]).exit_code == 0
+    for name, first in (("SchemaValidator::validate_python", "src/validators/mod.rs"), ("parseHeader", "src/api.ts")):
+        res = CliRunner().invoke(cli, ["symbol", name, "--path", str(repo), "--json"])
+        paths = [d["path"] for d in json.loads(res.output)["definitions"]]
+        assert len(paths) == 2 and paths[0] == first, (name, paths)
+
+
 def test_the_cli_updates_the_index_before_symbol_and_refs_unless_told_not_to(tmp_path, codii_home):
     """A fresh process each time, as an agent's shell runs them: a function added since the build is found
     and a deleted file's definitions are gone (they answered from the old index, saying nothing)."""

@@ -8,6 +8,7 @@ from ..codebase import Codebase
 from ..errors import UsageError
 from ..ingest.chunking.signatures import name_parts, normal_name
 from ..search.budget import page
+from ..search.evidence import TYPE_DECLARATION_SUFFIXES
 from ..search.staleness import StaleCheck
 from ..storage.store import Store
 from ..text import shown_bytes
@@ -23,6 +24,8 @@ KINDS = ("function", "method", "class", "type", "macro", "constant", "variable",
 CANDIDATE_CAP = 20_000
 _HOW = {0: "exact", 1: "qualified", 2: "prefix", 3: "name"}
 ROLE_ORDER = {"source": 0, "test": 2}
+#: Files that only declare what other files define: Python's type stubs and TypeScript's declarations.
+STUB_SUFFIXES = (".pyi", *TYPE_DECLARATION_SUFFIXES)
 #: What symbol lookups of an index alone say.
 ALONE_NOTE = "read from the index's stored chunks: the source is not here"
 
@@ -204,9 +207,12 @@ def check_page(offset: int, max_tokens: int | None) -> None:
 
 
 def _declared_only(row: dict) -> bool:
-    """Whether a function row only declares it (a header's prototype, an abstract or interface method:
-    one line ending in ``;``): the definition with its body comes first (`symbol tcp_retransmit_timer`
-    listed include/net/tcp.h's prototype above net/ipv4/tcp_timer.c's function)."""
+    """Whether a row only declares it (a header's prototype, an abstract or interface method: one line
+    ending in ``;``; anything in a stub file, ``.pyi`` or ``.d.ts``): the definition with its body comes
+    first (`symbol tcp_retransmit_timer` listed include/net/tcp.h's prototype above net/ipv4/tcp_timer.c's
+    function; `SchemaValidator::validate_python` pydantic-core's ``.pyi`` stub above its Rust method)."""
+    if row["path"].endswith(STUB_SUFFIXES):
+        return True
     if row["kind"] not in ("function", "method") or row["start_line"] != row["end_line"]:
         return False
     return row["signature"].rstrip().endswith(";")
