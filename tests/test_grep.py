@@ -1140,3 +1140,13 @@ def test_case_blind_classes_take_the_turkish_i_letters_as_rg_folds_them(tmp_path
         theirs = subprocess.run([RG, "--no-config", "-i", "-o", "-n", pattern, "tr.txt"], capture_output=True,
                                 text=True).stdout
         assert run("grep", "-i", "-o", "-n", "--no-update", pattern, "tr.txt").stdout == theirs, pattern
+
+
+@pytest.mark.skipif(RG is None, reason="the rg binary is not installed")
+def test_pcre2_flag_is_taken_as_rg_takes_it(tmp_path):
+    """An agent used to rg writes -P for lookaround; it was refused ("No such option '-P'")."""
+    root = built(write_tree(tmp_path / "repo", {"p.py": "def alpha():\n    return beta(1)\n\ndef gamma(x):\n    pass\n"}))
+    for pattern in [r"(?<=def )\w+", r"\w+(?=\()", r"(\w)\1"]:
+        ours = run("grep", "--no-update", "-n", "-P", pattern, root / "p.py")
+        theirs = subprocess.run([RG, "-n", "-P", pattern, str(root / "p.py")], capture_output=True, text=True)
+        assert (ours.exit_code, ours.stdout) == (theirs.returncode, theirs.stdout), pattern

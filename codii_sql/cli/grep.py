@@ -51,6 +51,9 @@ def _type_list(ctx: click.Context, param: click.Parameter, value: bool) -> None:
               help="Show the byte offset (0-based) of each line's start in its file (with -o: of each match).")
 @click.option("-T", "--type-not", "types_not", multiple=True, help="Leave out files of this type (repeatable).")
 @click.option("-x", "--line-regexp", "line_regexp", is_flag=True, help="Only matches that are a whole line.")
+@click.option("-P", "--pcre2", is_flag=True, expose_value=False,
+              help="Taken as rg takes it, for lookaround and backreferences, which every pattern here has "
+                   "(the regex module reads them as PCRE2 does).")
 @click.option("-v", "--invert-match", "invert", is_flag=True, help="The lines that do not match (every indexed file).")
 @click.option("-o", "--only-matching", "only_matching", is_flag=True, help="Print each match alone, a line each.")
 @click.option("-m", "--max-count", "max_count", type=click.IntRange(0), default=None,
