@@ -324,6 +324,11 @@ def test_members_far_below_the_best_match_are_left_out_unless_the_near_ones_fall
     assert {r.codebase for r in wide.results} == {str(cb.root) for cb in three}
     named = ask("checkoutTotal", SearchOptions(limit=1), roots)  # a name: everyone
     assert not any(m.status == "pruned" for m in named.members)
+    # a place: everyone, the member holding it too, though the words are the shop's
+    placed = ask("compute the order total with tax, as garden/water.rs:5 does", SearchOptions(limit=2), roots)
+    assert not any(m.status == "pruned" for m in placed.members)
+    assert placed.results[0].codebase == str(garden.root) and placed.results[0].symbol == "water_plants", \
+        [(r.codebase, r.symbol) for r in placed.results]
 
 
 def test_the_cheap_match_probe_agrees_with_the_searchs_own(three):

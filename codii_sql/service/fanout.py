@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from ..errors import CodiiError, EmbeddingFailedError
 from ..search.answer import Note
+from ..search.locations import places
 from ..search.merge import MERGE_TEMPERATURE, MemberAnswer, Merged, merge, weight
 from ..search.query import query_shape
 from ..search.results import SearchOptions
@@ -93,14 +94,14 @@ def _route(shards: list[Shard], query: str, opts: SearchOptions,
            vectors: dict) -> tuple[list[Shard], list[Shard], dict[Shard, float]]:
     """``(near, far, probes)``: the shards to ask first, those whose probe is more than
     :data:`PRUNE_GAP` below the best one's, and each probe taken. Every shard is near for BM25-only,
-    filtered, re-ranked (logits have no bound) or identifier searches (a named symbol outranks any
-    cosine), shards of different models, or fewer than three shards."""
+    filtered, re-ranked (logits have no bound) or identifier searches and those naming a place (a named
+    symbol outranks any cosine), shards of different models, or fewer than three shards."""
     everyone = (list(shards), [], {})
     filtered = opts.exts or opts.glob or opts.language or opts.exclude_path or opts.under or opts.role
     scoped = any(s.scope for s in shards)
     models = {_embedder_key(s) for s in shards}
     if opts.mode == "bm25" or filtered or scoped or opts.rerank or len(shards) < 3 or len(models) > 1 \
-            or None in models or query_shape(query) == "identifier":
+            or None in models or query_shape(query) == "identifier" or places(query):
         return everyone
     vector = vectors.get(next(iter(models)))
     if vector is None:
