@@ -257,10 +257,12 @@ pool AS (
     SELECT id FROM fused
     UNION SELECT id FROM named_symbols
     UNION SELECT id FROM named_definitions
+    UNION SELECT value FROM json_each(:placed) WHERE :filtered = 0 OR value IN (SELECT id FROM allowed)
     UNION SELECT c.id FROM named_files nf JOIN chunks c ON c.file_id = nf.file_id
           WHERE :tiered = 1 AND (:filtered = 0 OR c.id IN (SELECT id FROM allowed))
 ),
--- match: 2 when the symbol is a named qualified identifier (`queryset.get`), 1 a named plain one, 0 only
+-- match: 3 for a chunk holding a place the query names (:placed, `sessions.py:703`: search/locations.py; the
+-- first tier, never cut off as a later window is), 2 when the symbol is a named qualified identifier (`queryset.get`), 1 a named plain one, 0 only
 -- a tail, NULL for neither. The qualified name is the more specific: "QuerySet get" names QuerySet and
 -- QuerySet.get (query.py), and the method's chunk must not follow every window of the class. folded: 1
 -- when every name the symbol matches was written with capitals (:cased) the symbol does not have; while
@@ -269,11 +271,13 @@ pool AS (
 -- QuerySet's own methods); with none spelled so (`Queryset`, `QUERYSET`), case is no evidence.
 named AS MATERIALIZED (  -- once per row: scored reads each flag several times
     SELECT id, file_id, symbol, start_line, end_line, role,
-           CASE WHEN demoted THEN 0 ELSE 2 * coalesce(match >= 1, 0) + coalesce(match = 2, 0) END AS symbol_tier,
+           CASE WHEN demoted THEN 0 ELSE 2 * coalesce(match >= 1, 0) + coalesce(match = 2, 0) + 2 * coalesce(match = 3, 0)
+           END AS symbol_tier,
            coalesce(match = 0 OR demoted, 0) AS tail_named, path_tier
     FROM (SELECT *, coalesce(folded, 0) AND max(coalesce(match >= 1 AND NOT folded, 0)) OVER () AS demoted
     FROM (SELECT pool.id, c.file_id, c.symbol, c.start_line, c.end_line, CASE WHEN c.kind = 'license' THEN 'license' ELSE f.role END AS role,
-                 coalesce((SELECT max(w.is_name * (1 + (instr(w.value, '.') > 0))) FROM wanted w
+                 coalesce((SELECT 3 FROM json_each(:placed) pl WHERE pl.value = pool.id),
+                          (SELECT max(w.is_name * (1 + (instr(w.value, '.') > 0))) FROM wanted w
                            WHERE lower(c.symbol) = w.value OR substr(lower(c.symbol), -length(w.value) - 1) = '.' || w.value),
                           (SELECT 1 FROM named_definitions nd WHERE nd.id = pool.id)) AS match,
                  (SELECT min(w.cased IS NOT NULL AND c.symbol <> w.cased
@@ -301,10 +305,11 @@ scored AS (
     FROM named nm LEFT JOIN fused fu ON fu.id = nm.id
 ),
 -- A named symbol cut into windows reads top-down: its chunks rank by their best score, then
--- by line, so the window holding the signature and docstring leads. A later window that
--- neither retriever found (score 0) leaves the tier: a class's 20 windows listed in line order
--- pushed the real matches down (zod: "ZodError format issues" ranked the bare `flatten`
--- overloads 5th, ZodError.format 7th). So does a later piece cut off from the windows before it (by
+-- by line, so the window holding the signature and docstring leads. Of a symbol of more than 8
+-- windows, a later window that neither retriever found (score 0) leaves the tier: a class's 20
+-- windows listed in line order pushed the real matches down (zod: "ZodError format issues" ranked
+-- the bare `flatten` overloads 5th, ZodError.format 7th); a function of a few keeps them all
+-- (a new user's `Model.save` lost its third and fourth of 4, `Session.request` three of 5). So does a later piece cut off from the windows before it (by
 -- other definitions: a class's comment banners between its methods, each labelled with the class,
 -- filled a new user's top 6 for `QuerySet` after its first window): it ranks by its score alone,
 -- without the name's boost. Only a chunk of another symbol cuts it off: the blank line a function's
@@ -315,14 +320,15 @@ scored AS (
 -- alone: the text of a chunk joins in only for the rows returned.
 windows AS (
     SELECT id, score, start_line, tier, in_symbol_tier, symbol_best,
-           in_symbol_tier > 0 AND start_line > first_line
-               AND (score = 0 OR (start_line > 1 + before_end
+           in_symbol_tier BETWEEN 1 AND 3 AND start_line > first_line
+               AND ((score = 0 AND windows > 8) OR (start_line > 1 + before_end
                                   AND EXISTS (SELECT 1 FROM chunks o WHERE o.file_id = sw.file_id
                                                 AND o.start_line > sw.before_end AND o.start_line < sw.start_line
                                                 AND o.symbol IS NOT sw.symbol))) AS bare,
            repeated
     FROM (SELECT id, file_id, symbol, score, start_line, tier, in_symbol_tier, max(score) OVER w AS symbol_best,
                  min(start_line) OVER w AS first_line, lag(end_line) OVER (w ORDER BY start_line) AS before_end,
+                 count(*) OVER w AS windows,
                  one_line AND row_number() OVER (PARTITION BY file_id, start_line, one_line ORDER BY score DESC, id) > 1
                      AS repeated
           FROM scored WINDOW w AS (PARTITION BY file_id, symbol)) sw
@@ -505,8 +511,8 @@ ORDER BY c.id, o.start_byte;
 
 -- name: files_at_tail
 -- The indexed files whose lower-case path is :tail or ends with '/' || :tail (the last components of a
--- path as another machine wrote it: search/locations.py).
-SELECT path FROM files
+-- path as another machine wrote it: search/locations.py), each with its last indexed line.
+SELECT path, (SELECT max(c.end_line) FROM chunks c WHERE c.file_id = files.id) AS last_line FROM files
 WHERE path LIKE '%' || :tail AND (lower(path) = :tail OR substr(lower(path), -length(:tail) - 1) = '/' || :tail);
 
 -- name: symbols_at_lines

@@ -24,6 +24,8 @@ _PLACES = (re.compile(r'File "(?P<path>[^"\n]{1,512})", line (?P<line>\d{1,9})')
 MAX_PLACES = 3
 #: Files one place may stand for when several share its tail (vendored copies of one file).
 MAX_FILES = 3
+#: Chunks one query pins first: the pieces of one long line hold it several times over.
+MAX_PLACED = 6
 
 
 def places(text: str) -> list[tuple[str, int]]:
@@ -40,35 +42,40 @@ def places(text: str) -> list[tuple[str, int]]:
 
 
 def resolve(store: Store, named: Named, spots: list[tuple[str, int]]) -> Named | None:
-    """``named`` with each of ``spots`` (:func:`places`) as the indexed files it stands for (in
-    ``paths``, replacing the path as written) and the symbols defined at its line (in ``names``);
-    None when no spot is an indexed file."""
+    """``named`` with each of ``spots`` (:func:`places`) as the indexed files it stands for (in ``paths``,
+    replacing the path as written), the chunks holding its line (``placed``: they rank first) and the
+    symbols defined there (in ``names``: their other windows follow, signature first); None when no spot
+    is an indexed file."""
     paths, names, cased = list(named.paths), set(named.names), dict(named.cased)
-    lines = []
+    lines, found = [], False
     for path, line in spots:
-        files = _files(store, path)
+        files = _files(store, path, line)
         if path in paths and files:
             paths.remove(path)
-        paths += [f.lower() for f in files if f.lower() not in paths]
-        lines += [[f, line] for f in files]
-    if not lines:
+        paths += [f.lower() for f, _ in files if f.lower() not in paths]
+        lines += [[f, line] for f, holds in files if holds]
+        found = found or bool(files)
+    if not found:
         return None
     for row in store.rows("symbols_at_lines", {"lines": json.dumps(lines)}):
         symbol = row["symbol"]
         names.add(symbol.lower())
         if symbol != symbol.lower():
             cased[symbol.lower()] = symbol
+    placed = tuple(r["id"] for r in store.rows("chunks_at_lines", {"lines": json.dumps(lines)}))[:MAX_PLACED]
     return Named(sorted(names), [t for t in named.tails if t not in names], sorted(paths),
-                 tuple(sorted(cased.items())))
+                 tuple(sorted(cased.items())), placed)
 
 
-def _files(store: Store, path: str) -> list[str]:
-    """The indexed files sharing the longest tail of components with ``path`` (its folder and name at
-    least, or its name alone when it has no folder), at most :data:`MAX_FILES`."""
+def _files(store: Store, path: str, line: int) -> list[tuple[str, bool]]:
+    """The indexed files ``path`` stands for, each with whether it has ``line``, at most :data:`MAX_FILES`:
+    of those sharing its last two components (its name alone when it has no folder), the ones that have
+    the line (Django has 36 ``base.py``: `base.py:870` means one of the few that long), sharing the
+    longest tail with it, the shortest first, or the whole path as written alone. A name alone that no file
+    long enough has stands for none: another codebase of a workspace may hold it (flask's 370-line
+    ``sessions.py`` for `sessions.py:703`)."""
     parts = path.split("/")
-    rows = [r["path"] for r in store.rows("files_at_tail", {"tail": "/".join(parts[-2:])})]
-    if not rows:
-        return []
+    rows = store.rows("files_at_tail", {"tail": "/".join(parts[-2:])})
 
     def shared(indexed: str) -> int:
         n = 0
@@ -78,5 +85,11 @@ def _files(store: Store, path: str) -> list[str]:
             n += 1
         return n
 
-    best = max(map(shared, rows))
-    return sorted(r for r in rows if shared(r) == best)[:MAX_FILES]
+    holding = [r for r in rows if (r["last_line"] or 0) >= line]
+    if not holding and len(parts) == 1:
+        return []
+    pool = holding or rows
+    exact = [r for r in pool if r["path"].lower() == path]  # README.md:10 is the root's, not tests/certs/README.md
+    best = max((shared(r["path"]) for r in pool), default=0)
+    pool = exact or sorted((r for r in pool if shared(r["path"]) == best), key=lambda r: (r["path"].count("/"), r["path"]))
+    return [(r["path"], (r["last_line"] or 0) >= line) for r in pool[:MAX_FILES]]

@@ -86,12 +86,15 @@ class Named(NamedTuple):
         cased: ``(name, as written)`` for each name written with an upper-case letter (``queryset``,
             ``QuerySet``): a symbol that matches it only case-folded (a method ``queryset`` for
             ``QuerySet``) is weaker evidence than one spelled as asked.
+        placed: ids of the chunks holding a place the query names (``sessions.py:703``), resolved
+            against an index by :func:`~.locations.resolve`; they rank first.
     """
 
     names: list[str]
     tails: list[str]
     paths: list[str]
     cased: tuple[tuple[str, str], ...] = ()
+    placed: tuple[int, ...] = ()
 
 
 #: Words after which a code-like query names a definition (``def get``, ``fn each``, ``class File``).
