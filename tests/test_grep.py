@@ -333,6 +333,13 @@ def test_an_index_alone_is_grepped_from_its_stored_text(tmp_path):
         refused = run("grep", "shared_marker", missing, "--db", copy)
         assert refused.exit_code == 2 and f"{missing}: no such file or folder in the index" in refused.stderr \
             and refused.stdout == "", refused.output
+    # read as a folder's paths are (a new user's ./b.py was refused), a missing one said beside the answer
+    for given in ("./b.py", ".//b.py", "/b.py", "sub/../b.py"):
+        assert run("grep", "-n", "shared_marker", given, "--db", copy).stdout == "b.py:1:shared_marker = 2\n", given
+    partly = run("grep", "-n", "shared_marker", "b.py", "nosuch", "--db", copy)
+    assert partly.exit_code == 2 and partly.stdout == "b.py:1:shared_marker = 2\n" and "nosuch" in partly.stderr, \
+        partly.output
+    assert run("outline", "./a.py", "--db", copy).exit_code == 0
     # The index file as the PATH is no single file: its files are named (a new user's lines came without)
     as_path = run("grep", "-n", "shared_marker", copy)
     assert as_path.stdout.splitlines() == ["a.py:3:shared_marker = 1", "b.py:1:shared_marker = 2"], as_path.output

@@ -25,6 +25,7 @@ from ..text import decode_kept
 from .builds import committed_state_note, ensure_index
 from .codebases import find_codebase, is_index_file
 from .status import open_store
+from .stored import stored_path
 from . import grep_filter
 from .grepping import GrepRequest, matched_or_none, matcher, search_codebase, take_file
 
@@ -80,7 +81,8 @@ def grep(request: GrepRequest, *, progress: Progress | None = None,
         request = dataclasses.replace(request, paths=[p for p in request.paths if p not in missing])
     else:
         missing = []
-    codebase, scopes = _scopes(request.paths, request.db)
+    codebase, scopes, absent = _scopes(request.paths, request.db)
+    missing = missing or absent
     if request.glob_base is not None and not codebase.alone:
         request = dataclasses.replace(request, globs=grep_filter.rebased(request.globs, request.glob_base, codebase.root))
     notes: list[Note] = []
@@ -97,8 +99,9 @@ def grep(request: GrepRequest, *, progress: Progress | None = None,
     return answer
 
 
-def _scopes(paths: list[str], db: str | None) -> tuple[Codebase, list[str]]:
-    """The codebase the ``paths`` lie in and each one relative to its root ([] for the whole).
+def _scopes(paths: list[str], db: str | None) -> tuple[Codebase, list[str], list[str]]:
+    """The codebase the ``paths`` lie in, each one relative to its root ([] for the whole), and those an
+    index alone does not hold (said and left out, as rg does with a missing path).
 
     Raises:
         UsageError: a path outside that codebase, or paths of several codebases.
@@ -109,7 +112,7 @@ def _scopes(paths: list[str], db: str | None) -> tuple[Codebase, list[str]]:
     if db is not None:
         codebase, _ = find_codebase(None, db)
         if codebase.alone:
-            return codebase, _stored_scopes(codebase, paths)
+            return codebase, *_stored_scopes(codebase, paths)
         if given and paths:  # its folders beside it were refused in words about --db, which nobody typed
             raise UsageError(f"{db} is the index of {codebase.root}, given with other paths",
                              "grep the index file alone, or the folders of its codebase without it")
@@ -120,7 +123,7 @@ def _scopes(paths: list[str], db: str | None) -> tuple[Codebase, list[str]]:
     anchor = first if first is None or os.path.isdir(first) else os.path.dirname(first)
     codebase, scope = find_codebase(anchor, db)
     if not paths:
-        return codebase, [scope] if scope else []
+        return codebase, [scope] if scope else [], []
     scopes = []
     for p in paths:  # every one checked: a later PATH of another codebase was dropped without a word
         rel = os.path.relpath(os.path.realpath(p), os.path.realpath(codebase.root))
@@ -129,24 +132,27 @@ def _scopes(paths: list[str], db: str | None) -> tuple[Codebase, list[str]]:
             where = "leads outside (a link)" if os.path.islink(p) else "is outside"
             raise UsageError(f"{p} {where} the codebase {codebase.root}", "grep one codebase at a time")
         scopes.append(rel.replace(os.sep, "/"))
-    return codebase, [] if "." in scopes else scopes
+    return codebase, [] if "." in scopes else scopes, []
 
 
-def _stored_scopes(codebase: Codebase, paths: list[str]) -> list[str]:
-    """``paths`` inside an index alone, each a file or folder it holds, relative to its root.
+def _stored_scopes(codebase: Codebase, paths: list[str]) -> tuple[list[str], list[str]]:
+    """``paths`` inside an index alone, relative to its root as a folder's are (``./src``, ``src//a``,
+    ``src/``: ``src``), those it holds a file at or under, and those it does not.
 
     Raises:
-        UsageError: a path the index holds no file at or under (rg's "No such file or directory", exit
-            2: an agent's absolute path to the source gave no line and exit 1, "nothing matches").
+        UsageError: it holds none of them (rg's "No such file or directory", exit 2: an agent's absolute
+            path to the source gave no line and exit 1, "nothing matches").
     """
-    scopes = [p.strip("/") for p in paths if p.strip("/") not in ("", ".")]
+    given = [(p, stored_path(p)) for p in paths]
+    if any(rel == "" for _, rel in given):
+        return [], []
     with open_store(codebase) as store:
-        for given, scope in zip((p for p in paths if p.strip("/") not in ("", ".")), scopes):
-            if not store.value("holds_path", {"path": scope}):
-                raise UsageError(f"{given}: no such file or folder in the index {codebase.db_path}",
-                                 "an index alone holds paths relative to its codebase's root, as its answers "
-                                 "show them (`src`, `src/app.py`): pass one of those, or none for all of it")
-    return scopes
+        held = [(p, rel) for p, rel in given if not rel.startswith("..") and store.value("holds_path", {"path": rel})]
+    if given and not held:
+        raise UsageError(f"{given[0][0]}: no such file or folder in the index {codebase.db_path}",
+                         "an index alone holds paths relative to its codebase's root, as its answers "
+                         "show them (`src`, `src/app.py`): pass one of those, or none for all of it")
+    return [rel for _, rel in held], [p for p, rel in given if (p, rel) not in held]
 
 
 def _grep_text(pattern: GrepPattern, request: GrepRequest,

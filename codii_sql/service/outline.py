@@ -14,7 +14,7 @@ from ..search.budget import json_tokens
 from ..text import decode_source
 from . import boundary
 from .status import not_indexed, scan_rules
-from .stored import stored_lines
+from .stored import stored_lines, stored_path
 from .symbols import ALONE_NOTE
 
 
@@ -29,6 +29,7 @@ def reader(codebase: Codebase, fileset: boundary.FileSet | None) -> Callable[[st
     """
     if codebase.alone:
         def stored(path: str) -> tuple[str, Source]:
+            path = stored_path(path)
             lines = stored_lines(codebase, path)
             return path, read_source(path, "".join(lines.get(n, "") + "\n" for n in range(1, max(lines) + 1)))
         return stored

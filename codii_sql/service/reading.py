@@ -14,7 +14,7 @@ from ..languages import detect_language
 from ..text import decode_source, unpacked
 from . import boundary
 from .status import open_store, scan_rules
-from .stored import not_stored, stored_lines
+from .stored import not_stored, stored_lines, stored_path
 
 
 @dataclass
@@ -44,6 +44,7 @@ def file_text(codebase: Codebase, path: str, fileset: boundary.FileSet | None = 
             an index alone holds no such file.
     """
     if codebase.alone:
+        path = stored_path(path)
         whole = _stored_text(codebase, path)
         if whole is not None:  # the file's own text, kept for grep: its blank lines are no gap
             lines = whole.split("\n")

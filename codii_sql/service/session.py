@@ -32,6 +32,7 @@ from .shard_folder import ShardFolder
 from .similar import similar_code
 from .targets import member_paths
 from .status import inspect, list_codebases, not_indexed
+from .stored import stored_path
 from .outline import outline
 from .paging import MAX_CONTENT_CHARS, codebases_page, fit_file_lists, fit_workspaces, lines_within_tokens
 from .workspaces import describe, missing_member, workspaces
@@ -247,9 +248,8 @@ class Session:
         self.require_index(cb)
         if start_line and end_line and end_line < start_line:
             raise UsageError(f"end_line {end_line} is before start_line {start_line}")
-        # An index alone has no files here to check: its chunks are looked up by the path given (a new user's
-        # agent was told "no such file" of a file the shard holds).
-        rel = file.strip().removeprefix("./") if cb.alone else self.indexes.fileset(cb).check(file).rel
+        # An index alone has no files here to check: its chunks are looked up by the path given (stored_path).
+        rel = stored_path(file) if cb.alone else self.indexes.fileset(cb).check(file).rel
         with self.indexes.searcher(cb) as searcher:
             used, results = similar_code(searcher, rel, start_line, end_line, limit)
             chunks = searcher.store.rows("chunks_of_file", {"path": rel}) if not used else []

@@ -2,10 +2,20 @@
 
 from __future__ import annotations
 
+import posixpath
+
 from ..codebase import Codebase
 from ..errors import UsageError
 from ..text import numbered_lines
 from .status import open_store
+
+
+def stored_path(path: str) -> str:
+    """``path`` as an index alone holds it, relative to its root as a folder's path is read (``./src/a.py``,
+    ``src//a.py`` and ``/src/a.py`` are ``src/a.py``; ``.`` is ``""``): a new user's ``./src`` was "no such
+    file" there and a file in the live folder."""
+    rel = posixpath.normpath(path.strip().replace("\\", "/")).strip("/")
+    return "" if rel == "." else rel
 
 
 def stored_lines(codebase: Codebase, file: str) -> dict[int, str]:
