@@ -407,6 +407,30 @@ def test_status_and_list_agree_while_another_process_builds(sample_repo, tmp_pat
     assert as_json(run("status", embedded, "--json"))["vectors"]["state"] == "complete"
 
 
+def test_an_agent_is_never_given_a_dead_process_as_the_indexer(sample_repo, codii_home):
+    """A new user's agent read `indexer_pid` of a server that had exited in its vector phase."""
+    from codii_sql.service import Session
+    from codii_sql.storage.store import Store
+
+    assert run("build", sample_repo, "--no-vectors").exit_code == 0
+    cb = Codebase.open(sample_repo)
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    with Store(cb.db_path, create=False) as store, store.transaction():
+        store.set_meta(pid=int(gone.stdout))  # the snapshot's builder, exited
+    hold = ("import sys\nfrom codii_sql.codebase import Codebase\nfrom codii_sql.storage.lock import vector_lock\n"
+            "with vector_lock(Codebase.open(sys.argv[1])):\n    print('held', flush=True)\n    sys.stdin.read()\n")
+    holder = subprocess.Popen([sys.executable, "-c", hold, str(sample_repo)], env=_env(codii_home), text=True,
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    session = Session()
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        st = session.indexing_status(cb)
+        assert st["status"] == "indexing" and "indexer_pid" not in st, st
+    finally:
+        holder.communicate("")
+        session.shutdown()
+
+
 def test_an_agents_percent_never_goes_back_within_a_build():
     from codii_sql.service.session import _percent
 

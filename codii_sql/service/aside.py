@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..processes import alive
 from ..codebase import Codebase
 from ..ingest.config import vectors_wanted
 from ..ingest.report import BuildReport
@@ -153,18 +154,9 @@ def sweep_scratch(scratch_dir: str | None = None) -> None:
     root = Path(scratch_dir or tempfile.gettempdir())
     for folder in root.glob(f"{SCRATCH_PREFIX}*-*"):
         pid = folder.name[len(SCRATCH_PREFIX):].split("-", 1)[0]
-        if pid.isdigit() and not _alive(int(pid)):
+        if pid.isdigit() and not alive(int(pid)):
             shutil.rmtree(folder, ignore_errors=True)
 
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # another user's process
-        return True
-    return True
 
 
 def embed_texts(embedder_name: str, texts: list[str]) -> np.ndarray:

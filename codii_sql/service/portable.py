@@ -10,8 +10,7 @@ from .shards import LocalShard
 
 #: What every answer from an index alone says.
 SOURCE_NOTE = ("this index is read alone: results come from the chunks it stores, not from files on disk, and whether "
-               "the files changed since it was built is unknown (stale: null); an export is never updated, so a "
-               "folder given with it is not read: index the folder itself to search its files as they are")
+               "the files changed since it was built is unknown (stale: null)")
 
 
 class FileShard(LocalShard):

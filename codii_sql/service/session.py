@@ -16,6 +16,7 @@ from pathlib import Path
 from ..codebase import Codebase, is_remote
 from ..errors import CodiiError, IndexBusyError, NotIndexedError, Remedy, UsageError
 from ..ingest.config import extension_filter
+from ..processes import alive
 from ..search.answer import LISTED_MEMBERS, Answer, Words, with_notes
 from ..search.budget import fit
 from ..search.results import Result
@@ -127,8 +128,9 @@ class Session:
             "size_bytes": st.get("size_bytes", 0), "db": st["db"], **({"vectors": vectors} if vectors else {}),
             "watched_by": [{**w, "started_at": iso(w.get("started_at"))} for w in st.get("watched_by") or []],
         }
-        if status == "indexing" and cb.db_path.is_file():  # a first build may not have made its file yet
-            data["indexer_pid"] = inspect(cb)["snapshot"].get("pid")
+        if status == "indexing" and cb.db_path.is_file() and (pid := os.getpid() if job is not None and job.alive else (
+                inspect(cb)["snapshot"].get("pid") or 0)) > 0 and alive(pid):  # a dead one's is no indexer (a new user's)
+            data["indexer_pid"] = pid
         if st.get("stopped") and status in ("indexed", "stale"):  # a build stopped on request left files unread
             data.update(percent=_percent("indexing", {**prog, "phase": "files"}, None), last_error=st["stopped"])
         notes = [*(job.warnings if job is not None else []), *([st["config_error"]] if st.get("config_error") else [])]
@@ -137,12 +139,10 @@ class Session:
         return fit_file_lists(data, max_tokens) if max_tokens else data
 
     def require_index(self, cb: Codebase) -> dict:
-        """The codebase's status, unless it has no index yet; a codebase this server does not follow
-        yet is brought up to date first (:meth:`Following.catch_up`).
+        """The codebase's status unless it has no index yet (one not followed yet is caught up first: ``catch_up``).
 
         Raises:
-            NotIndexedError: telling the agent to index it first (or that its first build runs,
-                or which indexed codebase encloses it).
+            NotIndexedError: telling the agent to index it first (or that its first build runs, or what encloses it).
         """
         self.following.catch_up(cb)
         st, job = self.jobs.status(cb)

@@ -14,6 +14,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from ..processes import alive
 from ..codebase import Codebase
 
 
@@ -74,19 +75,10 @@ def watchers(codebase: Codebase) -> list[dict]:
             pid = int(info["pid"])
         except (OSError, ValueError, KeyError, TypeError):
             continue
-        if _alive(pid):
+        if alive(pid):
             found.append(info)
         else:
             with contextlib.suppress(OSError):
                 path.unlink()
     return found
 
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # another user's live process
-        return True
-    return True
