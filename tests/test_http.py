@@ -76,6 +76,9 @@ def test_bad_requests_are_one_line_errors_with_a_hint(team, params, status, says
 
 def test_unknown_paths_and_workspaces(team):
     assert SearchHandler(["team"]).answer("/metrics", {})[0] == 404
+    # a codebase not served is refused naming the members (/healthz, where a new user was sent, counts them)
+    status, body = SearchHandler(["team"]).answer("/search", {"q": ["x"], "codebase": ["/tmp/nope"]})
+    assert status == 400 and all(str(m) in body["hint"] for m in team), body
     with pytest.raises(UsageError, match="unknown workspace|no workspace"):
         SearchHandler(["nope"])
     with pytest.raises(UsageError, match="--workspace NAME"):

@@ -226,12 +226,15 @@ class SearchHandler:
             UsageError: it names no member.
         """
         wanted = os.path.realpath(codebase)
-        for member in service.get_workspace(workspace).paths:
+        members = service.get_workspace(workspace).paths
+        for member in members:
             root = os.path.realpath(member)
             if wanted == root or wanted.startswith(root.rstrip(os.sep) + os.sep):
                 return wanted
+        # the members named here: /healthz, which a new user was sent to, counts them only
+        listed = ", ".join(members[:5]) + (f" and {len(members) - 5} more" if len(members) > 5 else "")
         raise UsageError(f"codebase {codebase!r} is no member of workspace {workspace!r}",
-                         "GET /healthz lists the members served")
+                         f"pass one of its members or a folder inside one: {listed}")
 
 
 def _number(text: str, name: str, low: int, high: int) -> int:
