@@ -34,7 +34,7 @@ REMEDIES: dict[str, str] = {
     "make_writable": "make the index file and its folder writable, or copy the .db somewhere writable",
     "change_embedder": "rebuild {root} with the embedder {asked} (a forced build re-embeds everything), or "
                        "build it with its own embedder {recorded}",
-    "drop_member": "drop {root} from the workspace, or from the WORKSPACE_<NAME> variable it came from",
+    "drop_member": "drop {root} from {where}",
     "help": "see the usage of {command}",
     "export_again": "build its codebase where the source is, and export it again to {db}",
     "rerank_model": "name a cross-encoder model's folder for re-ranking, or search without re-ranking",

@@ -150,6 +150,9 @@ def test_a_gone_member_of_a_workspace_variable_is_dropped_from_that_variable(two
         out.output
     assert run("workspace", "add", "reg", http, tmp_path / "gone").exit_code == 0
     assert "`codii-sql workspace remove reg " in run("search", "checkoutTotal", "--workspace", "reg").output
+    # the listing (MCP list_workspaces) names the variable too, not a WORKSPACE_<NAME> to fill in
+    gone = next(m for m in service.describe(service.get_workspace("mix"))["members"] if m["status"] == "missing")
+    assert "WORKSPACE_MIX" in gone["note"] and "<NAME>" not in gone["note"], gone
 
 
 def test_workspace_search_notes_missing_and_unindexed_members_and_answers(two, tmp_path):

@@ -202,8 +202,9 @@ def missing_member(path: str, err: CodiiError, workspace: str | None = None) -> 
         # `workspace remove` refuses a workspace of a variable: that variable is what drops it
         variable = f"{ENV_PREFIX}{workspace.upper()}" if workspace and f"{ENV_PREFIX}{workspace.upper()}" in os.environ \
             else None
-        return Note("member", "the folder is gone", Remedy("drop_member", {"root": path, "workspace": workspace or "NAME",
-                                                                           "variable": variable}), path)
+        return Note("member", "the folder is gone", Remedy("drop_member", {
+            "root": path, "workspace": workspace or "NAME", "variable": variable,
+            "where": variable or f"the workspace {workspace or 'NAME'}"}), path)
     return Note.of("member", err, path)
 
 
