@@ -261,6 +261,8 @@ pool AS (
     UNION SELECT c.id FROM named_files nf JOIN chunks c ON c.file_id = nf.file_id
           WHERE :tiered = 1 AND (:filtered = 0 OR c.id IN (SELECT id FROM allowed))
 ),
+-- A stub file's definition (.pyi, .d.ts) ranks after the ones with a body, a tier below them (a new user's
+-- `ZodString` listed v3/types.d.cts's windows above src/v3/types.ts's class).
 -- match: 3 for a chunk holding a place the query names (:placed, `sessions.py:703`: search/locations.py; the
 -- first tier, never cut off as a later window is), 2 when the symbol is a named qualified identifier (`queryset.get`), 1 a named plain one, 0 only
 -- a tail, NULL for neither. The qualified name is the more specific: "QuerySet get" names QuerySet and
@@ -272,10 +274,11 @@ pool AS (
 named AS MATERIALIZED (  -- once per row: scored reads each flag several times
     SELECT id, file_id, symbol, start_line, end_line, role,
            CASE WHEN demoted THEN 0 ELSE 2 * coalesce(match >= 1, 0) + coalesce(match = 2, 0) + 2 * coalesce(match = 3, 0)
-           END AS symbol_tier,
+                                         - coalesce(match IN (1, 2) AND stub, 0) END AS symbol_tier,
            coalesce(match = 0 OR demoted, 0) AS tail_named, path_tier
     FROM (SELECT *, coalesce(folded, 0) AND max(coalesce(match >= 1 AND NOT folded, 0)) OVER () AS demoted
     FROM (SELECT pool.id, c.file_id, c.symbol, c.start_line, c.end_line, CASE WHEN c.kind = 'license' THEN 'license' ELSE f.role END AS role,
+                 c.path GLOB '*.pyi' OR c.path GLOB '*.d.ts' OR c.path GLOB '*.d.[cm]ts' AS stub,
                  coalesce((SELECT 3 FROM json_each(:placed) pl WHERE pl.value = pool.id),
                           (SELECT max(w.is_name * (1 + (instr(w.value, '.') > 0))) FROM wanted w
                            WHERE lower(c.symbol) = w.value OR substr(lower(c.symbol), -length(w.value) - 1) = '.' || w.value),

@@ -337,6 +337,23 @@ def test_the_windows_of_a_named_symbol_stay_together_across_blank_lines(tmp_path
                 (mode, [(r.symbol, r.start_line) for r in res])
 
 
+def test_a_stub_files_definition_follows_the_one_with_a_body(tmp_path, embedder):
+    """A new user's `ZodString` listed v3/types.d.cts's windows above src/v3/types.ts's class."""
+    store, s = _searcher_for(tmp_path, embedder, {
+        "dist/types.d.cts": "export declare class HeaderParser {\n    parse(text: string): string;\n"
+                            "    /** Parse the header text, header parser parse. */\n    strict: boolean;\n}\n",
+        "src/types.ts": "export class HeaderParser {\n  strict = false;\n  parse(text: string): string {\n"
+                        "    return text.trim();\n  }\n}\n",
+        "python/core.pyi": "class HeaderParser:\n    def parse(self, text: str) -> str: ...\n",
+        "python/core.py": "class HeaderParser:\n    def parse(self, text):\n        return text.strip()\n"})
+    with store:
+        for mode in MODES:
+            top = [r.path for r in s.search("HeaderParser", SearchOptions(limit=6, mode=mode))]
+            stubs = [top.index(p) for p in ("dist/types.d.cts", "python/core.pyi") if p in top]
+            bodies = [top.index(p) for p in ("src/types.ts", "python/core.py")]
+            assert max(bodies) < min(stubs, default=99), (mode, top)
+
+
 def test_reranking_keeps_the_named_symbol_first(tmp_path, embedder):
     """The cross-encoder (here a seeded random one) orders chunks within a name tier, not across."""
     from test_rerank import TINY, random_bert, write_model
