@@ -24,6 +24,8 @@ def test_places_are_read_as_compilers_and_tracebacks_write_them():
     assert places("./main.go:12 +0x1d") == [("main.go", 12)]
     assert places("error[E0308]: mismatched types --> src/lib.rs:10:5") == [("src/lib.rs", 10)]
     assert places("where are retries handled") == [] and places("http://example.org/a.py") == []
+    assert places("https://github.com/psf/requests/blob/main/src/requests/sessions.py#L703-L710") == [
+        ("github.com/psf/requests/blob/main/src/requests/sessions.py", 703)]
     many = " ".join(f"f{i}.py:{i + 1}" for i in range(10))
     assert len(places(many)) == MAX_PLACES
 

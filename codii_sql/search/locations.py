@@ -16,10 +16,12 @@ import re
 from ..storage.store import Store
 from .query import Named
 
-#: Python's frame (``File "x.py", line 7``) and the ``path:line[:column]`` of compilers, grep, Go, Rust,
-#: Node and Java frames (``layer.js:95:5``, ``Bar.java:42``): a file name with an extension, a line.
+#: Python's frame (``File "x.py", line 7``), the ``path:line[:column]`` of compilers, grep, Go, Rust,
+#: Node and Java frames (``layer.js:95:5``, ``Bar.java:42``), and a forge's link to a line
+#: (``.../blob/main/src/app.py#L703``, ``#L703-L710``): a file name with an extension, a line.
 _PLACES = (re.compile(r'File "(?P<path>[^"\n]{1,512})", line (?P<line>\d{1,9})'),
-           re.compile(r"(?<![\w.@+/-])(?P<path>(?:[\w.@+-]*/){0,40}[\w.@+-]*\w\.[A-Za-z]\w{0,5}):(?P<line>\d{1,9})\b"))
+           re.compile(r"(?<![\w.@+/-])(?P<path>(?:[\w.@+-]*/){0,40}[\w.@+-]*\w\.[A-Za-z]\w{0,5}):(?P<line>\d{1,9})\b"),
+           re.compile(r"(?P<path>(?:[\w.@+-]*/){0,40}[\w.@+-]*\w\.[A-Za-z]\w{0,5})#L(?P<line>\d{1,9})\b"))
 #: Places read from one query: a traceback has many, and is read as a long query is (its words).
 MAX_PLACES = 3
 #: Files one place may stand for when several share its tail (vendored copies of one file).
