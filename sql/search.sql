@@ -263,10 +263,11 @@ pool AS (
 ),
 -- A stub file's definition (.pyi, .d.ts) ranks after the ones with a body, a tier below them (a new user's
 -- `ZodString` listed v3/types.d.cts's windows above src/v3/types.ts's class).
--- match: 3 for a chunk holding a place the query names (:placed, `sessions.py:703`: search/locations.py; the
--- first tier, never cut off as a later window is), 2 when the symbol is a named qualified identifier (`queryset.get`), 1 a named plain one, 0 only
--- a tail, NULL for neither. The qualified name is the more specific: "QuerySet get" names QuerySet and
--- QuerySet.get (query.py), and the method's chunk must not follow every window of the class. folded: 1
+-- match: 3 for a chunk holding a place the query names (:placed, `sessions.py:703`: search/locations.py;
+-- the first tier, never cut off as a later window is), 2 when the symbol is a named qualified identifier
+-- (`queryset.get`), 1 a named plain one, 0 only a tail, NULL for neither. The qualified name is the
+-- more specific: "QuerySet get" names QuerySet and QuerySet.get (query.py), and the method's chunk
+-- must not follow every window of the class. folded: 1
 -- when every name the symbol matches was written with capitals (:cased) the symbol does not have; while
 -- another candidate is spelled as asked, such a one has no tier, a boost as a tail's (a new user's
 -- `QuerySet` listed three admin `queryset` methods no retriever found right after the class, above
@@ -312,10 +313,10 @@ scored AS (
 -- windows, a later window that neither retriever found (score 0) leaves the tier: a class's 20
 -- windows listed in line order pushed the real matches down (zod: "ZodError format issues" ranked
 -- the bare `flatten` overloads 5th, ZodError.format 7th); a function of a few keeps them all
--- (a new user's `Model.save` lost its third and fourth of 4, `Session.request` three of 5). So does a later piece cut off from the windows before it (by
--- other definitions: a class's comment banners between its methods, each labelled with the class,
--- filled a new user's top 6 for `QuerySet` after its first window): it ranks by its score alone,
--- without the name's boost. Only a chunk of another symbol cuts it off: the blank line a function's
+-- (a new user's `Model.save` lost its third and fourth of 4, `Session.request` three of 5). So
+-- does a later piece cut off from the windows before it (by other definitions: a class's comment
+-- banners between its methods, each labelled with the class, filled a new user's top 6 for
+-- `QuerySet` after its first window): it ranks by its score alone, without the name's boost. Only a chunk of another symbol cuts it off: the blank line a function's
 -- windows leave out between them cut a new user's `Session.send` into three places, #1, #6 and #8.
 -- The windows of one line too long for a chunk are one place:
 -- the best scored stands for them (a 40 KB base64 constant's windows, each holding its function's

@@ -1,11 +1,11 @@
-"""Places a query points at (``sessions.py:107``, a traceback's frame): the indexed file and the symbol there.
+"""Places a query points at (``sessions.py:107``, a traceback's frame): the indexed file, the chunk and the symbol there.
 
 A frame pasted from another machine names the file by its path there
 (``/usr/lib/python3/site-packages/requests/sessions.py``); the index holds ``src/requests/sessions.py``.
-The file is the one sharing the longest tail of path components with it, at least its folder and name
-when the frame gives both. The symbol is that of the smallest chunk holding the line, and a search ranks
-its chunks first, as if the query had named it (a new user's one-line frame of ``Session.send`` listed
-``certs.py`` and ``setup.py`` first; ``sessions.py:107`` listed a function at line 819).
+The file is the one sharing the longest tail of path components with it (:func:`_files`). A search ranks
+the chunk holding the line first, then the other chunks of the symbol there, as if the query had named it
+(a new user's one-line frame of ``Session.send`` listed ``certs.py`` and ``setup.py`` first;
+``sessions.py:107`` listed a function at line 819).
 """
 
 from __future__ import annotations
