@@ -273,13 +273,14 @@ pool AS (
 -- `QuerySet` listed three admin `queryset` methods no retriever found right after the class, above
 -- QuerySet's own methods); with none spelled so (`Queryset`, `QUERYSET`), case is no evidence.
 named AS MATERIALIZED (  -- once per row: scored reads each flag several times
-    SELECT id, file_id, symbol, start_line, end_line, role,
+    SELECT id, file_id, symbol, start_line, end_line, role, body,
            CASE WHEN demoted THEN 0 ELSE 2 * coalesce(match >= 1, 0) + coalesce(match = 2, 0) + 2 * coalesce(match = 3, 0)
                                          - coalesce(match IN (1, 2) AND stub, 0) END AS symbol_tier,
            coalesce(match = 0 OR demoted, 0) AS tail_named, path_tier
     FROM (SELECT *, coalesce(folded, 0) AND max(coalesce(match >= 1 AND NOT folded, 0)) OVER () AS demoted
     FROM (SELECT pool.id, c.file_id, c.symbol, c.start_line, c.end_line, CASE WHEN c.kind = 'license' THEN 'license' ELSE f.role END AS role,
                  c.path GLOB '*.pyi' OR c.path GLOB '*.d.ts' OR c.path GLOB '*.d.[cm]ts' AS stub,
+                 c.kind IN ('function', 'method') AS body,
                  coalesce((SELECT 3 FROM json_each(:placed) pl WHERE pl.value = pool.id),
                           (SELECT max(w.is_name * (1 + (instr(w.value, '.') > 0))) FROM wanted w
                            WHERE lower(c.symbol) = w.value OR substr(lower(c.symbol), -length(w.value) - 1) = '.' || w.value),
@@ -296,7 +297,7 @@ named AS MATERIALIZED (  -- once per row: scored reads each flag several times
 -- KNN list missed (zod, gson: the gold file was BM25's, and a flat list of near-equal cosines buried
 -- it). Git dev set, five repositories, hybrid: see fusion.py KNN_BY_BEST_SHAPES.
 scored AS (
-    SELECT nm.id, nm.file_id, nm.symbol, nm.start_line, nm.end_line, nm.start_line = nm.end_line AS one_line,
+    SELECT nm.id, nm.file_id, nm.symbol, nm.start_line, nm.end_line, nm.start_line = nm.end_line AS one_line, nm.body,
            (coalesce(fu.cc, 0) + :rrf_weight * coalesce(fu.rrf, 0) + coalesce(
                 CASE WHEN :fill = 1 AND fu.knn_rank IS NULL AND fu.bm25_rank IS NOT NULL AND fu.knn_hi > 0
                      THEN (1.0 - fu.w_bm25) * max(0.0, (1.0 - vec_distance_cosine(
@@ -309,11 +310,12 @@ scored AS (
     FROM named nm LEFT JOIN fused fu ON fu.id = nm.id
 ),
 -- A named symbol cut into windows reads top-down: its chunks rank by their best score, then
--- by line, so the window holding the signature and docstring leads. Of a symbol of more than 8
--- windows, a later window that neither retriever found (score 0) leaves the tier: a class's 20
--- windows listed in line order pushed the real matches down (zod: "ZodError format issues" ranked
--- the bare `flatten` overloads 5th, ZodError.format 7th); a function of a few keeps them all
--- (a new user's `Model.save` lost its third and fourth of 4, `Session.request` three of 5). So
+-- by line, so the window holding the signature and docstring leads. A later window that neither
+-- retriever found (score 0) leaves the tier, but of a function or method of 8 windows or fewer: a
+-- class's 20 windows listed in line order pushed the real matches down (zod: "ZodError format issues"
+-- ranked the bare `flatten` overloads 5th, ZodError.format 7th; `ZodString`'s interface, 7 windows of
+-- members, filled ranks 2-8); a function's few are one body (a new user's `Model.save` lost its third
+-- and fourth of 4, `Session.request` three of 5). So
 -- does a later piece cut off from the windows before it (by other definitions: a class's comment
 -- banners between its methods, each labelled with the class, filled a new user's top 6 for
 -- `QuerySet` after its first window): it ranks by its score alone, without the name's boost. Only a chunk of another symbol cuts it off: the blank line a function's
@@ -325,12 +327,12 @@ scored AS (
 windows AS (
     SELECT id, score, start_line, tier, in_symbol_tier, symbol_best,
            in_symbol_tier BETWEEN 1 AND 3 AND start_line > first_line
-               AND ((score = 0 AND windows > 8) OR (start_line > 1 + before_end
+               AND ((score = 0 AND (windows > 8 OR NOT body)) OR (start_line > 1 + before_end
                                   AND EXISTS (SELECT 1 FROM chunks o WHERE o.file_id = sw.file_id
                                                 AND o.start_line > sw.before_end AND o.start_line < sw.start_line
                                                 AND o.symbol IS NOT sw.symbol))) AS bare,
            repeated
-    FROM (SELECT id, file_id, symbol, score, start_line, tier, in_symbol_tier, max(score) OVER w AS symbol_best,
+    FROM (SELECT id, file_id, symbol, score, start_line, tier, in_symbol_tier, body, max(score) OVER w AS symbol_best,
                  min(start_line) OVER w AS first_line, lag(end_line) OVER (w ORDER BY start_line) AS before_end,
                  count(*) OVER w AS windows,
                  one_line AND row_number() OVER (PARTITION BY file_id, start_line, one_line ORDER BY score DESC, id) > 1
@@ -527,3 +529,16 @@ SELECT DISTINCT (SELECT c.symbol FROM chunks c
                  ORDER BY c.end_line - c.start_line, c.start_line LIMIT 1) AS symbol
 FROM json_each(:lines) j JOIN files f ON f.path = j.value ->> 0
 WHERE symbol IS NOT NULL;
+
+-- name: chunks_at_places
+-- For each [path, line] of :lines, the chunks holding the line, or when none does (a blank line between
+-- definitions) the first chunk below it, else the last above it (search/locations.py).
+SELECT j.value ->> 0 AS path, j.value ->> 1 AS line, c.id
+FROM json_each(:lines) j JOIN files f ON f.path = j.value ->> 0
+JOIN chunks c ON c.file_id = f.id
+WHERE (c.start_line <= j.value ->> 1 AND c.end_line >= j.value ->> 1)
+   OR (NOT EXISTS (SELECT 1 FROM chunks h WHERE h.file_id = f.id AND h.start_line <= j.value ->> 1
+                                            AND h.end_line >= j.value ->> 1)
+       AND c.id = coalesce((SELECT n.id FROM chunks n WHERE n.file_id = f.id AND n.start_line > j.value ->> 1
+                            ORDER BY n.start_line LIMIT 1),
+                           (SELECT p.id FROM chunks p WHERE p.file_id = f.id ORDER BY p.end_line DESC LIMIT 1)));

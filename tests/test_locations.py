@@ -26,6 +26,10 @@ def test_places_are_read_as_compilers_and_tracebacks_write_them():
     assert places("where are retries handled") == [] and places("http://example.org/a.py") == []
     assert places("https://github.com/psf/requests/blob/main/src/requests/sessions.py#L703-L710") == [
         ("github.com/psf/requests/blob/main/src/requests/sessions.py", 703)]
+    assert places("https://github.com/o/r/blob/main/src/app.py#L70C5-L72C9") == [("github.com/o/r/blob/main/src/app.py", 70)]
+    # a file without an extension, in a folder or by a name such files have; not `line:10` or `port:8080`
+    assert places("LICENSE:19 docs/Makefile:100 bin/run:12") == [("license", 19), ("docs/makefile", 100), ("bin/run", 12)]
+    assert places("line:10 port:8080 Error:42 version 4.17.2:3") == []
     many = " ".join(f"f{i}.py:{i + 1}" for i in range(10))
     assert len(places(many)) == MAX_PLACES
 
@@ -43,6 +47,7 @@ FILES = {
     "a/billing.py": "def short():\n    return 'billing refund line'\n",  # a billing.py too short for the lines asked
     "src/pay/refunds.py": "".join(f"def refund_{k}(amount):\n    # Refund, refund, refund the amount.\n"
                                   f"    return refund(amount, refund_rate_{k})  # refund\n\n\n" for k in range(80)),
+    "LICENSE": "Copyright the pay authors.\n\nPermission is granted to refund.\n",
     "README.md": "# Pay\n\nTake and refund payments.\n",
     "docs/README.md": "# Docs\n\nHow to refund a payment, with refund examples.\n",
 }
@@ -81,6 +86,25 @@ def test_path_and_line_list_the_chunk_holding_it_first_then_its_function_in_orde
         "SELECT start_line FROM chunks WHERE symbol = 'refund' ORDER BY start_line")]
     assert len(windows) >= 3 and [r.start_line for r in top[1:len(windows)]] == \
         [w for w in windows if w != top[0].start_line], [(r.symbol, r.start_line) for r in top]
+
+
+@pytest.mark.parametrize("frame", ['File "/opt/app/billing.py", line {line}, in refund',
+                                   "at refund (/app/node_modules/pay/billing.py:{line}:3)", "x/billing.py:{line}"])
+def test_a_frame_whose_folders_are_another_machines_means_the_file_of_that_name_long_enough(searcher, frame):
+    """A new user's `/app/node_modules/lodash/lodash.js:10520` and `File "/opt/app/sessions.py"` shared only the
+    file name with the index, and were read as no place."""
+    line = _line_of("    undo_90 = amount - 90")
+    top = searcher.search(frame.format(line=line), SearchOptions(limit=3))
+    assert top[0].path == "src/pay/billing.py" and top[0].start_line <= line <= top[0].end_line, \
+        [(r.path, r.start_line) for r in top]
+
+
+def test_a_file_without_an_extension_and_a_line_no_chunk_holds_are_places(searcher):
+    top = searcher.search("LICENSE:3", SearchOptions(limit=3))
+    assert top[0].path == "LICENSE", [r.path for r in top]
+    blank = _line_of("def refund(card, amount):") - 1  # a blank line between two functions: the one below
+    top = searcher.search(f"src/pay/billing.py:{blank}", SearchOptions(limit=3))
+    assert top[0].symbol == "refund" and top[0].start_line > blank, [(r.symbol, r.start_line) for r in top]
 
 
 def test_the_whole_path_as_written_is_the_file_a_place_means(searcher):

@@ -18,10 +18,12 @@ from .query import Named
 
 #: Python's frame (``File "x.py", line 7``), the ``path:line[:column]`` of compilers, grep, Go, Rust,
 #: Node and Java frames (``layer.js:95:5``, ``Bar.java:42``), and a forge's link to a line
-#: (``.../blob/main/src/app.py#L703``, ``#L703-L710``): a file name with an extension, a line.
+#: (``.../blob/main/src/app.py#L703``, ``#L703-L710``, ``#L703C5``): a file with an extension, one in a
+#: folder (``bin/run:12``) or a file name that has none (``Makefile:40``, ``LICENSE:3``), and a line.
+_FILE = r"(?:(?:[\w.@+-]*/){0,40}[\w.@+-]*\w\.[A-Za-z]\w{0,5}|(?:[\w.@+-]*/){1,40}[\w.@+-]*\w|[A-Z][\w.-]*file|[A-Z]{4,})"
 _PLACES = (re.compile(r'File "(?P<path>[^"\n]{1,512})", line (?P<line>\d{1,9})'),
-           re.compile(r"(?<![\w.@+/-])(?P<path>(?:[\w.@+-]*/){0,40}[\w.@+-]*\w\.[A-Za-z]\w{0,5}):(?P<line>\d{1,9})\b"),
-           re.compile(r"(?P<path>(?:[\w.@+-]*/){0,40}[\w.@+-]*\w\.[A-Za-z]\w{0,5})#L(?P<line>\d{1,9})\b"))
+           re.compile(rf"(?<![\w.@+/-])(?P<path>{_FILE}):(?P<line>\d{{1,9}})(?![\d.])"),
+           re.compile(rf"(?P<path>{_FILE})#L(?P<line>\d{{1,9}})(?!\d)"))
 #: Places read from one query: a traceback has many, and is read as a long query is (its words).
 MAX_PLACES = 3
 #: Files one place may stand for when several share its tail (vendored copies of one file).
@@ -64,20 +66,20 @@ def resolve(store: Store, named: Named, spots: list[tuple[str, int]]) -> Named |
         names.add(symbol.lower())
         if symbol != symbol.lower():
             cased[symbol.lower()] = symbol
-    placed = tuple(r["id"] for r in store.rows("chunks_at_lines", {"lines": json.dumps(lines)}))[:MAX_PLACED]
+    placed = tuple(r["id"] for r in store.rows("chunks_at_places", {"lines": json.dumps(lines)}))[:MAX_PLACED]
     return Named(sorted(names), [t for t in named.tails if t not in names], sorted(paths),
                  tuple(sorted(cased.items())), placed)
 
 
 def _files(store: Store, path: str, line: int) -> list[tuple[str, bool]]:
     """The indexed files ``path`` stands for, each with whether it has ``line``, at most :data:`MAX_FILES`:
-    of those sharing its last two components (its name alone when it has no folder), the ones that have
-    the line (Django has 36 ``base.py``: `base.py:870` means one of the few that long), sharing the
-    longest tail with it, the shortest first, or the whole path as written alone. A name alone that no file
-    long enough has stands for none: another codebase of a workspace may hold it (flask's 370-line
-    ``sessions.py`` for `sessions.py:703`)."""
+    of those of its name, the ones that have the line (Django has 36 ``base.py``: `base.py:870` means one
+    of the few that long), sharing the longest tail with it (its folders may be another machine's:
+    ``/app/node_modules/lodash/lodash.js`` is lodash's ``lodash.js``), the shortest first, or the whole path
+    as written alone. When only the name is shared and no file of it is long enough, none: another
+    codebase of a workspace may hold it (flask's 370-line ``sessions.py`` for `sessions.py:703`)."""
     parts = path.split("/")
-    rows = store.rows("files_at_tail", {"tail": "/".join(parts[-2:])})
+    rows = store.rows("files_at_tail", {"tail": parts[-1]})  # by name: an app's /app/... or node_modules/pkg/...
 
     def shared(indexed: str) -> int:
         n = 0
@@ -88,7 +90,7 @@ def _files(store: Store, path: str, line: int) -> list[tuple[str, bool]]:
         return n
 
     holding = [r for r in rows if (r["last_line"] or 0) >= line]
-    if not holding and len(parts) == 1:
+    if not holding and max((shared(r["path"]) for r in rows), default=0) < 2:
         return []
     pool = holding or rows
     exact = [r for r in pool if r["path"].lower() == path]  # README.md:10 is the root's, not tests/certs/README.md
