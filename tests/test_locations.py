@@ -126,3 +126,23 @@ def test_a_place_of_no_indexed_file_changes_nothing(searcher):
     # a file of that name elsewhere in the tree is the one a frame of another layout means
     found = resolve(searcher.store, named, [("opt/app/lib/pay/billing.py", 4)])
     assert found.paths == ["other/thing.py", "src/pay/billing.py"] and found.names == ["charge"], found
+
+
+def test_a_token_budget_keeps_the_line_a_place_names(searcher):
+    """A new user's `sessions.py:703` under --max-tokens kept lines 691-692 of the chunk holding 703."""
+    from codii_sql.search.budget import fit
+
+    line = _line_of("    undo_90 = amount - 90")
+    query = f"at refund (/app/pay/billing.py:{line}:5)"
+    found = searcher.search(query, SearchOptions(limit=3))
+    assert found[0].start_line <= line <= found[0].end_line and found[0].end_line - found[0].start_line > 20
+    kept, _ = fit(found, [], 120, places(query))
+    assert kept[0].start_line <= line <= kept[0].end_line and kept[0].end_line - kept[0].start_line < 20, \
+        (kept[0].start_line, kept[0].end_line)
+    assert f"undo_90 = amount - 90" in kept[0].content
+    from codii_sql import service  # the search use case every face answers through, with its budget
+
+    answer = service.search(service.SearchRequest(query, SearchOptions(limit=3, max_tokens=120), [str(searcher.root)],
+                                                  db=str(searcher.store.path), update=False))
+    assert answer.results[0].start_line <= line <= answer.results[0].end_line, \
+        (answer.results[0].start_line, answer.results[0].end_line)

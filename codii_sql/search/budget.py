@@ -14,7 +14,7 @@ import dataclasses
 import json
 import math
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from ..text import content_lines, numbered_lines
@@ -95,13 +95,16 @@ class BudgetReport:
         return f"to fit max_tokens={self.max_tokens} (~{self.used_tokens} used): {', '.join(parts)}"
 
 
-def fit(results: list[Result], terms: list[str], max_tokens: int) -> tuple[list[Result], BudgetReport]:
+def fit(results: list[Result], terms: list[str], max_tokens: int,
+        places: Sequence[tuple[str, int]] = ()) -> tuple[list[Result], BudgetReport]:
     """``results`` (best first) within ``max_tokens`` estimated tokens, and the report.
 
     Overlapping or adjacent chunks of one file become one result at the best one's rank; each
     result keeps the contiguous lines from :data:`CONTEXT_LINES` before its first line holding a
-    query term (``terms``, case-insensitive, on word boundaries) to as many after its last as
-    the budget's fair share allows (a chunk with none keeps its first lines), never fewer than
+    query term (``terms``, case-insensitive, on word boundaries), or the line of one of ``places``
+    it holds (``(path, line)`` as :func:`~.locations.places` reads them: a new user's
+    `sessions.py:703` kept lines 691-692 of its chunk), to as many after its last as the budget's
+    fair share allows (a chunk with none keeps its first lines), never fewer than
     :data:`MIN_RESULT_TOKENS`; results that no longer fit are dropped, but the first always
     stays, cut to the budget.
     """
@@ -115,7 +118,9 @@ def fit(results: list[Result], terms: list[str], max_tokens: int) -> tuple[list[
         if out and left < MIN_RESULT_TOKENS + RESULT_OVERHEAD:
             report.dropped += len(merged) - i
             break
-        trimmed = _trim(r, word, max(min(share, left) - RESULT_OVERHEAD, 1))
+        at = next((line - r.start_line for path, line in places if r.start_line <= line <= r.end_line
+                   and r.path.lower().rsplit("/", 1)[-1] == path.rsplit("/", 1)[-1]), None)
+        trimmed = _trim(r, word, max(min(share, left) - RESULT_OVERHEAD, 1), at if _by_line(r) else None)
         cost = tokens(trimmed.content) + RESULT_OVERHEAD
         if out and cost > left:
             report.dropped += len(merged) - i
@@ -183,14 +188,16 @@ def _cut_line(r: Result, line: str, word: re.Pattern | None, budget: int, index:
     return dataclasses.replace(out, start_line=r.start_line + index, end_line=r.start_line + index)
 
 
-def _trim(r: Result, word: re.Pattern | None, budget: int) -> Result:
-    """``r`` cut to contiguous lines worth at most ``budget`` tokens: its first matching line, grown
-    towards the others and :data:`CONTEXT_LINES` around them, then further down while it fits.
-    The span shrinks with the lines (a chunk whose lines are not the file's keeps its span)."""
+def _trim(r: Result, word: re.Pattern | None, budget: int, at: int | None = None) -> Result:
+    """``r`` cut to contiguous lines worth at most ``budget`` tokens: its line ``at`` (0-based in it) or its
+    first matching line, grown towards the others and :data:`CONTEXT_LINES` around them, then further
+    down while it fits. The span shrinks with the lines (a chunk whose lines are not the file's keeps its
+    span)."""
     if tokens(r.content) <= budget:
         return r
     lines = content_lines(r.content)
-    hits = [i for i, line in enumerate(lines) if word is not None and word.search(line)]
+    hits = [at] if at is not None and at < len(lines) else \
+        [i for i, line in enumerate(lines) if word is not None and word.search(line)]
     lo = hi = hits[0] if hits else 0
     floor = max(0, lo - CONTEXT_LINES)
     ceiling = min(len(lines) - 1, (hits[-1] + CONTEXT_LINES) if hits else HEAD_LINES - 1)

@@ -22,6 +22,7 @@ from ..ingest.report import Progress
 from ..languages import language_name
 from ..search.answer import NOTE_KINDS, Answer, Member, Note
 from ..search.budget import fit
+from ..search.locations import places
 from ..search.merge import Merged, member_match
 from ..search.query import Analysis
 from ..search.results import SearchOptions
@@ -149,7 +150,8 @@ def _ask(targets: Targets, prepared: dict, query: str, opts: SearchOptions) -> A
     answer.terms = list(analysis.terms) if analysis else []
     notes += query_notes(analysis)
     if opts.max_tokens:
-        answer.results, answer.budget = fit(answer.results, analysis.terms if analysis else [], opts.max_tokens)
+        answer.results, answer.budget = fit(answer.results, analysis.terms if analysis else [], opts.max_tokens,
+                                            places(analysis.text) if analysis and analysis.shape != "long" else ())
         if answer.budget.note():
             notes.append(Note("budget", answer.budget.note(), Remedy("read_rest")))
     answer.notes = sorted(notes + answer.notes, key=lambda n: NOTE_KINDS.index(n.kind))
