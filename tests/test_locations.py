@@ -30,6 +30,11 @@ def test_places_are_read_as_compilers_and_tracebacks_write_them():
     # a file without an extension, in a folder or by a name such files have; not `line:10` or `port:8080`
     assert places("LICENSE:19 docs/Makefile:100 bin/run:12") == [("license", 19), ("docs/makefile", 100), ("bin/run", 12)]
     assert places("line:10 port:8080 Error:42 version 4.17.2:3") == []
+    assert places("> /usr/lib/python3/site-packages/requests/sessions.py(703)send()") == [
+        ("usr/lib/python3/site-packages/requests/sessions.py", 703)]
+    assert places(r"at Shop.Cart.Total() in C:\src\Shop\Cart.cs:line 42") == [("c:/src/shop/cart.cs", 42)]
+    assert places("Died at /opt/app/lib/Pay.pm line 12.") == [("opt/app/lib/pay.pm", 12)]
+    assert places("print(x) if y else len(z)") == []
     many = " ".join(f"f{i}.py:{i + 1}" for i in range(10))
     assert len(places(many)) == MAX_PLACES
 

@@ -22,6 +22,10 @@ from .query import Named
 #: folder (``bin/run:12``) or a file name that has none (``Makefile:40``, ``LICENSE:3``), and a line.
 _FILE = r"(?:(?:[\w.@+-]*/){0,40}[\w.@+-]*\w\.[A-Za-z]\w{0,5}|(?:[\w.@+-]*/){1,40}[\w.@+-]*\w|[A-Z][\w.-]*file|[A-Z]{4,})"
 _PLACES = (re.compile(r'File "(?P<path>[^"\n]{1,512})", line (?P<line>\d{1,9})'),
+           # pdb's `> /x/sessions.py(703)send()`, .NET's `in /x/App.cs:line 42`, Perl's `at /x/a.pl line 12.`
+           re.compile(rf"(?<![\w.@+/-])(?P<path>{_FILE})\((?P<line>\d{{1,9}})\)"),
+           re.compile(r"\bin (?P<path>\S{1,512}?):line (?P<line>\d{1,9})\b"),
+           re.compile(rf"(?<![\w.@+/-])(?P<path>{_FILE}) line (?P<line>\d{{1,9}})\b"),
            re.compile(rf"(?<![\w.@+/-])(?P<path>{_FILE}):(?P<line>\d{{1,9}})(?![\d.])"),
            re.compile(rf"(?P<path>{_FILE})#L(?P<line>\d{{1,9}})(?!\d)"))
 #: Places read from one query: a traceback has many, and is read as a long query is (its words).
