@@ -261,8 +261,9 @@ pool AS (
     UNION SELECT c.id FROM named_files nf JOIN chunks c ON c.file_id = nf.file_id
           WHERE :tiered = 1 AND (:filtered = 0 OR c.id IN (SELECT id FROM allowed))
 ),
--- A stub file's definition (.pyi, .d.ts) ranks after the ones with a body, a tier below them (a new user's
--- `ZodString` listed v3/types.d.cts's windows above src/v3/types.ts's class).
+-- A stub file's definition (.pyi, .d.ts: service/symbols.py STUB_SUFFIXES, which symbol orders by) ranks
+-- after the ones with a body, a tier below them (a new user's `ZodString` listed v3/types.d.cts's windows
+-- above src/v3/types.ts's class).
 -- match: 3 for a chunk holding a place the query names (:placed, `sessions.py:703`: search/locations.py;
 -- the first tier, never cut off as a later window is), 2 when the symbol is a named qualified identifier
 -- (`queryset.get`), 1 a named plain one, 0 only a tail, NULL for neither. The qualified name is the

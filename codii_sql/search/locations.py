@@ -36,9 +36,12 @@ MAX_FILES = 3
 MAX_PLACED = 6
 
 
-def places(text: str) -> list[tuple[str, int]]:
+def places(text: str, shape: str = "") -> list[tuple[str, int]]:
     """``(path, line)`` of each place ``text`` names, the path lower-case with ``/`` separators and no
-    leading ``./`` or ``/``, lines 1-based; at most :data:`MAX_PLACES`, in the order written."""
+    leading ``./`` or ``/``, lines 1-based; at most :data:`MAX_PLACES`, in the order written. None for a
+    query of ``shape`` ``long`` (:func:`~.query.query_shape`): a pasted traceback is read by its words."""
+    if shape == "long":
+        return []
     found: dict[tuple[str, int], None] = {}
     for pattern in _PLACES:
         for m in pattern.finditer(text):

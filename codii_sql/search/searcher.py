@@ -192,7 +192,7 @@ class Searcher:
         a = self.analyze(query)
         shape, named = a.shape, a.named
         # A place the query points at (`x.py:107`, a frame) names its file and symbol; a long traceback, its words.
-        located = shape != "long" and (spots := places(a.text)) and resolve(self.store, named, spots)
+        located = (spots := places(a.text, shape)) and resolve(self.store, named, spots)
         named, tiered = located or named, shape == "identifier" or bool(located)
         note = embedder_failed
         qvec = None

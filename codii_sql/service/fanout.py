@@ -100,8 +100,9 @@ def _route(shards: list[Shard], query: str, opts: SearchOptions,
     filtered = opts.exts or opts.glob or opts.language or opts.exclude_path or opts.under or opts.role
     scoped = any(s.scope for s in shards)
     models = {_embedder_key(s) for s in shards}
+    shape = query_shape(query)
     if opts.mode == "bm25" or filtered or scoped or opts.rerank or len(shards) < 3 or len(models) > 1 \
-            or None in models or query_shape(query) == "identifier" or places(query):
+            or None in models or shape == "identifier" or places(query, shape):
         return everyone
     vector = vectors.get(next(iter(models)))
     if vector is None:

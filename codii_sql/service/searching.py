@@ -151,7 +151,7 @@ def _ask(targets: Targets, prepared: dict, query: str, opts: SearchOptions) -> A
     notes += query_notes(analysis)
     if opts.max_tokens:
         answer.results, answer.budget = fit(answer.results, analysis.terms if analysis else [], opts.max_tokens,
-                                            places(analysis.text) if analysis and analysis.shape != "long" else ())
+                                            places(analysis.text, analysis.shape) if analysis else ())
         if answer.budget.note():
             notes.append(Note("budget", answer.budget.note(), Remedy("read_rest")))
     answer.notes = sorted(notes + answer.notes, key=lambda n: NOTE_KINDS.index(n.kind))
