@@ -1,9 +1,16 @@
 -- The Merkle tree of the indexed files: a directory's hash covers its children's names and
--- hashes, so comparing two roots says whether anything changed, and a differing subtree
--- says where.
+-- hashes, so the root names the whole index's content (a snapshot's identity), and a changed
+-- file rehashes only the folders above it.
 
 -- name: merkle_all
 SELECT path, parent, is_dir, hash FROM merkle_nodes;
+
+-- name: merkle_near
+-- The folders :folders (a JSON array of paths, '' the root) and their children: the nodes a change of
+-- files in those folders rehashes (plan.py's _tree_near). One pass over the table in SQLite; only
+-- those rows reach Python.
+SELECT path, parent, is_dir, hash FROM merkle_nodes
+WHERE path IN (SELECT value FROM json_each(:folders)) OR parent IN (SELECT value FROM json_each(:folders));
 
 -- name: merkle_root
 SELECT hash FROM merkle_nodes WHERE path = '';

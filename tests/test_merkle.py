@@ -1,4 +1,4 @@
-"""The Merkle tree: directory hashes, diffs that skip equal subtrees, incremental flushes."""
+"""The Merkle tree: directory hashes, incremental flushes, and builds that read only the nodes they rehash."""
 
 import shutil
 
@@ -8,26 +8,13 @@ from codii_sql import service
 from codii_sql.ingest import merkle
 
 
-def test_diff_reports_added_modified_removed():
-    old = merkle.build({"a.py": "1", "d/b.py": "2", "d/e/c.py": "3"})
-    new = merkle.build({"a.py": "1", "d/b.py": "2x", "d/e/c2.py": "3", "n.py": "4"})
-    assert merkle.changed_files(old.nodes, new.nodes) == (["d/e/c2.py", "n.py"], ["d/b.py"], ["d/e/c.py"])
-
-
-def test_equal_trees_have_equal_roots_and_no_diff():
+def test_equal_trees_have_equal_roots():
     files = {"x/y/z.py": "h1", "x/w.py": "h2"}
     assert merkle.build(files).root_hash == merkle.build(dict(reversed(files.items()))).root_hash
-    assert merkle.changed_files(merkle.build(files).nodes, merkle.build(files).nodes) == ([], [], [])
 
 
 def test_rename_changes_root_though_content_is_equal():
     assert merkle.build({"a.py": "h"}).root_hash != merkle.build({"b.py": "h"}).root_hash
-
-
-def test_file_replaced_by_directory():
-    old = merkle.build({"x": "1"})
-    new = merkle.build({"x/y.py": "1"})
-    assert merkle.changed_files(old.nodes, new.nodes) == (["x/y.py"], [], ["x"])
 
 
 def test_incremental_flush_matches_full_build_and_drops_empty_dirs():
@@ -71,7 +58,7 @@ def test_a_file_replaced_by_a_folder_and_back_leaves_a_consistent_index(tmp_path
 def test_an_unchanged_tree_reads_only_the_root_of_its_merkle_tree(tmp_path, codii_home, monkeypatch):
     """A no-change update (every search's) reads no Merkle node but the root: loading and rebuilding
     the kernel's ~100k nodes was most of its 7 s. A binary file, skipped after reading, keeps it so;
-    an edit still takes the whole path."""
+    an edit reads the nodes along its path alone."""
     from codii_sql.storage.store import Store
 
     repo = write_tree(tmp_path / "r", {"src/a.py": "def a():\n    pass\n", "src/b.py": "def b():\n    pass\n"})
@@ -90,7 +77,8 @@ def test_an_unchanged_tree_reads_only_the_root_of_its_merkle_tree(tmp_path, codi
     assert (again.added, again.modified, again.removed) == (0, 0, 0)
     (repo / "src" / "b.py").write_text("def b():\n    return 2\n")
     edited = service.build(cb, vectors=False)
-    assert "merkle_all" in asked and edited.modified == 1 and edited.merkle_root != first.merkle_root
+    assert "merkle_all" not in asked and "merkle_near" in asked
+    assert edited.modified == 1 and edited.merkle_root != first.merkle_root
     assert service.doctor(cb, repair=False)["consistent"]
 
 
@@ -118,3 +106,45 @@ def test_a_same_size_rewrite_that_keeps_its_mtime_is_noticed(tmp_path, codii_hom
     assert report.modified == 1
     fresh = first()
     assert "3.23.8" in fresh.content and fresh.stale is False
+
+
+def test_builds_that_rehash_only_the_changed_folders_keep_the_whole_tree_right(tmp_path, codii_home):
+    """A build reads the Merkle nodes above its changed files alone (plan.py's _tree_near): after each of
+    these changes (a new deep folder, a folder emptied, a rename across folders, an edit at the root, a
+    file that becomes a folder) every stored node equals the tree built whole from the files' hashes."""
+    import random
+
+    from codii_sql.storage.store import Store
+
+    rng = random.Random(7)
+    files = {f"d{i % 3}/e{i % 2}/f{i}.py": f"def f{i}():\n    return {i}\n" for i in range(12)}
+    files["top.py"] = "X = 1\n"
+    repo = write_tree(tmp_path / "r", files)
+    cb = service.open_codebase(repo)
+    service.build(cb, vectors=False)
+
+    def check():
+        with Store(cb.db_path, create=False) as store:
+            hashes = {r["path"]: r["hash"] for r in store.rows("files_all")}
+            nodes = {r["path"]: (r["parent"], bool(r["is_dir"]), r["hash"]) for r in store.rows("merkle_all")}
+        whole = merkle.build(hashes)
+        assert nodes == {n.path: (n.parent, n.is_dir, n.hash) for n in whole.nodes.values()}
+        assert service.doctor(cb, repair=False)["consistent"]
+
+    write_tree(repo, {"d0/new/deeper/g.py": "def g():\n    pass\n"})
+    service.build(cb, vectors=False)
+    check()
+    for name in [p for p in files if p.startswith("d1/e1/")]:
+        (repo / name).unlink()
+    service.build(cb, vectors=False)
+    check()
+    moved = rng.choice([p for p in files if p.startswith("d2/")])
+    (repo / moved).rename(repo / "d0" / "moved.py")
+    (repo / "top.py").write_text("X = 2\n")
+    service.build(cb, vectors=False)
+    check()
+    (repo / "top.py").unlink()
+    write_tree(repo, {"top.py/inner.py": "Y = 3\n"})
+    report = service.build(cb, vectors=False)
+    assert (report.added, report.removed) == (1, 1)
+    check()

@@ -1,4 +1,4 @@
-"""The Merkle tree of a codebase: file hashes roll up into directory hashes; a diff walks only changed subtrees."""
+"""The Merkle tree of a codebase: file hashes roll up into directory hashes; a change rehashes only the folders above it."""
 
 from __future__ import annotations
 
@@ -112,41 +112,3 @@ def build(file_hashes: dict[str, str]) -> Tree:
         tree.set_file(path, digest)
     tree.flush()
     return tree
-
-
-def changed_files(old: dict[str, Node], new: dict[str, Node]) -> tuple[list[str], list[str], list[str]]:
-    """Files added, modified and removed from ``old`` to ``new``, each sorted.
-
-    Walks down from the root and skips every subtree whose hash is equal on both sides, so
-    an unchanged tree costs one comparison.
-    """
-    added: list[str] = []
-    modified: list[str] = []
-    removed: list[str] = []
-    kids_old = _children(old)
-    kids_new = _children(new)
-    stack = [""]
-    while stack:
-        d = stack.pop()
-        o, n = old.get(d), new.get(d)
-        if o is not None and n is not None and o.hash == n.hash and o.is_dir == n.is_dir:
-            continue
-        for path in kids_old.get(d, set()) | kids_new.get(d, set()):
-            o, n = old.get(path), new.get(path)
-            if o is not None and n is not None and o.hash == n.hash and o.is_dir == n.is_dir:
-                continue
-            if (n is not None and n.is_dir) or (o is not None and o.is_dir):
-                stack.append(path)
-            if n is not None and not n.is_dir:
-                (modified if o is not None and not o.is_dir else added).append(path)
-            if o is not None and not o.is_dir and (n is None or n.is_dir):
-                removed.append(path)
-    return sorted(added), sorted(modified), sorted(removed)
-
-
-def _children(nodes: dict[str, Node]) -> dict[str, set[str]]:
-    out: dict[str, set[str]] = {}
-    for node in nodes.values():
-        if node.parent is not None:
-            out.setdefault(node.parent, set()).add(node.path)
-    return out
