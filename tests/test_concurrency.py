@@ -139,3 +139,40 @@ def test_processes_opening_one_new_index_at_once_all_succeed(tmp_path):
     for db in dbs:
         with Store(Path(db), create=False) as store:
             assert store.meta() == {} and store.row("index_shape")["ours"] == 3
+
+
+def test_a_reader_in_another_process_does_not_hold_an_update_after_its_commit(tmp_path, codii_home):
+    """A build ends by folding the write-ahead log into the file. It waited (the busy timeout, 10 s) for
+    every reader to let go of the log: a watcher's kernel edit took 11 s instead of 0.7 while an agent
+    searched, and the next edit waited behind it. It now folds what it can and keeps the log; the next
+    build with no reader empties it."""
+    import sys
+    import threading
+
+    from support.trees import write_tree
+
+    from codii_sql import service
+
+    repo = write_tree(tmp_path / "r", {"a.py": "def alpha():\n    return 1\n", "b.py": "def beta():\n    return 2\n"})
+    cb = service.open_codebase(repo)
+    service.build(cb, vectors=False)
+    (repo / "a.py").write_text("def alpha():\n    return 10\n")
+    service.build(cb, vectors=False)  # a commit, so that the log has pages a reader's snapshot reads
+    hold = ("import apsw, sys\n"
+            f"c = apsw.Connection({str(cb.db_path)!r}, flags=apsw.SQLITE_OPEN_READONLY)\n"
+            "c.execute('BEGIN'); print(list(c.execute('SELECT count(*) FROM files'))[0][0], flush=True)\n"
+            "sys.stdin.read()\n")
+    reader = subprocess.Popen([sys.executable, "-c", hold], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert reader.stdout.readline().strip() == "2"  # its snapshot is held
+        (repo / "b.py").write_text("def beta_renamed():\n    return 3\n")
+        done = threading.Event()
+        threading.Thread(target=lambda: (service.build(cb, vectors=False), done.set()), daemon=True).start()
+        assert done.wait(6.0), "the update waited on the reader after its commit"
+        assert service.find_symbol(cb, "beta_renamed", update=False)["definitions"]
+    finally:
+        reader.stdin.close()
+        reader.wait(30)
+    service.build(cb, vectors=False)  # nothing to do, and no reader: the log is emptied
+    wal = Path(f"{cb.db_path}-wal")
+    assert not wal.exists() or wal.stat().st_size == 0

@@ -14,6 +14,7 @@ from ..paths import in_indexes_dir
 from ..models.cache import EmbeddingCache
 from ..models.embedder import Embedder
 from ..storage import ann, health
+from ..storage.copies import fold_log
 from ..storage.lock import vector_lock, vectors_running, writer_lock
 from ..storage.store import Store
 from .chunking.version import CHUNKER_VERSION
@@ -149,8 +150,7 @@ class Indexer:
             if report.vectors_enabled and not report.vectors_pending:
                 # Every vector is written: cluster (or re-cluster) it for approximate KNN, or not.
                 ann.maintain(store, self._config().ann_min_vectors)
-            # Fold the WAL into the main file: a copied .db alone then holds the whole index.
-            store.run("wal_checkpoint")
+            fold_log(store)
         health.vouch(self.codebase.db_path)  # only this build wrote since its check
         return report
 

@@ -1,5 +1,5 @@
 """Whole-index copies: a consistent snapshot out and an atomic replacement in (SQLite's backup API),
-and an export (a compact file to search alone, renamed into place).
+an export (a compact file to search alone, renamed into place), and the log folded into the file.
 
 An index built aside (a Ray task's scratch folder) comes back to its place as one write
 transaction of the target file (https://sqlite.org/backup.html): readers of the target see the
@@ -19,7 +19,20 @@ import apsw
 
 from ..errors import StorageError
 from . import queries
-from .store import BUSY_TIMEOUT_MS
+from .store import BUSY_TIMEOUT_MS, Store
+
+
+def fold_log(store: Store) -> None:
+    """Fold ``store``'s write-ahead log into its file and empty it (a copied ``.db`` alone then holds the
+    whole index), without waiting for readers: while one reads an older snapshot, the log is folded as
+    far as it can be and kept (the next build's fold empties it). Waiting for them held a watcher's update
+    up to BUSY_TIMEOUT_MS after its commit while an agent searched (a kernel edit's update: 11 s instead
+    of 0.7), and the next edit waited behind it."""
+    store.conn.set_busy_timeout(0)
+    try:
+        store.run("wal_checkpoint")
+    finally:
+        store.conn.set_busy_timeout(BUSY_TIMEOUT_MS)
 
 
 def snapshot(source: Path, target: Path) -> None:
