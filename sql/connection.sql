@@ -30,6 +30,11 @@ INSERT INTO chunks_fts(chunks_fts) VALUES ('rebuild');
 -- name: wal_checkpoint
 PRAGMA wal_checkpoint(TRUNCATE);
 
+-- name: index_bytes
+-- The index's size in bytes as its last commit left it, in the file or in the file and its log: what the
+-- file measures once a checkpoint has folded the whole log into it (storage/health.py's vouch).
+SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size();
+
 -- name: begin_immediate
 -- Takes the write lock up front: two writers then wait on the busy timeout instead of
 -- failing with SQLITE_BUSY when a read transaction tries to upgrade.

@@ -128,30 +128,34 @@ class Indexer:
         """
         # The store opens first: it refuses someone else's database before a lock file is left
         # beside it (opening only creates the idempotent schema, as every reader does).
-        with Store(self.codebase.db_path) as store, contextlib.ExitStack() as held:
-            with writer_lock(self.codebase, wait=wait):
-                store.run("pragma_write_cache")
-                self._refuse_damaged(store, force)
-                report = self._lexical(store, force)
-                if self.with_history:
-                    report.history = self.update_history(store)
-                pending = store.row("vector_counts")["pending"]
-                report.vectors_enabled = self._vectors_on(store)
-                # A search's inline embedding is for a few edited chunks: the commits wait for a build.
-                commits = store.row("history_counts")["pending"] if self.max_inline is None else 0
-                embed = report.vectors_enabled and (
-                    (pending and (self.max_inline is None or pending <= self.max_inline)) or commits)
-                # The vector lock is taken before the writer lock goes, when it is free: no instant
-                # in which the index looks finished with its vectors about to start.
-                locked = embed and self._take_vector_lock(held)
+        # The log is folded and the file vouched for (health.py) under this build's lock, writer or vector: a
+        # search between a commit and its vouch took the change for another writer's and read every page
+        # (13-15 s on the kernel, for each watched edit a search met).
+        with Store(self.codebase.db_path) as store, contextlib.ExitStack() as held, contextlib.ExitStack() as writing:
+            writing.enter_context(writer_lock(self.codebase, wait=wait))
+            store.run("pragma_write_cache")
+            self._refuse_damaged(store, force)
+            report = self._lexical(store, force)
+            if self.with_history:
+                report.history = self.update_history(store)
+            pending = store.row("vector_counts")["pending"]
+            report.vectors_enabled = self._vectors_on(store)
+            # A search's inline embedding is for a few edited chunks: the commits wait for a build.
+            commits = store.row("history_counts")["pending"] if self.max_inline is None else 0
+            embed = report.vectors_enabled and (
+                (pending and (self.max_inline is None or pending <= self.max_inline)) or commits)
+            # The vector lock is taken before the writer lock goes, when it is free: no instant
+            # in which the index looks finished with its vectors about to start.
+            locked = embed and self._take_vector_lock(held)
             if embed:
+                writing.close()  # the vector phase runs beside searches and updates
                 self._embed_queued(store, report, wait, locked)
             report.vectors_pending = store.row("vector_counts")["pending"]
             if report.vectors_enabled and not report.vectors_pending:
                 # Every vector is written: cluster (or re-cluster) it for approximate KNN, or not.
                 ann.maintain(store, self._config().ann_min_vectors)
             fold_log(store)
-        health.vouch(self.codebase.db_path)  # only this build wrote since its check
+            health.vouch(self.codebase.db_path, store.value("index_bytes"))  # only this build wrote since its check
         return report
 
     def _refuse_damaged(self, store: Store, force: bool) -> None:

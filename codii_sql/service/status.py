@@ -150,12 +150,13 @@ def refuse_damaged(codebase: Codebase, store: Store) -> None:
     ``stat`` when the file is as our last commit or clean check left it): a search or grep over broken
     pages answered "no match" as if it were true (a new user's corrupted index, and a workspace member
     counted as searched). Not for an index alone (nothing is remembered beside it, so each call would
-    read every page) nor while a build writes.
+    read every page) nor while a build writes, lexical or vector phase (it vouches for its commits when
+    done: a search during a background vector phase read every page after each batch it committed).
 
     Raises:
         DamagedIndexError: the index is damaged; its remedy rebuilds it.
     """
-    if codebase.alone or is_locked(codebase):
+    if codebase.alone or is_locked(codebase) or vectors_running(codebase):
         return
     problem = health.damage(store)
     if problem:
