@@ -90,7 +90,9 @@ def cli_answers(tree: Path, env: dict, runs: int) -> None:
 
 def cli_with_watch(tree: Path, env: dict, runs: int) -> None:
     """The update-first CLI answers again while ``codii-sql watch`` follows the tree: a fresh watcher
-    stands for the walk (service/watchers.kept_fresh)."""
+    stands for the walk (service/watchers.kept_fresh). Then edits: a function appended to a file, and
+    the seconds until a no-update BM25 search in this process finds it (polled every 20 ms); each edit
+    is taken back after (and that waited for) before the next."""
     import subprocess
 
     watch = subprocess.Popen([*CLI, "watch", str(tree), "--jsonl"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
@@ -106,9 +108,42 @@ def cli_with_watch(tree: Path, env: dict, runs: int) -> None:
                             "refs": ["refs", "tcp_retransmit_skb", "--path", str(tree)],
                             "grep": ["grep", r"tcp_retransmit_skb\(", str(tree)]}.items():
             print(f"  {label:<24} {statistics.median(cli(args, env)[0] for _ in range(runs)):6.2f} s")
+        seconds = [edit_searchable(tree, FILES[i % len(FILES)], i) for i in range(2 * runs)]
+        print(f"  edit -> searchable by watch: {', '.join(f'{s:.2f}' for s in seconds)} s; median "
+              f"{statistics.median(seconds):.2f} s (load {load()})")
     finally:
         watch.terminate()
         watch.wait(timeout=60)
+
+
+def edit_searchable(tree: Path, rel: str, i: int) -> float:
+    from codii_sql import service
+    from codii_sql.search.results import SearchOptions
+
+    def found(symbol: str) -> bool:
+        answer = service.search(service.SearchRequest(symbol, SearchOptions(limit=3, mode="bm25"), [str(tree)],
+                                                      update=False))
+        return any(r.symbol == symbol for r in answer.results)
+
+    def wait(check, timeout: float = 120.0) -> float:
+        start = time.perf_counter()
+        while not check():
+            if time.perf_counter() - start > timeout:
+                raise SystemExit(f"not searchable after {timeout} s")
+            time.sleep(0.02)
+        return time.perf_counter() - start
+
+    path, symbol = tree / rel, f"codii_watch_edit_{i}_{int(time.time())}"
+    before = path.read_bytes()
+    try:
+        path.write_bytes(before + f"\nint {symbol}(void)\n{{\n\treturn {i};\n}}\n".encode())
+        start = time.perf_counter()
+        wait(lambda: found(symbol))
+        return time.perf_counter() - start
+    finally:
+        path.write_bytes(before)
+        wait(lambda: not found(symbol))
+        time.sleep(0.5)
 
 
 def timed(fn, items: list, reps: int) -> str:
@@ -151,18 +186,25 @@ def main() -> None:
     ap.add_argument("--home", type=Path, default=Path("/tmp/codii-kernel-home"))
     ap.add_argument("--skip-build", action="store_true", help="measure the index a run built before")
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--parts", default="no-change,sizes,cli,watch,in-process",
+                    help="comma-separated: which measurements after the build (default: all)")
     args = ap.parse_args()
+    parts = set(args.parts.split(","))
     tree = args.tree.resolve()
     env = {**os.environ, "CODII_SQL_HOME": str(args.home), "CODII_SQL_WATCH": "0"}
     os.environ["CODII_SQL_HOME"] = str(args.home)
     if not args.skip_build:
         build(tree, env)
-    no_change(tree, env, args.runs)
-    db = next((args.home / "indexes").glob(f"{tree.name}-*.db"))
-    sizes(db)
-    cli_answers(tree, env, args.runs)
-    cli_with_watch(tree, {**env, "CODII_SQL_BACKGROUND": "0"}, args.runs)
-    in_process(tree)
+    if "no-change" in parts:
+        no_change(tree, env, args.runs)
+    if "sizes" in parts:
+        sizes(next((args.home / "indexes").glob(f"{tree.name}-*.db")))
+    if "cli" in parts:
+        cli_answers(tree, env, args.runs)
+    if "watch" in parts:
+        cli_with_watch(tree, {**env, "CODII_SQL_BACKGROUND": "0"}, args.runs)
+    if "in-process" in parts:
+        in_process(tree)
 
 
 if __name__ == "__main__":

@@ -49,6 +49,7 @@ class Attributes:
 
     def __init__(self, files: Sequence[tuple[str, bytes]] = ()) -> None:
         digest = hashlib.sha256()
+        self.files = list(files)  # kept with a scan's record (scan_stats.py)
         self.lines: list[_Line] = []
         for base, data in files:
             digest.update(f"{len(base)}:{base}{len(data)}:".encode() + data)

@@ -23,6 +23,9 @@ _BUILD_OUTPUT_DIRS = {
 #: virtualenv, a CMake build tree, and the Cache Directory Tagging convention (bford.info/cachedir;
 #: Cargo writes one in ``target/``, wherever ``CARGO_TARGET_DIR`` puts it).
 _OUTPUT_MARKERS = {"pyvenv.cfg": "default-excluded", "CMakeCache.txt": "build-output", "CACHEDIR.TAG": "build-output"}
+#: Names whose presence changes how their folder or its sibling folders are read (a ``Cargo.toml`` makes
+#: the ``target/`` beside it build output): a change to one is not a change of that file alone.
+FOLDER_MARKERS = frozenset().union(*_BUILD_OUTPUT_DIRS.values(), _OUTPUT_MARKERS)
 _LOCK_FILES = frozenset({
     "package-lock.json", "npm-shrinkwrap.json", "yarn.lock", "pnpm-lock.yaml", "bun.lockb",
     "poetry.lock", "Pipfile.lock", "uv.lock", "Cargo.lock", "Gemfile.lock", "composer.lock",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 
 from ..codebase import Codebase
 from ..errors import (BuildStopped, DamagedIndexError, EmbeddingFailedError, IndexBusyError, IndexMismatchError, Remedy,
@@ -19,17 +19,8 @@ from ..storage.lock import vector_lock, vectors_running, writer_lock
 from ..storage.store import Store
 from .chunking.version import CHUNKER_VERSION
 from .chunking.layout import ChunkSizes
-from .config import (
-    DEFAULT_MAX_FILE_BYTES,
-    CodebaseConfig,
-    HistoryBound,
-    bounded,
-    extension_filter,
-    history_wanted,
-    load_config,
-    scan_rules,
-    vectors_wanted,
-)
+from .config import (DEFAULT_MAX_FILE_BYTES, CodebaseConfig, HistoryBound, bounded, extension_filter, history_wanted,
+                     load_config, scan_rules, vectors_wanted)
 from . import scan_stats
 from .embedding import embed_queued
 from .history import update_history
@@ -70,6 +61,8 @@ class Indexer:
             builds keep it until told otherwise.
         with_history: update the history in this build (a search's own update leaves it alone:
             the ``history`` use case updates it before it searches).
+        changed: the relative paths of every entry changed since the last build, as a file watcher heard
+            them: the scan looks at those alone when it can (:func:`~.walk.rescan`); None: it walks.
 
     ``.codii.yaml``'s ``max_chunk_size``, ``min_chunk_size`` and ``embedding_batch_size`` are read
     at each build and recorded in the snapshot; a change of the chunk sizes re-chunks every file.
@@ -82,8 +75,10 @@ class Indexer:
                  cache: EmbeddingCache | None = None, ignore_patterns: Iterable[str] | None = None,
                  extensions: Iterable[str] | None = None, vectors: bool | None = None,
                  max_inline: int | None = None, prefer: Callable[[], Iterable[str]] | None = None,
-                 workers: int | None = None, history: HistoryBound | None = None, with_history: bool = True):
+                 workers: int | None = None, history: HistoryBound | None = None, with_history: bool = True,
+                 changed: Collection[str] | None = None):
         self.codebase = codebase
+        self.changed = changed
         self.history = history
         self.with_history = with_history
         self._unanswered: tuple[float, EmbeddingFailedError] | None = None  # (when, why) the server failed a probe
@@ -394,7 +389,8 @@ class Indexer:
             UsageError: ``.codii.yaml`` is malformed.
         """
         rules = scan_rules(self.codebase.root, *self._options(store))
-        return make_plan(store, self.codebase.root, rules, self.progress)
+        saved = scan_stats.saved_scan(store, rules) if self.changed is not None else None
+        return make_plan(store, self.codebase.root, rules, self.progress, saved=saved, changed=self.changed)
 
     def _options(self, store: Store) -> tuple[list[str], list[str] | None]:
         """This build's extra ignore patterns and extensions; None means: those of the last build."""

@@ -7,7 +7,7 @@ import hashlib
 import json
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -16,8 +16,7 @@ from . import merkle
 from .attributes import Attributes
 from .read import read_file
 from .reclassify import stale_roles
-from .scanned import ScanStats
-from .walk import SourceFile, scan
+from .walk import ScanResult, SourceFile, rescan, scan
 
 #: ``files.size`` of a file marked for re-chunking (``build --force``, a chunker change): it
 #: never equals a real size, so the file is read, and the plan re-indexes it even if unchanged.
@@ -43,7 +42,7 @@ class Plan:
     attributes: Attributes = field(default_factory=Attributes)
     reclassify: bool = False  # the stored roles came from other rules or attribute files
     hidden_by: list[dict] = field(default_factory=list)  # ScanResult.hiding_rules: why nothing is left
-    stats: ScanStats = field(default_factory=ScanStats)  # what else the scan read (scan_stats.py keeps it)
+    scanned: ScanResult = field(default_factory=lambda: ScanResult([]))  # the scan's answer (scan_stats.py keeps it)
     rules: dict = field(default_factory=dict)  # the scan rules it ran with
 
     @property
@@ -52,19 +51,23 @@ class Plan:
         return bool(self.added or self.modified or self.removed or self.reindexed or self.reclassify)
 
 
-def make_plan(store: Store, root: Path, rules: dict, progress: Callable[[str, int, int], None]) -> Plan:
+def make_plan(store: Store, root: Path, rules: dict, progress: Callable[[str, int, int], None], *,
+              saved: ScanResult | None = None, changed: Collection[str] | None = None) -> Plan:
     """Scan ``root`` with ``rules`` (:func:`~codii_sql.ingest.config.scan_rules`) and hash without writing:
     what a build would add, modify, remove and re-index.
 
     Reads only files whose size or mtime differ from their indexed row. Also the basis of
     ``status`` = stale. ``progress(phase, done, total)`` hears the ``scan`` and ``hash`` phases.
+    With ``saved`` (the last scan's answer, for the indexed state) and ``changed`` (every path changed
+    since), the scan looks at those paths alone when it can (:func:`~.walk.rescan`).
     """
     t = time.perf_counter()
-    result = scan(root, **rules, on_progress=lambda found: progress("scan", found, None))
+    result = rescan(root, saved, changed, **rules) if saved is not None and changed is not None else None
+    result = result or scan(root, **rules, on_progress=lambda found: progress("scan", found, None))
     progress("scan", len(result.files), len(result.files))
     plan = Plan(files={f.path: f for f in result.files}, skipped=Counter(result.skipped),
                 max_file_bytes=rules["max_file_bytes"], skipped_paths=list(result.skipped_paths),
-                attributes=result.attributes, hidden_by=result.hiding_rules(), stats=result.stats, rules=rules,
+                attributes=result.attributes, hidden_by=result.hiding_rules(), scanned=result, rules=rules,
                 reclassify=stale_roles(store.meta(), result.attributes))
     plan.seconds["scan"] = time.perf_counter() - t
     t = time.perf_counter()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -49,7 +49,8 @@ def build(codebase: Codebase, *, force: bool = False, wait: bool = True, progres
           embedder: Embedder | None = None, embedder_name: str | None = None, vectors: bool | None = None,
           max_inline: int | None = None, prefer: Callable[[], Iterable[str]] | None = None,
           cache_path: Path | None = None, workers: int | None = None,
-          history: str | int | bool | None = None, with_history: bool = True) -> BuildReport:
+          history: str | int | bool | None = None, with_history: bool = True,
+          changed: Collection[str] | None = None) -> BuildReport:
     """Build or update the index of ``codebase``: the lexical phase, then the vector phase (see
     :class:`Indexer` for ``vectors``, ``max_inline``, ``prefer`` and ``workers``, and :meth:`Indexer.build`
     for errors).
@@ -62,7 +63,8 @@ def build(codebase: Codebase, *, force: bool = False, wait: bool = True, progres
     ``cache_path`` is the embedding cache file (default ``$CODII_SQL_HOME/cache/embeddings.db``).
     ``history`` bounds the commits indexed: a count, a ``YYYY-MM-DD`` date, False for none (see
     :func:`~codii_sql.ingest.config.history_bound`); None: as the last build, else ``.codii.yaml``.
-    ``with_history`` false leaves the history as it is (a search's own update).
+    ``with_history`` false leaves the history as it is (a search's own update). ``changed``: the paths a
+    file watcher heard change since the last build (see :class:`Indexer`).
 
     Raises:
         UsageError: ``history`` is none of those.
@@ -99,7 +101,7 @@ def build(codebase: Codebase, *, force: bool = False, wait: bool = True, progres
             return Indexer(codebase, embedder, progress=progress, cache=cache,
                            ignore_patterns=ignore_patterns, extensions=extensions, vectors=vectors,
                            max_inline=max_inline, prefer=prefer, workers=workers, history=bound,
-                           with_history=with_history).build(force=force, wait=wait)
+                           with_history=with_history, changed=changed).build(force=force, wait=wait)
     finally:
         if cache is not None:
             cache.close()
@@ -294,11 +296,11 @@ def freshness_note(st: dict) -> Note | None:
 VECTOR_RETRY_SECONDS = 300.0
 
 
-def refresh(codebase: Codebase, *, progress: Progress | None = None,
-            embedder: Embedder | None = None, vectors: bool = True) -> tuple[BuildReport, list[str]]:
+def refresh(codebase: Codebase, *, progress: Progress | None = None, embedder: Embedder | None = None,
+            vectors: bool = True, changed: Collection[str] | None = None) -> tuple[BuildReport, list[str]]:
     """Update the index now, as a search does before it answers: the lexical phase, the vectors of
     a few edited chunks (:func:`inline_vectors`), and a background build for a longer queue (with
-    ``vectors`` false, the lexical phase alone).
+    ``vectors`` false, the lexical phase alone). ``changed``: as for :func:`build`.
 
     Returns:
         the build's report, and one-line warnings (see :func:`build`; a background build that
@@ -320,7 +322,7 @@ def refresh(codebase: Codebase, *, progress: Progress | None = None,
     report = build(codebase, wait=False, progress=progress, warn=warnings.append, embedder=embedder,
                    embedder_name=recorded,
                    max_inline=0 if not vectors else inline_vectors(codebase) if background else None,
-                   with_history=False)
+                   with_history=False, changed=changed)
     if background and report.vectors_pending and report.vectors_enabled and not vectors_running(codebase):
         try:
             start_daemon(codebase, [])

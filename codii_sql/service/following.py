@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections.abc import Collection
 
 from ..codebase import Codebase
 from ..errors import IndexBusyError
@@ -151,10 +152,11 @@ class Following:
     def _heard(self, update: Update) -> None:
         self.last[update.codebase] = update
 
-    def _update(self, cb: Codebase, progress: Progress) -> tuple[BuildReport | None, list[str]]:
+    def _update(self, cb: Codebase, progress: Progress,
+                changed: Collection[str] | None) -> tuple[BuildReport | None, list[str]]:
         if not cb.db_path.is_file():  # cleared meanwhile (by another process): building is index_codebase's call
             return None, []
         with self.jobs.guard(cb) as job:
             if job is not None and job.alive and job.phase != "vectors":
                 raise IndexBusyError(f"{cb.root} is being indexed by this server")
-        return update_if_stale(cb, progress)
+        return update_if_stale(cb, progress, changed)
