@@ -306,3 +306,33 @@ def test_the_names_pages_go_on_to_the_next_page(tmp_path):
     assert second.status_code == 200 and second.text.count('class="result"') == 50 and 'rel="next"' not in second.text
     assert ">250<" in second.text and "first page" in second.text
     assert client.get("/refs", params={"codebase": "many", "name": "target", "offset": "-1"}).status_code == 400
+
+
+def test_a_member_cleared_and_built_again_by_another_process_keeps_the_server_quick(team):
+    """A new user cleared a served member (`codii-sql clear`, which removes the watchers' notes) and built it
+    again: every request of the server, for every member, then waited 5 s for a note its watcher never wrote
+    again, until the server restarted, and status said nobody watched. The server now asks its watcher, and
+    the watcher writes its note again."""
+    http_root, _ = team
+    port = servers.free_port()
+    proc = servers.start(["--workspace", "team"], port)
+    try:
+        url = f"http://127.0.0.1:{port}"
+
+        def ask() -> float:
+            started = time.monotonic()
+            got = httpx.get(f"{url}/search", params={"q": "ReserveStock", "mode": "bm25", "limit": 1}, timeout=60)
+            assert got.status_code == 200, got.text
+            return time.monotonic() - started
+
+        ask()
+        assert run("clear", http_root, "--yes").exit_code == 0
+        assert run("build", http_root, "--no-vectors").exit_code == 0
+        assert [ask() for _ in range(3)][-1] < 2.5  # the wait was 5.0 s for each, forever
+        deadline = time.monotonic() + 10
+        while not service.status(service.open_codebase(str(http_root)))["watched_by"] and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert {w["by"] for w in service.status(service.open_codebase(str(http_root)))["watched_by"]} == {"http"}
+    finally:
+        code, err = servers.stop(proc)
+    assert code == 0 and "Traceback" not in err

@@ -11,7 +11,7 @@ from ..codebase import Codebase
 from ..errors import IndexBusyError
 from ..ingest.report import BuildReport, Progress
 from .jobs import Jobs
-from .watchers import kept_fresh, registered
+from .watchers import registered
 from .watching import Update, Watcher, update_if_stale
 
 #: ``0`` turns the servers' watching off (as ``serve --no-watch`` does).
@@ -84,7 +84,7 @@ class Following:
     def settle(self, *codebases: Codebase, events: bool = True) -> None:
         """Wait, at most :data:`SETTLE_SECONDS`, till this server's watchers of ``codebases`` have heard
         of every change made before now (each one's next wake, at most :data:`~.watching.WAKE_MS`:
-        :meth:`~.watching.Watcher.caught_up`) and committed them all (:func:`~.watchers.kept_fresh`),
+        :meth:`~.watching.Watcher.caught_up`) and committed them all (:meth:`~.watching.Watcher.committed`),
         all at once (a workspace's members one after the other took a wake each); at once for one not
         followed. A new user's agent wrote a file and grepped it in the same turn: 3 tries of 3 answered
         from before the write, for the event was still in watchfiles' 50 ms group. At once too for one
@@ -112,7 +112,7 @@ class Following:
         # A last update that failed (a damaged index, a full disk) commits nothing until someone acts:
         # waiting for it made each of a new user's tool calls on a damaged index take 5 s.
         failed = (last := self.last.get(cb)) is not None and last.error is not None
-        return failed or kept_fresh(cb) is not None
+        return failed or watcher.committed(cb)
 
     def unfollow(self, cb: Codebase, timeout: float = 5.0) -> None:
         """Stop keeping ``cb`` fresh (its index was cleared: a later change must not rebuild it)."""

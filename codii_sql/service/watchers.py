@@ -22,22 +22,23 @@ def _dir(codebase: Codebase) -> Path:
     return codebase.db_path.with_name(codebase.db_path.name + ".watch")
 
 
+#: This process's notes (path -> what it says): written again when a ``clear`` of the index removed them.
+_NOTES: dict[Path, dict] = {}
+
+
 @contextlib.contextmanager
 def registered(codebase: Codebase, by: str) -> Iterator[None]:
     """Say, for the ``with`` block, that this process watches ``codebase`` (``by``: ``"cli"``, ``"mcp"``
     or ``"http"``). Failing to write the note (a read-only index folder) only leaves status silent."""
     path = _dir(codebase) / f"{os.getpid()}.json"
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps({"pid": os.getpid(), "started_at": time.time(), "by": by}))
-    except OSError:
-        path = None
+    _NOTES[path] = {"pid": os.getpid(), "started_at": time.time(), "by": by}
+    _write(path)
     try:
         yield
     finally:
-        if path is not None:
-            with contextlib.suppress(OSError):
-                path.unlink()
+        _NOTES.pop(path, None)
+        with contextlib.suppress(OSError):
+            path.unlink()
 
 
 def mark(codebase: Codebase, fresh: bool) -> None:
@@ -45,13 +46,25 @@ def mark(codebase: Codebase, fresh: bool) -> None:
     was told of (``fresh``): a search may then skip its own walk of the tree (:func:`kept_fresh`).
     A process that did not register (a watcher used alone) or cannot write says nothing."""
     path = _dir(codebase) / f"{os.getpid()}.json"
-    try:
-        info = json.loads(path.read_text()) | {"fresh": fresh, "at": time.time()}
+    if path in _NOTES:
+        _NOTES[path] |= {"fresh": fresh, "at": time.time()}
+        _write(path)
+
+
+def renote(codebase: Codebase) -> None:
+    """Write this process's note of ``codebase`` again if it is gone: a ``clear`` of the index removes the
+    notes, and its watcher, still running, went unseen (status said nobody watched) until it stopped."""
+    path = _dir(codebase) / f"{os.getpid()}.json"
+    if path in _NOTES and not path.exists():
+        _write(path)
+
+
+def _write(path: Path) -> None:
+    with contextlib.suppress(OSError):
+        path.parent.mkdir(parents=True, exist_ok=True)
         part = path.with_suffix(".part")  # not *.json: a reader never sees half a note
-        part.write_text(json.dumps(info))
+        part.write_text(json.dumps(_NOTES[path]))
         os.replace(part, path)
-    except (OSError, ValueError, TypeError):
-        pass
 
 
 def kept_fresh(codebase: Codebase) -> dict | None:

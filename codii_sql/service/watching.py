@@ -25,7 +25,7 @@ from ..ingest import scan_stats
 from ..ingest.walk import RESCAN_MAX, scan
 from .builds import refresh
 from .status import scan_rules
-from .watchers import mark
+from .watchers import mark, renote
 
 #: watchfiles' grouping: events keep joining a group until none came for STEP_MS (an editor save
 #: is seen ~50 ms after it) or the group is DEBOUNCE_MS old (a burst becomes a few builds, not one
@@ -90,6 +90,11 @@ class Follow:
         self.gone = False
         self.walk_due = False  # a directory appeared: walk again even when the index stays as it is
         self.heard: set[str] | None = None
+        self.fresh = False  # every change heard of is committed (what mark() tells other processes)
+
+    def mark(self, fresh: bool) -> None:
+        self.fresh = fresh
+        mark(self.codebase, fresh)
 
     def hear(self, path: str) -> None:
         """Note that ``path`` (absolute, under the root) changed; past :data:`~.walk.RESCAN_MAX` paths the next
@@ -148,6 +153,11 @@ class Watcher:
         self.due: set[int] = set(range(len(self.follows)))  # indexes into follows; all at the start
         self.woke_at = 0.0  # time.monotonic() of the last wake whose events are marked
 
+    def committed(self, codebase: Codebase) -> bool:
+        """Whether this watcher has committed every change of ``codebase`` it has heard of (in memory: a
+        ``clear`` by another process removed the note on disk, and a server waited 5 s on each call)."""
+        return any(f.fresh for f in self.follows if f.codebase == codebase)
+
     def caught_up(self, asked: float) -> bool:
         """Whether every event of a change made before ``asked`` (``time.monotonic()`` seconds) has
         reached this watcher and been marked (:func:`~.watchers.mark`, so :func:`~.watchers.kept_fresh`
@@ -203,15 +213,17 @@ class Watcher:
                 owner = self._owner(path)
                 if owner is not None:
                     if owner not in self.due:  # a search must walk the tree itself until this is committed
-                        mark(self.follows[owner].codebase, False)
+                        self.follows[owner].mark(False)
                     self.due.add(owner)
                     self.follows[owner].hear(path)
                     # An empty new folder changes no index, but what is created in it later must count.
                     self.follows[owner].walk_due |= os.path.isdir(path)
             if first:  # what changed while the watches were set up is found by the check below, not by an
                 for f in self.follows:  # event: a tool must wait for that check too (a new user's agent, its
-                    mark(f.codebase, False)  # first call then a write: find_symbol missed it 5 of 26 times)
+                    f.mark(False)  # first call then a write: find_symbol missed it 5 of 26 times)
                     f.heard = None  # ... which walks
+            for f in self.follows:
+                renote(f.codebase)
             self.woke_at = time.monotonic()  # after the marks: a tool waiting on it then sees them
             if first:
                 self.due, first = set(range(len(self.follows))), False
@@ -242,7 +254,7 @@ class Watcher:
         started = time.perf_counter()
         if not follow.codebase.root.is_dir():
             follow.gone = True
-            mark(follow.codebase, False)
+            follow.mark(False)
             self.on_update(Update(follow.codebase, None, 0.0, error=f"{follow.root} is gone: no longer watched "
                                   "(its index is kept; `codii-sql clear` deletes it)"))
             if all(f.gone for f in self.follows):
@@ -260,10 +272,10 @@ class Watcher:
             return True
         except (CodiiError, OSError) as err:  # reported; the next change tries again, with a walk
             follow.heard = None
-            mark(follow.codebase, False)
+            follow.mark(False)
             self.on_update(Update(follow.codebase, None, time.perf_counter() - started, error=str(err)))
             return True
-        mark(follow.codebase, True)
+        follow.mark(True)
         if report is not None or follow.walk_due:
             follow.rescan()
         changed = report is not None and (report.added or report.modified or report.removed or report.reindexed)
