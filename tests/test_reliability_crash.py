@@ -309,3 +309,25 @@ def test_a_search_after_a_killed_build_says_it_finishes_that_build_first(tmp_pat
     assert out.returncode == 0 and found["results"][0]["path"] == "pkg19/m1999.py", out.stdout[-300:]
     assert "the last build of this codebase had not finished (it stopped after " in found["note"], found["note"]
     assert " of 2,000 files): this search finished it" in found["note"] and "update" in found["notes"]
+
+
+def test_ctrl_c_in_the_chunk_phase_is_one_line_and_leaves_the_index_usable(tmp_path, codii_home):
+    """A terminal's Ctrl-C reaches the build's whole process group: each chunking worker printed its own
+    KeyboardInterrupt traceback (~38 lines, a new user) above the build's one-line note."""
+    import os
+    import signal
+
+    repo = write_tree(tmp_path / "many", {f"pkg{i % 9}/m{i}.py": "".join(
+        f"def f{i}_{j}(x):\n    return x + {j}\n\n\n" for j in range(40)) for i in range(600)})
+    proc = subprocess.Popen([sys.executable, "-m", "codii_sql.cli", "build", str(repo), "--no-vectors", "--json"],
+                            cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    for line in proc.stdout:
+        if '"chunk"' in line and '"done": 0' not in line:
+            break
+    os.killpg(proc.pid, signal.SIGINT)  # as a terminal sends it: to every process of the group
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode != 0 and "Traceback" not in err and "KeyboardInterrupt" not in err, err
+    assert "Interrupted" in err, err
+    assert json.loads(run("doctor", repo, "--check-only", "--json").output)["consistent"]
+    assert last_json(run("build", repo, "--no-vectors", "--json").output)["files"] == 600
