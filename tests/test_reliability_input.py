@@ -272,3 +272,20 @@ def test_any_query_gives_valid_json_or_a_one_line_error(indexed_repo, query):
         assert out["query"] == query and isinstance(out["results"], list)
     else:
         assert res.exit_code == 2 and res.output.startswith("Error: ") and "Traceback" not in res.output
+
+
+def test_a_query_with_a_byte_that_is_not_utf8_is_one_line_in_a_real_process(tmp_path, codii_home):
+    """A new user's shell passed `caf\\xe9` (Latin-1): search crashed in the model's tokenizer with a
+    TypeError traceback, where grep, symbol and refs each said one line."""
+    import subprocess
+    import sys
+
+    repo = write_tree(tmp_path / "r", {"a.py": "def cafe():\n    return 1\n"})
+    assert CliRunner().invoke(cli, ["build", str(repo)]).exit_code == 0
+    for arg, shown in ((b"caf\xe9", "caf\\xe9"), (b"\xed\xa0\x80abc", "\\xed\\xa0\\x80abc")):
+        for extra in ([], ["--json"]):
+            done = subprocess.run([sys.executable.encode(), b"-m", b"codii_sql.cli", b"search", arg, b"--path",
+                                   str(repo).encode(), *(e.encode() for e in extra)], capture_output=True,
+                                  env={**os.environ, "CODII_SQL_HOME": str(codii_home)})
+            out = (done.stdout + done.stderr).decode("utf-8", "replace")
+            assert done.returncode == 2 and "Traceback" not in out and f"'{shown}' holds a byte that is not UTF-8" in out
