@@ -292,6 +292,29 @@ def test_ignore_and_rgignore_files_leave_out_what_ripgrep_leaves_out(tmp_path, g
 
 
 @pytest.mark.skipif(shutil.which("rg") is None, reason="needs ripgrep")
+def test_outside_a_work_tree_a_gitignore_rules_nothing_as_for_rg(tmp_path, git_home):
+    """A new user's ujson sdist (no .git) holds a .gitignore that ignores lib/, its whole C core: the index left it
+    out where rg, which reads a .gitignore only inside a Git repository, found the function grep said was not
+    there (the Debian kernel tarball's root .gitignore hid every file the same way). A repository inside a folder
+    of several, none of them in one, keeps its own .gitignore."""
+    root = tmp_path / "sdist"
+    for rel in ("lib/encoder.c", "lib/decoder.h", "python/ujson.c", "build.log", "sub/.ignore-me.txt", "repo/a.py",
+                "repo/gen/out.py", "repo/x.log", "other/x.log"):
+        write(root, rel)
+    write(root, ".gitignore", "lib/\n*.log\n")
+    write(root, "repo/.gitignore", "gen/\n*.log\n")
+    git(root / "repo", "init", "-q")
+    rg = subprocess.run(["rg", "--files", "--no-config"], cwd=root, capture_output=True, text=True).stdout.split()
+    ours = {f.path for f in scan(root).files if not any(p.startswith(".") for p in f.path.split("/"))}
+    assert ours == set(rg), (sorted(ours), sorted(rg))
+    assert {"lib/encoder.c", "build.log", "other/x.log", "repo/a.py"} <= ours
+    assert not {"repo/gen/out.py", "repo/x.log"} & ours
+    git(root, "init", "-q")  # the same folder as a work tree: Git's rules hold
+    assert {f.path for f in scan(root).files} >= {"python/ujson.c"} and "lib/encoder.c" not in \
+        {f.path for f in scan(root).files}
+
+
+@pytest.mark.skipif(shutil.which("rg") is None, reason="needs ripgrep")
 @pytest.mark.parametrize("files", [
     {"sub/keep.py": "x\n", "sub/drop.py": "x\n", "sub/.gitignore": "*.py\n", ".ignore": "!sub/keep.py\n"},
     {"sub/b.txt": "x\n", "sub/c.md": "x\n", ".rgignore": "*.txt\n", "sub/.ignore": "!b.txt\n*.md\n"},

@@ -204,7 +204,7 @@ def test_every_escape_is_refused(codii_home, tmp_path, sample_repo):
     outside = write_tree(tmp_path / "outside", {"secret.py": "TOPSECRET = 'do not read'\n"})
     os.symlink(outside / "secret.py", sample_repo / "app" / "leak.py")
     os.symlink(outside, sample_repo / "outdir")
-    write_tree(sample_repo, {".gitignore": "*.env\n", "creds.env": "TOPSECRET=1\n"})
+    write_tree(sample_repo, {".ignore": "*.env\n", "creds.env": "TOPSECRET=1\n"})
     os.mkfifo(sample_repo / "app" / "pipe.py")
     write_tree(sample_repo, {"app/blob.py": b"x = 1\n\0\0\0TOPSECRET\xff\n"})  # skipped as binary
     root = str(sample_repo)

@@ -26,7 +26,7 @@ def tree(tmp_path):
         "src/a.py": "def a():\n    return 1\n",
         "src/b.py": "def b():\n    return 2\n",
         "notes.env": "TOKEN=1\n",
-        ".gitignore": "*.env\n",
+        ".ignore": "*.env\n",  # a .gitignore outside a work tree rules nothing, as for rg
     })
     os.symlink(outside / "secret.txt", root / "leak.txt")
     os.symlink(outside, root / "outdir")
@@ -75,7 +75,7 @@ def test_file_set_refuses_ignored_files(tree):
     with pytest.raises(PathRefusedError, match="ignore rules"):
         only_b.check("src/a.py")
     with pytest.raises(PathRefusedError, match="extension filter"):
-        only_b.check(".gitignore")
+        only_b.check(".ignore")
     with pytest.raises(PathRefusedError, match=r"larger than the codebase's size limit \(4 bytes\)"):
         FileSet(tree, {"ignore_patterns": [], "extensions": None, "max_file_bytes": 4}).check("src/b.py")
     (tree / ".env").write_text("API_KEY=1\n")  # a fresh user was told of .gitignore and size limits

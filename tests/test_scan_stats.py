@@ -21,7 +21,7 @@ TREE = {
     "a.py": "def alpha():\n    return 1\n",
     "sub/b.py": "def beta():\n    return 2\n",
     "sub/deep/c.py": "def gamma():\n    return 3\n",
-    "sub/.gitignore": "*.tmp\n",  # not indexed (the extensions), so only its record as a rule file tells of an edit
+    "sub/.ignore": "*.tmp\n",  # not indexed (the extensions), so only its record as a rule file tells of an edit
     ".codii.yaml": "max_file_bytes: 4000\nextensions: ['.py', '.txt']\n",
     "big.txt": "big_marker\n" + "x" * 5000 + "\n",
 }
@@ -89,8 +89,8 @@ def test_an_unchanged_tree_is_not_walked_and_each_kind_of_change_is_seen(tmp_pat
     changed(removed, lambda: "sub/deep/c.py" not in paths(cb))
 
     def ignore_rule():
-        """a nested .gitignore edited in place to ignore an indexed file (no folder changes its listing)"""
-        with open(root / "sub" / ".gitignore", "r+") as fh:
+        """a nested .ignore edited in place to ignore an indexed file (no folder changes its listing)"""
+        with open(root / "sub" / ".ignore", "r+") as fh:
             fh.seek(0, os.SEEK_END)
             fh.write("b.py\n")
     changed(ignore_rule, lambda: "sub/b.py" not in paths(cb))
@@ -117,7 +117,7 @@ def test_an_unchanged_tree_is_not_walked_and_each_kind_of_change_is_seen(tmp_pat
 def test_a_change_during_the_racy_window_is_walked_and_a_git_change_is_seen(tmp_path, codii_home, short_racy_window):
     """A file written within a second of the scan proves nothing by its stat; `git add -f` of an
     ignored file changes no file the walk lists, only Git's index (its folder is recorded)."""
-    root = write_tree(tmp_path / "repo", {"a.py": "x = 1\n", ".gitignore": "*.gen.py\n", "keep.gen.py": "y = 2\n"})
+    root = write_tree(tmp_path / "repo", {"a.py": "x = 1\n", ".ignore": "*.gen.py\n", "keep.gen.py": "y = 2\n"})
     git = ["git", "-c", "user.email=t@example.com", "-c", "user.name=t"]
     subprocess.run([*git, "init", "-q"], cwd=root, check=True)
     subprocess.run([*git, "add", "-A"], cwd=root, check=True)

@@ -31,7 +31,7 @@ def test_skipped_files_are_listed_with_their_reason(tmp_path):
         "bundle.js": "/*! v1 */\n" + "var a=1;" * 5000 + "\n",
         "big.txt": "x" * (1 << 20) + "x",
         "node_modules/left-pad/index.js": "module.exports = 1;\n",
-        ".gitignore": "*.log\n",
+        ".ignore": "*.log\n",  # a .gitignore outside a work tree rules nothing, as for rg
         "debug.log": "noise\n",
         **{f"zz/c{i:03d}.pem": "-----BEGIN CERTIFICATE-----\n" for i in range(SKIPPED_LISTED)},
     })

@@ -130,7 +130,7 @@ def test_watch_follows_saves_renames_deletes_bursts_and_ignores_ignored_trees(co
         assert w.quiet_for(4.0) == []
         assert db.stat().st_mtime_ns == before  # no write at all
 
-        (repo / ".gitignore").write_text("burst/\n")  # rules change: re-read, the ignored files leave
+        (repo / ".ignore").write_text("burst/\n")  # rules change: re-read, the ignored files leave
         assert summed(w.updates_until(lambda got: summed(got, "removed") >= 40), "removed") == 40
     finally:
         code, err = w.stop()
@@ -140,13 +140,13 @@ def test_watch_follows_saves_renames_deletes_bursts_and_ignores_ignored_trees(co
 
 
 def test_follow_wants_walked_directories_and_indexed_files_only(codii_home, tmp_path):
-    repo = write_tree(tmp_path / "r", {**SAMPLE, ".gitignore": "dist/\n", "dist/out.js": "x()\n",
+    repo = write_tree(tmp_path / "r", {**SAMPLE, ".ignore": "dist/\n", "dist/out.js": "x()\n",
                                        "node_modules/p/i.js": "y()\n"})
     follow = Follow(service.open_codebase(repo))
     follow.rescan()
     root = str(repo.resolve())
     assert follow.wants(f"{root}/app/http.py") and follow.wants(f"{root}/app/new.py") and follow.wants(f"{root}/x.py")
-    assert follow.wants(f"{root}/.gitignore") and follow.wants(f"{root}/newdir")
+    assert follow.wants(f"{root}/.ignore") and follow.wants(f"{root}/newdir")
     assert not follow.wants(f"{root}/dist/out.js") and not follow.wants(f"{root}/node_modules/p/i.js")
     assert not follow.wants(f"{root}/.git/HEAD") and not follow.wants(f"{tmp_path}/elsewhere.py")
     assert follow.wants(f"{root}/.git/index") and follow.wants(f"{root}/.git/info/exclude")

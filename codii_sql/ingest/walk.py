@@ -23,8 +23,10 @@ that inside a Git work tree the files walked are those ``git ls-files --cached -
 Within one file the last matching pattern wins. An ignored directory is not descended into,
 so as in Git a negation cannot re-include a file under it. Files Git tracks are listed whatever
 Git's own rules (1 and the ``.gitignore`` files) say, as ``git ls-files --cached`` lists them; a
-``.ignore``, ``.rgignore``, ``.codiiignore`` or ``ignore_patterns`` still excludes them. Outside a work tree, ``core.excludesFile``
-and ``info/exclude`` are not read. One deliberate difference from Git: the root itself is never
+``.ignore``, ``.rgignore``, ``.codiiignore`` or ``ignore_patterns`` still excludes them. Outside a work tree, ``core.excludesFile``,
+``info/exclude`` and ``.gitignore`` files are not read, as rg reads none there (a tarball's or an sdist's holds
+the files its repository tracks, which its ``.gitignore`` may match); a repository in a folder of several, itself
+in none, reads its own. One deliberate difference from Git: the root itself is never
 ignored (a pattern of a parent folder matching it, ``build/``, does not empty the index of
 ``build/docs``). Any other
 ``.*ignore`` file (``.dockerignore``, ``.npmignore``...) has no effect.

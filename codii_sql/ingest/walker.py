@@ -38,6 +38,7 @@ class _Dir:
     parent: _Dir | None
     rescued: bool = False  # re-included by a .codiiignore or config negation
     git_ignored: bool = False  # ignored by Git's rules, entered only for the files Git tracks in it
+    in_git: bool = False  # inside a Git work tree: only then are .gitignore files read
 
     def chain_reals(self) -> Iterator[str]:
         d: _Dir | None = self
@@ -85,7 +86,7 @@ class Walker:
 
     def run(self, on_progress: Callable[[int], None] | None = None) -> ScanResult:
         levels = outer_levels(self.tree, self.stats.depend) if self.tree else ()
-        stack = [_Dir(self.root, "", self.root_real, levels, None)]
+        stack = [_Dir(self.root, "", self.root_real, levels, None, in_git=self.tree is not None)]
         reported = 0
         while stack:
             stack.extend(self._visit(stack.pop()))
@@ -111,7 +112,8 @@ class Walker:
         skip reason of it or of a folder above it, or ``"missing"``. The same rules, applied along that
         path only (one directory listing per folder on it, not the whole tree)."""
         parts = rel.split("/")
-        d = _Dir(self.root, "", self.root_real, outer_levels(self.tree) if self.tree else (), None)
+        d = _Dir(self.root, "", self.root_real, outer_levels(self.tree) if self.tree else (), None,
+                 in_git=self.tree is not None)
         for depth, name in enumerate(parts):
             found = self._visit(d, only=name)
             if depth < len(parts) - 1 and found:
@@ -142,6 +144,7 @@ class Walker:
         if d.parent is not None and self.tree and not d.rescued and is_repository(names.get(".git")):
             self._skip("nested-repository", d.rel)
             return []
+        d.in_git = d.in_git or is_repository(names.get(".git"))  # a repository in a folder of several
         d.levels = self._with_ignore_files(d, names)
         self._read_attributes(d, names.get(ATTRIBUTES_FILE))
         self.dirs.add(d.rel)
@@ -158,7 +161,10 @@ class Walker:
         left out for rg, not for us: a new user)."""
         levels = list(d.levels)
         for rank, name in enumerate(IGNORE_FILE_NAMES):
-            entry = names.get(name)
+            # Outside a work tree a .gitignore rules nothing, for Git as for rg: a tarball's or sdist's
+            # (ujson's ignores lib/, its whole C core; the Debian kernel's root one ends with /*) left
+            # out the files its repository tracks.
+            entry = names.get(name) if d.in_git or name != ".gitignore" else None
             # Git (>= 2.32) does not follow a symlinked .gitignore in the working tree.
             if entry is not None and entry.is_file(follow_symlinks=False):
                 self.stats.depend(entry.path)
@@ -234,7 +240,7 @@ class Walker:
                 reason = "symlink-loop" if real in d.chain_reals() else "symlink-folder"
             self._skip(reason, rel + "/")
             return None
-        return _Dir(entry.path, rel + "/", os.path.join(d.real, entry.name), d.levels, d, rescued)
+        return _Dir(entry.path, rel + "/", os.path.join(d.real, entry.name), d.levels, d, rescued, in_git=d.in_git)
 
     def _add_file(self, entry: os.DirEntry, rel: str, rescued: bool) -> None:
         name = entry.name
