@@ -213,6 +213,21 @@ def test_no_good_match_flags_unrelated_queries_and_never_named_or_matching_ones(
     assert hits.no_good_match and hits.best_cosine is None
 
 
+def test_a_name_only_code_writes_that_the_codebase_does_not_hold_is_no_good_match(searcher):
+    """A new user's made-up identifiers (`getUserAvatarUrl` on gin, `Buffer_Realloc` where the file was left
+    out) came back with unrelated code and no_good_match false in 15 of 25 tries, through their words'
+    sub-tokens and a cosine over the bar: an agent could not tell "not here" from "here it is". A name held
+    whole, or in another case convention (its sub-tokens in order), is still a match."""
+    for query in ("getUserAvatarUrl", "Buffer_Realloc", "Session.frobnicate", "parse_header_links", "x.py:10"):
+        for mode in ("hybrid", "bm25"):
+            hits = searcher.find(query, SearchOptions(limit=3, mode=mode))
+            assert hits.no_good_match and (hits.results or mode == "bm25"), (query, mode, hits.best_cosine)
+    for query in ("getUserName", "get_user_name", "GetUserName", "parse_header", "ParseHeader", "Session.send",
+                  "resolve_redirects", "retry_with_backoff"):
+        hits = searcher.find(query, SearchOptions(limit=3))
+        assert not hits.no_good_match, (query, hits.best_cosine)
+
+
 def test_empty_query_is_a_usage_error(searcher):
     with pytest.raises(UsageError, match="empty"):
         searcher.search("   ")

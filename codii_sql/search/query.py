@@ -206,6 +206,21 @@ def query_shape(query: str) -> str:
     return "natural"
 
 
+def coined_match(text: str) -> str | None:
+    """An FTS5 expression finding the chunks that hold a name of ``text`` only code writes (snake_case,
+    camelCase, dotted, ``::``: ``getUserAvatarUrl``, ``Session.send``; not plain words, which prose holds
+    too): whole, spelt in another case convention (its sub-tokens in order: ``ParseHeaderLinks`` is held by
+    ``parse_header_links``), or, dotted, each of its parts (a small class's one chunk holds ``Session`` and
+    its ``send``); None when ``text`` names none."""
+    phrases = []
+    for name in (n.rstrip("!?") for n in _IDENTIFIER.findall(text) if _CODE_SHAPE.search(n)):
+        parts = [p for p in re.split(r"\.|::|#", name) if p]
+        phrases.append("{content symbol path} : (" + " AND ".join(f'"{p}"' for p in parts) + ")")
+        if len(parts) == 1 and len(words := split_identifier(name)) > 1:
+            phrases.append('subtokens : "' + " ".join(words) + '"')
+    return " OR ".join(phrases) or None
+
+
 def fts_query(terms: list[str]) -> str | None:
     """An FTS5 MATCH expression: every term quoted (raw user text is not valid FTS5 syntax), OR-ed.
 

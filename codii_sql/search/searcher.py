@@ -16,7 +16,7 @@ from ..storage import ann
 from ..storage.store import Store
 from . import pruning
 from .evidence import implementation_first
-from .query import Analysis, Named, analyze, symbol_match
+from .query import Analysis, Named, analyze, coined_match, symbol_match
 from .fusion import KNN_BY_BEST_SHAPES, LONG_QUERY_ROLE_WEIGHTS, ROLE_WEIGHTS, Bm25Weight, by_file
 from .locations import places, resolve
 from .results import Result, SearchOptions, place_pieces, sqlite_glob
@@ -212,7 +212,7 @@ class Searcher:
         phrases = a.phrases if fq else ()
         rows = self._run(fq, qvec, opts, weight, named, prior, tiered=tiered, phrases=phrases)
         best = rows[0]["knn_best"] if rows and qvec is not None else None
-        nothing_close = self._nothing_close(rows, a.terms, shape, best)
+        nothing_close = self._nothing_close(rows, a, best)
         wanted = _rows_wanted(opts)
         while opts.group_by_file and len(rows) >= wanted and len({r["path"] for r in rows}) < opts.limit \
                 and wanted < MAX_GROUPED_ROWS:
@@ -245,21 +245,20 @@ class Searcher:
         """:meth:`find`'s results alone."""
         return self.find(query, opts, query_vector).results
 
-    def _nothing_close(self, rows: list[dict], terms: list[str], shape: str, best: float | None) -> bool:
-        """Whether nothing in the index matches the query well (:attr:`Hits.no_good_match`): no
-        chunk at all; else no named symbol or file, no chunk within :data:`NO_MATCH_COSINE` of the
-        query (``best``), and no chunk holding every one of its ``terms``. Never while chunks still
-        wait for vectors (their cosines are unknown), nor for BM25 alone with a long query (no
-        cosine, and AND-ing an issue's words matches nothing)."""
-        if not rows:
+    def _nothing_close(self, rows: list[dict], a: Analysis, best: float | None) -> bool:
+        """Whether nothing matches the query ``a`` well (:attr:`Hits.no_good_match`): no chunk, or no named symbol
+        or file and no name only code writes held (:func:`coined_match`; a made-up
+        ``getUserAvatarUrl`` had ``Context.Param`` as a good match, 15 of 25 new-user tries); else none within
+        :data:`NO_MATCH_COSINE` (``best``) and no chunk holding every term. Never while chunks wait for vectors
+        (cosines unknown), nor for BM25 alone with a long query (AND-ing an issue's words matches nothing)."""
+        if not rows or (coined := coined_match(a.text)) and a.shape != "long" and not any(r["tier"] for r in rows) \
+                and not self.store.value("fts_any", {"fts_all": coined}):
             return True
         if any(r["tier"] for r in rows) or self.store.value("vectors_pending"):
             return False
-        if best is None and shape == "long":
+        if best is None and a.shape == "long":
             return False
-        if best is not None and best >= NO_MATCH_COSINE:
-            return False
-        return not self._holds_every_term(terms)
+        return (best is None or best < NO_MATCH_COSINE) and not self._holds_every_term(a.terms)
 
     def _holds_every_term(self, terms: list[str]) -> bool:
         """Whether some chunk holds every one of the query's BM25 ``terms`` (False for none)."""
