@@ -326,7 +326,11 @@ def test_a_member_cleared_and_built_again_by_another_process_keeps_the_server_qu
             return time.monotonic() - started
 
         ask()
-        assert run("clear", http_root, "--yes").exit_code == 0
+        page = httpx.get(f"{url}/", params={"q": "ReserveStock", "mode": "bogus"}, timeout=60)
+        assert page.status_code == 400 and "hybrid, bm25, vector, grep" in page.text  # the page offers grep too
+        cleared = run("clear", http_root, "--yes")
+        assert cleared.exit_code == 0
+        assert f"is followed by pid {proc.pid} (an HTTP server): it builds no index by itself" in cleared.output
         assert run("build", http_root, "--no-vectors").exit_code == 0
         assert [ask() for _ in range(3)][-1] < 2.5  # the wait was 5.0 s for each, forever
         deadline = time.monotonic() + 10

@@ -29,6 +29,8 @@ def test_build_json_streams_one_progress_line_per_event_and_the_report_last(tmp_
     last_chunk = [e for e in events if e["phase"] == "chunk"][-1]
     assert last_chunk["done"] == last_chunk["total"] == 40 and last_chunk["unit"] == "files"
     assert last_chunk["eta_seconds"] in (0, None)
+    hashed = [e for e in events if e["phase"] == "hash"]  # its first event and its last (a new user saw no last)
+    assert hashed[0]["done"] == 0 and hashed[-1]["done"] == hashed[-1]["total"] == 40
 
 
 def test_json_lines_give_the_rate_and_eta_and_are_throttled():

@@ -98,7 +98,9 @@ class Pages:
         context = {"form": {k: v[-1] for k, v in params.items()}, "answer": None, "groups": [], "error": None}
         if params.get("q") and context["form"].get("mode") == "grep":
             return self.grep(request, params, context)
-        if params.get("q"):
+        if context["form"].get("mode", "hybrid") not in service.MODES:  # the page offers grep too (a new user)
+            context["error"] = f"mode {context['form']['mode']!r} is not one of {', '.join((*service.MODES, 'grep'))}"
+        elif params.get("q"):
             started = time.perf_counter()
             try:
                 answer = self.handler.search(self.handler.request_of(params))

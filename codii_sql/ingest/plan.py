@@ -148,6 +148,8 @@ def _hashes(root: Path, files: list[SourceFile], stored: dict, plan: Plan,
                 plan.touched.append(f)
             if i % 256 == 0:
                 progress("hash", i, len(need))
+    if need:  # the phase's last event, as README promises for each (a new user's --json stream had none)
+        progress("hash", len(need), len(need))
     return hashes
 
 

@@ -63,14 +63,22 @@ def clear(codebase: Codebase) -> bool:
     return _remove_index_files(codebase)
 
 
+#: How a cleared index's note names each kind of watcher (service/watchers.py's ``by``).
+_WATCHED_BY = {"cli": "codii-sql watch", "mcp": "an MCP server", "http": "an HTTP server"}
+
+
 def followed_note(codebase: Codebase) -> str | None:
-    """What a cleared index's live watchers will do (``codii-sql watch``, an MCP server): build it again
-    at the next file change. None when nothing watches it."""
+    """What a cleared index's live watchers will do: ``codii-sql watch`` builds it again at the next file
+    change; a server (MCP, HTTP) builds nothing by itself (its ``index_codebase`` or a ``build`` does), and
+    follows the new index (a new user was told an HTTP server was an MCP server that would rebuild it). None
+    when nothing watches it."""
     found = watchers(codebase)
     if not found:
         return None
-    who = ", ".join(f"pid {w['pid']} ({'codii-sql watch' if w.get('by') == 'cli' else 'an MCP server'})" for w in found)
-    return f"{codebase.root} is watched by {who}: it builds the index again at the next file change; stop it to keep it gone"
+    who = ", ".join(f"pid {w['pid']} ({_WATCHED_BY.get(w.get('by'), 'a server')})" for w in found)
+    if any(w.get("by") == "cli" for w in found):
+        return f"{codebase.root} is watched by {who}: it builds the index again at the next file change; stop it to keep it gone"
+    return f"{codebase.root} is followed by {who}: it builds no index by itself, and serves the next one built"
 
 
 def _check_in_home(db_path: Path) -> None:
