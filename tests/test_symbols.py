@@ -645,3 +645,23 @@ def test_rust_items_inside_a_macro_s_braces_are_definitions_at_their_lines(tmp_p
     hit = service.search(service.SearchRequest("spawn_blocking", service.SearchOptions(mode="bm25", limit=1),
                                                [str(repo)], update=False)).results[0]
     assert (hit.start_line, hit.end_line, hit.symbol) == (6, 12, "spawn_blocking")  # a chunk of its own
+
+
+def test_a_php_name_with_its_namespace_finds_the_class_and_its_method(tmp_path, codii_home):
+    """A new user's `symbol 'Monolog\\Handler\\StreamHandler'` found nothing, and `...::write` listed all 38
+    `write` methods with StreamHandler's 14th: a PHP namespace qualifies a name as `.` does."""
+    from support.trees import write_tree
+
+    php = "<?php\nnamespace Monolog\\Handler;\n\nclass {cls}\n{{\n    public function write(array $r): void\n" \
+          "    {{\n        echo $r;\n    }}\n}}\n"
+    repo = write_tree(tmp_path / "php", {f"src/Handler/{c}.php": php.format(cls=c)
+                                         for c in ("AHandler", "BHandler", "StreamHandler", "ZHandler")})
+    cb = service.open_codebase(repo)
+    service.build(cb, vectors=False)
+    for name in ("Monolog\\Handler\\StreamHandler", "\\Monolog\\Handler\\StreamHandler"):
+        out = service.find_symbol(cb, name)
+        assert [(d["symbol"], d["path"]) for d in out["definitions"]] == [("StreamHandler",
+                                                                          "src/Handler/StreamHandler.php")], out
+        assert f"no definition is qualified as '{name}'" in out["note"]
+    method = service.find_symbol(cb, "Monolog\\Handler\\StreamHandler::write")["definitions"]
+    assert [d["symbol"] for d in method] == ["StreamHandler.write"]

@@ -43,8 +43,8 @@ def find_symbol(codebase: Codebase, name: str, *, kind: str | None = None, prefi
     ``next_offset``, and its note says so.
 
     ``name`` is a symbol (``parse_header``), a qualified one (``Session.send``, ``pkg.mod.func``,
-    ``Type::method``) or, with ``prefix``, its start. Generic parameters (``Parser<'a>``) and the
-    separators ``::``/``#``/``.`` are normalised on both sides, so ``Parser.parse`` finds Rust's
+    ``Type::method``, PHP's ``Ns\\Type::method``) or, with ``prefix``, its start. Generic parameters
+    (``Parser<'a>``) and the separators ``::``/``#``/``.`` are normalised on both sides, so ``Parser.parse`` finds Rust's
     ``Parser<'a>.parse``. ``match`` is ``exact``, ``qualified`` (a symbol ending in ``.name``),
     ``prefix``, or ``name`` when no definition is qualified as asked (``requests.get``: the name as it is
     imported) and those named by its last part are listed instead, the note says so; exact first, then source before docs before tests, a definition with its body before
@@ -59,7 +59,8 @@ def find_symbol(codebase: Codebase, name: str, *, kind: str | None = None, prefi
         UsageError: an empty name, a limit out of range, a negative offset, a max_tokens below 1.
         NotIndexedError: no index.
     """
-    wanted = normal_name(name or "")
+    # PHP's namespaces (`Monolog\Handler\StreamHandler::write`, `\Foo\Bar`): qualified as `.` qualifies.
+    wanted = normal_name((name or "").replace("\\", ".").strip(".") if "\\" in (name or "") else name or "")
     if not wanted.strip("."):
         said = "is empty" if not (name or "").strip() else f"{(name or '').strip()!r} holds no identifier"
         raise UsageError(f"the symbol name {said}", "pass a name such as parse_header or Session.send")
@@ -129,7 +130,7 @@ def find_symbol(codebase: Codebase, name: str, *, kind: str | None = None, prefi
                        "also finds symbols starting with it") + "; search finds uses and mentions")
     if by_name and defs:
         out["note"] = "; ".join(filter(None, (
-            f"no definition is qualified as {name!r} (an import path can differ from the defining module's); "
+            f"no definition is qualified as '{name}' (an import path can differ from the defining module's); "
             f"these are named {tail!r}", out.get("note"))))
     if under:
         out["scope"] = under
