@@ -77,6 +77,9 @@ def test_unknown_embedder_names_are_one_line_errors(sample_repo):
         res = run("build", sample_repo, "--embedder", name)
         assert res.exit_code == 2 and words in res.output and res.output.count("\n") == 1, res.output
     assert not Codebase.open(sample_repo).db_path.exists()
+    (sample_repo / ".codii.yaml").write_text("embedder: banana\n")  # named as its other keys' errors are
+    res = run("build", sample_repo)
+    assert res.exit_code == 2 and f"{sample_repo / '.codii.yaml'}: unknown embedder 'banana'" in res.output, res.output
 
 
 def test_names_are_canonical_and_checked_before_any_advice_about_them(sample_repo):

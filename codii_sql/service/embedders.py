@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from ..codebase import Codebase
 from ..errors import EmbeddingFailedError, IndexMismatchError, Remedy, UsageError
-from ..ingest.config import load_config
+from ..ingest.config import CONFIG_FILE_NAME, load_config
 from ..models.names import DEFAULT_EMBEDDER, MODEL_ID, canonical
 from ..storage.store import Store
 
@@ -65,7 +65,12 @@ def embedder_for_build(codebase: Codebase, explicit: str | None, *, force: bool)
     """
     asked = requested_embedder(codebase, explicit)
     if asked:
-        asked = get_embedder(asked).name  # an unknown name is refused before any advice about it
+        try:
+            asked = get_embedder(asked).name  # an unknown name is refused before any advice about it
+        except UsageError as err:  # .codii.yaml's: named as its other keys' errors are (a new user's `banana`)
+            if explicit or load_config(codebase.root).embedder != asked:
+                raise
+            raise UsageError(f"{codebase.root / CONFIG_FILE_NAME}: {err.what}", err.hint) from None
     recorded = _recorded(codebase)
     if asked and recorded and asked != canonical(recorded) and not force:
         raise IndexMismatchError(f"the index of {codebase.root} holds vectors of the embedder {recorded!r}, and this "
