@@ -89,6 +89,18 @@ def test_unknown_paths_and_workspaces(team):
     assert result.exit_code == 2 and "--replicas counts Ray Serve replicas: pass --ray too" in result.output
 
 
+def test_a_member_whose_index_was_cleared_is_named_as_not_indexed_by_its_short_name(team):
+    """A new user cleared one member's index, then asked /search and /grep for it by the short name the page
+    links use: 'is no member of workspace' (with a hint that listed it) and 'not served here'."""
+    _, shop = team
+    handler = SearchHandler(["team"])
+    assert run("clear", shop, "--yes").exit_code == 0
+    for path, params in (("/search", {"q": ["ReserveStock"], "codebase": ["shop"]}),
+                         ("/grep", {"q": ["ReserveStock"], "codebase": ["shop"]})):
+        status, body = handler.answer(path, params)
+        assert status >= 400 and "not indexed" in body["error"] and "no member" not in body["error"], (path, body)
+
+
 def test_ray_missing_is_a_usage_error(team, monkeypatch):
     monkeypatch.setitem(__import__("sys").modules, "ray", None)  # as on a machine without the extra
     result = CliRunner().invoke(cli, ["build", str(team[0]), "--ray", "local"])

@@ -155,7 +155,8 @@ class SearchHandler:
             return service.SearchRequest(query, opts, [one["codebase"]] if one.get("codebase") else [],
                                          shards=str(self.shards.folder), update=False)
         if one.get("codebase"):
-            return service.SearchRequest(query, opts, [self._member(workspace, one["codebase"])], update=False)
+            return service.SearchRequest(query, opts, [self._member(workspace, self._named(workspace, one["codebase"]))],
+                                         update=False)
         return service.SearchRequest(query, opts, workspace=workspace, update=False)
 
     def grep_request_of(self, params: Mapping[str, Sequence[str]]) -> service.GrepRequest:
@@ -201,7 +202,7 @@ class SearchHandler:
         """
         for workspace in self.workspaces if name else []:
             with contextlib.suppress(UsageError):
-                return self._member(workspace, name)
+                return self._member(workspace, self._named(workspace, name))
         raise UsageError(f"codebase {name!r} is not served here" if name else "several codebases are served",
                          f"pass codebase=, one of: {', '.join(served)}")
 
@@ -217,6 +218,13 @@ class SearchHandler:
         names = [cb.db_path.stem if cb.alone else cb.root.name for cb in found]
         return {(n if names.count(n) == 1 else f"{n}-{hashlib.sha1(str(cb.db_path).encode()).hexdigest()[:6]}"): cb
                 for n, cb in zip(names, found)}
+
+    def _named(self, workspace: str, name: str) -> str:
+        """The member of ``workspace`` whose folder is called ``name`` (its short name, as links give it) when
+        it is not served, its index gone (cleared meanwhile: a new user was told it was no member, with a hint
+        that listed it); else ``name``."""
+        return next((m for m in service.get_workspace(workspace).paths if os.path.basename(m.rstrip("/")) == name),
+                    name)
 
     def _member(self, workspace: str, codebase: str) -> str:
         """``codebase`` when it names a member of ``workspace`` (its folder, or a folder inside one):
