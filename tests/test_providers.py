@@ -292,3 +292,18 @@ def test_an_html_error_page_is_told_by_its_words_on_one_short_line():
     assert told.startswith("Error response Error code: 501 Message: Unsupported method ('POST').") and "<" not in told
     assert len(told) <= 200 and "\n" not in told
     assert _error_text(httpx.Response(500, json={"error": {"message": "model overloaded"}})) == "model overloaded"
+
+
+def test_the_openai_api_without_a_key_says_the_key_is_missing(monkeypatch):
+    """A new user without OPENAI_API_KEY (and offline) read 'refused the connection: is it running?' of
+    OpenAI's own API. A server of one's own (OPENAI_BASE_URL) may need no key: its hint is as before."""
+    from codii_sql.models.providers import openai_factory
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    assert "OPENAI_API_KEY is not set" in openai_factory("text-embedding-3-small").endpoint.refused_hint
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    assert openai_factory("text-embedding-3-small").endpoint.refused_hint.startswith("is it running?")
+    monkeypatch.delenv("OPENAI_API_KEY")
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+    assert openai_factory("text-embedding-3-small").endpoint.refused_hint.startswith("is it running?")
