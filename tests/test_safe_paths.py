@@ -181,3 +181,17 @@ def test_the_indexed_reader_goes_down_folders_in_any_order_and_never_through_a_l
     assert _open_descriptors() == before
     with IndexedReader(str(tree / "no_such_root")) as gone:
         assert gone.read("src/a.py", DEFAULT_MAX_FILE_BYTES) is None
+
+
+def test_a_file_reached_through_a_symlinked_folder_says_where_it_is_indexed(tmp_path, codii_home):
+    """The page's file view of such a file said "not indexed yet", which it never would be: the walk indexes
+    it once, under its real folder (symlink-folder)."""
+    from codii_sql import service
+
+    root = write_tree(tmp_path / "repo", {"real/a.py": "def realfn():\n    return 1\n"})
+    os.symlink("real", root / "linked")
+    cb = service.open_codebase(root)
+    service.build(cb, vectors=False)
+    assert service.file_text(cb, "linked/a.py").unindexed == \
+        "reached through a symlinked folder, it is indexed as real/a.py"
+    assert service.file_text(cb, "real/a.py").unindexed is None

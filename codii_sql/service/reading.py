@@ -4,6 +4,7 @@ or, for an index alone, as its stored chunks hold it."""
 from __future__ import annotations
 
 import hashlib
+import os
 from dataclasses import dataclass, field
 
 from ..codebase import Codebase
@@ -65,6 +66,9 @@ def file_text(codebase: Codebase, path: str, fileset: boundary.FileSet | None = 
     if indexed is None:  # read as a build reads it: a minified file was shown as "changed since indexed"
         data = read_file(codebase.root, SourceFile(f.rel, 0, 0), max_file_bytes=files.rules["max_file_bytes"])
         unindexed = data.replace("-", " ") if isinstance(data, str) else "not indexed yet"
+        if unindexed == "not indexed yet" and files.unlisted(f.rel) == "symlink-folder":  # never will be: said why
+            real = os.path.relpath(os.path.realpath(codebase.root / f.rel), os.path.realpath(codebase.root))
+            unindexed = f"reached through a symlinked folder, it is indexed as {real.replace(os.sep, '/')}"
     changed = indexed is not None and indexed["hash"] != hashlib.sha256(raw).hexdigest()
     return FileText(f.rel, detect_language(f.rel, lines[0] if lines else ""), lines, changed=changed,
                     unindexed=unindexed)
