@@ -4,8 +4,9 @@
 inotify, FSEvents or ReadDirectoryChangesW; no polling loop). A group of events (an editor's
 atomic-rename save, a branch switch touching thousands of files) becomes one incremental
 build. Events in trees the last scan did not walk (``.git``, ``node_modules``, ignored or
-default-excluded directories) cause no work at all; a change under a walked directory costs one
-scan, and a build that finds nothing to do writes nothing, so files that stay ignored cause no write. Several
+default-excluded directories) cause no work at all; a change under a walked directory costs a look at
+the paths heard (:func:`~codii_sql.ingest.walk.rescan`; a walk when one may reach past its own path),
+and a build that finds nothing to do writes nothing, so files that stay ignored cause no write. Several
 watchers, servers and CLI builds of one codebase share its one writer lock: a watcher that finds
 the lock taken retries each second until it is free, then finds the other build did its work.
 """
