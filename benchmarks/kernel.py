@@ -117,32 +117,19 @@ def cli_with_watch(tree: Path, env: dict, runs: int) -> None:
 
 
 def edit_searchable(tree: Path, rel: str, i: int) -> float:
+    """Seconds from appending a function to ``rel`` until a search finds it (then the edit is taken back)."""
     from codii_sql import service
-    from codii_sql.search.results import SearchOptions
+    from watch import searchable, wait_for  # benchmarks/watch.py's poll: a no-update BM25 search every 20 ms
 
-    def found(symbol: str) -> bool:
-        answer = service.search(service.SearchRequest(symbol, SearchOptions(limit=3, mode="bm25"), [str(tree)],
-                                                      update=False))
-        return any(r.symbol == symbol for r in answer.results)
-
-    def wait(check, timeout: float = 120.0) -> float:
-        start = time.perf_counter()
-        while not check():
-            if time.perf_counter() - start > timeout:
-                raise SystemExit(f"not searchable after {timeout} s")
-            time.sleep(0.02)
-        return time.perf_counter() - start
-
+    cb = service.open_codebase(tree)
     path, symbol = tree / rel, f"codii_watch_edit_{i}_{int(time.time())}"
     before = path.read_bytes()
     try:
         path.write_bytes(before + f"\nint {symbol}(void)\n{{\n\treturn {i};\n}}\n".encode())
-        start = time.perf_counter()
-        wait(lambda: found(symbol))
-        return time.perf_counter() - start
+        return wait_for(lambda: searchable(cb, symbol))
     finally:
         path.write_bytes(before)
-        wait(lambda: not found(symbol))
+        wait_for(lambda: not searchable(cb, symbol))
         time.sleep(0.5)
 
 
