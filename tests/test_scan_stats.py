@@ -117,7 +117,7 @@ def test_an_unchanged_tree_is_not_walked_and_each_kind_of_change_is_seen(tmp_pat
 def test_a_change_during_the_racy_window_is_walked_and_a_git_change_is_seen(tmp_path, codii_home, short_racy_window):
     """A file written within a second of the scan proves nothing by its stat; `git add -f` of an
     ignored file changes no file the walk lists, only Git's index (its folder is recorded)."""
-    root = write_tree(tmp_path / "repo", {"a.py": "x = 1\n", ".ignore": "*.gen.py\n", "keep.gen.py": "y = 2\n"})
+    root = write_tree(tmp_path / "repo", {"a.py": "x = 1\n", ".gitignore": "*.gen.py\n", "keep.gen.py": "y = 2\n"})
     git = ["git", "-c", "user.email=t@example.com", "-c", "user.name=t"]
     subprocess.run([*git, "init", "-q"], cwd=root, check=True)
     subprocess.run([*git, "add", "-A"], cwd=root, check=True)
