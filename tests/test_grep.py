@@ -651,6 +651,10 @@ def test_a_named_file_the_index_leaves_out_is_said_not_searched(tmp_path):
     folder = built(write_tree(tmp_path / "npm", {"lib/a.js": "cacache\n", "node_modules/x/b.js": "cacache\n"}))
     said = grep(folder, "cacache").note(lambda h: h)
     assert "default excluded 1; folders node_modules/" in said, said
+    (folder / os.fsdecode(b"caf\xe9.js")).write_text("cacache_latin1\n")  # a name rg reads and the index cannot hold
+    built(folder)
+    said = grep(folder, "cacache_latin1").note(lambda h: h)
+    assert "undecodable name 1" in said, said
     two = grep(root, "zq").to_dict(lambda h: h)  # a scan and what it left out: two notes of one kind, named once
     assert two["notes"] == ["grep"] and "every indexed file is a candidate" in two["note"] and "leaves out" in two["note"]
     assert "leaves out" not in (grep(root, "func_59999", paths=[str(root / "a.py")]).note(lambda h: h) or "")

@@ -13,9 +13,11 @@ from . import boundary
 from .status import scan_rules
 
 #: Why the index leaves out a path that rg would read (rg skips what git ignores, hidden and binary
-#: files too): said when nothing matched, as the match may be there.
+#: files too): said when nothing matched, as the match may be there. Not "ignored": rg skips what a
+#: .gitignore (in a repository), .ignore or .rgignore leaves out, and only a .codiiignore's or
+#: .codii.yaml's paths, which the listing does not tell apart, are read by rg.
 RG_READS = ("too-large", "minified", "lock-file", "secret", "default-excluded", "build-output", "extension-filter",
-            "nested-repository")
+            "nested-repository", "undecodable-name")
 
 
 def named(store: Store, codebase: Codebase, scopes: list[str]) -> list[Note]:
