@@ -495,3 +495,24 @@ def test_a_tool_does_not_wait_for_a_watcher_whose_last_update_failed(tmp_path, c
         assert time.monotonic() - started < 10  # not the 60 s a commit that never comes would take
     finally:
         follow.shutdown()
+
+
+def test_an_event_of_a_name_that_is_not_utf8_does_not_end_the_watch(codii_home, tmp_path):
+    """notify cannot decode such a name: the first event of `caf\\xe9.py` (a write, even a read) ended
+    `codii-sql watch` with a traceback, and every later edit was missed."""
+    repo = write_tree(tmp_path / "r", {"app/a.py": "def alpha():\n    return 1\n"})
+    odd = repo / "app" / os.fsdecode(b"caf\xe9.py")
+    odd.write_text("def latin():\n    return 2\n")
+    w = WatchProcess(codii_home, repo)
+    try:
+        w.updates_until(lambda lines: lines and lines[-1]["event"] == "watching")
+        odd.write_text("def latin():\n    return 3\n")
+        time.sleep(1.0)
+        (repo / "app" / "b.py").write_text("def after_the_odd_name():\n    return 4\n")
+        deadline = time.monotonic() + PATIENCE
+        while "app/b.py:after_the_odd_name" not in found(repo, "after_the_odd_name") and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert "app/b.py:after_the_odd_name" in found(repo, "after_the_odd_name") and w.proc.poll() is None
+    finally:
+        code, err = w.stop()
+    assert "Traceback" not in err, err

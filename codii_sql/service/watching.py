@@ -188,6 +188,13 @@ class Watcher:
         while not self.stop.is_set():
             try:
                 return self._follow_events(once)
+            except RuntimeError as err:
+                # notify cannot hand over an event of a name that is not UTF-8 (`caf\xe9.py`, which the index
+                # skips): it ended the watch, and `codii-sql watch` stopped with a traceback (a new user). The
+                # watch starts again; its first wake checks every codebase, as at the start.
+                if type(err).__name__ != "WatchfilesRustInternalError" or "decode" not in str(err):
+                    raise
+                self.stop.wait(0.2)
             except OSError as err:
                 # Not ignored: notify's "ignore permission denied" also hides a full watch table,
                 # and every event under the folders left unwatched would be lost without a word.
