@@ -68,6 +68,7 @@ def test_a_rescan_of_the_changed_paths_answers_as_a_walk(tmp_path, change):
 WALKS = {
     "a new folder": "sub/new/",
     "a removed folder": "sub/deep/",
+    "a new link to a folder": "sub/link",
     "an ignore file": "sub/.gitignore",
     "the config": ".codii.yaml",
     "a build tool's file": "Cargo.toml",
@@ -84,6 +85,8 @@ def test_a_change_that_may_reach_beyond_its_path_asks_for_a_walk(tmp_path, chang
     rel = WALKS[change]
     if rel == "sub/new/":
         (root / "sub" / "new").mkdir()
+    elif rel == "sub/link":  # a new user's `ln -s ../tests`: never counted as symlink-folder while watched
+        os.symlink("deep", root / "sub" / "link")
     elif rel == "sub/deep/":
         (root / "sub" / "deep" / "c.py").unlink()
         (root / "sub" / "deep").rmdir()

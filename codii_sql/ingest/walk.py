@@ -151,7 +151,7 @@ def rescan(root: Path, saved: ScanResult, changed: Collection[str], *, max_file_
         full = os.path.join(root, rel)
         if (not rel or rel == ".." or rel.startswith("../") or name in _REACHING or ".git" in rel.split("/")
                 or rel + "/" in saved.stats.folders or full in saved.stats.rules
-                or os.path.isdir(full) and not os.path.islink(full)):
+                or os.path.isdir(full)):  # a folder, or a link to one (skipped as symlink-folder, by a walk)
             return None
         if (folder + "/" if folder else "") not in saved.dirs:
             if os.path.lexists(full):
