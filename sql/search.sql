@@ -418,6 +418,12 @@ SELECT lower(CASE WHEN instr(name, '.') > 0 THEN '.' || replace(name, rtrim(name
 FROM (SELECT replace(path, rtrim(path, replace(path, '/', '')), '') AS name FROM files)
 GROUP BY ext ORDER BY files DESC LIMIT 8;
 
+-- name: coined_held
+-- 1 when some chunk holds a name of the query only code writes (:fts, search/query.py's coined_match), or
+-- a definition is named as a dotted one's last part (:members, a JSON array: `ctx.Next` is Context.Next).
+SELECT EXISTS (SELECT 1 FROM chunks_fts WHERE chunks_fts MATCH :fts)
+    OR EXISTS (SELECT 1 FROM definitions WHERE name IN (SELECT value FROM json_each(:members)));
+
 -- name: fts_any
 -- 1 when some chunk holds every one of the query's terms (:fts_all: the terms AND-ed): a query
 -- the vectors find nothing close to may still be matched word for word (search/searcher.py).

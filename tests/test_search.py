@@ -218,12 +218,13 @@ def test_a_name_only_code_writes_that_the_codebase_does_not_hold_is_no_good_matc
     out) came back with unrelated code and no_good_match false in 15 of 25 tries, through their words'
     sub-tokens and a cosine over the bar: an agent could not tell "not here" from "here it is". A name held
     whole, or in another case convention (its sub-tokens in order), is still a match."""
-    for query in ("getUserAvatarUrl", "Buffer_Realloc", "Session.frobnicate", "parse_header_links", "x.py:10"):
+    for query in ("getUserAvatarUrl", "Buffer_Realloc", "Session.frobnicate", "sess.frobnicate", "parse_header_links",
+                  "x.py:10"):
         for mode in ("hybrid", "bm25"):
             hits = searcher.find(query, SearchOptions(limit=3, mode=mode))
             assert hits.no_good_match and (hits.results or mode == "bm25"), (query, mode, hits.best_cosine)
     for query in ("getUserName", "get_user_name", "GetUserName", "parse_header", "ParseHeader", "Session.send",
-                  "resolve_redirects", "retry_with_backoff"):
+                  "resolve_redirects", "retry_with_backoff", "sess.resolve_redirects"):  # a call on a variable
         hits = searcher.find(query, SearchOptions(limit=3))
         assert not hits.no_good_match, (query, hits.best_cosine)
 

@@ -206,19 +206,22 @@ def query_shape(query: str) -> str:
     return "natural"
 
 
-def coined_match(text: str) -> str | None:
+def coined_match(text: str) -> tuple[str, list[str]] | None:
     """An FTS5 expression finding the chunks that hold a name of ``text`` only code writes (snake_case,
     camelCase, dotted, ``::``: ``getUserAvatarUrl``, ``Session.send``; not plain words, which prose holds
     too): whole, spelt in another case convention (its sub-tokens in order: ``ParseHeaderLinks`` is held by
     ``parse_header_links``), or, dotted, each of its parts (a small class's one chunk holds ``Session`` and
-    its ``send``); None when ``text`` names none."""
-    phrases = []
+    its ``send``); and the last parts of the dotted ones, which a definition of that name holds too (a call on
+    a variable: gin's ``ctx.Next`` is ``Context.Next``, whose receivers are named ``c``). None when ``text``
+    names none."""
+    phrases, members = [], []
     for name in (n.rstrip("!?") for n in _IDENTIFIER.findall(text) if _CODE_SHAPE.search(n)):
         parts = [p for p in re.split(r"\.|::|#", name) if p]
         phrases.append("{content symbol path} : (" + " AND ".join(f'"{p}"' for p in parts) + ")")
+        members += parts[-1:] if len(parts) > 1 else []
         if len(parts) == 1 and len(words := split_identifier(name)) > 1:
             phrases.append('subtokens : "' + " ".join(words) + '"')
-    return " OR ".join(phrases) or None
+    return (" OR ".join(phrases), members) if phrases else None
 
 
 def fts_query(terms: list[str]) -> str | None:

@@ -252,7 +252,7 @@ class Searcher:
         :data:`NO_MATCH_COSINE` (``best``) and no chunk holding every term. Never while chunks wait for vectors
         (cosines unknown), nor for BM25 alone with a long query (AND-ing an issue's words matches nothing)."""
         if not rows or (coined := coined_match(a.text)) and a.shape != "long" and not any(r["tier"] for r in rows) \
-                and not self.store.value("fts_any", {"fts_all": coined}):
+                and not self.store.value("coined_held", {"fts": coined[0], "members": json.dumps(coined[1])}):
             return True
         if any(r["tier"] for r in rows) or self.store.value("vectors_pending"):
             return False
