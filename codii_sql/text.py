@@ -137,6 +137,16 @@ def char_spans(text: str, spans: list[tuple[int, int]]) -> list[tuple[int, int]]
             for a, b in spans]
 
 
+def refuse_undecodable(query: str) -> None:
+    """Raise UsageError when ``query`` holds a byte that is not UTF-8 (a shell's Latin-1 ``caf\\xe9``, a lone
+    surrogate from JSON): no indexed text holds one, and the model's tokenizer took it for a crash."""
+    if holds_surrogates(query):
+        from .errors import UsageError
+
+        raise UsageError(f"'{shown_bytes(query)}' holds a byte that is not UTF-8, which no indexed text holds",
+                         "pass the words as UTF-8 text", field="query")
+
+
 def holds_surrogates(text: str) -> bool:
     """Whether ``text`` holds a lone surrogate (a byte :func:`decode_kept` kept): UTF-8's strict encoder
     refuses one, and tells so 4x faster than a search for the class (0.11 against 0.47 ms over a 147 KB

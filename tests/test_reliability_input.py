@@ -289,3 +289,15 @@ def test_a_query_with_a_byte_that_is_not_utf8_is_one_line_in_a_real_process(tmp_
                                   env={**os.environ, "CODII_SQL_HOME": str(codii_home)})
             out = (done.stdout + done.stderr).decode("utf-8", "replace")
             assert done.returncode == 2 and "Traceback" not in out and f"'{shown}' holds a byte that is not UTF-8" in out
+    # history, inspect and a --queries-file line said it with a tokenizer's or a decoder's traceback (helper 2)
+    env = {**os.environ, "CODII_SQL_HOME": str(codii_home)}
+    for args in ([b"history", b"caf\xe9", str(repo).encode()], [b"inspect", b"caf\xe9", str(repo).encode()]):
+        done = subprocess.run([sys.executable.encode(), b"-m", b"codii_sql.cli", *args], capture_output=True, env=env)
+        out = (done.stdout + done.stderr).decode("utf-8", "replace")
+        assert done.returncode == 2 and "Traceback" not in out and "holds a byte that is not UTF-8" in out, out
+    batch = tmp_path / "q.jsonl"
+    batch.write_bytes(b'{"id": 1, "query": "caf\xe9"}\n{"id": 2, "query": "cafe"}\n')
+    done = subprocess.run([sys.executable, "-m", "codii_sql.cli", "search", "--path", str(repo), "--queries-file",
+                           str(batch), "--jsonl"], capture_output=True, text=True, env=env)
+    lines = [json.loads(line) for line in done.stdout.splitlines()]
+    assert "Traceback" not in done.stderr and "not UTF-8" in lines[0]["error"] and lines[1]["results"], done

@@ -55,7 +55,7 @@ def _search_options(limit, mode, exts, glob, language, no_prior, group_by, reran
 @click.option("--grep", "grep_pattern", default=None, metavar="PATTERN",
               help="Only chunks holding a line this regex matches (as `codii-sql grep` finds them).")
 @click.option("--no-update", is_flag=True, help="Search the index as it is, without updating it first.")
-@click.option("--queries-file", type=click.File("r", encoding="utf-8"), default=None,
+@click.option("--queries-file", type=click.File("r", encoding="utf-8", errors="surrogateescape"), default=None,
               help='Batch mode: JSONL lines {"id", "query"}; prints {"id", "results"} lines.')
 @db_option
 @json_option

@@ -10,6 +10,7 @@ import numpy as np
 from ..errors import EmbeddingFailedError, UsageError
 from ..models.embedder import Embedder
 from ..storage.store import Store
+from ..text import refuse_undecodable
 from .budget import json_tokens
 from .query import fts_query, query_terms
 from .results import sqlite_glob
@@ -89,8 +90,9 @@ class HistorySearcher:
         first); and why the vectors were not used (None when they were or there are none).
 
         Raises:
-            UsageError: ``glob`` is not a pattern SQLite accepts.
+            UsageError: ``glob`` is not a pattern SQLite accepts, or ``query`` holds a byte that is not UTF-8.
         """
+        refuse_undecodable(query)
         if not self.store.value("history_vec_sql"):  # no history build has run on this index
             return [], None
         terms = query_terms(query, numbers=True)[:MAX_TERMS]

@@ -14,6 +14,7 @@ from ..languages import language_name
 from ..models.embedder import Embedder
 from ..storage import ann
 from ..storage.store import Store
+from ..text import refuse_undecodable
 from . import pruning
 from .evidence import implementation_first
 from .query import Analysis, Named, analyze, coined_match, symbol_match
@@ -188,6 +189,7 @@ class Searcher:
             raise UsageError(f"the query {query[:40]!r} has no letters or digits; punctuation is not indexed",
                              "search for a word or an identifier")
         opts.check()
+        refuse_undecodable(query)
         # The query's analysis, once: its terms serve the statement, the no-match rule and the caller's budget.
         a = self.analyze(query)
         shape, named = a.shape, a.named
@@ -246,11 +248,10 @@ class Searcher:
         return self.find(query, opts, query_vector).results
 
     def _nothing_close(self, rows: list[dict], a: Analysis, best: float | None) -> bool:
-        """Whether nothing matches the query ``a`` well (:attr:`Hits.no_good_match`): no chunk, or no named symbol
-        or file and no name only code writes held (:func:`coined_match`; a made-up
-        ``getUserAvatarUrl`` had ``Context.Param`` as a good match, 15 of 25 new-user tries); else none within
-        :data:`NO_MATCH_COSINE` (``best``) and no chunk holding every term. Never while chunks wait for vectors
-        (cosines unknown), nor for BM25 alone with a long query (AND-ing an issue's words matches nothing)."""
+        """Whether nothing matches the query ``a`` well (:attr:`Hits.no_good_match`): no chunk, or no named symbol or
+        file and no name only code writes held (:func:`coined_match`; a made-up ``getUserAvatarUrl`` had
+        ``Context.Param`` as a good match, 15 of 25 new-user tries); else none within :data:`NO_MATCH_COSINE`
+        and no chunk holding every term. Never while chunks wait for vectors, nor for BM25 with a long query."""
         if not rows or (coined := coined_match(a.text)) and a.shape != "long" and not any(r["tier"] for r in rows) \
                 and not self.store.value("coined_held", {"fts": coined[0], "members": json.dumps(coined[1])}):
             return True

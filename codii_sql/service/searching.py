@@ -26,7 +26,7 @@ from ..search.locations import places
 from ..search.merge import Merged, member_match
 from ..search.query import Analysis
 from ..search.results import SearchOptions
-from ..text import holds_surrogates, shown_bytes
+from ..text import refuse_undecodable
 from .fanout import MAX_THREADS, Fanned, fan_out
 from .indexes import OpenIndexes
 from .models import check_reranker
@@ -134,9 +134,7 @@ def _ask(targets: Targets, prepared: dict, query: str, opts: SearchOptions) -> A
         raise UsageError(f"is {len(query):,} characters long; at most {MAX_QUERY_CHARS:,} are searched",
                          "pass the part that names the code (an issue's title, its error and traceback)",
                          field="query")
-    if holds_surrogates(query):  # a shell's Latin-1 byte: the model's tokenizer took it for a crash
-        raise UsageError(f"'{shown_bytes(query)}' holds a byte that is not UTF-8, which no indexed text holds",
-                         "pass the words as UTF-8 text", field="query")
+    refuse_undecodable(query)
     notes: list[Note] = []
     rerank = None
     if opts.rerank:
