@@ -302,12 +302,14 @@ def test_outside_a_work_tree_a_gitignore_rules_nothing_as_for_rg(tmp_path, git_h
                 "repo/gen/out.py", "repo/x.log", "other/x.log"):
         write(root, rel)
     write(root, ".gitignore", "lib/\n*.log\n")
-    write(root, "repo/.gitignore", "gen/\n*.log\n")
+    write(root, "repo/.gitignore", "gen/\n*.log\n*.py\n!a.py\n")
+    write(root, "repo/inner/own.py")  # a repository inside that one: repo's *.py does not hold there (helper 2)
     git(root / "repo", "init", "-q")
+    git(root / "repo" / "inner", "init", "-q")
     rg = subprocess.run(["rg", "--files", "--no-config"], cwd=root, capture_output=True, text=True).stdout.split()
     ours = {f.path for f in scan(root).files if not any(p.startswith(".") for p in f.path.split("/"))}
     assert ours == set(rg), (sorted(ours), sorted(rg))
-    assert {"lib/encoder.c", "build.log", "other/x.log", "repo/a.py"} <= ours
+    assert {"lib/encoder.c", "build.log", "other/x.log", "repo/a.py", "repo/inner/own.py"} <= ours
     assert not {"repo/gen/out.py", "repo/x.log"} & ours
     git(root, "init", "-q")  # the same folder as a work tree: Git's rules hold
     assert {f.path for f in scan(root).files} >= {"python/ujson.c"} and "lib/encoder.c" not in \

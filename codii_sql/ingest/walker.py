@@ -144,7 +144,9 @@ class Walker:
         if d.parent is not None and self.tree and not d.rescued and is_repository(names.get(".git")):
             self._skip("nested-repository", d.rel)
             return []
-        d.in_git = d.in_git or is_repository(names.get(".git"))  # a repository in a folder of several
+        if d.parent is not None and is_repository(names.get(".git")):  # a repository in a folder of several:
+            d.in_git = True  # its own .gitignore files hold, not those of a repository around it (as for rg)
+            d.levels = tuple(level for level in d.levels if not level.git)
         d.levels = self._with_ignore_files(d, names)
         self._read_attributes(d, names.get(ATTRIBUTES_FILE))
         self.dirs.add(d.rel)
