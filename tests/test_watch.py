@@ -182,6 +182,30 @@ def test_a_watcher_sees_a_force_added_file_and_an_exclude_and_the_cli_trusts_it_
         watch.stop()
 
 
+def test_a_cli_grep_of_a_watched_subfolder_of_a_work_tree_sees_what_git_add_f_takes_in(codii_home, tmp_path):
+    """Git's index lies above a subfolder's root: its watcher hears nothing of `git add -f`, and said fresh,
+    so the CLI's grep trusted it and missed the file for as long as it ran (a new user). The CLI does its own
+    update check for such a root."""
+    repo = write_tree(tmp_path / "g", {"src/a.py": "x = 1\n", ".gitignore": "*.log\n"})
+    git = ["git", "-c", "user.email=t@example.com", "-c", "user.name=t"]
+    subprocess.run([*git, "init", "-q"], cwd=repo, check=True)
+    subprocess.run([*git, "add", "-A"], cwd=repo, check=True)
+    src = repo / "src"
+    service.build(service.open_codebase(src), vectors=False)
+    watch = WatchProcess(codii_home, src)
+    try:
+        watch.updates_until(lambda lines: lines and lines[-1]["event"] == "watching")
+        (src / "z.log").write_text("FORCED_SUB_TOKEN\n")  # heard, and left out: ignored
+        time.sleep(1.5)
+        subprocess.run([*git, "add", "-f", "src/z.log"], cwd=repo, check=True)  # heard of by nobody
+        env = {**os.environ, "CODII_SQL_HOME": str(codii_home), "PYTHONPATH": str(REPO_ROOT)}
+        done = subprocess.run([sys.executable, "-m", "codii_sql.cli", "grep", "FORCED_SUB_TOKEN", str(src)], env=env,
+                              capture_output=True, text=True)
+        assert done.returncode == 0 and "z.log" in done.stdout, (done.stdout, done.stderr)
+    finally:
+        watch.stop()
+
+
 def test_sigterm_mid_build_stops_cleanly_and_the_next_build_finishes(codii_home, tmp_path):
     files = {f"pkg/m{i}.py": "".join(f"def f{i}_{j}(x):\n    return x + {j}\n\n\n" for j in range(6))
              for i in range(150)}

@@ -171,7 +171,7 @@ def ensure_index(codebase: Codebase, *, update: bool = True, progress: Progress 
     (the edited chunks wait in the queue for the next search or build).
 
     A live watcher that says it has committed every change it was told of (:func:`kept_fresh`) stands
-    for the update. Never waits for another process's build: it searches the last committed state then. An
+    for the update, unless the root is a subfolder of a Git work tree. Never waits for another process's build: it searches the last committed state then. An
     embedder that does not answer (a provider's server is down) leaves the edited chunks queued
     for their vectors: the lexical update committed, and the search answers.
 
@@ -184,8 +184,9 @@ def ensure_index(codebase: Codebase, *, update: bool = True, progress: Progress 
     root = {"root": str(codebase.root)}
     exists = codebase.db_path.is_file()
     # A live watcher that has committed every change it was told of spares the walk (a kernel-size
-    # tree: 1.0 s of a 1.8 s CLI search).
-    if not update or (exists and kept_fresh(codebase)):
+    # tree: 1.0 s of a 1.8 s CLI search). Not for a subfolder of a work tree: the watcher hears nothing
+    # of Git's index above it (`git rm --cached`, `git add -f` went unseen while it said fresh: a new user).
+    if not update or (exists and kept_fresh(codebase) and codebase.work_tree() is None):
         if not exists:
             raise NotIndexedError(f"{codebase.root} is not indexed, and a search without its update builds nothing",
                                   Remedy("build", root))
