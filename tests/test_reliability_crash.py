@@ -326,8 +326,10 @@ def test_ctrl_c_in_the_chunk_phase_is_one_line_and_leaves_the_index_usable(tmp_p
         if '"chunk"' in line and '"done": 0' not in line:
             break
     os.killpg(proc.pid, signal.SIGINT)  # as a terminal sends it: to every process of the group
-    _, err = proc.communicate(timeout=120)
+    out, err = proc.communicate(timeout=120)
     assert proc.returncode != 0 and "Traceback" not in err and "KeyboardInterrupt" not in err, err
     assert "Interrupted" in err, err
+    said = json.loads(out.strip().splitlines()[-1])  # under --json an error object too (helper 2: none came)
+    assert said["exit_code"] == 130 and said["error"].startswith("interrupted") and said["hint"], said
     assert json.loads(run("doctor", repo, "--check-only", "--json").output)["consistent"]
     assert last_json(run("build", repo, "--no-vectors", "--json").output)["files"] == 600
