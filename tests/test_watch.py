@@ -183,9 +183,9 @@ def test_a_watcher_sees_a_force_added_file_and_an_exclude_and_the_cli_trusts_it_
 
 
 def test_a_cli_grep_of_a_watched_subfolder_of_a_work_tree_sees_what_git_add_f_takes_in(codii_home, tmp_path):
-    """Git's index lies above a subfolder's root: its watcher hears nothing of `git add -f`, and said fresh,
-    so the CLI's grep trusted it and missed the file for as long as it ran (a new user). The CLI does its own
-    update check for such a root."""
+    """Git's index lies above a subfolder's root: its watcher heard nothing of `git add -f`, and said fresh,
+    so the CLI's grep trusted it and missed the file for as long as it ran (a new user). The watcher now
+    follows the work tree's index too, and the CLI does its own update check for such a root."""
     repo = write_tree(tmp_path / "g", {"src/a.py": "x = 1\n", ".gitignore": "*.log\n"})
     git = ["git", "-c", "user.email=t@example.com", "-c", "user.name=t"]
     subprocess.run([*git, "init", "-q"], cwd=repo, check=True)
@@ -197,7 +197,11 @@ def test_a_cli_grep_of_a_watched_subfolder_of_a_work_tree_sees_what_git_add_f_ta
         watch.updates_until(lambda lines: lines and lines[-1]["event"] == "watching")
         (src / "z.log").write_text("FORCED_SUB_TOKEN\n")  # heard, and left out: ignored
         time.sleep(1.5)
-        subprocess.run([*git, "add", "-f", "src/z.log"], cwd=repo, check=True)  # heard of by nobody
+        subprocess.run([*git, "add", "-f", "src/z.log"], cwd=repo, check=True)  # outside the root
+        assert summed(watch.updates_until(lambda got: summed(got, "added")), "added") == 1  # the watcher's own update
+        subprocess.run([*git, "rm", "-q", "--cached", "src/z.log"], cwd=repo, check=True)
+        assert summed(watch.updates_until(lambda got: summed(got, "removed")), "removed") == 1
+        subprocess.run([*git, "add", "-f", "src/z.log"], cwd=repo, check=True)
         env = {**os.environ, "CODII_SQL_HOME": str(codii_home), "PYTHONPATH": str(REPO_ROOT)}
         done = subprocess.run([sys.executable, "-m", "codii_sql.cli", "grep", "FORCED_SUB_TOKEN", str(src)], env=env,
                               capture_output=True, text=True)

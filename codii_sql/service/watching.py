@@ -23,6 +23,7 @@ from ..codebase import Codebase
 from ..errors import BuildStopped, CodiiError, IndexBusyError
 from ..ingest.report import BuildReport, Progress
 from ..ingest import scan_stats
+from ..ingest.repositories import git_dir, git_info_path
 from ..ingest.walk import RESCAN_MAX, scan
 from .builds import refresh
 from .status import scan_rules
@@ -92,6 +93,14 @@ class Follow:
         self.walk_due = False  # a directory appeared: walk again even when the index stays as it is
         self.heard: set[str] | None = None
         self.fresh = False  # every change heard of is committed (what mark() tells other processes)
+        # Git's files of a work tree whose top lies above the root (a subfolder's): `git add -f` and `git rm
+        # --cached` change the files listed, and no event under the root tells of them (a new user's watched
+        # src/ kept a file Git had dropped). Their folder is watched too; a change there walks.
+        above = codebase.work_tree()
+        self.git_dir = git_dir(str(above.root)) if above is not None else ""
+        self.git_files = {os.path.join(self.git_dir, "index"), *(git_info_path(str(above.root), name)
+                                                                  for name in ("exclude", "attributes"))} \
+            if self.git_dir and os.path.isdir(self.git_dir) else set()
 
     def mark(self, fresh: bool) -> None:
         self.fresh = fresh
@@ -213,13 +222,14 @@ class Watcher:
         import watchfiles
 
         first = True
+        git_dirs = sorted({f.git_dir for f in self.follows if f.git_files})
         for changes in watchfiles.watch(
-                *(f.root for f in self.follows), watch_filter=None, step=STEP_MS, debounce=DEBOUNCE_MS,
+                *(f.root for f in self.follows), *git_dirs, watch_filter=None, step=STEP_MS, debounce=DEBOUNCE_MS,
                 stop_event=self.stop, rust_timeout=WAKE_MS, yield_on_timeout=True, raise_interrupt=False,
                 force_polling=self.poll, poll_delay_ms=POLL_MS, ignore_permission_denied=False):
             for _, path in changes:
-                owner = self._owner(path)
-                if owner is not None:
+                owners = [i for i, f in enumerate(self.follows) if path in f.git_files]
+                for owner in owners or [o for o in [self._owner(path)] if o is not None]:
                     if owner not in self.due:  # a search must walk the tree itself until this is committed
                         self.follows[owner].mark(False)
                     self.due.add(owner)
