@@ -141,11 +141,7 @@ def test_a_real_server_answers_from_the_files_as_they_are_now(team):
     """A new user appended a function to a served file: /grep and /search said it was not there (the server
     read the last build's state) while /file showed it. The server's watchers keep its codebases fresh."""
     http_root, _ = team
-    port = servers.free_port()
-    proc = servers.start(["--workspace", "team"], port)
-    try:
-        url = f"http://127.0.0.1:{port}"
-
+    with servers.serving(["--workspace", "team"]) as (_, url):
         def grepped() -> int:
             got = httpx.get(f"{url}/grep", params={"q": "http_fresh_marker_fn", "codebase": "http"}, timeout=60)
             assert got.status_code == 200, got.text
@@ -161,9 +157,6 @@ def test_a_real_server_answers_from_the_files_as_they_are_now(team):
         found = httpx.get(f"{url}/search", params={"q": "http_fresh_marker_fn", "mode": "bm25"}, timeout=60).json()
         assert found["results"][0]["symbol"] == "http_fresh_marker_fn", found
         assert {w["by"] for w in service.status(service.open_codebase(str(http_root)))["watched_by"]} == {"http"}
-    finally:
-        code, err = servers.stop(proc)
-    assert code == 0 and "Traceback" not in err
 
 
 def test_other_methods_repeated_parameters_and_odd_limits_are_refused(team):
@@ -326,11 +319,7 @@ def test_a_member_cleared_and_built_again_by_another_process_keeps_the_server_qu
     again, until the server restarted, and status said nobody watched. The server now asks its watcher, and
     the watcher writes its note again."""
     http_root, _ = team
-    port = servers.free_port()
-    proc = servers.start(["--workspace", "team"], port)
-    try:
-        url = f"http://127.0.0.1:{port}"
-
+    with servers.serving(["--workspace", "team"]) as (proc, url):
         def ask() -> float:
             started = time.monotonic()
             got = httpx.get(f"{url}/search", params={"q": "ReserveStock", "mode": "bm25", "limit": 1}, timeout=60)
@@ -349,6 +338,3 @@ def test_a_member_cleared_and_built_again_by_another_process_keeps_the_server_qu
         while not service.status(service.open_codebase(str(http_root)))["watched_by"] and time.monotonic() < deadline:
             time.sleep(0.2)
         assert {w["by"] for w in service.status(service.open_codebase(str(http_root)))["watched_by"]} == {"http"}
-    finally:
-        code, err = servers.stop(proc)
-    assert code == 0 and "Traceback" not in err

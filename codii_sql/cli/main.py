@@ -63,11 +63,11 @@ class CodiiGroup(click.Group):
         except KeyboardInterrupt:  # what a build left, only when one ran (a grep's Ctrl-C was told to build)
             from .. import service
 
-            said = ("interrupted: the index keeps every file committed so far", "run build again to finish") \
-                if service.building() else ("interrupted", None)
-            echo(f"{said[0][0].upper()}{said[0][1:]}" + (f"; {said[1]}." if said[1] else "."), err=True)
+            error, hint = (("interrupted: the index keeps every file committed so far", "run build again to finish")
+                           if service.building() else ("interrupted", None))
+            echo(error.capitalize() + (f"; {hint}." if hint else "."), err=True)
             if as_json:  # a script reads an error object under --json, a Ctrl-C's too (a new user's had none)
-                click.echo(json.dumps({"error": said[0], "hint": said[1], "exit_code": 130}, ensure_ascii=False))
+                click.echo(json.dumps({"error": error, "hint": hint, "exit_code": 130}, ensure_ascii=False))
             ctx.exit(130)
         except BrokenPipeError:  # `symbol x | head -1`: the reader has what it wanted (grep decides its own)
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit's flush

@@ -141,11 +141,12 @@ class Walker:
         if marked:
             self._skip(marked, d.rel)
             return []
-        if d.parent is not None and self.tree and not d.rescued and is_repository(names.get(".git")):
+        repository = d.parent is not None and is_repository(names.get(".git"))
+        if repository and self.tree and not d.rescued:
             self._skip("nested-repository", d.rel)
             return []
-        if d.parent is not None and is_repository(names.get(".git")):  # a repository in a folder of several:
-            d.in_git = True  # its own .gitignore files hold, not those of a repository around it (as for rg)
+        if repository:  # in a folder of several: its own .gitignore files hold, not an outer repository's (as for rg)
+            d.in_git = True
             d.levels = tuple(level for level in d.levels if not level.git)
         d.levels = self._with_ignore_files(d, names)
         self._read_attributes(d, names.get(ATTRIBUTES_FILE))

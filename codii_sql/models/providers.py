@@ -271,12 +271,12 @@ def openai_factory(model: str) -> HttpEmbedder:
     base = _with_scheme(os.environ.get("OPENAI_BASE_URL", "").strip() or "https://api.openai.com/v1")
     if base.count("/") == 2:  # a bare host: OpenAI-compatible servers serve under /v1
         base += "/v1"
+    # Without a key (and offline) a new user read 'is it running?' of OpenAI's own API.
     keyless = not os.environ.get("OPENAI_API_KEY", "").strip() and base.startswith("https://api.openai.com")
+    refused = ("OPENAI_API_KEY is not set, which the OpenAI API needs: set it, or OPENAI_BASE_URL to a server of "
+               "your own") if keyless else "is it running? (OPENAI_BASE_URL names it)"
     return HttpEmbedder(Endpoint(
-        "openai", f"{base}/embeddings", f"the OpenAI-compatible server at {base}",
-        # Without a key (and offline) a new user read 'is it running?' of OpenAI's own API.
-        "OPENAI_API_KEY is not set, which the OpenAI API needs: set it, or OPENAI_BASE_URL to a server of your "
-        "own" if keyless else "is it running? (OPENAI_BASE_URL names it)", "check OPENAI_API_KEY",
+        "openai", f"{base}/embeddings", f"the OpenAI-compatible server at {base}", refused, "check OPENAI_API_KEY",
         "check the model name and OPENAI_BASE_URL (it usually ends in /v1)"),
         name, api_key=os.environ.get("OPENAI_API_KEY", ""), dimensions=int(dims) if dims else None)
 

@@ -44,8 +44,8 @@ def find_symbol(codebase: Codebase, name: str, *, kind: str | None = None, prefi
 
     ``name`` is a symbol (``parse_header``), a qualified one (``Session.send``, ``pkg.mod.func``,
     ``Type::method``, PHP's ``Ns\\Type::method``) or, with ``prefix``, its start. Generic parameters
-    (``Parser<'a>``) and the separators ``::``/``#``/``.`` are normalised on both sides, so ``Parser.parse`` finds Rust's
-    ``Parser<'a>.parse``. ``match`` is ``exact``, ``qualified`` (a symbol ending in ``.name``),
+    (``Parser<'a>``) and the separators ``::``/``#``/``.`` are normalised on both sides, so ``Parser.parse``
+    finds Rust's ``Parser<'a>.parse``. ``match`` is ``exact``, ``qualified`` (a symbol ending in ``.name``),
     ``prefix``, or ``name`` when no definition is qualified as asked (``requests.get``: the name as it is
     imported) and those named by its last part are listed instead, the note says so; exact first, then source before docs before tests, a definition with its body before
     a one-line declaration, shorter symbols, path. Case-sensitive. Lines 1-based inclusive, a
@@ -60,7 +60,8 @@ def find_symbol(codebase: Codebase, name: str, *, kind: str | None = None, prefi
         NotIndexedError: no index.
     """
     # PHP's namespaces (`Monolog\Handler\StreamHandler::write`, `\Foo\Bar`): qualified as `.` qualifies.
-    wanted = normal_name((name or "").replace("\\", ".").strip(".") if "\\" in (name or "") else name or "")
+    typed = name or ""
+    wanted = normal_name(typed.replace("\\", ".").strip(".") if "\\" in typed else typed)
     if not wanted.strip("."):
         said = "is empty" if not (name or "").strip() else f"{(name or '').strip()!r} holds no identifier"
         raise UsageError(f"the symbol name {said}", "pass a name such as parse_header or Session.send")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -36,6 +37,19 @@ def start(args: list[str], port: int, *, timeout: float = 60.0, token: str | Non
         time.sleep(0.3)
     stop(proc)
     raise AssertionError(f"the server did not answer /healthz in {timeout} s")
+
+
+@contextlib.contextmanager
+def serving(args: list[str]):
+    """``codii-sql serve --http PORT ARGS`` for the ``with`` block, which gets ``(proc, url)``; then Ctrl-C,
+    and it must have exited 0 without a traceback."""
+    port = free_port()
+    proc = start(args, port)
+    try:
+        yield proc, f"http://127.0.0.1:{port}"
+    finally:
+        code, err = stop(proc)
+    assert code == 0 and "Traceback" not in err, err
 
 
 def stop(proc: subprocess.Popen, timeout: float = 60.0) -> tuple[int, str]:
