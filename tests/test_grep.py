@@ -922,6 +922,28 @@ def test_the_no_match_note_counts_only_what_rg_would_read(tmp_path):
                                 cb, []) == []
 
 
+@pytest.mark.skipif(RG is None, reason="the rg binary is not installed")
+def test_the_no_match_note_counts_what_codii_sqls_own_rules_leave_out(tmp_path):
+    """A .codiiignore's or .codii.yaml's paths are read by rg, which knows neither file: a grep that found
+    nothing said nothing of them (they were "ignored", as a .gitignore's are), where rg matched there."""
+    root = built(write_tree(tmp_path / "repo", {
+        "a.py": "x = 1\n", ".codiiignore": "notes/\n", ".codii.yaml": "ignore_patterns: ['gen.py']\n",
+        ".ignore": "skip.py\n", "notes/n.py": "zebra_marker = 1\n", "gen.py": "zebra_marker = 2\n",
+        "skip.py": "zebra_marker = 3\n"}))
+    rg = subprocess.run([RG, "-l", "zebra_marker"], cwd=root, capture_output=True, text=True, check=False)
+    assert sorted(rg.stdout.split()) == ["gen.py", "notes/n.py"]  # .ignore is rg's; the other two are not
+    answer = grep(root, "zebra_marker")
+    assert answer.matched_lines == 0
+    note = answer.note(lambda h: h)
+    assert "leaves out 2 paths rg would read (codii ignored 2; folders notes/)" in note, note
+    assert "ignore_patterns rule leaves those out" in note, note
+    skipped = json.loads(run("status", root, "--skipped", "--json").stdout)
+    reasons = {f["path"]: f["reason"] for f in skipped["skipped_files"]["files"]}
+    assert reasons["notes/"] == reasons["gen.py"] == "codii-ignored" and reasons["skip.py"] == "ignored", reasons
+    refused = run("outline", root / "gen.py")
+    assert ".codiiignore or .codii.yaml" in refused.output, refused.output
+
+
 def test_gnu_word_edges_are_word_edges_not_literal_angles():
     """A new user's `grep '\\<foo'` found nothing, silently: Python's re read `\\<` as a literal `<`. rg 14 and
     GNU grep read `\\<` and `\\>` as a word's start and end; `\\\\<` stays a backslash and an angle."""

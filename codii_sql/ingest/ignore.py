@@ -37,6 +37,13 @@ class Rule:
     where: str = ""  # "file:line" (1-based) as git check-ignore -v names it; "ignore_patterns:N" for the config's
     text: str = ""  # the pattern as written
 
+    @property
+    def own(self) -> bool:
+        """Whether it is codii-sql's own rule (a ``.codiiignore``'s or the config's ``ignore_patterns``),
+        which rg does not read: the path it leaves out is skipped as ``codii-ignored``, not ``ignored``."""
+        origin = self.where.rpartition(":")[0]
+        return origin == "ignore_patterns" or os.path.basename(origin) == ".codiiignore"
+
     def matches_itself(self, path: bytes, is_dir: bool) -> bool:
         """Whether the pattern matches ``path`` itself (never merely a folder above it: the walk
         prunes ignored folders itself)."""

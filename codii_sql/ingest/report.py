@@ -14,7 +14,8 @@ SKIP_ORDER = ("secret", "too-large", "minified", "binary", "undecodable-name", "
               "vanished", "symlink-outside-root", "symlink-loop", "symlink-dangling", "symlink-folder",
               "symlink-file",
               "binary-extension",
-              "lock-file", "nested-repository", "extension-filter", "build-output", "default-excluded", "ignored")
+              "lock-file", "nested-repository", "extension-filter", "build-output", "default-excluded", "ignored",
+              "codii-ignored")
 
 Progress = Callable[[str, int, int | None], None]
 """``progress(phase, done, total)``: phases scan (files found; total None until the walk ends), hash

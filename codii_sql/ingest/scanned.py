@@ -10,7 +10,7 @@ from .attributes import Attributes
 
 #: Every reason :func:`scan` counts in :attr:`ScanResult.skipped`.
 SKIP_REASONS = (
-    "ignored", "default-excluded", "build-output", "nested-repository", "too-large", "binary-extension", "lock-file",
+    "ignored", "codii-ignored", "default-excluded", "build-output", "nested-repository", "too-large", "binary-extension", "lock-file",
     "minified", "secret",
     "extension-filter", "symlink-outside-root", "symlink-loop", "symlink-dangling", "symlink-folder", "symlink-file",
     "unreadable", "not-regular-file", "undecodable-name",
@@ -72,7 +72,9 @@ class ScanResult:
             directory already on the walk chain, or a symlink cycle (ELOOP); ``"symlink-folder"``
             a symlink to a folder inside the root, whose files are listed under that folder's path;
             ``"symlink-file"`` a symlink to a file inside the root (listed under the target's path, if at all);
-            ``"undecodable-name"`` a name that is not UTF-8; ``"unreadable"`` a directory
+            ``"undecodable-name"`` a name that is not UTF-8; ``"ignored"`` by an ignore file rg reads too
+            (``.gitignore``, ``.ignore``, ``.rgignore``, Git's excludes); ``"codii-ignored"`` by codii-sql's
+            own rules alone (a ``.codiiignore``, the config's ``ignore_patterns``); ``"unreadable"`` a directory
             that cannot be listed or an entry that cannot be stat-ed.
         skipped_paths: ``(path, reason)`` of each skip counted in ``skipped``, in walk order: a
             folder's path ends in ``/``; an undecodable name is shown with ``\\xNN`` escapes.

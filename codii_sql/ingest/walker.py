@@ -212,7 +212,7 @@ class Walker:
         tracked = shown in self.tracked
         rule = self._verdict(d, rel, is_dir, tracked)
         if (d.git_ignored and not tracked) or (rule is not None and rule.excludes):
-            self._skip("ignored", shown)
+            self._skip("codii-ignored" if rule is not None and rule.excludes and rule.own else "ignored", shown)
             if rule is not None and rule.excludes:
                 self.ignored_by[(rule.where.removeprefix(self.root.rstrip("/") + "/"), rule.text)] += 1
             return None

@@ -310,7 +310,10 @@ class FileSet:
         if reason == "extension-filter":
             raise PathRefusedError(f"{name} is left out by the codebase's extension filter: refused")
         if reason == "ignored":
-            raise PathRefusedError(f"{name} is excluded by the codebase's ignore rules (.gitignore, .codiiignore, "
-                                   ".codii.yaml): refused")
+            raise PathRefusedError(f"{name} is excluded by the codebase's ignore rules (.gitignore, .ignore, "
+                                   ".rgignore): refused")
+        if reason == "codii-ignored":
+            raise PathRefusedError(f"{name} is excluded by the codebase's .codiiignore or .codii.yaml "
+                                   "ignore_patterns: refused")
         raise PathRefusedError(f"{name} is not indexed ({reason.replace('-', ' ')}): refused")
 

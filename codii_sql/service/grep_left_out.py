@@ -14,10 +14,10 @@ from .status import scan_rules
 
 #: Why the index leaves out a path that rg would read (rg skips what git ignores, hidden and binary
 #: files too): said when nothing matched, as the match may be there. Not "ignored": rg skips what a
-#: .gitignore (in a repository), .ignore or .rgignore leaves out, and only a .codiiignore's or
-#: .codii.yaml's paths, which the listing does not tell apart, are read by rg.
+#: .gitignore (in a repository), .ignore or .rgignore leaves out; "codii-ignored" is a .codiiignore's or
+#: .codii.yaml's, which rg reads.
 RG_READS = ("too-large", "minified", "lock-file", "secret", "default-excluded", "build-output", "extension-filter",
-            "nested-repository", "undecodable-name")
+            "nested-repository", "undecodable-name", "codii-ignored")
 
 
 def named(store: Store, codebase: Codebase, scopes: list[str]) -> list[Note]:
@@ -101,6 +101,8 @@ def _ways_in(reasons) -> list[str]:
 _TAKEN_IN = (({"too-large"}, "a larger max_file_bytes in .codii.yaml takes a large file in"),
              ({"default-excluded", "lock-file", "secret", "build-output"}, "a .codiiignore negation (!path) takes "
                                                                            "an excluded one in"),
+             ({"codii-ignored"}, "a .codiiignore or .codii.yaml ignore_patterns rule leaves those out: drop it to "
+                                 "take them in"),
              ({"nested-repository"}, "a repository of its own is grepped by its own path"),
              ({"extension-filter"}, "`build --reset-filters` drops the index's extension filter"),
              ({"minified"}, "minified files are never indexed"))
