@@ -36,7 +36,7 @@ CREATE TABLE IF NOT EXISTS chunks (
     text_hash  TEXT NOT NULL               -- sha256 of (model id, embedded text): reuse vectors
 );
 CREATE INDEX IF NOT EXISTS chunks_file_id ON chunks(file_id);
-CREATE INDEX IF NOT EXISTS chunks_text_hash ON chunks(text_hash);
+-- (chunks_text_hash: lookup_indexes, below)
 
 -- BM25 over code: '_' is part of a word so parse_header stays one token; the subtokens
 -- column makes getUserName match "user name" (measured: +22% index, queries ~1 ms). Porter
@@ -130,7 +130,7 @@ CREATE TABLE IF NOT EXISTS definitions (
     signature  TEXT NOT NULL,              -- its first line of code, at most 200 characters (then "…")
     PRIMARY KEY (file_id, seq)
 ) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS definitions_by_name ON definitions(name);
+-- (definitions_by_name: lookup_indexes, below)
 
 -- One row per file and directory; the root directory is ''.
 CREATE TABLE IF NOT EXISTS merkle_nodes (
@@ -139,6 +139,25 @@ CREATE TABLE IF NOT EXISTS merkle_nodes (
     is_dir INTEGER NOT NULL,
     hash   TEXT NOT NULL                   -- file: content sha256; dir: sha256 of its children
 ) WITHOUT ROWID;
+
+-- name: lookup_indexes
+-- The two indexes whose keys arrive in random order (a sha256, a name): vector reuse by text and `symbol`'s
+-- look-up by name. Idempotent; create_schema runs it, and every build after its writes, since a first
+-- build writes without them (lookup_indexes_drop): each batch dirtied thousands of their pages scattered
+-- over the file, written to the WAL at every commit and again at every checkpoint (docs/benchmarks.md
+-- "Eleventh round").
+CREATE INDEX IF NOT EXISTS chunks_text_hash ON chunks(text_hash);
+CREATE INDEX IF NOT EXISTS definitions_by_name ON definitions(name);
+
+-- name: lookup_indexes_drop
+-- Before a first build's writes (an empty index: nothing to reuse by text hash yet); lookup_indexes
+-- sorts them once after. A kill between the two leaves them to the next build (a `symbol` meanwhile
+-- reads the definitions whole).
+DROP INDEX IF EXISTS chunks_text_hash;
+DROP INDEX IF EXISTS definitions_by_name;
+
+-- name: lookup_indexes_present
+SELECT count(*) = 2 FROM sqlite_master WHERE type = 'index' AND name IN ('chunks_text_hash', 'definitions_by_name');
 
 -- name: wipe
 -- Empties the index for `build --force` (one transaction: a crash leaves either state).

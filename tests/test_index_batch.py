@@ -55,3 +55,32 @@ def test_chunk_subtokens_join_symbol_path_and_content(tmp_path):
     chunk = Chunk(1, 2, 0, 40, "function", "HttpClient.sendRequest", "def sendRequest(self):\n    pass\n")
     assert chunk_subtokens("net/http_client.py", [chunk]) == [
         "http client send request http client send request"]
+
+
+def _lookup_indexes(repo) -> set[str]:
+    with Store(Codebase.open(repo).db_path, create=False) as store:
+        return {n for (n,) in store.conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'index' AND name IN ('chunks_text_hash', 'definitions_by_name')")}
+
+
+def test_a_first_build_writes_without_the_look_up_indexes_and_sorts_them_after(tmp_path, embedder):
+    """Their keys (a sha256, a name) arrive in random order: written batch by batch they dirtied pages all over
+    the file at every commit (the kernel's build wrote ~10x its size). A stopped first build leaves them to the
+    next build, even one that finds no file changed."""
+    repo = write_tree(tmp_path / "r", {f"m{i}.py": f"def f{i}(x):\n    return x + {i}\n" for i in range(3)})
+    seen = []
+
+    def progress(phase, done, total):
+        if phase == "chunk" and done:
+            seen.append(_lookup_indexes(repo))
+
+    Indexer(Codebase.open(repo), embedder, progress=progress).build()
+    assert seen and seen[-1] == set(), seen
+    assert _lookup_indexes(repo) == {"chunks_text_hash", "definitions_by_name"}
+    with Store(Codebase.open(repo).db_path, create=False) as store, store.transaction():
+        store.run("lookup_indexes_drop")  # what a build stopped after its last batch leaves
+    report = Indexer(Codebase.open(repo), embedder).build()
+    assert report.added == report.modified == 0
+    assert _lookup_indexes(repo) == {"chunks_text_hash", "definitions_by_name"}
+    Indexer(Codebase.open(repo), embedder, progress=progress).build(force=True)  # in place: reuse needs them
+    assert seen[-1] == {"chunks_text_hash", "definitions_by_name"}

@@ -179,8 +179,7 @@ class Indexer:
             except EmbeddingFailedError as err:
                 self._unanswered = (time.monotonic(), err)
         settings = index_settings(self.embedder)
-        # --force --no-cache is the way to embed every chunk again: reuse no vector at all.
-        self.reuse_index_vectors = not (force and self.cache is None)
+        self.reuse_index_vectors = not (force and self.cache is None)  # --force --no-cache: embed every chunk again
         if force:
             self._start_over(store, settings)
         config = self._config()
@@ -206,7 +205,8 @@ class Indexer:
                         **({"vectors": self.vectors} if self.vectors is not None else {}),
                         **({"workers": self.workers} if self.workers is not None else {}))
         plan = None
-        if not force and not complete and meta.get("status") == "indexed" and same_settings(meta, recorded):
+        intact = store.value("lookup_indexes_present")  # a first build stopped before making them has work left
+        if not force and not complete and intact and meta.get("status") == "indexed" and same_settings(meta, recorded):
             plan = self.plan(store)  # read-only: a build that finds nothing to do writes nothing
             report = described(plan, BuildReport())
             # A path newly left out (a file or folder whose name is not UTF-8, a new excluded folder) changes

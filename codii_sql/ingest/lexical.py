@@ -67,10 +67,17 @@ class LexicalPhase:
             self.store.set_meta(scan_ignore_patterns=ignore, scan_extensions=exts, scan_rules=plan.rules or None)
         todo = [plan.files[p] for p in plan.added + plan.modified + plan.reindexed]
         if todo:
+            if not self.store.value("file_count"):  # a first build: nothing to look up by text hash yet
+                with self.store.transaction():
+                    self.store.run("lookup_indexes_drop")
             self._index_files(plan, todo, report)
         # Removals last: a renamed file's new copy can still reuse the old copy's vectors.
         with self.store.transaction():
             remove_files(self.store, plan.old, plan.removed)
+        started = time.perf_counter()
+        with self.store.transaction():  # sorted once after a first build's writes; else (or after a kill) at hand
+            self.store.run("lookup_indexes")
+        report.phase_seconds["lookup_indexes"] = time.perf_counter() - started
         report.merkle_root = plan.old.root_hash
 
     def _index_files(self, plan: Plan, todo: list[SourceFile], report: BuildReport) -> None:

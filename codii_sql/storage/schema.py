@@ -4,8 +4,8 @@
 #: rowid % 8, 4 added vector_queue (the vector phase), 5 stems chunks_fts (porter), 6 added history_*, 7 file_texts
 #: and file_trigrams (grep), 8 chunks_ivf and chunks_lists (IVF), 9 definitions; older ones migrate on open.
 SCHEMA_VERSION = 9
-#: The idempotent statements that make every table (the code's and grep's, then the history's).
-CREATE = ("create_schema", "history_schema")
+#: The idempotent statements that make every table (the code's and grep's, their look-up indexes, then the history's).
+CREATE = ("create_schema", "lookup_indexes", "history_schema")
 #: Re-tokenizes chunks_fts: dropped, made anew by create_schema, refilled from chunks.
 _RETOKENIZE = ("fts_drop", "create_schema", "fts_rebuild")
 #: Fill what create_schema added from the files (grep's texts, definitions): the next build reads every file
