@@ -190,3 +190,16 @@ UPDATE files SET size = -1;
 -- after a build that rewrote many files (ingest/lexical.py compact_text_indexes).
 INSERT INTO chunks_fts(chunks_fts) VALUES ('optimize');
 INSERT INTO file_trigrams(file_trigrams) VALUES ('optimize');
+
+-- name: fts_merge_bulk
+-- A first build merges each text index's segments 16 at a time, not FTS5's 4 (its 'automerge'): each
+-- chunk's postings are rewritten log16 instead of log4 times of the segments the 4,096-chunk commits
+-- make, and the build's compaction merges them all after. The kernel's build: written 18.9 -> 14.5 GB,
+-- the main process's CPU 229 -> 202 s (docs/benchmarks.md "Eleventh round").
+INSERT INTO chunks_fts(chunks_fts, rank) VALUES ('automerge', 16);
+INSERT INTO file_trigrams(file_trigrams, rank) VALUES ('automerge', 16);
+
+-- name: fts_merge_usual
+-- FTS5's default again, after a build's writes: an update's few segments merge as they come.
+INSERT INTO chunks_fts(chunks_fts, rank) VALUES ('automerge', 4);
+INSERT INTO file_trigrams(file_trigrams, rank) VALUES ('automerge', 4);

@@ -84,3 +84,19 @@ def test_a_first_build_writes_without_the_look_up_indexes_and_sorts_them_after(t
     assert _lookup_indexes(repo) == {"chunks_text_hash", "definitions_by_name"}
     Indexer(Codebase.open(repo), embedder, progress=progress).build(force=True)  # in place: reuse needs them
     assert seen[-1] == {"chunks_text_hash", "definitions_by_name"}
+
+
+def test_a_first_build_merges_text_segments_in_bulk_and_leaves_fts5s_default_after(tmp_path, embedder):
+    """16 segments a merge while a first build writes (fewer rewrites of each posting), 4 again after it."""
+    repo = write_tree(tmp_path / "r", {f"m{i}.py": f"def f{i}(x):\n    return x + {i}\n" for i in range(3)})
+    seen = []
+
+    def automerge():
+        with Store(Codebase.open(repo).db_path, create=False) as store:
+            return [store.conn.execute(f"SELECT v FROM {t}_config WHERE k = 'automerge'").fetchone()
+                    for t in ("chunks_fts", "file_trigrams")]
+
+    Indexer(Codebase.open(repo), embedder, progress=lambda phase, done, total: phase == "chunk" and done
+            and seen.append(automerge())).build()
+    assert seen and seen[-1] == [(16,), (16,)], seen
+    assert automerge() == [(4,), (4,)]

@@ -70,13 +70,15 @@ class LexicalPhase:
             if not self.store.value("file_count"):  # a first build: nothing to look up by text hash yet
                 with self.store.transaction():
                     self.store.run("lookup_indexes_drop")
+                    self.store.run("fts_merge_bulk")
             self._index_files(plan, todo, report)
         # Removals last: a renamed file's new copy can still reuse the old copy's vectors.
         with self.store.transaction():
             remove_files(self.store, plan.old, plan.removed)
         started = time.perf_counter()
-        with self.store.transaction():  # sorted once after a first build's writes; else (or after a kill) at hand
+        with self.store.transaction():  # after a first build's writes (or a kill in one); else at hand already
             self.store.run("lookup_indexes")
+            self.store.run("fts_merge_usual")
         report.phase_seconds["lookup_indexes"] = time.perf_counter() - started
         report.merkle_root = plan.old.root_hash
 
