@@ -142,3 +142,23 @@ def test_an_intact_index_is_read_on_a_full_disk_and_a_read_only_one(small_disk, 
     remount(small_disk, "rw")
     code, rebuilt = cli_json("build", sample_repo, "--json")  # space again: the edit is indexed
     assert code == 0 and rebuilt["modified"] == 1, rebuilt
+
+
+def test_a_first_build_on_a_full_disk_leaves_nothing_that_blocks_the_next(small_disk, sample_repo, monkeypatch):
+    """A new user's first build on a full disk left a 0-byte index; once space was freed every command, clear too,
+    called it "not a codii-sql index", and only deleting it by hand helped."""
+    monkeypatch.setenv("CODII_SQL_HOME", str(small_disk / "home"))
+    (small_disk / "home" / "indexes").mkdir(parents=True)
+    fill(small_disk)
+    run = CliRunner().invoke
+    failed = run(cli, ["build", str(sample_repo), "--no-vectors"])
+    assert failed.exit_code != 0 and "disk is full" in failed.output, failed.output
+    (small_disk / "filler").unlink()
+    assert "not_indexed" in run(cli, ["status", str(sample_repo)]).output
+    assert run(cli, ["clear", str(sample_repo), "--yes"]).exit_code == 0
+    fill(small_disk)
+    run(cli, ["build", str(sample_repo), "--no-vectors"])
+    (small_disk / "filler").unlink()
+    built = run(cli, ["build", str(sample_repo), "--no-vectors"])
+    assert built.exit_code == 0, built.output
+    assert not list((small_disk / "home" / "indexes").glob("*.tmp"))

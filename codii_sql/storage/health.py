@@ -94,7 +94,10 @@ def _remembered(db: Path) -> dict | None:
 
 
 def _remember(db: Path, value: list[int], folded_bytes: int | None = None) -> None:
-    with contextlib.suppress(OSError):
-        tmp = checked_path(db).with_suffix(".checked.tmp")
+    tmp = checked_path(db).with_suffix(".checked.tmp")
+    try:
         tmp.write_text(json.dumps({"stamp": value, "folded": folded_bytes}))
         os.replace(tmp, checked_path(db))
+    except OSError:  # a full disk: the file is checked again next time; no empty .tmp left beside it
+        with contextlib.suppress(OSError):
+            tmp.unlink()

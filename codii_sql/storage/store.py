@@ -99,6 +99,7 @@ class Store:
                 shape = self._open_immutable()
             if shape["tables"] == 0 and not create:
                 shape = self._await_schema(shape)
+            create = create or in_indexes_dir(self.path)  # an empty one there: a first build's, stopped (a full disk)
             self._refuse_foreign(shape, create)
             if self.immutable:
                 self._stand_ins()
