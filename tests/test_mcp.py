@@ -790,3 +790,23 @@ def test_get_content_shows_a_crlf_file_without_its_line_ends_cr(codii_home, tmp_
             assert grepped.structured_content["files"][0]["lines"][0]["text"] == "    return 1"
 
     asyncio.run(run())
+
+
+def test_search_code_counts_long_paths_in_its_budget(codii_home, tmp_path):
+    """40 results at 1,390-character paths were 127k characters (~32k tokens) at max_tokens 8000, past an agent's
+    25k limit: the budget counted their lines, not the path each shows twice (a new user)."""
+    deep = "/".join(["d" * 100] * 12)
+    repo = write_tree(tmp_path / "huge", {f"{deep}/m{i}.py": f"def frobnicate_{i}(x):\n    return x + {i}\n"
+                                          for i in range(40)})
+
+    async def scenario():
+        async with server(codii_home, CODII_SQL_WATCH="0") as s:
+            await call(s, "index_codebase", path=str(repo))
+            await wait_indexed(s, repo)
+            res = await s.call_tool("search_code", {"path": str(repo), "query": "frobnicate", "limit": 50,
+                                                    "max_tokens": 8000, "mode": "bm25"})
+            found = res.structured_content
+            assert tokens(res) <= 20_000, tokens(res)
+            assert 1 <= len(found["results"]) < 40 and "dropped" in found["note"]
+
+    asyncio.run(scenario())

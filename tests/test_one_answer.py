@@ -244,3 +244,14 @@ def test_a_team_server_is_a_shard_of_another_search(world):
     answer = json.loads(gone.stdout)
     assert answer["results"] and "did not answer" in answer["note"]
     assert [m["status"] for m in answer["codebases"]] == ["searched", "failed"]
+
+
+def test_an_answer_lists_members_while_their_roots_fit_an_agents_share():
+    """60 members under an 820-character root made a workspace answer 41k tokens at max_tokens 8000 (a new user)."""
+    from codii_sql.search.answer import LISTED_MEMBER_CHARS, Member, first_members
+
+    members = [Member("/" + "q" * 820 + f"/m{i}", "searched", results=i % 2) for i in range(60)]
+    shown, others = first_members(members, 50)
+    assert sum(len(m.codebase) for m in shown) <= LISTED_MEMBER_CHARS and len(shown) == 19
+    assert all(m.results for m in shown) and sum(others.values()) == 60 - len(shown)
+    assert first_members(members[:3], 50) == (members[:3], {})

@@ -29,6 +29,9 @@ NAMED_IN_A_NOTE = 3
 #: Members listed in an answer's ``codebases`` at most (those with results first); the others are counted
 #: by state in ``codebases_left_out``: 400 members were 75 KB of JSON in every answer.
 LISTED_MEMBERS = 50
+#: ... and while their roots take at most this many characters (~4k tokens): 60 members under an 820-character
+#: root made an agent's answer 41k tokens, past Claude Code's 25k (a new user).
+LISTED_MEMBER_CHARS = 16_000
 #: A query echoed back longer than this is cut: an issue pasted as the query can be 100k characters.
 SHOWN_QUERY_CHARS = 200
 
@@ -177,11 +180,17 @@ class Answer:
 
 
 def first_members(members: list[Member], most: int) -> tuple[list[Member], dict[str, int]]:
-    """``members`` when they are at most ``most``, else the first ``most`` of those with results then the
-    others, and how many are left out by status (``{"missing": 350}``)."""
-    if len(members) <= most:
+    """``members`` when they are at most ``most`` and their roots :data:`LISTED_MEMBER_CHARS`, else the first
+    ``most`` of those with results then the others, as many as those characters hold (one at least), and how
+    many are left out by status (``{"missing": 350}``)."""
+    if len(members) <= most and sum(len(m.codebase) for m in members) <= LISTED_MEMBER_CHARS:
         return members, {}
-    shown = sorted(members, key=lambda m: not m.results)[:most]
+    shown, chars = [], 0
+    for m in sorted(members, key=lambda m: not m.results)[:most]:
+        chars += len(m.codebase)
+        if shown and chars > LISTED_MEMBER_CHARS:
+            break
+        shown.append(m)
     kept = {id(m) for m in shown}
     return shown, dict(collections.Counter(m.status for m in members if id(m) not in kept))
 
