@@ -305,6 +305,19 @@ def test_the_budget_cuts_hunks_then_drops_commits():
     assert "more lines]" in fitted[0].hunks[0].content and len(fitted) < 5
 
 
+def test_the_best_commit_stays_with_its_file_list_cut_to_the_budget():
+    """An "initial import" of 70 files was the only match; at max_tokens 500 it was dropped and the answer said
+    "0 commits" (a new user)."""
+    files = [f"src/requests/module_{i}.py" for i in range(70)]
+    hits = [CommitHit("f" * 40, 0, "Ada", "a@x", "initial import", "", files, 1.0, 1, 1, 1, 0.5, 70, []),
+            CommitHit("e" * 40, 0, "Ada", "a@x", "other", "", files, 0.5, 2, 2, 2, 0.4, 70, [])]
+    fitted, report = fit_commits(hits, 500)
+    assert [h.subject for h in fitted] == ["initial import"] and report["dropped"] == 1
+    assert json_tokens(fitted[0].to_dict()) <= 500 and fitted[0].files[0] == files[0]
+    shown = len(fitted[0].files) - 1
+    assert fitted[0].files[-1] == f"… and {70 - shown} more files" and 0 < shown < 70
+
+
 def test_the_patch_parser_reads_renames_quoted_paths_and_binary_files():
     record = (b"abc\0Ada\0a@x\0" + b"1700000000\0Subject\0Body\0\n"
               b"diff --git a/old name.py b/new name.py\nsimilarity index 90%\nrename from old name.py\n"

@@ -156,7 +156,13 @@ def fit_commits(hits: list[CommitHit], max_tokens: int) -> tuple[list[CommitHit]
         # Counted as the JSON answer writes them (keys, escapes, every file): counted as plain text, a new
         # user's max_tokens 8000 answer came to ~25k tokens over MCP.
         head = json_tokens({**hit.to_dict(), "body": body, "hunks": []})
-        if head > left:
+        files, shown = hit.files, len(hit.files)
+        while head > left and not out and shown > 0:  # the best one stays, its file list cut: an "initial
+            # import" of 70 files was dropped at max_tokens 500, and the answer said "0 commits"
+            shown //= 2
+            hit.files = [*files[:shown], f"… and {len(files) - shown} more files"]
+            head = json_tokens({**hit.to_dict(), "body": body, "hunks": []})
+        if head > left and out:
             report["dropped"] = len(hits) - i
             break
         share = max(0, (left - head) // max(1, min(len(hits) - i, 3)))
