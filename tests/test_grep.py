@@ -941,7 +941,7 @@ def test_the_no_match_note_counts_what_codii_sqls_own_rules_leave_out(tmp_path):
     reasons = {f["path"]: f["reason"] for f in skipped["skipped_files"]["files"]}
     assert reasons["notes/"] == reasons["gen.py"] == "codii-ignored" and reasons["skip.py"] == "ignored", reasons
     refused = run("outline", root / "gen.py")
-    assert ".codiiignore or .codii.yaml" in refused.output, refused.output
+    assert "own ignore rules (.codiiignore, .codii.yaml" in refused.output, refused.output
 
 
 def test_gnu_word_edges_are_word_edges_not_literal_angles():

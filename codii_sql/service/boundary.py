@@ -313,7 +313,7 @@ class FileSet:
             raise PathRefusedError(f"{name} is excluded by the codebase's ignore rules (.gitignore, .ignore, "
                                    ".rgignore): refused")
         if reason == "codii-ignored":
-            raise PathRefusedError(f"{name} is excluded by the codebase's .codiiignore or .codii.yaml "
-                                   "ignore_patterns: refused")
+            raise PathRefusedError(f"{name} is excluded by the codebase's own ignore rules (.codiiignore, .codii.yaml "
+                                   "ignore_patterns): refused")
         raise PathRefusedError(f"{name} is not indexed ({reason.replace('-', ' ')}): refused")
 
