@@ -162,3 +162,20 @@ def test_a_first_build_on_a_full_disk_leaves_nothing_that_blocks_the_next(small_
     built = run(cli, ["build", str(sample_repo), "--no-vectors"])
     assert built.exit_code == 0, built.output
     assert not list((small_disk / "home" / "indexes").glob("*.tmp"))
+
+
+def test_a_log_the_full_disk_cannot_fold_is_kept_not_reported_as_a_failed_build(small_disk, sample_repo, monkeypatch):
+    """A new user's build committed every file, then its last step (folding the WAL into the file, which grows it)
+    met the full disk and the build said "the disk is full". The log holds the index: it waits for the next fold."""
+    from codii_sql.storage.copies import fold_log
+    from codii_sql.storage.store import Store
+
+    monkeypatch.setenv("CODII_SQL_HOME", str(small_disk / "home"))
+    assert CliRunner().invoke(cli, ["build", str(sample_repo), "--no-vectors"]).exit_code == 0
+    with Store(Codebase.open(sample_repo).db_path, create=False) as store:
+        store.conn.execute("PRAGMA wal_autocheckpoint = 0")  # the commit folds nothing itself
+        with store.transaction():
+            store.set_meta(padding="x" * (16 << 20))  # pages past the file's end, in the log
+        fill(small_disk)
+        fold_log(store)
+        assert len(store.meta()["padding"]) == 16 << 20

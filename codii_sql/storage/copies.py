@@ -17,7 +17,7 @@ from pathlib import Path
 
 import apsw
 
-from ..errors import StorageError
+from ..errors import DiskFullError, StorageError
 from . import queries
 from .store import BUSY_TIMEOUT_MS, Store
 
@@ -27,10 +27,14 @@ def fold_log(store: Store) -> None:
     whole index), without waiting for readers: while one reads an older snapshot, the log is folded as
     far as it can be and kept (the next build's fold empties it). Waiting for them held a watcher's update
     up to BUSY_TIMEOUT_MS after its commit while an agent searched (a kernel edit's update: 11 s instead
-    of 0.7), and the next edit waited behind it."""
+    of 0.7), and the next edit waited behind it. Nor on a full disk: the log holds the committed index
+    whole and readers read it, so the file's growth waits for the next fold (a new user's build that
+    had committed every file ended in "the disk is full")."""
     store.conn.set_busy_timeout(0)
     try:
         store.run("wal_checkpoint")
+    except DiskFullError:
+        pass
     finally:
         store.conn.set_busy_timeout(BUSY_TIMEOUT_MS)
 
