@@ -35,3 +35,12 @@ def test_inspect_lists_matching_chunks_with_both_ranks_and_the_old_forms_stay(sa
     assert "model_id: " in run("inspect", ".").output  # a folder: the PATH, as before
     bad = run("inspect", "a", "b", "c")
     assert bad.exit_code == 2 and bad.output.startswith("Error: inspect takes") and "Traceback" not in bad.output
+
+
+def test_a_missing_folder_is_said_missing_not_taken_for_a_query(tmp_path, monkeypatch):
+    """`inspect /nonexistent` searched for the words '/nonexistent' in the current folder, and said that folder
+    was not indexed (a new user)."""
+    monkeypatch.chdir(tmp_path)
+    gone = str(tmp_path / "nonexistent")
+    res = CliRunner().invoke(cli, ["inspect", gone])
+    assert res.exit_code == 2 and f"{gone}: no such folder" in res.output, res.output

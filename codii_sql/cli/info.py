@@ -164,6 +164,9 @@ def _query_and_path(args: tuple[str, ...], file_: str | None, query_options: boo
         return None, args[0] if args else None
     if len(args) == 1 and not query_options and Path(args[0]).expanduser().is_dir():
         return None, args[0]
+    if len(args) == 1 and args[0].startswith(("/", "~", "./", "../")) and not Path(args[0]).expanduser().exists():
+        # A path, not a query: `inspect /nonexistent` said the current folder was not indexed (a new user).
+        raise UsageError(f"{args[0]}: no such folder", "pass an indexed codebase's folder, or QUERY [PATH]")
     return args[0], args[1] if len(args) == 2 else None
 
 
