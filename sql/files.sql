@@ -200,6 +200,9 @@ INSERT INTO chunks_fts(chunks_fts, rank) VALUES ('automerge', 16);
 INSERT INTO file_trigrams(file_trigrams, rank) VALUES ('automerge', 16);
 
 -- name: fts_merge_usual
--- FTS5's default again, after a build's writes: an update's few segments merge as they come.
-INSERT INTO chunks_fts(chunks_fts, rank) VALUES ('automerge', 4);
-INSERT INTO file_trigrams(file_trigrams, rank) VALUES ('automerge', 4);
+-- FTS5's default again after a first build's writes (or one killed halfway): an update's few segments
+-- merge as they come. Written only when fts_merge_bulk's value is there, so an update writes nothing more.
+INSERT INTO chunks_fts(chunks_fts, rank)
+SELECT 'automerge', 4 WHERE (SELECT v FROM chunks_fts_config WHERE k = 'automerge') = 16;
+INSERT INTO file_trigrams(file_trigrams, rank)
+SELECT 'automerge', 4 WHERE (SELECT v FROM file_trigrams_config WHERE k = 'automerge') = 16;

@@ -10,8 +10,8 @@ from .attributes import Attributes
 
 #: Every reason :func:`scan` counts in :attr:`ScanResult.skipped`.
 SKIP_REASONS = (
-    "ignored", "codii-ignored", "default-excluded", "build-output", "nested-repository", "too-large", "binary-extension", "lock-file",
-    "minified", "secret",
+    "ignored", "codii-ignored", "default-excluded", "build-output", "nested-repository", "too-large", "binary-extension",
+    "lock-file", "minified", "secret",
     "extension-filter", "symlink-outside-root", "symlink-loop", "symlink-dangling", "symlink-folder", "symlink-file",
     "unreadable", "not-regular-file", "undecodable-name",
 )
