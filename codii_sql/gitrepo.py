@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,6 +38,11 @@ def text(done: subprocess.CompletedProcess[bytes]) -> str:
     return done.stdout.decode("utf-8", "replace").strip()
 
 
+class GitRefused(UsageError):
+    """Git refuses the repository a folder is in: it belongs to another user (Git's ``safe.directory``
+    check, since 2.35.2), and git reads nothing of it until the user trusts it."""
+
+
 @dataclass(frozen=True)
 class WorkTree:
     """The git work tree a folder is in: its ``top`` level, the folder's ``prefix`` from there
@@ -55,11 +61,16 @@ def work_tree(path: Path) -> WorkTree | None:
 
     Raises:
         UsageError: no ``git`` command (see :func:`git`).
+        GitRefused: git refuses the repository as another user's (its message says how to trust it).
     """
     if not Path(path).is_dir():
         return None
     found = git(path, "rev-parse", "--show-toplevel", "--show-prefix", "--is-shallow-repository")
     if found.returncode != 0:
+        if b"dubious ownership" in found.stderr:  # git's words since 2.35.2; "not a git repository" else
+            top = _refused_at(found.stderr) or str(path)
+            raise GitRefused(f"git refuses the repository at {top}: it belongs to another user",
+                             f"if you trust it, run `git config --global --add safe.directory {top}`")
         return None
     lines = found.stdout.decode("utf-8", "surrogateescape").split("\n")
     top, prefix, shallow = (lines + ["", "", ""])[:3]
@@ -67,3 +78,9 @@ def work_tree(path: Path) -> WorkTree | None:
     branch = git(path, "rev-parse", "--abbrev-ref", "HEAD")
     return WorkTree(Path(top), prefix, text(head) if head.returncode == 0 else None,
                     text(branch) if branch.returncode == 0 else "HEAD", shallow == "true")
+
+
+def _refused_at(stderr: bytes) -> str | None:
+    """The repository git named in its refusal ("... dubious ownership in repository at '/x'"), or None."""
+    found = re.search(rb"dubious ownership in repository at '([^'\n]*)'", stderr)
+    return found.group(1).decode("utf-8", "surrogateescape") if found else None

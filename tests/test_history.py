@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 
@@ -245,6 +246,28 @@ def test_why_tells_the_commits_of_a_line_newest_first_with_body_and_hunk(repo):
     (root / "src/http_session.py").write_text("# edited\n" + "\n".join(text))
     pending = service.explain_line("src/http_session.py", 1, root=str(root))
     assert pending.results == [] and "not committed yet" in pending.note(words)
+
+
+def test_a_repository_git_refuses_as_another_users_says_so_and_keeps_what_was_read(repo, embedder, monkeypatch):
+    # Git's own switch for its ownership check (a new user's clone on a mounted volume of another uid
+    # was called "not in a git work tree", and `eval git` "not a git repository").
+    root, shas = repo
+    build(root, embedder)
+    monkeypatch.setenv("GIT_TEST_ASSUME_DIFFERENT_OWNER", "1")
+    report = build(root, embedder)
+    assert report.files > 0 and report.history["state"] == "refused"
+    assert "safe.directory" in report.history["note"] and "not in a git work tree" not in report.history["note"]
+    answer = ask(root, "Retry-After", update=False)
+    assert answer.results[0].sha == shas["retry"]  # the commits read before it was refused stay searchable
+    assert "safe.directory" in answer.note(words)
+    with pytest.raises(UsageError, match="belongs to another user") as refused:
+        service.explain_line("src/http_session.py", 1, root=str(root))
+    assert f"safe.directory {root}" in str(refused.value)
+    done = subprocess.run(["codii-sql", "eval", "git", str(root)], capture_output=True, text=True,
+                          env={**os.environ, "GIT_TEST_ASSUME_DIFFERENT_OWNER": "1"}, timeout=120)
+    assert done.returncode == 2 and done.stderr.count("\n") == 1 and "belongs to another user" in done.stderr
+    monkeypatch.delenv("GIT_TEST_ASSUME_DIFFERENT_OWNER")
+    assert build(root, embedder).history["state"] in ("indexed", "unchanged")
 
 
 def test_why_refuses_bad_input_in_one_line(repo, tmp_path):

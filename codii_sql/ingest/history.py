@@ -17,7 +17,7 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
-from ..gitrepo import git, work_tree
+from ..gitrepo import GitRefused, git, work_tree
 from ..storage.store import Store
 from ..text import identifier_subtokens
 from .config import HistoryBound
@@ -60,7 +60,8 @@ def update_history(store: Store, root: Path, bound: HistoryBound, rules: History
     Returns:
         ``{"state", "note", "commits", "hunks", "added", "removed", "seconds", "head"}``; ``state`` is
         ``indexed``, ``unchanged`` (HEAD and the bound as recorded), ``off`` (every commit deleted),
-        ``no_git`` (not in a git work tree), ``shallow`` (a shallow clone: not read) or ``empty``
+        ``no_git`` (not in a git work tree), ``refused`` (git refuses it as another user's: what was read
+        before is kept), ``shallow`` (a shallow clone: not read) or ``empty``
         (no commit yet); ``note`` says in one line why there is no history, else None.
     Raises:
         UsageError: no git command.
@@ -69,9 +70,15 @@ def update_history(store: Store, root: Path, bound: HistoryBound, rules: History
     started = time.perf_counter()
     progress = progress or (lambda phase, done, total: None)
     out = {"state": "indexed", "note": None, "added": 0, "removed": 0, "head": None}
-    tree = None if bound.off else work_tree(root)
+    try:
+        tree, refused = None if bound.off else work_tree(root), False
+    except GitRefused:
+        tree, refused = None, True
     if bound.off:
         out["state"] = "off"
+    elif refused:  # what was read before stays: trusted again, the next build goes on from it
+        out.update(state="refused", note="git refuses this repository as another user's, so no history is read: if "
+                                         "you trust it, `git config --global --add safe.directory FOLDER` and build again")
     elif tree is None:
         # Notes name no folder: they are stored in the index, and an export carries no path of this machine.
         out.update(state="no_git", note="the codebase is not in a git work tree: no history is indexed")
