@@ -32,7 +32,7 @@ def main() -> None:
     if args.home:
         os.environ["CODII_SQL_HOME"] = str(args.home)
     from codii_sql import service
-    from codii_sql.search.budget import RESULT_OVERHEAD, tokens
+    from codii_sql.search.budget import result_overhead, tokens
     from codii_sql.search.results import SearchOptions
 
     dirs = json.loads(args.corpora.read_text())
@@ -51,7 +51,7 @@ def main() -> None:
                 files = list(dict.fromkeys(r.path for r in res))
                 hit = [i for i, f in enumerate(files[:10]) if f in set(q["relevant"])]
                 row = rows[b]
-                row["tokens"].append(sum(tokens(r.content) + RESULT_OVERHEAD for r in res))
+                row["tokens"].append(sum(tokens(r.content) + result_overhead(r) for r in res))
                 row["acc5"].append(bool(hit and hit[0] < 5))
                 row["acc10"].append(bool(hit))
                 row["rr"].append(1 / (hit[0] + 1) if hit else 0.0)

@@ -7,7 +7,7 @@ from support.trees import write_tree
 
 from codii_sql import service
 from codii_sql.errors import UsageError
-from codii_sql.search.budget import RESULT_OVERHEAD, fit, tokens
+from codii_sql.search.budget import fit, result_overhead, tokens
 from codii_sql.search.results import Result, SearchOptions
 from codii_sql.text import content_lines
 
@@ -21,11 +21,11 @@ def test_fit_merges_a_files_overlapping_chunks_trims_around_matches_and_drops_th
     body = [f"    step_{i} = compute({i})" for i in range(60)]
     body[40] = "    retry_count = backoff(retry_count)"
     results = [_r("a.py", 1, ["def a():"] + body), _r("a.py", 50, body[48:58]), _r("b.py", 1, ["x = 1"] * 80),
-               _r("c.py", 1, ["y = 2"] * 80, 0.1)]
-    out, report = fit(results, ["retry_count"], 120)
+               _r("c.py", 1, ["y = 2"] * 80, 0.1), _r("d.py", 1, ["z = 3"] * 80, 0.05)]
+    out, report = fit(results, ["retry_count"], 250)
     assert report.merged == 1 and [r.path for r in out][:2] == ["a.py", "b.py"]
     assert "retry_count" in out[0].content and out[0].start_line > 1  # the lines around the match
-    assert sum(tokens(r.content) + RESULT_OVERHEAD for r in out) <= 120
+    assert sum(tokens(r.content) + result_overhead(r) for r in out) <= 250 == report.max_tokens
     assert report.trimmed >= 1 and report.dropped >= 1 and "dropped" in report.note()
     first = content_lines(out[0].content)
     assert first == ["def a():", *body][out[0].start_line - 1:out[0].end_line]  # its lines, numbered right
@@ -46,8 +46,8 @@ def test_max_tokens_on_a_real_search_and_get_content(tmp_path, codii_home):
 
     full = ask("retry the request with backoff", SearchOptions(limit=10))
     small = ask("retry the request with backoff", SearchOptions(limit=10, max_tokens=150))
-    assert sum(tokens(r.content) + RESULT_OVERHEAD for r in small.results) <= 150 < \
-        sum(tokens(r.content) + RESULT_OVERHEAD for r in full.results)
+    assert sum(tokens(r.content) + result_overhead(r) for r in small.results) <= 150 < \
+        sum(tokens(r.content) + result_overhead(r) for r in full.results)
     assert small.results[0].path == full.results[0].path and small.budget.dropped > 0
     assert "max_tokens=150" in small.note(lambda hint: None) and "budget" in [n.kind for n in small.notes]
     with pytest.raises(UsageError, match=r"must be between 100 and") as refused:
@@ -76,7 +76,7 @@ def test_a_trimmed_or_merged_span_ending_in_a_blank_line_keeps_one_line_per_numb
         assert all(text == body[n - 10] or text.endswith("…[cut]") for n, text in got), (budget, got)
     blank_last = Result("b.py", 1, 3, 1.0, "python", "function", None, "one\ntwo\n\n", False, 1, "source")
     blank_first = Result("b.py", 3, 4, 0.5, "python", "function", None, "\nfour\n", False, 2, "source")
-    joined, report = fit([blank_last, blank_first], [], 1000)
+    joined, report = fit([blank_last, blank_first], [], 100)  # both whole would pass 100
     assert report.merged == 1 and numbered_lines(joined[0].content, 1, joined[0].end_line) == \
         [(1, "one"), (2, "two"), (3, ""), (4, "four")]
 

@@ -452,6 +452,38 @@ def test_a_workspace_of_hundreds_of_gone_members_answers_within_an_agent_s_limit
     asyncio.run(scenario())
 
 
+def test_search_code_holds_max_tokens_in_each_view_an_agent_reads(codii_home, tmp_path):
+    """The text blocks alone and the structured JSON alone each fit max_tokens: a new user's answers were
+    2.5-3x a small budget (the answer's own fields and each result's keys were not counted) and 8,590 at
+    8,000."""
+    files = {f"svc/handler_{i}.py": "".join(
+        f"def retry_request_{i}_{j}(session, attempts={j}):\n    \"\"\"Retry the request with backoff.\"\"\"\n"
+        f"    for n in range(attempts):\n        session.retry(n, backoff={j})\n    return session\n\n\n"
+        for j in range(15)) for i in range(12)}
+    repo = write_tree(tmp_path / "budget", files)
+
+    def counted(text: str) -> int:
+        return len(text) // 4 + sum(1 for ch in text if ord(ch) > 127)
+
+    async def run():
+        async with server(codii_home, CODII_SQL_WATCH="0") as s:
+            await call(s, "index_codebase", path=str(repo))
+            await wait_indexed(s, repo, timeout=600)
+            for budget in (300, 1000, 3000, 8000):
+                res = await s.call_tool("search_code", {"path": str(repo), "query": "retry the request with backoff",
+                                                        "limit": 50, "mode": "bm25", "max_tokens": budget})
+                assert not res.is_error
+                text = counted("".join(block.text for block in res.content))
+                data = counted(json.dumps(res.structured_content, ensure_ascii=False))
+                lines = counted("".join(r["content"] for r in res.structured_content["results"]))
+                assert text <= budget and data <= budget, (budget, text, data, lines)
+                assert res.structured_content["budget"]["used_tokens"] <= budget
+                assert text + data >= budget // 2  # the budget is used, not wasted
+                assert res.structured_content["results"][0]["path"].startswith("svc/handler_")
+
+    asyncio.run(run())
+
+
 def test_clear_index_finds_the_index_of_a_deleted_folder(codii_home, tmp_path):
     import shutil
 

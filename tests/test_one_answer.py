@@ -152,7 +152,7 @@ def check_listings(answers: dict, root: Path | None = None) -> None:
     assert numbered_as_on_disk(answers["mcp_text"], _MCP_HEAD, _MCP_LINE, file_of) > 0
 
 
-@pytest.mark.parametrize("max_tokens", [None, 300])
+@pytest.mark.parametrize("max_tokens", [None, 600])
 def test_one_codebase_answers_alike_on_every_face(world, max_tokens):
     ts = world["repos"]["ts"]
     answers = ask_all(world, "how is the Retry-After header parsed", path=ts, limit=3, max_tokens=max_tokens)
@@ -163,12 +163,12 @@ def test_one_codebase_answers_alike_on_every_face(world, max_tokens):
     assert (member["codebase"], member["status"], member["results"]) == (str(ts), "searched", len(got["results"]))
     assert member["match"] > 0.2 and member["model_id"]
     if max_tokens:
-        assert got["budget"]["max_tokens"] == 300 and "budget" in got["notes"]
+        assert got["budget"]["max_tokens"] == 600 and "budget" in got["notes"]
         assert "--max-tokens" in answers["cli"]["note"] and "get_content" in answers["mcp"]["note"]
     check_listings(answers, ts)
 
 
-@pytest.mark.parametrize("max_tokens", [None, 400])
+@pytest.mark.parametrize("max_tokens", [None, 900])
 def test_a_workspace_answers_alike_with_its_members_states(world, max_tokens):
     answers = ask_all(world, "retry a failed request with exponential backoff", workspace="team", limit=5,
                       max_tokens=max_tokens)

@@ -21,8 +21,6 @@ from ..text import content_lines, numbered_lines
 from .results import Result
 
 CHARS_PER_TOKEN = 4
-#: Tokens a result costs besides its lines (path, lines, symbol, score, id: its header or JSON keys).
-RESULT_OVERHEAD = 30
 #: Lines kept around each line that holds a query word, and at the start of a chunk without one.
 CONTEXT_LINES = 2
 HEAD_LINES = 6
@@ -96,10 +94,13 @@ class BudgetReport:
 
 
 def fit(results: list[Result], terms: list[str], max_tokens: int,
-        places: Sequence[tuple[str, int]] = ()) -> tuple[list[Result], BudgetReport]:
-    """``results`` (best first) within ``max_tokens`` estimated tokens, and the report.
+        places: Sequence[tuple[str, int]] = (), reserved: int = 0) -> tuple[list[Result], BudgetReport]:
+    """``results`` (best first) within ``max_tokens`` estimated tokens, less the ``reserved`` tokens of the
+    answer's other fields (:func:`envelope_tokens`), and the report.
 
-    Overlapping or adjacent chunks of one file become one result at the best one's rank; each
+    When they all fit as they are, they are returned as they are. Else overlapping or adjacent chunks of
+    one file become one result at the best one's rank (MCP's default budget merged them where nothing needed
+    cutting, and its answer differed from the other faces'); each
     result keeps the contiguous lines from :data:`CONTEXT_LINES` before its first line holding a
     query term (``terms``, case-insensitive, on word boundaries), or the line of one of ``places``
     it holds (``(path, line)`` as :func:`~.locations.places` reads them: a new user's
@@ -109,35 +110,51 @@ def fit(results: list[Result], terms: list[str], max_tokens: int,
     stays, cut to the budget.
     """
     report = BudgetReport(max_tokens)
+    whole = reserved + sum(tokens(r.content) + result_overhead(r) for r in results)
+    if whole <= max_tokens:  # nothing to cut: the results as every face without a budget gives them
+        report.used_tokens = whole
+        return list(results), report
     merged = _merge(results, report)
     word = re.compile(r"(?i)(?<![\w])(?:" + "|".join(re.escape(t) for t in terms if t) + r")(?![\w])") if terms else None
-    out, left = [], max_tokens
+    out, left = [], max(max_tokens - reserved, 0)
     for i, r in enumerate(merged):
         # The next three results share what is left, each with at least MIN_RESULT_TOKENS of lines.
-        overhead = _overhead(r)
+        overhead = result_overhead(r)
         share = max(left // min(len(merged) - i, 3), MIN_RESULT_TOKENS + overhead)
         if out and left < MIN_RESULT_TOKENS + overhead:
             report.dropped += len(merged) - i
             break
         at = next((line - r.start_line for path, line in places if r.start_line <= line <= r.end_line
                    and r.path.lower().rsplit("/", 1)[-1] == path.rsplit("/", 1)[-1]), None)
-        trimmed = _trim(r, word, max(min(share, left) - overhead, 1), at if _by_line(r) else None)
-        cost = tokens(trimmed.content) + overhead
+        # The first result stays whatever the answer's other fields left: some lines of it, not a few characters.
+        room = min(share, left) - overhead if out else max(min(share, left) - overhead, MIN_RESULT_TOKENS)
+        trimmed = _trim(r, word, max(room, 1), at if _by_line(r) else None)
+        cost = tokens(trimmed.content) + result_overhead(trimmed)  # a cut line adds its columns
         if out and cost > left:
             report.dropped += len(merged) - i
             break
         report.trimmed += trimmed.content != r.content
         out.append(trimmed)
         left -= cost
-    report.used_tokens = max_tokens - left
+    report.used_tokens = reserved + sum(tokens(r.content) + result_overhead(r) for r in out)
     return out, report
 
 
-def _overhead(r: Result) -> int:
-    """Tokens ``r`` costs besides its lines: :data:`RESULT_OVERHEAD`, and its path and codebase twice (the
-    listing's header and the JSON), its symbol: 40 results at 1,390-character paths were an agent's answer
-    of 32k tokens within a budget of 8,000 (a new user)."""
-    return RESULT_OVERHEAD + 2 * tokens(r.path + (r.codebase or "")) + tokens(r.symbol or "")
+def result_overhead(r: Result) -> int:
+    """Tokens ``r`` costs besides its lines: its other JSON fields (path, lines, symbol, scores, ids). The
+    JSON is the larger of an agent's two views (a text listing gives each result one header line, shorter
+    than its fields). A fixed 30 tokens undercounted them: 40 results at 1,390-character paths were 32k
+    tokens within a budget of 8,000, and ordinary ones 8,590 (new users)."""
+    fields = r.to_dict()
+    del fields["content"]
+    return json_tokens(fields)
+
+
+def envelope_tokens(fields: dict) -> int:
+    """Tokens of an answer's fields besides its results (``fields`` as its JSON, ``results`` left out; its
+    ``note`` is one of them), with room for the budget's own note (:meth:`BudgetReport.note` at its longest)."""
+    rest = {k: v for k, v in fields.items() if k != "results"}
+    return json_tokens(rest, plus=BudgetReport(10**6, 10**6, 999, 999, 999).note() or "")
 
 
 def _merge(results: list[Result], report: BudgetReport) -> list[Result]:

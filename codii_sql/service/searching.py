@@ -17,11 +17,11 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from ..codebase import Codebase
-from ..errors import CodiiError, Remedy, UsageError
+from ..errors import CodiiError, Remedy, UsageError, hint_text
 from ..ingest.report import Progress
 from ..languages import language_name
 from ..search.answer import NOTE_KINDS, Answer, Member, Note
-from ..search.budget import fit
+from ..search.budget import envelope_tokens, fit
 from ..search.locations import places
 from ..search.merge import Merged, member_match
 from ..search.query import Analysis
@@ -152,12 +152,20 @@ def _ask(targets: Targets, prepared: dict, query: str, opts: SearchOptions) -> A
     answer.rerank = rerank
     answer.terms = list(analysis.terms) if analysis else []
     notes += query_notes(analysis)
-    if opts.max_tokens:
-        answer.results, answer.budget = fit(answer.results, analysis.terms if analysis else [], opts.max_tokens,
-                                            places(analysis.text, analysis.shape) if analysis else ())
-        if answer.budget.note():
-            notes.append(Note("budget", answer.budget.note(), Remedy("read_rest")))
     answer.notes = sorted(notes + answer.notes, key=lambda n: NOTE_KINDS.index(n.kind))
+    if opts.max_tokens:
+        # The answer's other fields come out of the budget first (a budget of 100 answered 306 tokens).
+        reserved = envelope_tokens(answer.to_dict(hint_text))
+        answer.results, answer.budget = fit(answer.results, analysis.terms if analysis else [], opts.max_tokens,
+                                            places(analysis.text, analysis.shape) if analysis else (), reserved)
+        shards = {shard.name: shard for shard in targets.shards}
+        for member in answer.members:  # each counts the results the answer still holds
+            if member.status == "searched" and member.codebase in shards:
+                owns = shards[member.codebase].owns
+                member.results = sum(owns(r) for r in answer.results) if targets.many else len(answer.results)
+        if answer.budget.note():
+            answer.notes = sorted([*answer.notes, Note("budget", answer.budget.note(), Remedy("read_rest"))],
+                                  key=lambda n: NOTE_KINDS.index(n.kind))
     answer.seconds = time.perf_counter() - started
     return answer
 
