@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import subprocess
 
 import pytest
 from click.testing import CliRunner
@@ -174,6 +176,26 @@ def test_workspace_search_notes_missing_and_unindexed_members_and_answers(two, t
     # BM25 alone merges by rank (no cosine to weigh members by), and that is not a model mix-up.
     bm25 = json.loads(run("search", "checkoutTotal", "--workspace", "mix", "--mode", "bm25", "--json").output)
     assert bm25["results"] and "different embedding models" not in bm25.get("note", "")
+
+
+def test_a_workspace_whose_every_member_failed_is_an_error_not_no_good_match(two, codii_home, monkeypatch):
+    """A new user's workspace of one damaged index answered `no_good_match: true`, exit 0 (HTTP 200, MCP no
+    error): an agent reads that as "not in this codebase" of a codebase nobody read."""
+    http, shop = two
+    with service.open_codebase(shop).db_path.open("r+b") as fh:
+        fh.write(b"\x00" * 4096)
+    env = {**os.environ, "WORKSPACE_ONLY": str(shop), "WORKSPACE_BOTH": f"{http},{shop}"}
+    done = subprocess.run(["codii-sql", "search", "order total", "--workspace", "only", "--json"], env=env,
+                          capture_output=True, text=True, timeout=300, check=False)
+    refused = json.loads(done.stdout)
+    assert done.returncode == refused["exit_code"] == 1 and "Traceback" not in done.stderr, done
+    assert refused["error"].startswith(f"none of the 1 codebases of workspace only could be searched; {shop}: ")
+    assert refused["hint"] == f"`codii-sql build {shop} --force` rebuilds it"  # the member, not the current folder
+    both = subprocess.run(["codii-sql", "search", "retry the request", "--workspace", "both", "--json"], env=env,
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert both.returncode == 0, both.stderr
+    states = {m["codebase"]: m["status"] for m in json.loads(both.stdout)["codebases"]}
+    assert states == {str(http): "searched", str(shop): "failed"}
 
 
 def test_unknown_empty_and_all_missing_workspaces_are_one_line(monkeypatch, tmp_path):

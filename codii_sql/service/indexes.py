@@ -14,9 +14,9 @@ from ..ingest.settings import check_compatible, index_settings
 from ..search.searcher import Searcher
 from . import boundary
 from .embedders import embedder_for_search
-from ..errors import DamagedIndexError
+from ..errors import CodiiError, DamagedIndexError
 from ..storage import health
-from .status import damaged_index, not_indexed, open_store, refuse_damaged, scan_rules
+from .status import damaged_index, naming, not_indexed, open_store, refuse_damaged, scan_rules
 
 
 def open_searcher(codebase: Codebase, *, check: bool = False) -> Searcher:
@@ -39,6 +39,9 @@ def open_searcher(codebase: Codebase, *, check: bool = False) -> Searcher:
         embedder = embedder_for_search(store.meta())
         # Chunks of older chunking rules are still valid search results; the next build re-chunks.
         check_compatible(store, {k: v for k, v in index_settings(embedder).items() if k != "chunker_version"})
+    except CodiiError as err:
+        store.close()
+        raise naming(err, codebase) from None
     except Exception:
         store.close()
         raise

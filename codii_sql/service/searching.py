@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from ..codebase import Codebase
-from ..errors import CodiiError, Remedy, UsageError, hint_text
+from ..errors import CodiiError, NotIndexedError, Remedy, UsageError, hint_text
 from ..ingest.report import Progress
 from ..languages import language_name
 from ..search.answer import NOTE_KINDS, Answer, Member, Note
@@ -201,6 +201,8 @@ def _many(targets: Targets, prepared: dict, query: str, opts: SearchOptions) -> 
         else:
             members.append(_searched(shard, fanned, prepared[shard], notes))
     notes += [Note("member", m.what, m.hint, m.codebase) for m in targets.notes]
+    _refuse_if_none_searched(members, notes, targets.workspace,
+                             [*failed.values(), *(a for a in fanned.answers.values() if isinstance(a, CodiiError))])
     notes += _pruned_notes(fanned, opts)
     answers = [a for a in fanned.answers.values() if isinstance(a, ShardAnswer)]
     if len({a.model_id for a in answers}) > 1:  # no shared cosine scale: say why they merged by rank
@@ -245,6 +247,24 @@ def _pruned_notes(fanned: Fanned, opts: SearchOptions) -> list[Note]:
                            f"{best:.2f}), so none of its results could enter these {opts.limit}",
                  Remedy("search_member", {"root": shard.name}), shard.name)
             for shard, probe in fanned.pruned.items()]
+
+
+def _refuse_if_none_searched(members: list[Member], notes: list[Note], workspace: str | None,
+                             errors: list[CodiiError]) -> None:
+    """Raise when no member could be searched (each failed, is gone or not indexed): an empty answer would
+    say "no good match" of codebases nobody read (a new user's workspace of one damaged index).
+
+    Raises:
+        CodiiError: of the class of the first member's error (``errors``: a damaged index...), else
+            NotIndexedError (every member gone or not indexed), with the first member note's hint.
+    """
+    if any(m.status in ("searched", "pruned") for m in members):
+        return
+    told = next((n for n in notes if n.kind == "member"), None)
+    what = (f"none of the {len(members)} codebases of {f'workspace {workspace}' if workspace else 'the search'} "
+            f"could be searched" + (f"; {told.codebase}: {told.what}" if told else ""))
+    error = type(errors[0]) if errors else NotIndexedError
+    raise error(what, told.hint if told else None)
 
 
 def _refuse_if_all_refused(fanned: Fanned, opts: SearchOptions) -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from .. import paths
 from ..codebase import Codebase
-from ..errors import DamagedIndexError, NotIndexedError, Remedy, StorageError, UsageError
+from ..errors import CodiiError, DamagedIndexError, NotIndexedError, Remedy, StorageError, UsageError
 from ..ingest import scan_stats
 from ..ingest.config import scan_rules as index_scan_rules
 from ..ingest.config import vectors_wanted
@@ -37,9 +37,22 @@ def open_store(codebase: Codebase) -> Store:
     memory unless this process serves others, see :class:`Store`); the caller closes it.
 
     Raises:
-        StorageError: no such file, or it cannot be opened (see :class:`Store`).
+        StorageError: no such file, or it cannot be opened (see :class:`Store`); its remedy names the codebase.
     """
-    return Store(codebase.db_path, create=False, readonly=codebase.alone)
+    try:
+        return Store(codebase.db_path, create=False, readonly=codebase.alone)
+    except CodiiError as err:
+        raise naming(err, codebase) from None
+
+
+def naming(err: CodiiError, codebase: Codebase) -> CodiiError:
+    """``err`` with its remedy naming ``codebase`` (its root, its index file if not the default one): "`codii-sql
+    build --force` rebuilds it", run elsewhere, rebuilt another folder (a new user's damaged workspace member)."""
+    hint = err.hint
+    if isinstance(hint, Remedy) and "root" not in hint.params and not codebase.alone:
+        custom = {} if paths.in_indexes_dir(codebase.db_path) else {"db": str(codebase.db_path)}
+        err.hint = Remedy(hint.kind, {**hint.params, "root": str(codebase.root), **custom})
+    return err
 
 
 def status(codebase: Codebase, *, check_stale: bool = True) -> dict:
