@@ -4,6 +4,9 @@ speaking Ollama's and OpenAI's embedding APIs and backed by the bundled model.""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -274,9 +277,16 @@ def test_a_query_the_server_did_not_answer_is_not_asked_again_for_a_minute(serve
     with pytest.raises(EmbeddingFailedError, match=f"not asked again for {QUERY_RETRY_SECONDS:g} s"):
         embedder.embed_query("refund")
     assert server.stats()["requests"] - asked == 2
+    # Each CLI search is a fresh process: it learns of the failure from the index home, not by 21 s of waiting.
+    fresh = subprocess.run([sys.executable, "-c", "from codii_sql.models.providers import openai_factory\n"
+                            "openai_factory('text-embedding-test').embed_query('refund')"],
+                           capture_output=True, text=True, timeout=120, check=False)
+    assert fresh.returncode != 0 and "not asked again" in fresh.stderr, fresh.stderr[-500:]
+    assert server.stats()["requests"] - asked == 2
     server.control(delay=0.0)
     monkeypatch.setattr("codii_sql.models.providers.QUERY_RETRY_SECONDS", 0.0)
     assert embedder.embed_query("refund").shape == (384,)
+    assert not list((Path(os.environ["CODII_SQL_HOME"]) / "providers").glob("*.json"))  # an answer forgets it
 
 
 def test_an_html_error_page_is_told_by_its_words_on_one_short_line():

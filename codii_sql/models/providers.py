@@ -14,6 +14,8 @@ from __future__ import annotations
 import concurrent.futures as cf
 import contextlib
 import email.utils
+import hashlib
+import json
 import os
 import random
 import re
@@ -21,10 +23,12 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
 from ..errors import EmbeddingFailedError, Remedy, UsageError
+from ..paths import home
 from .embedder import Embedder
 
 #: Texts per request: OpenAI accepts 2,048 and Ollama any number, but smaller requests retry cheaply.
@@ -45,7 +49,9 @@ ENV_TIMEOUT, ENV_RETRIES = "CODII_SQL_HTTP_TIMEOUT", "CODII_SQL_HTTP_RETRIES"
 #: Attempts and seconds for a search's query: a search falls back to BM25 at once rather than
 #: wait out a server that is down.
 QUERY_ATTEMPTS, QUERY_TIMEOUT = 2, 10.0
-#: Seconds a query embedding that failed keeps this process from asking the server again.
+#: Seconds a query embedding that failed keeps every process from asking the server again: the failure is
+#: written beside the indexes (``providers/``), since each CLI search is a fresh process (a new user's waited
+#: 21 s every time on a server that accepted and never answered, each told "not asked again for 60 s").
 QUERY_RETRY_SECONDS = 60.0
 #: HTTP statuses worth another attempt: rate limits and server trouble.
 RETRY_STATUSES = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
@@ -150,16 +156,45 @@ class HttpEmbedder(Embedder):
         Raises:
             EmbeddingFailedError: as :meth:`embed`, or the last failure within the pause.
         """
-        if self._query_failed is not None and time.monotonic() - self._query_failed[0] < QUERY_RETRY_SECONDS:
-            raise self._query_failed[1]
+        failed = max(filter(None, (self._query_failed, self._recorded_failure())), key=lambda f: f[0], default=None)
+        if failed is not None and 0 <= time.time() - failed[0] < QUERY_RETRY_SECONDS:
+            raise failed[1]
         try:
             vector = self._embed([self.query_prefix + text], QUERY_ATTEMPTS, min(QUERY_TIMEOUT, self.timeout))[0]
         except EmbeddingFailedError as err:
-            self._query_failed = (time.monotonic(), EmbeddingFailedError(
+            self._query_failed = (time.time(), EmbeddingFailedError(
                 f"{err.what} (not asked again for {QUERY_RETRY_SECONDS:g} s)", err.hint))
+            self._record_failure(err)
             raise self._query_failed[1] from None
-        self._query_failed = None
+        if failed is not None:
+            self._query_failed = None
+            with contextlib.suppress(OSError):
+                self._failure_file().unlink()
         return vector
+
+    def _failure_file(self) -> Path:
+        """Where a failed query embedding of this server and model is remembered for other processes."""
+        key = hashlib.sha256(f"{self.endpoint.url}\0{self.model}".encode()).hexdigest()[:16]
+        return home() / "providers" / f"{key}.failed.json"
+
+    def _record_failure(self, err: EmbeddingFailedError) -> None:
+        # Best effort: a home that cannot be written only loses the pause for other processes.
+        path = self._failure_file()
+        with contextlib.suppress(OSError):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+            tmp.write_text(json.dumps({"at": time.time(), "what": err.what,
+                                       "hint": err.hint if isinstance(err.hint, str) else None}))
+            os.replace(tmp, path)
+
+    def _recorded_failure(self) -> tuple[float, EmbeddingFailedError] | None:
+        """Another process's failure of :meth:`embed_query` on this server and model, if recorded."""
+        try:
+            got = json.loads(self._failure_file().read_text())
+            return float(got["at"]), EmbeddingFailedError(
+                f"{got['what']} (not asked again for {QUERY_RETRY_SECONDS:g} s)", got.get("hint"))
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
 
     def close(self) -> None:
         self._client.close()
