@@ -213,6 +213,11 @@ def test_the_embedding_server_down_answers_from_bm25_in_every_fresh_process(worl
     over = ask_all(world, "retry with backoff", workspace="down", limit=3)
     assert_same(over)
     assert over["cli"]["results"] and "embedder" in over["cli"]["notes"]
+    # Beside a member of the bundled model, the note names the member whose results are BM25 only.
+    py = world["repos"]["py"]
+    mixed = json.loads(cli(world["env"], "search", "retry with backoff", "--path", prov, "--path", py, "--json").stdout)
+    assert f"the results of {prov} are BM25 results only" in mixed["note"] and "these are BM25" not in mixed["note"]
+    assert any(r["knn_rank"] for r in mixed["results"] if r["codebase"] == str(py))
 
 
 def test_a_team_server_is_a_shard_of_another_search(world):

@@ -86,7 +86,10 @@ def _query_vectors(shards: list[Shard], query: str, opts: SearchOptions) -> tupl
             vectors[key] = shard.embedder.embed_query(query)
         except EmbeddingFailedError as err:
             failed[key] = str(err)
-            notes.append(embedder_note(key, str(err)))
+            # Members of another embedder kept their vectors: name those that did not (a new user's note
+            # called a workspace's every result BM25 only, vector ranks and all).
+            alike = [s.name for s in shards if _embedder_key(s) == key]
+            notes.append(embedder_note(key, str(err), members=None if len(alike) == len(shards) else alike))
     return vectors, failed, notes
 
 

@@ -6,7 +6,7 @@ import json
 from collections.abc import Callable
 
 from ..errors import Remedy
-from ..search.answer import Note
+from ..search.answer import NAMED_IN_A_NOTE, Note
 from ..search.query import MAX_QUERY_TERMS, Analysis
 from ..search.results import sqlite_glob
 from ..storage.store import Store
@@ -123,7 +123,13 @@ def query_notes(analysis: Analysis | None) -> list[Note]:
     return notes
 
 
-def embedder_note(name: str, why: str, codebase: str | None = None) -> Note:
-    """The query could not be embedded: the results are BM25 only."""
-    return Note("embedder", f"the embedder {name} did not answer ({why}): these are BM25 results only",
-                codebase=codebase)
+def embedder_note(name: str, why: str, codebase: str | None = None, members: list[str] | None = None) -> Note:
+    """The query could not be embedded: the results are BM25 only (those of ``members`` alone, when given:
+    the others' embedder answered)."""
+    if members is None:
+        return Note("embedder", f"the embedder {name} did not answer ({why}): these are BM25 results only",
+                    codebase=codebase)
+    named = ", ".join(members[:NAMED_IN_A_NOTE]) + (f" and {len(members) - NAMED_IN_A_NOTE} more"
+                                                    if len(members) > NAMED_IN_A_NOTE else "")
+    return Note("embedder", f"the embedder {name} did not answer ({why}): the results of {named} are BM25 "
+                            "results only", codebase=codebase)
