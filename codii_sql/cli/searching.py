@@ -119,8 +119,9 @@ def _batch_search(request, lines, as_json):
                 if not isinstance(item, dict) or not isinstance(item.get("query"), str):
                     raise UsageError('each line must be a JSON object with a "query" string')
                 answer = ask(item["query"])
-                out({"id": item.get("id"), "results": [r.to_dict() for r in answer.results],
-                     "no_good_match": answer.no_good_match, **({"note": answer.note(words)} if answer.notes else {})})
+                # The answer as `search --json` gives it (a line had results, no_good_match and note only: no
+                # notes, best_cosine or budget, a new user), with the line's id first.
+                out({"id": item.get("id"), **answer.to_dict(words)})
             except (ValueError, CodiiError) as err:
                 qid = item.get("id") if isinstance(item, dict) else None
                 out({"id": qid, "line": n, "error": f"line {n}: {message(err) if isinstance(err, CodiiError) else err}"})
