@@ -83,6 +83,12 @@ class Codebase:
     db_path: Path
     alone: bool = False
 
+    @property
+    def shown(self) -> str:
+        """What an answer's ``codebase`` names: the root, or for an index alone its file's path (what every
+        face takes back as a path; a shard's search said its path and its symbol look-ups its bare name)."""
+        return str(self.db_path if self.alone else self.root)
+
     @classmethod
     def index_alone(cls, db_path: Path, name: str) -> Codebase:
         """The codebase of an index file whose source folder is not here, called ``name``."""

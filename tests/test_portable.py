@@ -211,6 +211,9 @@ def test_a_served_folder_of_shards_swaps_a_file_under_load_without_a_failed_or_m
         assert health["shards"]["files"] == ["other.db", "svc.db"]
         got = httpx.get(f"{url}/search", params={"q": "alpha_handler", "codebase": "svc"}).json()
         assert got["results"][0]["symbol"] == "alpha_handler" and got["codebase"] == str(shards / "svc.db")
+        # /grep takes the shard as the answers name it, as /search does (it said "not served here").
+        grepped = httpx.get(f"{url}/grep", params={"q": "def alpha_handler", "codebase": got["codebase"]})
+        assert grepped.status_code == 200 and grepped.json()["matched_lines"] == 1, grepped.text
         every = httpx.get(f"{url}/search", params={"q": "sum the prices of the cart"}).json()
         assert every["results"][0]["codebase"] == str(shards / "other.db")
         assert {m["codebase"] for m in every["codebases"]} == {str(shards / "svc.db"), str(shards / "other.db")}
@@ -285,6 +288,14 @@ def test_an_agent_searches_and_reads_a_folder_of_shards_over_mcp(tmp_path, codii
             # One of its files greps that shard's stored texts (its folder was taken for a codebase not indexed)
             grepped = await session.call_tool("grep_code", {"path": str(shards / "svc.db"), "pattern": "def alpha_\\w+"})
             assert not grepped.is_error and grepped.structured_content["matched_lines"] == 1, grepped.content
+            # Every tool names the shard as search_code does, the path an agent passes back (find_symbol and
+            # get_content said "svc", a new user).
+            for tool, args in (("find_symbol", {"name": "alpha_handler"}), ("get_file_outline", {"file": top["path"]}),
+                               ("find_references", {"name": "alpha_handler"}), ("get_content", {"file": top["path"]}),
+                               ("get_indexing_status", {})):
+                named = await session.call_tool(tool, {"path": top["codebase"], **args})
+                assert named.structured_content["codebase"] == str(shards / "svc.db"), (tool, named.content)
+            assert grepped.structured_content["codebase"] == str(shards / "svc.db")
             for tool, args in (("find_symbol", {"name": "alpha_handler"}), ("clear_index", {})):
                 told = await session.call_tool(tool, {"path": str(shards), **args})
                 assert told.is_error and "svc.db" in told.content[0].text, (tool, told.content)

@@ -147,9 +147,9 @@ class SearchHandler:
                                      rerank=rerank in ("true", "1"),
                                      max_tokens=_number(one["max_tokens"], "max_tokens", service.MIN_TOKENS,
                                                         service.MAX_TOKENS) if "max_tokens" in one else None)
-        codebase = self.served().get(one.get("codebase", ""), None) if one.get("codebase") else None
-        if codebase is not None:  # a codebase by its short name (the page's links)
-            return service.SearchRequest(query, opts, [str(codebase.db_path if codebase.alone else codebase.root)],
+        codebase = _named_in(self.served(), one["codebase"]) if one.get("codebase") else None
+        if codebase is not None:  # a codebase by its short name (the page's links) or as answers name it
+            return service.SearchRequest(query, opts, [codebase.shown],
                                          update=False)
         if workspace not in self.workspaces:  # the shard folder: a shard by its name, or every one
             return service.SearchRequest(query, opts, [one["codebase"]] if one.get("codebase") else [],
@@ -178,8 +178,8 @@ class SearchHandler:
             raise UsageError("missing pattern", "GET /grep?q=def+parse_&codebase=NAME")
         served = self.served()
         name = one.get("codebase") or (next(iter(served)) if len(served) == 1 else "")
-        if name in served:
-            where = str(served[name].db_path if served[name].alone else served[name].root)
+        if (named := _named_in(served, name)) is not None:
+            where = named.shown
         else:
             where = self._any_member(name, served)
         flag = {k: _flag(one.get(k, "false"), k) for k in ("literal", "ignore_case", "word")}
@@ -262,3 +262,9 @@ def _flag(text: str, name: str) -> bool:
 
 def _error(message: str, hint: str) -> dict:
     return {"error": message, "hint": hint}
+
+
+def _named_in(served: dict[str, service.Codebase], name: str) -> service.Codebase | None:
+    """The served codebase ``name`` names: by its short name, or as answers name it (its root, a shard's file
+    path: /grep refused the path /search took and its own answers gave, a new user)."""
+    return served.get(name) or next((cb for cb in served.values() if cb.shown == name), None)

@@ -130,7 +130,7 @@ class Pages:
         except CodiiError as err:
             context["error"] = f"{what(err)}: {words(err.hint)}" if err.hint else what(err)
             return self._page(request, "search.html", context, 400)
-        names = {str(cb.db_path if cb.alone else cb.root): name for name, cb in served.items()}
+        names = {cb.shown: name for name, cb in served.items()}
         files = [{"path": f.path, "lines": [(g.line, code.marked_spans(g.shown, g.spans)) for g in f.lines]}
                  for f in found.files]
         shown = sum(len(f["lines"]) for f in files)
@@ -214,7 +214,7 @@ class Pages:
     def _groups(self, answer: service.Answer) -> list[dict]:
         """The answer's results by file, in the order files first rank; each chunk's lines numbered
         as the file's, the query's words marked."""
-        slugs = {str(cb.db_path if cb.alone else cb.root): name for name, cb in self.handler.served().items()}
+        slugs = {cb.shown: name for name, cb in self.handler.served().items()}
         groups: dict[tuple, dict] = {}
         for rank, r in enumerate(answer.results, 1):
             where = r.codebase or answer.codebase or ""

@@ -186,7 +186,7 @@ def grep_chunk_ids(codebase: Codebase, pattern: str) -> list[int]:
 
 def _search(store: Store, meta: dict, codebase: Codebase, pattern: GrepPattern, request: GrepRequest,
             scopes: list[str], notes: list[Note], on_file: Callable[[GrepAnswer, GrepFile], None] | None) -> GrepAnswer:
-    answer = GrepAnswer(list(request.patterns), str(codebase.db_path if codebase.alone else codebase.root),
+    answer = GrepAnswer(list(request.patterns), codebase.shown,
                         trigrams=pattern.fts, scan=pattern.scans)
 
     gaps_seen = False

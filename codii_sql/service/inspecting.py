@@ -38,7 +38,7 @@ def inspect_query(codebase: Codebase, query: str, *, limit: int = 10, raw: bool 
                        "bm25_rank": r.bm25_rank, "knn_rank": r.knn_rank, "cosine": r.cosine,
                        "has_vector": r.id not in queued, **text})
     terms = hits.analysis.terms if hits.analysis is not None else []
-    return {"codebase": str(codebase.root), "query": query, "fts_terms": terms, "chunks": chunks,
+    return {"codebase": codebase.shown, "query": query, "fts_terms": terms, "chunks": chunks,
             **({"note": hits.embedder_failed} if hits.embedder_failed else {})}
 
 

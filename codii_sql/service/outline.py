@@ -69,7 +69,7 @@ def outline(codebase: Codebase, file: str, fileset: boundary.FileSet | None = No
     rel, source = reader(codebase, fileset)(file)
     nodes = [_node(d) for d in source_definitions(source)]
     kept, next_line = _window(nodes, start_line, {"count": limit or -1, "tokens": max_tokens, "kept": 0})
-    out = {"codebase": str(codebase.root), "path": rel, "language": source.language, "symbols": kept,
+    out = {"codebase": codebase.shown, "path": rel, "language": source.language, "symbols": kept,
            "total": _count(nodes)}
     if codebase.alone:
         out["note"] = ALONE_NOTE

@@ -157,7 +157,7 @@ def _answer(codebase: Codebase, name: str, ident: str, tally: _Tally, offset: in
         files[-1]["lines"].append({"line": n, "text": text})
     more = offset + len(shown) < tally.total
     stopped = holding > REFERENCE_CHUNKS
-    out = {"codebase": str(codebase.root), "name": echoed(name), "identifier": ident, "files": files, "total": tally.total,
+    out = {"codebase": codebase.shown, "name": echoed(name), "identifier": ident, "files": files, "total": tally.total,
            "total_files": tally.files, "truncated": more or stopped, "note": NOTE}
     if more:
         cut = f"limit={limit}" if len(shown) == limit else f"max_tokens={max_tokens}"

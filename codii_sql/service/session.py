@@ -84,7 +84,7 @@ class Session:
             self.following.catch_up(cb)
         else:
             self.following.follow(cb)
-        data = {"codebase": str(cb.root), "status": outcome}
+        data = {"codebase": cb.shown, "status": outcome}
         hint = {"started": "poll get_indexing_status", "already indexing": "poll get_indexing_status",
                 "already up to date": "search_code is ready"}[outcome]
         if outcome == "already indexing" and (force or exts is not None or ignore is not None or embedder):
@@ -112,7 +112,7 @@ class Session:
         vectors = _vectors(st, job)
         percent = _percent(status, prog, vectors)
         data = {
-            "codebase": str(cb.root), "status": status,
+            "codebase": cb.shown, "status": status,
             "phase": prog["phase"] if status == "indexing" else st.get("phase"), "percent": percent,
             # In the vector phase every file is done (its own counts are batches: "1 of 1 files" was shown).
             "files": {"done": prog["done"], "total": prog["total"], "indexed": st.get("files", 0)}
@@ -270,7 +270,7 @@ class Session:
                                  f"{counts['chunks'] - counts['pending']:,} of {counts['chunks']:,} embedded): "
                                  "search_code finds it now; find_similar_code works once they are embedded")
             raise UsageError(f"{rel}{span} has no indexed chunks", Remedy("build", {"root": str(cb.root)}))
-        return {"codebase": str(cb.root), "file": rel, "start_line": start_line, "end_line": end_line,
+        return {"codebase": cb.shown, "file": rel, "start_line": start_line, "end_line": end_line,
                 "query_chunks": used, "results": [r.to_dict() for r in results],
                 **({"budget": dataclasses.asdict(budget), "note": budget.note()} if budget and budget.note() else {})
                 }, results
@@ -302,7 +302,7 @@ class Session:
                 raise UsageError(f"start_column {column} is past the end of line {start} ({width} characters)")
             lines = [*lines[:start - 1], lines[start - 1][column - 1:], *lines[start:]]
         end, content, cut = lines_within_tokens(lines, start, end, max_tokens)
-        data = {"codebase": str(cb.root), "path": rel, "start_line": start, "end_line": end, "total_lines": total,
+        data = {"codebase": cb.shown, "path": rel, "start_line": start, "end_line": end, "total_lines": total,
                 "content": content, **({"start_column": column} if column > 1 else {})}
         if cb.alone:
             gaps = [[max(a, start), min(b, end)] for a, b in read.not_stored if a <= end and b >= start]
@@ -340,7 +340,7 @@ class Session:
             raise UsageError(f"no chunk {chunk_id} in the index of {cb.root}: ids change on re-indexing; search again")
         if not cb.alone and os.path.lexists(cb.root / row["path"]):
             self.indexes.fileset(cb).check(row["path"])
-        data = {"codebase": str(cb.root), "id": row["id"], "path": row["path"], "start_line": row["start_line"],
+        data = {"codebase": cb.shown, "id": row["id"], "path": row["path"], "start_line": row["start_line"],
                 "end_line": row["end_line"], "kind": row["kind"], "symbol": row["symbol"],
                 "language": row["language"], "content": row["content"],
                 "stale": None if cb.alone else StaleCheck(cb.root)(row)}

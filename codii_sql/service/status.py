@@ -66,7 +66,7 @@ def status(codebase: Codebase, *, check_stale: bool = True) -> dict:
     unchanged, see :mod:`~codii_sql.storage.health`). An index alone (no source here) has ``stale``
     None: unknown, and no build, watcher or lock of it.
     """
-    out = {"codebase": str(codebase.root), "db": str(codebase.db_path)}
+    out = {"codebase": codebase.shown, "db": str(codebase.db_path)}
     if not codebase.db_path.is_file():
         background = None if codebase.alone else daemon_info(codebase)
         if background is not None:  # `build --daemon` started and has not made the file yet
@@ -135,7 +135,7 @@ def brief_status(codebase: Codebase, store: Store | None = None) -> dict:
             return brief_status(codebase, opened)
     state, meta = _lexical_state(codebase, store)
     files = committed_files(store, meta)
-    return {"codebase": str(codebase.root), "status": state, "files": files,
+    return {"codebase": codebase.shown, "status": state, "files": files,
             **{k: meta.get(k) for k in ("phase", "files_done", "files_total", "error", "stopped")}}
 
 
@@ -295,7 +295,7 @@ def stats(codebase: Codebase) -> dict:
     if not codebase.db_path.is_file():
         raise not_indexed(codebase)
     with open_store(codebase) as store:
-        return {"codebase": str(codebase.root), **store.row("counts"),
+        return {"codebase": codebase.shown, **store.row("counts"),
                 "languages": store.rows("stats_by_language"), "kinds": store.rows("stats_by_kind"),
                 "roles": store.rows("stats_by_role")}
 
@@ -310,7 +310,7 @@ def inspect(codebase: Codebase, file: str | None = None) -> dict:
     if not codebase.db_path.is_file():
         raise not_indexed(codebase)
     with open_store(codebase) as store:
-        out = {"codebase": str(codebase.root), "db": str(codebase.db_path), "snapshot": store.meta()}
+        out = {"codebase": codebase.shown, "db": str(codebase.db_path), "snapshot": store.meta()}
         if file is not None:
             row = store.row("file_by_path", {"path": file})
             out["chunks"] = store.rows("chunks_of_file", {"path": file})

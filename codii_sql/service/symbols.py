@@ -114,7 +114,7 @@ def find_symbol(codebase: Codebase, name: str, *, kind: str | None = None, prefi
                "match": _HOW[how], "stale": stale(r)} for how, *_, r in found[offset:offset + limit]]
     defs = page(window, 0, limit, max_tokens)
     name = echoed(name)
-    out = {"codebase": str(codebase.root), "name": name, "definitions": defs}
+    out = {"codebase": codebase.shown, "name": name, "definitions": defs}
     if offset + len(defs) < len(found):
         cut = f"limit={limit}" if len(defs) == limit else f"max_tokens={max_tokens}"
         out.update(truncated=True, total=len(found), next_offset=offset + len(defs),
