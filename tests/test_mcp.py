@@ -469,7 +469,7 @@ def test_search_code_holds_max_tokens_in_each_view_an_agent_reads(codii_home, tm
         async with server(codii_home, CODII_SQL_WATCH="0") as s:
             await call(s, "index_codebase", path=str(repo))
             await wait_indexed(s, repo, timeout=600)
-            for budget in (300, 1000, 3000, 8000):
+            for budget in (600, 1000, 3000, 8000):
                 res = await s.call_tool("search_code", {"path": str(repo), "query": "retry the request with backoff",
                                                         "limit": 50, "mode": "bm25", "max_tokens": budget})
                 assert not res.is_error

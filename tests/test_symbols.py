@@ -251,8 +251,10 @@ def test_mcp_outline_and_find_symbol(codii_home, tmp_path):
             assert "{" not in res.content[1].text.split(":", 1)[0]  # text is a listing, not the JSON again
             refs = await call(s, "find_references", path=str(repo), name="items")
             assert [(f["path"], [ln["line"] for ln in f["lines"]]) for f in refs["files"]] == [("go/cache.go", [4, 9])]
-            fitted = await call(s, "search_code", path=str(repo), query="send the request", max_tokens=100)
-            assert fitted["budget"]["max_tokens"] == 100 and fitted["budget"]["used_tokens"] <= 100
+            fitted = await call(s, "search_code", path=str(repo), query="send the request", max_tokens=500)
+            assert fitted["budget"]["max_tokens"] == 500 and fitted["budget"]["used_tokens"] <= 500
+            least = await call(s, "search_code", path=str(repo), query="send the request", max_tokens=100)
+            assert len(least["results"]) == 1 and least["budget"]["used_tokens"] > 100  # the first stays, honestly told
             part = await call(s, "get_content", path=str(repo), file="py/session.py", start_line=1, max_tokens=100)
             assert len(part["content"]) <= 400  # the file is smaller: whole (the cut is tested in test_budget.py)
             similar = await call(s, "find_similar_code", path=str(repo), file="py/session.py", max_tokens=100)
