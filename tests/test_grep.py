@@ -245,6 +245,23 @@ def test_a_limit_stops_lines_and_counts_and_its_note_says_which_number_is_which(
     assert result.exit_code == 0 and result.stdout == "a.txt:5\nb.txt:2\n" and "limit of 6" in result.stderr
 
 
+def test_max_tokens_holds_the_whole_grep_answer_and_keeps_the_first_line(tmp_path):
+    """`self` over MCP at max_tokens 100 answered 420 tokens (a new user): the budget counted the lines alone,
+    not the answer's other fields and notes. Both views (the JSON and the path:line:text listing) fit now."""
+    from codii_sql.cli.words import words
+
+    root = built(write_tree(tmp_path / "repo", {f"m{i}.py": "".join(f"    self.value_{j} = self.compute({j})\n"
+                                                                  for j in range(60)) for i in range(8)}))
+    for budget in (300, 1000, 3000):
+        answer = grep(root, "self", max_tokens=budget, limit=500)
+        text = "\n".join(f"{f.path}:{g.line}:{g.text}" for f in answer.files for g in f.lines)
+        both = len(json.dumps(answer.to_dict(words), ensure_ascii=False)) // 4 + len(text) // 4
+        assert answer.truncated and both <= budget, (budget, both)
+        assert both >= budget // 2 and "cut to fit about" in answer.note(words)
+    least = grep(root, "self", max_tokens=100)
+    assert lines(least) == [("m0.py", 1)]  # over the budget with the fields alone: the first line stays
+
+
 def test_a_pathological_pattern_is_bounded_per_file_and_said(tmp_path):
     root = built(write_tree(tmp_path / "repo", {"a.txt": "a" * 40 + "b\n", "b.txt": "aaa\n"}))
     answer = grep(root, "(a|aa)+$")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..errors import hint_text
 from ..text import char_spans, utf8_safe
 from .answer import Note, Words, with_notes, worded_notes
 from .budget import json_tokens, tokens
@@ -48,6 +49,10 @@ def cut_line(g: GrepLine, columns: int) -> GrepLine:
     # the spans stay the line's facts: a match running past the window keeps its end (a new user's agent was
     # told [100006, 100231] of a match ending at 100517)
     return GrepLine(g.line, shown, [(a, b) for a, b in g.spans if head <= a < limit], g.context, cut_from=head)
+
+
+_BUDGET_NOTE = "the lines shown were cut to fit about {max_tokens:,} tokens"
+_BUDGET_HINT = "narrow the pattern, paths or globs, or ask with a larger budget"
 
 
 def line_tokens(path: str, g: GrepLine) -> int:
@@ -112,23 +117,26 @@ class GrepAnswer:
 
     def fit(self, max_tokens: int) -> None:
         """Keep the lines that fit ``max_tokens`` (each costs its text and JSON forms: :func:`line_tokens`; a
-        file its JSON head), in answer order."""
-        used, kept = 0, []
+        file its JSON head), in answer order, after the answer's other fields and notes (told in the JSON and
+        the text summary: `self` over MCP at 100 answered 420 tokens, a new user); the first line stays."""
+        fields = {k: v for k, v in self.to_dict(hint_text).items() if k not in ("files", "note", "notes")}
+        said = (self.note(hint_text) or "") + _BUDGET_NOTE.format(max_tokens=max_tokens) + _BUDGET_HINT
+        used, kept, shown = json_tokens(fields, plus=2 * said), [], 0
         for f in self.files:
             lines = []
             used += json_tokens({"path": f.path, "role": f.role, "language": f.language, "matches": f.matches})
             for g in f.lines:
                 used += line_tokens(f.path, g)
-                if used > max_tokens:
+                if used > max_tokens and shown:
                     break
                 lines.append(g)
+                shown += 1
             if lines:
                 f.lines = lines
                 kept.append(f)
             if used > max_tokens:
                 self.truncated = True
-                self.notes.append(Note("budget", f"the lines shown were cut to fit about {max_tokens:,} tokens",
-                                       "narrow the pattern, paths or globs, or ask with a larger budget"))
+                self.notes.append(Note("budget", _BUDGET_NOTE.format(max_tokens=max_tokens), _BUDGET_HINT))
                 break
         self.files = kept
 
