@@ -110,7 +110,7 @@ def fit(results: list[Result], terms: list[str], max_tokens: int,
     stays, cut to the budget.
     """
     report = BudgetReport(max_tokens)
-    whole = reserved + sum(tokens(r.content) + result_overhead(r) for r in results)
+    whole = reserved + sum(result_tokens(r) for r in results)
     if whole <= max_tokens:  # nothing to cut: the results as every face without a budget gives them
         report.used_tokens = whole
         return list(results), report
@@ -129,15 +129,21 @@ def fit(results: list[Result], terms: list[str], max_tokens: int,
         # The first result stays whatever the answer's other fields left: some lines of it, not a few characters.
         room = min(share, left) - overhead if out else max(min(share, left) - overhead, MIN_RESULT_TOKENS)
         trimmed = _trim(r, word, max(room, 1), at if _by_line(r) else None)
-        cost = tokens(trimmed.content) + result_overhead(trimmed)  # a cut line adds its columns
+        cost = result_tokens(trimmed)  # a cut line adds its columns
         if out and cost > left:
             report.dropped += len(merged) - i
             break
         report.trimmed += trimmed.content != r.content
         out.append(trimmed)
         left -= cost
-    report.used_tokens = reserved + sum(tokens(r.content) + result_overhead(r) for r in out)
+    report.used_tokens = reserved + sum(result_tokens(r) for r in out)
     return out, report
+
+
+def result_tokens(r: Result) -> int:
+    """Tokens ``r`` costs an answer: its JSON (lines as a JSON string, each line break and quote escaped:
+    raw text undercounted 8,000-token answers by ~4%)."""
+    return json_tokens(r.to_dict())
 
 
 def result_overhead(r: Result) -> int:
@@ -145,16 +151,21 @@ def result_overhead(r: Result) -> int:
     JSON is the larger of an agent's two views (a text listing gives each result one header line, shorter
     than its fields). A fixed 30 tokens undercounted them: 40 results at 1,390-character paths were 32k
     tokens within a budget of 8,000, and ordinary ones 8,590 (new users)."""
-    fields = r.to_dict()
-    del fields["content"]
-    return json_tokens(fields)
+    return json_tokens(dataclasses.replace(r, content="").to_dict())
+
+
+#: Tokens a face's words for the budget's remedy may take (the CLI's, the longest: "search without
+#: --max-tokens (or with a larger one) for whole chunks").
+REMEDY_TOKENS = 24
 
 
 def envelope_tokens(fields: dict) -> int:
     """Tokens of an answer's fields besides its results (``fields`` as its JSON, ``results`` left out; its
-    ``note`` is one of them), with room for the budget's own note (:meth:`BudgetReport.note` at its longest)."""
+    ``note`` is one of them), with room for what the budget adds: its report, its note at its longest and
+    that note's remedy (:data:`REMEDY_TOKENS`)."""
     rest = {k: v for k, v in fields.items() if k != "results"}
-    return json_tokens(rest, plus=BudgetReport(10**6, 10**6, 999, 999, 999).note() or "")
+    report = BudgetReport(10**6, 10**6, 999, 999, 999)
+    return json_tokens({**rest, "budget": dataclasses.asdict(report)}, plus=report.note() or "") + REMEDY_TOKENS
 
 
 def _merge(results: list[Result], report: BudgetReport) -> list[Result]:
