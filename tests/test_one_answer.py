@@ -200,6 +200,12 @@ def test_an_unrelated_query_says_no_good_match_over_a_workspace(world):
     assert_same(answers)
     assert answers["cli"]["no_good_match"] and "no_good_match" in answers["cli"]["notes"]
     assert "no good match" in answers["cli_stderr"] and "no good match" in answers["mcp_summary"]
+    assert "may not be in these codebases" in answers["cli"]["note"]  # a workspace is not "this codebase"
+    # No result at all says why too (an empty answer said nothing on any face, a new user).
+    empty = json.loads(cli(world["env"], "search", "zzqxflib", "--path", world["repos"]["py"], "--mode", "bm25",
+                           "--json").stdout)
+    assert empty["results"] == [] and empty["no_good_match"] and empty["notes"] == ["no_good_match"]
+    assert "no match: no chunk holds a word of the query" in empty["note"]
 
 
 def test_the_embedding_server_down_answers_from_bm25_in_every_fresh_process(world):

@@ -176,8 +176,8 @@ def _one(targets: Targets, prepared: dict, query: str, opts: SearchOptions) -> t
     got = shard.search(query, opts, None)
     hits = got.hits
     notes = [n for n in (prepared[shard], *got.notes) if n]
-    if hits.no_good_match and hits.results:
-        notes.append(no_match_note(hits.best_cosine))
+    if hits.no_good_match and not any(n.kind in ("filters", "scope") for n in notes):
+        notes.append(no_match_note(hits.best_cosine, found=bool(hits.results)))
     member = Member(shard.name, "searched", len(hits.results), match=member_match(hits.results),
                     model_id=got.model_id, scope=shard.scope or None)
     return Answer(query, hits.results, 0.0, codebase=shard.name, members=[member], notes=notes,
@@ -213,8 +213,8 @@ def _many(targets: Targets, prepared: dict, query: str, opts: SearchOptions) -> 
     cosines = [h.best_cosine for h in searched if h.best_cosine is not None]
     best = max(cosines) if cosines else None
     results = fanned.merged.results
-    if nothing and results:
-        notes.append(no_match_note(best))
+    if (nothing or not results) and not any(n.kind in ("filters", "scope") for n in notes):
+        notes.append(no_match_note(best, found=bool(results), many=True))
     # The members' analyses differ only in the rarest terms a long query keeps: the first serves.
     analysis = next((h.analysis for h in searched if h.analysis is not None), None)
     return Answer(query, results, 0.0, workspace=targets.workspace, members=members, notes=notes,
