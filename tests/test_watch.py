@@ -390,8 +390,8 @@ def test_an_mcp_build_cancelled_at_shutdown_leaves_the_index_stale_not_failed(co
 
 def test_a_search_trusts_a_fresh_watcher_instead_of_walking_the_tree(codii_home, tmp_path):
     """A CLI search (its own process) skips its update's walk while a live watcher says it has committed
-    every change it was told of; a watcher with changes still to commit says so, and the search walks."""
-    from codii_sql.service.watchers import watchers
+    every change it was told of, and said so lately; a stopped one's word goes stale, and the search walks."""
+    from codii_sql.service.watchers import TRUST_SECONDS, watchers
 
     repo = write_tree(tmp_path / "repo", SAMPLE)
     cb = service.open_codebase(repo)
@@ -414,8 +414,11 @@ def test_a_search_trusts_a_fresh_watcher_instead_of_walking_the_tree(codii_home,
         try:
             (repo / "app" / "otter.py").write_text("def feed_the_otter(otter):\n    return otter.fish\n")
             assert "app/otter.py:feed_the_otter" not in cli_search("feed_the_otter")  # no walk: not seen yet
+            # Stopped, it says nothing more: past TRUST_SECONDS of silence its word is stale, and the search walks
+            # (a new user's Ctrl-Z'd watch kept every CLI answer on the old index, for ever).
             note = next((codii_home / "indexes").glob("*.db.watch")) / f"{w.proc.pid}.json"
-            note.write_text(json.dumps(json.loads(note.read_text()) | {"fresh": False}))  # as on an event
+            time.sleep(max(0.0, json.loads(note.read_text())["at"] + TRUST_SECONDS + 0.5 - time.time()))
+            assert watchers(cb)[0]["fresh"] is False
             assert cli_search("feed_the_otter")[0] == "app/otter.py:feed_the_otter"  # walked and indexed
         finally:
             os.kill(w.proc.pid, signal.SIGCONT)

@@ -18,6 +18,13 @@ from ..processes import alive
 from ..codebase import Codebase
 
 
+#: Seconds between a waiting watcher's notes that it is still fresh; its word is trusted for
+#: :data:`TRUST_SECONDS` after the last one. A watcher stopped (Ctrl-Z, SIGSTOP) or hung said "fresh" for
+#: ever, and every CLI search, grep and symbol answered from the index it left (a new user).
+HEARTBEAT_SECONDS = 2.0
+TRUST_SECONDS = 5 * HEARTBEAT_SECONDS
+
+
 def _dir(codebase: Codebase) -> Path:
     return codebase.db_path.with_name(codebase.db_path.name + ".watch")
 
@@ -68,7 +75,8 @@ def _write(path: Path) -> None:
 
 
 def kept_fresh(codebase: Codebase) -> dict | None:
-    """A live watcher of ``codebase`` that says it has committed every change it was told of, else None.
+    """A live watcher of ``codebase`` that says it has committed every change it was told of, and said so
+    within :data:`TRUST_SECONDS` (:func:`watchers` tells which), else None.
 
     Its word holds from the change to the event that tells it, which watchfiles groups for 50 ms after
     the last change (service/watching.py STEP_MS): a search that trusts it may miss an edit made
@@ -77,8 +85,9 @@ def kept_fresh(codebase: Codebase) -> dict | None:
 
 
 def watchers(codebase: Codebase) -> list[dict]:
-    """The live watchers of ``codebase``: ``[{"pid", "started_at" (epoch s), "by"}]``, by pid."""
-    found = []
+    """The live watchers of ``codebase``: ``[{"pid", "started_at" (epoch s), "by", ["fresh", "at"]}]``, by pid;
+    ``fresh`` is false for a watcher silent past :data:`TRUST_SECONDS` (stopped or hung: its word is stale)."""
+    found, now = [], time.time()
     folder = _dir(codebase)
     if not folder.is_dir():
         return found
@@ -89,6 +98,8 @@ def watchers(codebase: Codebase) -> list[dict]:
         except (OSError, ValueError, KeyError, TypeError):
             continue
         if alive(pid):
+            if info.get("fresh") is True and not 0 <= now - float(info.get("at") or 0) <= TRUST_SECONDS:
+                info["fresh"] = False
             found.append(info)
         else:
             with contextlib.suppress(OSError):

@@ -27,7 +27,7 @@ from ..ingest.repositories import git_dir, git_info_path
 from ..ingest.walk import RESCAN_MAX, scan
 from .builds import refresh
 from .status import scan_rules
-from .watchers import mark, renote
+from .watchers import HEARTBEAT_SECONDS, mark, renote
 
 #: watchfiles' grouping: events keep joining a group until none came for STEP_MS (an editor save
 #: is seen ~50 ms after it) or the group is DEBOUNCE_MS old (a burst becomes a few builds, not one
@@ -162,6 +162,7 @@ class Watcher:
         self.poll = os.environ.get(ENV_POLL, "0").strip() == "1" if poll is None else poll
         self.due: set[int] = set(range(len(self.follows)))  # indexes into follows; all at the start
         self.woke_at = 0.0  # time.monotonic() of the last wake whose events are marked
+        self.beat_at = 0.0  # time.monotonic() of the last note that the fresh codebases are still fresh
 
     def committed(self, codebase: Codebase) -> bool:
         """Whether this watcher has committed every change of ``codebase`` it has heard of (in memory: a
@@ -242,6 +243,11 @@ class Watcher:
                     f.heard = None  # ... which walks
             for f in self.follows:
                 renote(f.codebase)
+            if time.monotonic() - self.beat_at >= HEARTBEAT_SECONDS:  # still fresh, and still here to say it
+                self.beat_at = time.monotonic()
+                for f in self.follows:
+                    if f.fresh:
+                        f.mark(True)
             self.woke_at = time.monotonic()  # after the marks: a tool waiting on it then sees them
             if first:
                 self.due, first = set(range(len(self.follows))), False
