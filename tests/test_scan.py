@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from codii_sql.errors import CodiiError
 from codii_sql.ingest.config import CONFIG_FILE_NAME, CodebaseConfig, load_config
 from codii_sql.ingest import walk
 from codii_sql.ingest.read import read_file
@@ -249,7 +250,37 @@ def test_read_file_refuses_a_private_key_whatever_its_name(tmp_path):
     write(tmp_path, "notes.md", "Keys look like `-----BEGIN RSA PRIVATE KEY-----`.\n")
     files = {f.path: f for f in scan(tmp_path).files}
     assert read_file(tmp_path, files["deploy_key"]) == "secret"
-    assert isinstance(read_file(tmp_path, files["notes.md"]), bytes)  # only a file that opens with one
+    assert isinstance(read_file(tmp_path, files["notes.md"]), bytes)  # naming the header is no key
+
+
+def test_a_key_pasted_inside_a_file_makes_it_secret_and_a_header_alone_does_not(tmp_path, codii_home):
+    """A new user's agent was served a service account's JSON and notes with an RSA key on line 3: only a file
+    that opened with the armour was refused. The bodies here have the shape of real keys (base64 of 1,190 bytes)."""
+    import base64
+    import random
+
+    from codii_sql import service
+
+    body = base64.b64encode(random.Random(7).randbytes(1190)).decode()
+    pem = "-----BEGIN PRIVATE KEY-----\n" + "\n".join(body[i:i + 64] for i in range(0, len(body), 64)) + \
+        "\n-----END PRIVATE KEY-----\n"
+    write(tmp_path, "service-account.json", '{\n "type": "service_account",\n "private_key": "'
+          + pem.replace("\n", "\\n") + '"\n}\n')
+    write(tmp_path, "docs/notes.md", "# deploy\nthe key:\n" + pem)
+    write(tmp_path, "tests/keys.py", 'KEY = (\n    "' + '"\n    "'.join(pem.split("\n")) + '"\n)\n')
+    write(tmp_path, "pkey.py", 'HEADER = "-----BEGIN RSA PRIVATE KEY-----"\n\n\ndef is_key(data):\n'
+                               '    return data.startswith(HEADER)\n')
+    files = {f.path: f for f in scan(tmp_path).files}
+    assert [p for p in files if read_file(tmp_path, files[p]) == "secret"] == \
+        ["docs/notes.md", "service-account.json", "tests/keys.py"]
+    assert isinstance(read_file(tmp_path, files["pkey.py"]), bytes)  # a parser's constant is no key
+    # Built and asked as an agent asks: never indexed, never served from the disk either.
+    service.build(service.open_codebase(tmp_path), vectors=False)
+    found = service.search(service.SearchRequest("service_account private_key", service.SearchOptions(mode="bm25"),
+                                                 [str(tmp_path)], update=False))
+    assert all(r.path == "pkey.py" for r in found.results)
+    with pytest.raises(CodiiError, match="private key|not indexed|skipped"):
+        service.Session().content(service.open_codebase(tmp_path), "docs/notes.md", None, None)
 
 
 def test_read_file_vanished(tmp_path):

@@ -26,7 +26,7 @@ from pathlib import Path, PurePosixPath
 from ..errors import Remedy, UsageError
 from ..ingest.config import DEFAULT_MAX_FILE_BYTES
 from ..ingest.exclusions import SECRET_RULE, default_file_reason
-from ..ingest.read import SNIFF_BYTES, is_binary, is_private_key
+from ..ingest.read import SNIFF_BYTES, holds_private_key, is_binary, is_private_key
 from ..ingest.walk import unlisted
 from ..text import shown_bytes
 
@@ -146,7 +146,7 @@ def read_bytes(f: SafeFile, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> bytes:
         # noise, and the index does not hold it either.
         raise PathRefusedError(f"{f.rel!r} is binary (a NUL byte in its first {SNIFF_BYTES} bytes), so it "
                                "was not indexed: not served")
-    if is_private_key(head):
+    if holds_private_key(data):
         raise PathRefusedError(f"{f.rel!r} holds a private key: not served")
     return data
 
