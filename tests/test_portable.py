@@ -118,6 +118,13 @@ def test_an_export_answers_as_its_index_did_and_carries_nothing_of_the_machine(t
         refused = run("export", repo, "--to", other)
         assert refused.exit_code == 2 and "is not a codii-sql index" in refused.output and other.read_bytes() == kept
     assert as_json(run("export", repo, "--to", shelf / "sample.db", "--json"))["file"] == str(shelf / "sample.db")
+    # Never over another codebase's live index (a new user's replaced it: its searches answered the other's files).
+    other_repo = write_tree(tmp_path / "other", {"b.py": "def b():\n    return 2\n"})
+    assert run("build", other_repo, "--no-vectors").exit_code == 0
+    live = service.open_codebase(other_repo).db_path
+    kept = live.read_bytes()
+    over = run("export", repo, "--to", live)
+    assert over.exit_code == 2 and "own folder of indexes" in over.output and live.read_bytes() == kept
     before_build = run("build", repo, "--export", notes)  # said before the build, the file untouched
     assert before_build.exit_code == 2 and "is not a codii-sql index" in before_build.output
     assert notes.read_text() == "mine\n"

@@ -10,6 +10,7 @@ import time
 import urllib.parse
 from pathlib import Path
 
+from .. import paths
 from ..codebase import Codebase
 from ..errors import CodiiError, UsageError
 from ..storage import copies
@@ -50,8 +51,9 @@ def export_target(codebase: Codebase, target: str | os.PathLike[str]) -> Path:
     --export`` asks first, then builds).
 
     Raises:
-        UsageError: ``target`` is a folder, the index itself, in a folder that does not exist, a link, or
-            an existing file that is not a codii-sql index (an export replaces only an earlier export).
+        UsageError: ``target`` is a folder, the index itself, in codii-sql's folder of indexes, in a folder that
+            does not exist, a link, or an existing file that is not a codii-sql index (an export replaces only
+            an earlier export).
     """
     out = Path(target).expanduser().absolute()
     if str(target).endswith(("/", os.sep)) and not out.is_dir():  # Path drops the slash that says "a folder"
@@ -63,6 +65,10 @@ def export_target(codebase: Codebase, target: str | os.PathLike[str]) -> Path:
         raise UsageError(f"{out.parent} does not exist", "create the folder first, or name a file in one that exists")
     if out.exists() and out.samefile(codebase.db_path):
         raise UsageError(f"{out} is the index itself", "name another file")
+    if paths.in_indexes_dir(out):  # a new user's export replaced another codebase's live index, and nothing noticed
+        raise UsageError(f"{out} is in codii-sql's own folder of indexes, where each file is a codebase's live index",
+                         "export to a file outside it; a codebase's own index is refreshed by building its source "
+                         "(codii-sql build SOURCE)")
     if out.is_symlink() or (out.exists() and not _an_index(out)):  # a new user's `--to /etc/passwd` replaced it
         raise UsageError(f"{out} exists and is not a codii-sql index: export replaces only an earlier export",
                          "name a new file, or delete that one first")
