@@ -421,6 +421,13 @@ def test_a_repository_older_than_the_bound_says_why_its_history_is_empty(tmp_pat
     assert CliRunner().invoke(cli, ["build", str(repo), "--no-vectors", "--history", "10"]).exit_code == 0
     got = json.loads(CliRunner().invoke(cli, ["history", "backoff", str(repo), "--json"]).output)
     assert [r["subject"] for r in got["results"]] == ["Add backoff"] and "bound" not in (got.get("note") or ""), got
+    # Some commits within it, some older: the answer says how many it does not search (a new user's right
+    # commit was the older one, and nothing said so).
+    commit(repo, {"src/app.py": "def app():\n    return 1\n"}, "Start the app", day=0)
+    built = CliRunner().invoke(cli, ["build", str(repo), "--no-vectors", "--history", "1"])
+    assert built.exit_code == 0 and "1 older commit lies outside the history's bound" in built.output, built.output
+    got = json.loads(CliRunner().invoke(cli, ["history", "backoff", str(repo), "--json"]).output)
+    assert "1 older commit lies outside" in got["note"] and "--history N" in got["note"], got
 
 
 def test_history_searches_an_index_file_given_with_db(repo, tmp_path, embedder):

@@ -101,6 +101,11 @@ def update_history(store: Store, root: Path, bound: HistoryBound, rules: History
         if not wanted:  # a new user's dormant repository: "No commits found." and no word why
             out["note"] = ("no commit lies within the history's bound (by default the last 2 years or 5,000 "
                            "commits): build with --history N (commits) or --history YYYY-MM-DD to read older ones")
+        elif older := _older(root, bound, bool(tree.prefix), len(wanted)):
+            # A new user's right commit was 2024's, and the answer ranked two unrelated ones with no word of it.
+            out["note"] = (f"{older:,} older commit{'s lie' if older > 1 else ' lies'} outside the history's bound "
+                           "(by default the last 2 years or 5,000 commits): build with --history N (commits) or "
+                           "--history YYYY-MM-DD to read them")
         have = {r["sha"]: r["id"] for r in store.rows("history_shas")}
         missing = [s for s in wanted if s not in have]
         out["added"] = _add(store, root, missing, rules, bool(tree.prefix), keep_subjects, progress)
@@ -148,6 +153,16 @@ def _wanted(root: Path, bound: HistoryBound, relative: bool, paths: list[str] | 
     spec = ["--", *paths] if paths else ["--", "."] if relative else []
     done = git(root, *args, "HEAD", *spec)
     return done.stdout.decode().split() if done.returncode == 0 else []
+
+
+def _older(root: Path, bound: HistoryBound, relative: bool, wanted: int) -> int:
+    """How many non-merge commits of HEAD (under ``root`` only, when ``relative``) ``bound`` leaves out, of which
+    it takes ``wanted`` (one `rev-list --count`: ~0.2 s for Django's 33k commits)."""
+    if bound.max_commits is None and bound.since is None:
+        return 0
+    done = git(root, "rev-list", "--no-merges", "--count", "HEAD", *(["--", "."] if relative else []))
+    total = int(done.stdout.strip() or 0) if done.returncode == 0 else 0
+    return max(total - wanted, 0)
 
 
 def _add(store: Store, root: Path, shas: list[str], rules: HistoryRules, relative: bool, keep_subjects: bool,
