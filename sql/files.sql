@@ -129,6 +129,13 @@ SELECT q.chunk_id FROM json_each(:ids) j JOIN vector_queue q ON q.chunk_id = j.v
 -- 1 when any chunk still waits for its vector (cheap: stops at the first queue row).
 SELECT EXISTS (SELECT 1 FROM vector_queue);
 
+-- name: vectors_pending_many
+-- 1 when more than 1 in 20 chunks wait for their vector (the queue counted only that far: the kernel's
+-- is 2.7M): their cosines unknown, a low nearest one says little. A few chunks an edit left without
+-- one under --no-vectors withheld no_good_match for good (a new user).
+SELECT (SELECT count(*) FROM (SELECT 1 FROM vector_queue LIMIT (SELECT coalesce(max(id), 0) / 20 + 1 FROM chunks)))
+       > (SELECT coalesce(max(id), 0) / 20 FROM chunks);
+
 -- name: vector_counts
 -- chunks: every chunk; pending: those still waiting for their vector.
 SELECT (SELECT count(*) FROM chunks) AS chunks, (SELECT count(*) FROM vector_queue) AS pending;
