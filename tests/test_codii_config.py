@@ -131,6 +131,8 @@ def test_a_search_after_a_typo_in_the_config_answers_from_the_index_and_says_why
     (repo / CONFIG_FILE_NAME).write_text("unknown_key: 1\n")
     assert cli("grep", "--no-update", "def handler_3", str(repo / "app")).returncode == 0
     assert cli("outline", "app/handlers.py", "--path", str(repo)).returncode == 0
+    # A script passing --no-update to every answering command (outline said "No such option", a new user).
+    assert cli("outline", "app/handlers.py", "--path", str(repo), "--no-update").returncode == 0
     status = cli("status", str(repo), "--json")
     assert status.returncode == 0 and "unknown_key" in _json.loads(status.stdout)["config_error"], status.stderr
     from codii_sql.service.session import Session

@@ -201,6 +201,8 @@ def test_a_workspace_whose_every_member_failed_is_an_error_not_no_good_match(two
 def test_unknown_empty_and_all_missing_workspaces_are_one_line(monkeypatch, tmp_path):
     res = run("search", "anything", "--workspace", "nope")
     assert res.exit_code == 2 and "no workspace 'nope'" in res.output and "workspace add nope" in res.output
+    res = run("search", "anything", "--workspace", "")  # it searched the current folder, silently
+    assert res.exit_code == 2 and "--workspace is empty" in res.output
     monkeypatch.setenv("WORKSPACE_EMPTY", " , ")
     assert "workspace 'empty' has no members: set WORKSPACE_EMPTY to PATH,PATH" in \
         run("search", "x", "--workspace", "empty").output

@@ -13,9 +13,11 @@ from .output import db_option, echo, emit, json_option, say_pending_build, shown
 @click.command()
 @click.argument("file")
 @click.option("--path", "root", default=None, help="The codebase (default: the indexed one holding FILE, or the current directory).")
+@click.option("--no-update", is_flag=True, help="Taken as search, symbol and refs take it (a script passes it to "
+                                                "each): outline never updates the index, it reads FILE as it is now.")
 @db_option
 @json_option
-def outline(file, root, db, as_json):
+def outline(file, root, no_update, db, as_json):  # noqa: ARG001 - no_update: see its help
     """The definitions of FILE (classes, functions, methods...) nested as in the source, with their
     lines (1-based, inclusive) and first line of code; FILE is a path from here, relative to the
     codebase root, or absolute."""

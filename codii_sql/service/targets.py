@@ -41,6 +41,8 @@ def resolve(paths: list[str], db: str | None, workspace: str | None, *, update: 
         UsageError: an unknown or empty workspace, no member to search, a bad path, ``db`` with
             several codebases, or a shard folder without that shard (or without any).
     """
+    if workspace is not None and not workspace.strip():  # `--workspace ''` searched the current folder, silently
+        raise UsageError("is empty", "name a workspace (`codii-sql workspace list` names them)", field="workspace")
     if shards is not None:
         folder = ShardFolder(shards)
         if len(paths) == 1:
