@@ -187,7 +187,7 @@ class Searcher:
         if not any(ch.isalnum() for ch in query):
             # FTS5 drops punctuation and the model embeds it as noise: any answer would be arbitrary.
             raise UsageError(f"the query {query[:40]!r} has no letters or digits; punctuation is not indexed",
-                             "search for a word or an identifier")
+                             "search for a word or an identifier; a literal grep finds punctuation as written")
         opts.check()
         refuse_undecodable(query)
         # The query's analysis, once: its terms serve the statement, the no-match rule and the caller's budget.
