@@ -600,6 +600,7 @@ def test_a_grep_of_an_unindexed_folder_says_it_indexes_it_and_embeds_nothing(tmp
     first = subprocess.run([*cmd, "grep", "Context"], cwd=root, env=env, capture_output=True, text=True)
     assert first.returncode == 0 and first.stdout == "sub/a.py:1:def Context():\n", first
     assert f"Indexing {root} first" in first.stderr
+    assert "no chunk is embedded" in first.stderr and "in the background" not in first.stderr  # as it does
     status = json.loads(subprocess.run([*cmd, "status", str(root), "--json"], env=env, capture_output=True,
                                        text=True).stdout)
     assert status["status"] == "indexed" and status["vectors"]["done"] == 0 and status.get("daemon") is None, status

@@ -153,7 +153,7 @@ def grep(pattern, paths, patterns, fixed, ignore_case, word, smart_case, case_se
                                   and not (column and max_columns))  # rg counts an omitted line's matches
     if not (as_json or no_update or stdin is not None) and all(os.path.lexists(p) for p in paths[:1]):
         say_pending_build(_folder(paths[0]) if paths and not service.is_index_file(paths[0])
-                          else paths[0] if paths else None, db, "grep", "greps")
+                          else paths[0] if paths else None, db, "grep", "greps", embeds=False)
     if with_filename is None:  # rg leaves the path out when it searches one file it was given (not an index's)
         with_filename = stdin is None and not (len(paths) == 1 and os.path.isfile(paths[0])
                                                and not service.is_index_file(paths[0]))

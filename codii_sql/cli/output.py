@@ -86,17 +86,20 @@ def echo(message: str = "", *, err: bool = False, nl: bool = True, bold: bool = 
         click.echo(text, err=err, nl=nl)
 
 
-def say_pending_build(path: str | None, db: str | None, searchable_by: str, later: str) -> None:
+def say_pending_build(path: str | None, db: str | None, searchable_by: str, later: str, embeds: bool = True) -> None:
     """On stderr, before a command's update builds at length (:func:`~codii_sql.service.pending_build`): a
     first build, or the rest of one that did not finish; ``searchable_by`` names how the files are found
-    once the lexical phase is done (``BM25``, ``grep``...), ``later`` the command's later calls."""
+    once the lexical phase is done (``BM25``, ``grep``...), ``later`` the command's later calls, ``embeds``
+    whether the command's build goes on to embed the chunks (grep's and symbol's do not)."""
     pending = service.pending_build(path, db)
     if pending is None:
         return
     root, left = pending
     if left is None:
-        echo(f"Indexing {root} first: every file is searchable by {searchable_by} in seconds (the model embeds the "
-             f"chunks in the background); later {later} update only changed files.", err=True)
+        vectors = ("the model embeds the chunks in the background" if embeds else
+                   "no chunk is embedded: a search or `codii-sql build` embeds them")
+        echo(f"Indexing {root} first: every file is searchable by {searchable_by} in seconds ({vectors}); later "
+             f"{later} update only changed files.", err=True)
     else:  # its vectors were on or off: the build goes on as it was
         echo(f"Finishing the last build of {root} first ({left}); later {later} update only changed files.", err=True)
 

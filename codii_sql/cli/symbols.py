@@ -100,4 +100,4 @@ def refs(name, root, limit, offset, no_update, db, as_json):
 def _say_first_build(root: str | None, db: str | None, quiet: bool) -> None:
     """As search and grep do: say so on stderr when the update about to run builds at length."""
     if not quiet:
-        say_pending_build(root, db, "symbol", "calls")
+        say_pending_build(root, db, "symbol", "calls", embeds=False)
