@@ -77,8 +77,9 @@ def update_history(store: Store, root: Path, bound: HistoryBound, rules: History
     if bound.off:
         out["state"] = "off"
     elif refused:  # what was read before stays: trusted again, the next build goes on from it
-        out.update(state="refused", note="git refuses this repository as another user's, so no history is read: if "
-                                         "you trust it, `git config --global --add safe.directory FOLDER` and build again")
+        out.update(state="refused", note="git refuses this repository as another user's, so no history is read: "
+                                         "if you trust it, `git config --global --add safe.directory FOLDER` and "
+                                         "build again")
     elif tree is None:
         # Notes name no folder: they are stored in the index, and an export carries no path of this machine.
         out.update(state="no_git", note="the codebase is not in a git work tree: no history is indexed")

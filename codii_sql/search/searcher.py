@@ -251,7 +251,7 @@ class Searcher:
         """Whether nothing matches the query ``a`` well (:attr:`Hits.no_good_match`): no chunk, or no named symbol or
         file and no name only code writes held (:func:`coined_match`; a made-up ``getUserAvatarUrl`` had
         ``Context.Param`` as a good match, 15 of 25 new-user tries); else none within :data:`NO_MATCH_COSINE`
-        and no chunk holding every term. Never while over 1 in 20 chunks lack vectors, nor for BM25 with a long query."""
+        and no chunk holding every term. Never while over 1 in 20 chunks lack vectors, nor BM25 of a long query."""
         if not rows or (coined := coined_match(a.text)) and a.shape != "long" and not any(r["tier"] for r in rows) \
                 and not self.store.value("coined_held", {"fts": coined[0], "members": json.dumps(coined[1])}):
             return True
