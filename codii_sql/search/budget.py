@@ -229,7 +229,7 @@ def _trim(r: Result, word: re.Pattern | None, budget: int, at: int | None = None
     first matching line, grown towards the others and :data:`CONTEXT_LINES` around them, then further
     down while it fits. The span shrinks with the lines (a chunk whose lines are not the file's keeps its
     span)."""
-    if tokens(r.content) <= budget:
+    if json_tokens(r.content) <= budget:  # measured as result_tokens counts it: a control character escaped
         return r
     lines = content_lines(r.content)
     hits = [at] if at is not None and at < len(lines) else \
@@ -239,7 +239,7 @@ def _trim(r: Result, word: re.Pattern | None, budget: int, at: int | None = None
     ceiling = min(len(lines) - 1, (hits[-1] + CONTEXT_LINES) if hits else HEAD_LINES - 1)
 
     def fits(a: int, b: int) -> bool:  # the text as it is returned: a newline short, 2 lines passed and
-        return tokens(_joined(lines[a:b + 1])) <= budget  # were cut to "  …[cut]", longer than the line
+        return json_tokens(_joined(lines[a:b + 1])) <= budget  # were cut to "  …[cut]", longer than the line
 
     grown = True
     while grown:
@@ -251,7 +251,7 @@ def _trim(r: Result, word: re.Pattern | None, budget: int, at: int | None = None
     while hi + 1 < len(lines) and fits(lo, hi + 1):
         hi += 1
     text = _joined(lines[lo:hi + 1])
-    if tokens(text) > budget:  # one line longer than the budget: cut it, visibly, around its first match
+    if json_tokens(text) > budget:  # one line longer than the budget: cut it, visibly, around its first match
         return _cut_line(r, lines[lo], word, budget, lo)
     if not _by_line(r):
         return dataclasses.replace(r, content=text)
