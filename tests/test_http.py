@@ -56,6 +56,12 @@ def test_the_handler_answers_as_the_cli_does(team):
     _same(body, _cli_json("ReserveStock", "--mode", "bm25", "--ext", ".go"))
     assert handler.answer("/healthz", {}) == (200, {"status": "ok", "started_at": service.iso(handler.started),
                                                    "workspaces": [{"name": "team", "codebases": 2, "indexed": 2}]})
+    # A member whose index cannot be read is left out of every search: health says so (it said "ok", new users).
+    db = service.open_codebase(team[1]).db_path
+    db.write_bytes(db.read_bytes()[:5000])
+    status, health = handler.answer("/healthz", {})
+    assert status == 200 and health["status"] == "degraded"
+    assert health["workspaces"] == [{"name": "team", "codebases": 2, "indexed": 1, "left_out": {"damaged": 1}}]
 
 
 @pytest.mark.parametrize(("params", "status", "says"), [

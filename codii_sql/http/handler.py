@@ -13,6 +13,7 @@ codebase at a time. ``GET /healthz`` says what is served.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import hashlib
 import os
@@ -98,14 +99,20 @@ class SearchHandler:
         return 200, answer.to_dict(words)
 
     def health(self) -> dict:
-        """``{"status": "ok", "workspaces": [{"name", "codebases", "indexed"}], ["shards": {"name",
-        "folder", "files": [names]}], "started_at"}``."""
+        """``{"status": "ok" | "degraded", "workspaces": [{"name", "codebases", "indexed", ["left_out": {status:
+        count}]}], ["shards": {"name", "folder", "files": [names]}], "started_at"}``: a member that is failed
+        (its index cannot be read), missing or not indexed is left out of every search, and the status is
+        ``degraded`` (it said "ok" of a workspace whose one index was cut short, while /search answered 503)."""
         rows = []
         for name in self.workspaces:
-            paths = service.get_workspace(name).paths
-            codebases, *_ = service.members_of(list(paths))
-            rows.append({"name": name, "codebases": len(paths), "indexed": len(codebases)})
-        out = {"status": "ok", "workspaces": rows, "started_at": service.iso(self.started)}
+            ws = service.get_workspace(name)
+            states = collections.Counter(m["status"] for m in service.describe(ws, check_stale=False)["members"])
+            left_out = {k: n for k, n in sorted(states.items()) if k not in _SEARCHABLE}
+            searchable = sum(states.values()) - sum(left_out.values())
+            rows.append({"name": name, "codebases": len(ws.paths), "indexed": searchable,
+                         **({"left_out": left_out} if left_out else {})})
+        out = {"status": "degraded" if any("left_out" in r for r in rows) else "ok", "workspaces": rows,
+               "started_at": service.iso(self.started)}
         if self.shards is not None:
             out["shards"] = {"name": self.shards.name, "folder": str(self.shards.folder),
                              "files": [p.name for p in self.shards.files()]}
@@ -262,6 +269,10 @@ def _flag(text: str, name: str) -> bool:
 
 def _error(message: str, hint: str) -> dict:
     return {"error": message, "hint": hint}
+
+
+#: Member states a search reads (:func:`~codii_sql.service.describe`): the others leave the member out.
+_SEARCHABLE = frozenset({"indexed", "stale", "indexing", "remote"})
 
 
 def _named_in(served: dict[str, service.Codebase], name: str) -> service.Codebase | None:
