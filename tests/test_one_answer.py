@@ -206,6 +206,11 @@ def test_an_unrelated_query_says_no_good_match_over_a_workspace(world):
                            "--json").stdout)
     assert empty["results"] == [] and empty["no_good_match"] and empty["notes"] == ["no_good_match"]
     assert "no match: no chunk holds a word of the query" in empty["note"]
+    # Under a filter that keeps nothing of the words, the filter is named, not the query (a --grep that matched
+    # nothing was blamed on the query, a new user).
+    kept_out = json.loads(cli(world["env"], "search", "retry", "--path", world["repos"]["py"], "--mode", "bm25",
+                              "--grep", "ZZQQXX_NOPE", "--json").stdout)
+    assert kept_out["results"] == [] and "no chunk the filters keep" in kept_out["note"]
 
 
 def test_the_embedding_server_down_answers_from_bm25_in_every_fresh_process(world):

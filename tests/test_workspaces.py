@@ -185,6 +185,17 @@ def test_a_workspace_whose_every_member_failed_is_an_error_not_no_good_match(two
     with service.open_codebase(shop).db_path.open("r+b") as fh:
         fh.write(b"\x00" * 4096)
     env = {**os.environ, "WORKSPACE_ONLY": str(shop), "WORKSPACE_BOTH": f"{http},{shop}"}
+    with service.open_codebase(http).db_path.open("r+b") as fh:  # a second member failing: both are named
+        header = fh.read(4096)
+        fh.seek(0)
+        fh.write(b"\x00" * 4096)
+    two_down = subprocess.run(["codii-sql", "search", "order total", "--workspace", "both", "--json"], env=env,
+                              capture_output=True, text=True, timeout=300, check=False)
+    said = json.loads(two_down.stdout)["error"]
+    assert two_down.returncode == 1 and said.startswith("none of the 2 codebases") and str(http) in said \
+        and str(shop) in said, said
+    with service.open_codebase(http).db_path.open("r+b") as fh:
+        fh.write(header)
     done = subprocess.run(["codii-sql", "search", "order total", "--workspace", "only", "--json"], env=env,
                           capture_output=True, text=True, timeout=300, check=False)
     refused = json.loads(done.stdout)

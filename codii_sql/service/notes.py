@@ -94,12 +94,16 @@ def vectors_note(store: Store, root: str, *, running: bool, mode: str, alone_db:
                 Remedy("export_again", {"db": alone_db}) if alone_db else Remedy("build", {"root": root}))
 
 
-def no_match_note(best_cosine: float | None, found: bool = True, many: bool = False) -> Note:
+def no_match_note(best_cosine: float | None, found: bool = True, many: bool = False, filtered: bool = False) -> Note:
     """What to tell when nothing matched the query well (see ``Hits.no_good_match``): with results ``found``,
     that they are only the least unlike; with none, that nothing holds the query's words (an empty answer
-    said nothing, a new user); ``many``: over several codebases."""
+    said nothing, a new user), or nothing the request's filters keep (``filtered``: a --grep or --glob that
+    matched nothing was blamed on the query); ``many``: over several codebases."""
     close = f"the nearest chunk's cosine is {best_cosine:.2f}, " if best_cosine is not None else ""
     where = "these codebases" if many else "this codebase"
+    if not found and filtered:
+        return Note("no_good_match", f"no match: {close}no chunk the filters keep (extension, path, language, role, "
+                                     "grep) holds a word of the query", "search without them, or with others")
     if not found:
         return Note("no_good_match", f"no match: {close}no chunk holds a word of the query and no symbol or file is "
                                      f"named by it; what it asks for may not be in {where}")

@@ -20,7 +20,7 @@ from ..codebase import Codebase
 from ..errors import CodiiError, NotIndexedError, Remedy, UsageError, hint_text
 from ..ingest.report import Progress
 from ..languages import language_name
-from ..search.answer import NOTE_KINDS, Answer, Member, Note
+from ..search.answer import NAMED_IN_A_NOTE, NOTE_KINDS, Answer, Member, Note
 from ..search.budget import envelope_tokens, fit
 from ..search.locations import places
 from ..search.merge import Merged, member_match
@@ -177,7 +177,8 @@ def _one(targets: Targets, prepared: dict, query: str, opts: SearchOptions) -> t
     hits = got.hits
     notes = [n for n in (prepared[shard], *got.notes) if n]
     if hits.no_good_match and not any(n.kind in ("filters", "scope") for n in notes):
-        notes.append(no_match_note(hits.best_cosine, found=bool(hits.results)))
+        notes.append(no_match_note(hits.best_cosine, found=bool(hits.results),
+                                   filtered=opts.filtered or bool(opts.grep)))
     member = Member(shard.name, "searched", len(hits.results), match=member_match(hits.results),
                     model_id=got.model_id, scope=shard.scope or None)
     return Answer(query, hits.results, 0.0, codebase=shard.name, members=[member], notes=notes,
@@ -214,7 +215,7 @@ def _many(targets: Targets, prepared: dict, query: str, opts: SearchOptions) -> 
     best = max(cosines) if cosines else None
     results = fanned.merged.results
     if (nothing or not results) and not any(n.kind in ("filters", "scope") for n in notes):
-        notes.append(no_match_note(best, found=bool(results), many=True))
+        notes.append(no_match_note(best, found=bool(results), many=True, filtered=opts.filtered or bool(opts.grep)))
     # The members' analyses differ only in the rarest terms a long query keeps: the first serves.
     analysis = next((h.analysis for h in searched if h.analysis is not None), None)
     return Answer(query, results, 0.0, workspace=targets.workspace, members=members, notes=notes,
@@ -260,9 +261,11 @@ def _refuse_if_none_searched(members: list[Member], notes: list[Note], workspace
     """
     if any(m.status in ("searched", "pruned") for m in members):
         return
-    told = next((n for n in notes if n.kind == "member"), None)
+    told = [n for n in notes if n.kind == "member"]
     what = (f"none of the {len(members)} codebases of {f'workspace {workspace}' if workspace else 'the search'} "
-            f"could be searched" + (f"; {told.codebase}: {told.what}" if told else ""))
+            f"could be searched" + "".join(f"; {n.codebase}: {n.what}" for n in told[:NAMED_IN_A_NOTE])
+            + (f"; and {len(told) - NAMED_IN_A_NOTE} more" if len(told) > NAMED_IN_A_NOTE else ""))
+    told = told[0] if told else None
     error = type(errors[0]) if errors else NotIndexedError
     raise error(what, told.hint if told else None)
 
