@@ -440,3 +440,4 @@ def test_history_searches_an_index_file_given_with_db(repo, tmp_path, embedder):
     res = CliRunner().invoke(cli, ["history", "session cookies", "--db", str(shard), "--json"])
     assert res.exit_code == 0, res.output
     assert json.loads(res.output)["results"], res.output
+    assert json.loads(res.output)["codebase"] == str(shard)  # as every other answer names a shard

@@ -219,8 +219,9 @@ def test_a_served_folder_of_shards_swaps_a_file_under_load_without_a_failed_or_m
         got = httpx.get(f"{url}/search", params={"q": "alpha_handler", "codebase": "svc"}).json()
         assert got["results"][0]["symbol"] == "alpha_handler" and got["codebase"] == str(shards / "svc.db")
         # /grep takes the shard as the answers name it, as /search does (it said "not served here").
-        grepped = httpx.get(f"{url}/grep", params={"q": "def alpha_handler", "codebase": got["codebase"]})
-        assert grepped.status_code == 200 and grepped.json()["matched_lines"] == 1, grepped.text
+        for name in (got["codebase"], "svc.db"):  # as answers name it, and by its file's name as /search takes it
+            grepped = httpx.get(f"{url}/grep", params={"q": "def alpha_handler", "codebase": name})
+            assert grepped.status_code == 200 and grepped.json()["matched_lines"] == 1, grepped.text
         every = httpx.get(f"{url}/search", params={"q": "sum the prices of the cart"}).json()
         assert every["results"][0]["codebase"] == str(shards / "other.db")
         assert {m["codebase"] for m in every["codebases"]} == {str(shards / "svc.db"), str(shards / "other.db")}
@@ -302,6 +303,8 @@ def test_an_agent_searches_and_reads_a_folder_of_shards_over_mcp(tmp_path, codii
                                ("get_indexing_status", {})):
                 named = await session.call_tool(tool, {"path": top["codebase"], **args})
                 assert named.structured_content["codebase"] == str(shards / "svc.db"), (tool, named.content)
+                assert tool not in ("find_symbol", "find_references") or str(shards / "svc.db") in \
+                    named.content[0].text, (tool, named.content[0].text)  # the summary too
             assert grepped.structured_content["codebase"] == str(shards / "svc.db")
             for tool, args in (("find_symbol", {"name": "alpha_handler"}), ("clear_index", {})):
                 told = await session.call_tool(tool, {"path": str(shards), **args})

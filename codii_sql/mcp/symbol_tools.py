@@ -91,7 +91,7 @@ def find_symbol(
     data = find_definitions(cb, name, kind=kind, prefix=prefix, limit=limit, offset=offset, under=under,
                             max_tokens=max_tokens or DEFAULT_MAX_TOKENS)
     defs = data["definitions"]
-    where = f"{cb.root}/{under}" if under else str(cb.root)  # the folder asked about, not the whole codebase
+    where = f"{cb.root}/{under}" if under else cb.shown  # the folder asked about, not the whole codebase
     total = max(data.get("total") or 0, data.get("offset", 0) + len(defs))  # a cut answer lists fewer than it found
     shown = f"{len(defs)} of {total:,}" if total > len(defs) else f"{len(defs)}"
     summary = f"{shown} definition{'' if total == 1 else 's'} of {data['name']!r} in {where}"
@@ -121,7 +121,7 @@ def find_references(
     cb, under = _indexed(path)
     data = find_uses(cb, name, limit=limit, offset=offset, max_tokens=max_tokens or DEFAULT_MAX_TOKENS, under=under)
     shown = sum(len(f["lines"]) for f in data["files"])
-    where = f"{cb.root}/{under}" if under else str(cb.root)
+    where = f"{cb.root}/{under}" if under else cb.shown
     summary = (f"{data['total']} uses of {data['identifier']!r} in {data['total_files']} files of {where}"
                + (f" ({shown} shown: call again with offset={data['next_offset']} for the rest)"
                   if data.get("next_offset") is not None else "") + f"; {data['note']}")

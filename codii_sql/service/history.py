@@ -113,7 +113,7 @@ def search_history(request: HistoryRequest) -> HistoryAnswer:
                 notes.append(Note("budget", f"{budget['trimmed']} hunk(s) cut or left out and {budget['dropped']} "
                                             f"commit(s) dropped to fit {request.max_tokens} tokens",
                                   "ask with a larger token budget, or fewer commits"))
-        return HistoryAnswer(request.query, str(codebase.root), hits, state, time.perf_counter() - started, notes,
+        return HistoryAnswer(request.query, codebase.shown, hits, state, time.perf_counter() - started, notes,
                              budget)
     finally:
         store.close()
