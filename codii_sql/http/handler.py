@@ -278,5 +278,5 @@ _SEARCHABLE = frozenset({"indexed", "stale", "indexing", "remote"})
 def _named_in(served: dict[str, service.Codebase], name: str) -> service.Codebase | None:
     """The served codebase ``name`` names: by its short name, or as answers name it (its root, a shard's file
     path: /grep refused the path /search took and its own answers gave, a new user), or a shard by its file name."""
-    return served.get(name) or next((cb for cb in served.values() if name in (cb.shown, cb.db_path.name)
-                                     and (cb.alone or name == cb.shown)), None)
+    return served.get(name) or next((cb for cb in served.values()
+                                     if name == cb.shown or cb.alone and name == cb.db_path.name), None)

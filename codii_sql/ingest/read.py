@@ -33,6 +33,7 @@ _KEY_ARMOUR = re.compile(rb"-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY-----")
 _KEY_GAPS = re.compile(rb"\s+|\\[nr]|[\"']")
 _KEY_BODY = re.compile(rb"[A-Za-z0-9+/]{128}")
 
+
 def read_file(root: Path, f: SourceFile, *, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES) -> bytes | str:
     """The bytes of one scanned file, or why it cannot be indexed.
 

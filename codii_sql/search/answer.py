@@ -195,6 +195,11 @@ def first_members(members: list[Member], most: int) -> tuple[list[Member], dict[
     return shown, dict(collections.Counter(m.status for m in members if id(m) not in kept))
 
 
+def named_first(names: list[str], most: int = NAMED_IN_A_NOTE, sep: str = ", ") -> str:
+    """``names`` as one phrase: the first ``most`` joined by ``sep``, and how many more (``a, b, c and 4 more``)."""
+    return sep.join(names[:most]) + (f" and {len(names) - most} more" if len(names) > most else "")
+
+
 def worded_notes(notes: list[Note], words: Words) -> str | None:
     """Every one of ``notes`` in one line, hints in ``words`` (None without notes); notes that say the same
     of more than :data:`NAMED_IN_A_NOTE` codebases (kind, words and hint alike but for the codebase) are
@@ -209,8 +214,7 @@ def worded_notes(notes: list[Note], words: Words) -> str | None:
             told += [n.worded(words) for n in same]
             continue
         first, hint = same[0], words(same[0].hint)
-        named = ", ".join(n.codebase for n in same[:NAMED_IN_A_NOTE])
-        told.append(f"{len(same)} codebases ({named} and {len(same) - NAMED_IN_A_NOTE} more): {first.what}"
+        told.append(f"{len(same)} codebases ({named_first([n.codebase for n in same])}): {first.what}"
                     + (f"; for each, as for {first.codebase}: {hint}" if hint else ""))
     return "; ".join(told) or None
 

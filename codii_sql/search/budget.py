@@ -116,7 +116,7 @@ def fit(results: list[Result], terms: list[str], max_tokens: int,
         return list(results), report
     merged = _merge(results, report)
     word = re.compile(r"(?i)(?<![\w])(?:" + "|".join(re.escape(t) for t in terms if t) + r")(?![\w])") if terms else None
-    out, left = [], max(max_tokens - reserved, 0)
+    out, left, used = [], max(max_tokens - reserved, 0), reserved
     for i, r in enumerate(merged):
         # The next three results share what is left, each with at least MIN_RESULT_TOKENS of lines.
         overhead = result_overhead(r)
@@ -136,7 +136,8 @@ def fit(results: list[Result], terms: list[str], max_tokens: int,
         report.trimmed += trimmed.content != r.content
         out.append(trimmed)
         left -= cost
-    report.used_tokens = reserved + sum(result_tokens(r) for r in out)
+        used += cost
+    report.used_tokens = used
     return out, report
 
 

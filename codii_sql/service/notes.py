@@ -6,7 +6,7 @@ import json
 from collections.abc import Callable
 
 from ..errors import Remedy
-from ..search.answer import NAMED_IN_A_NOTE, Note
+from ..search.answer import Note, named_first
 from ..search.query import MAX_QUERY_TERMS, Analysis
 from ..search.results import sqlite_glob
 from ..storage.store import Store
@@ -139,7 +139,5 @@ def embedder_note(name: str, why: str, codebase: str | None = None, members: lis
     if members is None:
         return Note("embedder", f"the embedder {name} did not answer ({why}): these are BM25 results only",
                     codebase=codebase)
-    named = ", ".join(members[:NAMED_IN_A_NOTE]) + (f" and {len(members) - NAMED_IN_A_NOTE} more"
-                                                    if len(members) > NAMED_IN_A_NOTE else "")
-    return Note("embedder", f"the embedder {name} did not answer ({why}): the results of {named} are BM25 "
-                            "results only", codebase=codebase)
+    return Note("embedder", f"the embedder {name} did not answer ({why}): the results of {named_first(members)} "
+                            "are BM25 results only", codebase=codebase)

@@ -20,7 +20,7 @@ from ..codebase import Codebase
 from ..errors import CodiiError, NotIndexedError, Remedy, UsageError, hint_text
 from ..ingest.report import Progress
 from ..languages import language_name
-from ..search.answer import NAMED_IN_A_NOTE, NOTE_KINDS, Answer, Member, Note
+from ..search.answer import NOTE_KINDS, Answer, Member, Note, named_first
 from ..search.budget import envelope_tokens, fit
 from ..search.locations import places
 from ..search.merge import Merged, member_match
@@ -262,12 +262,11 @@ def _refuse_if_none_searched(members: list[Member], notes: list[Note], workspace
     if any(m.status in ("searched", "pruned") for m in members):
         return
     told = [n for n in notes if n.kind == "member"]
+    why = named_first([f"{n.codebase}: {n.what}" for n in told], sep="; ")
     what = (f"none of the {len(members)} codebases of {f'workspace {workspace}' if workspace else 'the search'} "
-            f"could be searched" + "".join(f"; {n.codebase}: {n.what}" for n in told[:NAMED_IN_A_NOTE])
-            + (f"; and {len(told) - NAMED_IN_A_NOTE} more" if len(told) > NAMED_IN_A_NOTE else ""))
-    told = told[0] if told else None
+            f"could be searched" + (f"; {why}" if told else ""))
     error = type(errors[0]) if errors else NotIndexedError
-    raise error(what, told.hint if told else None)
+    raise error(what, told[0].hint if told else None)
 
 
 def _refuse_if_all_refused(fanned: Fanned, opts: SearchOptions) -> None:
