@@ -304,6 +304,8 @@ def test_inspect_an_unknown_file_and_a_capitalised_language(sample_repo):
     assert "role=source" in run("inspect", sample_repo, "--file", "app/parse.py").output
     out = json.loads(run("search", "parse header", "--path", sample_repo, "--language", "Python", "--json").output)
     assert out["results"] and all(r["language"] == "python" for r in out["results"])
+    docs = json.loads(run("search", "retries with backoff", "--path", sample_repo, "--role", "docs", "--json").output)
+    assert {r["path"] for r in docs["results"]} == {"docs/guide.md"}
 
 
 def test_bad_options_are_one_line_errors(sample_repo):

@@ -146,6 +146,16 @@ def test_index_poll_search_similar_content_chunk(codii_home, sample_repo):
                     "stale"} <= set(top) and len(res["results"]) <= 3
             bm25 = await call(s, "search_code", path=root, query="debounce", mode="bm25", extensionFilter=[".js"])
             assert [r["path"] for r in bm25["results"]] == ["web/util.js"]
+            # The filters the CLI and HTTP take (a new user: MCP had none of these four).
+            docs = await call(s, "search_code", path=root, query="retry with exponential backoff", role="docs")
+            assert {r["path"] for r in docs["results"]} == {"docs/guide.md"}
+            js = await call(s, "search_code", path=root, query="retry with exponential backoff", language="javascript")
+            assert js["results"] and {r["language"] for r in js["results"]} == {"javascript"}
+            files = await call(s, "search_code", path=root, query="retry backoff header", group_by="file", limit=10)
+            assert len({r["path"] for r in files["results"]}) == len(files["results"]) > 1
+            grepped = await call(s, "search_code", path=root, query="retry", grep=r"def retry_\w+\(")
+            assert [(r["path"], r["symbol"]) for r in grepped["results"]] == [("app/http.py", "retry_with_backoff")]
+            assert "role" in await refused(s, "search_code", path=root, query="retry", role="tests")
             sub = await call(s, "search_code", path=f"{root}/web", query="retry with exponential backoff")
             assert sub["scope"] == "web" and [r["path"] for r in sub["results"]] == ["web/util.js"]
             pasted = "retry with exponential backoff " + "x" * 60_000  # an issue pasted whole

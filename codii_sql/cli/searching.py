@@ -8,7 +8,7 @@ import click
 
 from .. import service
 from ..errors import CodiiError, UsageError
-from ..service import MAX_LIMIT, MODES, SearchOptions
+from ..service import MAX_LIMIT, MODES, ROLES, SearchOptions
 from .output import (
     db_option,
     echo,
@@ -23,8 +23,8 @@ from .words import message, words
 
 
 def _search_options(limit, mode, exts, glob, language, no_prior, group_by, rerank, rerank_model,
-                    max_tokens=None, grep=None) -> SearchOptions:
-    return SearchOptions(limit=limit, mode=mode, exts=list(exts), glob=glob, language=language,
+                    max_tokens=None, grep=None, role=None) -> SearchOptions:
+    return SearchOptions(limit=limit, mode=mode, exts=list(exts), glob=glob, language=language, role=role,
                          role_prior=not no_prior, group_by_file=group_by == "file",
                          rerank=rerank or rerank_model is not None, rerank_model=rerank_model, max_tokens=max_tokens,
                          grep=grep)
@@ -43,6 +43,8 @@ def _search_options(limit, mode, exts, glob, language, no_prior, group_by, reran
 @click.option("--ext", "exts", multiple=True, help="Only files ending in this extension (repeatable), e.g. --ext .py")
 @click.option("--glob", default=None, help="Only paths matching this glob, e.g. 'src/*.py' (* also matches /).")
 @click.option("--language", default=None, help="Only chunks of this language, e.g. python.")
+@click.option("--role", type=click.Choice(ROLES), default=None,
+              help="Only files of this role, e.g. source (no tests, docs or generated files) or test.")
 @click.option("--group-by", type=click.Choice(["chunk", "file"]), default="chunk", show_default=True,
               help="file: one result per file, ranked by its best chunk.")
 @click.option("--no-prior", is_flag=True, help="Turn off the soft source-over-tests/docs ranking prior.")
@@ -60,7 +62,7 @@ def _search_options(limit, mode, exts, glob, language, no_prior, group_by, reran
 @db_option
 @json_option
 @click.option("--jsonl", is_flag=True, help="Print one JSON result per line.")
-def search(query, paths, workspace, limit, mode, exts, glob, language, group_by, no_prior, rerank, rerank_model,
+def search(query, paths, workspace, limit, mode, exts, glob, language, role, group_by, no_prior, rerank, rerank_model,
            max_tokens, grep_pattern, no_update, queries_file, db, as_json, jsonl):
     """Search the codebase for QUERY (natural language or an identifier).
 
@@ -70,7 +72,7 @@ def search(query, paths, workspace, limit, mode, exts, glob, language, group_by,
     if as_json and jsonl:
         raise UsageError("pass either --json (one object) or --jsonl (one result per line), not both")
     opts = _search_options(limit, mode, exts, glob, language, no_prior, group_by, rerank, rerank_model, max_tokens,
-                           grep_pattern)
+                           grep_pattern, role)
     many = bool(workspace) or len(paths) > 1
     if many and queries_file is not None:
         raise UsageError("--queries-file searches one codebase: drop --workspace or the extra --path")

@@ -8,7 +8,7 @@ from mcp.types import CallToolResult
 from pydantic import Field
 
 from ..errors import Remedy
-from ..service import AGENT_LISTING, MAX_QUERY_CHARS, SearchOptions, SearchRequest, listing
+from ..service import AGENT_LISTING, MAX_QUERY_CHARS, ROLES, SearchOptions, SearchRequest, listing
 from ..text import escaped
 from .app import (
     DEFAULT_MAX_TOKENS,
@@ -60,9 +60,19 @@ def search_code(
                                               "$CODII_SQL_RERANK_MODEL, when the server has one.")] = False,
     workspace: Annotated[str | None, Field(max_length=200, description="A workspace to search instead of (or besides) "
                                                                        "path; see list_workspaces.")] = None,
+    language: Annotated[str | None, Field(max_length=50, description="Keep only chunks of this language, e.g. "
+                                                                     "'python', 'typescript'.")] = None,
+    role: Annotated[Literal[ROLES] | None, Field(description="Keep only files of this role, e.g. 'source' (no tests, "
+                                                             "docs or generated files) or 'test'.")] = None,
+    group_by: Annotated[Literal["chunk", "file"], Field(description="file: one result per file, ranked by its best "
+                                                                    "chunk.")] = "chunk",
+    grep: Annotated[str | None, Field(max_length=1000, description="Keep only chunks holding a line this regular "
+                                                                   "expression (Python re) matches, as grep_code "
+                                                                   "finds them.")] = None,
     max_tokens: MaxTokensArg = None,
 ) -> CallToolResult:
     opts = SearchOptions(limit=limit, mode=mode, exts=list(extensionFilter), glob=pathGlob or None, rerank=rerank,
+                         language=language or None, role=role, group_by_file=group_by == "file", grep=grep or None,
                          max_tokens=max_tokens or DEFAULT_MAX_TOKENS)
     folder, whole_folder = SESSION.shards, is_shard_folder(path)
     if folder is not None and ((workspace or "").lower() == folder.name.lower() or not (path.strip() or workspace)
