@@ -306,6 +306,10 @@ def test_inspect_an_unknown_file_and_a_capitalised_language(sample_repo):
     assert out["results"] and all(r["language"] == "python" for r in out["results"])
     docs = json.loads(run("search", "retries with backoff", "--path", sample_repo, "--role", "docs", "--json").output)
     assert {r["path"] for r in docs["results"]} == {"docs/guide.md"}
+    # Under a budget the JSON is printed as the budget counted it: one line, not indented (6-12% more).
+    fitted = run("search", "retry backoff parse header redirect", "--path", sample_repo, "--json", "--max-tokens",
+                 "600").output
+    assert fitted.count("\n") == 1 and len(fitted) / 4 <= 600 and json.loads(fitted)["budget"]["dropped"]
 
 
 def test_bad_options_are_one_line_errors(sample_repo):

@@ -296,6 +296,8 @@ def test_the_cli_prints_history_and_why_as_text_and_json(repo, embedder):
     data = json.loads(out.output)
     assert data["results"][0]["sha"] == shas["retry"] and data["history"]["commits"] == 4
     assert data["results"][0]["hunks"][0]["path"] == "src/session.py"
+    fitted = runner.invoke(cli, ["history", "Retry-After", str(root), "--json", "--max-tokens", "300"]).output
+    assert fitted.count("\n") == 1 and json.loads(fitted)["budget"]["max_tokens"] == 300  # as the budget counts it
     text = runner.invoke(cli, ["history", "Retry-After", str(root), "--path", "src/*"])
     assert text.exit_code == 0 and shas["retry"][:12] in text.output and "+def retry_after_seconds" in text.output
     why = runner.invoke(cli, ["why", f"{root}/src/http_session.py:1", "--json"])

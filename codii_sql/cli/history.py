@@ -43,7 +43,7 @@ def history(query, path, glob, since, limit, max_tokens, no_update, db, as_json)
     if note and not as_json:
         echo(f"Note: {note}", err=True)
     if as_json:
-        return emit(answer.to_dict(words))
+        return emit(answer.to_dict(words), one_line=max_tokens is not None)  # as the budget counts it
     if not answer.results:
         echo("No commits found.")
     for n, hit in enumerate(answer.results, 1):
@@ -75,7 +75,7 @@ def why(location, path, root, limit, max_tokens, as_json):
     if note and not as_json:
         echo(f"Note: {note}", err=True)
     if as_json:
-        return emit(answer.to_dict(words))
+        return emit(answer.to_dict(words), one_line=max_tokens is not None)  # as the budget counts it
     echo(f"{shown(answer.file)}:{answer.line}  ({answer.root})")
     for n, hit in enumerate(answer.results, 1):
         _print_commit(n, hit, with_score=False)

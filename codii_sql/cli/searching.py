@@ -53,7 +53,8 @@ def _search_options(limit, mode, exts, glob, language, no_prior, group_by, reran
               help="Cross-encoder for --rerank: an ONNX file/folder or a Hugging Face BERT folder (implies --rerank).")
 @click.option("--max-tokens", type=int, default=None,
               help="Fit the answer in about this many tokens (4 characters each): chunks trimmed to the lines around "
-                   "their matches, a file's overlapping chunks merged, the lowest results dropped; a note says what.")
+                   "their matches, a file's overlapping chunks merged, the lowest results dropped; a note says what. "
+                   "With --json, the answer is printed on one line, as the budget counts it.")
 @click.option("--grep", "grep_pattern", default=None, metavar="PATTERN",
               help="Only chunks holding a line this regex matches (as `codii-sql grep` finds them).")
 @click.option("--no-update", is_flag=True, help="Search the index as it is, without updating it first.")
@@ -98,7 +99,8 @@ def _print(answer, as_json: bool, jsonl: bool) -> None:
     if note and not as_json:
         echo(f"Note: {note}", err=True)
     if as_json:
-        emit(answer.to_dict(words))
+        data = answer.to_dict(words)
+        emit(data, one_line=bool(data.get("budget")))  # a budget counts the JSON agents get: one line
     elif jsonl:
         for r in answer.results:
             click.echo(json_text(r.to_dict()))
