@@ -264,7 +264,9 @@ def test_a_newline_in_a_name_opens_and_a_file_changed_or_left_out_says_so(site, 
     env = site["env"]
     repo = write_tree(tmp_path / "odd", {"new\nline.py": "def newline_thing():\n    return 1\n",
                                          "mod.py": "def moved_thing():\n    return 2\n",
-                                         "bundle.py": "x = [" + "1, " * 9000 + "]\n"}).resolve()  # minified
+                                         "bundle.py": "x = [" + "1, " * 9000 + "]\n",  # minified
+                                         "long.py": "".join(f"def f{i}():\n    return {i}\n" for i in range(6000))
+                                         }).resolve()
     assert cli(env, "build", repo, "--no-vectors").returncode == 0
     assert cli(env, "workspace", "add", "odd", repo).returncode == 0
     port = servers.free_port()
@@ -287,5 +289,13 @@ def test_a_newline_in_a_name_opens_and_a_file_changed_or_left_out_says_so(site, 
         # A file the build left out is said so, with why (a new user's minified file was "changed since indexed").
         skipped = httpx.get(url + "/file/odd/bundle.py").text
         assert "not in the index (minified)" in skipped and "changed since" not in skipped
+        # A 12,000-line file is shown 5,000 lines at a time from above its hit (50,000 lines were 11.9 MB at once).
+        hit = httpx.get(url + "/file/odd/long.py?hl=6001-6002").text
+        assert 'id="L6001" class="l hit"' in hit and 'id="L5501"' in hit and 'id="L5500"' not in hit
+        assert "Lines 5501-10500 of 12000" in hit and 'href="?from=501&amp;hl=6001-6002">earlier' in hit
+        assert 'href="?from=10501&amp;hl=6001-6002">later' in hit and 'id="L10501"' not in hit
+        top = httpx.get(url + "/file/odd/long.py").text
+        assert 'id="L1"' in top and 'id="L5000"' in top and 'id="L5001"' not in top and "from=5001" in top
+        assert len(top) < 2_000_000 and 'id="L5001"' in httpx.get(url + "/file/odd/long.py?from=5001").text
     finally:
         servers.stop(proc)

@@ -64,6 +64,9 @@ GREP_LINES = 500
 STATUS_MEMBERS = 50
 #: The coloured files kept, in bytes of HTML (a 5,000-line Python file is about 1.5 MB).
 COLOURED_BYTES = 32 * 2**20
+#: Lines a file view shows at once: a longer file is shown this many at a time, from a little above its
+#: marked lines (a 50,000-line file was one 11.9 MB page; docs/web.md measures the view of 5,000).
+VIEW_LINES = 5_000
 
 
 class Pages:
@@ -148,23 +151,31 @@ class Pages:
                                      None if codebase.alone else self.handler.indexes.fileset(codebase))
         except CodiiError as err:
             return self._page(request, "error.html", {"error": what(err), "hint": words(err.hint)}, _status(err))
-        first, last = _span(request.query_params.get("hl", ""))
+        hl = request.query_params.get("hl", "")
+        first, last = _span(hl)
+        start = request.query_params.get("from", "")
+        total = len(read.lines)
+        start, end = _window(total, first, int(start) if start.isdigit() and len(start) < 10 else None)
         missing = {n for a, b in read.not_stored for n in range(a, b + 1)}
         rows = [{"n": n, "html": html, "hit": first <= n <= last, "missing": n in missing}
-                for n, html in enumerate(self._coloured(name, read), 1)]
+                for n, html in enumerate(self._coloured(name, read, start, end), start)]
+        pages = {"start": start, "end": end, "total": total,
+                 "earlier": _view_from(max(1, start - VIEW_LINES), hl) if start > 1 else None,
+                 "later": _view_from(end + 1, hl) if end < total else None}
         return self._page(request, "file.html", {"name": name, "read": read, "rows": rows, "hl": (first, last),
-                                                 "digits": len(str(len(rows)))})
+                                                 "digits": len(str(total)), "pages": pages})
 
-    def _coloured(self, name: str, read: service.FileText) -> list:
-        """``read``'s lines as HTML, kept while the text stays the same (reopening a long file at
-        another line does not colour it again; docs/web.md)."""
-        key = (name, read.path, hash(tuple(read.lines)))
+    def _coloured(self, name: str, read: service.FileText, start: int, end: int) -> list:
+        """Lines ``start``-``end`` of ``read`` (1-based, inclusive) as HTML, kept while the text stays the
+        same (reopening a long file at another line does not colour it again; docs/web.md). A window of a
+        longer file is coloured alone: a comment or string open above it may be coloured as code."""
+        key = (name, read.path, hash(tuple(read.lines)), start, end)
         with self._lock:
             if key in self._recent:
                 self._recent.move_to_end(key)
                 return self._recent[key][0]
         prefix = f"/symbol?{urllib.parse.urlencode({'codebase': name})}&name="
-        lines = code.highlighted(read.path, read.lines, lambda n: prefix + urllib.parse.quote(n))
+        lines = code.highlighted(read.path, read.lines[start - 1:end], lambda n: prefix + urllib.parse.quote(n))
         size = sum(map(len, lines))
         with self._lock:
             if key not in self._recent:
@@ -276,6 +287,22 @@ def _span(text: str) -> tuple[int, int]:
     if not first.isdigit() or (last and not last.isdigit()):
         return 0, -1
     return int(first), int(last or first)
+
+
+def _window(total: int, first: int, start: int | None) -> tuple[int, int]:
+    """The lines (1-based, inclusive) the view of a ``total``-line file shows: at most :data:`VIEW_LINES`,
+    from ``start`` when given, else from a little above the first marked line ``first`` (0: none)."""
+    if total <= VIEW_LINES:
+        return 1, total
+    if start is None:
+        start = first - VIEW_LINES // 10 if first else 1
+    start = max(1, min(start, total - VIEW_LINES + 1))
+    return start, start + VIEW_LINES - 1
+
+
+def _view_from(line: int, hl: str) -> str:
+    """The query string of the file view from ``line``, the same lines (``hl``) marked."""
+    return "?" + urllib.parse.urlencode({"from": line, **({"hl": hl} if hl else {})})
 
 
 def _status(err: CodiiError) -> int:
