@@ -428,6 +428,7 @@ def test_a_repository_older_than_the_bound_says_why_its_history_is_empty(tmp_pat
     commit(repo, {"src/app.py": "def app():\n    return 1\n"}, "Start the app", day=0)
     built = CliRunner().invoke(cli, ["build", str(repo), "--no-vectors", "--history", "1"])
     assert built.exit_code == 0 and "1 older commit lies outside the history's bound" in built.output, built.output
+    assert "history: 1 commit, 1 hunk (" in built.output, built.output  # the note adds to the counts, not in their place
     got = json.loads(CliRunner().invoke(cli, ["history", "backoff", str(repo), "--json"]).output)
     assert "1 older commit lies outside" in got["note"] and "--history N" in got["note"], got
 

@@ -250,9 +250,12 @@ def _print_report(codebase, report, filters) -> None:
         echo(f"  failed: {p}: {why} (retried on the next build)")
     if report.history is not None:
         h = report.history
-        echo(f"  history: {h['note']}" if h.get("note") else
-             f"  history: {h.get('commits', 0)} commits, {h.get('hunks', 0)} hunks ({h.get('added', 0)} added, "
-             f"{h.get('removed', 0)} removed)")
+        commits, hunks = h.get("commits", 0), h.get("hunks", 0)
+        counts = (f"{commits:,} commit{'' if commits == 1 else 's'}, {hunks:,} hunk{'' if hunks == 1 else 's'} "
+                  f"({h.get('added', 0):,} added, {h.get('removed', 0):,} removed)")
+        # A note beside indexed commits (older ones outside the bound) adds to the counts; without commits it is all.
+        echo(f"  history: {counts}; {h['note']}" if h.get("note") and h.get("commits") else
+             f"  history: {h.get('note') or counts}")
     echo(f"  time: {report.seconds:.2f} s")
     if filters["extensions"] or filters["ignore_patterns"]:
         echo(f"  filters kept for later builds: {describe_filters(filters)} (--reset-filters drops them)")
