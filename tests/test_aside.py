@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ from support.trees import write_tree
 from codii_sql import service
 from codii_sql.codebase import Codebase
 from codii_sql.errors import EmbeddingFailedError
+from codii_sql.processes import alive
 from codii_sql.search.results import SearchOptions
 from codii_sql.service.aside import SCRATCH_PREFIX
 from codii_sql.storage.store import Store
@@ -105,14 +107,28 @@ def test_no_vectors_builds_aside_without_embedding_anything(sample_repo):
 
 
 def test_scratch_folders_of_dead_builds_are_swept_and_live_ones_kept(sample_repo, tmp_path):
+    """A killed process not yet reaped (a zombie: a Ray worker before the raylet reads its status) is dead too:
+    a Ray test's retried task found it "alive" under load and kept its folder."""
     scratch = tmp_path / "scratch"
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
-    left = scratch / f"{SCRATCH_PREFIX}{dead.pid}-abc"
+    zombie = subprocess.Popen([sys.executable, "-c", "pass"])
+    deadline = time.monotonic() + 30
+    while _state(zombie.pid) != "Z" and time.monotonic() < deadline:  # exited, not waited for
+        time.sleep(0.05)
+    assert _state(zombie.pid) == "Z" and not alive(zombie.pid) and alive(os.getpid())
+    left, unreaped = scratch / f"{SCRATCH_PREFIX}{dead.pid}-abc", scratch / f"{SCRATCH_PREFIX}{zombie.pid}-ghi"
     live = scratch / f"{SCRATCH_PREFIX}{os.getpid()}-def"
-    for folder in (left, live):
+    for folder in (left, unreaped, live):
         folder.mkdir(parents=True)
         (folder / "index.db").write_bytes(b"x" * 1000)
     service.build_aside(Codebase.open(sample_repo), scratch_dir=str(scratch), vectors=False)
-    assert not left.exists() and live.exists()
+    zombie.wait()
+    assert not left.exists() and not unreaped.exists() and live.exists()
     assert sorted(p.name for p in scratch.iterdir()) == [live.name]  # its own folder went too
+
+
+def _state(pid: int) -> str:
+    """The state letter /proc gives process ``pid`` (``R``, ``S``, ``Z``...)."""
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    return stat[stat.rfind(")") + 2]
