@@ -42,7 +42,7 @@ import tree_sitter
 
 from ...languages import AST_LANGUAGES
 from ...models import wordpiece
-from .cmacros import macro_call_spans
+from .cmacros import hide_attribute_macros, macro_call_spans
 from .declarations import DECLARATIONS, kind_of
 from .grammars import GRAMMARS, Grammar
 from .layout import Chunk, ChunkSizes, Definition, Layout, Lines, Piece, TokenCounter
@@ -177,7 +177,7 @@ def definitions(text: str, language: str) -> list[Definition]:
     if language not in AST_LANGUAGES:
         return []
     layout = Layout(text, DEFAULT_MAX_TOKENS, lambda texts: [0] * len(texts))  # token counts unused
-    tree = parser_for(language).parse(layout.text.encode("utf-8"))
+    tree = _parse(layout.text, language)
     try:
         return _definitions(language, tree.root_node, layout.lines, declared=True)[1]
     except RecursionError:
@@ -206,11 +206,38 @@ def _licence_end(language: str, root: tree_sitter.Node, lines: Layout) -> int:
     return last
 
 
+def _parse(text: str, language: str) -> tree_sitter.Tree:
+    """The syntax tree of ``text``; a C or C++ file the grammar could not read whole is read again without its
+    attribute macros (:mod:`.cmacros`), when it has some, and that tree kept unless it reads less of the file."""
+    data = text.encode("utf-8")
+    parser = parser_for(language)
+    tree = parser.parse(data)
+    if language in ("c", "cpp") and tree.root_node.has_error:
+        hidden = hide_attribute_macros(data)
+        if hidden != data:
+            # Kept when the grammar's errors cover no more of the file: hiding some of a file's macros can
+            # also lead its error recovery astray (a Linux header's #else branch read as one error).
+            other = parser.parse(hidden)
+            if _error_bytes(language, other.root_node) <= _error_bytes(language, tree.root_node):
+                tree = other
+    return tree
+
+
+def _error_bytes(language: str, root: tree_sitter.Node) -> int:
+    """How many bytes of the file the tree's ERROR nodes cover."""
+    covered = end = 0
+    for node in sorted(capture(language, ("ERROR",), root), key=lambda n: n.start_byte):
+        if node.end_byte > end:
+            covered += node.end_byte - max(node.start_byte, end)
+            end = node.end_byte
+    return covered
+
+
 def _ast_pieces(layout: Layout, language: str, declared: bool) -> tuple[list[Piece], list[Definition]]:
     """Pieces from the syntax tree, and with ``declared`` the definitions :func:`definitions` gives
     (from the same parse); raises ``RecursionError`` on absurdly nested definitions."""
     lines = layout.lines
-    tree = parser_for(language).parse(layout.text.encode("utf-8"))
+    tree = _parse(layout.text, language)
     definitions, outline = _definitions(language, tree.root_node, lines, declared)
     kind = GRAMMARS[language].module_kind
     licence = _licence_end(language, tree.root_node, layout) if kind == "module" else -1
