@@ -264,3 +264,46 @@ def numbered_lines(content: str, start_line: int, end_line: int | None = None) -
     if end_line is None or end_line - start_line + 1 == len(lines):
         return list(enumerate(lines, start_line))
     return [(start_line, line) for line in lines]
+
+
+_WORD_RUN = re.compile(r"\w+")
+#: The parts of an identifier a query word may match: ``HTTP`` ``Server`` ``2`` of ``HTTPServer2``,
+#: ``keepalive`` ``expiry`` of ``keepalive_expiry``.
+_PART = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+|[^\W\d_]+")
+
+
+def term_spans(text: str, terms: list[str]) -> list[tuple[int, int]]:
+    """Where ``text`` holds one of the query's ``terms`` (lower-case words), as BM25 matched it: a whole
+    word or identifier (``parse_header``), or a part of one (``Header`` in ``parseHeader``, ``expiry`` in
+    ``keepalive_expiry``) that is the term or a form of it (:func:`_like`); case-blind. Spans are
+    ``(start, end)`` character offsets, in order."""
+    lowered = text.lower()
+    # Every match shares its first 4 letters with a term (or is the term): most lines hold none.
+    if not any(t[:4] in lowered for t in terms if t):
+        return []
+    words = {t for t in terms if t}
+    spans: list[tuple[int, int]] = []
+    for m in _WORD_RUN.finditer(text):
+        if m.group().lower() in words:
+            spans.append(m.span())
+            continue
+        for p in _PART.finditer(m.group()):
+            if any(_like(p.group().lower(), w) for w in words):
+                spans.append((m.start() + p.start(), m.start() + p.end()))
+    return spans
+
+
+def _like(word: str, term: str) -> bool:
+    """``word`` is ``term`` or a form of it: they share all but the last 3 letters of the longer,
+    and at least 4 (``retries``/``retry``, ``attempts``/``attempt``; not ``par``/``parse``). An
+    approximation of the index's Porter stems."""
+    if word == term:
+        return True
+    if min(len(word), len(term)) < 4:
+        return False
+    shared = 0
+    for x, y in zip(word, term):
+        if x != y:
+            break
+        shared += 1
+    return shared >= max(4, max(len(word), len(term)) - 3)

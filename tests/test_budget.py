@@ -90,8 +90,26 @@ def test_lines_that_fit_are_never_cut_into_a_mark_longer_than_the_line():
     for n in range(40, 200):
         content = "x" * n + "\n        if (\n"
         budget = tokens(content.rstrip("\n"))  # fits without the last newline, not with it
-        out = _trim(Result("a.py", 1, 2, 1.0, "python", "function", None, content, False, 1, "source"), None, budget)
+        out = _trim(Result("a.py", 1, 2, 1.0, "python", "function", None, content, False, 1, "source"), [], budget)
         assert CUT_MARK not in out.content and tokens(out.content) <= budget, (n, out.content)
+
+
+def test_a_trimmed_result_keeps_the_lines_whose_identifiers_hold_the_query_words():
+    """A new user's `keepalive expiry` at max_tokens 400 showed `def __init__(self, *,` and `def __repr__`:
+    word boundaries did not see the words inside `keepalive_expiry`, which BM25 matched by its parts."""
+    from codii_sql.search.budget import fit
+    from codii_sql.search.results import Result
+
+    body = "".join(f"        self.option_{i} = option_{i}\n" for i in range(30))
+    content = ("    def __init__(self, *, max_connections=None,\n" + body +
+               "        self.keepalive_expiry = keepalive_expiry\n" + body + "        self.keepAliveLimit = 5\n")
+    hit = Result("_config.py", 170, 232, 1.0, "python", "function", "Limits.__init__", content, False, 1, "source")
+    other = Result("_api.py", 1, 63, 0.5, "python", "function", "request", body * 2, False, 2, "source")
+    fitted, report = fit([hit, other], ["keepalive", "expiry"], 300)
+    assert report.trimmed and "self.keepalive_expiry = keepalive_expiry" in fitted[0].content, fitted[0].content
+    assert fitted[0].start_line <= 201 <= fitted[0].end_line
+    camel, _ = fit([hit], ["alive", "limit"], 60)
+    assert "keepAliveLimit" in camel[0].content  # a camelCase identifier's parts too
 
 
 @pytest.mark.parametrize("max_tokens", [100, 400, 6000])

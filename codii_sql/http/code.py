@@ -20,7 +20,7 @@ from pygments.styles import get_style_by_name
 from pygments.token import STANDARD_TYPES, Name, Token, Whitespace
 from pygments.util import ClassNotFound
 
-from ..text import BIDI_CONTROLS, char_spans, utf8_safe
+from ..text import BIDI_CONTROLS, char_spans, term_spans, utf8_safe
 
 #: C0 and C1 controls but tab, DEL, and the bidirectional controls (an RTL override reorders how a
 #: name reads: ``evil\u202etxt.py``).
@@ -122,11 +122,6 @@ def _piece(value: str, cls: str, ttype, links: dict[str, str], symbol_url) -> st
     return f'<span class="{cls}">{shown}</span>' if cls else shown
 
 
-#: An identifier, and the words inside one (``parse_header``, ``parseHeader``, ``HTTPError``).
-_IDENT = re.compile(r"\w+")
-_PIECE = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+|[^\W\d_]+")
-
-
 def marked_spans(text: str, spans: list[tuple[int, int]]) -> Markup:
     """``text`` escaped, its ``spans`` (``[start, end)`` byte offsets into the line, as grep gives them:
     :func:`~codii_sql.text.char_spans`) in ``<mark>``; control characters shown as escapes."""
@@ -143,44 +138,15 @@ def marked_spans(text: str, spans: list[tuple[int, int]]) -> Markup:
 
 
 def marked(text: str, terms: list[str]) -> Markup:
-    """``text`` escaped, each word or identifier part that matches one of ``terms`` in ``<mark>``.
-
-    A match is case-blind: the whole identifier (``parse_header``), or a part of one
-    (``Header`` in ``parseHeader``) that :func:`_like` a term, as BM25's stemmed match finds it."""
+    """``text`` escaped, each word or identifier part that matches one of ``terms`` in ``<mark>``, as
+    :func:`~codii_sql.text.term_spans` finds them (``Header`` in ``parseHeader``)."""
     shown = visible(text)
-    words = {t.lower() for t in terms if t}
-    if not words:
-        return Markup(html.escape(shown, quote=True))
-    spans: list[tuple[int, int]] = []
-    for m in _IDENT.finditer(shown):
-        if m.group().lower() in words:
-            spans.append(m.span())
-            continue
-        for p in _PIECE.finditer(m.group()):
-            if any(_like(p.group().lower(), w) for w in words):
-                spans.append((m.start() + p.start(), m.start() + p.end()))
     out, at = [], 0
-    for a, b in spans:
+    for a, b in term_spans(shown, [t.lower() for t in terms]):
         out += [html.escape(shown[at:a], quote=True), f"<mark>{html.escape(shown[a:b], quote=True)}</mark>"]
         at = b
     out.append(html.escape(shown[at:], quote=True))
     return Markup("".join(out))
-
-
-def _like(word: str, term: str) -> bool:
-    """``word`` is ``term`` or a form of it: they share all but the last 3 letters of the longer,
-    and at least 4 (``retries``/``retry``, ``attempts``/``attempt``; not ``par``/``parse``). An
-    approximation of the index's Porter stems, for marks only."""
-    if word == term:
-        return True
-    if min(len(word), len(term)) < 4:
-        return False
-    shared = 0
-    for x, y in zip(word, term):
-        if x != y:
-            break
-        shared += 1
-    return shared >= max(4, max(len(word), len(term)) - 3)
 
 
 def path_url(path: str) -> str:

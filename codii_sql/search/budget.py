@@ -17,7 +17,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from ..text import content_lines, numbered_lines
+from ..text import content_lines, numbered_lines, term_spans
 from .results import Result
 
 CHARS_PER_TOKEN = 4
@@ -102,7 +102,8 @@ def fit(results: list[Result], terms: list[str], max_tokens: int,
     one file become one result at the best one's rank (MCP's default budget merged them where nothing needed
     cutting, and its answer differed from the other faces'); each
     result keeps the contiguous lines from :data:`CONTEXT_LINES` before its first line holding a
-    query term (``terms``, case-insensitive, on word boundaries), or the line of one of ``places``
+    query term (``terms``, as :func:`~codii_sql.text.term_spans` finds them: ``expiry`` in ``keepalive_expiry``
+    too, where word boundaries left a new user's trimmed results without one matching line), or the line of one of ``places``
     it holds (``(path, line)`` as :func:`~.locations.places` reads them: a new user's
     `sessions.py:703` kept lines 691-692 of its chunk), to as many after its last as the budget's
     fair share allows (a chunk with none keeps its first lines), never fewer than
@@ -115,7 +116,7 @@ def fit(results: list[Result], terms: list[str], max_tokens: int,
         report.used_tokens = whole
         return list(results), report
     merged = _merge(results, report)
-    word = re.compile(r"(?i)(?<![\w])(?:" + "|".join(re.escape(t) for t in terms if t) + r")(?![\w])") if terms else None
+    words = [t.lower() for t in terms if t]
     out, left, used = [], max(max_tokens - reserved, 0), reserved
     for i, r in enumerate(merged):
         # The next three results share what is left, each with at least MIN_RESULT_TOKENS of lines.
@@ -128,7 +129,7 @@ def fit(results: list[Result], terms: list[str], max_tokens: int,
                    and r.path.lower().rsplit("/", 1)[-1] == path.rsplit("/", 1)[-1]), None)
         # The first result stays whatever the answer's other fields left: some lines of it, not a few characters.
         room = min(share, left) - overhead if out else max(min(share, left) - overhead, MIN_RESULT_TOKENS)
-        trimmed = _trim(r, word, max(room, 1), at if _by_line(r) else None)
+        trimmed = _trim(r, words, max(room, 1), at if _by_line(r) else None)
         cost = result_tokens(trimmed)  # a cut line adds its columns
         if out and cost > left:
             report.dropped += len(merged) - i
@@ -207,14 +208,14 @@ def _joined(lines: list[str]) -> str:
     return "".join(line + "\n" for line in lines)
 
 
-def _cut_line(r: Result, line: str, word: re.Pattern | None, budget: int, index: int) -> Result:
+def _cut_line(r: Result, line: str, words: list[str], budget: int, index: int) -> Result:
     """``r`` cut to the part of its line ``index`` (``line``) that fits ``budget``, from a quarter of it
     before the first match (a new user's one-line bundle kept its window's start and dropped `f4999`,
     the match, with half the budget unused), ending in :data:`CUT_MARK` when the line goes on; its
     columns say which part of the line it is (see :class:`~.results.Result`)."""
     keep = max(budget * CHARS_PER_TOKEN - len(CUT_MARK), 1)
-    hit = word.search(line) if word is not None else None
-    start = 0 if hit is None else max(0, min(hit.start() - keep // 4, len(line) - keep))
+    hit = next(iter(term_spans(line, words)), None)
+    start = 0 if hit is None else max(0, min(hit[0] - keep // 4, len(line) - keep))
     part = line[start:start + keep]
     content = part + (CUT_MARK if start + keep < len(line) else "") + "\n"
     first = (r.start_column or 1) + start
@@ -225,7 +226,7 @@ def _cut_line(r: Result, line: str, word: re.Pattern | None, budget: int, index:
     return dataclasses.replace(out, start_line=r.start_line + index, end_line=r.start_line + index)
 
 
-def _trim(r: Result, word: re.Pattern | None, budget: int, at: int | None = None) -> Result:
+def _trim(r: Result, words: list[str], budget: int, at: int | None = None) -> Result:
     """``r`` cut to contiguous lines worth at most ``budget`` tokens: its line ``at`` (0-based in it) or its
     first matching line, grown towards the others and :data:`CONTEXT_LINES` around them, then further
     down while it fits. The span shrinks with the lines (a chunk whose lines are not the file's keeps its
@@ -234,7 +235,7 @@ def _trim(r: Result, word: re.Pattern | None, budget: int, at: int | None = None
         return r
     lines = content_lines(r.content)
     hits = [at] if at is not None and at < len(lines) else \
-        [i for i, line in enumerate(lines) if word is not None and word.search(line)]
+        [i for i, line in enumerate(lines) if term_spans(line, words)]
     lo = hi = hits[0] if hits else 0
     floor = max(0, lo - CONTEXT_LINES)
     ceiling = min(len(lines) - 1, (hits[-1] + CONTEXT_LINES) if hits else HEAD_LINES - 1)
@@ -253,7 +254,7 @@ def _trim(r: Result, word: re.Pattern | None, budget: int, at: int | None = None
         hi += 1
     text = _joined(lines[lo:hi + 1])
     if json_tokens(text) > budget:  # one line longer than the budget: cut it, visibly, around its first match
-        return _cut_line(r, lines[lo], word, budget, lo)
+        return _cut_line(r, lines[lo], words, budget, lo)
     if not _by_line(r):
         return dataclasses.replace(r, content=text)
     return dataclasses.replace(r, start_line=r.start_line + lo, end_line=r.start_line + hi, content=text)
