@@ -516,3 +516,28 @@ def test_ctrl_c_says_what_a_build_left_only_when_a_build_ran(sample_repo, monkey
     monkeypatch.setattr(Indexer, "build", interrupted)
     build = CliRunner().invoke(cli, ["build", str(sample_repo), "--force"])
     assert build.exit_code == 130 and "run build again" in build.output, build.output
+
+
+def test_a_quoted_message_is_matched_as_written_and_weighs_as_its_words(tmp_path):
+    """"what raises 'Too many files'": the stop words `too` and `files` were dropped, and the raise of
+    "Too many fields" beside the question's other words ranked first (a new user, on starlette)."""
+    from codii_sql.search.query import analyze, quoted_phrases
+
+    assert quoted_phrases("""raises 'Too many files.' don't "use it" `parse_header` ''""") == [
+        "too many files", "use it", "parse_header"]
+    assert analyze("what raises 'Too many files' when uploading", lambda t: {}).fts.startswith(
+        '"too many files" OR "too many files" OR "too many files" OR "raises"')
+    files = {"fields.py": 'def on_field(parser, count):\n    """Count a form field while uploading multipart form data."""\n'
+                          '    if count > parser.max_fields:\n        raise ValueError("Too many fields.")\n',
+             "files.py": 'def on_part(parser, count):\n    if count > parser.max_files:\n'
+                         '        raise ValueError("Too many files.")\n'}
+    files.update({f"util_{i}.py": f'def helper_{i}(files, fields):\n    """Keep many files and fields; too few is '
+                                  f'fine."""\n    return [f for f in files if f in fields][:{i}]\n' for i in range(12)})
+    repo = write_tree(tmp_path / "forms", files)
+    run("build", repo, "--no-vectors")
+
+    def top(query: str) -> str:
+        return json.loads(run("search", query, "--path", repo, "--mode", "bm25", "--json").output)["results"][0]["path"]
+
+    assert top("what raises Too many files when uploading multipart form") == "fields.py"  # the words alone
+    assert top("what raises 'Too many files' when uploading multipart form") == "files.py"

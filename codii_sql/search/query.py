@@ -272,7 +272,26 @@ def analyze(query: str, doc_counts: Callable[[list[str]], dict[str, int]]) -> An
     phrases = list(terms)
     if code and terms and len(text.split()) > 1:  # the words in their order count most: ``is not None``
         phrases.insert(0, " ".join(query_terms(text, stop_words=frozenset())))
+    # A quoted message is matched as written, its stop words too: "what raises 'Too many files'" lost
+    # `too` and `files` and ranked the "Too many fields" raise first (a new user). It weighs as many
+    # terms as it has words (up to 4): FTS5's bm25() sums over the expression's phrases, so it is listed
+    # that often, as a term boost (Lucene's ``^n``) is written here.
+    phrases[:0] = [p for p in quoted_phrases(text) for _ in range(min(len(p.split()), QUOTED_WEIGHT))]
     return Analysis(text, shape, terms, tuple(phrases), named_in_query(text, code=code), len(words), _unmatched(text))
+
+
+#: Most terms a quoted phrase weighs (see :func:`analyze`).
+QUOTED_WEIGHT = 4
+#: Text in quotes or backticks (not an apostrophe inside a word: "don't"), on one line.
+_QUOTED = re.compile(r"(?<!\w)(?:\"([^\"\n]{1,200})\"|'([^'\n]{1,200})'|`([^`\n]{1,200})`)(?!\w)")
+
+
+def quoted_phrases(text: str) -> list[str]:
+    """The quoted parts of ``text`` as FTS5 phrases: each one's words in order, stop words kept
+    (``'Too many files'`` -> ``too many files``), at most :data:`MAX_FTS_TERMS`."""
+    # Its words as the index's tokenizer cuts them (unicode61, ``_`` a token character): ``parse_header`` whole.
+    found = (" ".join(re.findall(r"\w+", next(filter(None, m.groups())).lower())) for m in _QUOTED.finditer(text))
+    return list(dict.fromkeys(p for p in found if p))[:MAX_FTS_TERMS]
 
 
 def _unmatched(text: str) -> str | None:
