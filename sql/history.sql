@@ -166,7 +166,8 @@ allowed AS (
       AND (:since IS NULL OR c.date >= :since)
       AND (:glob IS NULL OR EXISTS (
             SELECT 1 FROM history_hunks h WHERE h.commit_id = c.id
-              AND (h.path GLOB :glob OR (instr(:glob, '/') = 0 AND h.path GLOB '*/' || :glob))))
+              AND (h.path GLOB :glob OR (instr(:glob, '/') = 0 AND h.path GLOB '*/' || :glob)
+              OR h.path GLOB replace(iif(substr(:glob, 1, 3) = '**/', substr(:glob, 4), :glob), '/**/', '/'))))
 ),
 commit_bm25 AS (
     SELECT rowid AS id, row_number() OVER (ORDER BY bm25(history_commits_fts, 4.0, 1.0, 1.0, 0.5)) AS rnk
@@ -180,7 +181,8 @@ hunk_hits AS (
     SELECT h.commit_id AS id, bm25(history_hunks_fts, 1.0, 0.5, 0.5) AS score
     FROM history_hunks_fts JOIN history_hunks h ON h.id = history_hunks_fts.rowid
     WHERE :fts IS NOT NULL AND history_hunks_fts MATCH :fts
-      AND (:glob IS NULL OR h.path GLOB :glob OR (instr(:glob, '/') = 0 AND h.path GLOB '*/' || :glob))
+      AND (:glob IS NULL OR h.path GLOB :glob OR (instr(:glob, '/') = 0 AND h.path GLOB '*/' || :glob)
+              OR h.path GLOB replace(iif(substr(:glob, 1, 3) = '**/', substr(:glob, 4), :glob), '/**/', '/'))
       AND (:filtered = 0 OR h.commit_id IN (SELECT id FROM allowed))
     ORDER BY score
     LIMIT :k * 4
@@ -229,7 +231,8 @@ FROM history_commits c
 WHERE (:since IS NULL OR c.date >= :since)
   AND (:glob IS NULL OR EXISTS (
         SELECT 1 FROM history_hunks h WHERE h.commit_id = c.id
-          AND (h.path GLOB :glob OR (instr(:glob, '/') = 0 AND h.path GLOB '*/' || :glob))))
+          AND (h.path GLOB :glob OR (instr(:glob, '/') = 0 AND h.path GLOB '*/' || :glob)
+              OR h.path GLOB replace(iif(substr(:glob, 1, 3) = '**/', substr(:glob, 4), :glob), '/**/', '/'))))
 ORDER BY c.date DESC
 LIMIT :limit;
 
@@ -250,7 +253,8 @@ FROM (
     FROM history_hunks h
     LEFT JOIN matching m ON m.id = h.id
     WHERE h.commit_id IN (SELECT value FROM json_each(:ids))
-      AND (:glob IS NULL OR h.path GLOB :glob OR (instr(:glob, '/') = 0 AND h.path GLOB '*/' || :glob))
+      AND (:glob IS NULL OR h.path GLOB :glob OR (instr(:glob, '/') = 0 AND h.path GLOB '*/' || :glob)
+              OR h.path GLOB replace(iif(substr(:glob, 1, 3) = '**/', substr(:glob, 4), :glob), '/**/', '/'))
 )
 WHERE nth <= :n
 ORDER BY commit_id, nth;

@@ -37,7 +37,8 @@
 --                 (measured: the pushdown costs ~30 ms at 100k chunks when it filters nothing)
 --   :exts         JSON array of file name endings ('.py'), or NULL
 --   :glob         SQLite GLOB over the relative path ('*' also matches '/'), or NULL;
---                 a pattern without '/' is also tried against the file name
+--                 a pattern without '/' is also tried against the file name, and a '**/' matches
+--                 no folder too, as in .gitignore ('**/render/**' matches render/html.go)
 --   :language     language name, or NULL
 --   :exclude_path a path whose chunks are left out (find-similar), or NULL
 --   :under        a folder (relative, no trailing '/') whose files alone are kept, or NULL
@@ -80,7 +81,8 @@ WITH
 allowed AS (
     SELECT c.id FROM chunks c
     WHERE (:exts IS NULL OR EXISTS (SELECT 1 FROM json_each(:exts) e WHERE c.path LIKE '%' || e.value))
-      AND (:glob IS NULL OR c.path GLOB :glob OR (instr(:glob, '/') = 0 AND c.path GLOB '*/' || :glob))
+      AND (:glob IS NULL OR c.path GLOB :glob OR (instr(:glob, '/') = 0 AND c.path GLOB '*/' || :glob)
+              OR c.path GLOB replace(iif(substr(:glob, 1, 3) = '**/', substr(:glob, 4), :glob), '/**/', '/'))
       AND (:language IS NULL OR c.language = :language)
       AND (:exclude_path IS NULL OR c.path <> :exclude_path)
       AND (:under IS NULL OR substr(c.path, 1, length(:under) + 1) = :under || '/')
@@ -408,7 +410,8 @@ SELECT avg(1.0 - distance) AS knn_match FROM (SELECT distance FROM nearest ORDER
 SELECT EXISTS (
     SELECT 1 FROM chunks c
     WHERE (:exts IS NULL OR EXISTS (SELECT 1 FROM json_each(:exts) e WHERE c.path LIKE '%' || e.value))
-      AND (:glob IS NULL OR c.path GLOB :glob OR (instr(:glob, '/') = 0 AND c.path GLOB '*/' || :glob))
+      AND (:glob IS NULL OR c.path GLOB :glob OR (instr(:glob, '/') = 0 AND c.path GLOB '*/' || :glob)
+              OR c.path GLOB replace(iif(substr(:glob, 1, 3) = '**/', substr(:glob, 4), :glob), '/**/', '/'))
 );
 
 -- name: index_extensions

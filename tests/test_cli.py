@@ -541,3 +541,26 @@ def test_a_quoted_message_is_matched_as_written_and_weighs_as_its_words(tmp_path
 
     assert top("what raises Too many files when uploading multipart form") == "fields.py"  # the words alone
     assert top("what raises 'Too many files' when uploading multipart form") == "files.py"
+
+
+def test_a_search_glob_s_double_star_matches_no_folder_too_and_a_folder_its_files(tmp_path):
+    """gin's `--glob '**/render/**'` found nothing, as rg and .gitignore read it render/html.go; an agent's
+    pathGlob 'tests/' found nothing either (new users)."""
+    repo = write_tree(tmp_path / "gin", {
+        "render/html.go": "package render\n\n// HTML renders an html template.\nfunc HTML(name string) string {\n"
+                          "\treturn name\n}\n",
+        "internal/render/json.go": "package render\n\n// JSON renders a json template.\nfunc JSON(v string) string {\n"
+                                   "\treturn v\n}\n",
+        "tests/render_test.go": "package tests\n\n// TestRender renders a template.\nfunc TestRender() {}\n",
+        "context.go": "package gin\n\n// Render renders the template of a context.\nfunc Render() {}\n"})
+    run("build", repo, "--no-vectors")
+
+    def paths(glob: str) -> set[str]:
+        out = run("search", "renders template", "--path", repo, "--mode", "bm25", "--glob", glob, "--json").output
+        return {r["path"] for r in json.loads(out)["results"]}
+
+    assert paths("**/render/**") == {"render/html.go", "internal/render/json.go"}
+    assert paths("render/**") == {"render/html.go"}
+    assert paths("**/*.go") == {"render/html.go", "internal/render/json.go", "tests/render_test.go", "context.go"}
+    assert paths("internal/**/json.go") == {"internal/render/json.go"}
+    assert paths("tests/") == {"tests/render_test.go"}

@@ -170,8 +170,11 @@ def _classes_closed(glob: str) -> bool:
 
 def sqlite_glob(glob: str | None) -> str | None:
     """``glob`` for SQLite's GLOB: a shell's negated class ``[!a]`` becomes ``[^a]`` (SQLite reads
-    ``!`` as a member, and ``src/[!t]*`` matched nothing instead of every folder but ``t...``)."""
-    return glob.replace("[!", "[^") if glob else glob
+    ``!`` as a member, and ``src/[!t]*`` matched nothing instead of every folder but ``t...``), and a
+    folder (``tests/``) every file under it (it matched nothing, and the note listed extensions)."""
+    if not glob:
+        return glob
+    return glob.replace("[!", "[^") + ("*" if glob.endswith("/") else "")
 
 
 def place_pieces(store, results: list[Result]) -> list[Result]:
