@@ -35,7 +35,7 @@ async def server(home: Path, **env: str):
     """A fresh ``python -m codii_sql.mcp`` process (with ``env`` added) and an initialised client session."""
     params = StdioServerParameters(command=sys.executable, args=["-m", "codii_sql.mcp"], cwd=str(REPO_ROOT),
                                    env={"CODII_SQL_HOME": str(home), "PYTHONPATH": str(REPO_ROOT),
-                                        "CODII_SQL_THREADS": "1", **env})
+                                        "CODII_SQL_THREADS": "1", "CODII_SQL_BACKGROUND": "0", **env})
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
         await session.initialize()
         yield session
@@ -852,3 +852,39 @@ def test_search_code_counts_long_paths_in_its_budget(codii_home, tmp_path):
             assert 1 <= len(found["results"]) < 40 and "dropped" in found["note"]
 
     asyncio.run(scenario())
+
+
+def test_vectors_an_agent_s_session_left_go_on_in_a_background_process(codii_home, tmp_path):
+    """index_codebase runs the vector phase in the MCP server: an agent's session that ended first stopped it
+    (a new user's 131 of 2,454), and nothing went on until a later search. The server now hands what is left
+    to a background build as it exits."""
+    repo = write_tree(tmp_path / "many", {
+        f"pkg/mod_{i}.py": "".join(f"def handler_{i}_{j}(request, retries={j}):\n"
+                                   f"    \"\"\"Handle request kind {j} of module {i} with backoff.\"\"\"\n"
+                                   f"    return request.get({i * 10 + j}) or retries\n\n\n" for j in range(3))
+        for i in range(120)})
+
+    async def run():
+        async with server(codii_home, CODII_SQL_BACKGROUND="1", CODII_SQL_WATCH="0") as s:
+            assert (await call(s, "index_codebase", path=str(repo)))["status"] == "started"
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + 120
+            while loop.time() < deadline:
+                st = await call(s, "get_indexing_status", path=str(repo))
+                if st.get("phase") == "vectors" or st["status"] == "indexed":
+                    return st
+                await asyncio.sleep(0.1)
+        raise AssertionError("no vector phase")
+
+    st = asyncio.run(run())
+    assert st["status"] == "indexing", "the vector phase ended before the session: nothing to hand over"
+    cb = Codebase.open(repo)
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        vectors = service.status(cb)["vectors"]
+        if vectors["state"] == "complete":
+            break
+        time.sleep(0.5)
+    assert vectors["state"] == "complete" and vectors["done"] == vectors["total"] == 360, vectors
+    logs = list((codii_home / "logs").glob(f"{cb.db_path.stem}*.log"))
+    assert logs, "no background build wrote a log"

@@ -268,7 +268,7 @@ def test_an_agent_searches_and_reads_a_folder_of_shards_over_mcp(tmp_path, codii
     params = StdioServerParameters(command=sys.executable, args=["-m", "codii_sql.mcp", "--no-watch", "--shards",
                                                                  str(shards)], cwd=str(REPO_ROOT),
                                    env={"CODII_SQL_HOME": str(codii_home), "PYTHONPATH": str(REPO_ROOT),
-                                        "CODII_SQL_THREADS": "1"})
+                                        "CODII_SQL_THREADS": "1", "CODII_SQL_BACKGROUND": "0"})
 
     async def run():
         async with stdio_client(params) as (read, write), ClientSession(read, write) as session:

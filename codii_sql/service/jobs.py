@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from ..codebase import Codebase
 from ..errors import BuildFailedError, BuildStopped, CodiiError, DiskFullError, IndexBusyError, ReadOnlyIndexError
 from ..storage.lock import is_locked
-from .builds import build
-from .daemon import NICE
+from .builds import build, build_in_background
+from .daemon import NICE, background_allowed
 from .status import is_stale, open_store, refuse_damaged, status
 
 #: Seconds :meth:`Jobs.start` waits for its build thread to take the writer lock (or learn that
@@ -185,12 +185,21 @@ class Jobs:
             job.signal.set()
 
     def shutdown(self) -> None:
-        """Stop running builds at their next batch commit; wait a little for them."""
+        """Stop running builds at their next batch commit; wait a little for them. What they leave goes on
+        in a background process, as a search's vector phase does (unless ``$CODII_SQL_BACKGROUND=0``): an
+        agent's session is often shorter than the model's hour, and its vectors stopped with it (new users)."""
         self.cancel.set()
         deadline = time.monotonic() + SHUTDOWN_WAIT_SECONDS
-        for job in list(self._jobs.values()):
+        jobs = list(self._jobs.values())
+        for job in jobs:
             if job.thread is not None:
                 job.thread.join(max(0.0, deadline - time.monotonic()))
+        if not background_allowed():
+            return
+        for job in jobs:
+            if job.outcome in ("running", "cancelled"):
+                with contextlib.suppress(CodiiError):  # another process builds it, or it cannot: a search will say
+                    build_in_background(job.codebase, [])
 
 
 def _lower_priority() -> None:
