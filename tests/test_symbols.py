@@ -13,6 +13,7 @@ from test_mcp import call, server, wait_indexed
 
 from codii_sql import service
 from codii_sql.cli import cli
+from codii_sql.codebase import Codebase
 from codii_sql.errors import UsageError
 from codii_sql.service import symbols
 
@@ -667,3 +668,20 @@ def test_a_php_name_with_its_namespace_finds_the_class_and_its_method(tmp_path, 
         assert f"no definition is qualified as '{name}'" in out["note"]
     method = service.find_symbol(cb, "Monolog\\Handler\\StreamHandler::write")["definitions"]
     assert [d["symbol"] for d in method] == ["StreamHandler.write"]
+
+
+def test_a_private_name_asked_without_its_underscores_is_found_and_said_so(tmp_path, codii_home):
+    """httpx's `_parse_header_links`: `find_symbol parse_header_links` found nothing, and the note's prefix
+    search found nothing either (a new user's agent)."""
+    repo = write_tree(tmp_path / "httpx", {
+        "httpx/_utils.py": "def _parse_header_links(value):\n    return []\n\n\nclass Client:\n"
+                           "    def __send_single(self, request):\n        return request\n",
+        "httpx/_models.py": "def links(response):\n    return _parse_header_links(response)\n"})
+    assert CliRunner().invoke(cli, ["build", str(repo), "--no-vectors"]).exit_code == 0
+    cb = Codebase.open(repo)
+    got = service.find_symbol(cb, "parse_header_links")
+    assert [(d["path"], d["symbol"]) for d in got["definitions"]] == [("httpx/_utils.py", "_parse_header_links")]
+    assert got["name"] == "parse_header_links" and "these are named '_parse_header_links'" in got["note"]
+    member = service.find_symbol(cb, "Client.send_single")
+    assert [d["symbol"] for d in member["definitions"]] == ["Client.__send_single"]
+    assert service.find_symbol(cb, "parse_header")["definitions"] == []  # not a prefix search

@@ -129,6 +129,16 @@ def find_symbol(codebase: Codebase, name: str, *, kind: str | None = None, prefi
     elif not defs:
         out["note"] = (f"no {kind + ' ' if kind else 'definition '}{'starting with' if prefix else 'named'} {name!r} in the index" + ("" if prefix else "; a prefix search "
                        "also finds symbols starting with it") + "; search finds uses and mentions")
+    if not found and not prefix and not needle.startswith("_") and typed.endswith(needle) and offset == 0:
+        # `parse_header_links` for httpx's `_parse_header_links`: a private name asked without its underscores
+        # found nothing, and the note's prefix search did not help (a new user's agent).
+        for underscores in ("_", "__"):
+            private = typed[:len(typed) - len(needle)] + underscores + needle
+            alt = find_symbol(codebase, private, kind=kind, limit=limit, max_tokens=max_tokens, under=under)
+            if alt["definitions"]:
+                alt["note"] = "; ".join(filter(None, (f"no definition is named {name!r}; these are named {private!r}",
+                                                      alt.get("note"))))
+                return {**alt, "name": name}
     if by_name and defs:
         out["note"] = "; ".join(filter(None, (
             f"no definition is qualified as '{name}' (an import path can differ from the defining module's); "
