@@ -13,6 +13,7 @@ from support.trees import SAMPLE, SHOP, write_tree
 
 from codii_sql import service
 from codii_sql.cli import cli
+from codii_sql.codebase import Codebase
 from codii_sql.errors import UsageError
 from codii_sql.search.merge import MemberAnswer, merge
 from codii_sql.search.results import Result, SearchOptions
@@ -472,3 +473,23 @@ def test_workspaces_past_a_small_budget_are_counted_not_listed(monkeypatch, tmp_
     assert len(fitted["workspaces"]) + fitted["more_workspaces"] == 28 and "workspaces and" in fitted["note"]
     assert json_tokens(fitted["workspaces"]) <= 200
     assert fit_workspaces(rows, 100_000) == {"workspaces": rows}
+
+
+def test_a_member_whose_results_carry_no_cosine_is_judged_by_bm25_evidence(tmp_path, embedder):
+    """A new user's rxjs copy with 390 of 2,454 vectors (then vectors off) took all 4 places of a gin question:
+    its index had a cosine, so its evidence went unjudged, but its results were chunks without vectors,
+    whose fused scores then counted in full beside gin's weighed ones."""
+    from codii_sql.ingest.indexer import Indexer
+    from codii_sql.search.searcher import Searcher
+    from codii_sql.storage.store import Store
+
+    repo = write_tree(tmp_path / "rx", {"src/util.py": "def alpha_beta():\n    return 1\n"})
+    cb = Codebase.open(repo)
+    Indexer(cb, embedder).build()
+    (repo / "src" / "ajax.ts").write_text("export function isURLSearchParams(value) {\n"
+                                          "  return value instanceof URLSearchParams; // a path of the URL\n}\n")
+    Indexer(cb, embedder, vectors=False).build()
+    with Store(cb.db_path, create=False) as store:
+        hits = Searcher(store, cb.root, embedder).find("where is the router tree searched for a path", SearchOptions())
+    assert hits.best_cosine is not None and hits.results[0].path == "src/ajax.ts"
+    assert hits.results[0].knn_match is None and hits.lexical_evidence is False

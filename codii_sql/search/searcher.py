@@ -116,8 +116,8 @@ class Hits:
     ``no_good_match`` (see :meth:`Searcher._nothing_close`), ``embedder_failed``: why the query
     was not embedded (the results are then BM25 only), else None; and, when no cosine tells how
     well the index matches (no vectors, none yet, BM25 mode), ``lexical_evidence``: whether a
-    chunk holds every query word or a named symbol or file was found (None when a cosine is known,
-    or for a long query, whose words no chunk holds all of)."""
+    chunk holds every query word or a named symbol or file was found (None when its results carry a
+    cosine, or for a long query, whose words no chunk holds all of)."""
 
     results: list[Result]
     analysis: Analysis | None
@@ -238,8 +238,8 @@ class Searcher:
             results = rerank(a.text, results, model_path=opts.rerank_model, top_n=RERANK_DEPTH)
             tier = {r["id"]: r["tier"] for r in rows}  # the cross-encoder orders within a name tier
             results.sort(key=lambda r: -tier[r.id])
-        evidence = None if best is not None or shape == "long" else \
-            bool(rows) and (any(r["tier"] for r in rows) or self._holds_every_term(a.terms))
+        cosine = best is not None and any(r.knn_match is not None for r in results)  # not of chunks without vectors
+        evidence = None if cosine or shape == "long" else bool(rows) and (any(r["tier"] for r in rows) or self._holds_every_term(a.terms))
         return Hits(_top(results, opts, a.terms if opts.role_prior else None), a, best, nothing_close, note, evidence)
 
     def search(self, query: str, opts: SearchOptions | None = None,
