@@ -309,7 +309,8 @@ scored AS (
                           / nullif(fu.knn_hi - CASE WHEN :knn_by_best = 1 THEN 0.0 ELSE fu.knn_lo END, 0)) END, 0))
            * coalesce(json_extract(:role_weights, '$.' || nm.role), 1.0)
            * CASE WHEN nm.symbol_tier + nm.path_tier > 0 OR nm.tail_named THEN :name_boost ELSE 1.0 END AS score,
-           :tiered * (nm.symbol_tier + nm.path_tier) AS tier, :tiered * nm.symbol_tier AS in_symbol_tier
+           :tiered * (nm.symbol_tier + nm.path_tier) AS tier, :tiered * nm.symbol_tier AS in_symbol_tier,
+           nm.role = 'test' AS test
     FROM named nm LEFT JOIN fused fu ON fu.id = nm.id
 ),
 -- A named symbol cut into windows reads top-down: its chunks rank by their best score, then
@@ -323,7 +324,9 @@ scored AS (
 -- banners between its methods, each labelled with the class, filled a new user's top 6 for
 -- `QuerySet` after its first window): it ranks by its score alone, without the name's boost. Only a chunk of another symbol cuts it off: the blank line a function's
 -- windows leave out between them cut a new user's `Session.send` into three places, #1, #6 and #8.
--- The windows of one line too long for a chunk are one place:
+-- A test's definition of the name that neither retriever found leaves the tier too: zod's tests each
+-- define `const schema = z.nan()`, and for `schema` five of them, score 0, came before BM25's first chunk
+-- (starlette's `app`: seven test-local `app`s). The windows of one line too long for a chunk are one place:
 -- the best scored stands for them (a 40 KB base64 constant's windows, each holding its function's
 -- symbol, filled nine of a fresh user's top 10 for the function's name). Ranked on ids and scores
 -- alone: the text of a chunk joins in only for the rows returned.
@@ -333,9 +336,10 @@ windows AS (
                AND ((score = 0 AND (windows > 8 OR NOT body)) OR (start_line > 1 + before_end
                                   AND EXISTS (SELECT 1 FROM chunks o WHERE o.file_id = sw.file_id
                                                 AND o.start_line > sw.before_end AND o.start_line < sw.start_line
-                                                AND o.symbol IS NOT sw.symbol))) AS bare,
+                                                AND o.symbol IS NOT sw.symbol)))
+           OR (in_symbol_tier > 0 AND test AND symbol_best = 0) AS bare,
            repeated
-    FROM (SELECT id, file_id, symbol, score, start_line, tier, in_symbol_tier, body, max(score) OVER w AS symbol_best,
+    FROM (SELECT id, file_id, symbol, score, start_line, tier, in_symbol_tier, body, test, max(score) OVER w AS symbol_best,
                  min(start_line) OVER w AS first_line, lag(end_line) OVER (w ORDER BY start_line) AS before_end,
                  count(*) OVER w AS windows,
                  one_line AND row_number() OVER (PARTITION BY file_id, start_line, one_line ORDER BY score DESC, id) > 1

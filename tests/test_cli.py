@@ -564,3 +564,18 @@ def test_a_search_glob_s_double_star_matches_no_folder_too_and_a_folder_its_file
     assert paths("**/*.go") == {"render/html.go", "internal/render/json.go", "tests/render_test.go", "context.go"}
     assert paths("internal/**/json.go") == {"internal/render/json.go"}
     assert paths("tests/") == {"tests/render_test.go"}
+
+
+def test_a_test_s_own_definition_of_the_name_no_retriever_found_keeps_no_tier(tmp_path):
+    """zod's tests each define `const schema = z.nan()`: for `schema`, five of them (score 0, found by neither
+    retriever) came before BM25's first chunk, behind only ZodLazy.schema (an agent; starlette's `app` too)."""
+    files = {"src/lazy.py": "def schema(getter):\n    return getter()\n"}
+    files.update({f"src/check_{i}.py": f"def check_{i}(value, schema):\n    \"\"\"Check value against schema.\"\"\"\n"
+                                       f"    return schema.validate(value) or schema\n" for i in range(60)})
+    body = "".join(f"    assert run({j}) == {j} * 2\n" for j in range(40))
+    files.update({f"tests/test_nan_{i}.py": f"schema = make({i})\n\n\ndef test_nan_{i}():\n{body}" for i in range(4)})
+    repo = write_tree(tmp_path / "zod", files)
+    run("build", repo, "--no-vectors")
+    got = json.loads(run("search", "schema", "--path", repo, "--mode", "bm25", "--json").output)["results"]
+    assert got[0]["symbol"] == "schema" and all(r["path"].startswith("src/") for r in got), \
+        [(r["path"], r["score"]) for r in got]
