@@ -11,7 +11,8 @@ ROLES = ("source", "test", "docs", "changelog", "config", "generated", "vendored
 #: and files that declare themselves generated (issue 16).
 #: 6: changelogs are a role of their own (they were docs); README-like names are docs only as prose
 #: (``security.py`` is code).
-VERSION = 6
+#: 7: HTML pages a tool wrote are generated (a generator ``<meta>``, or Sphinx's links: .generated).
+VERSION = 7
 #: Roles a set linguist attribute gives, first wins when several are set.
 _MARKED = ("generated", "vendored", "docs")
 
