@@ -724,6 +724,10 @@ def test_globs_given_in_a_subfolder_are_read_from_it_as_rg_reads_them(tmp_path, 
             theirs = subprocess.run([RG, "-l", "--no-config", *[x for g in globs for x in ("-g", g)], "Marker"],
                                     capture_output=True, text=True).stdout.split()
             assert sorted(theirs) == want, (globs, theirs)
+    # `**/` is at any depth, not the working folder's: a new user's `-g '**/*.go' ..` from a subfolder kept its files.
+    out = run("grep", "-l", "-g", "**/ssautil/*.go", "Marker", "../..", "--no-update")
+    assert sorted(out.stdout.split()) == ["../../go/ssa/deep/ssautil/y.go", "../../go/ssa/ssautil/load.go",
+                                          "../../ssautil/z.go"], out.output
 
 
 @pytest.mark.skipif(RG is None, reason="the rg binary is not installed")

@@ -30,7 +30,8 @@ def rebased(globs: list[str], folder: str, root: Path) -> list[str]:
     for glob in globs:
         negated = glob.startswith("!")
         body = glob[1:] if negated else glob
-        out.append(glob if "/" not in body.rstrip("/") else ("!" if negated else "") + base + "/" + body.lstrip("/"))
+        anchored = "/" in body.rstrip("/") and not body.startswith("**/")  # `**/x` is at any depth, as rg reads it
+        out.append(("!" if negated else "") + base + "/" + body.lstrip("/") if anchored else glob)
     return out
 
 
