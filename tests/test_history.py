@@ -410,27 +410,34 @@ def test_a_commit_of_a_new_file_is_read_with_its_hunks_by_the_next_history_searc
     assert (first["subject"], first["files"], first["hunk_count"]) == ("Add yak shaver utility", ["src/yak.py"], 1)
 
 
-def test_a_repository_older_than_the_bound_says_why_its_history_is_empty(tmp_path):
-    """A new user's dormant repository (every commit over 2 years old) answered "No commits found." and
-    nothing else; the build line, status and the answer now name the bound and how to read further back."""
+def test_a_dormant_repository_s_last_two_years_are_its_history_and_older_commits_are_said(tmp_path):
+    """A new user's dormant repository (every commit over 2 years old) answered "No commits found.": the
+    default's 2 years counted back from today. They now count back from HEAD's commit (a new user's redis
+    snapshot, last commit 2024-10-18, had no history); a bound that leaves all out still says so."""
     repo = tmp_path / "r"
     repo.mkdir()
     git(repo, "init", "-q")
+    commit(repo, {"src/old.py": "def old_backoff(n):\n    return n\n"}, "Add the first backoff", day=-2200)
     commit(repo, {"src/backoff.py": "def backoff(n):\n    return 2 ** n\n"}, "Add backoff", day=-1200)
     assert CliRunner().invoke(cli, ["build", str(repo), "--no-vectors"]).exit_code == 0
     got = json.loads(CliRunner().invoke(cli, ["history", "backoff", str(repo), "--json"]).output)
-    assert got["results"] == [] and "bound" in got["note"] and "--history N" in got["note"], got
+    assert [r["subject"] for r in got["results"]] == ["Add backoff"], got  # HEAD's last 2 years: not the first
+    assert "1 older commit lies outside" in got["note"] and "before HEAD's commit" in got["note"], got
+    assert CliRunner().invoke(cli, ["build", str(repo), "--no-vectors", "--history", "2025-06-01"]).exit_code == 0
+    got = json.loads(CliRunner().invoke(cli, ["history", "backoff", str(repo), "--json"]).output)
+    assert got["results"] == [] and "no commit lies within" in got["note"] and "--history N" in got["note"], got
     assert CliRunner().invoke(cli, ["build", str(repo), "--no-vectors", "--history", "10"]).exit_code == 0
     got = json.loads(CliRunner().invoke(cli, ["history", "backoff", str(repo), "--json"]).output)
-    assert [r["subject"] for r in got["results"]] == ["Add backoff"] and "bound" not in (got.get("note") or ""), got
+    assert {r["subject"] for r in got["results"]} == {"Add backoff", "Add the first backoff"}
+    assert "bound" not in (got.get("note") or ""), got
     # Some commits within it, some older: the answer says how many it does not search (a new user's right
     # commit was the older one, and nothing said so).
     commit(repo, {"src/app.py": "def app():\n    return 1\n"}, "Start the app", day=0)
     built = CliRunner().invoke(cli, ["build", str(repo), "--no-vectors", "--history", "1"])
-    assert built.exit_code == 0 and "1 older commit lies outside the history's bound" in built.output, built.output
+    assert built.exit_code == 0 and "2 older commits lie outside the history's bound" in built.output, built.output
     assert "history: 1 commit, 1 hunk (" in built.output, built.output  # the note adds to the counts, not in their place
     got = json.loads(CliRunner().invoke(cli, ["history", "backoff", str(repo), "--json"]).output)
-    assert "1 older commit lies outside" in got["note"] and "--history N" in got["note"], got
+    assert "2 older commits lie outside" in got["note"] and "--history N" in got["note"], got
 
 
 def test_history_searches_an_index_file_given_with_db(repo, tmp_path, embedder):

@@ -41,7 +41,7 @@ from .words import message
 @click.option("--history", "history", default=None, metavar="N|DATE",
               help="Index the newest N commits of the branch, or those since DATE (2024-01-31), with their diff "
                    "hunks, for `codii-sql history` [default: as the last build, else .codii.yaml's history:, else "
-                   "5,000 commits or 2 years, whichever is fewer].")
+                   "5,000 commits or the 2 years before HEAD's commit, whichever is fewer].")
 @click.option("--no-history", is_flag=True, help="Index no history (kept for later builds until --history).")
 @click.option("--daemon", is_flag=True,
               help="Return at once and build in the background (`status` follows it; log under $CODII_SQL_HOME/logs).")

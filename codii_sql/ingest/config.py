@@ -61,8 +61,10 @@ class HistoryBound:
         return {"max_commits": self.max_commits, "since": self.since, "off": self.off}
 
 
-#: The issue's default: the last 2 years or 5,000 commits, whichever is smaller.
+#: The issue's default: the last 2 years or 5,000 commits, whichever is smaller; the years count back from
+#: HEAD's commit (ingest/history.py), in seconds :data:`DEFAULT_HISTORY_SECONDS` (2 x 365.25 days).
 DEFAULT_HISTORY = HistoryBound(5000, "2.years.ago")
+DEFAULT_HISTORY_SECONDS = 63_115_200
 HISTORY_OFF = HistoryBound(None, None, off=True)
 #: More commits than this is a mistyped number: Linux, the largest common history, has ~1.3M.
 MAX_HISTORY_COMMITS = 10_000_000

@@ -20,7 +20,7 @@ from pathlib import Path
 from ..gitrepo import GitRefused, git, work_tree
 from ..storage.store import Store
 from ..text import identifier_subtokens
-from .config import HistoryBound
+from .config import DEFAULT_HISTORY, DEFAULT_HISTORY_SECONDS, HistoryBound
 from .gitdiff import CommitDiff, Hunk, read_commits
 from .history_rules import HistoryRules
 from .report import Progress
@@ -100,13 +100,12 @@ def update_history(store: Store, root: Path, bound: HistoryBound, rules: History
         out["head"] = tree.head
         wanted = _wanted(root, bound, bool(tree.prefix))
         if not wanted:  # a new user's dormant repository: "No commits found." and no word why
-            out["note"] = ("no commit lies within the history's bound (by default the last 2 years or 5,000 "
-                           "commits): build with --history N (commits) or --history YYYY-MM-DD to read older ones")
+            out["note"] = (f"no commit lies within the history's bound ({BOUND_WORDS}): build with --history N "
+                           "(commits) or --history YYYY-MM-DD to read older ones")
         elif older := _older(root, bound, bool(tree.prefix), len(wanted)):
             # A new user's right commit was 2024's, and the answer ranked two unrelated ones with no word of it.
             out["note"] = (f"{older:,} older commit{'s lie' if older > 1 else ' lies'} outside the history's bound "
-                           "(by default the last 2 years or 5,000 commits): build with --history N (commits) or "
-                           "--history YYYY-MM-DD to read them")
+                           f"({BOUND_WORDS}): build with --history N (commits) or --history YYYY-MM-DD to read them")
         have = {r["sha"]: r["id"] for r in store.rows("history_shas")}
         missing = [s for s in wanted if s not in have]
         out["added"] = _add(store, root, missing, rules, bool(tree.prefix), keep_subjects, progress)
@@ -148,12 +147,26 @@ def _wanted(root: Path, bound: HistoryBound, relative: bool, paths: list[str] | 
     if bound.max_commits is not None:
         args.append(f"--max-count={bound.max_commits}")
     if bound.since is not None:
-        # A bare date would take the current time of day in git's parser: from midnight, local time.
-        since = f"{bound.since}T00:00:00" if bound.since[:1].isdigit() else bound.since
-        args.append(f"--since={since}")
+        args.append(f"--since={_since(root, bound)}")
     spec = ["--", *paths] if paths else ["--", "."] if relative else []
     done = git(root, *args, "HEAD", *spec)
     return done.stdout.decode().split() if done.returncode == 0 else []
+
+
+#: The default bound, in the notes' words.
+BOUND_WORDS = "by default the 2 years before HEAD's commit or 5,000 commits, whichever is fewer"
+
+
+def _since(root: Path, bound: HistoryBound) -> str:
+    """``bound``'s date as ``git rev-list --since`` reads it. The default's 2 years count back from HEAD's
+    commit, not from today: a dormant repository's last two years (a new user's redis snapshot, last commit
+    2024-10-18, had no history at all). A bare date starts at midnight, local time (git would take the
+    current time of day)."""
+    if bound.since == DEFAULT_HISTORY.since:
+        head = git(root, "log", "-1", "--format=%ct", "HEAD").stdout.strip()
+        if head.isdigit():
+            return f"@{int(head) - DEFAULT_HISTORY_SECONDS}"
+    return f"{bound.since}T00:00:00" if bound.since[:1].isdigit() else bound.since
 
 
 def _older(root: Path, bound: HistoryBound, relative: bool, wanted: int) -> int:
