@@ -108,9 +108,9 @@ DEFAULT_MAX_TOKENS = 6_000
 MAX_MAX_TOKENS = 8_000
 
 MaxTokensArg = Annotated[int | None, Field(ge=100, le=MAX_MAX_TOKENS, description=(
-    f"Fit the answer in about this many tokens (4 characters each); null: {DEFAULT_MAX_TOKENS:,}. Search "
-    "results are trimmed to the lines around their matches, a file's overlapping chunks merged, the lowest "
-    "dropped; the note says what was cut and how to read the rest."))]
+    f"Fit the answer in about this many tokens (4 characters each); null: {DEFAULT_MAX_TOKENS:,}. Code is "
+    "trimmed to the lines around what matched and the last items dropped; the note says what was cut and how "
+    "to read the rest."))]
 #: The same budget for an answer that lists things (definitions, uses, codebases, paths).
 ListTokensArg = Annotated[int | None, Field(ge=100, le=MAX_MAX_TOKENS, description=(
     f"Fit the answer in about this many tokens (4 characters each); null: {DEFAULT_MAX_TOKENS:,}. Whole items "
