@@ -167,7 +167,8 @@ allowed AS (
       AND (:glob IS NULL OR EXISTS (
             SELECT 1 FROM history_hunks h WHERE h.commit_id = c.id
               AND (h.path GLOB :glob OR (instr(:glob, '/') = 0 AND h.path GLOB '*/' || :glob)
-              OR h.path GLOB replace(iif(substr(:glob, 1, 3) = '**/', substr(:glob, 4), :glob), '/**/', '/'))))
+              OR (instr(:glob, '**/') > 0
+                  AND h.path GLOB replace(iif(substr(:glob, 1, 3) = '**/', substr(:glob, 4), :glob), '/**/', '/')))))
 ),
 commit_bm25 AS (
     SELECT rowid AS id, row_number() OVER (ORDER BY bm25(history_commits_fts, 4.0, 1.0, 1.0, 0.5)) AS rnk
@@ -182,7 +183,8 @@ hunk_hits AS (
     FROM history_hunks_fts JOIN history_hunks h ON h.id = history_hunks_fts.rowid
     WHERE :fts IS NOT NULL AND history_hunks_fts MATCH :fts
       AND (:glob IS NULL OR h.path GLOB :glob OR (instr(:glob, '/') = 0 AND h.path GLOB '*/' || :glob)
-              OR h.path GLOB replace(iif(substr(:glob, 1, 3) = '**/', substr(:glob, 4), :glob), '/**/', '/'))
+              OR (instr(:glob, '**/') > 0
+                  AND h.path GLOB replace(iif(substr(:glob, 1, 3) = '**/', substr(:glob, 4), :glob), '/**/', '/')))
       AND (:filtered = 0 OR h.commit_id IN (SELECT id FROM allowed))
     ORDER BY score
     LIMIT :k * 4
@@ -232,7 +234,8 @@ WHERE (:since IS NULL OR c.date >= :since)
   AND (:glob IS NULL OR EXISTS (
         SELECT 1 FROM history_hunks h WHERE h.commit_id = c.id
           AND (h.path GLOB :glob OR (instr(:glob, '/') = 0 AND h.path GLOB '*/' || :glob)
-              OR h.path GLOB replace(iif(substr(:glob, 1, 3) = '**/', substr(:glob, 4), :glob), '/**/', '/'))))
+              OR (instr(:glob, '**/') > 0
+                  AND h.path GLOB replace(iif(substr(:glob, 1, 3) = '**/', substr(:glob, 4), :glob), '/**/', '/')))))
 ORDER BY c.date DESC
 LIMIT :limit;
 
@@ -254,7 +257,8 @@ FROM (
     LEFT JOIN matching m ON m.id = h.id
     WHERE h.commit_id IN (SELECT value FROM json_each(:ids))
       AND (:glob IS NULL OR h.path GLOB :glob OR (instr(:glob, '/') = 0 AND h.path GLOB '*/' || :glob)
-              OR h.path GLOB replace(iif(substr(:glob, 1, 3) = '**/', substr(:glob, 4), :glob), '/**/', '/'))
+              OR (instr(:glob, '**/') > 0
+                  AND h.path GLOB replace(iif(substr(:glob, 1, 3) = '**/', substr(:glob, 4), :glob), '/**/', '/')))
 )
 WHERE nth <= :n
 ORDER BY commit_id, nth;

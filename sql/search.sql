@@ -82,7 +82,8 @@ allowed AS (
     SELECT c.id FROM chunks c
     WHERE (:exts IS NULL OR EXISTS (SELECT 1 FROM json_each(:exts) e WHERE c.path LIKE '%' || e.value))
       AND (:glob IS NULL OR c.path GLOB :glob OR (instr(:glob, '/') = 0 AND c.path GLOB '*/' || :glob)
-              OR c.path GLOB replace(iif(substr(:glob, 1, 3) = '**/', substr(:glob, 4), :glob), '/**/', '/'))
+              OR (instr(:glob, '**/') > 0
+                  AND c.path GLOB replace(iif(substr(:glob, 1, 3) = '**/', substr(:glob, 4), :glob), '/**/', '/')))
       AND (:language IS NULL OR c.language = :language)
       AND (:exclude_path IS NULL OR c.path <> :exclude_path)
       AND (:under IS NULL OR substr(c.path, 1, length(:under) + 1) = :under || '/')
@@ -415,7 +416,8 @@ SELECT EXISTS (
     SELECT 1 FROM chunks c
     WHERE (:exts IS NULL OR EXISTS (SELECT 1 FROM json_each(:exts) e WHERE c.path LIKE '%' || e.value))
       AND (:glob IS NULL OR c.path GLOB :glob OR (instr(:glob, '/') = 0 AND c.path GLOB '*/' || :glob)
-              OR c.path GLOB replace(iif(substr(:glob, 1, 3) = '**/', substr(:glob, 4), :glob), '/**/', '/'))
+              OR (instr(:glob, '**/') > 0
+                  AND c.path GLOB replace(iif(substr(:glob, 1, 3) = '**/', substr(:glob, 4), :glob), '/**/', '/')))
 );
 
 -- name: index_extensions
