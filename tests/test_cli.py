@@ -564,6 +564,8 @@ def test_a_search_glob_s_double_star_matches_no_folder_too_and_a_folder_its_file
     assert paths("**/*.go") == {"render/html.go", "internal/render/json.go", "tests/render_test.go", "context.go"}
     assert paths("internal/**/json.go") == {"internal/render/json.go"}
     assert paths("tests/") == {"tests/render_test.go"}
+    assert paths("render/") == {"render/html.go", "internal/render/json.go"}  # a folder's name: at any depth
+    assert paths("internal/render/") == {"internal/render/json.go"}
 
 
 def test_a_test_s_own_definition_of_the_name_no_retriever_found_keeps_no_tier(tmp_path):

@@ -151,6 +151,8 @@ def test_a_notebook_whose_outputs_are_numbers_is_not_generated():
     # SQLAlchemy's sdist: Sphinx pages in its own theme, no generator <meta>, 58% of the index's chunks.
     ('<html><head>\n<link rel="stylesheet" href="../_static/pygments.css" type="text/css" />\n'
      '<link rel="index" title="Index" href="../genindex.html" />\n</head><body>Oracle</body></html>', True),
+    ('<html><head><link rel="stylesheet" href="_static/basic.css" />\n<link rel="search" href="search.html" />'
+     '</head><body>Index</body></html>', True),  # genindex.html itself
     ('<!DOCTYPE html><html><head><meta charset="utf-8" />\n'
      '<meta name="generator" content="Docutils 0.19: https://docutils.sourceforge.io/" /></head></html>', True),
     ("<html><head><meta content='Hugo 0.121' name='generator'></head></html>", True),

@@ -37,9 +37,10 @@ _TOKEN = re.compile(rb"[A-Za-z_]\w*|\d[\w.]*")
 HTML_HEAD_BYTES = 8192
 #: A page that names its generator (Docutils, Hugo, MkDocs, Doxygen, javadoc, pandoc...) in a ``<meta>``.
 _GENERATOR_META = re.compile(rb"<meta\s[^>]*name\s*=\s*[\"']?generator\b", re.IGNORECASE)
-#: A page Sphinx wrote, whatever its theme: links to its ``_static/`` folder and its ``genindex.html``
+#: A page Sphinx wrote, whatever its theme: links to its ``_static/`` folder and its ``genindex.html`` or ``search.html``
 #: (SQLAlchemy's sdist ships 231 such pages, 58% of its chunks, each beside the .rst it was made of).
-_SPHINX_PAGE = (re.compile(rb"""href=["'][^"']*_static/"""), re.compile(rb"""href=["'][^"']*genindex\.html["']"""))
+_SPHINX_PAGE = (re.compile(rb"""href=["'][^"']*_static/"""),
+                re.compile(rb"""href=["'][^"']*(?:genindex|search)\.html["']"""))  # genindex.html links the search
 
 
 def declares_generated(data: bytes, path: str) -> bool:

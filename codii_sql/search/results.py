@@ -171,10 +171,14 @@ def _classes_closed(glob: str) -> bool:
 def sqlite_glob(glob: str | None) -> str | None:
     """``glob`` for SQLite's GLOB: a shell's negated class ``[!a]`` becomes ``[^a]`` (SQLite reads
     ``!`` as a member, and ``src/[!t]*`` matched nothing instead of every folder but ``t...``), and a
-    folder (``tests/``) every file under it (it matched nothing, and the note listed extensions)."""
+    folder (``tests/``, at any depth; ``src/tests/`` from the root) every file under it (it matched nothing,
+    and the note listed extensions)."""
     if not glob:
         return glob
-    return glob.replace("[!", "[^") + ("*" if glob.endswith("/") else "")
+    glob = glob.replace("[!", "[^")
+    if glob.endswith("/"):  # a folder's files; a name alone (`json/`) at any depth, as .gitignore reads it
+        glob = (glob if "/" in glob[:-1] or glob.startswith("**/") else "**/" + glob) + "*"
+    return glob
 
 
 def place_pieces(store, results: list[Result]) -> list[Result]:
