@@ -684,6 +684,11 @@ def test_a_question_naming_a_path_word_fuses_like_a_question_naming_code(searche
     assert searcher._fusion_shape("natural", terms("where is the util helper for timers")) == "mixed"
     assert searcher._fusion_shape("natural", terms("how are failed requests retried")) == "natural"
     assert searcher._fusion_shape("long", terms("util")) == "long"  # other shapes keep their weights
+    # Words given in quotes fuse with an identifier's BM25 weight: starlette's "Too many files" raise came 8th
+    # behind KNN's picks in hybrid mode (helper 3).
+    quoted = searcher.analyze("what raises 'Too many files' when uploading")
+    assert quoted.quoted == ("too many files",) and searcher._fusion_shape("natural", quoted.fts, True) == "identifier"
+    assert searcher._fusion_shape("long", quoted.fts, True) == "long"
 
 
 def test_weak_vectors_give_bm25_a_code_naming_questions_weight(tmp_path, embedder, monkeypatch):

@@ -251,6 +251,8 @@ class Analysis:
     named: Named
     words: int = 0
     unmatched: str | None = None
+    #: The quoted parts as phrases (:func:`quoted_phrases`): text the user gave word for word.
+    quoted: tuple[str, ...] = ()
 
     @property
     def fts(self) -> str | None:
@@ -276,8 +278,10 @@ def analyze(query: str, doc_counts: Callable[[list[str]], dict[str, int]]) -> An
     # `too` and `files` and ranked the "Too many fields" raise first (a new user). It weighs as many
     # terms as it has words (up to 4): FTS5's bm25() sums over the expression's phrases, so it is listed
     # that often, as a term boost (Lucene's ``^n``) is written here.
-    phrases[:0] = [p for p in quoted_phrases(text) for _ in range(min(len(p.split()), QUOTED_WEIGHT))]
-    return Analysis(text, shape, terms, tuple(phrases), named_in_query(text, code=code), len(words), _unmatched(text))
+    quoted = quoted_phrases(text)
+    phrases[:0] = [p for p in quoted for _ in range(min(len(p.split()), QUOTED_WEIGHT))]
+    return Analysis(text, shape, terms, tuple(phrases), named_in_query(text, code=code), len(words), _unmatched(text),
+                    tuple(quoted))
 
 
 #: Most terms a quoted phrase weighs (see :func:`analyze`).
