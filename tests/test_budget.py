@@ -110,6 +110,17 @@ def test_a_trimmed_result_keeps_the_lines_whose_identifiers_hold_the_query_words
     assert fitted[0].start_line <= 201 <= fitted[0].end_line
     camel, _ = fit([hit], ["alive", "limit"], 60)
     assert "keepAliveLimit" in camel[0].content  # a camelCase identifier's parts too
+    # From the line holding the most of the words (helper 3: `max_keepalive_connections` above `keepalive_expiry`).
+    first = "    def __init__(self, max_keepalive_connections=None):\n" + body * 2
+    both = Result("_config.py", 1, 122, 1.0, "python", "function", "Limits.__init__",
+                  first + "        self.keepalive_expiry = keepalive_expiry\n" + body, False, 1, "source")
+    most, _ = fit([both, other], ["keepalive", "expiry"], 200)
+    assert "self.keepalive_expiry = keepalive_expiry" in most[0].content, most[0].content
+    # A search's --grep: the lines it matched are the ones kept (a new user's line 182 was cut for 175-180).
+    import re
+
+    grepped, _ = fit([hit, other], ["keepalive", "expiry"], 200, lines_of=re.compile(r"self\.option_25 = "))
+    assert "self.option_25 = option_25" in grepped[0].content and "keepalive" not in grepped[0].content
 
 
 @pytest.mark.parametrize("max_tokens", [100, 400, 6000])

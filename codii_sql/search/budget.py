@@ -94,7 +94,8 @@ class BudgetReport:
 
 
 def fit(results: list[Result], terms: list[str], max_tokens: int,
-        places: Sequence[tuple[str, int]] = (), reserved: int = 0) -> tuple[list[Result], BudgetReport]:
+        places: Sequence[tuple[str, int]] = (), reserved: int = 0,
+        lines_of: re.Pattern | None = None) -> tuple[list[Result], BudgetReport]:
     """``results`` (best first) within ``max_tokens`` estimated tokens, less the ``reserved`` tokens of the
     answer's other fields (:func:`envelope_tokens`), and the report.
 
@@ -108,7 +109,8 @@ def fit(results: list[Result], terms: list[str], max_tokens: int,
     `sessions.py:703` kept lines 691-692 of its chunk), to as many after its last as the budget's
     fair share allows (a chunk with none keeps its first lines), never fewer than
     :data:`MIN_RESULT_TOKENS`; results that no longer fit are dropped, but the first always
-    stays, cut to the budget.
+    stays, cut to the budget. With ``lines_of`` (a search's ``--grep``), the lines it matches are the ones
+    kept (a new user's grep hit, line 182, was cut for lines 175-180 that held the query's words).
     """
     report = BudgetReport(max_tokens)
     whole = reserved + sum(result_tokens(r) for r in results)
@@ -129,7 +131,7 @@ def fit(results: list[Result], terms: list[str], max_tokens: int,
                    and r.path.lower().rsplit("/", 1)[-1] == path.rsplit("/", 1)[-1]), None)
         # The first result stays whatever the answer's other fields left: some lines of it, not a few characters.
         room = min(share, left) - overhead if out else max(min(share, left) - overhead, MIN_RESULT_TOKENS)
-        trimmed = _trim(r, words, max(room, 1), at if _by_line(r) else None)
+        trimmed = _trim(r, words, max(room, 1), at if _by_line(r) else None, lines_of)
         cost = result_tokens(trimmed)  # a cut line adds its columns
         if out and cost > left:
             report.dropped += len(merged) - i
@@ -208,13 +210,15 @@ def _joined(lines: list[str]) -> str:
     return "".join(line + "\n" for line in lines)
 
 
-def _cut_line(r: Result, line: str, words: list[str], budget: int, index: int) -> Result:
+def _cut_line(r: Result, line: str, words: list[str], budget: int, index: int,
+              lines_of: re.Pattern | None = None) -> Result:
     """``r`` cut to the part of its line ``index`` (``line``) that fits ``budget``, from a quarter of it
     before the first match (a new user's one-line bundle kept its window's start and dropped `f4999`,
     the match, with half the budget unused), ending in :data:`CUT_MARK` when the line goes on; its
     columns say which part of the line it is (see :class:`~.results.Result`)."""
     keep = max(budget * CHARS_PER_TOKEN - len(CUT_MARK), 1)
-    hit = next(iter(term_spans(line, words)), None)
+    found = lines_of.search(line) if lines_of is not None else None
+    hit = found.span() if found else next(iter(term_spans(line, words)), None)
     start = 0 if hit is None else max(0, min(hit[0] - keep // 4, len(line) - keep))
     part = line[start:start + keep]
     content = part + (CUT_MARK if start + keep < len(line) else "") + "\n"
@@ -226,17 +230,27 @@ def _cut_line(r: Result, line: str, words: list[str], budget: int, index: int) -
     return dataclasses.replace(out, start_line=r.start_line + index, end_line=r.start_line + index)
 
 
-def _trim(r: Result, words: list[str], budget: int, at: int | None = None) -> Result:
+def _trim(r: Result, words: list[str], budget: int, at: int | None = None,
+          lines_of: re.Pattern | None = None) -> Result:
     """``r`` cut to contiguous lines worth at most ``budget`` tokens: its line ``at`` (0-based in it) or its
-    first matching line, grown towards the others and :data:`CONTEXT_LINES` around them, then further
+    matching line holding the most distinct query words, grown towards the others and :data:`CONTEXT_LINES`
+    around them, then further
     down while it fits. The span shrinks with the lines (a chunk whose lines are not the file's keeps its
     span)."""
     if json_tokens(r.content) <= budget:  # measured as result_tokens counts it: a control character escaped
         return r
     lines = content_lines(r.content)
-    hits = [at] if at is not None and at < len(lines) else \
-        [i for i, line in enumerate(lines) if term_spans(line, words)]
-    lo = hi = hits[0] if hits else 0
+    if at is not None and at < len(lines):
+        hits, best = [at], at
+    elif lines_of is not None and any(lines_of.search(line) for line in lines):
+        hits = [i for i, line in enumerate(lines) if lines_of.search(line)]
+        best = hits[0]
+    else:  # from the line holding the most of the query's words (httpx: `keepalive_expiry`, not `max_keepalive_...`)
+        held = {i: len({text[a:b].lower() for a, b in spans})
+                for i, text in enumerate(lines) if (spans := term_spans(text, words))}
+        hits = sorted(held)
+        best = max(hits, key=lambda i: (held[i], -i)) if hits else 0
+    lo = hi = best
     floor = max(0, lo - CONTEXT_LINES)
     ceiling = min(len(lines) - 1, (hits[-1] + CONTEXT_LINES) if hits else HEAD_LINES - 1)
 
@@ -254,7 +268,7 @@ def _trim(r: Result, words: list[str], budget: int, at: int | None = None) -> Re
         hi += 1
     text = _joined(lines[lo:hi + 1])
     if json_tokens(text) > budget:  # one line longer than the budget: cut it, visibly, around its first match
-        return _cut_line(r, lines[lo], words, budget, lo)
+        return _cut_line(r, lines[lo], words, budget, lo, lines_of)
     if not _by_line(r):
         return dataclasses.replace(r, content=text)
     return dataclasses.replace(r, start_line=r.start_line + lo, end_line=r.start_line + hi, content=text)
