@@ -338,6 +338,11 @@ def test_the_best_commit_stays_with_its_file_list_cut_to_the_budget():
             CommitHit("e" * 40, 0, "Ada", "a@x", "other", "", files, 0.5, 2, 2, 2, 0.4, 70, [])]
     fitted, report = fit_commits(hits, 500)
     assert [h.subject for h in fitted] == ["initial import"] and report["dropped"] == 1
+    # The answer's other fields are reserved first, and counted in what was used.
+    both, _ = fit_commits([CommitHit(s, 0, "Ada", "a@x", s, "", ["a.py"], 1.0, 1, 1, 1, 0.5, 1, []) for s in "ab"], 400)
+    one, spent = fit_commits([CommitHit(s, 0, "Ada", "a@x", s, "", ["a.py"], 1.0, 1, 1, 1, 0.5, 1, []) for s in "ab"],
+                             400, reserved=300)
+    assert len(both) == 2 and len(one) == 1 and spent["used_tokens"] > 300
     assert json_tokens(fitted[0].to_dict()) <= 500 and fitted[0].files[0] == files[0]
     shown = len(fitted[0].files) - 1
     assert fitted[0].files[-1] == f"… and {70 - shown} more files" and 0 < shown < 70
@@ -438,6 +443,10 @@ def test_a_dormant_repository_s_last_two_years_are_its_history_and_older_commits
     assert "history: 1 commit, 1 hunk (" in built.output, built.output  # the note adds to the counts, not in their place
     got = json.loads(CliRunner().invoke(cli, ["history", "backoff", str(repo), "--json"]).output)
     assert "2 older commits lie outside" in got["note"] and "--history N" in got["note"], got
+    # That note is part of the answer a budget fits (answers were up to 28% over when only commits counted).
+    for budget in (250, 400):
+        fitted = CliRunner().invoke(cli, ["history", "backoff", str(repo), "--json", "--max-tokens", str(budget)])
+        assert len(fitted.output) / 4 <= budget and "older commits lie outside" in fitted.output, fitted.output
 
 
 def test_history_searches_an_index_file_given_with_db(repo, tmp_path, embedder):

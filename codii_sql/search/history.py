@@ -134,8 +134,9 @@ def _hunk(row: dict) -> HunkHit:
                    row["new_lines"], row["content"], bool(row["matched"]))
 
 
-def fit_commits(hits: list[CommitHit], max_tokens: int) -> tuple[list[CommitHit], dict]:
-    """``hits`` fitted into about ``max_tokens`` tokens (4 characters each): bodies cut to
+def fit_commits(hits: list[CommitHit], max_tokens: int, reserved: int = 0) -> tuple[list[CommitHit], dict]:
+    """``hits`` fitted into about ``max_tokens`` tokens (4 characters each), less the ``reserved`` tokens of the
+    answer's other fields (its history state and notes: a long note made answers 28% over): bodies cut to
     :data:`BODY_CHARS`, then each commit's share of the budget spent on its hunks in order (a
     hunk cut to its first lines, or dropped under :data:`MIN_HUNK_TOKENS`), the lowest commits
     dropped when even their header does not fit.
@@ -150,7 +151,7 @@ def fit_commits(hits: list[CommitHit], max_tokens: int) -> tuple[list[CommitHit]
         raise UsageError("must be a positive number of tokens", field="max_tokens")
     report = {"max_tokens": max_tokens, "used_tokens": 0, "trimmed": 0, "dropped": 0}
     out: list[CommitHit] = []
-    left = max_tokens
+    left = max(max_tokens - reserved, 0)
     for i, hit in enumerate(hits):
         body = hit.body if len(hit.body) <= BODY_CHARS else hit.body[:BODY_CHARS] + " …"
         # Counted as the JSON answer writes them (keys, escapes, every file): counted as plain text, a new
@@ -181,7 +182,7 @@ def fit_commits(hits: list[CommitHit], max_tokens: int) -> tuple[list[CommitHit]
         hit.body, hit.hunks = body, kept
         left -= head + spent
         out.append(hit)
-    report["used_tokens"] = max_tokens - left
+    report["used_tokens"] = max(max_tokens - reserved, 0) - left + reserved
     return out, report
 
 

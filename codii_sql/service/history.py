@@ -7,10 +7,12 @@ import time
 from dataclasses import dataclass, field
 
 from ..codebase import Codebase
-from ..errors import DiskFullError, EmbeddingFailedError, IndexBusyError, ReadOnlyIndexError, Remedy, UsageError
+from ..errors import (DiskFullError, EmbeddingFailedError, IndexBusyError, ReadOnlyIndexError, Remedy, UsageError,
+                      hint_text)
 from ..ingest.indexer import Indexer
 from ..models.cache import EmbeddingCache
 from ..search.answer import SHOWN_QUERY_CHARS, Note, Words, with_notes, worded_notes
+from ..search.budget import envelope_tokens
 from ..search.history import CommitHit, HistorySearcher, fit_commits
 from .builds import ensure_index
 from .codebases import open_codebase
@@ -108,7 +110,9 @@ def search_history(request: HistoryRequest) -> HistoryAnswer:
             notes.append(Note("vectors", why))
         budget = None
         if request.max_tokens is not None:
-            hits, budget = fit_commits(hits, request.max_tokens)
+            # The answer's other fields first, with room for the budget's report and note (as search reserves them).
+            bare = HistoryAnswer(request.query, codebase.shown, [], state, 0.0, notes, None).to_dict(hint_text)
+            hits, budget = fit_commits(hits, request.max_tokens, envelope_tokens(bare))
             if budget["trimmed"] or budget["dropped"]:
                 notes.append(Note("budget", f"{budget['trimmed']} hunk(s) cut or left out and {budget['dropped']} "
                                             f"commit(s) dropped to fit {request.max_tokens} tokens",
