@@ -641,6 +641,14 @@ def test_attribute_macros_in_a_c_declaration_s_head_lose_no_definition():
     assert b"__alloc_size(1) void" not in hidden and b"__kmalloc_large_noprof(size_t size" in hidden  # a declarator stays
     plain = b"int f(void)\n{\n\tif (x) return g(x);\n\tFOO(x);\n}\n"
     assert hide_attribute_macros(plain) is plain
+    # A block of attribute lines hidden in part led error recovery astray: a tree that loses a name is not kept
+    # (the kernel's BPF tests lost ~100 functions to `__success __retval(0) __flag(...)`).
+    bpf = ('SEC("xdp")\n__description("XDP pkt read, mangling, bad access")\n__failure __msg("R3 pointer arithmetic")\n'
+           '__naked void end_mangling_bad_access(void)\n{\n\tasm volatile ("r0 = 0; exit;" ::: __clobber_all);\n}\n\n'
+           'SEC("xdp")\n__description("XDP pkt read, corner case, good access")\n'
+           '__success __retval(0) __flag(BPF_F_ANY_ALIGNMENT)\n__naked void end_corner_case_good_access(void)\n{\n'
+           '\tasm volatile ("r0 = 0; exit;" ::: __clobber_all);\n}\n')
+    assert [d.symbol for d in flat(definitions(bpf, "c"))] == ["end_mangling_bad_access", "end_corner_case_good_access"]
 
 
 @pytest.mark.parametrize("line", ["A" * 800_000, "abcdefghij" * 90_000, "😀" * 20_000])

@@ -215,12 +215,24 @@ def _parse(text: str, language: str) -> tree_sitter.Tree:
     if language in ("c", "cpp") and tree.root_node.has_error:
         hidden = hide_attribute_macros(data)
         if hidden != data:
-            # Kept when the grammar's errors cover no more of the file: hiding some of a file's macros can
-            # also lead its error recovery astray (a Linux header's #else branch read as one error).
+            # Kept when the grammar's errors cover no more of the file and it loses no name: hiding some of a
+            # file's macros can lead error recovery astray (a Linux header's #else branch read as one error).
             other = parser.parse(hidden)
-            if _error_bytes(language, other.root_node) <= _error_bytes(language, tree.root_node):
+            if _error_bytes(language, other.root_node) <= _error_bytes(language, tree.root_node) \
+                    and not _named(language, tree.root_node) - _named(language, other.root_node):
                 tree = other
     return tree
+
+
+#: A name only a misreading gives a definition: an attribute macro's (``__printf``), an upper-case macro's.
+_MACRO_NAME = re.compile(r"__\w*|[A-Z][A-Z0-9_]*")
+
+
+def _named(language: str, root: tree_sitter.Node) -> set[str]:
+    """The names the tree defines, but those of macros: a tree read without some attribute macros must
+    define them all (hiding some of a BPF test's `__success __retval(0) __flag(...)` lines lost its function)."""
+    spans, declarations = _node_spans(language, root, True)
+    return {s.name for s in spans + declarations if not _MACRO_NAME.fullmatch(s.name.rsplit(".", 1)[0])}
 
 
 def _error_bytes(language: str, root: tree_sitter.Node) -> int:
