@@ -525,6 +525,8 @@ def test_a_quoted_message_is_matched_as_written_and_weighs_as_its_words(tmp_path
 
     assert quoted_phrases("""raises 'Too many files.' don't "use it" `parse_header` ''""") == [
         "too many files", "use it", "parse_header"]
+    assert quoted_phrases("raises \u201cToo many files\u201d, \u2018use it\u2019 and users\u2019 files") == [
+        "too many files", "use it"]
     assert analyze("what raises 'Too many files' when uploading", lambda t: {}).fts.startswith(
         '"too many files" OR "too many files" OR "too many files" OR "raises"')
     files = {"fields.py": 'def on_field(parser, count):\n    """Count a form field while uploading multipart form data."""\n'

@@ -286,8 +286,9 @@ def analyze(query: str, doc_counts: Callable[[list[str]], dict[str, int]]) -> An
 
 #: Most terms a quoted phrase weighs (see :func:`analyze`).
 QUOTED_WEIGHT = 4
-#: Text in quotes or backticks (not an apostrophe inside a word: "don't"), on one line.
-_QUOTED = re.compile(r"(?<!\w)(?:\"([^\"\n]{1,200})\"|'([^'\n]{1,200})'|`([^`\n]{1,200})`)(?!\w)")
+#: Text in quotes, typographic ones too, or backticks (not an apostrophe inside a word: "don't"), on one line.
+_QUOTED = re.compile(r"(?<!\w)(?:\"([^\"\n]{1,200})\"|'([^'\n]{1,200})'|`([^`\n]{1,200})`"
+                     r"|\u201c([^\u201d\n]{1,200})\u201d|\u2018([^\u2019\n]{1,200})\u2019)(?!\w)")
 
 
 def quoted_phrases(text: str) -> list[str]:
