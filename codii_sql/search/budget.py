@@ -16,9 +16,13 @@ import math
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..text import content_lines, numbered_lines, term_spans
 from .results import Result
+
+if TYPE_CHECKING:
+    import regex
 
 CHARS_PER_TOKEN = 4
 #: Lines kept around each line that holds a query word, and at the start of a chunk without one.
@@ -95,22 +99,24 @@ class BudgetReport:
 
 def fit(results: list[Result], terms: list[str], max_tokens: int,
         places: Sequence[tuple[str, int]] = (), reserved: int = 0,
-        lines_of: re.Pattern | None = None) -> tuple[list[Result], BudgetReport]:
+        lines_of: regex.Pattern | None = None) -> tuple[list[Result], BudgetReport]:
     """``results`` (best first) within ``max_tokens`` estimated tokens, less the ``reserved`` tokens of the
     answer's other fields (:func:`envelope_tokens`), and the report.
 
     When they all fit as they are, they are returned as they are. Else overlapping or adjacent chunks of
     one file become one result at the best one's rank (MCP's default budget merged them where nothing needed
     cutting, and its answer differed from the other faces'); each
-    result keeps the contiguous lines from :data:`CONTEXT_LINES` before its first line holding a
-    query term (``terms``, as :func:`~codii_sql.text.term_spans` finds them: ``expiry`` in ``keepalive_expiry``
-    too, where word boundaries left a new user's trimmed results without one matching line), or the line of one of ``places``
+    result keeps the contiguous lines from :data:`CONTEXT_LINES` before its line holding the most query
+    terms (``terms``, as :func:`~codii_sql.text.term_spans` finds them: ``expiry`` in ``keepalive_expiry``
+    too, where word boundaries left a new user's trimmed results without one matching line), or the line of
+    one of ``places``
     it holds (``(path, line)`` as :func:`~.locations.places` reads them: a new user's
     `sessions.py:703` kept lines 691-692 of its chunk), to as many after its last as the budget's
     fair share allows (a chunk with none keeps its first lines), never fewer than
     :data:`MIN_RESULT_TOKENS`; results that no longer fit are dropped, but the first always
-    stays, cut to the budget. With ``lines_of`` (a search's ``--grep``), the lines it matches are the ones
-    kept (a new user's grep hit, line 182, was cut for lines 175-180 that held the query's words).
+    stays, cut to the budget. With ``lines_of`` (a search's ``--grep``, compiled as grep compiles it), the
+    lines it matches are kept (a new user's grep hit, line 182, was cut for lines 175-180 that held the
+    query's words).
     """
     report = BudgetReport(max_tokens)
     whole = reserved + sum(result_tokens(r) for r in results)
@@ -211,7 +217,7 @@ def _joined(lines: list[str]) -> str:
 
 
 def _cut_line(r: Result, line: str, words: list[str], budget: int, index: int,
-              lines_of: re.Pattern | None = None) -> Result:
+              lines_of: regex.Pattern | None = None) -> Result:
     """``r`` cut to the part of its line ``index`` (``line``) that fits ``budget``, from a quarter of it
     before the first match (a new user's one-line bundle kept its window's start and dropped `f4999`,
     the match, with half the budget unused), ending in :data:`CUT_MARK` when the line goes on; its
@@ -231,7 +237,7 @@ def _cut_line(r: Result, line: str, words: list[str], budget: int, index: int,
 
 
 def _trim(r: Result, words: list[str], budget: int, at: int | None = None,
-          lines_of: re.Pattern | None = None) -> Result:
+          lines_of: regex.Pattern | None = None) -> Result:
     """``r`` cut to contiguous lines worth at most ``budget`` tokens: its line ``at`` (0-based in it) or its
     matching line holding the most distinct query words, grown towards the others and :data:`CONTEXT_LINES`
     around them, then further
@@ -240,11 +246,11 @@ def _trim(r: Result, words: list[str], budget: int, at: int | None = None,
     if json_tokens(r.content) <= budget:  # measured as result_tokens counts it: a control character escaped
         return r
     lines = content_lines(r.content)
+    grepped = [i for i, line in enumerate(lines) if lines_of.search(line)] if lines_of is not None else []
     if at is not None and at < len(lines):
         hits, best = [at], at
-    elif lines_of is not None and any(lines_of.search(line) for line in lines):
-        hits = [i for i, line in enumerate(lines) if lines_of.search(line)]
-        best = hits[0]
+    elif grepped:
+        hits, best = grepped, grepped[0]
     else:  # from the line holding the most of the query's words (httpx: `keepalive_expiry`, not `max_keepalive_...`)
         held = {i: len({text[a:b].lower() for a, b in spans})
                 for i, text in enumerate(lines) if (spans := term_spans(text, words))}

@@ -12,7 +12,6 @@ from __future__ import annotations
 import concurrent.futures as cf
 import contextlib
 import dataclasses
-import re
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -25,6 +24,7 @@ from ..search.answer import NOTE_KINDS, Answer, Member, Note, named_first
 from ..search.budget import envelope_tokens, fit
 from ..search.locations import places
 from ..search.merge import Merged, member_match
+from ..search.pattern import GrepPattern
 from ..search.query import Analysis
 from ..search.results import SearchOptions
 from ..text import refuse_undecodable
@@ -159,7 +159,7 @@ def _ask(targets: Targets, prepared: dict, query: str, opts: SearchOptions) -> A
         reserved = envelope_tokens(answer.to_dict(hint_text))
         answer.results, answer.budget = fit(answer.results, analysis.terms if analysis else [], opts.max_tokens,
                                             places(analysis.text, analysis.shape) if analysis else (), reserved,
-                                            _grep_lines(opts.grep))
+                                            GrepPattern([opts.grep]).regex if opts.grep else None)
         shards = {shard.name: shard for shard in targets.shards}
         for member in answer.members:  # each counts the results the answer still holds
             if member.status == "searched" and member.codebase in shards:
@@ -286,11 +286,3 @@ def _refuse_if_all_refused(fanned: Fanned, opts: SearchOptions) -> None:
         raise UsageError(f"no {language!r} code in any of the {len(refusals)} codebases searched")
     raise refusals[0]
 
-
-def _grep_lines(pattern: str | None) -> re.Pattern | None:
-    """A search's ``--grep`` as the budget reads it, to keep the lines it matched (None: none, or a pattern
-    Python's ``re`` does not take, which the grep itself already refused or read otherwise)."""
-    try:
-        return re.compile(pattern) if pattern else None
-    except re.error:
-        return None
