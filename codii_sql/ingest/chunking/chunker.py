@@ -208,7 +208,8 @@ def _licence_end(language: str, root: tree_sitter.Node, lines: Layout) -> int:
 
 def _parse(text: str, language: str) -> tree_sitter.Tree:
     """The syntax tree of ``text``; a C or C++ file the grammar could not read whole is read again without its
-    attribute macros (:mod:`.cmacros`), when it has some, and that tree kept unless it reads less of the file."""
+    attribute macros (:mod:`.cmacros`), when it has some; that tree is kept when it reads no less of the file
+    and defines every name the first did."""
     data = text.encode("utf-8")
     parser = parser_for(language)
     tree = parser.parse(data)
