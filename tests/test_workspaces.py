@@ -370,6 +370,25 @@ def test_members_far_below_the_best_match_are_left_out_unless_the_near_ones_fall
         [(r.codebase, r.symbol) for r in placed.results]
 
 
+def test_a_member_searched_whose_results_all_rank_below_the_limit_is_said_to_have_had_some(two):
+    """A helper's workspace gave every place to cobra; commander, searched, had results and no word said so."""
+    http, shop = two
+    query = "compute the order total with tax and apply a discount"
+    out = ask(query, SearchOptions(limit=1, exts=[".py", ".js", ".md"]), [http, shop])  # an ext: no routing
+    rows = {m.codebase: m for m in out.members}
+    assert rows[str(http)].status == "searched" and rows[str(http)].results == 0
+    assert [r.codebase for r in out.results] == [str(shop)]
+    told = [n for n in out.notes if n.kind == "outranked"]
+    assert [n.codebase for n in told] == [str(http)] and told[0].hint.kind == "search_member", out.notes
+    assert "none among these 1" in told[0].what and " against " in told[0].what
+    wide = ask(query, SearchOptions(limit=10, exts=[".py", ".js", ".md"]), [http, shop])
+    assert not [n for n in wide.notes if n.kind == "outranked"]
+    cli = json.loads(run("search", query, "--path", http, "--path", shop, "--limit", 1, "--ext", ".py",
+                         "--ext", ".js", "--json").output)
+    assert cli["notes"] == ["outranked"] and f"{http} had results, none among these 1" in cli["note"]
+    assert f"search it alone with --path {http}" in cli["note"], cli["note"]
+
+
 def test_the_cheap_match_probe_agrees_with_the_searchs_own(three):
     opts = SearchOptions(limit=5)
     for cb in three:

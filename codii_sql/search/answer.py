@@ -18,7 +18,7 @@ from .results import Result
 
 #: The note kinds an answer may carry, in the order they are told.
 NOTE_KINDS = ("no_good_match", "budget", "grep", "query", "script", "rerank", "update", "indexing", "embedder", "filters",
-              "scope", "vectors", "source", "member", "models", "pruned", "history")
+              "scope", "vectors", "source", "member", "models", "pruned", "outranked", "history")
 #: Member states: searched in full; left out by the routing probe (its best result could not
 #: reach the answer, see service/fanout.py); failed (the index could not be read); missing (no
 #: such folder); not indexed.

@@ -207,6 +207,7 @@ def _many(targets: Targets, prepared: dict, query: str, opts: SearchOptions) -> 
     _refuse_if_none_searched(members, notes, targets.workspace,
                              [*failed.values(), *(a for a in fanned.answers.values() if isinstance(a, CodiiError))])
     notes += _pruned_notes(fanned, opts)
+    notes += _outranked_notes(fanned, members, opts)
     answers = [a for a in fanned.answers.values() if isinstance(a, ShardAnswer)]
     if len({a.model_id for a in answers}) > 1:  # no shared cosine scale: say why they merged by rank
         notes.append(Note("models", "the members' vectors come from different embedding models, so their results "
@@ -250,6 +251,23 @@ def _pruned_notes(fanned: Fanned, opts: SearchOptions) -> list[Note]:
                            f"{best:.2f}), so none of its results could enter these {opts.limit}",
                  Remedy("search_member", {"root": shard.name}), shard.name)
             for shard, probe in fanned.pruned.items()]
+
+
+def _outranked_notes(fanned: Fanned, members: list[Member], opts: SearchOptions) -> list[Note]:
+    """One note per member searched whose results all ranked below the answer's ``limit``: the list alone
+    reads as if it had nothing (a helper's workspace of two CLI libraries gave all 6 places to cobra while
+    commander, its own best result as good, matched 0.436 against cobra's 0.466)."""
+    top = max((m.match for m in members if m.match is not None), default=None)
+    notes = []
+    for shard, got in fanned.answers.items():
+        member = next((m for m in members if m.codebase == shard.name), None)
+        if not isinstance(got, ShardAnswer) or not got.hits.results or member is None or member.results:
+            continue
+        why = (f"its nearest chunks match the query less ({member.match:.2f} against {top:.2f})"
+               if member.match is not None and top is not None else "they rank below the other codebases' results")
+        notes.append(Note("outranked", f"{shard.name} had results, none among these {opts.limit}: {why}",
+                          Remedy("search_member", {"root": shard.name}), shard.name))
+    return notes
 
 
 def _refuse_if_none_searched(members: list[Member], notes: list[Note], workspace: str | None,
