@@ -240,6 +240,14 @@ def test_a_limit_stops_lines_and_counts_and_its_note_says_which_number_is_which(
     assert "stopped at the limit of 3 matching lines: 5 counted in the 1 files read" in shown.note(lambda h: None)
     counted = grep(root, "x_marker", limit=6, counts_only=True)
     assert [(f.path, f.matches) for f in counted.files] == [("a.txt", 5), ("b.txt", 2)] and counted.truncated
+    # The limit reached in the last candidate: every file was read, so the counts are whole (a helper's note
+    # said "the rest not read" with nothing left to read).
+    two = built(write_tree(tmp_path / "two", {"a.txt": "x_marker\n" * 5, "b.txt": "x_marker\n" * 2}))
+    last = grep(two, "x_marker", limit=6)
+    assert last.truncated and last.matched_lines == 7 and last.files_read == 2
+    said = last.note(lambda h: None)
+    assert "6 of the 7 matching lines shown" in said and "every candidate file was read" in said, said
+    assert "not read" not in said
     monkeypatch.chdir(root)
     result = run("grep", "-c", "--limit", "6", "x_marker")
     assert result.exit_code == 0 and result.stdout == "a.txt:5\nb.txt:2\n" and "limit of 6" in result.stderr
@@ -260,6 +268,22 @@ def test_max_tokens_holds_the_whole_grep_answer_and_keeps_the_first_line(tmp_pat
         assert both >= budget // 2 and "cut to fit about" in answer.note(words)
     least = grep(root, "self", max_tokens=100)
     assert lines(least) == [("m0.py", 1)]  # over the budget with the fields alone: the first line stays
+
+
+def test_a_budget_keeps_context_lines_only_beside_a_match_they_belong_to(tmp_path):
+    """A helper's grep_code with context 2 at 300 tokens showed two context lines and none of the 6 matches."""
+    body = "".join(f"    line_{j} = compute({j})\n" for j in range(40))
+    root = built(write_tree(tmp_path / "repo", {"a.py": body + "    Nothing happens here\n" + body,
+                                                "b.py": body + "    Nothing again\n" + body}))
+    for budget in (100, 260, 320, 400):
+        answer = grep(root, "Nothing", word=True, before=2, after=2, max_tokens=budget)
+        assert lines(answer)[:1] == [("a.py", 41)], (budget, [(f.path, [(g.line, g.context) for g in f.lines])
+                                                              for f in answer.files])
+        for f in answer.files:  # each file's context lines stand beside a match it shows
+            shown = [g.line for g in f.lines if g.matched]
+            assert shown and all(any(abs(g.line - m) <= 2 for m in shown) for g in f.lines), (budget, f.lines)
+    whole = grep(root, "Nothing", word=True, before=2, after=2)
+    assert [g.line for g in whole.files[0].lines] == [39, 40, 41, 42, 43]
 
 
 def test_a_pathological_pattern_is_bounded_per_file_and_said(tmp_path):
@@ -666,6 +690,12 @@ def test_a_named_file_the_index_leaves_out_is_said_not_searched(tmp_path):
     # under a skipped node_modules/, and nothing said more could be there.
     matched = grep(root, "return").note(lambda h: h)
     assert "leaves out 2 paths rg would read (too large 1, lock file 1), not searched: rg may find more" in matched
+    # ... of those the request's globs and types would read: a helper's `-g '*_test.go'` was told of go.sum.
+    globbed = grep(root, "return", globs=["*.py"]).note(lambda h: h)
+    assert "leaves out 1 path rg would read (too large 1)" in globbed, globbed
+    typed = grep(root, "return", types=["py"]).note(lambda h: h) or ""
+    assert "(too large 1)" in typed and "lock file" not in typed, typed
+    assert "rg would read" not in (grep(root, "return", globs=["a.*"]).note(lambda h: h) or "")
     folder = built(write_tree(tmp_path / "npm", {"lib/a.js": "cacache\n", "node_modules/x/b.js": "cacache\n"}))
     said = grep(folder, "cacache").note(lambda h: h)
     assert "default excluded 1; folders node_modules/" in said, said

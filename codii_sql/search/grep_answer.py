@@ -118,23 +118,41 @@ class GrepAnswer:
     def fit(self, max_tokens: int) -> None:
         """Keep the lines that fit ``max_tokens`` (each costs its text and JSON forms: :func:`line_tokens`; a
         file its JSON head), in answer order, after the answer's other fields and notes (told in the JSON and
-        the text summary: `self` over MCP at 100 answered 420 tokens, a new user); the first line stays."""
+        the text summary: `self` over MCP at 100 answered 420 tokens, a new user). The first matching line
+        stays; context lines stay only with a match they stand beside (a helper's grep at 300 tokens showed
+        two context lines and none of the 6 matches, "0 shown")."""
         fields = {k: v for k, v in self.to_dict(hint_text).items() if k not in ("files", "note", "notes")}
         said = (self.note(hint_text) or "") + _BUDGET_NOTE.format(max_tokens=max_tokens) + _BUDGET_HINT
-        used, kept, shown = json_tokens(fields, plus=2 * said), [], 0
+        used, kept, shown, cut = json_tokens(fields, plus=2 * said), [], 0, False
         for f in self.files:
-            lines = []
-            used += json_tokens({"path": f.path, "role": f.role, "language": f.language, "matches": f.matches})
+            head = json_tokens({"path": f.path, "role": f.role, "language": f.language, "matches": f.matches})
+            lines: list[GrepLine] = []
+            waiting: list[GrepLine] = []  # context lines, kept once the match they stand beside is
             for g in f.lines:
-                used += line_tokens(f.path, g)
-                if used > max_tokens and shown:
-                    break
-                lines.append(g)
+                if g.context:
+                    waiting.append(g)
+                    continue
+                cost = (0 if lines else head) + line_tokens(f.path, g)
+                before = sum(line_tokens(f.path, w) for w in waiting)
+                if used + before + cost > max_tokens:
+                    if shown:
+                        cut = True
+                        break
+                    waiting, before = [], 0  # the first match stays; its context only where there is room
+                lines += [*waiting, g]
+                used += before + cost
                 shown += 1
+                waiting = []
+            if waiting and lines and not cut:  # the last match's context after it
+                after = sum(line_tokens(f.path, w) for w in waiting)
+                cut = used + after > max_tokens
+                if not cut:
+                    lines += waiting
+                    used += after
             if lines:
                 f.lines = lines
                 kept.append(f)
-            if used > max_tokens:
+            if cut:
                 self.truncated = True
                 self.notes.append(Note("budget", _BUDGET_NOTE.format(max_tokens=max_tokens), _BUDGET_HINT))
                 break

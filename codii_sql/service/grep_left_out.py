@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 
 from ..codebase import Codebase
 from ..ingest.read import read_file
@@ -55,14 +56,16 @@ def _unread(codebase: Codebase, rel: str, rules: dict) -> str:
     return data if isinstance(data, str) else "not indexed yet"
 
 
-def unread(meta: dict, codebase: Codebase, scopes: list[str], matched: bool = False) -> list[Note]:
+def unread(meta: dict, codebase: Codebase, scopes: list[str], matched: bool = False,
+           keep: Callable[[str], bool] | None = None) -> list[Note]:
     """A note for a grep: how many paths under ``scopes`` (relative; [] the whole) the index leaves out
     that rg would read, by reason, its first folders named, from the paths the snapshot ``meta`` lists (its
     first 200, those rg reads first: "at least" past them); a new user's `grep -c over_marker` exited 1
     without a word where rg found 61,690 lines in a 1 MB file, and another's `grep -l -w cacache` listed
     6 files without a word where rg listed 23, 17 under a skipped `node_modules/` (``matched``: the grep
     found lines, so more may be there). None for an index alone or when it leaves out none rg reads: not
-    a hidden one, as rg's default (`.git/` was counted "default excluded")."""
+    a hidden one, as rg's default (`.git/` was counted "default excluded"). ``keep(path)``: whether the
+    request's globs and types would read that file."""
     if codebase.alone:
         return []
     listed = meta.get("skipped_files") or {}
@@ -71,6 +74,8 @@ def unread(meta: dict, codebase: Codebase, scopes: list[str], matched: bool = Fa
     for f in listed.get("files", []):
         path = f["path"].rstrip("/")
         if f["reason"] not in RG_READS or any(part.startswith(".") for part in path.split("/")):
+            continue
+        if keep is not None and not f["path"].endswith("/") and not keep(path):  # a folder may hold what they take
             continue
         if not scopes or any(path == s or path.startswith(s + "/") for s in scopes):
             counts[f["reason"]] = counts.get(f["reason"], 0) + 1

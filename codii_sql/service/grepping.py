@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from ..codebase import Codebase
 from ..errors import Remedy, UsageError
 from ..ingest.config import size_cap
+from ..languages import detect_language
 from ..search.answer import Note
 from ..search.grep import (FILE_TIMEOUT_SECONDS, FileTimeout, GrepLine, as_text, collector_paused, count_lines,
                            inverted_count, inverted_lines, matches_bytes, matching_lines, set_offsets, with_context)
@@ -163,7 +164,12 @@ def search_codebase(codebase: Codebase, pattern: GrepPattern, request: GrepReque
         answer = _search(store, meta, codebase, pattern, request, scopes, notes, on_file)
         answer.notes += grep_left_out.named(store, codebase, scopes)
         if not answer.nothing_selected:
-            answer.notes += grep_left_out.unread(meta, codebase, scopes, matched=bool(answer.matched_lines))
+            # The request's globs and types choose among those paths too: a helper's `-g '*_test.go'` was told
+            # of the go.sum it would never have read.
+            keep = grep_filter.keeper(request.types, [], request.globs, scopes, types_not=request.types_not)
+            answer.notes += grep_left_out.unread(meta, codebase, scopes, matched=bool(answer.matched_lines),
+                                                 keep=lambda path: keep({"path": path, "role": None,
+                                                                         "language": detect_language(path)}))
     if request.max_tokens:
         answer.fit(request.max_tokens)
     answer.seconds = time.perf_counter() - started
@@ -224,11 +230,11 @@ def _search(store: Store, meta: dict, codebase: Codebase, pattern: GrepPattern, 
            else (lambda r: order(r["path"])))
     rows.sort(key=key)
     unpacked = shown_lines = unreadable = 0
-    retry = True
+    retry, unread = True, False
     match = matcher(request)
     for row, text, gaps, matched in _verified(store, codebase, meta, pattern, rows, match, request, answer):
         if request.limit is not None and shown_lines >= request.limit:
-            answer.truncated = True
+            answer.truncated = unread = True
             break
         if text is None:
             unreadable += 1
@@ -248,7 +254,7 @@ def _search(store: Store, meta: dict, codebase: Codebase, pattern: GrepPattern, 
             continue
         shown_lines = take_file(answer, request, row, text, gaps, matched, shown_lines, add)
         if request.counts_only and request.limit is not None and answer.matched_lines >= request.limit:
-            answer.truncated = True  # this file counted whole, the next ones not read
+            answer.truncated = unread = True  # this file counted whole, the next ones not read
             break
     filtered = not answer.matched_lines and (request.globs or request.types or request.types_not or request.roles)
     if filtered or request.without_match:  # every file the request selects, candidate or not
@@ -259,7 +265,7 @@ def _search(store: Store, meta: dict, codebase: Codebase, pattern: GrepPattern, 
             matched = {f.path for f in answer.files}
             answer.files = [GrepFile(r["path"], r["role"], r["language"], 0) for r in selected
                             if r["path"] not in matched]
-    answer.notes = notes + _notes(answer, pattern, has_tables, unpacked, codebase, request.limit, gaps_seen)
+    answer.notes = notes + _notes(answer, pattern, has_tables, unpacked, codebase, request.limit, gaps_seen, unread)
     if unreadable and codebase.alone:  # a new user's one damaged text failed every grep of the shard
         answer.notes.append(Note("grep", f"the stored text of {unreadable} files in this index is damaged and was not "
                                          f"searched (`codii-sql doctor --check-only --db {codebase.db_path}` names them)",
@@ -367,7 +373,9 @@ def _text(store: Store, codebase: Codebase, pattern: GrepPattern, row: dict, dis
 
 
 def _notes(answer: GrepAnswer, pattern: GrepPattern, has_tables: bool, unpacked: int, codebase: Codebase,
-           limit: int | None, gaps: bool) -> list[Note]:
+           limit: int | None, gaps: bool, unread: bool) -> list[Note]:
+    """Why lines may be missing from ``answer``; ``unread``: the ``limit`` stopped the reading with candidate
+    files left (else every candidate was read and the counts are whole)."""
     notes = []
     if answer.nothing_selected:
         notes.append(Note("grep", "the globs, types or roles given leave no indexed file to search",
@@ -393,8 +401,11 @@ def _notes(answer: GrepAnswer, pattern: GrepPattern, has_tables: bool, unpacked:
     if len(answer.timed_out) >= MAX_SLOW_FILES:
         notes.append(Note("grep", f"stopped after the pattern passed the time bound on {MAX_SLOW_FILES} files: the "
                                   "counts cover the files read so far", "simplify the pattern"))
-    elif answer.truncated:
+    elif answer.truncated and unread:
         notes.append(Note("grep", f"stopped at the limit of {limit:,} matching lines: {answer.matched_lines:,} "
                                   f"counted in the {answer.files_read:,} files read, the rest not read",
                           "ask with a higher limit, or narrow the paths or globs"))
+    elif answer.truncated and limit is not None:  # every candidate read: the counts are whole, only the lines cut
+        notes.append(Note("grep", f"{limit:,} of the {answer.matched_lines:,} matching lines shown (the limit); "
+                                  f"every candidate file was read", "ask with a higher limit to see them all"))
     return notes
