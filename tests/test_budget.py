@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from support.trees import write_tree
 
@@ -35,6 +37,29 @@ def test_fit_merges_a_files_overlapping_chunks_trims_around_matches_and_drops_th
     assert whole[0].content == results[2].content and nothing.note() is None
 
 
+def test_a_trimmed_chunk_without_a_query_word_starts_where_it_tells_something():
+    """A helper's trimmed result was `  /**` alone: a chunk holding no query word kept its first lines."""
+    doc = ["  /**", "   *", "   * Set the directory for searching executables.", "   */"]
+    code = ["  executableDir(path) {", *[f"    this.v{i} = compute({i});" for i in range(30)], "  }"]
+    named = dataclasses.replace(_r("c.js", 10, doc + code), symbol="Command.executableDir")
+    out, _ = fit([named, _r("z.py", 1, ["x = 1"] * 80)], ["unrelated"], 180)
+    assert content_lines(out[0].content)[0] == "  executableDir(path) {" and out[0].start_line == 14, out[0]
+    bare = _r("c.js", 10, doc + ["  }"] * 40)  # no symbol line: its first line that is more than punctuation
+    out, _ = fit([bare, _r("z.py", 1, ["x = 1"] * 80)], ["unrelated"], 150)
+    assert content_lines(out[0].content)[0] == "   * Set the directory for searching executables.", out[0]
+
+
+def test_a_results_best_line_is_whole_where_the_budget_holds_it_and_a_lower_one_is_not_cut_to_a_part():
+    """A helper's first result was cut to columns 2-78 of its 89 while two weaker one-line results were kept,
+    and a lower one was cut by 7 of its 80 characters, starting mid-word."""
+    long = "    raise ValueError('Maximum file multiparts in content reached: %d parts' % count_of_parts)"
+    first = _r("a.py", 1, [f"    step_{i} = compute({i})" for i in range(20)] + [long])
+    weak = [_r(f"w{i}.py", 1, [f"    other_{i} = value()"], 0.3) for i in range(3)]
+    wide = _r("t.ts", 1, ["   * t the directory for searching executables of this command, it is here"], 0.2)
+    for budget in range(120, 260, 10):
+        out, report = fit([first, wide, *weak], ["maximum", "multiparts"], budget)
+        assert long in content_lines(out[0].content), (budget, out[0].content)
+        assert all(r.start_column is None for r in out), (budget, out)  # no line of any result cut
 def test_max_tokens_on_a_real_search_and_get_content(tmp_path, codii_home):
     files = {f"pkg/m{i}.py": "".join(f"def handler_{i}_{j}(request):\n    \"\"\"Retry request {i}.{j} with backoff.\"\"\"\n"
                                      f"    return request.retry({j})\n\n\n" for j in range(12)) for i in range(6)}

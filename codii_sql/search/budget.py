@@ -112,9 +112,10 @@ def fit(results: list[Result], terms: list[str], max_tokens: int,
     one of ``places``
     it holds (``(path, line)`` as :func:`~.locations.places` reads them: a new user's
     `sessions.py:703` kept lines 691-692 of its chunk), to as many after its last as the budget's
-    fair share allows (a chunk with none keeps its first lines), never fewer than
-    :data:`MIN_RESULT_TOKENS`; results that no longer fit are dropped, but the first always
-    stays, cut to the budget. With ``lines_of`` (a search's ``--grep``, compiled as grep compiles it), the
+    fair share allows (a chunk with none keeps the lines from the one naming its symbol, or its first that is
+    more than punctuation), never fewer than :data:`MIN_RESULT_TOKENS`, and never less than that line whole
+    while what is left holds it; results that no longer fit are dropped, a lower one whose line only a cut
+    would fit too, but the first always stays, cut to the budget. With ``lines_of`` (a search's ``--grep``, compiled as grep compiles it), the
     lines it matches are kept (a new user's grep hit, line 182, was cut for lines 175-180 that held the
     query's words).
     """
@@ -135,9 +136,17 @@ def fit(results: list[Result], terms: list[str], max_tokens: int,
             break
         at = next((line - r.start_line for path, line in places if r.start_line <= line <= r.end_line
                    and r.path.lower().rsplit("/", 1)[-1] == path.rsplit("/", 1)[-1]), None)
+        at = at if _by_line(r) else None
+        # A result's best line is shown whole where what is left holds it: a helper's first result was cut to
+        # columns 2-78 of its 89 while two weaker one-line results were kept, and a third was cut by 7 of 80.
+        need = overhead + json_tokens(_joined([(content_lines(r.content) or [""])[_focus(r, words, at, lines_of)[1]]]))
+        if out and need > left:  # only cut short it would show a part of a line: the room goes to the next
+            report.dropped += 1
+            continue
+        share = max(share, min(need, left))
         # The first result stays whatever the answer's other fields left: some lines of it, not a few characters.
         room = min(share, left) - overhead if out else max(min(share, left) - overhead, MIN_RESULT_TOKENS)
-        trimmed = _trim(r, words, max(room, 1), at if _by_line(r) else None, lines_of)
+        trimmed = _trim(r, words, max(room, 1), at, lines_of)
         cost = result_tokens(trimmed)  # a cut line adds its columns
         if out and cost > left:
             report.dropped += len(merged) - i
@@ -236,6 +245,40 @@ def _cut_line(r: Result, line: str, words: list[str], budget: int, index: int,
     return dataclasses.replace(out, start_line=r.start_line + index, end_line=r.start_line + index)
 
 
+def _focus(r: Result, words: list[str], at: int | None, lines_of: regex.Pattern | None) -> tuple[list[int], int]:
+    """The lines of ``r`` a trim grows towards (0-based: its line ``at``, else those ``lines_of`` matches, else
+    those holding a query word; [] for none) and the line it starts from (see :func:`_trim`)."""
+    lines = content_lines(r.content) or [""]
+    if at is not None and at < len(lines):
+        return [at], at
+    grepped = [i for i, line in enumerate(lines) if lines_of.search(line)] if lines_of is not None else []
+    if grepped:
+        return grepped, grepped[0]
+    hits = [i for i, text in enumerate(lines) if term_spans(text, words)]
+    return hits, _most_words(lines, words, hits) if hits else _first_telling(lines, r.symbol)
+
+
+def _most_words(lines: list[str], words: list[str], hits: list[int]) -> int:
+    """Of the lines ``hits``, the first holding the most distinct query ``words`` (httpx: `keepalive_expiry`,
+    not `max_keepalive_connections`)."""
+    held = {i: len({lines[i][a:b].lower() for a, b in term_spans(lines[i], words)}) for i in hits}
+    return max(hits, key=lambda i: (held[i], -i))
+
+
+#: A line that tells nothing alone: blank, or only a comment's or a block's punctuation (``/**``, ``*/``, ``{``).
+_MUTE_LINE = re.compile(r"[\s/*#{}()\[\];,'\"`<>!-]*")
+
+
+def _first_telling(lines: list[str], symbol: str | None) -> int:
+    """Where a chunk holding no query word starts when trimmed: the first line naming its symbol, else its
+    first line that is more than punctuation (a helper's trimmed result was `  /**`, a doc comment's opener)."""
+    name = (symbol or "").rsplit(".", 1)[-1]
+    named = next((i for i, line in enumerate(lines) if name and re.search(rf"\b{re.escape(name)}\b", line)), None)
+    if named is not None:
+        return named
+    return next((i for i, line in enumerate(lines) if not _MUTE_LINE.fullmatch(line)), 0)
+
+
 def _trim(r: Result, words: list[str], budget: int, at: int | None = None,
           lines_of: regex.Pattern | None = None) -> Result:
     """``r`` cut to contiguous lines worth at most ``budget`` tokens: its line ``at`` (0-based in it) or its
@@ -246,19 +289,10 @@ def _trim(r: Result, words: list[str], budget: int, at: int | None = None,
     if json_tokens(r.content) <= budget:  # measured as result_tokens counts it: a control character escaped
         return r
     lines = content_lines(r.content)
-    grepped = [i for i, line in enumerate(lines) if lines_of.search(line)] if lines_of is not None else []
-    if at is not None and at < len(lines):
-        hits, best = [at], at
-    elif grepped:
-        hits, best = grepped, grepped[0]
-    else:  # from the line holding the most of the query's words (httpx: `keepalive_expiry`, not `max_keepalive_...`)
-        held = {i: len({text[a:b].lower() for a, b in spans})
-                for i, text in enumerate(lines) if (spans := term_spans(text, words))}
-        hits = sorted(held)
-        best = max(hits, key=lambda i: (held[i], -i)) if hits else 0
+    hits, best = _focus(r, words, at, lines_of)
     lo = hi = best
-    floor = max(0, lo - CONTEXT_LINES)
-    ceiling = min(len(lines) - 1, (hits[-1] + CONTEXT_LINES) if hits else HEAD_LINES - 1)
+    floor = max(0, lo - CONTEXT_LINES) if hits else lo  # above a chunk's telling line: its comment's punctuation
+    ceiling = min(len(lines) - 1, (hits[-1] + CONTEXT_LINES) if hits else best + HEAD_LINES - 1)
 
     def fits(a: int, b: int) -> bool:  # the text as it is returned: a newline short, 2 lines passed and
         return json_tokens(_joined(lines[a:b + 1])) <= budget  # were cut to "  …[cut]", longer than the line
