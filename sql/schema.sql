@@ -150,10 +150,16 @@ CREATE INDEX IF NOT EXISTS chunks_text_hash ON chunks(text_hash);
 CREATE INDEX IF NOT EXISTS definitions_by_name ON definitions(name);
 
 -- name: lookup_indexes_drop
--- Before a first build's writes (an empty index: nothing to reuse by text hash yet); lookup_indexes
--- sorts them once after. A kill between the two leaves them to the next build (a `symbol` meanwhile
--- reads the definitions whole).
+-- Before a build's writes to most of the index's files (a first build, new chunking rules, --force) when it
+-- reuses no vector of the index; lookup_indexes sorts them once after. A kill between the two leaves them
+-- to the next build (a `symbol` meanwhile reads the definitions whole). An in-place re-chunk of the kernel
+-- kept them and wrote 63 GB for a 4.5 GB file (docs/benchmarks.md "Thirteenth round").
 DROP INDEX IF EXISTS chunks_text_hash;
+DROP INDEX IF EXISTS definitions_by_name;
+
+-- name: definitions_index_drop
+-- lookup_indexes_drop for a build that reuses the index's vectors: their look-up by text hash needs
+-- chunks_text_hash while the build writes.
 DROP INDEX IF EXISTS definitions_by_name;
 
 -- name: lookup_indexes_present

@@ -7,6 +7,7 @@ from support.trees import write_tree
 
 import codii_sql.ingest.prepare as prepare_mod
 from codii_sql.codebase import Codebase
+from codii_sql.ingest.chunking.version import CHUNKER_VERSION
 from codii_sql.ingest.indexer import Indexer
 from codii_sql.ingest.prepare import chunk_subtokens
 from codii_sql.storage.store import Store
@@ -82,8 +83,47 @@ def test_a_first_build_writes_without_the_look_up_indexes_and_sorts_them_after(t
     report = Indexer(Codebase.open(repo), embedder).build()
     assert report.added == report.modified == 0
     assert _lookup_indexes(repo) == {"chunks_text_hash", "definitions_by_name"}
-    Indexer(Codebase.open(repo), embedder, progress=progress).build(force=True)  # in place: reuse needs them
-    assert seen[-1] == {"chunks_text_hash", "definitions_by_name"}
+    Indexer(Codebase.open(repo), embedder, progress=progress).build(force=True)
+    assert seen[-1] == set()  # no cache given: --force --no-cache embeds every chunk again, reusing none
+    assert _lookup_indexes(repo) == {"chunks_text_hash", "definitions_by_name"}
+
+
+def test_a_build_that_rewrites_most_files_writes_without_the_look_up_indexes_and_an_update_with_them(tmp_path, embedder):
+    """New chunking rules re-chunk every file in place: with the look-up indexes kept, the kernel's re-chunk
+    wrote 63 GB for a 4.5 GB file. An index without vectors reuses none, so both go; an edit of one file
+    of several keeps both (sorting them again would cost more than its few rows)."""
+    repo = write_tree(tmp_path / "r", {f"m{i}.py": f"def f{i}(x):\n    return x + {i}\n" for i in range(4)})
+    seen = []
+
+    def progress(phase, done, total):
+        if phase == "chunk" and done:
+            seen.append(_lookup_indexes(repo))
+
+    Indexer(Codebase.open(repo), embedder, vectors=False).build()
+    with Store(Codebase.open(repo).db_path, create=False) as store, store.transaction():
+        store.set_meta(chunker_version=CHUNKER_VERSION - 1)
+    report = Indexer(Codebase.open(repo), embedder, progress=progress, vectors=False).build()
+    assert report.reindexed == 4 and seen[-1] == set(), (report.reindexed, seen)
+    assert _lookup_indexes(repo) == {"chunks_text_hash", "definitions_by_name"}
+    (repo / "m0.py").write_text("def g0(y):\n    return y\n")
+    report = Indexer(Codebase.open(repo), embedder, progress=progress, vectors=False).build()
+    assert report.modified == 1 and seen[-1] == {"chunks_text_hash", "definitions_by_name"}
+    with Store(Codebase.open(repo).db_path, create=False) as store:
+        assert [s for (s,) in store.conn.execute(
+            "SELECT symbol FROM definitions INDEXED BY definitions_by_name WHERE name = 'g0'")] == ["g0"]
+
+
+def test_a_re_chunk_that_reuses_the_indexs_vectors_keeps_their_look_up_by_text(tmp_path, embedder):
+    repo = write_tree(tmp_path / "r", {f"m{i}.py": f"def f{i}(x):\n    return x + {i}\n" for i in range(4)})
+    seen = []
+    Indexer(Codebase.open(repo), embedder).build()
+    with Store(Codebase.open(repo).db_path, create=False) as store, store.transaction():
+        store.set_meta(chunker_version=CHUNKER_VERSION - 1)
+    report = Indexer(Codebase.open(repo), embedder, progress=lambda phase, done, total: phase == "chunk" and done
+                     and seen.append(_lookup_indexes(repo))).build()
+    assert report.reindexed == 4 and report.vectors_reused == 4 and report.chunks_embedded == 0
+    assert seen[-1] == {"chunks_text_hash"}
+    assert _lookup_indexes(repo) == {"chunks_text_hash", "definitions_by_name"}
 
 
 def test_a_first_build_merges_text_segments_in_bulk_and_leaves_fts5s_default_after(tmp_path, embedder):

@@ -30,6 +30,10 @@ from .write import flush_tree, remove_files, write_files
 #: write phase; 4,096 / 1,024 with the WAL checkpoint of sql/files.sql 1.7x faster (docs/benchmarks.md).
 BATCH_CHUNKS = 4096
 BATCH_FILES = 1024
+#: A build that writes at least this share of the index's files (a first build, new chunking rules,
+#: ``--force``) writes without the look-up indexes and sorts them after, and merges FTS5 segments 16 at
+#: a time: the kernel's re-chunk in place wrote 63 GB with them kept (docs/benchmarks.md "Thirteenth round").
+BULK_SHARE = 0.5
 
 
 @dataclass
@@ -66,12 +70,15 @@ class LexicalPhase:
             # later .codii.yaml is malformed (one typo refused every grep and most MCP tools).
             self.store.set_meta(scan_ignore_patterns=ignore, scan_extensions=exts, scan_rules=plan.rules or None)
         todo = [plan.files[p] for p in plan.added + plan.modified + plan.reindexed]
+        # An index without a vector has none to reuse: the look-up by text hash cost 107 s of a
+        # 28-minute --no-vectors kernel build, all of it finding nothing.
+        reuse_index = self.reuse_index and bool(self.store.value("has_vectors"))
+        if todo and len(todo) >= BULK_SHARE * self.store.value("file_count"):
+            with self.store.transaction():
+                self.store.run("definitions_index_drop" if reuse_index else "lookup_indexes_drop")
+                self.store.run("fts_merge_bulk")
         if todo:
-            if not self.store.value("file_count"):  # a first build: nothing to look up by text hash yet
-                with self.store.transaction():
-                    self.store.run("lookup_indexes_drop")
-                    self.store.run("fts_merge_bulk")
-            self._index_files(plan, todo, report)
+            self._index_files(plan, todo, report, reuse_index)
         # Removals last: a renamed file's new copy can still reuse the old copy's vectors.
         with self.store.transaction():
             remove_files(self.store, plan.old, plan.removed)
@@ -82,15 +89,13 @@ class LexicalPhase:
         report.phase_seconds["lookup_indexes"] = time.perf_counter() - started
         report.merkle_root = plan.old.root_hash
 
-    def _index_files(self, plan: Plan, todo: list[SourceFile], report: BuildReport) -> None:
-        """Prepare and write ``todo`` in batches of :data:`BATCH_CHUNKS` chunks or :data:`BATCH_FILES` files."""
+    def _index_files(self, plan: Plan, todo: list[SourceFile], report: BuildReport, reuse_index: bool) -> None:
+        """Prepare and write ``todo`` in batches of :data:`BATCH_CHUNKS` chunks or :data:`BATCH_FILES` files,
+        with the vectors this index holds for their texts when ``reuse_index``."""
         done = 0
         with self.store.transaction():  # before the first progress, which may stop the build: what is left is known
             self.store.set_meta(phase="chunk", files_done=0, files_total=len(todo))
         self.progress("chunk", 0, len(todo))
-        # An index without a vector has none to reuse: the look-up by text hash cost 107 s of a
-        # 28-minute --no-vectors kernel build, all of it finding nothing.
-        reuse_index = self.reuse_index and bool(self.store.value("has_vectors"))
         prepared = prepared_files(self.root, todo, plan.max_file_bytes, window=2 * BATCH_FILES, sizes=self.sizes,
                                   workers=self.workers)
         for batch in _batches(self._counted(prepared, len(todo))):
