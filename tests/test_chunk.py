@@ -134,7 +134,7 @@ def test_members_become_chunks_when_their_class_does_not_fit(name):
 
 # assign.js: express-style methods assigned to an object (``res.sendFile = function ...``).
 ASSIGNED_FUNCTIONS = [
-    (1, "module", None), (11, "function", "res.sendFile"), (19, "function", "res.cookie"),
+    (1, "module", None), (7, "function", "res.sendFile"), (19, "function", "res.cookie"),  # its JSDoc, a blank line above
     (26, "function", "res.contentType"), (30, "function", "res.locals.helpers.format"),
     (32, "function", "Router.handle"), (37, "function", "exports.compile"),
     (41, "function", "exports.View"), (47, "module", None),  # module code keeps out of the small function after it
@@ -150,7 +150,7 @@ def test_assigned_functions_are_definitions_named_by_their_target(language):
     chunks = chunk_text(text, language)
     assert kinds_and_symbols(chunks) == ASSIGNED_FUNCTIONS
     assert chunk_named(chunks, "res.sendFile").content.startswith(
-        "res.sendFile = function sendFile(path, options, callback) {\n")
+        "/**\n * Transfer the file at the given `path`.\n */\n\nres.sendFile = function sendFile(path, options, callback) {\n")
     assert "res.handlers[kind] = function" in chunks[-3].content
     assert_valid(text, chunks, DEFAULT_MAX_TOKENS, ast=True)
 
@@ -214,6 +214,25 @@ def test_decorators_and_leading_comments_belong_to_the_definition():
     assert rust[1].content.startswith("/// A point.\n#[derive(Debug, Clone)]\npub struct Point")
     ts = chunk_named(chunk_text(read("sample.ts"), "typescript", max_tokens=24), "Circle")
     assert ts.content.startswith('@Component({ selector: "x" })\nexport class Circle')
+
+
+def test_a_doc_comment_a_blank_line_above_its_definition_is_still_its_own():
+    """commander writes each method's JSDoc, a blank line, then the method: each comment was a chunk of its own
+    labelled with the class (55 of lib/command.js's 201 chunks), ranked above the methods they document."""
+    body = "".join(f"    this.v{i} = compute({i});\n" for i in range(12))
+    text = ("/**\n * @license MIT\n */\n\nfunction first() {\n  return 1;\n}\n\n"
+            "class Command {\n  /**\n   * Set the directory for searching executables.\n   */\n\n"
+            f"  executableDir(path) {{\n{body}    return this;\n  }}\n\n"
+            "  /** Two blank lines: a section's comment, not this method's. */\n\n\n"
+            f"  helpInformation() {{\n{body}    return '';\n  }}\n}}\n")
+    chunks = chunk_text(text, "javascript", max_tokens=64)
+    assert chunk_named(chunks, "Command.executableDir").content.startswith("  /**\n   * Set the directory")
+    assert chunk_named(chunks, "Command.helpInformation").content.startswith("  helpInformation()")
+    assert not chunk_named(chunks, "first").content.startswith("/**")  # the file's opening comment is the file's
+    java = "class A {\n  int x;\n\n  /** Finds a user. */\n\n  User find(int id) {\n    return null;\n  }\n}\n"
+    outline = definitions(java, "java")[0].children
+    assert [(d.symbol, d.first) for d in outline] == [("A.find", 3)], [(d.symbol, d.first) for d in outline]
+    assert_valid(text, chunks, 64, ast=True)
 
 
 def test_trailing_comment_of_code_is_not_taken_as_a_doc_comment():

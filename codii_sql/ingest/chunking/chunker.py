@@ -70,6 +70,31 @@ def _own_line_rows(lines: Lines, nodes: list[tree_sitter.Node]) -> set[int]:
     return rows
 
 
+#: Blank lines a doc comment (``/** ... */``: JSDoc, Javadoc, PHPDoc, KDoc, Doxygen) may leave before the
+#: definition it documents and still be its own: commander writes every method's JSDoc, a blank line, then
+#: the method, and each comment was a chunk of its own labelled with the class, above the method in ranks.
+DOC_GAP_LINES = 1
+
+
+def _doc_gaps(lines: Lines, nodes: list[tree_sitter.Node], prefix_rows: set[int]) -> set[int]:
+    """The blank rows between an own-line ``/**`` comment and the line after it (at most
+    :data:`DOC_GAP_LINES`), so that a definition there widens over them to its doc comment. Not after a
+    comment opening the file (a file's or licence's header: ``/** @license ... */`` above the first
+    function is the file's), nor before another comment or a blank line more."""
+    gaps: set[int] = set()
+    blank = lines.blank
+    opening = next((i for i, b in enumerate(blank) if not b), 0)
+    for node in nodes:
+        start, end = node.start_point[0], last_row(node)
+        if start == opening or start not in prefix_rows or not node.text.lstrip().startswith(b"/**"):
+            continue
+        gap = range(end + 1, end + 1 + DOC_GAP_LINES)
+        after = gap.stop
+        if after < len(blank) and all(blank[i] for i in gap) and not blank[after] and after not in prefix_rows:
+            gaps.update(gap)
+    return gaps
+
+
 def _node_spans(language: str, root: tree_sitter.Node, declared: bool) -> tuple[list[Span], list[Span]]:
     """Definitions found by node type (``grammar.defs``), each with its wrappers' lines, and with
     ``declared`` the named declarations of :mod:`.declarations` (outlines and symbol look-ups, not
@@ -135,7 +160,9 @@ def _definitions(language: str, root: tree_sitter.Node, lines: Lines,
     line; and with ``declared`` the same with the named declarations of :mod:`.declarations` nested
     among them (what an outline lists), else an empty list."""
     grammar = GRAMMARS[language]
-    prefix_rows = _own_line_rows(lines, capture(language, grammar.prefixes, root))
+    prefixes = capture(language, grammar.prefixes, root)
+    prefix_rows = _own_line_rows(lines, prefixes)
+    prefix_rows |= _doc_gaps(lines, prefixes, prefix_rows)
     if grammar.spans is not None:
         spans, declarations = grammar.spans(root), []
     else:
