@@ -51,6 +51,8 @@
 --                 or names named in the query; a candidate whose symbol, symbol tail or path
 --                 matches gets :name_boost ("echo" must put `def echo` above chunks that call echo)
 --   :cased        JSON object: each name written with capitals -> as written (`{"queryset": "QuerySet"}`)
+--   :typed        JSON array: the names of :names a type keyword names (`Context struct`): only a chunk of
+--                 kind 'class' matches them (gin's `Context` struct, not a method `Engine.Context`)
 --   :tiered       1 (identifier-shaped queries): rank by named tier first, then score. Tier = 2 when the
 --                 symbol is a name of :names, or ends with '.' + it (`Console.print`, also
 --                 `Outer.Console.print`), 3 when that name is qualified (`queryset.get` of "QuerySet
@@ -233,8 +235,9 @@ named_files AS (
 -- Identifiers the query names (is_name 1) and the last parts of dotted ones (is_name 0); a
 -- symbol matches one when it is the identifier or ends with '.' + it.
 wanted AS (
-    SELECT value, 1 AS is_name, json_extract(:cased, '$."' || value || '"') AS cased FROM json_each(:names)
-    UNION ALL SELECT value, 0, NULL FROM json_each(:tails)
+    SELECT value, 1 AS is_name, json_extract(:cased, '$."' || value || '"') AS cased,
+           instr(:typed, json_quote(value)) > 0 AS typed FROM json_each(:names)  -- no subquery: expression depth
+    UNION ALL SELECT value, 0, NULL, 0 FROM json_each(:tails)
 ),
 named_symbols AS (
     SELECT c.id FROM chunks_fts JOIN chunks c ON c.id = chunks_fts.rowid
@@ -242,7 +245,8 @@ named_symbols AS (
       AND (:filtered = 0 OR c.id IN (SELECT id FROM allowed))
       AND EXISTS (SELECT 1 FROM wanted w
                   WHERE w.is_name = 1 AND (lower(c.symbol) = w.value
-                                           OR substr(lower(c.symbol), -length(w.value) - 1) = '.' || w.value))
+                                           OR substr(lower(c.symbol), -length(w.value) - 1) = '.' || w.value)
+                    AND (NOT w.typed OR c.kind = 'class'))
     LIMIT :depth
 ),
 -- A constant, variable or macro the query names whose definition lies in a chunk of another symbol or
@@ -287,7 +291,8 @@ named AS MATERIALIZED (  -- once per row: scored reads each flag several times
                  c.kind IN ('function', 'method') AS body,
                  coalesce((SELECT 3 FROM json_each(:placed) pl WHERE pl.value = pool.id),
                           (SELECT max(w.is_name * (1 + (instr(w.value, '.') > 0))) FROM wanted w
-                           WHERE lower(c.symbol) = w.value OR substr(lower(c.symbol), -length(w.value) - 1) = '.' || w.value),
+                           WHERE (lower(c.symbol) = w.value OR substr(lower(c.symbol), -length(w.value) - 1) = '.' || w.value)
+                             AND (NOT w.typed OR c.kind = 'class')),
                           (SELECT 1 FROM named_definitions nd WHERE nd.id = pool.id)) AS match,
                  (SELECT min(w.cased IS NOT NULL AND c.symbol <> w.cased
                              AND substr(c.symbol, -length(w.cased) - 1) <> '.' || w.cased) FROM wanted w

@@ -23,6 +23,7 @@ from codii_sql.search.query import (
     STOP_WORDS,
     Named,
     fts_query,
+    looks_like_code,
     named_in_query,
     query_shape,
     query_terms,
@@ -446,6 +447,30 @@ def test_bm25_finds_a_file_by_its_path(tmp_path, embedder):
         rows = store.conn.execute("SELECT c.path FROM chunks_fts JOIN chunks c ON c.id = chunks_fts.rowid "
                                   "WHERE chunks_fts MATCH ? ORDER BY bm25(chunks_fts) LIMIT 1", (fq,)).fetchall()
         assert rows == [("pkg/_auth.py",)]
+
+
+def test_a_name_beside_its_kind_names_that_type_and_not_a_member_of_that_name(tmp_path, embedder):
+    """A new user's `Context struct` on gin ranked the Context struct below ten chunks repeating "struct", and
+    `Engine struct` put it 10th; `Deserializer trait` on serde left the trait out of the top 10."""
+    assert named_in_query("Context struct", code=looks_like_code("Context struct"))[:1] == (["context"],)
+    assert named_in_query("Context struct", code=True).typed == ("context",)
+    assert named_in_query("trait Visitor", code=True).typed == ("visitor",)
+    assert named_in_query("parse function", code=looks_like_code("parse function")).names == ["parse"]
+    assert named_in_query("parse function", code=True).typed == ()  # a function is no type
+    assert not looks_like_code("the struct")
+    assert named_in_query("error handling", code=looks_like_code("error handling")).names == []
+    users = {f"src/u{i}.go": f"package src\n\n// struct fields of struct {i}: struct tags, struct copies\n"
+                             f"func (v *validator{i}) Engine() interface{{}} {{\n\treturn v.structEngine\n}}\n"
+             for i in range(6)}
+    repo = write_tree(tmp_path / "r", {**users, "gin.go": "package gin\n\ntype Engine struct {\n\tpool int\n\t"
+                                                          "trees []string\n}\n"})
+    cb = Codebase.open(repo)
+    Indexer(cb, embedder).build()
+    with Store(cb.db_path, create=False) as store:
+        s = Searcher(store, cb.root, embedder)
+        for mode in ("bm25", "hybrid"):
+            top = s.search("Engine struct", SearchOptions(limit=3, mode=mode))[0]
+            assert (top.path, top.symbol) == ("gin.go", "Engine"), (mode, top)
 
 
 def test_a_named_symbol_beats_chunks_that_only_use_it(tmp_path, embedder):

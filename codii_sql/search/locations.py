@@ -75,7 +75,7 @@ def resolve(store: Store, named: Named, spots: list[tuple[str, int]]) -> Named |
             cased[symbol.lower()] = symbol
     placed = tuple(r["id"] for r in store.rows("chunks_at_places", {"lines": json.dumps(lines)}))[:MAX_PLACED]
     return Named(sorted(names), [t for t in named.tails if t not in names], sorted(paths),
-                 tuple(sorted(cased.items())), placed)
+                 tuple(sorted(cased.items())), placed, named.typed)
 
 
 def _files(store: Store, path: str, line: int) -> list[tuple[str, bool]]:

@@ -88,6 +88,8 @@ class Named(NamedTuple):
             ``QuerySet``) is weaker evidence than one spelled as asked.
         placed: ids of the chunks holding a place the query names (``sessions.py:703``), resolved
             against an index by :func:`~.locations.resolve`; they rank first.
+        typed: names of ``names`` a type keyword names (``Context struct``, ``trait Visitor``): only a
+            type's chunks match them (kind ``class``), not a method ``defaultValidator.Engine``.
     """
 
     names: list[str]
@@ -95,6 +97,7 @@ class Named(NamedTuple):
     paths: list[str]
     cased: tuple[tuple[str, str], ...] = ()
     placed: tuple[int, ...] = ()
+    typed: tuple[str, ...] = ()
 
 
 #: Words after which a code-like query names a definition (``def get``, ``fn each``, ``class File``).
@@ -102,6 +105,8 @@ DEFINITION_KEYWORDS = frozenset("""
 def fn func function class struct interface trait enum type impl module mod method sub proc macro
 let const var val object record protocol extension
 """.split())
+#: Definition keywords that name a type: the word beside one is a type's name.
+TYPE_KEYWORDS = frozenset({"class", "struct", "interface", "trait", "enum", "protocol", "record", "union"})
 #: Tokens (case as written) only code has: a query holding one is code, whatever its other words.
 CODE_LITERALS = frozenset({"None", "True", "False", "null", "nil", "NULL", "undefined", "nullptr", "self", "this"})
 _CODE_PUNCTUATION = re.compile(r"[()\[\]{}=<>;:.#_$@]|->")
@@ -113,7 +118,16 @@ def looks_like_code(query: str) -> bool:
     token only code has. Its English words are then identifiers, not words to drop."""
     words = query.split()
     return bool(words) and (all(w.lower() in STOP_WORDS for w in words) or bool(_CODE_PUNCTUATION.search(query))
-                            or words[0] in DEFINITION_KEYWORDS or any(w in CODE_LITERALS for w in words))
+                            or words[0] in DEFINITION_KEYWORDS or any(w in CODE_LITERALS for w in words)
+                            or _kind_last(words))
+
+
+def _kind_last(words: list[str]) -> bool:
+    """A name then its kind (``Context struct``, ``Deserializer trait``, ``parse function``): two words, the
+    second a definition keyword, the first no stop word. A new user's `Context struct` ranked gin's Context
+    below ten chunks that repeat "struct"."""
+    return len(words) == 2 and words[1] in DEFINITION_KEYWORDS and words[0].lower() not in STOP_WORDS \
+        and words[0] not in DEFINITION_KEYWORDS
 
 
 def named_in_query(query: str, *, code: bool = False) -> Named:
@@ -142,6 +156,11 @@ def named_in_query(query: str, *, code: bool = False) -> Named:
     cased: dict[str, str] = {}
     tokens = _IDENTIFIER.findall(rest)
     defined = {b for a, b in zip(tokens, tokens[1:]) if a in DEFINITION_KEYWORDS} if code else set()
+    if code and _kind_last(tokens):
+        defined.add(tokens[0])
+    typed = {b.lower() for a, b in zip(tokens, tokens[1:]) if a in TYPE_KEYWORDS} if code else set()
+    if code and _kind_last(tokens) and tokens[1] in TYPE_KEYWORDS:
+        typed.add(tokens[0].lower())
     for token in tokens:
         if one_word or token in defined or _CODE_SHAPE.search(token):
             parts = [p for p in re.split(r"\.|::|#", token.lower()) if p]
@@ -154,13 +173,15 @@ def named_in_query(query: str, *, code: bool = False) -> Named:
     # "JoinHandle abort", "QuerySet get": a type then a plain word name its member too (a new user's query
     # listed every one-line `impl ... for JoinHandle` chunk before JoinHandle.abort).
     for a, b in itertools.pairwise(tokens):
-        if _MEMBER_OWNER.fullmatch(a) and a.lower() not in STOP_WORDS and _PLAIN_WORD.fullmatch(b):
+        if _MEMBER_OWNER.fullmatch(a) and a.lower() not in STOP_WORDS and _PLAIN_WORD.fullmatch(b) \
+                and b not in DEFINITION_KEYWORDS:  # `Context struct` names the struct, no member `struct`
             names.add(f"{a.lower()}.{b.lower()}")
             cased[f"{a.lower()}.{b.lower()}"] = f"{a}.{b}"
     dropped = frozenset() if code else STOP_WORDS
     names -= dropped
     return Named(sorted(names), sorted(tails - names - dropped), sorted(set(paths) - {""}),
-                 tuple(sorted((n, c) for n, c in cased.items() if n in names and c.lower() == n)))
+                 tuple(sorted((n, c) for n, c in cased.items() if n in names and c.lower() == n)),
+                 typed=tuple(sorted(typed & names)))
 
 
 def symbol_match(names: list[str]) -> str | None:

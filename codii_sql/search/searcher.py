@@ -321,7 +321,7 @@ class Searcher:
             "under": under, "role": opts.role,
             "chunk_ids": json.dumps(opts.chunk_ids) if opts.chunk_ids is not None else None,
             "role_weights": json.dumps(prior) if prior else None, "limit": limit,
-            "names": json.dumps(named.names), "tails": json.dumps(named.tails), "paths": json.dumps(named.paths), "cased": json.dumps(dict(named.cased)), "placed": json.dumps(named.placed),
+            "names": json.dumps(named.names), "tails": json.dumps(named.tails), "paths": json.dumps(named.paths), "cased": json.dumps(dict(named.cased)), "placed": json.dumps(named.placed), "typed": json.dumps(named.typed),
             "name_boost": NAME_BOOST, "tiered": int(tiered), "pending": int(pending),
             "knn_share": self._knn_share() if qvec is not None else 1.0,
             "fill": int(qvec is not None and fq is not None and not pending),
