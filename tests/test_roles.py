@@ -20,6 +20,7 @@ from codii_sql.ingest.roles import classify
     ("Alamofire.xcodeproj/project.pbxproj", "config"), ("Source/Info.plist", "config"),
     ("src/MediatR/MediatR.csproj", "config"), ("MediatR.sln", "config"), ("Directory.Build.props", "config"),
     ("requests/packages/urllib3/poolmanager.py", "vendored"), ("third_party/x/y.c", "vendored"),
+    ("deps/hiredis/dict.c", "vendored"), ("src/deps.c", "source"),
     ("api/service_pb2.py", "generated"), ("static/app.min.js", "generated"),
     ("django/conf/locale/de/LC_MESSAGES/django.po", "data"), ("po/messages.pot", "data"),
     ("benchsuite/runs/2016-09-22/summary.csv", "data"), ("sig/v1.6/jq-linux64.asc", "data"),

@@ -12,11 +12,15 @@ ROLES = ("source", "test", "docs", "changelog", "config", "generated", "vendored
 #: 6: changelogs are a role of their own (they were docs); README-like names are docs only as prose
 #: (``security.py`` is code).
 #: 7: HTML pages a tool wrote are generated (a generator ``<meta>``, or Sphinx's links: .generated).
-VERSION = 7
+#: 8: a ``deps/`` folder is vendored.
+VERSION = 8
 #: Roles a set linguist attribute gives, first wins when several are set.
 _MARKED = ("generated", "vendored", "docs")
 
-_VENDORED_DIRS = {"vendor", "vendored", "_vendor", "third_party", "thirdparty", "third-party", "external", "extern"}
+#: ``deps``: C projects' bundled libraries (redis's deps/hiredis, jemalloc, lua; node's deps/v8), Elixir's
+#: fetched ones (a new user's `symbol dictAdd` on redis listed deps/hiredis/dict.c before src/dict.c).
+_VENDORED_DIRS = {"vendor", "vendored", "_vendor", "third_party", "thirdparty", "third-party", "external", "extern",
+                  "deps"}
 _TEST_DIRS = {"test", "tests", "testing", "__tests__", "spec", "specs", "testdata", "test_data", "fixtures"}
 _DOC_DIRS = {"doc", "docs", "documentation", "man", "examples", "example"}
 _TEST_FILE = re.compile(
