@@ -3,6 +3,7 @@ nothing changed, and every kind of change still reaches the index (real files, r
 
 from __future__ import annotations
 
+import importlib
 import os
 import subprocess
 import sys
@@ -168,3 +169,35 @@ def test_a_fresh_process_answers_from_an_unchanged_tree_and_sees_an_edit(tmp_pat
     (root / "a.py").write_text("def alpha_two():\n    return 1\n")
     second = subprocess.run([*cli, "grep", "alpha_two"], cwd=root, env=env, capture_output=True, text=True)
     assert second.returncode == 0 and second.stdout == "a.py:1:def alpha_two():\n", second
+
+
+@pytest.mark.parametrize("key", ["chunker_version", "roles_version"])
+def test_an_index_made_by_older_rules_is_brought_up_to_them_though_no_file_changed(tmp_path, codii_home, key,
+                                                                                 short_racy_window, monkeypatch):
+    """A new user's index of redis kept chunker 15 and roles 7 under chunker 16 and roles 8: every stat was as
+    the last scan saw it, so no update check ever walked, and no build re-chunked or re-classified it."""
+    import codii_sql.ingest.indexer as indexer
+    import codii_sql.ingest.settings as settings
+    from codii_sql.ingest import roles
+
+    status = importlib.import_module("codii_sql.service.status")  # the package's `status` is a function
+
+    root = write_tree(tmp_path / "repo", {"a.py": "def alpha():\n    return 1\n", "deps/lib/b.py": "x = 1\n"})
+    cb = Codebase.open(root)
+    settled(cb)
+    assert unchanged_since_build(cb, vectors=False)
+    if key == "chunker_version":  # the code upgraded: its rules are newer than the index's
+        newer = indexer.CHUNKER_VERSION + 1
+        for module in (indexer, settings, status):
+            monkeypatch.setattr(module, "CHUNKER_VERSION", newer)
+    else:
+        newer = roles.VERSION + 1
+        monkeypatch.setattr(roles, "VERSION", newer)
+    assert not unchanged_since_build(cb, vectors=False)
+    ensure_index(cb, vectors=False)
+    with open_store(cb) as store:
+        assert store.meta()[key] == newer
+        assert {r["path"]: r["role"] for r in store.rows("file_roles")} == {"a.py": "source", "deps/lib/b.py": "vendored"}
+    time.sleep(RACY_SECONDS + 0.1)
+    service.build(cb, vectors=False)
+    assert unchanged_since_build(cb, vectors=False)

@@ -8,7 +8,8 @@ from pathlib import Path
 from .. import paths
 from ..codebase import Codebase
 from ..errors import CodiiError, DamagedIndexError, NotIndexedError, Remedy, StorageError, UsageError
-from ..ingest import scan_stats
+from ..ingest import roles, scan_stats
+from ..ingest.chunking.version import CHUNKER_VERSION
 from ..ingest.config import scan_rules as index_scan_rules
 from ..ingest.config import vectors_wanted
 from ..ingest.exclusions import SECRET_RULE, default_file_reason
@@ -393,6 +394,10 @@ def unchanged_since_build(codebase: Codebase, *, vectors: bool) -> bool:
     with open_store(codebase) as store:
         meta = store.meta()
         if meta.get("status") != "indexed":
+            return False
+        # Rules newer than the index's (an upgrade): a build re-chunks or re-classifies its files, though no
+        # stat changed (a new user's index of redis kept chunker 15 and roles 7 under chunker 16 and roles 8).
+        if meta.get("chunker_version") != CHUNKER_VERSION or meta.get("roles_version") != roles.VERSION:
             return False
         if vectors and vectors_wanted(None, meta, codebase.root) and store.value("vector_queue_any"):
             return False
