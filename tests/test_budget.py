@@ -9,7 +9,7 @@ from support.trees import write_tree
 
 from codii_sql import service
 from codii_sql.errors import UsageError
-from codii_sql.search.budget import fit, result_overhead, tokens
+from codii_sql.search.budget import fit, json_tokens, result_overhead, tokens
 from codii_sql.search.results import Result, SearchOptions
 from codii_sql.text import content_lines
 
@@ -60,6 +60,8 @@ def test_a_results_best_line_is_whole_where_the_budget_holds_it_and_a_lower_one_
         out, report = fit([first, wide, *weak], ["maximum", "multiparts"], budget)
         assert long in content_lines(out[0].content), (budget, out[0].content)
         assert all(r.start_column is None for r in out), (budget, out)  # no line of any result cut
+
+
 def test_max_tokens_on_a_real_search_and_get_content(tmp_path, codii_home):
     files = {f"pkg/m{i}.py": "".join(f"def handler_{i}_{j}(request):\n    \"\"\"Retry request {i}.{j} with backoff.\"\"\"\n"
                                      f"    return request.retry({j})\n\n\n" for j in range(12)) for i in range(6)}
@@ -70,13 +72,16 @@ def test_max_tokens_on_a_real_search_and_get_content(tmp_path, codii_home):
         return service.search(service.SearchRequest(query, opts, [str(repo)], update=False))
 
     full = ask("retry the request with backoff", SearchOptions(limit=10))
-    small = ask("retry the request with backoff", SearchOptions(limit=10, max_tokens=150))
-    assert sum(tokens(r.content) + result_overhead(r) for r in small.results) <= 150 < \
+    small = ask("retry the request with backoff", SearchOptions(limit=10, max_tokens=400))
+    assert sum(tokens(r.content) + result_overhead(r) for r in small.results) <= 400 < \
         sum(tokens(r.content) + result_overhead(r) for r in full.results)
     assert small.results[0].path == full.results[0].path and small.budget.dropped > 0
-    assert "max_tokens=150" in small.note(lambda hint: None) and "budget" in [n.kind for n in small.notes]
-    with pytest.raises(UsageError, match=r"must be between 100 and") as refused:
-        ask("retry", SearchOptions(max_tokens=5))
+    assert "max_tokens=400" in small.note(lambda hint: None) and "budget" in [n.kind for n in small.notes]
+    # The least budget taken is one the whole answer keeps (two helpers' answers at 100 used 243-352).
+    assert small.budget.used_tokens <= 400 and json_tokens(small.to_dict(lambda hint: None)) <= 400
+    for refused_budget in (5, 100, 399):
+        with pytest.raises(UsageError, match=r"must be between 400 and") as refused:
+            ask("retry", SearchOptions(max_tokens=refused_budget))
     assert refused.value.field == "max_tokens"
     session = service.Session()
     part = session.content(cb, "pkg/m0.py", None, None, max_tokens=100)
@@ -148,7 +153,7 @@ def test_a_trimmed_result_keeps_the_lines_whose_identifiers_hold_the_query_words
     assert "self.option_25 = option_25" in grepped[0].content and "keepalive" not in grepped[0].content
 
 
-@pytest.mark.parametrize("max_tokens", [100, 400, 6000])
+@pytest.mark.parametrize("max_tokens", [400, 1000, 6000])
 def test_a_window_of_a_long_line_is_never_united_with_the_chunk_below_it(tmp_path, codii_home, max_tokens):
     """A new user's 200,000-character line above `def tail()`: under a budget the window of its end was
     united with the function, and the result claimed line 2 as `tail` with the window's own columns (3,177-

@@ -147,7 +147,7 @@ def test_a_token_budget_keeps_the_line_a_place_names(searcher):
     assert f"undo_90 = amount - 90" in kept[0].content
     from codii_sql import service  # the search use case every face answers through, with its budget
 
-    answer = service.search(service.SearchRequest(query, SearchOptions(limit=3, max_tokens=120), [str(searcher.root)],
+    answer = service.search(service.SearchRequest(query, SearchOptions(limit=3, max_tokens=400), [str(searcher.root)],
                                                   db=str(searcher.store.path), update=False))
     assert answer.results[0].start_line <= line <= answer.results[0].end_line, \
         (answer.results[0].start_line, answer.results[0].end_line)

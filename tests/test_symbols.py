@@ -254,12 +254,14 @@ def test_mcp_outline_and_find_symbol(codii_home, tmp_path):
             assert [(f["path"], [ln["line"] for ln in f["lines"]]) for f in refs["files"]] == [("go/cache.go", [4, 9])]
             fitted = await call(s, "search_code", path=str(repo), query="send the request", max_tokens=500)
             assert fitted["budget"]["max_tokens"] == 500 and fitted["budget"]["used_tokens"] <= 500
-            least = await call(s, "search_code", path=str(repo), query="send the request", max_tokens=100)
-            assert len(least["results"]) == 1 and least["budget"]["used_tokens"] > 100  # the first stays, honestly told
+            least = await call(s, "search_code", path=str(repo), query="send the request", max_tokens=400)
+            assert least["results"] and least["budget"]["used_tokens"] <= 400  # the least budget taken is kept
+            refused = await s.call_tool("search_code", {"path": str(repo), "query": "send", "max_tokens": 100})
+            assert refused.is_error and "400" in refused.content[0].text, refused.content[0].text
             part = await call(s, "get_content", path=str(repo), file="py/session.py", start_line=1, max_tokens=100)
             assert len(part["content"]) <= 400  # the file is smaller: whole (the cut is tested in test_budget.py)
-            similar = await call(s, "find_similar_code", path=str(repo), file="py/session.py", max_tokens=100)
-            assert sum(len(r["content"]) // 4 + 30 for r in similar["results"]) <= 100 + 4 * len(similar["results"])
+            similar = await call(s, "find_similar_code", path=str(repo), file="py/session.py", max_tokens=400)
+            assert sum(len(r["content"]) // 4 + 30 for r in similar["results"]) <= 400 + 4 * len(similar["results"])
 
     asyncio.run(run())
 

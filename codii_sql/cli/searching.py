@@ -52,8 +52,8 @@ def _search_options(limit, mode, exts, glob, language, no_prior, group_by, reran
 @click.option("--rerank-model", type=click.Path(exists=True), default=None,
               help="Cross-encoder for --rerank: an ONNX file/folder or a Hugging Face BERT folder (implies --rerank).")
 @click.option("--max-tokens", type=int, default=None,
-              help="Fit the answer in about this many tokens (4 characters each): chunks trimmed to the lines around "
-                   "their matches, a file's overlapping chunks merged, the lowest results dropped; a note says what. "
+              help="Fit the answer in about this many tokens (4 characters each, at least 400): chunks trimmed to "
+                   "the lines around their matches, a file's overlapping chunks merged, the lowest results dropped; a note says what. "
                    "With --json, the answer is printed on one line, as the budget counts it.")
 @click.option("--grep", "grep_pattern", default=None, metavar="PATTERN",
               help="Only chunks holding a line this regex matches (as `codii-sql grep` finds them).")

@@ -21,7 +21,7 @@ from pydantic import Field, ValidationError
 
 from ..codebase import Codebase
 from ..errors import CodiiError, Remedy, UsageError
-from ..service import Session, find_codebase, open_codebase
+from ..service import MIN_TOKENS, Session, find_codebase, open_codebase
 from ..text import escaped, numbered_lines
 from .words import message, words
 
@@ -111,6 +111,11 @@ MaxTokensArg = Annotated[int | None, Field(ge=100, le=MAX_MAX_TOKENS, descriptio
     f"Fit the answer in about this many tokens (4 characters each); null: {DEFAULT_MAX_TOKENS:,}. Code is "
     "trimmed to the lines around what matched and the last items dropped; the note says what was cut and how "
     "to read the rest."))]
+#: The budget of a search's answer: its own fields and best lines take about 300 tokens (search.results.MIN_TOKENS).
+SearchTokensArg = Annotated[int | None, Field(ge=MIN_TOKENS, le=MAX_MAX_TOKENS, description=(
+    f"Fit the answer in about this many tokens (4 characters each), at least {MIN_TOKENS}; null: "
+    f"{DEFAULT_MAX_TOKENS:,}. Results are trimmed to the lines around what matched and the last ones dropped; the "
+    "note says what was cut and how to read the rest."))]
 #: The same budget for an answer that lists things (definitions, uses, codebases, paths).
 ListTokensArg = Annotated[int | None, Field(ge=100, le=MAX_MAX_TOKENS, description=(
     f"Fit the answer in about this many tokens (4 characters each); null: {DEFAULT_MAX_TOKENS:,}. Whole items "
@@ -235,5 +240,5 @@ def numbered(content: str, first_line: int, last_line: int | None = None) -> str
 
 
 __all__ = ["DEFAULT_MAX_TOKENS", "FileArg", "LineArg", "ListTokensArg", "MaxTokensArg", "OffsetArg", "MAX_SEARCH_LIMIT", "PathArg", "READ_ONLY", "SESSION", "SQLITE_MAX_INTEGER",
-           "agent_errors", "answer", "check_path", "codebase_at", "file_of", "is_shard_folder", "numbered",
-           "refuse_shard_folder", "server", "with_note"]
+           "SearchTokensArg", "agent_errors", "answer", "check_path", "codebase_at", "file_of", "is_shard_folder",
+           "numbered", "refuse_shard_folder", "server", "with_note"]

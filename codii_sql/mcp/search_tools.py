@@ -17,8 +17,8 @@ from .app import (
     SESSION,
     FileArg,
     LineArg,
-    MaxTokensArg,
     PathArg,
+    SearchTokensArg,
     agent_errors,
     answer,
     check_path,
@@ -69,7 +69,7 @@ def search_code(
     grep: Annotated[str | None, Field(max_length=1000, description="Keep only chunks holding a line this regular "
                                                                    "expression (Python re) matches, as grep_code "
                                                                    "finds them.")] = None,
-    max_tokens: MaxTokensArg = None,
+    max_tokens: SearchTokensArg = None,
 ) -> CallToolResult:
     opts = SearchOptions(limit=limit, mode=mode, exts=list(extensionFilter), glob=pathGlob or None, rerank=rerank,
                          language=language or None, role=role, group_by_file=group_by == "file", grep=grep or None,
@@ -108,7 +108,7 @@ def find_similar_code(
     start_line: LineArg = None,
     end_line: LineArg = None,
     limit: Annotated[int, Field(ge=1, le=MAX_SEARCH_LIMIT, description="Number of files returned.")] = 10,
-    max_tokens: MaxTokensArg = None,
+    max_tokens: SearchTokensArg = None,
 ) -> CallToolResult:
     cb = codebase_at(path)
     data, results = SESSION.similar(cb, file_of(path, cb, file), start_line, end_line, limit,

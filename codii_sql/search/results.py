@@ -13,8 +13,10 @@ MODES = ("hybrid", "bm25", "vector")
 #: The roles a file can have (ingest/roles.py classify, .gitattributes marks), as a filter names them.
 ROLES = ("source", "test", "docs", "config", "generated", "vendored", "data", "changelog")
 MAX_LIMIT = 200
-#: The max_tokens taken: at least one result's header and a few lines.
-MIN_TOKENS = 100
+#: The least max_tokens a search takes: the answer's own fields (query, codebase, member, notes, the budget's
+#: report) and its best result's first lines came to 243-352 tokens on httpx, rack, cobra and attrs, so an
+#: answer asked for in 100 (the old least) used about three times that (two helpers, separately).
+MIN_TOKENS = 400
 MAX_TOKENS = 1_000_000
 
 
@@ -126,7 +128,8 @@ class SearchOptions:
         if not 1 <= self.limit <= MAX_LIMIT:
             raise UsageError(f"must be between 1 and {MAX_LIMIT}", field="limit")
         if self.max_tokens is not None and not MIN_TOKENS <= self.max_tokens <= MAX_TOKENS:
-            raise UsageError(f"must be between {MIN_TOKENS} and {MAX_TOKENS:,}", field="max_tokens")
+            raise UsageError(f"must be between {MIN_TOKENS} and {MAX_TOKENS:,} (a search answer's own fields and "
+                             f"its best lines take about 300)", field="max_tokens")
         problem = next(filter(None, map(bad_extension, self.exts)), None)
         if problem is not None:
             raise UsageError(problem)
