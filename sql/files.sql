@@ -140,6 +140,11 @@ SELECT (SELECT count(*) FROM (SELECT 1 FROM vector_queue LIMIT (SELECT coalesce(
 -- chunks: every chunk; pending: those still waiting for their vector.
 SELECT (SELECT count(*) FROM chunks) AS chunks, (SELECT count(*) FROM vector_queue) AS pending;
 
+-- name: vector_queue_chars
+-- The text still waiting for vectors, in bytes of the files (about its characters): the vector phase's
+-- time left counts it down (integers of the chunk rows: no chunk's text is read).
+SELECT coalesce(sum(c.end_byte - c.start_byte), 0) FROM vector_queue q JOIN chunks c ON c.id = q.chunk_id;
+
 -- name: vector_queue_any
 -- 1 when some chunk waits for its vector (the queue's first row, not its count: the kernel's is 2.7M).
 SELECT EXISTS (SELECT 1 FROM vector_queue);

@@ -23,7 +23,7 @@ from codii_sql.ingest.indexer import Indexer
 from codii_sql.models.embedder import Embedder
 from codii_sql.search.results import SearchOptions
 from codii_sql.search.searcher import Searcher
-from codii_sql.service.status import vector_progress
+from codii_sql.service.vector_state import vector_progress
 from codii_sql.storage import queries
 from codii_sql.storage.store import Store
 
@@ -175,6 +175,31 @@ def test_vector_progress_states_and_eta():
     assert vector_progress({"vectors_error": "boom"}, counts, running=False) == \
         {"done": 60, "total": 100, "state": "pending", "error": "boom"}
     assert vector_progress({}, {"chunks": 5, "pending": 0}, running=False)["state"] == "complete"
+
+
+def test_the_time_left_for_vectors_counts_down_between_commits_by_the_text_left(tmp_path, codii_home, monkeypatch):
+    """A helper saw "11 s left" for 50 s, and the phase took a minute more: the time left moved only at a
+    commit of 512 chunks, and a rate in chunks, measured on a window's shortest chunks first, misjudged the rest."""
+    import time as clock
+
+    counts = {"chunks": 1000, "pending": 600}
+    now = clock.time()
+    meta = {"vectors_rate": 100.0, "vectors_char_rate": 2000.0, "vectors_pending_chars": 60_000,
+            "vectors_updated_at": now}
+    assert vector_progress(meta, counts, running=True)["eta_seconds"] == 30  # 60,000 characters at 2,000 a second
+    later = vector_progress({**meta, "vectors_updated_at": now - 12}, counts, running=True)
+    assert later["eta_seconds"] == 18  # counted down since the commit
+    assert vector_progress({**meta, "vectors_updated_at": now - 90}, counts, running=True)["eta_seconds"] == 1
+    # A real phase records the text it has left and its rate in characters at each commit.
+    repo = write_tree(tmp_path / "r", {f"m{i}.py": f"def f{i}(x):\n    return x * {i}\n" for i in range(6)})
+    assert run("build", repo, "--no-vectors").exit_code == 0
+    with Store(Codebase.open(repo).db_path, create=False) as store:
+        queued = store.value("vector_queue_chars")
+        assert queued == sum(len((repo / f"m{i}.py").read_text()) for i in range(6))
+    assert run("build", repo, "--vectors").exit_code == 0
+    with Store(Codebase.open(repo).db_path, create=False) as store:
+        meta = store.meta()
+        assert meta["vectors_pending_chars"] == 0 and meta["vectors_char_rate"] > 0
 
 
 def test_dry_run_says_what_a_build_would_do_and_writes_nothing(sample_repo, codii_home):

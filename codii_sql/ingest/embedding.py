@@ -55,33 +55,45 @@ def embed_queued(store: Store, embedder: Embedder, cache: EmbeddingCache | None,
     """
     counts = store.row("vector_counts")
     total, pending = counts["chunks"], counts["pending"]
-    rate = store.meta().get("vectors_rate")
+    meta = store.meta()
+    rate, char_rate = meta.get("vectors_rate"), meta.get("vectors_char_rate")
+    left_chars = store.value("vector_queue_chars") if pending else 0  # once: the queue's text, counted down
     while pending:
         window = _next_batch(store, sorted(set(prefer() if prefer is not None else ())), VECTOR_WINDOW)
         if not window:
             break
         window.sort(key=lambda r: len(r["content"]))
-        started, previous = time.perf_counter(), rate
+        started, previous, previous_chars, window_chars = time.perf_counter(), rate, char_rate, 0
         for start in range(0, len(window), VECTOR_BATCH):
             t = time.perf_counter()
             rows = window[start:start + VECTOR_BATCH]
             done = total - pending
             vectors = _vectors_for(store, embedder, cache, rows, report, reuse_index, batch_size or EMBED_STEP,
                                    lambda n, done=done: progress("vectors", done + n, total))
-            so_far = (start + len(rows)) / max(time.perf_counter() - started, 1e-6)
+            elapsed = max(time.perf_counter() - started, 1e-6)
+            chars = sum(len(r["content"]) for r in rows)
+            window_chars += chars
+            so_far, chars_so_far = (start + len(rows)) / elapsed, window_chars / elapsed
             # Until a first window ends, its own average so far is the best estimate there is.
             rate = so_far if previous is None else previous
+            char_rate = chars_so_far if previous_chars is None else previous_chars
             if start + len(rows) == len(window):
                 rate = so_far if previous is None else RATE_SMOOTHING * so_far + (1 - RATE_SMOOTHING) * previous
-            counts = _commit(store, embedder, rows, vectors, rate)
+                char_rate = (chars_so_far if previous_chars is None
+                             else RATE_SMOOTHING * chars_so_far + (1 - RATE_SMOOTHING) * previous_chars)
+            left_chars = max(0, left_chars - chars)
+            counts = _commit(store, embedder, rows, vectors, rate, char_rate, left_chars)
             total, pending = counts["chunks"], counts["pending"]
             report.phase_seconds["vectors"] += time.perf_counter() - t
             progress("vectors", total - pending, total)
 
 
-def _commit(store: Store, embedder: Embedder, rows: list[dict], vectors: dict[str, bytes], rate: float) -> dict:
+def _commit(store: Store, embedder: Embedder, rows: list[dict], vectors: dict[str, bytes], rate: float,
+            char_rate: float, left_chars: int) -> dict:
     """Write the vectors of those ``rows`` whose chunks still hold the embedded text, in one
-    transaction; returns the new ``vector_counts``.
+    transaction, with the phase's rates (chunks and characters a second) and the characters still queued
+    (status's time left: chunks go shortest first within a window, so a rate in chunks misjudged the
+    rest, and the count of chunks moves only at a commit); returns the new ``vector_counts``.
 
     Raises:
         IndexMismatchError: the index now holds another model's vectors (a forced rebuild).
@@ -100,7 +112,8 @@ def _commit(store: Store, embedder: Embedder, rows: list[dict], vectors: dict[st
         store.many("chunk_insert_vec", [{"id": r["id"], "embedding": vectors[r["text_hash"]]}
                                         for r in rows if r["id"] in wanted])
         store.many("vector_queue_done", [{"id": i} for i in wanted])
-        store.set_meta(vectors_rate=round(rate, 3), vectors_updated_at=time.time())
+        store.set_meta(vectors_rate=round(rate, 3), vectors_char_rate=round(char_rate, 1),
+                       vectors_pending_chars=left_chars, vectors_updated_at=time.time())
         return store.row("vector_counts")
 
 

@@ -10,7 +10,7 @@ from ..search.answer import Note, named_first
 from ..search.query import MAX_QUERY_TERMS, Analysis
 from ..search.results import sqlite_glob
 from ..storage.store import Store
-from .status import vector_progress
+from .vector_state import vector_progress
 
 
 def filter_note(store: Store, root: str, *, indexing: bool | Callable[[], bool] = False) -> Note | None:

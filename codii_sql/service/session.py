@@ -355,7 +355,7 @@ def _progress(st: dict, job: Job | None) -> dict:
 
 
 def _vectors(st: dict, job: Job | None) -> dict | None:
-    """The index's vector progress (:func:`vector_progress`), with a running in-process job's fresher
+    """The index's vector progress (:func:`~.vector_state.vector_progress`), with a running in-process job's fresher
     counts; ``waiting`` before a first build has committed anything; None with no index and no build."""
     alive = job is not None and job.alive
     if not st.get("vectors"):

@@ -18,6 +18,7 @@ from ..storage.lock import is_locked, vectors_running
 from ..storage.store import Store
 from .daemon import daemon_info
 from .embedders import recorded_embedder
+from .vector_state import vector_progress
 from .watchers import watchers
 
 
@@ -219,27 +220,6 @@ def _lexical_state(codebase: Codebase, store: Store) -> tuple[str, dict]:
         state = "failed"
         meta["error"] = meta.get("error") or "the indexing process stopped before it finished; run build again"
     return state, meta
-
-
-def vector_progress(meta: dict, counts: dict, *, running: bool, lexical: bool = False) -> dict:
-    """``{"done", "total", "state", ["eta_seconds"], ["error"]}``: chunks with a vector of all chunks.
-
-    ``state``: ``complete``; ``running`` (a vector phase holds the vector lock; ``eta_seconds``
-    from its measured rate); ``waiting`` (a lexical phase runs, ``lexical``: the vector phase
-    follows it); ``off`` (built with vectors off: BM25 and symbols only); else ``pending``
-    (the phase stopped or was left to a later build: ``error`` says why if it failed).
-    """
-    pending, total = counts["pending"], counts["chunks"]
-    off = meta.get("vectors_enabled") is False
-    state = ("running" if running and pending else "waiting" if lexical and not off
-             else "complete" if not pending else "off" if off else "pending")
-    out = {"done": total - pending, "total": total, "state": state}
-    rate = meta.get("vectors_rate")
-    if state == "running" and rate:
-        out["eta_seconds"] = round(pending / rate)
-    if state in ("running", "pending") and meta.get("vectors_error"):
-        out["error"] = meta["vectors_error"]
-    return out
 
 
 def _db_size(path: Path) -> int:
