@@ -20,14 +20,15 @@ from ..errors import Remedy, UsageError
 from ..ingest.config import size_cap
 from ..languages import detect_language
 from ..search.answer import Note
-from ..search.grep import (FILE_TIMEOUT_SECONDS, FileTimeout, GrepLine, as_text, collector_paused, count_lines,
+from ..search.grep import (FileTimeout, GrepLine, as_text, collector_paused, count_lines,
                            inverted_count, inverted_lines, matches_bytes, matching_lines, set_offsets, with_context)
 from ..search.grep_answer import GrepAnswer, GrepFile, cut_line
 from ..search.pattern import GrepPattern
 from ..search.results import ROLES
 from ..storage.store import Store
 from ..text import UTF16_BOMS, decode_kept, unpacked
-from . import boundary, grep_filter, grep_left_out, grep_split
+from . import boundary, grep_filter, grep_left_out, grep_notes, grep_split
+from .grep_notes import MAX_SLOW_FILES
 from .stored import not_stored, stored_lines
 from .status import committed_files, open_store, refuse_damaged, scan_rules
 
@@ -38,9 +39,6 @@ MAX_CONTEXT = 1_000_000
 #: around its first match (``max_columns``); a minified or data line would spend a budget alone, and a
 #: 200 KB line was sent whole by HTTP, or dropped whole by its token budget.
 SHOWN_LINE_CHARS = 300
-#: Files whose matching passes the per-file time bound before a grep stops reading: '(.|..)+!$' took
-#: 18.7 s on Flask and hours on the kernel, one bounded second a file at a time.
-MAX_SLOW_FILES = 5
 #: Roles in ``sort="role"`` order: the code people search for, then its tests, the rest after.
 ROLE_ORDER = {"source": 0, "test": 1, "docs": 2, "config": 3}
 
@@ -265,7 +263,7 @@ def _search(store: Store, meta: dict, codebase: Codebase, pattern: GrepPattern, 
             matched = {f.path for f in answer.files}
             answer.files = [GrepFile(r["path"], r["role"], r["language"], 0) for r in selected
                             if r["path"] not in matched]
-    answer.notes = notes + _notes(answer, pattern, has_tables, unpacked, codebase, request.limit, gaps_seen, unread)
+    answer.notes = notes + grep_notes.notes(answer, pattern, has_tables, unpacked, codebase, request.limit, gaps_seen, unread)
     if unreadable and codebase.alone:  # a new user's one damaged text failed every grep of the shard
         answer.notes.append(Note("grep", f"the stored text of {unreadable} files in this index is damaged and was not "
                                          f"searched (`codii-sql doctor --check-only --db {codebase.db_path}` names them)",
@@ -370,42 +368,3 @@ def _text(store: Store, codebase: Codebase, pattern: GrepPattern, row: dict, dis
     lines = stored_lines(codebase, row["path"])
     last = max(lines)
     return "\n".join(lines.get(n, "") for n in range(1, last + 1)) + "\n", not_stored(lines, 1, last)
-
-
-def _notes(answer: GrepAnswer, pattern: GrepPattern, has_tables: bool, unpacked: int, codebase: Codebase,
-           limit: int | None, gaps: bool, unread: bool) -> list[Note]:
-    """Why lines may be missing from ``answer``; ``unread``: the ``limit`` stopped the reading with candidate
-    files left (else every candidate was read and the counts are whole)."""
-    notes = []
-    if answer.nothing_selected:
-        notes.append(Note("grep", "the globs, types or roles given leave no indexed file to search",
-                          "a glob holding '/' is read from the folder grep runs in; `codii-sql status --skipped` "
-                          "lists the files the index leaves out"))
-    if pattern.scans:
-        notes.append(Note("grep", "no pattern has a literal of 3 or more characters that every match holds, so every "
-                                  "indexed file is a candidate (no trigram narrowed them)"))
-    if not has_tables:
-        notes.append(Note("grep", "this index has no trigram table (made before grep existed): its chunks' stored "
-                                  "lines were read, and lines no chunk holds were not searched"))
-    elif unpacked:
-        notes.append(Note("grep", f"{unpacked} files have no trigram row yet (indexed before grep existed) and were "
-                                  "read whole; the next build adds their rows"))
-    if answer.timed_out:
-        shown = ", ".join(answer.timed_out[:5]) + (" ..." if len(answer.timed_out) > 5 else "")
-        notes.append(Note("grep", f"the pattern took over {FILE_TIMEOUT_SECONDS:g} s on {len(answer.timed_out)} files, "
-                                  f"whose matches are not counted: {shown}",
-                          "simplify the pattern: Python's engine backtracks where rg's does not, on nested repeats "
-                          "such as (a+)+ and on a repeat before an anchor over a long line (\\w+$)"))
-    if gaps or (codebase.alone and not has_tables):
-        notes.append(Note("grep", "lines the index does not store were not searched (not_stored lists them)"))
-    if len(answer.timed_out) >= MAX_SLOW_FILES:
-        notes.append(Note("grep", f"stopped after the pattern passed the time bound on {MAX_SLOW_FILES} files: the "
-                                  "counts cover the files read so far", "simplify the pattern"))
-    elif answer.truncated and unread:
-        notes.append(Note("grep", f"stopped at the limit of {limit:,} matching lines: {answer.matched_lines:,} "
-                                  f"counted in the {answer.files_read:,} files read, the rest not read",
-                          "ask with a higher limit, or narrow the paths or globs"))
-    elif answer.truncated and limit is not None:  # every candidate read: the counts are whole, only the lines cut
-        notes.append(Note("grep", f"{limit:,} of the {answer.matched_lines:,} matching lines shown (the limit); "
-                                  f"every candidate file was read", "ask with a higher limit to see them all"))
-    return notes
