@@ -14,7 +14,7 @@ MAX_SLOW_FILES = 5
 
 
 def notes(answer: GrepAnswer, pattern: GrepPattern, has_tables: bool, unpacked: int, codebase: Codebase,
-           limit: int | None, gaps: bool, unread: bool) -> list[Note]:
+          limit: int | None, gaps: bool, unread: bool) -> list[Note]:
     """Why lines may be missing from ``answer``; ``unread``: the ``limit`` stopped the reading with candidate
     files left (else every candidate was read and the counts are whole)."""
     notes = []
