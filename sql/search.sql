@@ -45,7 +45,8 @@
 --   :role         a file role (source, test, docs, config...: ingest/roles.py) whose files alone are kept, or NULL
 --   :chunk_ids    JSON array of the chunk ids alone kept (search --grep: the chunks holding a matching line), or NULL
 --   :role_weights JSON object role -> multiplier ('{"test": 0.5}'), or NULL for none; a licence
---                 header chunk (kind 'license') takes the role 'license' here
+--                 header chunk (kind 'license') takes the role 'license' here, a preamble of imports
+--                 (kind 'imports', ingest/chunking/imports.py) the role 'imports'
 --   :names :tails :paths  JSON arrays (lower case, query.py named_in_query) of identifiers
 --                 (`console.print`, `print`), last parts of dotted ones (`print`) and file paths
 --                 or names named in the query; a candidate whose symbol, symbol tail or path
@@ -286,7 +287,7 @@ named AS MATERIALIZED (  -- once per row: scored reads each flag several times
                                          - coalesce(match IN (1, 2) AND stub, 0) END AS symbol_tier,
            coalesce(match = 0 OR demoted, 0) AS tail_named, path_tier
     FROM (SELECT *, coalesce(folded, 0) AND max(coalesce(match >= 1 AND NOT folded, 0)) OVER () AS demoted
-    FROM (SELECT pool.id, c.file_id, c.symbol, c.start_line, c.end_line, CASE WHEN c.kind = 'license' THEN 'license' ELSE f.role END AS role,
+    FROM (SELECT pool.id, c.file_id, c.symbol, c.start_line, c.end_line, CASE WHEN c.kind IN ('license', 'imports') THEN c.kind ELSE f.role END AS role,
                  c.path GLOB '*.pyi' OR c.path GLOB '*.d.ts' OR c.path GLOB '*.d.[cm]ts' AS stub,
                  c.kind IN ('function', 'method') AS body,
                  coalesce((SELECT 3 FROM json_each(:placed) pl WHERE pl.value = pool.id),

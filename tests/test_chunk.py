@@ -53,20 +53,20 @@ def kinds_and_symbols(chunks: list[Chunk]) -> list[tuple[int, str, str | None]]:
 # chunk, tiny neighbours are merged (e.g. the imports into the first definition).
 EXPECTED_AT_64 = {
     "sample.py": [(1, "function", "top"), (11, "class", "Foo"), (19, "function", "g")],
-    "sample.js": [(1, "module", None), (3, "function", "add"), (10, "function", "mul"),
+    "sample.js": [(1, "imports", None), (3, "function", "add"), (10, "function", "mul"),
                   (11, "function", "handler"), (15, "class", "Greeter"), (27, "function", "gen"),
                   (28, "module", None)],
-    "sample.ts": [(1, "module", None), (3, "class", "Shape"), (9, "class", "Circle"),
+    "sample.ts": [(1, "imports", None), (3, "class", "Shape"), (9, "class", "Circle"),
                   (19, "function", "makeCircle"), (23, "function", "double"),
                   (25, "class", "Color"), (27, "function", "inner"), (29, "class", "A")],
     "sample.tsx": [(1, "module", None), (5, "function", "Counter"), (8, "function", "Counter"),
                    (11, "function", "Title"), (13, "class", "Panel")],
     "sample.go": [(1, "class", "Server"), (15, "method", "Server.Start"),
                   (21, "method", "Server.Addr"), (23, "function", "New")],
-    "sample.rs": [(1, "module", None), (3, "class", "Point"), (9, "class", "Point"),
+    "sample.rs": [(1, "imports", None), (3, "class", "Point"), (9, "class", "Point"),
                   (16, "class", "Point"), (22, "class", "Shape"), (26, "class", "Kind"),
                   (28, "function", "main"), (33, "function", "it_works"), (37, "macro", "m")],
-    "sample.java": [(1, "module", None), (5, "class", "UserRepo"), (12, "method", "UserRepo.find"),
+    "sample.java": [(1, "imports", None), (5, "class", "UserRepo"), (12, "method", "UserRepo.find"),
                     (18, "method", "UserRepo.UserRepo"), (20, "class", "UserRepo.Listener"),
                     (22, "class", "UserRepo.State"), (25, "class", "Pair")],
     "sample.c": [(1, "module", None), (5, "class", "node"), (10, "class", "point_t"),
@@ -78,10 +78,10 @@ EXPECTED_AT_64 = {
                   (17, "method", "User.User"), (20, "class", "IRepo"), (21, "class", "Pt"),
                   (22, "class", "Color")],
     "sample.rb": [(1, "class", "Billing"), (19, "function", "helper")],
-    "sample.php": [(1, "module", None), (6, "class", "UserController"),
+    "sample.php": [(1, "imports", None), (6, "class", "UserController"),
                    (14, "method", "UserController.show"), (21, "function", "helper"),
                    (25, "class", "Repo"), (26, "class", "T")],
-    "sample.kt": [(1, "module", None), (5, "class", "Shape"), (10, "class", "Circle"),
+    "sample.kt": [(1, "imports", None), (5, "class", "Shape"), (10, "class", "Circle"),
                   (19, "class", "Registry"), (23, "function", "main")],
     "sample.swift": [(1, "class", "Shape"), (8, "class", "Circle"), (19, "class", "Box"),
                      (24, "class", "Circle"), (28, "class", "Kind"), (30, "function", "main")],
@@ -256,7 +256,7 @@ def test_multibyte_text_before_a_function():
 def test_crlf_line_endings():
     text = "import os\r\n\r\ndef f(x):\r\n    return x\r\n\r\nclass A:\r\n    pass\r\n"
     chunks = chunk_text(text, "python", max_tokens=12)
-    assert kinds_and_symbols(chunks) == [(1, "module", None), (3, "function", "f"),
+    assert kinds_and_symbols(chunks) == [(1, "imports", None), (3, "function", "f"),
                                          (6, "class", "A")]
     assert chunks[1].content == "def f(x):\r\n    return x\r\n"
     assert_valid(text, chunks, 12, ast=True)
@@ -680,3 +680,33 @@ def test_a_line_the_tokenizer_counts_as_one_word_is_still_cut(line):
     assert max(len(c.content) for c in chunks) <= 240 * MAX_CHARS_PER_PIECE + 8
     assert "".join(c.content for c in chunks if c.start_line == 1).strip() == f"X = '{line}'"  # nothing lost
     assert any("def after" in c.content for c in chunks)
+
+
+@pytest.mark.parametrize(("language", "text", "kind"), [
+    ("ruby", "# frozen_string_literal: true\n\nrequire 'time'\nrequire_relative 'utils'\n", "imports"),
+    ("python", '"""Doc."""\nimport json\nfrom typing import Any\n', "module"),  # a docstring is code, not an import
+    ("python", "# A comment.\nimport json\nfrom os import path as p\n", "imports"),
+    ("go", 'package gin\n\nimport (\n\t"fmt"\n\tjson "encoding/json"\n)\n', "imports"),
+    ("c", "#include <stdio.h>\n#include \"dict.h\"\n", "imports"),
+    ("c", "#include <stdio.h>\n#define MAX_LEN 64\n", "module"),  # a macro is code
+    ("javascript", "'use strict';\nconst fs = require('fs');\nimport { a } from './a.js';\n", "imports"),
+    ("rust", "use std::fmt;\npub use crate::de::Visitor;\nmod util;\n", "imports"),
+    ("java", "package org.example;\n\nimport java.util.List;\n", "imports"),
+    ("csharp", "using System;\nusing System.Linq;\nnamespace Shop.Cart;\n", "imports"),
+    ("php", "<?php\nnamespace Symfony\\Console;\nuse Symfony\\Component\\Foo;\n", "imports"),
+    ("javascript", "const fs = require('fs');\nconst x = compute(fs);\n", "module"),
+])
+def test_a_preamble_that_only_imports_is_a_chunk_of_kind_imports(language, text, kind):
+    """An agent's stand-in on rack: "constant time string comparison" ranked three files' `# frozen_string_literal`
+    + `require 'time'` chunks #3-#5: a module chunk that only imports now has a kind the ranking weighs low."""
+    from codii_sql.ingest.chunking.imports import only_imports
+
+    assert only_imports(text, language) == (kind == "imports")
+    body = {"ruby": "module Rack\n  def self.x\n    1\n  end\nend\n", "python": "def f():\n    return 1\n",
+            "go": "func F() int {\n\treturn 1\n}\n", "c": "int f(void) {\n  return 1;\n}\n",
+            "javascript": "function f() {\n  return 1;\n}\n", "rust": "fn f() -> i32 {\n    1\n}\n",
+            "java": "class A {\n  int f() { return 1; }\n}\n", "csharp": "class A {\n  int F() { return 1; }\n}\n",
+            "php": "function f() {\n  return 1;\n}\n"}[language]
+    filler = "".join(f"{'#' if language in ('ruby', 'python') else '//'} note {i}: filler line of words\n" for i in range(30))
+    chunks = chunk_text(text + "\n" + filler + body, language, max_tokens=64)
+    assert chunks[0].kind == kind, [(c.start_line, c.kind, c.symbol) for c in chunks]

@@ -27,15 +27,16 @@ KNN_BY_BEST_SHAPES = frozenset({"mixed", "natural"})
 #: halving docs/tests/non-source scores lifts file Acc@1 0.13 -> 0.39. A query that names a
 #: test or doc file still finds it: the prior only reorders near-ties.
 #: A licence header (chunk kind ``license``, any file) weighs as data: it names no behaviour, yet
-#: its words ("warranty", "permission", "use") matched questions on brotli.
+#: its words ("warranty", "permission", "use") matched questions on brotli. So does a preamble of imports
+#: (chunk kind ``imports``): rack's `require 'time'` chunks ranked #3-#5 for "constant time string comparison".
 ROLE_WEIGHTS = {"source": 1.0, "test": 0.6, "docs": 0.6, "config": 0.5, "generated": 0.5, "vendored": 0.5,
-                "data": 0.5, "license": 0.5, "changelog": 0.5}
+                "data": 0.5, "license": 0.5, "changelog": 0.5, "imports": 0.5}
 #: The prior for long queries (issue reports, stack traces), which nearly always ask which
 #: source file to change. Tuned on 70 SWE-bench dev issues (hybrid NDCG@10 0.677 -> 0.702,
 #: Acc@k unchanged) and checked on the 57 held-out Sphinx issues (BM25: Acc@5 0.439 -> 0.544,
 #: NDCG@10 0.388 -> 0.448). A file the query names still gets NAME_BOOST.
 LONG_QUERY_ROLE_WEIGHTS = {"source": 1.0, "test": 0.4, "docs": 0.4, "config": 0.3, "generated": 0.3,
-                           "vendored": 0.3, "data": 0.3, "license": 0.3, "changelog": 0.3}
+                           "vendored": 0.3, "data": 0.3, "license": 0.3, "changelog": 0.3, "imports": 0.3}
 #: Results by file (``group_by_file``): a file's score is its best chunk's plus this times its second
 #: best chunk's, among the chunks fetched: a file that matches in two places beats one that matches
 #: once about as well (a large module such as axios's lib/adapters/http.js fell below files with one

@@ -36,6 +36,7 @@ Rules (all sizes in word pieces of the embedding model, see :mod:`codii_sql.word
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 import tree_sitter
@@ -45,6 +46,7 @@ from ...models import wordpiece
 from .cmacros import hide_attribute_macros, macro_call_spans
 from .declarations import DECLARATIONS, kind_of
 from .grammars import GRAMMARS, Grammar
+from .imports import only_imports
 from .layout import Chunk, ChunkSizes, Definition, Layout, Lines, Piece, TokenCounter
 from .nodes import Span, capture, field_name, last_row, parser_for
 from .rustmacros import macro_body_spans
@@ -323,7 +325,8 @@ def _chunk(text: str, language: str | None, max_tokens: int, count_tokens: Token
     if language in AST_LANGUAGES:
         try:
             pieces, outline = _ast_pieces(layout, language, declared)
-            return layout.chunks(pieces), outline
+            return [dataclasses.replace(c, kind="imports") if c.kind == "module" and c.symbol is None
+                    and only_imports(c.content, language) else c for c in layout.chunks(pieces)], outline
         except RecursionError:
             pass  # pathological nesting: line windows below still index the file
     return layout.chunks(layout.text_windows()), []

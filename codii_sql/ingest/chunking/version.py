@@ -28,5 +28,6 @@
 #: 15: C and C++ attribute macros in a declaration's head (``static inline __alloc_size(1) void *f(``) are
 #: hidden from the parser, whose error recovery lost the definitions after them (see :mod:`.cmacros`).
 #: 16: a ``/** ... */`` doc comment a blank line above its definition belongs to it (commander's JSDoc style:
-#: each comment was a chunk of its own, labelled with the class).
+#: each comment was a chunk of its own, labelled with the class); a module chunk that only imports is of kind
+#: ``imports`` (:mod:`.imports`).
 CHUNKER_VERSION = 16
