@@ -20,8 +20,7 @@ class Chunk:
         end_line: last line, 1-based inclusive.
         start_byte: offset of the first byte in ``text.encode("utf-8")``, inclusive.
         end_byte: offset in the same bytes, exclusive.
-        kind: ``function``, ``method``, ``class``, ``module``, ``imports`` (a module chunk that only imports,
-            see :mod:`.imports`), ``section``, ``license`` or ``text``.
+        kind: ``function``, ``method``, ``class``, ``module``, ``imports`` (:mod:`.imports`), ``section``, ``license`` or ``text``.
         symbol: qualified name (``Session.resolve_redirects``, Markdown ``Install > Linux``)
             or ``None`` for module-level code and text windows.
         content: the file's lines ``start_line..end_line`` with their line breaks, i.e.
