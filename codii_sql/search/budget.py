@@ -115,9 +115,9 @@ def fit(results: list[Result], terms: list[str], max_tokens: int,
     fair share allows (a chunk with none keeps the lines from the one naming its symbol, or its first that is
     more than punctuation), never fewer than :data:`MIN_RESULT_TOKENS`, and never less than that line whole
     while what is left holds it; results that no longer fit are dropped, a lower one whose line only a cut
-    would fit too, but the first always stays, cut to the budget. With ``lines_of`` (a search's ``--grep``, compiled as grep compiles it), the
-    lines it matches are kept (a new user's grep hit, line 182, was cut for lines 175-180 that held the
-    query's words).
+    would fit too, but the first always stays, cut to the budget. With ``lines_of`` (a search's ``--grep``,
+    compiled as grep compiles it), the lines it matches are kept (a new user's grep hit, line 182, was cut
+    for lines 175-180 that held the query's words).
     """
     report = BudgetReport(max_tokens)
     whole = reserved + sum(result_tokens(r) for r in results)
