@@ -201,3 +201,33 @@ def test_an_index_made_by_older_rules_is_brought_up_to_them_though_no_file_chang
     time.sleep(RACY_SECONDS + 0.1)
     service.build(cb, vectors=False)
     assert unchanged_since_build(cb, vectors=False)
+
+
+def test_a_large_index_of_an_older_chunker_answers_as_it_is_while_a_background_build_re_chunks_it(
+        tmp_path, codii_home, monkeypatch):
+    """Above INLINE_RECHUNK_FILES, a search after an upgrade no longer waits for the whole re-chunk (the kernel's:
+    15 min): it answers from the index as it is, says so, and a real background build (a process of its own)
+    brings the index to the running chunker."""
+    import codii_sql.service.builds as builds
+    from codii_sql.ingest.chunking.version import CHUNKER_VERSION
+
+    root = write_tree(tmp_path / "repo", {f"m{i}.py": f"def handler_{i}():\n    return {i}\n" for i in range(6)})
+    cb = Codebase.open(root)
+    service.build(cb, vectors=False)
+    with open_store(cb) as store, store.transaction():
+        store.set_meta(chunker_version=CHUNKER_VERSION - 1)
+    monkeypatch.setattr(builds, "INLINE_RECHUNK_FILES", 4)
+    monkeypatch.setenv("CODII_SQL_BACKGROUND", "1")
+    answer = service.search(service.SearchRequest("handler_3", service.SearchOptions(limit=1), [str(root)]))
+    assert answer.results[0].path == "m3.py"
+    assert any("chunked by an older version" in n.what and "6 files" in n.what for n in answer.notes), answer.notes
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        with open_store(cb) as store:
+            if store.meta().get("chunker_version") == CHUNKER_VERSION and service.daemon_info(cb) is None:
+                break
+        time.sleep(0.5)
+    with open_store(cb) as store:
+        assert store.meta()["chunker_version"] == CHUNKER_VERSION and store.meta()["status"] == "indexed"
+    later = service.search(service.SearchRequest("handler_3", service.SearchOptions(limit=1), [str(root)]))
+    assert not any("older version" in n.what for n in later.notes)

@@ -21,6 +21,7 @@ from ..errors import (
     Remedy,
     UsageError,
 )
+from ..ingest.chunking.version import CHUNKER_VERSION
 from ..ingest.config import history_bound, load_config
 from ..ingest.report import BuildReport, Progress
 from ..search.answer import Note
@@ -203,6 +204,8 @@ def ensure_index(codebase: Codebase, *, update: bool = True, progress: Progress 
         raise UsageError(f"{codebase.root} is not indexed and holds {len(inner)} indexed codebases ({shown})",
                          f"search one of them, or several as a workspace (`codii-sql workspace add NAME ...`), or "
                          f"index the whole folder with `codii-sql build {codebase.root}`")
+    if exists and (note := _rechunked_aside(codebase)) is not None:
+        return note
     if exists and unchanged_since_build(codebase, vectors=vectors):
         # Every stat the last build's scan saw is as it was: the walk is spared (the kernel's 86k
         # files: 1.0-1.3 s of a 1.8 s CLI symbol call, docs/benchmarks.md "Kernel").
@@ -230,6 +233,30 @@ def ensure_index(codebase: Codebase, *, update: bool = True, progress: Progress 
             raise
         return Note("update", f"the edited chunks wait for their vectors ({err.what}): they rank by BM25 alone")
     return Note("update", "; ".join(warnings)) if warnings else None
+
+
+#: Files from which an index made by an older chunker is re-chunked by a background build while searches
+#: answer from it as it is: the kernel's 86k files take 15 min (docs/benchmarks.md "Thirteenth round"),
+#: which a search after an upgrade waited for. Below, the search re-chunks first (about 3 ms a file).
+INLINE_RECHUNK_FILES = 3000
+
+
+def _rechunked_aside(codebase: Codebase) -> Note | None:
+    """When ``codebase``'s index was chunked by older rules and holds more than :data:`INLINE_RECHUNK_FILES`
+    files: a note that a background build re-chunks it (started now unless one runs), else None (the caller
+    updates the index itself, re-chunking it if it must)."""
+    snapshot = inspect(codebase)["snapshot"]
+    files = snapshot.get("files") or 0
+    if snapshot.get("chunker_version") in (None, CHUNKER_VERSION) or files <= INLINE_RECHUNK_FILES \
+            or not background_allowed():
+        return None
+    if daemon_info(codebase) is None:
+        try:
+            start_daemon(codebase, [])
+        except (DaemonRunningError, BuildFailedError):
+            return None
+    return Note("indexing", f"this index was chunked by an older version of codii-sql: a background build "
+                            f"re-chunks its {files:,} files, and results come from it as it is meanwhile")
 
 
 def pending_build(path: str | None, db: str | None) -> tuple[Path, str | None] | None:
