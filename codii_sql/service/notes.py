@@ -79,6 +79,8 @@ def vectors_note(store: Store, root: str, *, running: bool, mode: str, alone_db:
     # With no vector at all the searcher answers vector mode by BM25 (nothing to compare an embedding with).
     blind = "" if mode != "vector" else "; vector mode cannot find them" if done else \
         "; with no vector in the index, vector mode answered by BM25"
+    if store.value("vectors_pending_many"):  # Searcher._nothing_close then never says no_good_match (a helper)
+        blind += "; while so many lack one, no_good_match cannot tell a poor answer from a good one"
     if progress["state"] == "running":
         eta = progress.get("eta_seconds")
         left = f", about {eta // 60} min {eta % 60} s to go" if eta else ""
