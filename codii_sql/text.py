@@ -293,6 +293,17 @@ def term_spans(text: str, terms: list[str]) -> list[tuple[int, int]]:
     return spans
 
 
+def terms_held(text: str, terms: list[str]) -> set[str]:
+    """The query ``terms`` (lower-case words) that ``text`` holds, as :func:`term_spans` finds them: a line
+    holding ``$host`` and ``trustedHosts`` holds one term of "Untrusted Host", not two."""
+    words = [t for t in terms if t]
+    held = set()
+    for a, b in term_spans(text, words):
+        part = text[a:b].lower()
+        held.update(w for w in words if part == w or _like(part, w))
+    return held
+
+
 def _like(word: str, term: str) -> bool:
     """``word`` is ``term`` or a form of it: they share all but the last 3 letters of the longer,
     and at least 4 (``retries``/``retry``, ``attempts``/``attempt``; not ``par``/``parse``). An

@@ -62,6 +62,32 @@ def test_a_results_best_line_is_whole_where_the_budget_holds_it_and_a_lower_one_
         assert all(r.start_column is None for r in out), (budget, out)  # no line of any result cut
 
 
+def test_a_trim_starts_at_the_line_holding_most_query_terms_not_most_spellings_of_one():
+    """A helper's "Untrusted Host" (symfony's Request.getHost) kept `if (\\in_array($host, self::$trustedHosts))`
+    (host, Hosts: one term twice) and never showed the line raising 'Untrusted Host "%s".'."""
+    body = ["    public function getHost(): string", "    {", "        $host = $this->headers->get('HOST');",
+            "        if (\\in_array($host, self::$trustedHosts)) {", "            return $host;", "        }",
+            *[f"        $step{i} = $this->compute({i});" for i in range(20)],
+            "        throw new SuspiciousOperationException(sprintf('Untrusted Host \"%s\".', $host));", "    }"]
+    out, _ = fit([_r("Request.php", 1227, body), _r("z.py", 1, ["x = 1"] * 80)], ["untrusted", "host"], 200)
+    assert any("Untrusted Host" in line for line in content_lines(out[0].content)), out[0].content
+
+
+def test_a_lower_result_whose_matching_line_does_not_fit_whole_is_cut_around_its_match_not_dropped():
+    """A helper's monolog "could not be opened in append mode" at 400 lost #2, StreamHandler.write, whose line
+    raising that message did not fit whole, while #3 was kept."""
+    first = _r("a.php", 1, [f"    $step{i} = compute({i});" for i in range(30)])
+    raising = "            throw new \\UnexpectedValueException(sprintf('The stream or file \"%s\" could not be " \
+              "opened in append mode: ' . $this->errorMessage, $this->url) . Utils::getRecordMessageForException($record));"
+    second = _r("StreamHandler.php", 144, ["        if (!is_resource($this->stream)) {", raising, "        }"], 0.9)
+    third = _r("c.php", 1, ["    $other = append();"], 0.5)
+    for budget in (200, 230, 260):
+        out, report = fit([first, second, third], ["opened", "append", "mode"], budget)
+        assert [r.path for r in out][:2] == ["a.php", "StreamHandler.php"], (budget, [r.path for r in out])
+        assert "append mode" in out[1].content, (budget, out[1].content)
+        assert "(lower-ranked)" in (report.note() or "dropped (lower-ranked)")
+
+
 def test_max_tokens_on_a_real_search_and_get_content(tmp_path, codii_home):
     files = {f"pkg/m{i}.py": "".join(f"def handler_{i}_{j}(request):\n    \"\"\"Retry request {i}.{j} with backoff.\"\"\"\n"
                                      f"    return request.retry({j})\n\n\n" for j in range(12)) for i in range(6)}

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..text import content_lines, numbered_lines, term_spans
+from ..text import content_lines, numbered_lines, term_spans, terms_held
 from .results import Result
 
 if TYPE_CHECKING:
@@ -93,7 +93,7 @@ class BudgetReport:
         parts = [f"{n} {what}" for n, what in ((self.trimmed, "trimmed to the lines around their matches "
                                                                  f"(a line cut short ends in '{CUT_MARK.strip()}')"),
                                                 (self.merged, "merged with an overlapping chunk of their file"),
-                                                (self.dropped, "dropped (the lowest)")) if n]
+                                                (self.dropped, "dropped (lower-ranked)")) if n]
         return f"to fit max_tokens={self.max_tokens} (~{self.used_tokens} used): {', '.join(parts)}"
 
 
@@ -115,7 +115,8 @@ def fit(results: list[Result], terms: list[str], max_tokens: int,
     fair share allows (a chunk with none keeps the lines from the one naming its symbol, or its first that is
     more than punctuation), never fewer than :data:`MIN_RESULT_TOKENS`, and never less than that line whole
     while what is left holds it; results that no longer fit are dropped, a lower one whose line only a cut
-    would fit too, but the first always stays, cut to the budget. With ``lines_of`` (a search's ``--grep``,
+    would fit too when that line matches nothing (one that matches is cut around its match), but the first
+    always stays, cut to the budget. With ``lines_of`` (a search's ``--grep``,
     compiled as grep compiles it), the lines it matches are kept (a new user's grep hit, line 182, was cut
     for lines 175-180 that held the query's words).
     """
@@ -139,8 +140,9 @@ def fit(results: list[Result], terms: list[str], max_tokens: int,
         at = at if _by_line(r) else None
         # A result's best line is shown whole where what is left holds it: a helper's first result was cut to
         # columns 2-78 of its 89 while two weaker one-line results were kept, and a third was cut by 7 of 80.
-        need = overhead + json_tokens(_joined([(content_lines(r.content) or [""])[_focus(r, words, at, lines_of)[1]]]))
-        if out and need > left:  # only cut short it would show a part of a line: the room goes to the next
+        hits, best = _focus(r, words, at, lines_of)
+        need = overhead + json_tokens(_joined([(content_lines(r.content) or [""])[best]]))
+        if out and need > left and not hits:  # a part of a line matching nothing: the room goes to the next
             report.dropped += 1
             continue
         share = max(share, min(need, left))
@@ -235,6 +237,8 @@ def _cut_line(r: Result, line: str, words: list[str], budget: int, index: int,
     found = lines_of.search(line) if lines_of is not None else None
     hit = found.span() if found else next(iter(term_spans(line, words)), None)
     start = 0 if hit is None else max(0, min(hit[0] - keep // 4, len(line) - keep))
+    if 0 < start < (hit[0] if hit else 0) and line[start - 1].isalnum():  # not from the middle of a word
+        start = next((i for i in range(start, hit[0]) if not line[i].isalnum()), start)
     part = line[start:start + keep]
     content = part + (CUT_MARK if start + keep < len(line) else "") + "\n"
     first = (r.start_column or 1) + start
@@ -260,8 +264,9 @@ def _focus(r: Result, words: list[str], at: int | None, lines_of: regex.Pattern 
 
 def _most_words(lines: list[str], words: list[str], hits: list[int]) -> int:
     """Of the lines ``hits``, the first holding the most distinct query ``words`` (httpx: `keepalive_expiry`,
-    not `max_keepalive_connections`)."""
-    held = {i: len({lines[i][a:b].lower() for a, b in term_spans(lines[i], words)}) for i in hits}
+    not `max_keepalive_connections`); distinct as terms, not as spellings (a helper's "Untrusted Host" kept
+    `$host ... $trustedHosts`, two spellings of one term, above the line raising the message)."""
+    held = {i: len(terms_held(lines[i], words)) for i in hits}
     return max(hits, key=lambda i: (held[i], -i))
 
 
