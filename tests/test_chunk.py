@@ -231,7 +231,7 @@ def test_a_doc_comment_a_blank_line_above_its_definition_is_still_its_own():
     assert not chunk_named(chunks, "first").content.startswith("/**")  # the file's opening comment is the file's
     java = "class A {\n  int x;\n\n  /** Finds a user. */\n\n  User find(int id) {\n    return null;\n  }\n}\n"
     outline = definitions(java, "java")[0].children
-    assert [(d.symbol, d.first) for d in outline] == [("A.find", 3)], [(d.symbol, d.first) for d in outline]
+    assert [(d.symbol, d.first) for d in outline] == [("A.x", 1), ("A.find", 3)], [(d.symbol, d.first) for d in outline]
     assert_valid(text, chunks, 64, ast=True)
 
 

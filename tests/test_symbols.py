@@ -410,6 +410,36 @@ DECLARED = {
 }
 
 
+def test_members_no_chunk_is_named_after_are_symbols_in_csharp_php_and_java(tmp_path, codii_home):
+    """An agent's stand-in found nothing for pythonnet's `PythonEngine.IsInitialized` (a property) and
+    `PyObject.Handle`, monolog's `Logger::DEBUG`, symfony's `Response::HTTP_NOT_FOUND` or jpype's
+    `ModifierCode.value`; C# operators were missing from outlines and finalizers named as constructors."""
+    repo = write_tree(tmp_path / "repo", {
+        "PythonEngine.cs": "namespace Python.Runtime {\n    public class PythonEngine {\n"
+                           "        public static bool IsInitialized { get { return initialized; } }\n"
+                           "        public const int Version = 3;\n        private int count = 0;\n"
+                           "        public static bool operator ==(PythonEngine a, PythonEngine b) => true;\n"
+                           "        ~PythonEngine() { }\n        PythonEngine() { }\n    }\n}\n",
+        "Logger.php": "<?php\nclass Logger\n{\n    public const DEBUG = 100;\n    protected string $name;\n"
+                      "    public function log() { $local = 1; }\n}\n",
+        "ModifierCode.java": "enum ModifierCode {\n    PUBLIC(1);\n    final public int value;\n"
+                             "    void f() { int local = 2; }\n}\n"})
+    cb = service.open_codebase(repo)
+    service.build(cb, vectors=False)
+    want = {"PythonEngine.IsInitialized": ("PythonEngine.cs", "variable", 3),
+            "PythonEngine.Version": ("PythonEngine.cs", "constant", 4), "count": ("PythonEngine.cs", "variable", 5),
+            "Logger::DEBUG": ("Logger.php", "constant", 4), "Logger.name": ("Logger.php", "variable", 5),
+            "ModifierCode.value": ("ModifierCode.java", "variable", 3),
+            "ModifierCode.PUBLIC": ("ModifierCode.java", "constant", 2)}
+    for name, (path, kind, line) in want.items():
+        found = service.find_symbol(cb, name)["definitions"]
+        assert [(d["path"], d["kind"], d["start_line"]) for d in found] == [(path, kind, line)], (name, found)
+    assert service.find_symbol(cb, "local")["definitions"] == []
+    members = [s["symbol"] for s in service.outline(cb, "PythonEngine.cs")["symbols"][0]["children"]]
+    assert "PythonEngine.operator ==" in members and "PythonEngine.~PythonEngine" in members, members
+    assert members.count("PythonEngine.PythonEngine") == 1
+
+
 def test_macros_type_aliases_and_constants_are_symbols_and_in_outlines(tmp_path, codii_home, monkeypatch):
     """A fresh user looked up cJSON_bool, ZodTypeAny, abortIndex, RRF_K... and found nothing: they are
     declarations no chunk is named after. Outlines and symbol list them; locals stay out."""

@@ -114,6 +114,9 @@ def _node_spans(language: str, root: tree_sitter.Node, declared: bool) -> tuple[
         while outer.parent is not None and outer.parent.type in grammar.wrappers:
             outer = outer.parent
         for name in names:
+            kind = None
+            if isinstance(name, tuple):  # a declaration whose modifiers decide its kind
+                name, kind = name
             if not name or (language in ("c", "cpp") and not _plausible_c_name(name)):
                 continue
             if node.type in grammar.defs:
@@ -123,7 +126,7 @@ def _node_spans(language: str, root: tree_sitter.Node, declared: bool) -> tuple[
             else:  # empty, at its end: inside a class, never a definition inside it (typedef struct n {...} n_t),
                 # and nothing inside it (Python's `AA = BB = 1` ends both at one byte: BB was `AA.BB`)
                 declarations.append(Span(node.end_byte, node.end_byte, outer.start_point[0], last_row(outer),
-                                         kind_of(language, node.type, name), name))
+                                         kind or kind_of(language, node.type, name), name))
     if language in ("c", "cpp"):  # SYSCALL_DEFINE3(read, ...) { ... }: a call and a block to the grammar
         found = macro_call_spans(root)
         spans.extend(found)

@@ -16,8 +16,9 @@ import tree_sitter
 from .javascript import variable_name
 from .nodes import field_name, node_text
 
-#: A declaration's name, its names (a node declaring several), or None for no declaration.
-NameOf = Callable[[tree_sitter.Node], str | list[str] | None]
+#: A declaration's name, its names (a node declaring several; a ``(name, kind)`` pair where the node's modifiers
+#: decide the kind: Java's ``static final`` field is a constant, another a variable), or None for no declaration.
+NameOf = Callable[[tree_sitter.Node], str | list[str] | list[tuple[str, str]] | None]
 
 
 def _c_typedef_name(node: tree_sitter.Node) -> str | None:
@@ -59,14 +60,37 @@ def _go_spec_name(node: tree_sitter.Node) -> list[str] | None:
     return [node_text(n) for n in node.children_by_field_name("name") if n.is_named] or None  # not its commas
 
 
-def _java_constant_name(node: tree_sitter.Node) -> list[str] | None:
-    """A ``static final`` field (any field of an interface is one): each declarator's name (``NAME = "cfg",
-    OTHER = "x"`` has two)."""
+def _java_field_names(node: tree_sitter.Node) -> list[tuple[str, str]] | None:
+    """A field's declarators: constants when ``static final`` (or an interface's), else variables (an agent's
+    stand-in's ``ModifierCode.value``, ``final public int value;``, was no symbol)."""
     modifiers = next((c for c in node.named_children if c.type == "modifiers"), None)
     words = set(node_text(modifiers).split()) if modifiers is not None else set()
-    if node.type != "constant_declaration" and not {"static", "final"} <= words:
+    kind = "constant" if node.type == "constant_declaration" or {"static", "final"} <= words else "variable"
+    return [(name, kind) for d in node.children_by_field_name("declarator") if (name := field_name(d))] or None
+
+
+def _csharp_field_names(node: tree_sitter.Node) -> list[tuple[str, str]] | None:
+    """A C# field's or event's declarators: constants when ``const`` (``public const int Max = 5``)."""
+    const = any(c.type == "modifier" and node_text(c) == "const" for c in node.named_children)
+    declaration = next((c for c in node.named_children if c.type == "variable_declaration"), None)
+    if declaration is None:
         return None
-    return [name for d in node.children_by_field_name("declarator") if (name := field_name(d))] or None
+    names = [node_text(n) for d in declaration.named_children if d.type == "variable_declarator"
+             and (n := d.child_by_field_name("name") or next((c for c in d.named_children if c.type == "identifier"),
+                                                              None)) is not None]
+    return [(name, "constant" if const else "variable") for name in names] or None
+
+
+def _php_const_names(node: tree_sitter.Node) -> list[str] | None:
+    """A class's ``const DEBUG = 100, INFO = 200;``: each element's name (monolog's ``Logger::DEBUG`` was no symbol)."""
+    return [node_text(n) for e in node.named_children if e.type == "const_element"
+            and (n := next((c for c in e.named_children if c.type == "name"), None)) is not None] or None
+
+
+def _php_property_names(node: tree_sitter.Node) -> list[str] | None:
+    """A class's ``protected string $name;``: each property's name without its ``$``."""
+    return [node_text(n).lstrip("$") for e in node.named_children if e.type == "property_element"
+            and (n := e.child_by_field_name("name")) is not None] or None
 
 
 def _python_assignment_name(node: tree_sitter.Node) -> list[str] | None:
@@ -154,8 +178,16 @@ DECLARATIONS: dict[str, dict[str, tuple[str, NameOf]]] = {
     "rust": {"type_item": ("type", _top_level(*_RUST_SCOPES)(field_name)),
              "const_item": ("constant", _top_level(*_RUST_SCOPES)(field_name)),
              "static_item": ("constant", _top_level(*_RUST_SCOPES)(field_name))},
-    "java": {"field_declaration": ("constant", _java_constant_name),
-             "constant_declaration": ("constant", _java_constant_name)},
+    "java": {"field_declaration": ("constant", _java_field_names),
+             "constant_declaration": ("constant", _java_field_names),
+             "enum_constant": ("constant", field_name)},
+    # Members that are no chunk of their own (a helper's `PythonEngine.IsInitialized`, `PyObject.Handle`,
+    # `Logger::DEBUG`, `Response::HTTP_NOT_FOUND` found nothing).
+    "csharp": {"property_declaration": ("variable", field_name), "event_declaration": ("variable", field_name),
+               "field_declaration": ("variable", _csharp_field_names),
+               "event_field_declaration": ("variable", _csharp_field_names)},
+    "php": {"const_declaration": ("constant", _php_const_names), "property_declaration": ("variable", _php_property_names),
+            "enum_case": ("constant", field_name)},
     "python": {"assignment": ("variable", _python_module_name)},
     "ruby": {"assignment": ("constant", _top_level("program", "body_statement")(_ruby_constant_name))},
 }

@@ -126,6 +126,19 @@ class Grammar:
     spans: Callable[[tree_sitter.Node], list[Span]] | None = None
 
 
+def _csharp_destructor_name(node: tree_sitter.Node) -> str | None:
+    """``~GILState()``: ``~GILState``, not the constructor's name (a helper's finalizers were named as constructors)."""
+    name = node.child_by_field_name("name")
+    return f"~{node_text(name)}" if name is not None else None
+
+
+def _csharp_operator_name(node: tree_sitter.Node) -> str | None:
+    """``operator ==``, ``operator int`` (a conversion): no ``name`` field holds them, so outlines left them out."""
+    words = [c for c in node.children if not c.is_named or c.type in ("predefined_type", "identifier")]
+    at = next((i for i, c in enumerate(words) if c.type == "operator"), None)
+    return f"operator {node_text(words[at + 1])}" if at is not None and at + 1 < len(words) else None
+
+
 _JS_DEFS = {
     "function_declaration": "function", "generator_function_declaration": "function",
     "lexical_declaration": "function", "variable_declaration": "function",
@@ -184,7 +197,10 @@ GRAMMARS: dict[str, Grammar] = {
          "interface_declaration": "class", "enum_declaration": "class",
          "record_declaration": "class", "method_declaration": "function",
          "constructor_declaration": "function", "destructor_declaration": "function",
-         "operator_declaration": "function", "local_function_statement": "function"}),
+         "operator_declaration": "function", "conversion_operator_declaration": "function",
+         "local_function_statement": "function"},
+        {"destructor_declaration": _csharp_destructor_name, "operator_declaration": _csharp_operator_name,
+         "conversion_operator_declaration": _csharp_operator_name}),
     "ruby": Grammar(
         {"class": "class", "module": "class", "method": "function",
          "singleton_method": "function"}),

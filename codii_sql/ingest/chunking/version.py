@@ -29,5 +29,6 @@
 #: hidden from the parser, whose error recovery lost the definitions after them (see :mod:`.cmacros`).
 #: 16: a ``/** ... */`` doc comment a blank line above its definition belongs to it (commander's JSDoc style:
 #: each comment was a chunk of its own, labelled with the class); a module chunk that only imports is of kind
-#: ``imports`` (:mod:`.imports`).
+#: ``imports`` (:mod:`.imports`); Java fields and enum constants, C# properties, fields and events, PHP class
+#: constants and properties are declarations (symbols, outlines), C# operators and finalizers named.
 CHUNKER_VERSION = 16
