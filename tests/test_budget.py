@@ -198,3 +198,18 @@ def test_a_window_of_a_long_line_is_never_united_with_the_chunk_below_it(tmp_pat
         else:
             assert r.start_line == r.end_line == 2 and r.line_chars == len(line)
             assert text == line[r.start_column - 1:r.end_column]
+
+
+def test_references_and_similar_code_keep_their_whole_answer_within_the_budget(tmp_path, codii_home):
+    """An agent's stand-in: find_references at max_tokens 400 came to 517 tokens of JSON, find_similar_code to
+    456 while its note said ~376: their budgets counted the lines or results, not the answer's other fields."""
+    files = {f"pkg/m{i}.py": "".join(f"def handler_{i}_{j}(request):\n    return request.retry({j}, request)\n\n"
+                                     for j in range(15)) for i in range(8)}
+    repo = write_tree(tmp_path / "b", files)
+    cb = service.open_codebase(repo)
+    service.build(cb)
+    for budget in (400, 800, 2000):
+        refs = service.find_references(cb, "request", max_tokens=budget)
+        assert refs["truncated"] and json_tokens(refs) <= budget, (budget, json_tokens(refs))
+        data, _ = service.Session().similar(cb, "pkg/m0.py", None, None, 10, max_tokens=budget)
+        assert json_tokens(data) <= budget, (budget, json_tokens(data))

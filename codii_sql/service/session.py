@@ -18,7 +18,7 @@ from ..errors import CodiiError, IndexBusyError, NotIndexedError, Remedy, UsageE
 from ..ingest.config import extension_filter
 from ..processes import alive
 from ..search.answer import LISTED_MEMBERS, Answer, Words, with_notes
-from ..search.budget import fit
+from ..search.budget import envelope_tokens, fit
 from ..search.results import Result
 from ..search.staleness import StaleCheck
 from ..text import content_lines
@@ -255,8 +255,9 @@ class Session:
             chunks = searcher.store.rows("chunks_of_file", {"path": rel}) if not used else []
             counts, embedding = searcher.store.row("vector_counts"), searcher.store.meta().get("vectors") is not False
         budget = None
-        if max_tokens:
-            results, budget = fit(results, [], max_tokens)
+        head = {"codebase": cb.shown, "file": rel, "start_line": start_line, "end_line": end_line, "query_chunks": used}
+        if max_tokens:  # the answer's other fields first (an agent's stand-in's 400 came to 456 tokens)
+            results, budget = fit(results, [], max_tokens, reserved=envelope_tokens(head))
         if not used:
             span = f" lines {start_line or 1}-{end_line or 'end'}" if start_line or end_line else ""
             last = max((c["end_line"] for c in chunks), default=0)
@@ -270,8 +271,7 @@ class Session:
                                  f"{counts['chunks'] - counts['pending']:,} of {counts['chunks']:,} embedded): "
                                  "search_code finds it now; find_similar_code works once they are embedded")
             raise UsageError(f"{rel}{span} has no indexed chunks", Remedy("build", {"root": str(cb.root)}))
-        return {"codebase": cb.shown, "file": rel, "start_line": start_line, "end_line": end_line,
-                "query_chunks": used, "results": [r.to_dict() for r in results],
+        return {**head, "results": [r.to_dict() for r in results],
                 **({"budget": dataclasses.asdict(budget), "note": budget.note()} if budget and budget.note() else {})
                 }, results
 
