@@ -270,6 +270,13 @@ def test_max_tokens_holds_the_whole_grep_answer_and_keeps_the_first_line(tmp_pat
     assert lines(least) == [("m0.py", 1)]  # over the budget with the fields alone: the first line stays
 
 
+def test_a_budget_keeps_only_the_start_of_a_long_trigram_plan(tmp_path):
+    root = built(write_tree(tmp_path / "repo", {"a.py": "def handle_batch(x):\n    return handle(x)\n"}))
+    pattern = "function (handleBatch|handleOther|handleThird|handleFourth|handleFifth|handleSixth|handleSeventh)\\("
+    whole, cut = grep(root, pattern), grep(root, pattern, max_tokens=400)
+    assert len(whole.trigrams) > 200 and cut.trigrams == whole.trigrams[:120] + " …"
+
+
 def test_a_budget_keeps_context_lines_only_beside_a_match_they_belong_to(tmp_path):
     """A helper's grep_code with context 2 at 300 tokens showed two context lines and none of the 6 matches."""
     body = "".join(f"    line_{j} = compute({j})\n" for j in range(40))

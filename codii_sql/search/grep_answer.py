@@ -52,6 +52,9 @@ def cut_line(g: GrepLine, columns: int) -> GrepLine:
 
 
 _BUDGET_NOTE = "the lines shown were cut to fit about {max_tokens:,} tokens"
+#: Characters of the trigram plan an answer under a budget keeps (then "…"): it says how candidates were chosen,
+#: and an alternation's spent a quarter of an agent's 400 tokens (a helper's `function (handleBatch|handle)\(`).
+TRIGRAMS_SHOWN = 120
 _BUDGET_HINT = "narrow the pattern, paths or globs, or ask with a larger budget"
 
 
@@ -121,6 +124,8 @@ class GrepAnswer:
         the text summary: `self` over MCP at 100 answered 420 tokens, a new user). The first matching line
         stays; context lines stay only with a match they stand beside (a helper's grep at 300 tokens showed
         two context lines and none of the 6 matches, "0 shown")."""
+        if self.trigrams and len(self.trigrams) > TRIGRAMS_SHOWN:  # an alternation's plan took ~100 of 400 tokens
+            self.trigrams = self.trigrams[:TRIGRAMS_SHOWN] + " …"
         fields = {k: v for k, v in self.to_dict(hint_text).items() if k not in ("files", "note", "notes")}
         said = (self.note(hint_text) or "") + _BUDGET_NOTE.format(max_tokens=max_tokens) + _BUDGET_HINT
         used, kept, shown, cut = json_tokens(fields, plus=2 * said), [], 0, False
