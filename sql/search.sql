@@ -257,7 +257,7 @@ named_definitions AS MATERIALIZED (  -- read per candidate below: once
     SELECT DISTINCT c.id FROM wanted w
     JOIN definitions d ON d.name IN (w.value, upper(w.value))
     JOIN chunks c ON c.file_id = d.file_id AND c.start_line <= d.end_line AND c.end_line >= d.start_line
-    WHERE :tiered = 1 AND w.is_name = 1 AND d.kind IN ('constant', 'variable', 'macro')
+    WHERE :tiered = 1 AND w.is_name = 1 AND NOT w.typed AND d.kind IN ('constant', 'variable', 'macro')
       AND (:filtered = 0 OR c.id IN (SELECT id FROM allowed))
     LIMIT :depth
 ),

@@ -463,14 +463,18 @@ def test_a_name_beside_its_kind_names_that_type_and_not_a_member_of_that_name(tm
                              f"func (v *validator{i}) Engine() interface{{}} {{\n\treturn v.structEngine\n}}\n"
              for i in range(6)}
     repo = write_tree(tmp_path / "r", {**users, "gin.go": "package gin\n\ntype Engine struct {\n\tpool int\n\t"
-                                                          "trees []string\n}\n"})
+                                                          "trees []string\n}\n",
+                                       # a variable named engine is no type: it stays out of the name's tier
+                                       "ginS/gins.go": "package ginS\n\nvar engine *gin.Engine\n\n"
+                                                       "func run() {\n\tengine.Run()\n}\n"})
     cb = Codebase.open(repo)
     Indexer(cb, embedder).build()
     with Store(cb.db_path, create=False) as store:
         s = Searcher(store, cb.root, embedder)
         for mode in ("bm25", "hybrid"):
-            top = s.search("Engine struct", SearchOptions(limit=3, mode=mode))[0]
-            assert (top.path, top.symbol) == ("gin.go", "Engine"), (mode, top)
+            found = s.search("Engine struct", SearchOptions(limit=3, mode=mode))
+            assert (found[0].path, found[0].symbol) == ("gin.go", "Engine"), (mode, found[0])
+            assert all(r.tier == 0 for r in found[1:]), [(r.path, r.tier) for r in found]
 
 
 def test_a_named_symbol_beats_chunks_that_only_use_it(tmp_path, embedder):
