@@ -246,7 +246,7 @@ def test_a_limit_stops_lines_and_counts_and_its_note_says_which_number_is_which(
     last = grep(two, "x_marker", limit=6)
     assert last.truncated and last.matched_lines == 7 and last.files_read == 2
     said = last.note(lambda h: None)
-    assert "6 of the 7 matching lines shown" in said and "every candidate file was read" in said, said
+    assert "the limit kept 6 of the 7 matching lines" in said and "every candidate file was read" in said, said
     assert "not read" not in said
     monkeypatch.chdir(root)
     result = run("grep", "-c", "--limit", "6", "x_marker")

@@ -47,6 +47,6 @@ def notes(answer: GrepAnswer, pattern: GrepPattern, has_tables: bool, unpacked: 
                                   f"counted in the {answer.files_read:,} files read, the rest not read",
                           "ask with a higher limit, or narrow the paths or globs"))
     elif answer.truncated and limit is not None:  # every candidate read: the counts are whole, only the lines cut
-        notes.append(Note("grep", f"{limit:,} of the {answer.matched_lines:,} matching lines shown (the limit); "
-                                  f"every candidate file was read", "ask with a higher limit to see them all"))
+        notes.append(Note("grep", f"the limit kept {limit:,} of the {answer.matched_lines:,} matching lines; every "
+                                  f"candidate file was read", "ask with a higher limit to see them all"))
     return notes
