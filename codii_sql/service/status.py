@@ -359,6 +359,8 @@ def is_stale(codebase: Codebase, ignore_patterns: list[str] | None = None,
     from ..ingest.indexer import Indexer  # the build's stages load only when the cheap check cannot answer
 
     with open_store(codebase) as store:
+        if store.meta().get("chunker_version") not in (None, CHUNKER_VERSION):  # a build re-chunks every file
+            return True
         return Indexer(codebase, None, ignore_patterns=ignore_patterns, extensions=extensions).plan(store).changed
 
 
