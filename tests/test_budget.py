@@ -81,10 +81,11 @@ def test_a_lower_result_whose_matching_line_does_not_fit_whole_is_cut_around_its
               "opened in append mode: ' . $this->errorMessage, $this->url) . Utils::getRecordMessageForException($record));"
     second = _r("StreamHandler.php", 144, ["        if (!is_resource($this->stream)) {", raising, "        }"], 0.9)
     third = _r("c.php", 1, ["    $other = append();"], 0.5)
-    for budget in (200, 230, 260):
+    for budget in (160, 170, 180, 200, 230, 260):  # cut around its match below ~190, whole above
         out, report = fit([first, second, third], ["opened", "append", "mode"], budget)
         assert [r.path for r in out][:2] == ["a.php", "StreamHandler.php"], (budget, [r.path for r in out])
-        assert "append mode" in out[1].content, (budget, out[1].content)
+        assert "append mode" in out[1].content and report.used_tokens <= budget, (budget, out[1].content)
+        assert (out[1].start_column is not None) == (budget < 190), (budget, out[1])
         assert "(lower-ranked)" in (report.note() or "dropped (lower-ranked)")
 
 

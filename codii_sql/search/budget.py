@@ -33,6 +33,8 @@ CUT_MARK = " …[cut]"
 #: Fewest tokens of lines worth showing for a result: below, the lower results are dropped instead
 #: of every result being cut to a line or two.
 MIN_RESULT_TOKENS = 20
+#: Fewest tokens of a line cut around its match worth showing (about 40 characters).
+MIN_CUT_TOKENS = 10
 
 
 #: Tokens a control character costs (JSON escapes it as six characters, some 3-4 tokens).
@@ -150,6 +152,12 @@ def fit(results: list[Result], terms: list[str], max_tokens: int,
         room = min(share, left) - overhead if out else max(min(share, left) - overhead, MIN_RESULT_TOKENS)
         trimmed = _trim(r, words, max(room, 1), at, lines_of)
         cost = result_tokens(trimmed)  # a cut line adds its columns
+        for _ in range(3):  # smaller, as the columns' cost is known (monolog's #2 was dropped for them)
+            if not out or cost <= left or room - (cost - left) < MIN_CUT_TOKENS:
+                break
+            room -= cost - left
+            trimmed = _trim(r, words, room, at, lines_of)
+            cost = result_tokens(trimmed)
         if out and cost > left:
             report.dropped += len(merged) - i
             break
