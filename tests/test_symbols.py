@@ -15,6 +15,7 @@ from codii_sql import service
 from codii_sql.cli import cli
 from codii_sql.codebase import Codebase
 from codii_sql.errors import UsageError
+from codii_sql.search.budget import json_tokens
 from codii_sql.service import symbols
 
 POLYGLOT = {
@@ -321,6 +322,8 @@ def test_uses_and_definitions_cut_by_tokens_go_on_from_next_offset_to_the_same_w
                                      limit=100) == defs
     outline = service.outline(cb, "defs.py", max_tokens=200)
     assert outline["truncated"] and 1 <= len(outline["symbols"]) < 60 and "max_tokens=200" in outline["note"]
+    for budget in (200, 400, 800):  # the whole answer, not its definitions alone (a helper's 400 came to 445)
+        assert json_tokens(service.outline(cb, "defs.py", max_tokens=budget)) <= budget, budget
     assert service.outline(cb, "defs.py", start_line=outline["next_start_line"])["symbols"][0]["symbol"] == \
         f"zz_handler_{len(outline['symbols'])}"
 
