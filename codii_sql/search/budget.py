@@ -92,9 +92,10 @@ class BudgetReport:
     def note(self) -> str | None:
         if not (self.merged or self.trimmed or self.dropped):
             return None
-        parts = [f"{n} {what}" for n, what in ((self.trimmed, "trimmed to the lines around their matches "
-                                                                 f"(a line cut short ends in '{CUT_MARK.strip()}')"),
-                                                (self.merged, "merged with an overlapping chunk of their file"),
+        parts = [f"{n} {what}" for n, what in ((self.trimmed, "trimmed to the lines around their matches, or their "
+                                                                 "first telling lines (a line cut short ends in "
+                                                                 f"'{CUT_MARK.strip()}')"),
+                                                (self.merged, "merged with an overlapping or adjacent chunk of their file"),
                                                 (self.dropped, "dropped (lower-ranked)")) if n]
         return f"to fit max_tokens={self.max_tokens} (~{self.used_tokens} used): {', '.join(parts)}"
 
