@@ -64,16 +64,23 @@ def _lookup_indexes(repo) -> set[str]:
             "SELECT name FROM sqlite_master WHERE type = 'index' AND name IN ('chunks_text_hash', 'definitions_by_name')")}
 
 
-def test_a_first_build_writes_without_the_look_up_indexes_and_sorts_them_after(tmp_path, embedder):
-    """Their keys (a sha256, a name) arrive in random order: written batch by batch they dirtied pages all over
-    the file at every commit (the kernel's build wrote ~10x its size). A stopped first build leaves them to the
-    next build, even one that finds no file changed."""
-    repo = write_tree(tmp_path / "r", {f"m{i}.py": f"def f{i}(x):\n    return x + {i}\n" for i in range(3)})
-    seen = []
+def _watched_tree(tmp_path, n: int):
+    """A tree of ``n`` small modules, the look-up indexes present at each step of a build's chunk phase (``seen``)
+    and the progress callback that records them."""
+    repo = write_tree(tmp_path / "r", {f"m{i}.py": f"def f{i}(x):\n    return x + {i}\n" for i in range(n)})
+    seen: list[set[str]] = []
 
     def progress(phase, done, total):
         if phase == "chunk" and done:
             seen.append(_lookup_indexes(repo))
+    return repo, seen, progress
+
+
+def test_a_first_build_writes_without_the_look_up_indexes_and_sorts_them_after(tmp_path, embedder):
+    """Their keys (a sha256, a name) arrive in random order: written batch by batch they dirtied pages all over
+    the file at every commit (the kernel's build wrote ~10x its size). A stopped first build leaves them to the
+    next build, even one that finds no file changed."""
+    repo, seen, progress = _watched_tree(tmp_path, 3)
 
     Indexer(Codebase.open(repo), embedder, progress=progress).build()
     assert seen and seen[-1] == set(), seen
@@ -92,12 +99,7 @@ def test_a_build_that_rewrites_most_files_writes_without_the_look_up_indexes_and
     """New chunking rules re-chunk every file in place: with the look-up indexes kept, the kernel's re-chunk
     wrote 63 GB for a 4.5 GB file. An index without vectors reuses none, so both go; an edit of one file
     of several keeps both (sorting them again would cost more than its few rows)."""
-    repo = write_tree(tmp_path / "r", {f"m{i}.py": f"def f{i}(x):\n    return x + {i}\n" for i in range(4)})
-    seen = []
-
-    def progress(phase, done, total):
-        if phase == "chunk" and done:
-            seen.append(_lookup_indexes(repo))
+    repo, seen, progress = _watched_tree(tmp_path, 4)
 
     Indexer(Codebase.open(repo), embedder, vectors=False).build()
     with Store(Codebase.open(repo).db_path, create=False) as store, store.transaction():
@@ -114,13 +116,11 @@ def test_a_build_that_rewrites_most_files_writes_without_the_look_up_indexes_and
 
 
 def test_a_re_chunk_that_reuses_the_indexs_vectors_keeps_their_look_up_by_text(tmp_path, embedder):
-    repo = write_tree(tmp_path / "r", {f"m{i}.py": f"def f{i}(x):\n    return x + {i}\n" for i in range(4)})
-    seen = []
+    repo, seen, progress = _watched_tree(tmp_path, 4)
     Indexer(Codebase.open(repo), embedder).build()
     with Store(Codebase.open(repo).db_path, create=False) as store, store.transaction():
         store.set_meta(chunker_version=CHUNKER_VERSION - 1)
-    report = Indexer(Codebase.open(repo), embedder, progress=lambda phase, done, total: phase == "chunk" and done
-                     and seen.append(_lookup_indexes(repo))).build()
+    report = Indexer(Codebase.open(repo), embedder, progress=progress).build()
     assert report.reindexed == 4 and report.vectors_reused == 4 and report.chunks_embedded == 0
     assert seen[-1] == {"chunks_text_hash"}
     assert _lookup_indexes(repo) == {"chunks_text_hash", "definitions_by_name"}
