@@ -271,7 +271,8 @@ pool AS (
 ),
 -- A stub file's definition (.pyi, .d.ts: service/symbols.py STUB_SUFFIXES, which symbol orders by) ranks
 -- after the ones with a body, a tier below them (a new user's `ZodString` listed v3/types.d.cts's windows
--- above src/v3/types.ts's class).
+-- above src/v3/types.ts's class); so does a generated file's (a copy compiled from the TypeScript source:
+-- zod's `prettifyError` in .js and .cjs above src/*.ts, ingest/roles.py compiled_copies).
 -- match: 3 for a chunk holding a place the query names (:placed, `sessions.py:703`: search/locations.py;
 -- the first tier, never cut off as a later window is), 2 when the symbol is a named qualified identifier
 -- (`queryset.get`), 1 a named plain one, 0 only a tail, NULL for neither. The qualified name is the
@@ -284,7 +285,7 @@ pool AS (
 named AS MATERIALIZED (  -- once per row: scored reads each flag several times
     SELECT id, file_id, symbol, start_line, end_line, role, body,
            CASE WHEN demoted THEN 0 ELSE 2 * coalesce(match >= 1, 0) + coalesce(match = 2, 0) + 2 * coalesce(match = 3, 0)
-                                         - coalesce(match IN (1, 2) AND stub, 0) END AS symbol_tier,
+                                         - coalesce(match IN (1, 2) AND (stub OR role = 'generated'), 0) END AS symbol_tier,
            coalesce(match = 0 OR demoted, 0) AS tail_named, path_tier
     FROM (SELECT *, coalesce(folded, 0) AND max(coalesce(match >= 1 AND NOT folded, 0)) OVER () AS demoted
     FROM (SELECT pool.id, c.file_id, c.symbol, c.start_line, c.end_line, CASE WHEN c.kind IN ('license', 'imports') THEN c.kind ELSE f.role END AS role,

@@ -50,6 +50,11 @@ def roles_of(repo) -> dict[str, str]:
         return {p: store.row("file_by_path", {"path": p})["role"] for p in TREE if p[0] != "."}
 
 
+def all_roles(repo) -> dict[str, str]:
+    with Store(service.open_codebase(repo).db_path, create=False) as store:
+        return {r["path"]: r["role"] for r in store.rows("file_roles")}
+
+
 def build(repo):
     return service.build(service.open_codebase(repo), vectors=False)
 
@@ -162,3 +167,29 @@ def test_a_notebook_whose_outputs_are_numbers_is_not_generated():
 def test_html_pages_a_tool_wrote_are_generated(page, generated):
     assert declares_generated(page.encode(), "doc/dialects/oracle.html") is generated
     assert not declares_generated(page.encode(), "doc/dialects/oracle.txt")  # only pages are read so
+
+
+def test_javascript_compiled_from_a_typescript_source_of_the_tree_is_generated(tmp_path, monkeypatch):
+    """A published zod ships each module as src/*.ts and as .js, .cjs, .d.ts and .d.cts copies, all of role source:
+    for `prettifyError` the source came third, behind two copies (a helper)."""
+    body = "export function prettifyError(error) {\n  return error.issues.map((issue) => issue.message).join('\\n');\n}\n"
+    tree = {"src/v4/errors.ts": body.replace("(error)", "(error: ZodError): string"), "v4/errors.js": body,
+            "v4/errors.cjs": body.replace("export function", "function") + "exports.prettifyError = prettifyError;\n",
+            "v4/errors.d.ts": "export declare function prettifyError(error: ZodError): string;\n",
+            "lib/util.js": "function helper() {\n  return 1;\n}\n",  # no TypeScript twin: source
+            "dist/tool.js": "function tool() {\n  return 2;\n}\n", "src/tool.ts": "export function tool() {\n  return 2;\n}\n"}
+    assert roles.compiled_copies(tree) == {"v4/errors.js", "v4/errors.cjs", "v4/errors.d.ts", "dist/tool.js"}
+    assert roles.compiled_copies(["index.js", "index.d.ts"]) == frozenset()  # JavaScript with its own types
+    repo = write_tree(tmp_path / "repo", tree)
+    build(repo)
+    got = all_roles(repo)
+    assert {p for p, r in got.items() if r == "generated"} == {"v4/errors.js", "v4/errors.cjs", "v4/errors.d.ts",
+                                                                 "dist/tool.js"}, got
+    found = service.search(service.SearchRequest("prettifyError", service.SearchOptions(limit=4, mode="bm25"),
+                                                  [str(repo)], update=False))
+    assert found.results[0].path == "src/v4/errors.ts", [r.path for r in found.results]
+    # An index made by the rules before: the next build re-derives the copies' roles, re-chunking nothing.
+    with Store(service.open_codebase(repo).db_path, create=False) as store, store.transaction():
+        store.many("file_set_role", [{"path": p, "role": "source"} for p in got])
+    monkeypatch.setattr(roles, "VERSION", roles.VERSION + 1)
+    assert build(repo).chunks_written == 0 and all_roles(repo) == got

@@ -18,6 +18,7 @@ from ..storage.store import Store
 from .chunking.layout import ChunkSizes
 from .plan import Plan
 from .prepare import Prepared, prepared_files
+from . import roles
 from .reclassify import reclassify
 from .report import BuildReport, Progress
 from .vectors import known_vectors
@@ -53,14 +54,16 @@ class LexicalPhase:
     reuse_index: bool = True
     sizes: ChunkSizes = ChunkSizes()
     workers: int = 0
+    copies: frozenset[str] = frozenset()
 
     def run(self, plan: Plan, report: BuildReport, scan_options: tuple[list[str], list[str] | None]) -> None:
         """Write every added, modified and re-indexed file of ``plan`` in batches, then the removals."""
         described(plan, report)
         written = {*plan.added, *plan.modified, *plan.reindexed}
+        self.copies = roles.compiled_copies(plan.files)  # a role that depends on the tree's other paths
         if plan.reclassify:
             reclassify(self.store, self.root, [f for p, f in plan.files.items() if p not in written],
-                       plan.attributes, plan.max_file_bytes)
+                       plan.attributes, plan.max_file_bytes, self.copies)
         with self.store.transaction():
             for f in plan.touched:
                 self.store.run("file_touch", {"path": f.path, "size": f.size, "mtime_ns": f.mtime_ns})
@@ -115,7 +118,7 @@ class LexicalPhase:
             report.phase_seconds["lookup"] += time.perf_counter() - t
             t = time.perf_counter()
             with self.store.transaction():
-                write_files(self.store, plan.old, ok, keys, known, plan.attributes)
+                write_files(self.store, plan.old, ok, keys, known, plan.attributes, self.copies)
                 report.chunks_written += sum(len(p.chunks) for p in ok)
                 flush_tree(self.store, plan.old)
                 done += len(batch)

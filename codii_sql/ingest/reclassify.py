@@ -23,20 +23,23 @@ def stale_roles(meta: dict, attributes: Attributes) -> bool:
     return meta.get("roles_version") != roles.VERSION or meta.get("attributes_hash") != attributes.fingerprint
 
 
-def reclassify(store: Store, root: Path, files: list[SourceFile], attributes: Attributes, max_file_bytes: int) -> None:
+def reclassify(store: Store, root: Path, files: list[SourceFile], attributes: Attributes, max_file_bytes: int,
+               copies: frozenset[str] = frozenset()) -> None:
     """Re-derive the role of each indexed file of ``files`` (unchanged since it was written: the
     build writes the others with fresh roles), move its queued chunks to the new role's place,
     and record the rules and attributes used, in one transaction.
 
     The content flag (:func:`~.generated.declares_generated`) is not stored, so a file whose role
     it may decide is read again (``max_file_bytes`` as in the scan); this happens only when the
-    rules or an attribute file change, never on a plain update.
+    rules or an attribute file change, never on a plain update. ``copies``: the files compiled from a
+    TypeScript source of the tree (:func:`~.roles.compiled_copies`), generated.
     """
     indexed = {r["path"] for r in store.rows("files_all")}
     todo = [f for f in files if f.path in indexed]
     marks = [attributes.marks(f.path) for f in todo]
     with cf.ThreadPoolExecutor(max_workers=READ_THREADS) as pool:
-        found = list(pool.map(lambda f, m: _role(root, f, m, max_file_bytes), todo, marks))
+        found = list(pool.map(lambda f, m: "generated" if f.path in copies and roles.classify(f.path, m, True)
+                              == "generated" else _role(root, f, m, max_file_bytes), todo, marks))
     with store.transaction():
         store.many("file_set_role", [{"path": f.path, "role": role} for f, role in zip(todo, found, strict=True)])
         store.run("vector_queue_reprioritise", {"priorities": json.dumps(VECTOR_PRIORITY)})

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 ROLES = ("source", "test", "docs", "changelog", "config", "generated", "vendored", "data")
 #: Bumped when the rules change: a build then re-classifies every indexed file (cheap, no
@@ -13,7 +13,9 @@ ROLES = ("source", "test", "docs", "changelog", "config", "generated", "vendored
 #: (``security.py`` is code).
 #: 7: HTML pages a tool wrote are generated (a generator ``<meta>``, or Sphinx's links: .generated).
 #: 8: a ``deps/`` folder is vendored.
-VERSION = 8
+#: 9: JavaScript and declaration files compiled from a TypeScript source the tree holds are generated
+#: (:func:`compiled_copies`).
+VERSION = 9
 #: Roles a set linguist attribute gives, first wins when several are set.
 _MARKED = ("generated", "vendored", "docs")
 
@@ -107,3 +109,39 @@ def _by_path(path: str, off: set[str], declared_generated: bool) -> str:
     if name in _CONFIG_NAMES or ext in _CONFIG_EXT or name.startswith(".") or metadata:
         return "config"
     return "source"
+
+
+#: What a TypeScript build writes beside or apart from its sources, longest first (``.d.ts`` before ``.ts``).
+_COMPILED_EXT = (".d.mts", ".d.cts", ".d.ts", ".mjs", ".cjs", ".js", ".jsx")
+_TS_EXT = (".mts", ".cts", ".tsx", ".ts")
+#: The output folders a build names; a copy under one stands for the source under ``src/`` (or the root).
+_OUTPUT_DIRS = frozenset({"dist", "lib", "build", "out", "esm", "cjs", "es", "umd", "types", "module", "commonjs"})
+
+
+def compiled_copies(paths: Iterable[str]) -> frozenset[str]:
+    """Of ``paths`` (a tree's relative paths), the JavaScript and declaration files a TypeScript source of the
+    same tree was compiled to: ``x.js``/``x.cjs``/``x.d.ts`` beside ``x.ts``, or at the root or under an output
+    folder (``dist/``, ``lib/``, ``esm/``...) for ``src/x.ts``. They are ``generated``: a published zod
+    ships each module five times (``src/*.ts``, ``.js``, ``.cjs``, ``.d.ts``, ``.d.cts``), and for
+    ``prettifyError`` the source came third behind two copies (a helper). A tree with no TypeScript has none."""
+    paths = list(paths)
+    sources = set()
+    for path in paths:
+        if path.endswith(_TS_EXT) and not path.endswith((".d.ts", ".d.mts", ".d.cts")):
+            stem = path[:path.rfind(".")]
+            sources.add(stem)
+            if stem.startswith("src/"):
+                sources.add(stem[4:])
+    if not sources:
+        return frozenset()
+    copies = set()
+    for path in paths:
+        ext = next((e for e in _COMPILED_EXT if path.endswith(e)), None)
+        if ext is None:
+            continue
+        stem = path[:-len(ext)]
+        top, _, rest = stem.partition("/")
+        if stem in sources or (rest and top in _OUTPUT_DIRS and rest in sources):
+            copies.add(path)
+    return frozenset(copies)
+

@@ -111,8 +111,10 @@ def survey(root: Path, rules: dict, *, store: Store | None, cache: EmbeddingCach
         kept, skips = _read_skips([f for f in files if f.path not in dropped], sampled, dropped)
         out.skipped.update(skips)
         counted = _estimated(kept, counted)
+    copies = roles.compiled_copies(f.path for f in files)
     for f, language, generated, chunks in counted:
-        _count(out, f.path, language, roles.classify(f.path, result.attributes.marks(f.path), generated), chunks)
+        _count(out, f.path, language, roles.classify(f.path, result.attributes.marks(f.path),
+                                                     generated or f.path in copies), chunks)
     _new_texts(out, keys, out.chunks / read if out.estimate and read else 1.0, store, cache, max_tokens)
     return out
 

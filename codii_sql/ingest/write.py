@@ -18,10 +18,11 @@ VECTOR_PRIORITY = {"source": 0, "test": 1, "docs": 2, "config": 3, "changelog": 
 
 
 def write_files(store: Store, tree: merkle.Tree, files: list[Prepared], keys: list[list[str]],
-                known: dict[str, bytes], attributes: Attributes) -> int:
+                known: dict[str, bytes], attributes: Attributes, copies: frozenset[str] = frozenset()) -> int:
     """Replace the rows of ``files`` (chunks, FTS5, file, text and trigram, definition and Merkle rows, and the
     vectors ``known`` holds) in the caller's transaction; queue the chunks whose vector is not known. Roles come
-    from the path, the linguist marks of ``attributes`` and the file's own content flag.
+    from the path, the linguist marks of ``attributes``, the file's own content flag and ``copies`` (compiled
+    from a TypeScript source of the tree: :func:`~.roles.compiled_copies`).
 
     ``keys[i][j]`` is the text key (:func:`~codii_sql.models.cache.text_key`) of chunk ``j`` of
     ``files[i]``; ``known`` maps keys to float32 vector blobs. Each table gets one bulk statement
@@ -34,7 +35,7 @@ def write_files(store: Store, tree: merkle.Tree, files: list[Prepared], keys: li
     first = next_id = store.value("chunk_next_id")
     chunks, vec_rows, queued, nodes, texts, defined = [], [], [], [], [], []
     for p, file_keys in zip(files, keys, strict=True):
-        role = roles.classify(p.path, attributes.marks(p.path), p.generated)
+        role = roles.classify(p.path, attributes.marks(p.path), p.generated or p.path in copies)
         file_id = store.value("file_upsert", {
             "path": p.path, "size": p.size, "mtime_ns": p.mtime_ns, "hash": p.hash, "language": p.language,
             "role": role, "chunk_count": len(p.chunks), "indexed_at": time.time()})
