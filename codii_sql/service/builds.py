@@ -237,8 +237,8 @@ def ensure_index(codebase: Codebase, *, update: bool = True, progress: Progress 
 
 #: Files from which an index made by an older chunker is re-chunked by a background build while searches
 #: answer from it as it is: the kernel's 86k files take 15 min (docs/benchmarks.md "Thirteenth round"),
-#: which a search after an upgrade waited for. Below, the search re-chunks first, silently: about 3 ms a file
-#: idle, and redis's 1,611 files took a helper's `symbol` 29 s at load 6-7.
+#: which a search after an upgrade waited for. Below, the search re-chunks first, silently: redis's 1,611
+#: files took 10 s at load ~3 and a helper's `symbol` 29 s at load 6-7.
 INLINE_RECHUNK_FILES = 1000
 
 
