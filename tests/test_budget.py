@@ -141,13 +141,14 @@ def test_a_trimmed_or_merged_span_ending_in_a_blank_line_keeps_one_line_per_numb
 def test_lines_that_fit_are_never_cut_into_a_mark_longer_than_the_line():
     """A new user's result ended in `      …[cut]` where the file's line was `        if (`: lines were
     measured without the newline each ends in, so two that passed were then cut into the second."""
-    from codii_sql.search.budget import CUT_MARK, _trim, tokens
+    from codii_sql.search.budget import CUT_MARK, _focus, _trim, tokens
     from codii_sql.search.results import Result
 
     for n in range(40, 200):
         content = "x" * n + "\n        if (\n"
         budget = tokens(content.rstrip("\n"))  # fits without the last newline, not with it
-        out = _trim(Result("a.py", 1, 2, 1.0, "python", "function", None, content, False, 1, "source"), [], budget)
+        result = Result("a.py", 1, 2, 1.0, "python", "function", None, content, False, 1, "source")
+        out = _trim(result, [], budget, _focus(result, [], None, None))
         assert CUT_MARK not in out.content and tokens(out.content) <= budget, (n, out.content)
 
 

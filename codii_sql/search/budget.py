@@ -92,10 +92,10 @@ class BudgetReport:
     def note(self) -> str | None:
         if not (self.merged or self.trimmed or self.dropped):
             return None
-        parts = [f"{n} {what}" for n, what in ((self.trimmed, "trimmed to the lines around their matches, or their "
-                                                                 "first telling lines (a line cut short ends in "
-                                                                 f"'{CUT_MARK.strip()}')"),
-                                                (self.merged, "merged with an overlapping or adjacent chunk of their file"),
+        trimmed = ("trimmed to the lines around their matches, or their first telling lines (a line cut short "
+                   f"ends in '{CUT_MARK.strip()}')")
+        merged = "merged with an overlapping or adjacent chunk of their file"
+        parts = [f"{n} {what}" for n, what in ((self.trimmed, trimmed), (self.merged, merged),
                                                 (self.dropped, "dropped (lower-ranked)")) if n]
         return f"to fit max_tokens={self.max_tokens} (~{self.used_tokens} used): {', '.join(parts)}"
 
@@ -151,13 +151,13 @@ def fit(results: list[Result], terms: list[str], max_tokens: int,
         share = max(share, min(need, left))
         # The first result stays whatever the answer's other fields left: some lines of it, not a few characters.
         room = min(share, left) - overhead if out else max(min(share, left) - overhead, MIN_RESULT_TOKENS)
-        trimmed = _trim(r, words, max(room, 1), at, lines_of)
+        trimmed = _trim(r, words, max(room, 1), (hits, best), lines_of)
         cost = result_tokens(trimmed)  # a cut line adds its columns
         for _ in range(3):  # smaller, as the columns' cost is known (monolog's #2 was dropped for them)
             if not out or cost <= left or room - (cost - left) < MIN_CUT_TOKENS:
                 break
             room -= cost - left
-            trimmed = _trim(r, words, room, at, lines_of)
+            trimmed = _trim(r, words, room, (hits, best), lines_of)
             cost = result_tokens(trimmed)
         if out and cost > left:
             report.dropped += len(merged) - i
@@ -267,16 +267,12 @@ def _focus(r: Result, words: list[str], at: int | None, lines_of: regex.Pattern 
     grepped = [i for i, line in enumerate(lines) if lines_of.search(line)] if lines_of is not None else []
     if grepped:
         return grepped, grepped[0]
-    hits = [i for i, text in enumerate(lines) if term_spans(text, words)]
-    return hits, _most_words(lines, words, hits) if hits else _first_telling(lines, r.symbol)
-
-
-def _most_words(lines: list[str], words: list[str], hits: list[int]) -> int:
-    """Of the lines ``hits``, the first holding the most distinct query ``words`` (httpx: `keepalive_expiry`,
-    not `max_keepalive_connections`); distinct as terms, not as spellings (a helper's "Untrusted Host" kept
-    `$host ... $trustedHosts`, two spellings of one term, above the line raising the message)."""
-    held = {i: len(terms_held(lines[i], words)) for i in hits}
-    return max(hits, key=lambda i: (held[i], -i))
+    # From the line holding the most query terms, counted as terms, not spellings (httpx: `keepalive_expiry`, not
+    # `max_keepalive_connections`; a helper's "Untrusted Host" kept `$host ... $trustedHosts` above the line
+    # raising the message).
+    held = {i: len(found) for i, text in enumerate(lines) if (found := terms_held(text, words))}
+    hits = sorted(held)
+    return hits, max(hits, key=lambda i: (held[i], -i)) if hits else _first_telling(lines, r.symbol)
 
 
 #: A line that tells nothing alone: blank, or only a comment's or a block's punctuation (``/**``, ``*/``, ``{``).
@@ -293,17 +289,16 @@ def _first_telling(lines: list[str], symbol: str | None) -> int:
     return next((i for i, line in enumerate(lines) if not _MUTE_LINE.fullmatch(line)), 0)
 
 
-def _trim(r: Result, words: list[str], budget: int, at: int | None = None,
+def _trim(r: Result, words: list[str], budget: int, focus: tuple[list[int], int],
           lines_of: regex.Pattern | None = None) -> Result:
-    """``r`` cut to contiguous lines worth at most ``budget`` tokens: its line ``at`` (0-based in it) or its
-    matching line holding the most distinct query words, grown towards the others and :data:`CONTEXT_LINES`
-    around them, then further
+    """``r`` cut to contiguous lines worth at most ``budget`` tokens: from its line ``focus`` starts at (see
+    :func:`_focus`), grown towards the others it names and :data:`CONTEXT_LINES` around them, then further
     down while it fits. The span shrinks with the lines (a chunk whose lines are not the file's keeps its
     span)."""
     if json_tokens(r.content) <= budget:  # measured as result_tokens counts it: a control character escaped
         return r
     lines = content_lines(r.content)
-    hits, best = _focus(r, words, at, lines_of)
+    hits, best = focus
     lo = hi = best
     floor = max(0, lo - CONTEXT_LINES) if hits else lo  # above a chunk's telling line: its comment's punctuation
     ceiling = min(len(lines) - 1, (hits[-1] + CONTEXT_LINES) if hits else best + HEAD_LINES - 1)

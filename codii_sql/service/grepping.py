@@ -263,7 +263,8 @@ def _search(store: Store, meta: dict, codebase: Codebase, pattern: GrepPattern, 
             matched = {f.path for f in answer.files}
             answer.files = [GrepFile(r["path"], r["role"], r["language"], 0) for r in selected
                             if r["path"] not in matched]
-    answer.notes = notes + grep_notes.notes(answer, pattern, has_tables, unpacked, codebase, request.limit, gaps_seen, unread)
+    answer.notes = notes + grep_notes.notes(answer, pattern, has_tables, unpacked, codebase, request.limit, gaps_seen,
+                                            unread)
     if unreadable and codebase.alone:  # a new user's one damaged text failed every grep of the shard
         answer.notes.append(Note("grep", f"the stored text of {unreadable} files in this index is damaged and was not "
                                          f"searched (`codii-sql doctor --check-only --db {codebase.db_path}` names them)",

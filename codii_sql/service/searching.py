@@ -258,9 +258,10 @@ def _outranked_notes(fanned: Fanned, members: list[Member], opts: SearchOptions)
     reads as if it had nothing (a helper's workspace of two CLI libraries gave all 6 places to cobra while
     commander, its own best result as good, matched 0.436 against cobra's 0.466)."""
     top = max((m.match for m in members if m.match is not None), default=None)
+    named = {m.codebase: m for m in members}
     notes = []
     for shard, got in fanned.answers.items():
-        member = next((m for m in members if m.codebase == shard.name), None)
+        member = named.get(shard.name)
         if not isinstance(got, ShardAnswer) or not got.hits.results or member is None or member.results:
             continue
         why = (f"its nearest chunks match the query less ({member.match:.2f} against {top:.2f})"
