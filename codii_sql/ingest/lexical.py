@@ -54,16 +54,15 @@ class LexicalPhase:
     reuse_index: bool = True
     sizes: ChunkSizes = ChunkSizes()
     workers: int = 0
-    copies: frozenset[str] = frozenset()
 
     def run(self, plan: Plan, report: BuildReport, scan_options: tuple[list[str], list[str] | None]) -> None:
         """Write every added, modified and re-indexed file of ``plan`` in batches, then the removals."""
         described(plan, report)
         written = {*plan.added, *plan.modified, *plan.reindexed}
-        self.copies = roles.compiled_copies(plan.files)  # a role that depends on the tree's other paths
+        copies = roles.compiled_copies(plan.files)  # a role that depends on the tree's other paths
         if plan.reclassify:
             reclassify(self.store, self.root, [f for p, f in plan.files.items() if p not in written],
-                       plan.attributes, plan.max_file_bytes, self.copies)
+                       plan.attributes, plan.max_file_bytes, copies)
         with self.store.transaction():
             for f in plan.touched:
                 self.store.run("file_touch", {"path": f.path, "size": f.size, "mtime_ns": f.mtime_ns})
@@ -81,7 +80,7 @@ class LexicalPhase:
                 self.store.run("definitions_index_drop" if reuse_index else "lookup_indexes_drop")
                 self.store.run("fts_merge_bulk")
         if todo:
-            self._index_files(plan, todo, report, reuse_index)
+            self._index_files(plan, todo, report, reuse_index, copies)
         # Removals last: a renamed file's new copy can still reuse the old copy's vectors.
         with self.store.transaction():
             remove_files(self.store, plan.old, plan.removed)
@@ -92,9 +91,11 @@ class LexicalPhase:
         report.phase_seconds["lookup_indexes"] = time.perf_counter() - started
         report.merkle_root = plan.old.root_hash
 
-    def _index_files(self, plan: Plan, todo: list[SourceFile], report: BuildReport, reuse_index: bool) -> None:
+    def _index_files(self, plan: Plan, todo: list[SourceFile], report: BuildReport, reuse_index: bool,
+                     copies: frozenset[str]) -> None:
         """Prepare and write ``todo`` in batches of :data:`BATCH_CHUNKS` chunks or :data:`BATCH_FILES` files,
-        with the vectors this index holds for their texts when ``reuse_index``."""
+        with the vectors this index holds for their texts when ``reuse_index``; ``copies``: the tree's files
+        compiled from TypeScript (:func:`~.roles.compiled_copies`)."""
         done = 0
         with self.store.transaction():  # before the first progress, which may stop the build: what is left is known
             self.store.set_meta(phase="chunk", files_done=0, files_total=len(todo))
@@ -118,7 +119,7 @@ class LexicalPhase:
             report.phase_seconds["lookup"] += time.perf_counter() - t
             t = time.perf_counter()
             with self.store.transaction():
-                write_files(self.store, plan.old, ok, keys, known, plan.attributes, self.copies)
+                write_files(self.store, plan.old, ok, keys, known, plan.attributes, copies)
                 report.chunks_written += sum(len(p.chunks) for p in ok)
                 flush_tree(self.store, plan.old)
                 done += len(batch)

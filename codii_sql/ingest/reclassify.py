@@ -38,18 +38,18 @@ def reclassify(store: Store, root: Path, files: list[SourceFile], attributes: At
     todo = [f for f in files if f.path in indexed]
     marks = [attributes.marks(f.path) for f in todo]
     with cf.ThreadPoolExecutor(max_workers=READ_THREADS) as pool:
-        found = list(pool.map(lambda f, m: "generated" if f.path in copies and roles.classify(f.path, m, True)
-                              == "generated" else _role(root, f, m, max_file_bytes), todo, marks))
+        found = list(pool.map(lambda f, m: _role(root, f, m, max_file_bytes, f.path in copies), todo, marks))
     with store.transaction():
         store.many("file_set_role", [{"path": f.path, "role": role} for f, role in zip(todo, found, strict=True)])
         store.run("vector_queue_reprioritise", {"priorities": json.dumps(VECTOR_PRIORITY)})
         store.set_meta(roles_version=roles.VERSION, attributes_hash=attributes.fingerprint)
 
 
-def _role(root: Path, f: SourceFile, marks: dict[str, bool], max_file_bytes: int) -> str:
-    """The role of one file; its bytes are read only when the content flag would change it."""
-    plain = roles.classify(f.path, marks)
-    if roles.classify(f.path, marks, declared_generated=True) == plain:
+def _role(root: Path, f: SourceFile, marks: dict[str, bool], max_file_bytes: int, copied: bool) -> str:
+    """The role of one file (``copied``: compiled from a TypeScript source of the tree, so generated as if it said
+    so); its bytes are read only when the content flag would change it."""
+    plain = roles.classify(f.path, marks, declared_generated=copied)
+    if copied or roles.classify(f.path, marks, declared_generated=True) == plain:
         return plain
     data = read_file(root, f, max_file_bytes=max_file_bytes)
     return roles.classify(f.path, marks, declared_generated=not isinstance(data, str) and declares_generated(data, f.path))

@@ -1,4 +1,4 @@
-"""Named declarations that are no chunk of their own: macros, type aliases, constants and module variables.
+"""Named declarations that are no chunk of their own: macros, type aliases, constants, module variables, fields.
 
 Outlines and symbol look-ups list them (``symbol cJSON_bool``, ``ZodTypeAny``, ``abortIndex``, ``RRF_K``
 found nothing); chunking leaves them where they are, inside the module code around them, so adding
@@ -186,8 +186,8 @@ DECLARATIONS: dict[str, dict[str, tuple[str, NameOf]]] = {
     "csharp": {"property_declaration": ("variable", field_name), "event_declaration": ("variable", field_name),
                "field_declaration": ("variable", _csharp_field_names),
                "event_field_declaration": ("variable", _csharp_field_names)},
-    "php": {"const_declaration": ("constant", _php_const_names), "property_declaration": ("variable", _php_property_names),
-            "enum_case": ("constant", field_name)},
+    "php": {"const_declaration": ("constant", _php_const_names),
+            "property_declaration": ("variable", _php_property_names), "enum_case": ("constant", field_name)},
     "python": {"assignment": ("variable", _python_module_name)},
     "ruby": {"assignment": ("constant", _top_level("program", "body_statement")(_ruby_constant_name))},
 }
