@@ -10,7 +10,7 @@ from ..ingest.chunking.regions import FileDefinition, Source, read_source, sourc
 from ..ingest.chunking.signatures import last_name, signature
 from ..ingest.config import size_cap
 from ..languages import AST_LANGUAGES
-from ..search.budget import json_tokens
+from ..search.budget import envelope_tokens, json_tokens
 from ..text import decode_source
 from . import boundary
 from .status import not_indexed, scan_rules
@@ -70,8 +70,8 @@ def outline(codebase: Codebase, file: str, fileset: boundary.FileSet | None = No
     nodes = [_node(d) for d in source_definitions(source)]
     # The answer's other fields and its note at their longest first (the second verifying helper's 400 came to
     # 445 and 465 tokens of JSON).
-    envelope = json_tokens({"codebase": codebase.shown, "path": rel, "language": source.language, "total": 10**6,
-                            "truncated": True, "next_start_line": 10**6}) + NOTE_TOKENS
+    envelope = envelope_tokens({"codebase": codebase.shown, "path": rel, "language": source.language,
+                                "total": 10**6, "truncated": True, "next_start_line": 10**6})
     tokens = None if max_tokens is None else max(max_tokens - envelope, 1)
     kept, next_line = _window(nodes, start_line, {"count": limit or -1, "tokens": tokens, "kept": 0})
     out = {"codebase": codebase.shown, "path": rel, "language": source.language, "symbols": kept,
@@ -92,10 +92,6 @@ def outline(codebase: Codebase, file: str, fileset: boundary.FileSet | None = No
         out["note"] = (f"no definitions found: {source.language or 'this file type'} is chunked by "
                        f"{'its syntax tree' if parsed else 'line windows'}, and none was recognised")
     return out
-
-
-#: Tokens the answer's note may take at its longest ("N of the file's M definitions, from line ...").
-NOTE_TOKENS = 40
 
 
 def _window(nodes: list[dict], start: int, left: dict) -> tuple[list[dict], int | None]:

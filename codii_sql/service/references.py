@@ -9,7 +9,7 @@ from collections.abc import Callable
 from ..codebase import Codebase
 from ..errors import UsageError
 from ..ingest.chunking.signatures import SIGNATURE_CHARS, name_parts, normal_name
-from ..search.budget import json_tokens, page
+from ..search.budget import envelope_tokens, json_tokens, page
 from ..search.staleness import StaleCheck
 from .builds import ensure_index
 from .status import open_store, refuse_damaged
@@ -145,19 +145,18 @@ def find_references(codebase: Codebase, name: str, *, limit: int = 200, offset: 
     return out
 
 
-#: Tokens the note's additions may take at their longest (lines shown, from where, a stop), and a file's head in the
-#: JSON (path, role, stale) counted on each of its lines: a page of lines from many files pays for each head.
-NOTE_TOKENS = 60
+#: A file's head in the JSON (path, role, stale) counted on each of its lines: a page of lines from many files pays
+#: for each head.
 FILE_TOKENS = 4
 
 
 def _answer(codebase: Codebase, name: str, ident: str, tally: _Tally, offset: int, limit: int,
             max_tokens: int | None, holding: int, stale: Callable[[str], bool | None]) -> dict:
     # A line costs its JSON and its path (a listing shows the path on every line); the answer's other fields and
-    # its note at their longest come first (an agent's stand-in's 400 came to 517 tokens of JSON).
-    envelope = json_tokens({"codebase": codebase.shown, "name": echoed(name), "identifier": ident, "total": tally.total,
-                            "total_files": tally.files, "truncated": True, "next_offset": offset + tally.total,
-                            "note": NOTE}) + NOTE_TOKENS
+    # its note at their longest come first, as a search's (an agent's stand-in's 400 came to 517 tokens of JSON).
+    envelope = envelope_tokens({"codebase": codebase.shown, "name": echoed(name), "identifier": ident,
+                                "total": tally.total, "total_files": tally.files, "truncated": True,
+                                "next_offset": offset + tally.total, "note": NOTE})
     shown = page(tally.window, 0, limit, None if max_tokens is None else max(max_tokens - envelope, 1),
                  lambda use: json_tokens({"line": use[2], "text": use[3]}, plus=use[0]) + FILE_TOKENS)
     files: list[dict] = []
