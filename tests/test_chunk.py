@@ -670,6 +670,23 @@ def test_attribute_macros_in_a_c_declaration_s_head_lose_no_definition():
     assert [d.symbol for d in flat(definitions(bpf, "c"))] == ["end_mangling_bad_access", "end_corner_case_good_access"]
 
 
+def test_attribute_macros_after_a_type_s_body_or_before_a_head_s_newline_name_nothing():
+    """The kernel closes 1,412 structs with ``} __aligned(8);``, which the C grammar read as a function
+    ``__aligned`` holding the struct (``symbol alloc_tag`` found ``__aligned.alloc_tag``), and its error recovery
+    could take in the next prototype; ``static inline __printf(1, 2) __cold`` then ``void early_printk(`` on the
+    next line (printk.h) lost the function."""
+    text = ("struct alloc_tag {\n\tstruct codetag ct;\n} __aligned(8);\n\n"
+            "typedef struct {\n\tint x;\n} __aligned(8) foo_t;\n\n"
+            "struct fm10k_lport {\n\tint ffu;\n\tstruct x *y;\n} __aligned(4) __packed;\n\n"
+            "s32 fm10k_msg_lport_map_pf(struct fm10k_hw *, u32 **, struct fm10k_mbx_info *);\n\n"
+            "static inline __printf(1, 2) __cold\nvoid early_printk(const char *s, ...) { }\n\n"
+            "int after(void)\n{\n\treturn 0;\n}\n")
+    found = {d.symbol: (d.kind, d.head + 1) for d in flat(definitions(text, "c"))}
+    assert found == {"alloc_tag": ("class", 1), "foo_t": ("class", 5), "fm10k_lport": ("class", 9),
+                     "fm10k_msg_lport_map_pf": ("function", 14), "early_printk": ("function", 16),
+                     "after": ("function", 19)}, found
+
+
 @pytest.mark.parametrize("line", ["A" * 800_000, "abcdefghij" * 90_000, "😀" * 20_000])
 def test_a_line_the_tokenizer_counts_as_one_word_is_still_cut(line):
     """BERT makes one [UNK] piece of any word over 100 characters: such a line counted one word piece,

@@ -43,7 +43,7 @@ import tree_sitter
 
 from ...languages import AST_LANGUAGES
 from ...models import wordpiece
-from .cmacros import hide_attribute_macros, macro_call_spans
+from .cmacros import MACRO_NAME, hide_attribute_macros, macro_call_spans
 from .declarations import DECLARATIONS, kind_of
 from .grammars import GRAMMARS, Grammar
 from .imports import only_imports
@@ -257,15 +257,11 @@ def _parse(text: str, language: str) -> tree_sitter.Tree:
     return tree
 
 
-#: A name only a misreading gives a definition: an attribute macro's (``__printf``), an upper-case macro's.
-_MACRO_NAME = re.compile(r"__\w*|[A-Z][A-Z0-9_]*")
-
-
 def _named(language: str, root: tree_sitter.Node) -> set[str]:
     """The names the tree defines, but those of macros: a tree read without some attribute macros must
     define them all (hiding some of a BPF test's `__success __retval(0) __flag(...)` lines lost its function)."""
     spans, declarations = _node_spans(language, root, True)
-    return {s.name for s in spans + declarations if not _MACRO_NAME.fullmatch(s.name.rsplit(".", 1)[0])}
+    return {s.name for s in spans + declarations if not MACRO_NAME.fullmatch(s.name.rsplit(".", 1)[0])}
 
 
 def _error_bytes(language: str, root: tree_sitter.Node) -> int:

@@ -28,6 +28,9 @@ from .nodes import Span, last_row, node_text
 #: A macro's name: upper case by convention (``DEFINE_IDTENTRY``, ``SYSCALL_DEFINE3``, ``BPF_CALL_2``).
 _MACRO = re.compile(r"[A-Z][A-Z0-9_]+")
 _IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
+#: A name only a misreading gives a definition: an attribute macro's (``__printf``, ``__aligned``), by the
+#: kernel's convention, or an upper-case macro's.
+MACRO_NAME = re.compile(r"__\w*|[A-Z][A-Z0-9_]*")
 #: The prefix of the function a macro defines, as scripts/tags.sh of Linux 6.12 names it for
 #: ctags and etags (``SYSCALL_DEFINE[0-9](x`` -> ``sys_x``); other macros keep the argument as is.
 _PREFIXES = (("COMPAT_SYSCALL_DEFINE", "compat_sys_"), ("SYSCALL_DEFINE", "sys_"))
@@ -41,16 +44,23 @@ _FILE_LEVEL = frozenset({"translation_unit", "preproc_if", "preproc_ifdef", "pre
 #: none), the call of an upper-case or ``__`` name (``__alloc_size(1)``, ``__printf(1, 2)``,
 #: ``PRINTF(5, 6)``), then the declarator's name and ``(``: on its line, after a type or not
 #: (``void *kmalloc_noprof(``, ``int __printf(6, 7) pci_request_irq(``), or at the start of the next
-#: line after a lower-case type (``static inline __printf(3, 4)`` + ``void ksft_test_result_code(``; not
+#: line after a lower-case type, the call's line ending in attribute words or not (``static inline
+#: __printf(1, 2) __cold`` + ``void early_printk(``; not
 #: ``BTF_ID_FLAGS(func, a)`` + ``BTF_ID_FLAGS(func, b)``, a list of macro calls).
 _ATTRIBUTE_CALL = re.compile(
     rb"(?m)^([ \t]*(?:[A-Za-z_]\w*[ \t]+)*?)"
     rb"((?:__\w+|[A-Z][A-Z0-9_]+)\((?:[^()\n]|\([^()\n]*\))*\))"
-    rb"(?=(?:[ \t]+(?:[A-Za-z_]\w*[ \t*]+)*?|[ \t]*\n[ \t]*(?:[a-z_]\w*[ \t*]+)+?)\**[A-Za-z_]\w*[ \t]*\()")
+    rb"(?=(?:[ \t]+(?:[A-Za-z_]\w*[ \t*]+)*?|(?:[ \t]+[A-Za-z_]\w*)*[ \t]*\n[ \t]*(?:[a-z_]\w*[ \t*]+)+?)"
+    rb"\**[A-Za-z_]\w*[ \t]*\()")
 #: What every such call is followed by, looked for first: the call's own pattern is then tried on those
 #: lines alone (over whole files, from each line's start, it took 0.2 ms a kernel file).
 _THEN_DECLARATOR = re.compile(
-    rb"\)(?:[ \t]+(?:[A-Za-z_]\w*[ \t*]+)*|[ \t]*\n[ \t]*(?:[a-z_]\w*[ \t*]+)+)\**[A-Za-z_]\w*[ \t]*\(")
+    rb"\)(?:[ \t]+(?:[A-Za-z_]\w*[ \t*]+)*|(?:[ \t]+[A-Za-z_]\w*)*[ \t]*\n[ \t]*(?:[a-z_]\w*[ \t*]+)+)"
+    rb"\**[A-Za-z_]\w*[ \t]*\(")
+#: A type's body closed by attribute calls (``} __aligned(8);``, ``} __aligned(4) __packed;``): the grammar reads
+#: the first as a function declarator, and its error recovery can take in the next declaration.
+_AFTER_BODY = re.compile(rb"\n\}([ \t]+[^;{}()\n]*\((?:[^;{}\n]*)\))[ \t]*(?:[A-Za-z_]\w*[ \t]*)*;")
+_CALL = re.compile(rb"()((?:__\w+|[A-Z][A-Z0-9_]+)\((?:[^()\n]|\([^()\n]*\))*\))")
 #: Calls the grammars know themselves.
 _NATIVE = (b"__attribute__(", b"__attribute(", b"__declspec(", b"__typeof__(", b"__typeof(", b"__asm__(", b"__asm(",
            b"__volatile__(", b"__alignof__(")
@@ -62,6 +72,7 @@ _PARAMETERS = re.compile(rb"[A-Za-z_]\w*[ \t*]+[A-Za-z_*]|\(\s*(?:void\s*)?\)$")
 def hide_attribute_macros(data: bytes) -> bytes:
     """``data`` (a C or C++ file's UTF-8) with each attribute macro call of a declaration's head as spaces
     (see the module's docstring), for the parser only; two such calls on one line are both hidden."""
+    data = _AFTER_BODY.sub(_hidden_after_body, data)
     lines: list[bytes] = []
     done = 0  # the bytes of ``data`` up to here are in ``lines``
     for then in _THEN_DECLARATOR.finditer(data):
@@ -76,6 +87,12 @@ def hide_attribute_macros(data: bytes) -> bytes:
             lines += [data[done:start], hidden]
             done = end
     return b"".join([*lines, data[done:]]) if lines else data
+
+
+def _hidden_after_body(m: re.Match) -> bytes:
+    start, end = m.span(1)
+    whole = m.group()
+    return whole[:start - m.start()] + _CALL.sub(_hidden, m.group(1)) + whole[end - m.start():]
 
 
 def _hidden(m: re.Match) -> bytes:

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 import tree_sitter
 
 from ...languages import AST_LANGUAGES
-from .cmacros import macro_function_name
+from .cmacros import MACRO_NAME, macro_function_name
 from .javascript import assignment_name, default_export_name, member_name, variable_name
 from .markdown import markdown_spans
 from .sql import sql_spans
@@ -57,6 +57,8 @@ def _c_prototype_name(node: tree_sitter.Node) -> str | None:
     (``BROTLI_DEC_API``) leave the declarator a direct child rather than the ``declarator`` field."""
     if node_text(node).startswith("typedef"):
         return None  # error recovery around unknown macros made ``typedef void (*f)(...)`` a function "void"
+    kind = node.child_by_field_name("type")
+    typed = kind is not None and kind.type in _C_TYPES and kind.child_by_field_name("body") is not None
     found = []
     stack = [c for c in node.named_children if c.type in ("function_declarator", "pointer_declarator")]
     while stack:
@@ -72,7 +74,10 @@ def _c_prototype_name(node: tree_sitter.Node) -> str | None:
         return None  # ``void (*on_done)(int);``: a variable holding a function pointer
     while inner is not None and inner.type != "identifier" and inner.named_child_count:
         inner = inner.child_by_field_name("declarator") or inner.named_children[-1]
-    return node_text(inner) if inner is not None and inner.type in ("identifier", "field_identifier") else None
+    name = node_text(inner) if inner is not None and inner.type in ("identifier", "field_identifier") else None
+    if typed and name is not None and MACRO_NAME.fullmatch(name):
+        return None  # ``struct s {...} __aligned(8);``: the attribute macro after a type's body read as a function
+    return name
 
 
 def _c_type_name(node: tree_sitter.Node) -> str | None:
@@ -84,6 +89,12 @@ def _c_type_name(node: tree_sitter.Node) -> str | None:
     if name is None and parent is not None and parent.type == "type_definition":
         declarator = parent.child_by_field_name("declarator")
         name = node_text(declarator) if declarator is not None else None
+        if declarator is not None and declarator.type == "function_declarator":
+            # ``typedef struct {...} __aligned(8) name_t;``: the grammar reads the attribute macro as the
+            # declarator and the name as an error after it
+            found = [node_text(c) for e in parent.named_children if e.type == "ERROR" for c in e.named_children
+                     if c.type in ("identifier", "type_identifier")]
+            name = next((n for n in reversed(found) if not n.startswith("__")), None)
     return name
 
 

@@ -31,4 +31,7 @@
 #: each comment was a chunk of its own, labelled with the class); a module chunk that only imports is of kind
 #: ``imports`` (:mod:`.imports`); Java fields and enum constants, C# properties, fields and events, PHP class
 #: constants and properties are declarations (symbols, outlines), C# operators and finalizers named.
-CHUNKER_VERSION = 16
+#: 17: a C type's body closed by attribute macros (``} __aligned(8);``) is the type's definition, not a function
+#: ``__aligned`` holding it; an attribute macro call followed by attribute words ends a declaration's head
+#: (``static inline __printf(1, 2) __cold`` + ``void early_printk(``).
+CHUNKER_VERSION = 17
