@@ -61,7 +61,9 @@
 --                 or its end at a '/': `_auth.py`, `httpx/_auth.py`), or 1 when only its file
 --                 name matches with leading underscores ignored (`auth.py` names `_auth.py`:
 --                 Python's private-module convention; never above an exact name). A tail alone
---                 earns no tier: `print` of `Console.print` is not any `print`. Within the
+--                 earns no tier: `print` of `Console.print` is not any `print`. Within a tier, a
+--                 source file's definition named the name itself (gin's struct `Engine`) comes before
+--                 members of that name (`defaultValidator.Engine`), whatever their scores. Within the
 --                 symbol tier a symbol's chunks stay together, in line order (below). Chunks
 --                 with a tier are candidates even when neither retriever found them (score 0
 --                 from fusion); the returned score stays the fused one, so with a tier it is
@@ -286,7 +288,8 @@ named AS MATERIALIZED (  -- once per row: scored reads each flag several times
     SELECT id, file_id, symbol, start_line, end_line, role, body,
            CASE WHEN demoted THEN 0 ELSE 2 * coalesce(match >= 1, 0) + coalesce(match = 2, 0) + 2 * coalesce(match = 3, 0)
                                          - coalesce(match IN (1, 2) AND (stub OR role = 'generated'), 0) END AS symbol_tier,
-           coalesce(match = 0 OR demoted, 0) AS tail_named, path_tier
+           coalesce(match = 0 OR demoted, 0) AS tail_named, path_tier,
+           match IN (1, 2) AND NOT demoted AND role = 'source' AND instr(:names, json_quote(lower(symbol))) > 0 AS whole
     FROM (SELECT *, coalesce(folded, 0) AND max(coalesce(match >= 1 AND NOT folded, 0)) OVER () AS demoted
     FROM (SELECT pool.id, c.file_id, c.symbol, c.start_line, c.end_line, CASE WHEN c.kind IN ('license', 'imports') THEN c.kind ELSE f.role END AS role,
                  c.path GLOB '*.pyi' OR c.path GLOB '*.d.ts' OR c.path GLOB '*.d.[cm]ts' AS stub,
@@ -318,7 +321,7 @@ scored AS (
            * coalesce(json_extract(:role_weights, '$.' || nm.role), 1.0)
            * CASE WHEN nm.symbol_tier + nm.path_tier > 0 OR nm.tail_named THEN :name_boost ELSE 1.0 END AS score,
            :tiered * (nm.symbol_tier + nm.path_tier) AS tier, :tiered * nm.symbol_tier AS in_symbol_tier,
-           nm.role = 'test' AS test
+           nm.role = 'test' AS test, nm.whole
     FROM named nm LEFT JOIN fused fu ON fu.id = nm.id
 ),
 -- A named symbol cut into windows reads top-down: its chunks rank by their best score, then
@@ -339,7 +342,7 @@ scored AS (
 -- symbol, filled nine of a fresh user's top 10 for the function's name). Ranked on ids and scores
 -- alone: the text of a chunk joins in only for the rows returned.
 windows AS (
-    SELECT id, score, start_line, tier, in_symbol_tier, symbol_best,
+    SELECT id, score, start_line, tier, in_symbol_tier, symbol_best, whole,
            in_symbol_tier BETWEEN 1 AND 3 AND start_line > first_line
                AND ((score = 0 AND (windows > 8 OR NOT body)) OR (start_line > 1 + before_end
                                   AND EXISTS (SELECT 1 FROM chunks o WHERE o.file_id = sw.file_id
@@ -347,7 +350,7 @@ windows AS (
                                                 AND o.symbol IS NOT sw.symbol)))
            OR (in_symbol_tier > 0 AND test AND symbol_best = 0) AS bare,
            repeated
-    FROM (SELECT id, file_id, symbol, score, start_line, tier, in_symbol_tier, body, test, max(score) OVER w AS symbol_best,
+    FROM (SELECT id, file_id, symbol, score, start_line, tier, in_symbol_tier, body, test, whole, max(score) OVER w AS symbol_best,
                  min(start_line) OVER w AS first_line, lag(end_line) OVER (w ORDER BY start_line) AS before_end,
                  count(*) OVER w AS windows,
                  one_line AND row_number() OVER (PARTITION BY file_id, start_line, one_line ORDER BY score DESC, id) > 1
@@ -355,9 +358,10 @@ windows AS (
           FROM scored WINDOW w AS (PARTITION BY file_id, symbol)) sw
 ),
 ranked AS (
-    SELECT id, score, tier, row_number() OVER (ORDER BY tier DESC, group_score DESC,
+    SELECT id, score, tier, row_number() OVER (ORDER BY tier DESC, whole DESC, group_score DESC,
                                          CASE WHEN in_symbol_tier > 0 THEN start_line END, score DESC, id) AS pos
     FROM (SELECT id, CASE WHEN bare THEN score / :name_boost ELSE score END AS score, start_line,
+                 in_symbol_tier > 0 AND whole AND NOT bare AS whole,
                  CASE WHEN bare THEN 0 ELSE tier END AS tier,
                  CASE WHEN bare THEN 0 ELSE in_symbol_tier END AS in_symbol_tier,
                  CASE WHEN in_symbol_tier > 0 AND NOT bare THEN symbol_best

@@ -902,6 +902,29 @@ def test_a_type_then_a_word_puts_that_member_first(tmp_path):
     assert json.loads(res.output)["results"][0]["symbol"] == "QueueWorker.drain", res.output
 
 
+def test_a_type_s_name_puts_the_type_above_members_of_that_name(tmp_path):
+    """gin: `search Engine` listed the method `defaultValidator.Engine` (BM25's) and a module's `var engine`
+    above the struct `Engine`, which neither retriever reached: each named the word, in one tier by score.
+    The definition named the name itself comes first; a test's of that name does not."""
+    from click.testing import CliRunner
+    from support.trees import write_tree
+
+    from codii_sql.cli import cli
+
+    calls = "".join(f"\tengine.Use(middleware{i}) // engine setup {i}\n" for i in range(8))
+    repo = write_tree(tmp_path / "g", {
+        "gin.go": "package gin\n\n// Engine is the framework's instance.\ntype Engine struct {\n\tRouterGroup\n"
+                  "\ttrees methodTrees\n}\n\nfunc Default() *Engine {\n\treturn New()\n}\n",
+        "validator.go": "package binding\n\n// Engine returns the underlying validator engine.\n"
+                        "func (v *defaultValidator) Engine() any {\n\tv.lazyinit()\n\tengine := v.validate\n"
+                        f"{calls}\treturn engine\n}}\n",
+        "engine_test.go": "package gin\n\nfunc Engine() *engine {\n\treturn &engine{} // engine engine engine\n}\n"})
+    assert CliRunner().invoke(cli, ["build", str(repo), "--no-vectors"]).exit_code == 0
+    res = CliRunner().invoke(cli, ["search", "Engine", "--path", str(repo), "--mode", "bm25", "--no-update", "--json"])
+    got = [(r["path"], r["symbol"]) for r in json.loads(res.output)["results"]]
+    assert got[0] == ("gin.go", "Engine") and ("validator.go", "defaultValidator.Engine") in got[1:], got
+
+
 def test_a_constants_name_puts_its_definition_first(tmp_path):
     """A new user's `search RRF_WEIGHT` (and tokio's MAX_READS, Django's DEFAULT_DB_ALIAS) listed uses and
     never the definition, which lies in a module's chunk with no symbol of its own; `symbol` knew it."""
