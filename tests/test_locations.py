@@ -70,6 +70,21 @@ def _line_of(text: str) -> int:
     return FILES["src/pay/billing.py"].splitlines().index(text) + 1
 
 
+def test_a_long_word_is_read_for_places_in_linear_time():
+    """A new user's 60,000-character one-word query held the HTTP server 41 s (`/healthz` waited 39 s
+    behind it; MCP 152 s): the places' patterns, tried from every position, backtracked over the word's run.
+    Quadratic, 200,000 characters took minutes; each pattern now reads only before its marker."""
+    import threading
+
+    got = []
+    for text in ("x" * 200_000, "x" * 200_000 + ".py:12", "x" * 200_000 + "#L3", "a.py:1 " * 30_000):
+        worker = threading.Thread(target=lambda t=text: got.append(places(t)), daemon=True)
+        worker.start()
+        worker.join(30)
+        assert not worker.is_alive(), len(got)
+    assert got == [[], [], [], [("a.py", 1)]]
+
+
 @pytest.mark.parametrize("mode", MODES)
 def test_a_frame_from_another_machine_finds_the_function_at_its_line(searcher, mode):
     line = _line_of("    undo_25 = amount - 25")

@@ -21,13 +21,21 @@ from .query import Named
 #: (``.../blob/main/src/app.py#L703``, ``#L703-L710``, ``#L703C5``): a file with an extension, one in a
 #: folder (``bin/run:12``) or a file name that has none (``Makefile:40``, ``LICENSE:3``), and a line.
 _FILE = r"(?:(?:[\w.@+-]*/){0,40}[\w.@+-]*\w\.[A-Za-z]\w{0,5}|(?:[\w.@+-]*/){1,40}[\w.@+-]*\w|[A-Z][\w.-]*file|[A-Z]{4,})"
-_PLACES = (re.compile(r'File "(?P<path>[^"\n]{1,512})", line (?P<line>\d{1,9})'),
+#: Each place's pattern and its marker, the text after the path (`line 7`, `(703)`, `:95`, `#L703`), found first:
+#: the pattern is then tried over the :data:`_BEFORE` characters before the marker, up to the character after it
+#: (what the pattern's end looks at), never over the whole query
+#: (unanchored, over a 20,000-character word, the paths' runs backtracked for 5 s, which held a server's lock).
+_PLACES = ((re.compile(r'File "(?P<path>[^"\n]{1,512})", line (?P<line>\d{1,9})'), re.compile(r'", line \d+')),
            # pdb's `> /x/sessions.py(703)send()`, .NET's `in /x/App.cs:line 42`, Perl's `at /x/a.pl line 12.`
-           re.compile(rf"(?<![\w.@+/-])(?P<path>{_FILE})\((?P<line>\d{{1,9}})\)"),
-           re.compile(r"\bin (?P<path>\S{1,512}?):line (?P<line>\d{1,9})\b"),
-           re.compile(rf"(?<![\w.@+/-])(?P<path>{_FILE}) line (?P<line>\d{{1,9}})\b"),
-           re.compile(rf"(?<![\w.@+/-])(?P<path>{_FILE}):(?P<line>\d{{1,9}})(?![\d.])"),
-           re.compile(rf"(?P<path>{_FILE})#L(?P<line>\d{{1,9}})(?!\d)"))
+           (re.compile(rf"(?<![\w.@+/-])(?P<path>{_FILE})\((?P<line>\d{{1,9}})\)"), re.compile(r"\(\d+\)")),
+           (re.compile(r"\bin (?P<path>\S{1,512}?):line (?P<line>\d{1,9})\b"), re.compile(r":line \d+")),
+           (re.compile(rf"(?<![\w.@+/-])(?P<path>{_FILE}) line (?P<line>\d{{1,9}})\b"), re.compile(r" line \d+")),
+           (re.compile(rf"(?<![\w.@+/-])(?P<path>{_FILE}):(?P<line>\d{{1,9}})(?![\d.])"), re.compile(r":\d+")),
+           (re.compile(rf"(?<![\w.@+/-])(?P<path>{_FILE})#L(?P<line>\d{{1,9}})(?!\d)"), re.compile(r"#L\d+")))
+#: Characters before a marker a place's path (and its `File "` or `in `) may take: paths are read up to 512.
+_BEFORE = 600
+#: Markers looked at per pattern: a query of many `:12` is no traceback.
+MAX_MARKERS = 32
 #: Places read from one query: a traceback has many, and is read as a long query is (its words).
 MAX_PLACES = 3
 #: Files one place may stand for when several share its tail (vendored copies of one file).
@@ -43,12 +51,17 @@ def places(text: str, shape: str = "") -> list[tuple[str, int]]:
     if shape == "long":
         return []
     found: dict[tuple[str, int], None] = {}
-    for pattern in _PLACES:
-        for m in pattern.finditer(text):
-            path = m.group("path").replace("\\", "/").lower()
-            path = re.sub(r"^(?:\.?/)+", "", path)
-            if path and int(m.group("line")) > 0:
-                found.setdefault((path, int(m.group("line"))), None)
+    for pattern, marker in _PLACES:
+        done = 0  # the text up to here was read
+        for i, mark in enumerate(marker.finditer(text)):
+            if i == MAX_MARKERS:
+                break
+            for m in pattern.finditer(text, max(done, mark.start() - _BEFORE), mark.end() + 1):
+                path = m.group("path").replace("\\", "/").lower()
+                path = re.sub(r"^(?:\.?/)+", "", path)
+                if path and int(m.group("line")) > 0:
+                    found.setdefault((path, int(m.group("line"))), None)
+                done = max(done, m.end())
     return list(found)[:MAX_PLACES]
 
 
