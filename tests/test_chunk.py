@@ -687,6 +687,75 @@ def test_attribute_macros_after_a_type_s_body_or_before_a_head_s_newline_name_no
                      "after": ("function", 19)}, found
 
 
+PYBIND_LIKE = """#pragma once
+#include "detail/common.h"
+
+PYBIND11_NAMESPACE_BEGIN(PYBIND11_NAMESPACE)
+PYBIND11_NAMESPACE_BEGIN(detail)
+PYBIND11_WARNING_PUSH
+
+PyThreadState *get_thread_state_unchecked();
+
+PYBIND11_WARNING_POP
+
+template <typename Type, typename Key>
+struct set_caster {
+    using type = Type;
+    bool load(handle src, bool convert) {
+        weakref wr(src, disable_lifesupport);
+        return true;
+    }
+    PYBIND11_TYPE_CASTER(type,
+                         io_name("collections.abc.Set", "set") + const_name("[")
+                             + const_name("]"));
+};
+PYBIND11_NAMESPACE_END(detail)
+
+class PYBIND11_EXPORT_EXCEPTION error_already_set : public std::exception {
+public:
+    PYBIND11_NOINLINE error_already_set() { fetch(); }
+    PYBIND11_NOINLINE ~error_already_set() { release(); }
+    const char *what() const noexcept override;
+    explicit operator bool() const { return true; }
+};
+
+template <typename type_>
+class class_ : public detail::generic_type {
+public:
+    template <typename Func>
+    PYBIND11_ALWAYS_INLINE class_ &def(const char *name_, Func &&f) {
+        if (!f) {
+            throw error_already_set();
+        }
+        return *this;
+    }
+    class_ &def_readwrite(const char *name, int pm) {
+        return *this;
+    }
+};
+PYBIND11_NAMESPACE_END(PYBIND11_NAMESPACE)
+"""
+
+
+def test_cpp_macros_and_reference_heads_lose_no_definition():
+    """pybind11 (a new user's and an agent's stand-in's): `symbol def_readwrite`, `class_::def` found nothing
+    (a head returning a reference was named `&def(...)`, unsearchable), `PYBIND11_NAMESPACE_BEGIN(detail)`
+    lines and `PYBIND11_TYPE_CASTER(...)` in class bodies led error recovery to hide `set_caster`, and
+    `error_already_set` was a class named `std::exception` while four `throw error_already_set();` lines
+    were its "definitions"; local variables (`weakref wr(...)`) were functions."""
+    found = {d.symbol: d.kind for d in flat(definitions(PYBIND_LIKE, "cpp"))}
+    assert found == {"get_thread_state_unchecked": "function", "set_caster": "class", "set_caster.load": "method",
+                     "error_already_set": "class", "error_already_set.error_already_set": "method",
+                     "error_already_set.~error_already_set": "method", "error_already_set.what": "method",
+                     "error_already_set.operator bool": "method", "class_": "class", "class_.def": "method",
+                     "class_.def_readwrite": "method"}, found
+    from codii_sql.languages import detect_language
+
+    assert detect_language("include/pybind11/warnings.h", "", "#include <cstring>\nint f(void);\n") == "cpp"
+    assert detect_language("x.h", "", "struct t {\n\tdetail::value_and_holder v_h;\n};\n") == "cpp"
+    assert detect_language("x.h", "", " * see struct pmu::swap_task_ctx();\nWARN(1, \"struct file::f\");\n") == "c"
+
+
 @pytest.mark.parametrize("line", ["A" * 800_000, "abcdefghij" * 90_000, "😀" * 20_000])
 def test_a_line_the_tokenizer_counts_as_one_word_is_still_cut(line):
     """BERT makes one [UNK] piece of any word over 100 characters: such a line counted one word piece,

@@ -43,7 +43,7 @@ import tree_sitter
 
 from ...languages import AST_LANGUAGES
 from ...models import wordpiece
-from .cmacros import MACRO_NAME, hide_attribute_macros, macro_call_spans
+from .cmacros import MACRO_NAME, hide_attribute_macros, hide_cpp_macros, macro_call_spans
 from .declarations import DECLARATIONS, kind_of
 from .grammars import GRAMMARS, Grammar
 from .imports import only_imports
@@ -240,28 +240,52 @@ def _licence_end(language: str, root: tree_sitter.Node, lines: Layout) -> int:
 
 def _parse(text: str, language: str) -> tree_sitter.Tree:
     """The syntax tree of ``text``; a C or C++ file the grammar could not read whole is read again without its
-    attribute macros (:mod:`.cmacros`), when it has some; that tree is kept when it reads no less of the file
-    and defines every name the first did."""
+    attribute macros (:mod:`.cmacros`), when it has some, a C++ one first without its other macros too; such a
+    tree is kept when it reads no less of the file and defines every name the first did, or when its errors
+    cover at most a quarter of the first's bytes and it gains more names than it loses (the lost ones then
+    the first's misreadings: pybind11's pytypes.h, 104,244 bytes of errors -> 53, lost a class named
+    ``std::exception``)."""
     data = text.encode("utf-8")
     parser = parser_for(language)
     tree = parser.parse(data)
     if language in ("c", "cpp") and tree.root_node.has_error:
-        hidden = hide_attribute_macros(data)
-        if hidden != data:
+        tried, errors, before = {data}, _error_bytes(language, tree.root_node), None
+        for hide in (hide_cpp_macros, hide_attribute_macros) if language == "cpp" else (hide_attribute_macros,):
+            hidden = hide(data)
+            if hidden in tried:
+                continue
+            tried.add(hidden)
             # Kept when the grammar's errors cover no more of the file and it loses no name: hiding some of a
             # file's macros can lead error recovery astray (a Linux header's #else branch read as one error).
             other = parser.parse(hidden)
-            if _error_bytes(language, other.root_node) <= _error_bytes(language, tree.root_node) \
-                    and not _named(language, tree.root_node) - _named(language, other.root_node):
-                tree = other
+            fewer = _error_bytes(language, other.root_node)
+            if fewer > errors:
+                continue
+            before = before or _named(language, tree.root_node)
+            after = _named(language, other.root_node)
+            lost = _lost(before, after, data, hidden)
+            if not lost or 4 * fewer <= errors and len(after.keys() - before.keys()) > len(lost):
+                return other
     return tree
 
 
-def _named(language: str, root: tree_sitter.Node) -> set[str]:
-    """The names the tree defines, but those of macros: a tree read without some attribute macros must
-    define them all (hiding some of a BPF test's `__success __retval(0) __flag(...)` lines lost its function)."""
+def _named(language: str, root: tree_sitter.Node) -> dict[str, int]:
+    """The names the tree defines, but those of macros, each with the byte its first definition starts at: a
+    tree read without some macros must define them all (hiding some of a BPF test's `__success __retval(0)
+    __flag(...)` lines lost its function)."""
     spans, declarations = _node_spans(language, root, True)
-    return {s.name for s in spans + declarations if not MACRO_NAME.fullmatch(s.name.rsplit(".", 1)[0])}
+    named: dict[str, int] = {}
+    for s in spans + declarations:
+        if not MACRO_NAME.fullmatch(s.name.rsplit(".", 1)[0]):
+            named.setdefault(s.name, s.start)
+    return named
+
+
+def _lost(before: dict[str, int], after: dict[str, int], data: bytes, hidden: bytes) -> set[str]:
+    """The names of ``before`` not in ``after``, but those whose definition started in a hidden macro (the
+    `type` of pybind11's `PYBIND11_TYPE_CASTER(type, ...)`, which the grammar read as a function)."""
+    return {name for name, start in before.items()
+            if name not in after and not hidden[start:start + 1] == b" " != data[start:start + 1]}
 
 
 def _error_bytes(language: str, root: tree_sitter.Node) -> int:

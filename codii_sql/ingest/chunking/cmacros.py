@@ -61,6 +61,30 @@ _THEN_DECLARATOR = re.compile(
 #: the first as a function declarator, and its error recovery can take in the next declaration.
 _AFTER_BODY = re.compile(rb"\n\}([ \t]+[^;{}()\n]*\((?:[^;{}\n]*)\))[ \t]*(?:[A-Za-z_]\w*[ \t]*)*;")
 _CALL = re.compile(rb"()((?:__\w+|[A-Z][A-Z0-9_]+)\((?:[^()\n]|\([^()\n]*\))*\))")
+#: C++'s macros that are no attribute of a head (see :func:`hide_cpp_macros`): an upper-case macro's call as a
+#: statement of its own, at a line's start, on one line or several (``PYBIND11_NAMESPACE_BEGIN(detail)``,
+#: ``PYBIND11_TYPE_CASTER(type, ...);`` in a class body), found by its start, its parentheses then matched;
+_LONE_CALL = re.compile(rb"(?m)^[ \t]*[A-Z][A-Z0-9_]{2,}[ \t]*\(")
+#: ... what may follow its ``)``: a ``;`` or not, a comment, the line's end;
+_LONE_END = re.compile(rb"[ \t]*(;?)[ \t]*(?://[^\n]*)?(?=\n|\Z)")
+#: ... and the next line when no ``;`` ends it: a block makes it a definition (``TEST(a, b)`` + ``{``);
+_BLOCK_NEXT = re.compile(rb"\s*\{")
+#: ... or a name alone (``PYBIND11_WARNING_PUSH``, ``Q_OBJECT``) after a statement, a block's brace, a preprocessor
+#: line or a comment, and before no ``}`` or ``,`` (not an enum's last constant);
+_LONE_NAME = re.compile(rb"(?m)(?:[;{}]|^#[^\n]*|//[^\n]*|\*/)[ \t]*\n(?:[ \t]*\n)*([ \t]*[A-Z][A-Z0-9_]{2,}[ \t]*)\n"
+                        rb"(?![ \t\n]*[},])")
+#: an export macro between ``class`` and the name (``class PYBIND11_EXPORT_EXCEPTION error_already_set :``);
+_EXPORT = re.compile(rb"\b(?:class|struct|union)[ \t]+([A-Z][A-Z0-9_]{2,})[ \t]+(?=[A-Za-z_]\w*[ \t]*(?:final\b|:|\{|\n))")
+#: upper-case attribute words before a head's type or a constructor's name (``PYBIND11_ALWAYS_INLINE class_ &def(``,
+#: ``PYBIND11_NOINLINE ~gil_scoped_acquire(``).
+_HEAD_WORDS = re.compile(rb"(?m)^([ \t]*(?:[a-z_]\w*[ \t]+)*?)((?:[A-Z][A-Z0-9_]{2,}[ \t]+)+)"
+                         rb"(?=(?:[a-z_][\w:<>, *&]*?[ \t*&])?~?[A-Za-z_]\w*[ \t]*\()")
+#: What ends or opens a statement, and string quotes: a macro call's arguments hold none but inside quotes.
+_PAREN_STOP = re.compile(rb"[()\"'{};]")
+#: The rest of a string or character literal, by its quote.
+_LITERALS = {b'"': re.compile(rb'(?:[^"\\\n]|\\.)*"'), b"'": re.compile(rb"(?:[^'\\\n]|\\.)*'")}
+#: Bytes a lone call's parentheses are looked for in.
+_CALL_BYTES = 4096
 #: Calls the grammars know themselves.
 _NATIVE = (b"__attribute__(", b"__attribute(", b"__declspec(", b"__typeof__(", b"__typeof(", b"__asm__(", b"__asm(",
            b"__volatile__(", b"__alignof__(")
@@ -87,6 +111,63 @@ def hide_attribute_macros(data: bytes) -> bytes:
             lines += [data[done:start], hidden]
             done = end
     return b"".join([*lines, data[done:]]) if lines else data
+
+
+def hide_cpp_macros(data: bytes) -> bytes:
+    """``data`` (a C++ file's UTF-8) as :func:`hide_attribute_macros` gives it, and with C++'s other macros as
+    spaces (lines kept), for the parser only: upper-case macro calls that are statements of their own, export
+    macros after ``class`` and attribute words before a head (see ``_LONE_CALL``...). The grammar reads each as
+    a declaration or an error, and its error recovery ran on: pybind11's ``class_`` lost every ``def*`` method
+    after one, ``class PYBIND11_EXPORT_EXCEPTION error_already_set`` was named ``std::exception``."""
+    data = hide_attribute_macros(data)
+    spans = []
+    done = 0  # the end of the last lone call
+    for m in _LONE_CALL.finditer(data):
+        if m.start() < done or data[max(0, m.start() - 3):m.start()].rstrip().endswith(b"\\"):
+            continue  # inside the last one, or in a #define
+        close = _closing(data, m.end() - 1)
+        end = _LONE_END.match(data, close) if close > 0 else None
+        if end is not None and (end.group(1) or not _BLOCK_NEXT.match(data, end.end())):
+            spans.append((m.start(), end.end()))
+            done = end.end()
+    data = _blanked(data, spans)  # a lone name's line may follow a lone call's
+    return _blanked(data, [m.span(1) for m in _EXPORT.finditer(data)] + [m.span(2) for m in _HEAD_WORDS.finditer(data)]
+                    + [m.span(1) for m in _LONE_NAME.finditer(data)])
+
+
+def _blanked(data: bytes, spans: list[tuple[int, int]]) -> bytes:
+    """``data`` with the bytes of each of ``spans`` spaces, but line breaks."""
+    if not spans:
+        return data
+    out = bytearray(data)
+    for start, end in spans:
+        out[start:end] = re.sub(rb"[^\n]", b" ", data[start:end])
+    return bytes(out)
+
+
+def _closing(data: bytes, opening: int) -> int:
+    """The offset after the ``)`` closing the ``(`` at ``opening``, or -1: none within ``_CALL_BYTES``, or a
+    ``;``, ``{`` or ``}`` before it (a statement, not a call's arguments)."""
+    depth, i, limit = 0, opening, min(len(data), opening + _CALL_BYTES)
+    while i < limit:
+        found = _PAREN_STOP.search(data, i, limit)
+        if found is None:
+            return -1
+        i, c = found.end(), found.group()
+        if c == b"(":
+            depth += 1
+        elif c == b")":
+            depth -= 1
+            if depth == 0:
+                return i
+        elif c in _LITERALS:  # a literal: to its closing quote, escapes skipped
+            quote = _LITERALS[c].match(data, i)
+            if quote is None:
+                return -1
+            i = quote.end()
+        else:
+            return -1
+    return -1
 
 
 def _hidden_after_body(m: re.Match) -> bytes:

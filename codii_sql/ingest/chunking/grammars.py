@@ -44,11 +44,26 @@ def _c_function_name(node: tree_sitter.Node) -> str | None:
         return macro_defined
     current = node.child_by_field_name("declarator")
     while current is not None:
-        inner = current.child_by_field_name("declarator")
+        if current.type == "operator_cast":  # ``operator T*() const``: named up to its parameters
+            params, shape = None, current.child_by_field_name("declarator")
+            while shape is not None and params is None:  # under a pointer or reference declarator or not
+                params, shape = shape.child_by_field_name("parameters"), _inner_declarator(shape)
+            text = node_text(current)
+            return " ".join(text[:params.start_byte - current.start_byte].split()) if params is not None else text
+        inner = _inner_declarator(current)
         if inner is None:
             return node_text(current)
         current = inner
     return None
+
+
+def _inner_declarator(node: tree_sitter.Node) -> tree_sitter.Node | None:
+    """The declarator ``node`` wraps: its ``declarator`` field, or a reference's own child (``class_ &def(...)``:
+    the grammar gives the ``&`` declarator no field)."""
+    inner = node.child_by_field_name("declarator")
+    if inner is None and node.type in ("reference_declarator", "abstract_reference_declarator") and node.named_children:
+        inner = node.named_children[-1]
+    return inner
 
 
 def _c_prototype_name(node: tree_sitter.Node) -> str | None:
@@ -57,6 +72,11 @@ def _c_prototype_name(node: tree_sitter.Node) -> str | None:
     (``BROTLI_DEC_API``) leave the declarator a direct child rather than the ``declarator`` field."""
     if node_text(node).startswith("typedef"):
         return None  # error recovery around unknown macros made ``typedef void (*f)(...)`` a function "void"
+    outer = node.parent
+    while outer is not None and outer.type not in ("compound_statement", "field_declaration_list", "declaration_list"):
+        outer = outer.parent
+    if outer is not None and outer.type == "compound_statement":
+        return None  # in a function's body: ``weakref wr(nurse, ...);`` is a variable, ``throw e();`` a statement
     kind = node.child_by_field_name("type")
     typed = kind is not None and kind.type in _C_TYPES and kind.child_by_field_name("body") is not None
     found = []

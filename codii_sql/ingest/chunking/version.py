@@ -33,5 +33,8 @@
 #: constants and properties are declarations (symbols, outlines), C# operators and finalizers named.
 #: 17: a C type's body closed by attribute macros (``} __aligned(8);``) is the type's definition, not a function
 #: ``__aligned`` holding it; an attribute macro call followed by attribute words ends a declaration's head
-#: (``static inline __printf(1, 2) __cold`` + ``void early_printk(``).
+#: (``static inline __printf(1, 2) __cold`` + ``void early_printk(``). C++ files are read without their lone
+#: macro calls, export and attribute macros when that reads more of them (pybind11, :func:`.cmacros.hide_cpp_macros`);
+#: a C++ head returning a reference is named (``class_ &def(`` -> ``def``), a conversion operator by its type;
+#: C/C++ declarations in a function's body are no definitions; more ``.h`` headers are C++ (languages._CPP_LINE).
 CHUNKER_VERSION = 17
