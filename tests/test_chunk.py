@@ -756,6 +756,59 @@ def test_cpp_macros_and_reference_heads_lose_no_definition():
     assert detect_language("x.h", "", " * see struct pmu::swap_task_ctx();\nWARN(1, \"struct file::f\");\n") == "c"
 
 
+SWIFT_APP_CONTEXT = """import Foundation
+
+/**
+ The app's context.
+ */
+@objc(EXAppContext)
+public final class AppContext: NSObject {
+  public var config: AppContextConfig
+
+  /**
+   Handles a notification the client app posted.
+   */
+  private func handleClientAppNotification(_ notification: Notification) {
+    switch notification.name {
+    #if os(iOS) || os(tvOS)
+    case UIApplication.willEnterForegroundNotification:
+      moduleRegistry.post(event: .appEntersForeground)
+    #endif
+    default:
+      return
+    }
+  }
+
+  public func setRuntime(_ runtime: JavaScriptRuntime) {
+    self.runtime = runtime
+  }
+}
+
+public protocol AnyModule: AnyObject {
+  var appContext: AppContext? { get }
+  func willDestroy()
+}
+"""
+
+
+def test_swift_conditional_cases_doc_comments_properties_and_requirements():
+    """expo (a new user): one `#if os(iOS)` between a switch's cases made AppContext.swift one error from line 8
+    to 944 (`symbol AppContext` found only Kotlin's); `/** ... */` docs were chunks of their own, labelled with
+    the class (164 of 1,643 Swift definitions); properties and protocol requirements were no symbols."""
+    from codii_sql.ingest.chunking.regions import read_source, source_definitions
+
+    found = {d.symbol: (d.kind, d.start_line) for d in flat(source_definitions(read_source("AppContext.swift",
+                                                                                          SWIFT_APP_CONTEXT)))}
+    assert found == {"AppContext": ("class", 3), "AppContext.config": ("variable", 8),
+                     "AppContext.handleClientAppNotification": ("method", 10),  # its doc comment's line
+                     "AppContext.setRuntime": ("method", 24), "AnyModule": ("class", 29),
+                     "AnyModule.appContext": ("variable", 30), "AnyModule.willDestroy": ("method", 31)}, found
+    kotlin = "class AppContext {\n  override val currentActivity: Activity?\n    get() = host\n" \
+             "  fun start() {\n    val local = 1\n  }\n}\n"
+    assert {d.symbol for d in flat(source_definitions(read_source("AppContext.kt", kotlin)))} == {
+        "AppContext", "AppContext.currentActivity", "AppContext.start"}
+
+
 @pytest.mark.parametrize("line", ["A" * 800_000, "abcdefghij" * 90_000, "😀" * 20_000])
 def test_a_line_the_tokenizer_counts_as_one_word_is_still_cut(line):
     """BERT makes one [UNK] piece of any word over 100 characters: such a line counted one word piece,

@@ -50,6 +50,7 @@ from .imports import only_imports
 from .layout import Chunk, ChunkSizes, Definition, Layout, Lines, Piece, TokenCounter
 from .nodes import Span, capture, field_name, last_row, parser_for
 from .rustmacros import macro_body_spans
+from .swift import hide_directives
 from .version import CHUNKER_VERSION  # noqa: F401 - the chunker's version is named with it
 
 
@@ -238,9 +239,15 @@ def _licence_end(language: str, root: tree_sitter.Node, lines: Layout) -> int:
     return last
 
 
+#: What a file the grammar could not read whole is read again without, in order (see :func:`_parse`).
+_REREADS = {"c": (hide_attribute_macros,), "cpp": (hide_cpp_macros, hide_attribute_macros),
+            "swift": (hide_directives,)}
+
+
 def _parse(text: str, language: str) -> tree_sitter.Tree:
     """The syntax tree of ``text``; a C or C++ file the grammar could not read whole is read again without its
-    attribute macros (:mod:`.cmacros`), when it has some, a C++ one first without its other macros too; such a
+    attribute macros (:mod:`.cmacros`), when it has some, a C++ one first without its other macros too, a Swift
+    one without its conditional compilation lines (:mod:`.swift`); such a
     tree is kept when it reads no less of the file and defines every name the first did, or when its errors
     cover at most a quarter of the first's bytes and it gains more names than it loses (the lost ones then
     the first's misreadings: pybind11's pytypes.h, 104,244 bytes of errors -> 53, lost a class named
@@ -248,9 +255,9 @@ def _parse(text: str, language: str) -> tree_sitter.Tree:
     data = text.encode("utf-8")
     parser = parser_for(language)
     tree = parser.parse(data)
-    if language in ("c", "cpp") and tree.root_node.has_error:
+    if language in _REREADS and tree.root_node.has_error:
         tried, errors, before = {data}, _error_bytes(language, tree.root_node), None
-        for hide in (hide_cpp_macros, hide_attribute_macros) if language == "cpp" else (hide_attribute_macros,):
+        for hide in _REREADS[language]:
             hidden = hide(data)
             if hidden in tried:
                 continue

@@ -165,6 +165,20 @@ _TS = {"type_alias_declaration": ("type", field_name), "function_signature": ("f
        "method_signature": ("function", field_name), "internal_module": ("class", field_name), **_JS}
 _RUST_SCOPES = ("source_file", "declaration_list", "mod_item")
 
+
+def _kotlin_property_name(node: tree_sitter.Node) -> str | None:
+    """``override val currentActivity: Activity?`` -> ``currentActivity`` (not ``val (a, b) = pair``)."""
+    declared = next((c for c in node.named_children if c.type == "variable_declaration"), None)
+    name = declared.named_children[0] if declared is not None and declared.named_children else None
+    return node_text(name) if name is not None and name.type == "simple_identifier" else None
+
+
+def _swift_property_name(node: tree_sitter.Node) -> str | None:
+    """``public var name: String`` -> ``name`` (its pattern's one bound identifier)."""
+    pattern = node.child_by_field_name("name")
+    bound = pattern.child_by_field_name("bound_identifier") if pattern is not None else None
+    return node_text(bound) if bound is not None else None
+
 #: language -> node type -> (kind, name function). A Python or JS/TS variable's kind depends on its name:
 #: see :func:`kind_of`.
 DECLARATIONS: dict[str, dict[str, tuple[str, NameOf]]] = {
@@ -188,6 +202,12 @@ DECLARATIONS: dict[str, dict[str, tuple[str, NameOf]]] = {
                "event_field_declaration": ("variable", _csharp_field_names)},
     "php": {"const_declaration": ("constant", _php_const_names),
             "property_declaration": ("variable", _php_property_names), "enum_case": ("constant", field_name)},
+    # Properties of a type or a file, and a Swift protocol's requirements (expo's `AppContext.currentActivity`,
+    # `AnyModule.willDestroy` found nothing).
+    "kotlin": {"property_declaration": ("variable", _top_level("class_body", "source_file")(_kotlin_property_name))},
+    "swift": {"property_declaration": ("variable", _top_level("class_body", "source_file")(_swift_property_name)),
+              "protocol_property_declaration": ("variable", _swift_property_name),
+              "protocol_function_declaration": ("method", field_name)},
     "python": {"assignment": ("variable", _python_module_name)},
     "ruby": {"assignment": ("constant", _top_level("program", "body_statement")(_ruby_constant_name))},
 }

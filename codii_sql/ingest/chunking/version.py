@@ -37,4 +37,6 @@
 #: macro calls, export and attribute macros when that reads more of them (pybind11, :func:`.cmacros.hide_cpp_macros`);
 #: a C++ head returning a reference is named (``class_ &def(`` -> ``def``), a conversion operator by its type;
 #: C/C++ declarations in a function's body are no definitions; more ``.h`` headers are C++ (languages._CPP_LINE).
+#: Swift: a file with errors is read again without its ``#if`` lines (:mod:`.swift`), ``/** */`` docs belong to
+#: their declaration; Swift and Kotlin properties and Swift protocol requirements are declarations.
 CHUNKER_VERSION = 17
