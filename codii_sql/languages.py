@@ -93,13 +93,34 @@ _CPP_LINE = re.compile(r"^[ \t]*(?:namespace(?:[ \t]+[\w:]+)?[ \t]*\{|template[ 
                        r"[^\n]*\)[ \t]*=[ \t]*(?:default|delete)[ \t]*;)", re.M)
 
 
+#: Editors' modelines naming a file's language: Emacs's on the first line (``-*- shell-script -*-``,
+#: ``-*- mode: python; coding: utf-8 -*-``), vim's or ex's in the first or last lines (``# ex: filetype=sh``).
+_EMACS_MODE = re.compile(r"-\*-[ \t]*(?:mode:[ \t]*)?([\w+-]+)[ \t]*(?:;[^\n]*)?-\*-")
+_VIM_MODE = re.compile(r"(?:^|\s)(?:vim?|ex):[^\n]*?\b(?:ft|filetype)=([\w+-]+)")
+#: Their names for the languages :data:`AST_LANGUAGES` chunks on their syntax.
+_MODES = {"shell-script": "bash", "sh": "bash", "bash": "bash", "zsh": "bash", "python": "python",
+          "ruby": "ruby", "perl": "perl", "javascript": "javascript", "js": "javascript"}
+
+
+def modeline_language(first_line: str, text: str | None = None) -> str | None:
+    """Language a modeline names: Emacs's on ``first_line``, vim's or ex's in the first or last 5 lines
+    of ``text``; ``None`` when none names one of :data:`_MODES` (bash-completion's scripts have no ``#!``
+    line: `# apt(8) completion -*- shell-script -*-`)."""
+    found = _EMACS_MODE.search(first_line)
+    if found is None and text:
+        lines = text.split("\n", 5)[:5] + text[-2000:].rsplit("\n", 5)[-5:]
+        found = next(filter(None, map(_VIM_MODE.search, lines)), None)
+    return _MODES.get(found.group(1).lower()) if found is not None else None
+
+
 def detect_language(path: str, first_line: str = "", text: str | None = None) -> str | None:
     """Language of the file at ``path`` (relative or absolute, ``/``-separated), or ``None``.
 
     Well-known file names (``Makefile``, ``Dockerfile``...) win over the extension, which is
     compared lower-cased (``Foo.PY`` is Python). ``Dockerfile.dev`` and ``x.dockerfile`` are
     Dockerfiles. A file without an extension (``bin/deploy``, ``.hooks``) is recognised by its
-    ``first_line`` when that is a ``#!`` line (:func:`shebang_language`). A ``.h`` header is
+    ``first_line`` when that is a ``#!`` line (:func:`shebang_language`), or by a modeline
+    (:func:`modeline_language`). A ``.h`` header is
     ``cpp`` when its ``text`` (if given) has a line only C++ has, else ``c``. Names are
     tree-sitter-language-pack grammar names for the languages in :data:`AST_LANGUAGES` and
     plain names (``json``, ``yaml``, ``text``...) otherwise. Returns ``None`` for unknown
@@ -112,7 +133,7 @@ def detect_language(path: str, first_line: str = "", text: str | None = None) ->
         return "dockerfile"
     stem, dot, ext = name.rpartition(".")
     if not dot or not stem:
-        return shebang_language(first_line)
+        return shebang_language(first_line) or modeline_language(first_line, text)
     language = _EXTENSIONS.get(ext.lower())
     if language == "c" and text is not None and ext.lower() == "h" and _CPP_LINE.search(text):
         return "cpp"

@@ -38,5 +38,6 @@
 #: a C++ head returning a reference is named (``class_ &def(`` -> ``def``), a conversion operator by its type;
 #: C/C++ declarations in a function's body are no definitions; more ``.h`` headers are C++ (languages._CPP_LINE).
 #: Swift: a file with errors is read again without its ``#if`` lines (:mod:`.swift`), ``/** */`` docs belong to
-#: their declaration; Swift and Kotlin properties and Swift protocol requirements are declarations.
+#: their declaration; Swift and Kotlin properties and Swift protocol requirements are declarations. A file
+#: without an extension is chunked in the language a modeline names (``-*- shell-script -*-``, languages.py).
 CHUNKER_VERSION = 17
