@@ -5,7 +5,8 @@
 -- starts with it (:name <= name <= :name || U+10FFFF: one range of definitions_by_name) together with
 -- the members nested in those whose symbol starts with theirs (`Rout` lists Router and Router.route:
 -- the `nested` rows after it in its file's outline, one range of the primary key); of :kind (NULL:
--- any), in the files under :under (NULL: all). The symbol equal to :wanted first, then source files
+-- any; 'type' also takes a 'class': a Go struct, a Swift struct are types to whoever asks), in the files
+-- under :under (NULL: all). The symbol equal to :wanted first, then source files
 -- before docs before tests, shorter symbols, path and line, and of two at one place the later in the
 -- outline (`typedef struct node {...} node` is the typedef, as the name is used); at most :cap (a name
 -- as common as `init` in a huge index). service/symbols.py keeps the exact, qualified or prefix matches.
@@ -23,7 +24,7 @@ SELECT f.path, d.symbol, d.kind, d.start_line, d.end_line, d.signature, f.role, 
        f.size AS file_size, f.mtime_ns AS file_mtime_ns, f.hash AS file_hash
 FROM found JOIN definitions d ON d.file_id = found.file_id AND d.seq = found.seq
 JOIN files f ON f.id = d.file_id
-WHERE (:kind IS NULL OR d.kind = :kind)
+WHERE (:kind IS NULL OR d.kind = :kind OR (:kind = 'type' AND d.kind = 'class'))
   AND (:under IS NULL OR substr(f.path, 1, length(:under) + 1) = :under || '/')
 ORDER BY d.symbol = :wanted DESC, CASE f.role WHEN 'source' THEN 0 WHEN 'test' THEN 2 ELSE 1 END,
          length(d.symbol), f.path, d.start_line, d.seq DESC

@@ -472,6 +472,9 @@ def test_macros_type_aliases_and_constants_are_symbols_and_in_outlines(tmp_path,
     assert [(d["path"], d["start_line"]) for d in service.find_symbol(cb, "cJSON_Parse")["definitions"]] == [
         ("z_last/cjson.c", 1), ("cjson.h", 4)]
     assert [d["symbol"] for d in service.find_symbol(cb, "cJSON_bool", kind="type")["definitions"]] == ["cJSON_bool"]
+    # Any type is a type to whoever asks (an agent's stand-in: `kind: type` found no Go struct, no Swift struct)
+    assert [d["kind"] for d in service.find_symbol(cb, "spinlock", kind="type")["definitions"]] == ["class"]
+    assert service.find_symbol(cb, "spinlock_t", kind="class")["definitions"] == []
     # The file that declares a name is found, however many files use it more (the kernel's container_of.h).
     write_tree(repo, {f"use_{i}.c": "".join(f"int f{i}_{j}(void) {{ return CJSON_VERSION_MAJOR + {j}; }}\n"
                                               for j in range(30)) for i in range(8)})

@@ -44,7 +44,7 @@ def _print_nodes(nodes: list[dict], depth: int) -> None:
 @click.command()
 @click.argument("name")
 @click.option("--path", "root", default=None, help="The codebase (default: the current directory's); a subfolder of an indexed one keeps to its files.")
-@click.option("--kind", default=None, help="Only this kind: function, method, class, type, macro, constant, variable, section (Markdown).")
+@click.option("--kind", default=None, help="Only this kind: function, method, class, type (any type: classes, structs, interfaces, aliases), macro, constant, variable, section (Markdown).")
 @click.option("--prefix", is_flag=True, help="Also symbols that start with NAME.")
 @click.option("-n", "--limit", type=int, default=20, show_default=True, help="Definitions at most (1-100).")
 @click.option("--offset", type=click.IntRange(min=0), default=0, help="Skip this many definitions first (a cut answer's next offset).")

@@ -81,7 +81,7 @@ def get_file_outline(
 def find_symbol(
     path: PathArg,
     name: Annotated[str, Field(min_length=1, max_length=500, description="The symbol, e.g. send or Session.send.")],
-    kind: Annotated[str | None, Field(max_length=40, description="Only this kind: function, method, class, type, macro, constant, variable or section (Markdown).")] = None,
+    kind: Annotated[str | None, Field(max_length=40, description="Only this kind: function, method, class, type (any type: classes, structs, interfaces, aliases), macro, constant, variable or section (Markdown).")] = None,
     prefix: Annotated[bool, Field(description="Also symbols starting with name.")] = False,
     limit: Annotated[int, Field(ge=1, le=100, description="Definitions at most.")] = 20,
     offset: OffsetArg = 0,
