@@ -628,7 +628,8 @@ def test_a_grep_of_an_unindexed_folder_says_it_indexes_it_and_embeds_nothing(tmp
     root = write_tree(tmp_path / "repo", {"sub/a.py": "def Context():\n    pass\n"})
     env = {**os.environ, "CODII_SQL_HOME": str(codii_home), "CODII_SQL_WATCH": "0", "CODII_SQL_BACKGROUND": "1"}
     cmd = [sys.executable, "-m", "codii_sql.cli"]
-    first = subprocess.run([*cmd, "grep", "Context"], cwd=root, env=env, capture_output=True, text=True)
+    first = subprocess.run([*cmd, "grep", "Context"], cwd=root, env=env, capture_output=True, text=True,
+                           stdin=subprocess.DEVNULL)
     assert first.returncode == 0 and first.stdout == "sub/a.py:1:def Context():\n", first
     assert f"Indexing {root} first" in first.stderr
     assert "no chunk is embedded" in first.stderr and "in the background" not in first.stderr  # as it does
@@ -639,6 +640,33 @@ def test_a_grep_of_an_unindexed_folder_says_it_indexes_it_and_embeds_nothing(tmp
                              text=True)
     assert missing.returncode == 2 and missing.stderr.strip() == (
         "Error: nonexistent_dir: no such file or folder: pass a file or folder of an indexed codebase"), missing
+
+
+def test_a_grep_without_a_path_reads_a_pipe_as_rg_does_and_an_idle_one_not_for_ever(tmp_path, codii_home):
+    """A new user's `echo ... | codii-sql grep PAT` in an indexed folder grepped the index, not the pipe, where rg
+    reads standard input when no PATH is given and it is a file or pipe. A pipe nobody writes or closes (an
+    agent's harness) must not hang the grep: after a second the index is grepped, and it says so."""
+    root = write_tree(tmp_path / "repo", {"a.py": "def Context():\n    pass\n"})
+    env = {**os.environ, "CODII_SQL_HOME": str(codii_home), "CODII_SQL_WATCH": "0", "CODII_SQL_BACKGROUND": "1"}
+    cmd = [sys.executable, "-m", "codii_sql.cli", "grep"]
+    assert subprocess.run([*cmd, "Context"], cwd=root, env=env, capture_output=True, text=True,
+                          stdin=subprocess.DEVNULL).stdout == "a.py:1:def Context():\n"  # indexes it first
+    piped = subprocess.run([*cmd, "Context"], cwd=root, env=env, capture_output=True, text=True,
+                           input="no\nContext piped\n")
+    assert piped.returncode == 0 and piped.stdout == "2:Context piped\n", piped
+    (tmp_path / "in.txt").write_text("Context from a file\n")
+    with open(tmp_path / "in.txt") as redirected:
+        assert subprocess.run([*cmd, "-c", "Context"], cwd=root, env=env, capture_output=True, text=True,
+                              stdin=redirected).stdout == "1\n"
+    read_end, write_end = os.pipe()  # held open and never written
+    try:
+        idle = subprocess.run([*cmd, "Context"], cwd=root, env=env, capture_output=True, text=True, stdin=read_end,
+                              timeout=60)
+    finally:
+        os.close(read_end)
+        os.close(write_end)
+    assert idle.returncode == 0 and idle.stdout == "a.py:1:def Context():\n", idle
+    assert "standard input is a pipe with nothing to read" in idle.stderr
 
 
 def test_a_file_that_times_out_once_is_matched_again_alone_and_the_collector_rests_meanwhile(tmp_path, monkeypatch):

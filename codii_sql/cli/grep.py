@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import select
+import stat
 import sys
 
 import click
@@ -139,6 +141,8 @@ def grep(pattern, paths, patterns, fixed, ignore_case, word, smart_case, case_se
         if len(paths) > 1:
             raise click.UsageError("'-' (standard input) is grepped alone: pass it without other paths")
         stdin, paths = sys.stdin.buffer.read(), ()
+    elif not paths and db is None and _piped_input():  # `git diff | codii-sql grep x`, as rg reads it
+        stdin = sys.stdin.buffer.read()
     # first_match: a plain line needs no match but its first (colour marks them all)
     request = service.GrepRequest(list(patterns), fixed=fixed, ignore_case=ignore_case, word=word, paths=list(paths),
                                   db=db, globs=list(globs), types=list(types),
@@ -186,6 +190,31 @@ def grep(pattern, paths, patterns, fixed, ignore_case, word, smart_case, case_se
         # Files the pattern timed out on may hold a match: "none" would be a guess (rg exits 2 on errors);
         # filters that leave no file to search are no answer either (rg: "No files were searched", 2).
         raise SystemExit(2 if answer.timed_out or unsearched else 1)
+
+
+#: Seconds an idle pipe on standard input is waited for before the index is grepped instead: a harness that runs
+#: commands with a pipe it never writes or closes would otherwise hang the grep, as it hangs rg.
+PIPE_WAIT_SECONDS = 1.0
+
+
+def _piped_input() -> bool:
+    """Whether standard input is what a grep without a PATH reads, as rg decides (its ``is_readable_stdin``): a
+    file, pipe or socket, not a terminal; a pipe or socket only once it holds something or is closed within
+    :data:`PIPE_WAIT_SECONDS` (``-`` waits as long as it takes)."""
+    try:
+        fd = sys.stdin.fileno()
+        mode = os.fstat(fd).st_mode
+    except (AttributeError, OSError, ValueError):  # none, or a test runner's stream (io.UnsupportedOperation)
+        return False
+    if os.isatty(fd) or not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)):
+        return False
+    if stat.S_ISREG(mode):
+        return True
+    ready = select.select([fd], [], [], PIPE_WAIT_SECONDS)[0]
+    if not ready:
+        echo(f"Note: standard input is a pipe with nothing to read after {PIPE_WAIT_SECONDS:g} s: grepping the "
+             "index instead (pass '-' to grep standard input)", err=True)
+    return bool(ready)
 
 
 def _lines_of(text: str) -> list[str]:
