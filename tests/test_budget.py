@@ -73,6 +73,17 @@ def test_a_trim_starts_at_the_line_holding_most_query_terms_not_most_spellings_o
     assert any("Untrusted Host" in line for line in content_lines(out[0].content)), out[0].content
 
 
+def test_of_lines_holding_as_many_terms_a_trim_starts_at_the_one_whose_terms_fewer_lines_hold():
+    """An agent's stand-in: "panic when the same flag is defined twice" trimmed pflag's AddFlag to its first line
+    naming a flag (`if flag.Shorthand == ""`, one of six), not to `panic(msg)` (one of two)."""
+    body = ['\tif flag.Shorthand == "" {', "\t\treturn", "\t}", "\tif len(flag.Shorthand) > 1 {",
+            '\t\tmsg := fmt.Sprintf("%q shorthand is more than one ASCII character", flag.Shorthand)',
+            *[f"\t\tstep{i} := compute({i})" for i in range(12)], "\t\tpanic(msg)", "\t}",
+            "\tf.shorthands[c] = flag"]
+    out, _ = fit([_r("flag.go", 865, body), _r("z.go", 1, ["x := 1"] * 80)], ["panic", "flag", "defined"], 160)
+    assert any("panic(msg)" in line for line in content_lines(out[0].content)), out[0].content
+
+
 def test_a_lower_result_whose_matching_line_does_not_fit_whole_is_cut_around_its_match_not_dropped():
     """A helper's monolog "could not be opened in append mode" at 400 lost #2, StreamHandler.write, whose line
     raising that message did not fit whole, while #3 was kept."""

@@ -14,6 +14,7 @@ import dataclasses
 import json
 import math
 import re
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -270,9 +271,15 @@ def _focus(r: Result, words: list[str], at: int | None, lines_of: regex.Pattern 
     # From the line holding the most query terms, counted as terms, not spellings (httpx: `keepalive_expiry`, not
     # `max_keepalive_connections`; a helper's "Untrusted Host" kept `$host ... $trustedHosts` above the line
     # raising the message).
-    held = {i: len(found) for i, text in enumerate(lines) if (found := terms_held(text, words))}
+    # Of lines holding as many, the one whose terms fewer lines hold (an agent's stand-in: "panic when the same
+    # flag is defined twice" kept pflag's `if flag.Shorthand == ""`, first of the chunk's six lines naming a flag,
+    # not its `panic(msg)`).
+    held = {i: found for i, text in enumerate(lines) if (found := terms_held(text, words))}
+    holding = Counter(term for found in held.values() for term in found)
     hits = sorted(held)
-    return hits, max(hits, key=lambda i: (held[i], -i)) if hits else _first_telling(lines, r.symbol)
+    if not hits:
+        return hits, _first_telling(lines, r.symbol)
+    return hits, max(hits, key=lambda i: (len(held[i]), sum(1 / holding[t] for t in held[i]), -i))
 
 
 #: A line that tells nothing alone: blank, or only a comment's or a block's punctuation (``/**``, ``*/``, ``{``).
