@@ -116,6 +116,9 @@ def test_find_symbol_by_name_qualified_name_generics_module_and_prefix(poly):
     assert found("Parser::parse_header") == found("Parser.parse_header") == [
         ("rs/parser.rs", "Parser.parse_header", "exact")]
     assert found("Cache.Get") == [("go/cache.go", "Cache.Get", "exact")]
+    # Go's method expressions, as its docs and stack traces write them (an agent's `(*FlagSet).Parse` fell back
+    # to the package-level Parse first)
+    assert found("(*Cache).Get") == found("(Cache).Get") == [("go/cache.go", "Cache.Get", "exact")]
     assert found("py.session.Session.make") == [("py/session.py", "Session.make", "exact")]
     assert found("Rout", prefix=True)[:2] == [("ts/router.ts", "Router", "prefix"), ("ts/router.ts", "Router.route", "prefix")]
     assert found("send", kind="method") == [("py/session.py", "Session.send", "qualified")]

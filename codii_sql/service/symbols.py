@@ -26,6 +26,8 @@ _HOW = {0: "exact", 1: "qualified", 2: "prefix", 3: "name"}
 ROLE_ORDER = {"source": 0, "test": 2}
 #: Files that only declare what other files define: Python's type stubs and TypeScript's declarations.
 STUB_SUFFIXES = (".pyi", *TYPE_DECLARATION_SUFFIXES)
+#: A Go method expression's receiver: ``(*FlagSet).`` or ``(FlagSet).``.
+_GO_RECEIVER = re.compile(r"\(\*?\s*([A-Za-z_]\w*)\)\.")
 #: What symbol lookups of an index alone say.
 ALONE_NOTE = "read from the index's stored chunks: the source is not here"
 
@@ -59,8 +61,9 @@ def find_symbol(codebase: Codebase, name: str, *, kind: str | None = None, prefi
         UsageError: an empty name, a limit out of range, a negative offset, a max_tokens below 1.
         NotIndexedError: no index.
     """
-    # PHP's namespaces (`Monolog\Handler\StreamHandler::write`, `\Foo\Bar`): qualified as `.` qualifies.
-    typed = name or ""
+    # PHP's namespaces (`Monolog\Handler\StreamHandler::write`, `\Foo\Bar`): qualified as `.` qualifies; Go's
+    # method expressions (`(*FlagSet).Parse`, as Go's docs and stack traces write them) name `FlagSet.Parse`.
+    typed = _GO_RECEIVER.sub(r"\1.", name or "")
     wanted = normal_name(typed.replace("\\", ".").strip(".") if "\\" in typed else typed)
     if not wanted.strip("."):
         said = "is empty" if not (name or "").strip() else f"{(name or '').strip()!r} holds no identifier"
