@@ -512,3 +512,11 @@ def test_a_member_whose_results_carry_no_cosine_is_judged_by_bm25_evidence(tmp_p
         hits = Searcher(store, cb.root, embedder).find("where is the router tree searched for a path", SearchOptions())
     assert hits.best_cosine is not None and hits.results[0].path == "src/ajax.ts"
     assert hits.results[0].knn_match is None and hits.lexical_evidence is False
+
+
+def test_a_members_note_gives_its_match_with_the_decimals_that_tell_it_from_the_best():
+    """A new user's workspace note read "its nearest chunks match the query less (0.39 against 0.39)"."""
+    from codii_sql.service.searching import _against
+
+    assert _against(0.3912, 0.3948) == "0.391 against 0.395"
+    assert _against(0.436, 0.466) == "0.44 against 0.47"

@@ -247,10 +247,17 @@ def _searched(shard: Shard, fanned: Fanned, update: Note | None, notes: list[Not
 def _pruned_notes(fanned: Fanned, opts: SearchOptions) -> list[Note]:
     """One note per member left out: why, and how to search it."""
     best = max(fanned.probes.values(), default=0.0)
-    return [Note("pruned", f"{shard.name} was left out: its nearest chunks match the query less ({probe:.2f} against "
-                           f"{best:.2f}), so none of its results could enter these {opts.limit}",
+    return [Note("pruned", f"{shard.name} was left out: its nearest chunks match the query less "
+                           f"({_against(probe, best)}), so none of its results could enter these {opts.limit}",
                  Remedy("search_member", {"root": shard.name}), shard.name)
             for shard, probe in fanned.pruned.items()]
+
+
+def _against(mine: float, best: float) -> str:
+    """``0.436 against 0.466``: with as many decimals (2 to 4) as tell them apart (a new user read "0.39 against
+    0.39")."""
+    digits = next((d for d in (2, 3) if round(mine, d) != round(best, d)), 4)
+    return f"{mine:.{digits}f} against {best:.{digits}f}"
 
 
 def _outranked_notes(fanned: Fanned, members: list[Member], opts: SearchOptions) -> list[Note]:
@@ -264,7 +271,7 @@ def _outranked_notes(fanned: Fanned, members: list[Member], opts: SearchOptions)
         member = named.get(shard.name)
         if not isinstance(got, ShardAnswer) or not got.hits.results or member is None or member.results:
             continue
-        why = (f"its nearest chunks match the query less ({member.match:.2f} against {top:.2f})"
+        why = (f"its nearest chunks match the query less ({_against(member.match, top)})"
                if member.match is not None and top is not None else "they rank below the other codebases' results")
         notes.append(Note("outranked", f"{shard.name} had results, none among these {opts.limit}: {why}",
                           Remedy("search_member", {"root": shard.name}), shard.name))
