@@ -617,3 +617,29 @@ def test_a_background_build_started_inside_a_codebase_imports_none_of_its_files(
     _wait(lambda: "daemon" not in as_json(run("status", repo, "--json")))
     st = as_json(run("status", repo, "--json"))
     assert st["status"] == "indexed" and st["files"] == 3 and st["vectors"]["state"] == "complete", st
+
+
+def test_code_like_a_line_range_includes_the_rest_of_its_own_file(tmp_path, codii_home):
+    """An agent's stand-in asked for code like click's Option.resolve_envvar_value and never saw its near-twin
+    Parameter.resolve_envvar_value: the whole file it lies in was left out, not just the lines asked about."""
+    twin = ("def {name}(self, ctx):\n    \"\"\"Read the value of this parameter from its environment variable.\"\"\"\n"
+            "    if self.envvar is None:\n        return None\n    rv = os.environ.get(self.envvar)\n"
+            "    if rv:\n        return rv\n    return None\n")
+    repo = write_tree(tmp_path / "r", {
+        "core.py": "import os\n\n\n" + twin.format(name="resolve_envvar_value") + "\n\n" + "def render_table(rows):\n"
+                   "    return '\\n'.join(' | '.join(map(str, row)) for row in rows)\n\n\n"
+                   + twin.format(name="option_envvar_value"),
+        "other.py": "def add(a, b):\n    return a + b\n"})
+    from codii_sql.service import Session
+
+    assert run("build", repo).exit_code == 0  # with vectors: the real model
+    session = Session()
+    cb = Codebase.open(repo)
+    try:
+        found = session.similar(cb, "core.py", 4, 11, 5)[0]["results"]
+        assert [(r["path"], r["symbol"]) for r in found][:1] == [("core.py", "option_envvar_value")], found
+        assert all(r["start_line"] > 11 for r in found if r["path"] == "core.py")
+        whole = session.similar(cb, "core.py", None, None, 5)[0]["results"]
+        assert "core.py" not in [r["path"] for r in whole]  # of a whole file, other files
+    finally:
+        session.shutdown()

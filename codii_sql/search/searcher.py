@@ -282,13 +282,13 @@ class Searcher:
                                      f"this index holds {self.dims}-dim ones", Remedy("force_build"))
         return vector.tobytes(), None
 
-    def similar(self, vectors: np.ndarray, opts: SearchOptions) -> list[Result]:
-        """Chunks nearest to the mean of ``vectors`` (float32[n, dims], from the index), by cosine KNN."""
+    def similar(self, vectors: np.ndarray, opts: SearchOptions, skip=None) -> list[Result]:
+        """Chunks nearest to the mean of ``vectors`` (float32[n, dims], from the index), by cosine KNN, but ``skip``'s."""
         mean = vectors.mean(axis=0)
         mean = (mean / (np.linalg.norm(mean) or 1.0)).astype(np.float32)
         prior = ROLE_WEIGHTS if opts.role_prior else None
         rows = self._run(None, mean.tobytes(), opts, Bm25Weight(0.0, 0.0), Named([], [], []), prior, tiered=False)
-        return _top(self._results(rows), opts)
+        return _top([r for r in self._results(rows) if skip is None or not skip(r)], opts)
 
     def _check_language(self, language: str) -> None:
         """Raise when a language filter names no language of this index (a typo, not a miss)."""

@@ -11,12 +11,20 @@ from ..search.searcher import Searcher
 def similar_code(searcher: Searcher, file: str, start_line: int | None, end_line: int | None,
                  limit: int) -> tuple[int, list[Result]]:
     """Code most like ``file`` (lines ``start_line..end_line``, 1-based inclusive; None: the file's
-    start/end): the mean of its stored chunk vectors (nothing is re-embedded), one result per other
-    file. Returns (chunks of ``file`` used, results); (0, []) when it has no indexed chunk.
+    start/end): the mean of its stored chunk vectors (nothing is re-embedded), one result per file: of a
+    range, other files and the rest of ``file`` (an agent's stand-in never saw click's
+    ``Parameter.resolve_envvar_value`` for ``Option.resolve_envvar_value``, in the same file), of a whole
+    file, other files. Returns (chunks of ``file`` used, results); (0, []) when it has no indexed chunk.
     """
     rows = searcher.store.rows("file_vectors", {"path": file, "start_line": start_line, "end_line": end_line})
     if not rows:
         return 0, []
     vectors = np.stack([np.frombuffer(r["embedding"], dtype=np.float32) for r in rows])
-    opts = SearchOptions(limit=limit, mode="vector", exclude_path=file, group_by_file=True)
-    return len(rows), searcher.similar(vectors, opts)
+    ranged = start_line is not None or end_line is not None
+    opts = SearchOptions(limit=limit, mode="vector", exclude_path=None if ranged else file, group_by_file=True)
+    first, last = min(r["start_line"] for r in rows), max(r["end_line"] for r in rows)
+
+    def asked(r: Result) -> bool:  # a chunk of the range asked about
+        return r.path == file and r.start_line <= last and r.end_line >= first
+
+    return len(rows), searcher.similar(vectors, opts, skip=asked if ranged else None)
