@@ -317,3 +317,53 @@ def test_the_openai_api_without_a_key_says_the_key_is_missing(monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY")
     monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
     assert openai_factory("text-embedding-3-small").endpoint.refused_hint.startswith("is it running?")
+
+
+def test_nan_or_ragged_vectors_are_refused_and_never_stored_and_another_width_searches_by_bm25(
+        tmp_path, server, monkeypatch):
+    """A helper's server answered NaN vectors: they were stored, cached, matched every query (score ~1, no note)
+    and came back from the cache after `build --force`; ragged ones leaked numpy's error; a model of another
+    width made every search fail where every other fault of the provider answers by BM25."""
+    import numpy as np
+
+    repo = write_tree(tmp_path / "r", {"a.py": "def parse_header(line):\n    return line.split(':', 1)\n"})
+    as_json(run("build", repo, "--embedder", "ollama:nomic-embed-text", "--json"))
+    real_post = httpx.Client.post
+    shape = {}
+
+    def post(self, url, **kw):  # the server's model breaks: NaN, or vectors of two widths
+        answer = real_post(self, url, **kw)
+        body = answer.json()
+        if "embeddings" in body and shape:
+            body["embeddings"] = [[float("nan")] * 384 if shape["nan"] else [0.1] * (384 + i % 2)
+                                  for i, _ in enumerate(body["embeddings"])]
+        return httpx.Response(answer.status_code, content=json.dumps(body).encode(),  # NaN as Python writes it
+                              headers={"content-type": "application/json"})
+
+    monkeypatch.setattr(httpx.Client, "post", post)
+    (repo / "b.py").write_text("def retry_later(fn):\n    return fn()\n\n\ndef other():\n    return 2\n")
+    for nan, words in ((True, "NaN or infinity"), (False, "different widths")):
+        shape["nan"] = nan
+        one_line_error(run("build", repo, "--embedder", "ollama:nomic-embed-text"), words)
+    db = Codebase.open(repo).db_path
+    with Store(db, create=False) as store:
+        blobs = [r[0] for r in store.conn.execute("SELECT embedding FROM chunks_vec")]
+    assert blobs and all(np.isfinite(np.frombuffer(b, dtype=np.float32)).all() for b in blobs)
+    shape["nan"] = True  # a query's NaN vector: BM25 answers, and says why
+    found = as_json(run("search", "parse_header", "--path", repo, "--json"))
+    assert found["results"][0]["symbol"] == "parse_header" and "NaN or infinity" in found["note"], found
+    shape.clear()
+    monkeypatch.setattr(httpx.Client, "post", real_post)
+    monkeypatch.setattr("codii_sql.models.providers.QUERY_RETRY_SECONDS", 0.0)  # the failure is not waited out
+    server.control(dims=768)
+    wider = as_json(run("search", "where are headers split", "--path", repo, "--json"))
+    assert wider["results"] and "768-dim vectors where" in wider["note"] and "BM25" in wider["note"], wider
+    from codii_sql.paths import home
+
+    for remembered in (home() / "providers").glob("*.failed.json"):  # the failure other processes wait out
+        remembered.unlink()
+    fresh = subprocess.run([sys.executable, "-m", "codii_sql.cli", "search", "where are headers split", "--path",
+                            str(repo), "--json"], capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    answer = last_json(fresh.stdout)  # a fresh process knows no width but the index's
+    assert fresh.returncode == 0 and answer["results"], fresh
+    assert "768-dim vectors where this index holds 384-dim ones" in answer["note"], answer["note"]

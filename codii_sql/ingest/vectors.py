@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from ..models.cache import EmbeddingCache
+from ..models.cache import EmbeddingCache, finite_only
 from ..storage.store import Store
 
 
@@ -15,8 +15,8 @@ def known_vectors(store: Store, cache: EmbeddingCache | None, keys: list[str], *
     found: dict[str, bytes] = {}
     wanted = sorted(set(keys))
     if wanted and reuse_index:
-        found.update({r["text_hash"]: r["embedding"]
-                      for r in store.rows("vectors_by_text_hash", {"keys": json.dumps(wanted)})})
+        found.update(finite_only({r["text_hash"]: r["embedding"]
+                                  for r in store.rows("vectors_by_text_hash", {"keys": json.dumps(wanted)})}))
     missing = [k for k in wanted if k not in found]
     if cache is not None and missing:
         found.update(cache.get(missing))

@@ -20,6 +20,19 @@ def text_key(model_id: str, text: str) -> str:
     return hashlib.sha256(f"{model_id}\0{text}".encode("utf-8")).hexdigest()
 
 
+def finite_only(blobs: dict[str, bytes]) -> dict[str, bytes]:
+    """``blobs`` (``{key: float32 blob}``) without those holding a NaN or an infinity: a provider's NaN vectors,
+    stored before they were refused, came back from the cache and the index at every later build (a helper's)."""
+    if not blobs:
+        return blobs
+    widths = {len(b) for b in blobs.values()}
+    if len(widths) == 1:  # as a rule: one matrix, one test
+        rows = np.frombuffer(b"".join(blobs.values()), dtype=np.float32).reshape(len(blobs), -1)
+        fine = np.isfinite(rows).all(axis=1)
+        return blobs if fine.all() else {k: b for (k, b), ok in zip(blobs.items(), fine, strict=True) if ok}
+    return {k: b for k, b in blobs.items() if np.isfinite(np.frombuffer(b, dtype=np.float32)).all()}
+
+
 class EmbeddingCache:
     """``$CODII_SQL_HOME/cache/embeddings.db``: ``{key: float32[dims] blob}``.
 
@@ -92,7 +105,7 @@ class EmbeddingCache:
         if self.conn is None or not keys:
             return {}
         try:
-            return dict(self.conn.execute(queries.sql("cache_get"), {"keys": json.dumps(keys)}))
+            return finite_only(dict(self.conn.execute(queries.sql("cache_get"), {"keys": json.dumps(keys)})))
         except (apsw.CorruptError, apsw.NotADBError) as err:  # broken pages found past the header
             self._start_over(err, _identity(self.path))
             return {}

@@ -223,8 +223,9 @@ class HttpEmbedder(Embedder):
         with cf.ThreadPoolExecutor(max_workers=min(IN_FLIGHT, len(batches))) as pool:
             parts = list(pool.map(lambda batch: self._request(batch, attempts or self.attempts,
                                                               timeout or self.timeout), batches))
-        vectors = np.asarray([v for part in parts for v in part], dtype=np.float32)
-        self._check_width(vectors.shape[1])
+        for part in parts:  # each request's vectors are of one width; two requests' may differ
+            self._check_width(part.shape[1])
+        vectors = np.concatenate(parts)
         norms = np.linalg.norm(vectors, axis=1, keepdims=True)
         return vectors / np.where(norms > 0, norms, 1.0)
 
@@ -237,7 +238,7 @@ class HttpEmbedder(Embedder):
                     f'model "{self.model}" returned {width}-dim vectors where it returned {self.dims}-dim ones before: '
                     f"{self.endpoint.who} changed model under the same name", Remedy("force_build"))
 
-    def _request(self, texts: list[str], attempts: int, timeout: float) -> list[list[float]]:
+    def _request(self, texts: list[str], attempts: int, timeout: float) -> np.ndarray:
         """One request's vectors, retried as the module docstring says."""
         body = _body(self.endpoint.provider, self.model, texts, self.dimensions)
         last = ""
@@ -341,11 +342,12 @@ def _body(provider: str, model: str, texts: list[str], dimensions: int | None) -
             **({"dimensions": dimensions} if dimensions else {})}
 
 
-def _vectors(endpoint: Endpoint, response, n: int) -> list[list[float]]:
-    """The vectors of a 200 response, in input order.
+def _vectors(endpoint: Endpoint, response, n: int) -> np.ndarray:
+    """The vectors of a 200 response, in input order: float32[n, width].
 
     Raises:
-        EmbeddingFailedError: the body is not the provider's format, or holds another number of vectors.
+        EmbeddingFailedError: the body is not the provider's format, holds another number of vectors, vectors of
+            several widths, or a NaN or an infinity.
     """
     try:
         data = response.json()
@@ -358,7 +360,15 @@ def _vectors(endpoint: Endpoint, response, n: int) -> list[list[float]]:
                                    f"{endpoint.url} an {endpoint.provider} embedding endpoint?") from None
     if len(vectors) != n or not all(isinstance(v, list) and v for v in vectors):
         raise EmbeddingFailedError(f"{endpoint.who} answered {len(vectors)} vectors for {n} texts")
-    return vectors
+    try:  # a NaN vector was stored, cached and matched every query (a helper's server)
+        matrix = np.asarray(vectors, dtype=np.float32)
+    except (ValueError, TypeError):
+        raise EmbeddingFailedError(f"{endpoint.who} answered vectors of different widths, or not of numbers, for one "
+                                   "request: is its model an embedding model?") from None
+    if not np.isfinite(matrix).all():
+        raise EmbeddingFailedError(f"{endpoint.who} answered vectors holding NaN or infinity: its model or "
+                                   "server is broken; none of them is stored")
+    return matrix
 
 
 def _retry_after(response) -> float | None:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import EmbeddingFailedError, IndexMismatchError, Remedy, UsageError
+from ..errors import EmbeddingFailedError, UsageError
 from ..languages import language_name
 from ..models.embedder import Embedder
 from ..storage import ann
@@ -268,18 +268,15 @@ class Searcher:
 
     def _query_vector(self, query: str, given: np.ndarray | None = None) -> tuple[bytes | None, str | None]:
         """The query's embedding as a float32 blob, or None and why, when the embedder did not
-        answer: the search then answers from BM25 rather than fail.
-
-        Raises:
-            IndexMismatchError: the embedder's vectors are not as wide as the index's.
-        """
+        answer or answered a vector as wide as the index's are not (a provider's model changed under its
+        name): the search then answers from BM25 rather than fail, as for any other fault of the embedder."""
         try:
             vector = (given if given is not None else self.embedder.embed_query(query)).astype(np.float32)
         except EmbeddingFailedError as err:
             return None, str(err)
         if vector.shape[0] != self.dims:
-            raise IndexMismatchError(f"the embedder {self.embedder.name} now returns {vector.shape[0]}-dim vectors but "
-                                     f"this index holds {self.dims}-dim ones", Remedy("force_build"))
+            return None, (f"it now answers {vector.shape[0]}-dim vectors where this index holds {self.dims}-dim ones, "
+                          "made by another model: a forced build embeds the chunks again")
         return vector.tobytes(), None
 
     def similar(self, vectors: np.ndarray, opts: SearchOptions, skip=None) -> list[Result]:
@@ -347,14 +344,13 @@ class Searcher:
         cheap first look, without BM25, fusion or naming). Exact below :data:`PROBE_COARSE_MIN`
         chunks; above, from :data:`PROBE_COARSE_K` hamming candidates per partition, which may
         miss a few of the nearest and read a little low. None with no vectors, or while some
-        chunks still wait for theirs (the mean of the embedded ones would read low).
-
-        Raises:
-            IndexMismatchError: the vector is not as wide as the index's.
+        chunks still wait for theirs (the mean of the embedded ones would read low), or of another width.
         """
         if self.store.value("vectors_pending"):  # a partial mean reads low: unknown, so never left out
             return None
         qvec, _ = self._query_vector("", query_vector)
+        if qvec is None:
+            return None
         coarse = self.store.row("counts")["chunks"] >= PROBE_COARSE_MIN
         return self.store.value("knn_match", {"qvec": qvec, "depth": 2 * PROBE_K,
                                               "coarse_k": PROBE_COARSE_K if coarse else 0})
