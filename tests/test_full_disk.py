@@ -139,6 +139,13 @@ def test_an_intact_index_is_read_on_a_full_disk_and_a_read_only_one(small_disk, 
             assert "to resume" not in st.content[0].text and "read-only" in st.content[0].text
 
     asyncio.run(read_only_agent())
+    other = sample_repo.parent / "other"  # a first index in a read-only home, with no indexes/ folder yet: a
+    other.mkdir()  # helper was told "check the path and free disk space", not where to put it instead
+    (other / "a.py").write_text("def alpha():\n    return 1\n")
+    monkeypatch.setenv("CODII_SQL_HOME", str(small_disk / "empty_home"))
+    code, new = cli_json("build", other, "--json")
+    assert code != 0 and "CODII_SQL_HOME to a writable folder" in new["hint"], new
+    monkeypatch.setenv("CODII_SQL_HOME", str(small_disk / "home"))
     remount(small_disk, "rw")
     code, rebuilt = cli_json("build", sample_repo, "--json")  # space again: the edit is indexed
     assert code == 0 and rebuilt["modified"] == 1, rebuilt

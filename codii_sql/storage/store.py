@@ -128,7 +128,8 @@ class Store:
             raise damaged from None
         except (apsw.Error, OSError) as err:
             self._close_quietly()
-            if self.path.parent.is_dir() and not os.access(self.path.parent, os.W_OK):
+            folder = next((p for p in self.path.parents if p.is_dir()), None)  # the home may not exist yet
+            if folder is not None and not os.access(folder, os.W_OK):
                 # SQLite's WAL mode writes -wal/-shm files beside the .db even to read it.
                 raise ReadOnlyIndexError(f"cannot open index {self.path}: its folder is read-only and SQLite needs to "
                                          "write beside it", "set CODII_SQL_HOME to a writable folder, or copy the .db "
