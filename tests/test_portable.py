@@ -125,6 +125,12 @@ def test_an_export_answers_as_its_index_did_and_carries_nothing_of_the_machine(t
     kept = live.read_bytes()
     over = run("export", repo, "--to", live)
     assert over.exit_code == 2 and "own folder of indexes" in over.output and live.read_bytes() == kept
+    # Nor over another codebase's export (a helper's replaced one, silently)
+    assert run("export", other_repo, "--to", tmp_path / "other.db").exit_code == 0
+    kept = (tmp_path / "other.db").read_bytes()
+    over = run("export", repo, "--to", tmp_path / "other.db")
+    assert over.exit_code == 2 and "is an export of another codebase (other)" in over.output, over.output
+    assert (tmp_path / "other.db").read_bytes() == kept
     before_build = run("build", repo, "--export", notes)  # said before the build, the file untouched
     assert before_build.exit_code == 2 and "is not a codii-sql index" in before_build.output
     assert notes.read_text() == "mine\n"

@@ -69,19 +69,33 @@ def export_target(codebase: Codebase, target: str | os.PathLike[str]) -> Path:
         raise UsageError(f"{out} is in codii-sql's own folder of indexes, where each file is a codebase's live index",
                          "export to a file outside it; a codebase's own index is refreshed by building its source "
                          "(codii-sql build SOURCE)")
-    if out.is_symlink() or (out.exists() and not _an_index(out)):  # a new user's `--to /etc/passwd` replaced it
+    earlier = _earlier_export(out) if out.exists() else None
+    if out.is_symlink() or earlier is False:  # a new user's `--to /etc/passwd` replaced it
         raise UsageError(f"{out} exists and is not a codii-sql index: export replaces only an earlier export",
                          "name a new file, or delete that one first")
+    if earlier and not _same_source(earlier, codebase):  # a helper's export replaced another codebase's, silently
+        raise UsageError(f"{out} is an export of another codebase ({earlier.get('codebase')}): export replaces only an "
+                         "earlier export of the same one", "name a new file, or delete that one first")
     return out
 
 
-def _an_index(path: Path) -> bool:
-    """Whether ``path`` is a codii-sql index (an earlier export, which a new one may replace)."""
+def _earlier_export(path: Path) -> dict | bool:
+    """The manifest of the codii-sql index at ``path`` ({} for an index never exported), or False when ``path``
+    is no codii-sql index."""
     try:
-        Store(path, create=False, readonly=True).close()
+        with Store(path, create=False, readonly=True) as store:
+            return store.meta().get("manifest") or {}
     except CodiiError:
         return False
-    return True
+
+
+def _same_source(earlier: dict, codebase: Codebase) -> bool:
+    """Whether an export's manifest is of ``codebase``: the same folder name, and the same git remote when both
+    have one."""
+    name = codebase.root.name if not codebase.alone else str(codebase.root)
+    remote = (earlier.get("git") or {}).get("remote")
+    ours = None if codebase.alone else (_git(codebase.root) or {}).get("remote")
+    return earlier.get("codebase") in (None, name) and (remote is None or ours is None or remote == ours)
 
 
 def manifest(codebase: Codebase) -> dict | None:
