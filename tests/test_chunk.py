@@ -749,6 +749,12 @@ def test_cpp_macros_and_reference_heads_lose_no_definition():
                      "error_already_set.~error_already_set": "method", "error_already_set.what": "method",
                      "error_already_set.operator bool": "method", "class_": "class", "class_.def": "method",
                      "class_.def_readwrite": "method"}, found
+    # A specialization whose arguments hold a comma is a definition; an `else if` after `#if` is none (a helper's)
+    special = ("template <typename Type, typename Alloc>\nstruct type_caster<std::vector<Type, Alloc>>\n"
+               "    : list_caster<std::vector<Type, Alloc>, Type> {};\n\nbool load(handle src, bool convert) {\n"
+               "    if (!src) {\n        return false;\n    }\n#if defined(PYPY_VERSION)\n    else if (convert) {\n"
+               "        return true;\n    }\n#endif\n    return false;\n}\n")
+    assert [d.symbol for d in flat(definitions(special, "cpp"))] == ["type_caster<std::vector<Type, Alloc>>", "load"]
     from codii_sql.languages import detect_language
 
     assert detect_language("include/pybind11/warnings.h", "", "#include <cstring>\nint f(void);\n") == "cpp"

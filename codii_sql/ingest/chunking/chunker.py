@@ -145,19 +145,24 @@ def _node_spans(language: str, root: tree_sitter.Node, declared: bool) -> tuple[
 #: (fmt's ``FMT_BEGIN_NAMESPACE``, ``FMT_EXPORT template <...> class``) made a "function namespace"
 #: over a whole header and names of a doc comment and a class head.
 _C_KEYWORDS = frozenset({"namespace", "template", "class", "struct", "union", "enum", "typedef", "extern",
-                         "static", "inline", "const", "return", "using", "typename", "public", "private"})
+                         "static", "inline", "const", "return", "using", "typename", "public", "private",
+                         # an `else if` just after an `#if` block was a function `if` (pybind11's cast.h)
+                         "if", "else", "for", "while", "do", "switch", "case", "try", "catch", "sizeof"})
 
 
-#: White space, which a C/C++ name holds only in ``operator new``.
+#: A name's template arguments, which may hold white space.
+_TEMPLATE_ARGUMENTS = re.compile(r"<.*>")
+#: White space, which a C/C++ name holds only in ``operator new`` and template arguments.
 _SPACE = re.compile(r"\s")
 
 
 def _plausible_c_name(name: str) -> bool:
     """Whether ``name`` can be a C/C++ definition's name: no keyword, no white space (but ``operator
-    new``), not longer than a line."""
+    new`` and template arguments), not longer than a line."""
     if name.startswith("operator"):
         return len(name) <= 40
-    return name not in _C_KEYWORDS and len(name) <= 120 and _SPACE.search(name) is None
+    # a template's arguments are written with ", " (`type_caster<std::vector<Type, Alloc>>` was no definition)
+    return name not in _C_KEYWORDS and len(name) <= 120 and _SPACE.search(_TEMPLATE_ARGUMENTS.sub("", name)) is None
 
 
 def _definitions(language: str, root: tree_sitter.Node, lines: Lines,
