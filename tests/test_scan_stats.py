@@ -194,8 +194,9 @@ def test_an_index_made_by_older_rules_is_brought_up_to_them_though_no_file_chang
         newer = roles.VERSION + 1
         monkeypatch.setattr(roles, "VERSION", newer)
     assert not unchanged_since_build(cb, vectors=False)
-    if key == "chunker_version":  # a build would re-chunk every file: status says stale
-        assert service.status(cb)["status"] == "stale"
+    if key == "chunker_version":  # a build would re-chunk every file: status says stale, and why
+        st = service.status(cb)
+        assert st["status"] == "stale" and st["stale_reason"].startswith(f"built by chunker {newer - 1}; "), st
     ensure_index(cb, vectors=False)
     with open_store(cb) as store:
         assert store.meta()[key] == newer

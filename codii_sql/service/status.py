@@ -100,6 +100,11 @@ def status(codebase: Codebase, *, check_stale: bool = True) -> dict:
                # The snapshot's build_seconds times the lexical phase only: named so, not as the build's.
                lexical_seconds=meta.get("build_seconds"), skipped_files=skipped_files(meta),
                embedder=recorded_embedder(meta), vectors=vectors, history=history)
+    if state == "stale":  # a helper's upgraded index said `stale` and not why
+        built = meta.get("chunker_version")
+        out["stale_reason"] = (f"built by chunker {built}; this version chunks with {CHUNKER_VERSION}: the next "
+                               "search or build chunks every file again" if built not in (None, CHUNKER_VERSION)
+                               else "files changed since the last build: the next search or build reads them")
     if config_error:
         out["config_error"] = config_error
     filters = _filters(meta)
