@@ -811,8 +811,9 @@ def test_swift_conditional_cases_doc_comments_properties_and_requirements():
                      "AnyModule.appContext": ("variable", 30), "AnyModule.willDestroy": ("method", 31)}, found
     kotlin = "class AppContext {\n  override val currentActivity: Activity?\n    get() = host\n" \
              "  fun start() {\n    val local = 1\n  }\n}\n"
-    assert {d.symbol for d in flat(source_definitions(read_source("AppContext.kt", kotlin)))} == {
-        "AppContext", "AppContext.currentActivity", "AppContext.start"}
+    assert {d.symbol: (d.start_line, d.end_line) for d in flat(source_definitions(read_source("AppContext.kt",
+                                                                                           kotlin)))} == {
+        "AppContext": (1, 7), "AppContext.currentActivity": (2, 3), "AppContext.start": (4, 6)}  # with its getter
 
 
 @pytest.mark.parametrize("line", ["A" * 800_000, "abcdefghij" * 90_000, "😀" * 20_000])

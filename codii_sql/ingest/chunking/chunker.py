@@ -126,7 +126,7 @@ def _node_spans(language: str, root: tree_sitter.Node, declared: bool) -> tuple[
                 forward.append(node.type in grammar.forward)
             else:  # empty, at its end: inside a class, never a definition inside it (typedef struct n {...} n_t),
                 # and nothing inside it (Python's `AA = BB = 1` ends both at one byte: BB was `AA.BB`)
-                declarations.append(Span(node.end_byte, node.end_byte, outer.start_point[0], last_row(outer),
+                declarations.append(Span(node.end_byte, node.end_byte, outer.start_point[0], last_row(_accessors(outer)),
                                          kind or kind_of(language, node.type, name), name))
     if language in ("c", "cpp"):  # SYSCALL_DEFINE3(read, ...) { ... }: a call and a block to the grammar
         found = macro_call_spans(root)
@@ -139,6 +139,16 @@ def _node_spans(language: str, root: tree_sitter.Node, declared: bool) -> tuple[
         declarations.extend(declared_inside)
     bodies = {s.name for s, fwd in zip(spans, forward, strict=True) if not fwd}
     return [s for s, fwd in zip(spans, forward, strict=True) if not fwd or s.name not in bodies], declarations
+
+
+def _accessors(node: tree_sitter.Node) -> tree_sitter.Node:
+    """The last of a Kotlin property's ``get()``/``set()``, which the grammar gives as the property's next
+    siblings (a helper's `AppContext.currentActivity` ended on its first line, before its getter), else ``node``."""
+    last = node
+    while (after := last.next_named_sibling) is not None and after.type in ("getter", "setter") \
+            and node.type == "property_declaration":
+        last = after
+    return last
 
 
 #: Keywords a C/C++ declarator never names: tree-sitter's error recovery around unknown macros
