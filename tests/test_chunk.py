@@ -755,6 +755,12 @@ def test_cpp_macros_and_reference_heads_lose_no_definition():
                "    if (!src) {\n        return false;\n    }\n#if defined(PYPY_VERSION)\n    else if (convert) {\n"
                "        return true;\n    }\n#endif\n    return false;\n}\n")
     assert [d.symbol for d in flat(definitions(special, "cpp"))] == ["type_caster<std::vector<Type, Alloc>>", "load"]
+    # A one-line body's macro call whose arguments are types named the classes after it `PYBIND11_OVERRIDE.X`
+    override = ("class TrampolineB : public ProtectedB {\npublic:\n"
+                "    int foo() const override { PYBIND11_OVERRIDE(int, ProtectedB, foo, ); }\n};\n\n"
+                "class PublicistB : public ProtectedB {\npublic:\n    ~PublicistB() override {};\n};\n")
+    assert [d.symbol for d in flat(definitions(override, "cpp"))] == [
+        "TrampolineB", "TrampolineB.foo", "PublicistB", "PublicistB.~PublicistB"]
     from codii_sql.languages import detect_language
 
     assert detect_language("include/pybind11/warnings.h", "", "#include <cstring>\nint f(void);\n") == "cpp"

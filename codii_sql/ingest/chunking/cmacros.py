@@ -69,6 +69,11 @@ _LONE_CALL = re.compile(rb"(?m)^[ \t]*[A-Z][A-Z0-9_]{2,}[ \t]*\(")
 _LONE_END = re.compile(rb"[ \t]*(;?)[ \t]*(?://[^\n]*)?(?=\n|\Z)")
 #: ... and the next line when no ``;`` ends it: a block makes it a definition (``TEST(a, b)`` + ``{``);
 _BLOCK_NEXT = re.compile(rb"\s*\{")
+#: ... or, after a block's ``{`` or a statement's ``;`` on its line, the last call of a one-line block, whose
+#: arguments may be types (pybind11's ``int foo() const override { PYBIND11_OVERRIDE(int, ProtectedB, foo, ); }``:
+#: the classes after it were named ``PYBIND11_OVERRIDE.PublicistB``);
+_INLINE_CALL = re.compile(rb"[{;][ \t]*([A-Z][A-Z0-9_]{2,}[ \t]*\()")
+_BRACE_NEXT = re.compile(rb"[ \t]*;?[ \t]*\}")
 #: ... or a name alone (``PYBIND11_WARNING_PUSH``, ``Q_OBJECT``) after a statement, a block's brace, a preprocessor
 #: line or a comment, and before no ``}`` or ``,`` (not an enum's last constant);
 _LONE_NAME = re.compile(rb"(?m)(?:[;{}]|^#[^\n]*|//[^\n]*|\*/)[ \t]*\n(?:[ \t]*\n)*([ \t]*[A-Z][A-Z0-9_]{2,}[ \t]*)\n"
@@ -130,6 +135,10 @@ def hide_cpp_macros(data: bytes) -> bytes:
         if end is not None and (end.group(1) or not _BLOCK_NEXT.match(data, end.end())):
             spans.append((m.start(), end.end()))
             done = end.end()
+    for m in _INLINE_CALL.finditer(data):
+        close = _closing(data, m.end() - 1)
+        if close > 0 and _BRACE_NEXT.match(data, close):
+            spans.append((m.start(1), close))
     data = _blanked(data, spans)  # a lone name's line may follow a lone call's
     return _blanked(data, [m.span(1) for m in _EXPORT.finditer(data)] + [m.span(2) for m in _HEAD_WORDS.finditer(data)]
                     + [m.span(1) for m in _LONE_NAME.finditer(data)])
