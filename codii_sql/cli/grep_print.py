@@ -50,6 +50,7 @@ class Printer:
         self.heading = heading and with_filename and mode in ("lines", "only")
         self.printed = False
         self._matches = 0  # submatches printed (--json's summary)
+        self._bytes_printed = 0  # of the files' --json events, as rg counts them
         self._name = None
         self._last = None  # (path, line) last printed, for "--" between context groups
 
@@ -62,7 +63,8 @@ class Printer:
             self._name = rg_names(answer.codebase, self.paths)
         path = self._styled(self._safe(self._name(f.path)), PATH_STYLE)
         if self.mode == "json":
-            text = _json_lines(f, self._name(f.path))
+            text, printed = _json_lines(f, self._name(f.path))
+            self._bytes_printed += printed
         elif self.mode == "count":  # the count says whether the file matched too (with -o: of matches)
             n = sum(len(g.spans) for g in f.lines) if self.count_matches else f.matches
             text = f"{path}{self._after_path(':')}{n}\n" if self.with_filename else f"{n}\n"
@@ -79,7 +81,7 @@ class Printer:
     def end(self, answer) -> None:
         """What follows the files: ``--json``'s summary."""
         if self.mode == "json":
-            write(json_text(_json_summary(answer, self._matches), compact=True) + "\n")
+            write(json_text(_json_summary(answer, self._matches, self._bytes_printed), compact=True) + "\n")
 
     def _lines(self, f, path: str):
         """rg's ``path:line:text`` (``path-line-text`` for context lines, ``--`` between groups; without the
@@ -245,10 +247,11 @@ def rg_names(codebase: str, paths: tuple[str, ...]) -> Callable[[str], str]:
     return name
 
 
-def _json_lines(f, name: str) -> str:
+def _json_lines(f, name: str) -> tuple[str, int]:
     """One file's JSON lines as ``rg --json`` prints them (compact, as rg does): ``begin``,
-    ``match``/``context``, ``end``; the events written around json's string encoder (a ``json.dumps`` an
-    event was 1.1 s of the 1.9 s Django's 99k ``self`` lines took)."""
+    ``match``/``context``, ``end`` with rg's stats (``bytes_printed``: the bytes before the ``end``), and that
+    count; the events written around json's string encoder (a ``json.dumps`` an event was 1.1 s of the 1.9 s
+    Django's 99k ``self`` lines took)."""
     path = f'{{"text":{_string_json(name)}}}'
     out = [f'{{"type":"begin","data":{{"path":{path}}}}}']
     for g in f.lines:
@@ -259,11 +262,12 @@ def _json_lines(f, name: str) -> str:
         out.append(f'{{"type":"{"match" if g.matched else "context"}","data":{{"path":{path},"lines":{lines},'
                    f'"line_number":{g.line},"absolute_offset":{"null" if g.offset is None else g.offset},'
                    f'"submatches":[{subs}]}}}}')
-    stats = {"searches": 1, "searches_with_match": 1, "matched_lines": f.matches,
-             "matches": sum(len(g.spans) for g in f.lines)}
+    printed = len(c1_escaped("\n".join(out) + "\n").encode("utf-8", "surrogateescape"))
+    stats = {"searches": 1, "searches_with_match": 1, **({"bytes_searched": f.size} if f.size is not None else {}),
+             "bytes_printed": printed, "matched_lines": f.matches, "matches": sum(len(g.spans) for g in f.lines)}
     stats_json = json_text(stats, compact=True)
     out.append(f'{{"type":"end","data":{{"path":{path},"binary_offset":null,"stats":{stats_json}}}}}')
-    return c1_escaped("\n".join(out) + "\n")
+    return c1_escaped("\n".join(out) + "\n"), printed
 
 
 def _json_data(text: str) -> str:
@@ -280,14 +284,15 @@ def _string_json(text: str) -> str:
     return encode_basestring(text)
 
 
-def _json_summary(answer, matches: int) -> dict:
-    """``rg --json``'s last line (``matches``: the submatches printed), whose ``codii`` member tells how the
-    candidates were found and the notes."""
+def _json_summary(answer, matches: int, printed: int) -> dict:
+    """``rg --json``'s last line (``matches``: the submatches printed; ``printed``: the bytes of the files' events
+    but their ``end``, as rg counts them), whose ``codii`` member tells how the candidates were found and the
+    notes."""
     seconds = answer.seconds
     elapsed = {"secs": int(seconds), "nanos": int((seconds % 1) * 1e9), "human": f"{seconds:.6f}s"}
     return {"type": "summary", "data": {
         "elapsed_total": elapsed,
         "stats": {"elapsed": elapsed, "searches": answer.files_read, "searches_with_match": answer.matched_files,
-                  "matched_lines": answer.matched_lines,
+                  "bytes_printed": printed, "matched_lines": answer.matched_lines,
                   "matches": matches},
         "codii": {k: v for k, v in answer.to_dict(words).items() if k not in ("files", "patterns")}}}

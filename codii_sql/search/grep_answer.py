@@ -15,7 +15,8 @@ from .grep import GrepLine
 class GrepFile:
     """One file's lines in a grep answer: ``matches`` is how many of its lines matched (all of them,
     also when ``lines`` was cut by a limit), ``lines`` the matched and context lines in line order,
-    ``not_stored`` the line ranges ``[first, last]`` an index alone does not hold (never searched)."""
+    ``not_stored`` the line ranges ``[first, last]`` an index alone does not hold (never searched), ``size``
+    the bytes searched (known when offsets are asked for: rg's ``--json`` stats; None otherwise)."""
 
     path: str
     role: str
@@ -23,6 +24,7 @@ class GrepFile:
     matches: int
     lines: list[GrepLine] = field(default_factory=list)
     not_stored: list[list[int]] = field(default_factory=list)
+    size: int | None = None
 
     def to_dict(self) -> dict:
         out = {"path": self.path, "role": self.role, "language": self.language, "matches": self.matches,

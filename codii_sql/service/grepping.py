@@ -306,9 +306,11 @@ def take_file(answer: GrepAnswer, request: GrepRequest, row: dict, text: str | b
         answer.truncated = True
     if request.before or request.after:
         matched = with_context(as_text(text), matched, request.before, request.after, spilt)
+    size = None
     if request.offsets:
         set_offsets(text, matched)
-    add(GrepFile(row["path"], row["role"], row["language"], in_file, matched, gaps))
+        size = len(text) if isinstance(text, bytes) else len(text.encode("utf-8", "surrogateescape"))
+    add(GrepFile(row["path"], row["role"], row["language"], in_file, matched, gaps, size))
     return shown_lines + in_file if request.limit is None else min(request.limit, shown_lines + in_file)
 
 
