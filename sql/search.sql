@@ -450,8 +450,8 @@ SELECT EXISTS (SELECT 1 FROM chunks_fts WHERE chunks_fts MATCH :fts)
 SELECT EXISTS (SELECT 1 FROM chunks_fts WHERE chunks_fts MATCH :fts_all);
 
 -- name: file_vectors
--- The stored chunk vectors of a file's line range (find-similar: no re-embedding).
-SELECT c.id, c.start_line, c.end_line, v.embedding
+-- The stored chunk vectors of a file's line range (find-similar: no re-embedding), with their symbols.
+SELECT c.id, c.start_line, c.end_line, c.symbol, v.embedding
 FROM chunks c JOIN chunks_vec v ON v.rowid = c.id
 WHERE c.path = :path
   AND (:start_line IS NULL OR c.end_line >= :start_line)

@@ -629,7 +629,9 @@ def test_code_like_a_line_range_includes_the_rest_of_its_own_file(tmp_path, codi
         "core.py": "import os\n\n\n" + twin.format(name="resolve_envvar_value") + "\n\n" + "def render_table(rows):\n"
                    "    return '\\n'.join(' | '.join(map(str, row)) for row in rows)\n\n\n"
                    + twin.format(name="option_envvar_value"),
-        "other.py": "def add(a, b):\n    return a + b\n"})
+        "other.py": "def add(a, b):\n    return a + b\n",
+        "report.py": "def render_long_report(rows):\n" + "".join(
+            f"    total_{i} = sum(row[{i}] for row in rows)  # column {i} of the report\n" for i in range(120))})
     from codii_sql.service import Session
 
     assert run("build", repo).exit_code == 0  # with vectors: the real model
@@ -639,6 +641,8 @@ def test_code_like_a_line_range_includes_the_rest_of_its_own_file(tmp_path, codi
         found = session.similar(cb, "core.py", 4, 11, 5)[0]["results"]
         assert [(r["path"], r["symbol"]) for r in found][:1] == [("core.py", "option_envvar_value")], found
         assert all(r["start_line"] > 11 for r in found if r["path"] == "core.py")
+        long = session.similar(cb, "report.py", 25, 30, 10)[0]["results"]  # a part of a long function:
+        assert all(r["symbol"] != "render_long_report" for r in long), long  # not its other windows (a new user)
         whole = session.similar(cb, "core.py", None, None, 5)[0]["results"]
         assert "core.py" not in [r["path"] for r in whole]  # of a whole file, other files
     finally:
