@@ -389,6 +389,23 @@ def test_a_member_searched_whose_results_all_rank_below_the_limit_is_said_to_hav
     assert f"search it alone with --path {http}" in cli["note"], cli["note"]
 
 
+def test_members_notes_never_take_a_workspace_answer_past_its_budget(tmp_path, codii_home):
+    """A new user's workspace of two members built without vectors answered 476 tokens at --max-tokens 400: each
+    member's long "vectors off" note came out of the budget, and the first result stays whatever is left."""
+    roots = [write_tree(tmp_path / name, {f"{name}_{i}.py": "".join(
+        f"def parse_flag_{name}_{i}_{j}(value):\n    \"\"\"Parse one flag value of {name}.\"\"\"\n"
+        f"    return value.split(',')  # flag value parsing, part {j}\n\n\n" for j in range(6)) for i in range(4)})
+             for name in ("alpha", "beta")]
+    assert run("build", *roots, "--no-vectors").exit_code == 0
+    args = ["search", "flag value parsing"] + [a for r in roots for a in ("--path", r)]
+    out = json.loads(run(*args, "--max-tokens", 400, "--json").output)
+    assert out["results"] and out["budget"]["used_tokens"] <= 400, out["budget"]
+    assert len(json.dumps(out)) / 4 <= 400, len(json.dumps(out))
+    assert out["notes"].count("vectors") == 1 and "built with vectors off" in out["note"], out["note"]
+    roomy = json.loads(run(*args, "--max-tokens", 4000, "--json").output)  # with room, each note says why too
+    assert "rank by BM25 alone" in roomy["note"], roomy["note"]
+
+
 def test_the_cheap_match_probe_agrees_with_the_searchs_own(three):
     opts = SearchOptions(limit=5)
     for cb in three:

@@ -21,7 +21,7 @@ from ..errors import CodiiError, NotIndexedError, Remedy, UsageError, hint_text
 from ..ingest.report import Progress
 from ..languages import language_name
 from ..search.answer import NOTE_KINDS, Answer, Member, Note, named_first
-from ..search.budget import envelope_tokens, fit
+from ..search.budget import MIN_RESULT_TOKENS, envelope_tokens, fit, result_overhead
 from ..search.locations import places
 from ..search.merge import Merged, member_match
 from ..search.pattern import GrepPattern
@@ -157,6 +157,12 @@ def _ask(targets: Targets, prepared: dict, query: str, opts: SearchOptions) -> A
     if opts.max_tokens:
         # The answer's other fields come out of the budget first (a budget of 100 answered 306 tokens).
         reserved = envelope_tokens(answer.to_dict(hint_text))
+        first = result_overhead(answer.results[0]) + MIN_RESULT_TOKENS if answer.results else 0
+        for shorten in (_first_clauses, _one_per_kind):  # notes leaving no room for the first result
+            if reserved + first <= opts.max_tokens:
+                break
+            answer.notes = shorten(answer.notes)
+            reserved = envelope_tokens(answer.to_dict(hint_text))
         answer.results, answer.budget = fit(answer.results, analysis.terms if analysis else [], opts.max_tokens,
                                             places(analysis.text, analysis.shape) if analysis else (), reserved,
                                             GrepPattern([opts.grep]).regex if opts.grep else None)
@@ -170,6 +176,30 @@ def _ask(targets: Targets, prepared: dict, query: str, opts: SearchOptions) -> A
                                   key=lambda n: NOTE_KINDS.index(n.kind))
     answer.seconds = time.perf_counter() - started
     return answer
+
+
+def _first_clauses(notes: list[Note]) -> list[Note]:
+    """Each note by its first clause: what, not why (a new user's two members' "vectors off" notes took a
+    workspace answer at 400 tokens to 476)."""
+    return [dataclasses.replace(n, what=n.what.split(": ", 1)[0]) for n in notes]
+
+
+def _one_per_kind(notes: list[Note]) -> list[Note]:
+    """One note of each kind about members, saying how many more it stands for (a member's note names its
+    folder twice: three members' went past 400 tokens however short)."""
+    kept: dict[str, Note] = {}
+    alike: dict[str, int] = {}
+    out = []
+    for n in notes:
+        if n.codebase is None:
+            out.append(n)
+        elif n.kind in kept:
+            alike[n.kind] += 1
+        else:
+            kept[n.kind], alike[n.kind] = n, 0
+            out.append(n)
+    return [dataclasses.replace(n, what=f"{n.what} (and {alike[n.kind]} more member(s) alike)")
+            if n.codebase is not None and alike.get(n.kind) else n for n in out]
 
 
 def _one(targets: Targets, prepared: dict, query: str, opts: SearchOptions) -> tuple[Answer, Analysis | None]:
