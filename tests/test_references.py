@@ -97,7 +97,22 @@ def test_a_stored_definition_is_no_use_and_nothing_is_parsed_at_question_time(tm
     out = refs(repo)
     listed = {(f["path"], line["line"]) for f in out["files"] for line in f["lines"]}
     assert listed == {("uses.c", 3), ("uses.c", 4), ("calls.c", 3), ("calls.c", 4)}, listed
-    assert out["total"] == 4
+    assert out["total"] == 4 and "1 line(s) that only define 'kmalloc' left out" in out["note"], out["note"]
+
+
+def test_a_definition_line_that_names_the_identifier_again_uses_it(tmp_path, codii_home):
+    """A new user's `refs SerializeSeq` on serde missed 7 of rg's 26 lines: `impl<E> ser::SerializeSeq for
+    SerializeSeq<E>` and `type SerializeSeq = Impossible<...>` each define it, and the first uses it too."""
+    repo = write_tree(tmp_path / "s", {"lib.rs": (
+        "pub trait SerializeSeq {\n    fn end(self);\n}\n\npub struct Tuple;\n\n"
+        "impl SerializeSeq for Tuple {\n    fn end(self) {}\n}\n\n"
+        "pub struct SerializeSeq2;\n\nmod private {\n    pub struct SerializeSeq<E>(E);\n\n"
+        "    impl<E> super::SerializeSeq for SerializeSeq<E> {\n        fn end(self) {}\n    }\n}\n")})
+    assert CliRunner().invoke(cli, ["build", str(repo), "--no-vectors"]).exit_code == 0
+    res = CliRunner().invoke(cli, ["refs", "SerializeSeq", "--path", str(repo), "--json"])
+    out = json.loads(res.output)
+    listed = [line["line"] for f in out["files"] for line in f["lines"]]
+    assert listed == [7, 16], out  # the trait's and the struct's own lines only define it
 
 
 def test_symbol_and_refs_from_a_subfolder_keep_to_its_files(tmp_path, codii_home):

@@ -31,7 +31,8 @@ NOTE = "lexical: every use of the identifier on its word boundaries, whatever it
 class _Tally:
     """The uses of one identifier, file by file in the answer's order: every line counted, only
     the lines from ``offset`` to ``offset + limit`` kept. A line that is the signature of one of the
-    file's stored definitions of the identifier (``skip``: (path, signature line)) is no use."""
+    file's stored definitions of the identifier (``skip``: (path, signature line)) is no use unless it names
+    the identifier twice; ``definitions`` counts those left out."""
 
     def __init__(self, ident: str, offset: int, limit: int, skip: set[tuple[str, str]]) -> None:
         self.offset, self.limit, self.skip = offset, limit, skip
@@ -40,7 +41,10 @@ class _Tally:
         # keeps `re` from searching for the name's letters first, 40x slower (docs/benchmarks.md,
         # "refs: one search per chunk").
         self.word = re.compile(rf"{re.escape(ident)}(?!\w)")
-        self.total = self.files = 0
+        # A definition's line that names the identifier again uses it (`impl ser::SerializeSeq for SerializeSeq`,
+        # `type Error = A::Error;`: a new user's `refs SerializeSeq` missed 7 of rg's 26 lines); counted rarely.
+        self.twice = re.compile(rf"(?<!\w){re.escape(ident)}(?!\w).*?(?<!\w){re.escape(ident)}(?!\w)")
+        self.total = self.files = self.definitions = 0
         self.window: list[tuple[str, str, int, str]] = []  # (path, role, line, text)
         self.path: str | None = None
         self.role = ""
@@ -68,9 +72,12 @@ class _Tally:
             stop = content.find("\n", at)
             if stop < 0:
                 stop = len(content)
-            text = content[content.rfind("\n", 0, at) + 1:stop].strip()[:SIGNATURE_CHARS]
-            if (path, text) not in self.skip:
+            whole = content[content.rfind("\n", 0, at) + 1:stop]
+            text = whole.strip()[:SIGNATURE_CHARS]
+            if (path, text) not in self.skip or self.twice.search(whole):
                 self.lines[line] = text
+            else:
+                self.definitions += 1
         # Texts are dropped once read: only this file's matching lines stay.
 
     def close(self) -> None:
@@ -156,7 +163,7 @@ def _answer(codebase: Codebase, name: str, ident: str, tally: _Tally, offset: in
     # its note at their longest come first, as a search's (an agent's stand-in's 400 came to 517 tokens of JSON).
     envelope = envelope_tokens({"codebase": codebase.shown, "name": echoed(name), "identifier": ident,
                                 "total": tally.total, "total_files": tally.files, "truncated": True,
-                                "next_offset": offset + tally.total, "note": NOTE})
+                                "next_offset": offset + tally.total, "note": NOTE + _defined_only(tally, ident)})
     shown = page(tally.window, 0, limit, None if max_tokens is None else max(max_tokens - envelope, 1),
                  lambda use: json_tokens({"line": use[2], "text": use[3]}, plus=use[0]) + FILE_TOKENS)
     files: list[dict] = []
@@ -168,6 +175,8 @@ def _answer(codebase: Codebase, name: str, ident: str, tally: _Tally, offset: in
     stopped = holding > REFERENCE_CHUNKS
     out = {"codebase": codebase.shown, "name": echoed(name), "identifier": ident, "files": files, "total": tally.total,
            "total_files": tally.files, "truncated": more or stopped, "note": NOTE}
+    if tally.definitions:  # a rename needs them too: said
+        out["note"] += _defined_only(tally, ident)
     if more:
         cut = f"limit={limit}" if len(shown) == limit else f"max_tokens={max_tokens}"
         out["next_offset"] = offset + len(shown)
@@ -180,3 +189,8 @@ def _answer(codebase: Codebase, name: str, ident: str, tally: _Tally, offset: in
         out["note"] += (f"; stopped after reading {REFERENCE_CHUNKS:,} of the {holding:,} chunks holding {ident!r} "
                         "(source first, then by path): total counts the uses in those only")
     return out
+
+
+def _defined_only(tally: _Tally, ident: str) -> str:
+    """The note's clause on the lines left out as the identifier's definitions ("" for none)."""
+    return f"; {tally.definitions} line(s) that only define {ident!r} left out" if tally.definitions else ""
