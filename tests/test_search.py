@@ -255,6 +255,20 @@ def test_a_name_only_code_writes_that_the_codebase_does_not_hold_is_no_good_matc
         assert not hits.no_good_match, (query, hits.best_cosine)
 
 
+def test_one_word_no_chunk_holds_and_the_model_reads_as_fragments_is_no_good_match(searcher, monkeypatch):
+    """A new user's `zzqxnonexistentword` on httpie: three results, cosine 0.38 over the bar, no note. With the bar
+    out of the way (a cosine that high), such a word is still flagged; a word some chunk holds, or the model
+    knows (`websocket` is 4 pieces, `authentication` 1), goes by its cosine."""
+    import codii_sql.search.searcher as searching
+
+    monkeypatch.setattr(searching, "NO_MATCH_COSINE", -1.0)  # no cosine flags anything
+    for query in ("zzqxnonexistentword", "qwertyuiopasdf"):
+        hits = searcher.find(query, SearchOptions(limit=3))
+        assert hits.no_good_match and hits.results, (query, hits.best_cosine)
+    for query in ("backoff", "websocket", "authentication"):
+        assert not searcher.find(query, SearchOptions(limit=3)).no_good_match, query
+
+
 def test_empty_query_is_a_usage_error(searcher):
     with pytest.raises(UsageError, match="empty"):
         searcher.search("   ")

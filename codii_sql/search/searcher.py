@@ -12,6 +12,7 @@ import numpy as np
 from ..errors import EmbeddingFailedError, UsageError
 from ..languages import language_name
 from ..models.embedder import Embedder
+from ..models.wordpiece import count_tokens
 from ..storage import ann
 from ..storage.store import Store
 from ..text import refuse_undecodable
@@ -70,6 +71,8 @@ MAX_GROUPED_ROWS = 4096
 #: SWE-bench issue titles on their release) min 0.376, none below 0.35; of 69 unrelated ones
 #: (cooking, hiking, gibberish, SQL injection text, on 6 real codebases) 59 below 0.33, max 0.518.
 NO_MATCH_COSINE = 0.33
+#: Word pieces from which a word no chunk holds is none the model knows (`zzqxnonexistentword` 9, `websocket` 4).
+UNKNOWN_WORD_PIECES = 5
 #: FTS5 column weights for bm25(): a hit on a chunk's symbol name or its path says more
 #: than one in its body; sub-tokens ("user name" from getUserName) say a little less.
 BM25_WEIGHTS = {"content": 1.0, "subtokens": 0.5, "symbol": 2.0, "path": 1.0}
@@ -250,14 +253,15 @@ class Searcher:
     def _nothing_close(self, rows: list[dict], a: Analysis, best: float | None) -> bool:
         """Whether nothing matches the query ``a`` well (:attr:`Hits.no_good_match`): no chunk, or no named symbol or
         file and no name only code writes held (:func:`coined_match`; a made-up ``getUserAvatarUrl`` had
-        ``Context.Param`` as a good match, 15 of 25 new-user tries); else none within :data:`NO_MATCH_COSINE`
+        ``Context.Param`` as a good match, 15 of 25 new-user tries) nor one word no chunk holds and the model reads
+        as fragments (``zzqxnonexistentword``: cosine 0.38 to a colour scheme); else none within :data:`NO_MATCH_COSINE`
         and no chunk holding every term. Never while over 1 in 20 chunks lack vectors, nor BM25 of a long query."""
-        if not rows or (coined := coined_match(a.text)) and a.shape != "long" and not any(r["tier"] for r in rows) \
-                and not self.store.value("coined_held", {"fts": coined[0], "members": json.dumps(coined[1])}):
+        named = any(r["tier"] for r in rows)
+        if not rows or not named and a.shape != "long" and ((coined := coined_match(a.text)) and not self.store.value(
+                "coined_held", {"fts": coined[0], "members": json.dumps(coined[1])}) or len(a.terms) == 1
+                and count_tokens(a.terms)[0] >= UNKNOWN_WORD_PIECES and not self._holds_every_term(a.terms)):
             return True
-        if any(r["tier"] for r in rows) or self.store.value("vectors_pending_many"):
-            return False
-        if best is None and a.shape == "long":
+        if named or self.store.value("vectors_pending_many") or best is None and a.shape == "long":
             return False
         return (best is None or best < NO_MATCH_COSINE) and not self._holds_every_term(a.terms)
 
