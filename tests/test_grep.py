@@ -649,19 +649,19 @@ def test_a_grep_without_a_path_reads_a_pipe_as_rg_does_and_an_idle_one_not_for_e
     root = write_tree(tmp_path / "repo", {"a.py": "def Context():\n    pass\n"})
     env = {**os.environ, "CODII_SQL_HOME": str(codii_home), "CODII_SQL_WATCH": "0", "CODII_SQL_BACKGROUND": "1"}
     cmd = [sys.executable, "-m", "codii_sql.cli", "grep"]
-    assert subprocess.run([*cmd, "Context"], cwd=root, env=env, capture_output=True, text=True,
+    assert subprocess.run([*cmd, "Context"], cwd=root, env=env, capture_output=True, text=True, check=False,
                           stdin=subprocess.DEVNULL).stdout == "a.py:1:def Context():\n"  # indexes it first
-    piped = subprocess.run([*cmd, "Context"], cwd=root, env=env, capture_output=True, text=True,
+    piped = subprocess.run([*cmd, "Context"], cwd=root, env=env, capture_output=True, text=True, check=False,
                            input="no\nContext piped\n")
     assert piped.returncode == 0 and piped.stdout == "2:Context piped\n", piped
     (tmp_path / "in.txt").write_text("Context from a file\n")
     with open(tmp_path / "in.txt") as redirected:
         assert subprocess.run([*cmd, "-c", "Context"], cwd=root, env=env, capture_output=True, text=True,
-                              stdin=redirected).stdout == "1\n"
+                              check=False, stdin=redirected).stdout == "1\n"
     read_end, write_end = os.pipe()  # held open and never written
     try:
         idle = subprocess.run([*cmd, "Context"], cwd=root, env=env, capture_output=True, text=True, stdin=read_end,
-                              timeout=60)
+                              timeout=60, check=False)
     finally:
         os.close(read_end)
         os.close(write_end)

@@ -145,8 +145,8 @@ def _accessors(node: tree_sitter.Node) -> tree_sitter.Node:
     """The last of a Kotlin property's ``get()``/``set()``, which the grammar gives as the property's next
     siblings (a helper's `AppContext.currentActivity` ended on its first line, before its getter), else ``node``."""
     last = node
-    while (after := last.next_named_sibling) is not None and after.type in ("getter", "setter") \
-            and node.type == "property_declaration":
+    while node.type == "property_declaration" and (after := last.next_named_sibling) is not None \
+            and after.type in ("getter", "setter"):
         last = after
     return last
 

@@ -14,7 +14,12 @@ definition too.
 reads the attribute macro ``__alloc_size(1)`` as the declarator, and its error recovery then ran
 the function into the next 245 lines of ``include/linux/slab.h``, whose definitions (``kmalloc``,
 ``kzalloc``...) were lost. The parser gets such a call as spaces of the same length (offsets and
-lines unchanged); the chunks keep the file's own text.
+lines unchanged); the chunks keep the file's own text. So does a call after a type's body
+(``} __aligned(8);``, read as a function ``__aligned`` holding the struct).
+
+C++ libraries wrap more in macros: ``PYBIND11_NAMESPACE_BEGIN(detail)`` lines, ``PYBIND11_TYPE_CASTER(...);``
+in class bodies, ``class PYBIND11_EXPORT_EXCEPTION error_already_set``, ``PYBIND11_NOINLINE`` before a head.
+:func:`hide_cpp_macros` hides those too, for a C++ file the grammar could not read whole.
 """
 
 from __future__ import annotations
@@ -60,6 +65,7 @@ _THEN_DECLARATOR = re.compile(
 #: A type's body closed by attribute calls (``} __aligned(8);``, ``} __aligned(4) __packed;``): the grammar reads
 #: the first as a function declarator, and its error recovery can take in the next declaration.
 _AFTER_BODY = re.compile(rb"\n\}([ \t]+[^;{}()\n]*\((?:[^;{}\n]*)\))[ \t]*(?:[A-Za-z_]\w*[ \t]*)*;")
+#: One such call, its groups as :func:`_hidden` reads ``_ATTRIBUTE_CALL``'s (no words before it).
 _CALL = re.compile(rb"()((?:__\w+|[A-Z][A-Z0-9_]+)\((?:[^()\n]|\([^()\n]*\))*\))")
 #: C++'s macros that are no attribute of a head (see :func:`hide_cpp_macros`): an upper-case macro's call as a
 #: statement of its own, at a line's start, on one line or several (``PYBIND11_NAMESPACE_BEGIN(detail)``,
@@ -180,6 +186,7 @@ def _closing(data: bytes, opening: int) -> int:
 
 
 def _hidden_after_body(m: re.Match) -> bytes:
+    """An ``_AFTER_BODY`` match with its attribute calls as spaces."""
     start, end = m.span(1)
     whole = m.group()
     return whole[:start - m.start()] + _CALL.sub(_hidden, m.group(1)) + whole[end - m.start():]
