@@ -274,6 +274,24 @@ def test_any_query_gives_valid_json_or_a_one_line_error(indexed_repo, query):
         assert res.exit_code == 2 and res.output.startswith("Error: ") and "Traceback" not in res.output
 
 
+def test_a_folder_name_that_is_not_utf8_is_written_with_its_bytes_in_errors_and_notes(tmp_path, codii_home):
+    """A helper's folder `\xff\xfe` was written `\udcff\udcfe` in errors and hints, Python's name for the bytes."""
+    import subprocess
+    import sys
+
+    folder = os.fsencode(tmp_path) + b"/\xff\xfe"
+    os.mkdir(folder)
+    with open(folder + b"/a.py", "wb") as fh:
+        fh.write(b"def hello():\n    return 1\n")
+    env = {**os.environ, "CODII_SQL_HOME": str(codii_home)}
+    cli_ = [sys.executable.encode(), b"-m", b"codii_sql.cli"]
+    assert subprocess.run([*cli_, b"build", folder, b"--no-vectors"], capture_output=True, env=env).returncode == 0
+    found = subprocess.run([*cli_, b"search", b"hello", b"--path", folder], capture_output=True, env=env)
+    missing = subprocess.run([*cli_, b"search", b"hello", b"--path", folder + b"/nothere"], capture_output=True, env=env)
+    said = (found.stderr + missing.stderr).decode("utf-8")
+    assert "\\xff\\xfe" in said and "udcff" not in said and missing.returncode == 2, said
+
+
 def test_a_query_with_a_byte_that_is_not_utf8_is_one_line_in_a_real_process(tmp_path, codii_home):
     """A new user's shell passed `caf\\xe9` (Latin-1): search crashed in the model's tokenizer with a
     TypeError traceback, where grep, symbol and refs each said one line."""

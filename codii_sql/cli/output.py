@@ -10,7 +10,7 @@ import click
 
 from .. import service
 from ..errors import Remedy
-from ..text import escaped
+from ..text import escaped, shown_bytes
 from .words import words
 
 
@@ -78,8 +78,11 @@ def fmt_value(key: str, value):
 
 def echo(message: str = "", *, err: bool = False, nl: bool = True, bold: bool = False) -> None:
     """``click.secho`` for text answers, with control characters but newline and tab escaped: a
-    codebase folder or a message quoting one (``esc\x1b]0;T\x07dir``) cannot drive the terminal."""
+    codebase folder or a message quoting one (``esc\x1b]0;T\x07dir``) cannot drive the terminal. On stderr
+    (errors, notes), a byte of a name that is not UTF-8 is written as ``\xff``, not as Python's ``\udcff``."""
     text = escaped(str(message), lines=True)
+    if err:
+        text = shown_bytes(text)
     if bold:
         click.secho(text, err=err, nl=nl, bold=True)
     else:  # secho without a style still ends in a reset sequence on a terminal (a new user saw a stray \e[0m)
