@@ -58,7 +58,7 @@ EXPECTED_AT_64 = {
                   (28, "module", None)],
     "sample.ts": [(1, "imports", None), (3, "class", "Shape"), (9, "class", "Circle"),
                   (19, "function", "makeCircle"), (23, "function", "double"),
-                  (25, "class", "Color"), (27, "function", "inner"), (29, "class", "A")],
+                  (25, "class", "Color"), (26, "class", "NS"), (29, "class", "A")],  # NS.inner inside
     "sample.tsx": [(1, "module", None), (5, "function", "Counter"), (8, "function", "Counter"),
                    (11, "function", "Title"), (13, "class", "Panel")],
     "sample.go": [(1, "class", "Server"), (15, "method", "Server.Start"),
@@ -801,6 +801,14 @@ public protocol AnyModule: AnyObject {
   func willDestroy()
 }
 """
+
+
+def test_a_typescript_namespace_holds_its_members():
+    """A new user's `symbol Geometry.distance` fell back to a note: a namespace named only itself."""
+    text = ("export namespace Geometry {\n  export function distance(a: P, b: P): number {\n    return 0;\n  }\n"
+            "  export namespace Inner {\n    export function origin(): P { return P0; }\n  }\n}\n")
+    assert [d.symbol for d in flat(definitions(text, "typescript"))] == [
+        "Geometry", "Geometry.distance", "Geometry.Inner", "Geometry.Inner.origin"]
 
 
 def test_swift_conditional_cases_doc_comments_properties_and_requirements():

@@ -162,7 +162,7 @@ _JS = {"variable_declarator": ("variable", _js_binding_name)}
 #: TypeScript's signatures without a body (``declare function``, an overload, an interface's or a declared
 #: class's method: a method once inside a class) and namespaces.
 _TS = {"type_alias_declaration": ("type", field_name), "function_signature": ("function", field_name),
-       "method_signature": ("function", field_name), "internal_module": ("class", field_name), **_JS}
+       "method_signature": ("function", field_name), **_JS}
 _RUST_SCOPES = ("source_file", "declaration_list", "mod_item")
 
 

@@ -184,7 +184,7 @@ _JS_NAMES = {"lexical_declaration": variable_name, "variable_declaration": varia
 _TS_DEFS = {k: v for k, v in _JS_DEFS.items() if k != "field_definition"} | {
     "abstract_class_declaration": "class", "interface_declaration": "class",
     "enum_declaration": "class", "public_field_definition": "function",
-    "abstract_method_signature": "function",
+    "abstract_method_signature": "function", "internal_module": "class",
 }
 _C_TYPES = {"struct_specifier": "class", "union_specifier": "class", "enum_specifier": "class"}
 _C_NAMES = ({"function_definition": _c_function_name, "declaration": _c_prototype_name}

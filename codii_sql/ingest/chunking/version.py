@@ -40,4 +40,5 @@
 #: Swift: a file with errors is read again without its ``#if`` lines (:mod:`.swift`), ``/** */`` docs belong to
 #: their declaration; Swift and Kotlin properties and Swift protocol requirements are declarations. A file
 #: without an extension is chunked in the language a modeline names (``-*- shell-script -*-``, languages.py).
+#: A TypeScript namespace holds its members (``Geometry.distance``), as a class does.
 CHUNKER_VERSION = 17
