@@ -307,7 +307,7 @@ def test_the_cli_prints_history_and_why_as_text_and_json(repo, embedder):
     bad = runner.invoke(cli, ["why", "src/http_session.py"])
     assert bad.exit_code == 2 and "is not FILE:LINE" in bad.output and "Traceback" not in bad.output
     spaced = runner.invoke(cli, ["why", "src/http_session.py", "1", "--path", str(root)])  # a new user's habit
-    assert spaced.exit_code == 2 and "codii-sql why src/http_session.py:1" in spaced.output, spaced.output
+    assert spaced.exit_code == 2 and f"codii-sql why src/http_session.py:1 --path {root}" in spaced.output, spaced.output
     habit = runner.invoke(cli, ["history", "retry", "--path", str(root)])
     assert habit.exit_code == 2 and f"codii-sql history 'retry' {root}" in habit.output
     empty = runner.invoke(cli, ["history", " ", str(root)])

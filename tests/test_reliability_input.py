@@ -290,6 +290,19 @@ def test_a_folder_name_that_is_not_utf8_is_written_with_its_bytes_in_errors_and_
     missing = subprocess.run([*cli_, b"search", b"hello", b"--path", folder + b"/nothere"], capture_output=True, env=env)
     said = (found.stderr + missing.stderr).decode("utf-8")
     assert "\\xff\\xfe" in said and "udcff" not in said and missing.returncode == 2, said
+    # JSON stays valid UTF-8 that parses back to the same name; MCP's list_codebases stopped the server's writer
+    listed = subprocess.run([*cli_, b"list", b"--json"], capture_output=True, env=env)
+    assert [os.fsencode(r["root"]) for r in json.loads(listed.stdout.decode("utf-8"))] == [folder]
+    import asyncio
+
+    from test_mcp import call, server
+
+    async def agent():
+        async with server(codii_home, CODII_SQL_WATCH="0") as session:
+            got = await asyncio.wait_for(call(session, "list_codebases"), 120)
+            assert [r["root"] for r in got["codebases"]] == [str(tmp_path) + "/\\xff\\xfe"], got
+
+    asyncio.run(agent())
 
 
 def test_a_query_with_a_byte_that_is_not_utf8_is_one_line_in_a_real_process(tmp_path, codii_home):

@@ -65,7 +65,7 @@ def why(location, path, root, limit, max_tokens, as_json):
     follows the line back; each with its subject, body and the hunk of that line. Needs git, not an index."""
     if path is not None and path.strip().isdigit() and ":" not in location:  # `why yaml.go 88` (a new user)
         raise UsageError(f"the line goes after the file, with a colon: {location}:{path.strip()}",
-                         f"codii-sql why {location}:{path.strip()}")
+                         f"codii-sql why {location}:{path.strip()}" + (f" --path {root}" if root else ""))
     if path is not None and root is not None and os.path.abspath(path) != os.path.abspath(root):
         raise UsageError(f"PATH {path} and --path {root} name two folders", "pass one of them")
     root = root if root is not None else path

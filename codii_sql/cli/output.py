@@ -31,8 +31,9 @@ def emit(obj, *, one_line: bool = False) -> None:
     click.echo(json_text(_dated(obj), indent=None if one_line else 2))
 
 
-#: C1 controls, which ``json.dumps(ensure_ascii=False)`` writes raw (C0 it escapes).
-_C1 = re.compile("[\x80-\x9f]")
+#: C1 controls, which ``json.dumps(ensure_ascii=False)`` writes raw (C0 it escapes), and lone surrogates (a
+#: name's bytes that are not UTF-8), which it writes as no UTF-8 at all (a helper's `list --json` was unreadable).
+_C1 = re.compile("[\x80-\x9f\ud800-\udfff]")
 
 
 def json_text(obj, *, indent: int | None = None, compact: bool = False) -> str:
@@ -43,7 +44,8 @@ def json_text(obj, *, indent: int | None = None, compact: bool = False) -> str:
 
 
 def c1_escaped(json_text: str) -> str:
-    """JSON text with its raw C1 controls as ``\\u0080``-style escapes (C0 ones json escapes itself)."""
+    """JSON text with its raw C1 controls and lone surrogates as ``\\u0080``-style escapes (C0 ones json escapes
+    itself): valid UTF-8 that a parser reads back as the same string."""
     return _C1.sub(lambda m: f"\\u{ord(m.group()):04x}", json_text)
 
 

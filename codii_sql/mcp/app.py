@@ -22,7 +22,7 @@ from pydantic import Field, ValidationError
 from ..codebase import Codebase
 from ..errors import CodiiError, Remedy, UsageError
 from ..service import MIN_TOKENS, Session, find_codebase, open_codebase
-from ..text import escaped, numbered_lines
+from ..text import escaped, holds_surrogates, numbered_lines, shown_bytes
 from .words import message, words
 
 #: search_code's result bound: enough for an agent to pick from, small enough for its context.
@@ -134,7 +134,7 @@ def agent_errors(fn):
         try:
             return fn(*args, **kwargs)
         except CodiiError as err:
-            raise ToolError(message(err)) from None
+            raise ToolError(shown_bytes(message(err))) from None
 
     return wrapper
 
@@ -147,14 +147,17 @@ def answer(summary: str, data: dict, body: str | None = None) -> CallToolResult:
     ``key: value`` lines for clients that read only text. Remedies in ``data`` are worded for an agent.
     """
     data = _worded(data)
-    text = escaped(body if body is not None else rendered(data), lines=True)
-    blocks = [TextContent(type="text", text=escaped(summary, lines=True))] + (
+    text = shown_bytes(escaped(body if body is not None else rendered(data), lines=True))
+    blocks = [TextContent(type="text", text=shown_bytes(escaped(summary, lines=True)))] + (
         [TextContent(type="text", text=text)] if text else [])
     return CallToolResult(content=blocks, structured_content=data)
 
 
 def _worded(value):
-    """``value`` with every :class:`Remedy` in it as an agent's sentence."""
+    """``value`` with every :class:`Remedy` in it as an agent's sentence, and a name's bytes that are not UTF-8
+    written as ``\\xff`` (a lone surrogate in a path stopped the server's writer: a helper's `list_codebases`)."""
+    if isinstance(value, str):
+        return shown_bytes(value) if holds_surrogates(value) else value
     if isinstance(value, Remedy):
         return words(value)
     if isinstance(value, dict):
