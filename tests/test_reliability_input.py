@@ -285,13 +285,13 @@ def test_a_folder_name_that_is_not_utf8_is_written_with_its_bytes_in_errors_and_
         fh.write(b"def hello():\n    return 1\n")
     env = {**os.environ, "CODII_SQL_HOME": str(codii_home)}
     cli_ = [sys.executable.encode(), b"-m", b"codii_sql.cli"]
-    assert subprocess.run([*cli_, b"build", folder, b"--no-vectors"], capture_output=True, env=env).returncode == 0
-    found = subprocess.run([*cli_, b"search", b"hello", b"--path", folder], capture_output=True, env=env)
-    missing = subprocess.run([*cli_, b"search", b"hello", b"--path", folder + b"/nothere"], capture_output=True, env=env)
+    assert subprocess.run([*cli_, b"build", folder, b"--no-vectors"], capture_output=True, env=env, check=False).returncode == 0
+    found = subprocess.run([*cli_, b"search", b"hello", b"--path", folder], capture_output=True, env=env, check=False)
+    missing = subprocess.run([*cli_, b"search", b"hello", b"--path", folder + b"/nothere"], capture_output=True, env=env, check=False)
     said = (found.stderr + missing.stderr).decode("utf-8")
     assert "\\xff\\xfe" in said and "udcff" not in said and missing.returncode == 2, said
     # JSON stays valid UTF-8 that parses back to the same name; MCP's list_codebases stopped the server's writer
-    listed = subprocess.run([*cli_, b"list", b"--json"], capture_output=True, env=env)
+    listed = subprocess.run([*cli_, b"list", b"--json"], capture_output=True, env=env, check=False)
     assert [os.fsencode(r["root"]) for r in json.loads(listed.stdout.decode("utf-8"))] == [folder]
     import asyncio
 
