@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Iterator
 
 import tree_sitter
 
@@ -254,9 +255,17 @@ def _licence_end(language: str, root: tree_sitter.Node, lines: Layout) -> int:
     return last
 
 
-#: What a file the grammar could not read whole is read again without, in order (see :func:`_parse`).
-_REREADS = {"c": (hide_attribute_macros,), "cpp": (hide_cpp_macros, hide_attribute_macros),
-            "swift": (hide_directives,)}
+def _rereads(language: str, data: bytes) -> Iterator[bytes]:
+    """What a file the grammar could not read whole is read again as, in order (see :func:`_parse`): a C++ file
+    without its macros, then without its attribute macros alone (hidden once for both); a C file without its
+    attribute macros; a Swift file without its conditional compilation lines."""
+    if language == "swift":
+        yield hide_directives(data)
+    elif language in ("c", "cpp"):
+        attributes = hide_attribute_macros(data)
+        if language == "cpp":
+            yield hide_cpp_macros(attributes)
+        yield attributes
 
 
 def _parse(text: str, language: str) -> tree_sitter.Tree:
@@ -270,10 +279,9 @@ def _parse(text: str, language: str) -> tree_sitter.Tree:
     data = text.encode("utf-8")
     parser = parser_for(language)
     tree = parser.parse(data)
-    if language in _REREADS and tree.root_node.has_error:
+    if language in ("c", "cpp", "swift") and tree.root_node.has_error:
         tried, errors, before = {data}, _error_bytes(language, tree.root_node), None
-        for hide in _REREADS[language]:
-            hidden = hide(data)
+        for hidden in _rereads(language, data):
             if hidden in tried:
                 continue
             tried.add(hidden)

@@ -125,12 +125,11 @@ def hide_attribute_macros(data: bytes) -> bytes:
 
 
 def hide_cpp_macros(data: bytes) -> bytes:
-    """``data`` (a C++ file's UTF-8) as :func:`hide_attribute_macros` gives it, and with C++'s other macros as
+    """``data`` (a C++ file's UTF-8, as :func:`hide_attribute_macros` gives it) with C++'s other macros as
     spaces (lines kept), for the parser only: upper-case macro calls that are statements of their own, export
     macros after ``class`` and attribute words before a head (see ``_LONE_CALL``...). The grammar reads each as
     a declaration or an error, and its error recovery ran on: pybind11's ``class_`` lost every ``def*`` method
     after one, ``class PYBIND11_EXPORT_EXCEPTION error_already_set`` was named ``std::exception``."""
-    data = hide_attribute_macros(data)
     spans = []
     done = 0  # the end of the last lone call
     for m in _LONE_CALL.finditer(data):
