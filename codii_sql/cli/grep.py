@@ -53,6 +53,9 @@ def _type_list(ctx: click.Context, param: click.Parameter, value: bool) -> None:
               help="Show the byte offset (0-based) of each line's start in its file (with -o: of each match).")
 @click.option("-T", "--type-not", "types_not", multiple=True, help="Leave out files of this type (repeatable).")
 @click.option("-x", "--line-regexp", "line_regexp", is_flag=True, help="Only matches that are a whole line.")
+@click.option("-U", "--multiline", is_flag=True, help="Matches may span lines (\\n, \\s, [^x] take a line break; . "
+                                                      "does with --multiline-dotall): every line a match spans is shown.")
+@click.option("--multiline-dotall", "dotall", is_flag=True, help="With -U, . matches a line break too.")
 @click.option("-P", "--pcre2", is_flag=True, expose_value=False,
               help="Taken as rg takes it, for lookaround and backreferences, which every pattern here has "
                    "(the regex module reads them as PCRE2 does).")
@@ -103,7 +106,7 @@ def _type_list(ctx: click.Context, param: click.Parameter, value: bool) -> None:
 def grep(pattern, paths, patterns, fixed, ignore_case, word, smart_case, case_sensitive, quiet, column, vimgrep,
          byte_offset, types_not, line_regexp, invert, only_matching, max_count, hidden, files_only, without_match,
          count, count_matches, numbers, with_filename, after, before, context, globs, types, sort, limit, processes,
-         null, max_columns, preview, trim, color, heading, no_update, db, as_json, pattern_files):
+         null, max_columns, preview, trim, color, heading, no_update, db, as_json, pattern_files, multiline, dotall):
     """Lines matching PATTERN (Python regex syntax) in the indexed files under PATH (default: the current
     folder's codebase), in path and line order, as rg prints them: `rg -n --no-heading` into a pipe or
     file, by file and in colour on a terminal. Candidate files come from the index's trigrams; every one
@@ -153,7 +156,8 @@ def grep(pattern, paths, patterns, fixed, ignore_case, word, smart_case, case_se
                                   glob_base=os.getcwd(), smart_case=smart_case, max_count=max_count, invert=invert,
                                   hidden=hidden, line_regexp=line_regexp, without_match=without_match,
                                   processes=processes, offsets=as_json or byte_offset, types_not=list(types_not),
-                                  text=stdin, first_match=mode == "lines" and not colored
+                                  text=stdin, multiline=multiline, multiline_dotall=dotall,
+                                  first_match=mode == "lines" and not colored
                                   and not (column and max_columns))  # rg counts an omitted line's matches
     if not (as_json or no_update or stdin is not None) and all(os.path.lexists(p) for p in paths[:1]):
         say_pending_build(_folder(paths[0]) if paths and not service.is_index_file(paths[0])

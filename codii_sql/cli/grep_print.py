@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import base64
+import bisect
+import itertools
 import os
 import sys
 from collections.abc import Callable
@@ -66,7 +68,7 @@ class Printer:
             text, printed = _json_lines(f, self._name(f.path))
             self._bytes_printed += printed
         elif self.mode == "count":  # the count says whether the file matched too (with -o: of matches)
-            n = sum(len(g.spans) for g in f.lines) if self.count_matches else f.matches
+            n = sum(g.match_count for g in f.lines) if self.count_matches else f.matches
             text = f"{path}{self._after_path(':')}{n}\n" if self.with_filename else f"{n}\n"
         elif self.mode == "files":
             text = path + self._after_path("\n")
@@ -76,7 +78,7 @@ class Printer:
                 text = ("\n" if self.printed else "") + path + ("\0" if self.null else "\n") + text
         write(text)
         self.printed = True
-        self._matches += sum(len(g.spans) for g in f.lines)
+        self._matches += sum(g.match_count for g in f.lines)
 
     def end(self, answer) -> None:
         """What follows the files: ``--json``'s summary."""
@@ -96,10 +98,13 @@ class Printer:
             yield "".join([f"{head}{g.line}:{g.text}\n" for g in f.lines] if self.numbers
                           else [f"{head}{g.text}\n" for g in f.lines])
             return
+        column = None
         for g in f.lines:
             yield self._separator(f.path, g.line)
             mark = ":" if g.matched else "-"
-            column = g.spans[0][0] + 1 if self.column and g.matched and g.spans else None
+            if not g.joined:  # a multiline block's lines each show its first match's column, as rg 13's
+                first = g.block[0] if g.block else g.spans[0] if g.spans else None
+                column = first[0] + 1 if self.column and g.matched and first else None
             yield self._head(path, mark, g.line, column, g.offset) + self._text(g) + "\n"
 
     def _matches_alone(self, f, path: str):
@@ -108,7 +113,12 @@ class Printer:
         vim = self.mode == "vim"
         if self.heading:
             path = ""
-        for g in f.lines:
+        for i, g in enumerate(f.lines):
+            if g.block is not None:
+                yield from self._block_matches(f, i, path)
+                continue
+            if g.joined:  # printed with its block's first line
+                continue
             yield self._separator(f.path, g.line)
             if not g.matched:  # a context line whole, as rg prints it with -o too
                 yield self._head(path, "-", g.line, None, g.offset, numbers=self.numbers or vim) + self._text(g) + "\n"
@@ -122,6 +132,34 @@ class Printer:
                 offset = None if g.offset is None else g.offset + start
                 yield self._head(path, ":", g.line, start + 1 if self.column or vim else None, offset,
                                  numbers=self.numbers or vim) + text + "\n"
+
+    def _block_matches(self, f, first: int, path: str):
+        """A multiline block's matches as rg 13 prints them: with ``-o`` each match's part on each line it spans,
+        under that line's number, the match's column and offset counted from the block's start; with
+        ``--vimgrep`` each match once, on the line it starts on, its column in that line."""
+        g = f.lines[first]
+        lines = [g, *itertools.takewhile(lambda x: x.joined, f.lines[first + 1:])]
+        raw = [x.text.encode("utf-8", "surrogateescape") for x in lines]
+        starts = list(itertools.accumulate((len(r) + 1 for r in raw[:-1]), initial=0))  # each line's, in the block
+        for start, end in g.block:
+            k = bisect.bisect_right(starts, start) - 1
+            offset = None if g.offset is None else g.offset + start
+            if not self.only:  # --vimgrep: the line the match starts on
+                at = start - starts[k]
+                line = lines[k]
+                yield self._separator(f.path, line.line)
+                yield self._head(path, ":", line.line, at + 1, None if line.offset is None else line.offset,
+                                 numbers=True) + self._text(line, [(at, min(end - starts[k], len(raw[k])))],
+                                                             vim=True) + "\n"
+                continue
+            for j in range(k, len(lines)):
+                a, b = max(start, starts[j]) - starts[j], min(end, starts[j] + len(raw[j])) - starts[j]
+                if starts[j] >= end:
+                    break
+                if b > a:
+                    yield self._separator(f.path, lines[j].line)
+                    yield self._head(path, ":", lines[j].line, start + 1 if self.column else None, offset,
+                                     numbers=self.numbers) + self._match_text(raw[j][a:b]) + "\n"
 
     def _separator(self, path: str, line: int) -> str:
         """rg's ``--`` before a line that does not follow the last one printed, with context asked for (not
@@ -254,7 +292,12 @@ def _json_lines(f, name: str) -> tuple[str, int]:
     Django's 99k ``self`` lines took)."""
     path = f'{{"text":{_string_json(name)}}}'
     out = [f'{{"type":"begin","data":{{"path":{path}}}}}']
-    for g in f.lines:
+    for i, g in enumerate(f.lines):
+        if g.joined:  # in its block's event
+            continue
+        if g.block is not None:  # a multiline block: one event, its lines' text whole
+            out.append(_json_block(f.lines, i, path))
+            continue
         raw = g.text.encode("utf-8", "surrogateescape")
         subs = ",".join(f'{{"match":{{"text":{_string_json(raw[s:e].decode("utf-8", "replace"))}}},'
                         f'"start":{s},"end":{e}}}' for s, e in g.spans)
@@ -264,10 +307,22 @@ def _json_lines(f, name: str) -> tuple[str, int]:
                    f'"submatches":[{subs}]}}}}')
     printed = len(c1_escaped("\n".join(out) + "\n").encode("utf-8", "surrogateescape"))
     stats = {"searches": 1, "searches_with_match": 1, **({"bytes_searched": f.size} if f.size is not None else {}),
-             "bytes_printed": printed, "matched_lines": f.matches, "matches": sum(len(g.spans) for g in f.lines)}
+             "bytes_printed": printed, "matched_lines": f.matches, "matches": sum(g.match_count for g in f.lines)}
     stats_json = json_text(stats, compact=True)
     out.append(f'{{"type":"end","data":{{"path":{path},"binary_offset":null,"stats":{stats_json}}}}}')
     return c1_escaped("\n".join(out) + "\n"), printed
+
+
+def _json_block(lines: list, first: int, path: str) -> str:
+    """rg --json's ``match`` event of the multiline block whose first line is ``lines[first]``."""
+    g = lines[first]
+    block = [g, *itertools.takewhile(lambda x: x.joined, lines[first + 1:])]
+    text = "\n".join(x.text for x in block) + ("" if block[-1].unended else "\n")
+    raw = text.encode("utf-8", "surrogateescape")
+    subs = ",".join(f'{{"match":{{"text":{_string_json(raw[s:e].decode("utf-8", "replace"))}}},'
+                    f'"start":{s},"end":{e}}}' for s, e in g.block)
+    return (f'{{"type":"match","data":{{"path":{path},"lines":{_json_data(text)},"line_number":{g.line},'
+            f'"absolute_offset":{"null" if g.offset is None else g.offset},"submatches":[{subs}]}}}}')
 
 
 def _json_data(text: str) -> str:

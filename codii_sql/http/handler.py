@@ -6,8 +6,8 @@ search answer every face gives (:class:`codii_sql.service.Answer`, the CLI's ``s
 merged across the workspace's shards (its codebases' indexes) as that search merges. The shards are
 read only: each is searched at its last committed state (a build elsewhere publishes new states),
 over one connection per index kept open between requests. ``GET /grep?q=PATTERN&codebase=NAME`` (also
-``literal``, ``ignore_case``, ``word``, ``glob`` and ``type`` (repeatable), ``context``, ``sort``, ``limit``,
-``max_tokens``) answers with the grep answer every face gives (``codii_sql.service.grep``), one
+``literal``, ``ignore_case``, ``word``, ``multiline``, ``glob`` and ``type`` (repeatable), ``context``, ``sort``,
+``limit``, ``max_tokens``) answers with the grep answer every face gives (``codii_sql.service.grep``), one
 codebase at a time. ``GET /healthz`` says what is served.
 """
 
@@ -32,7 +32,7 @@ USAGE = ("GET /search?q=QUERY[&limit=10][&mode=hybrid|bm25|vector][&workspace=NA
          "GET /grep?q=PATTERN&codebase=NAME; GET /healthz lists the workspaces served")
 #: The query parameters ``/grep`` knows; ``glob`` and ``type`` may repeat.
 GREP_PARAMS = frozenset({"q", "codebase", "literal", "ignore_case", "word", "glob", "type", "role", "context", "sort",
-                         "limit", "max_tokens"})
+                         "limit", "max_tokens", "multiline"})
 #: Matching lines a ``/grep`` answer shows by default and at most.
 GREP_LIMIT, MAX_GREP_LIMIT = 200, 10_000
 
@@ -189,10 +189,11 @@ class SearchHandler:
             where = named.shown
         else:
             where = self._any_member(name, served)
-        flag = {k: _flag(one.get(k, "false"), k) for k in ("literal", "ignore_case", "word")}
+        flag = {k: _flag(one.get(k, "false"), k) for k in ("literal", "ignore_case", "word", "multiline")}
         context = _number(one.get("context", "0"), "context", 0, service.MAX_CONTEXT)
         return service.GrepRequest([one["q"]], fixed=flag["literal"], ignore_case=flag["ignore_case"],
                                    word=flag["word"], paths=[where], globs=list(params.get("glob", [])),
+                                   multiline=flag["multiline"], multiline_dotall=flag["multiline"],
                                    types=list(params.get("type", [])), roles=list(params.get("role", [])),
                                    before=context, after=context, max_columns=service.SHOWN_LINE_CHARS,
                                    sort=one.get("sort", "path"),

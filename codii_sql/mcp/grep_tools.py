@@ -34,6 +34,9 @@ def grep_code(
     literal: Annotated[bool, Field(description="Match pattern as a literal string (rg -F).")] = False,
     ignore_case: Annotated[bool, Field(description="Case-insensitive (rg -i).")] = False,
     word: Annotated[bool, Field(description="Only matches with no word character around them (rg -w).")] = False,
+    multiline: Annotated[bool, Field(description="Matches may span lines: \\n, \\s and . take a line break (rg -U "
+                                                 "--multiline-dotall); every line a match spans is returned, the "
+                                                 "later ones marked joined.")] = False,
     pathGlob: Annotated[Annotated[list[str], Field(max_length=20)] | str, Field(  # noqa: N803
         description="gitignore-style globs over the relative path, e.g. ['*.{py,md}', '!tests/'] (one may "
                     "be a string, as search_code's); '!' excludes (an excluded folder is never entered), "
@@ -49,6 +52,7 @@ def grep_code(
     cb = codebase_at(os.path.dirname(path) if os.path.isfile(os.path.expanduser(path)) and not alone else path)
     SESSION.require_index(cb)
     found = grep(GrepRequest([pattern], fixed=literal, ignore_case=ignore_case, word=word, paths=[path],
+                             multiline=multiline, multiline_dotall=multiline,
                              globs=[pathGlob] if isinstance(pathGlob, str) else list(pathGlob), before=context, after=context, limit=limit, sort=sort, update=False,
                              max_columns=SHOWN_LINE_CHARS, max_tokens=max_tokens or DEFAULT_MAX_TOKENS))
     shown = sum(g.matched for f in found.files for g in f.lines)

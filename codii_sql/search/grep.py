@@ -8,12 +8,12 @@ import re
 import sys
 import threading
 import time
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterator
 
 import regex
 
 from ..text import holds_surrogates
+from .grep_lines import GrepLine, as_text, lines_of
 from .pattern import GrepPattern
 
 #: Seconds one file's matching may take. An ordinary pattern reads a 1 MiB file in 0.01-0.05 s here
@@ -61,45 +61,6 @@ class FileTimeout(Exception):
     """The pattern took longer than its bound on one file."""
 
 
-@dataclass(slots=True)
-class GrepLine:
-    """One line of a file in a grep answer: ``line`` 1-based, ``text`` without its line break,
-    ``spans`` the matches as ``[start, end)`` byte offsets into the line's UTF-8 (as rg reports
-    them), ``context`` for a line shown around a match (no spans), ``offset`` below."""
-
-    line: int
-    text: str
-    spans: list[tuple[int, int]] = field(default_factory=list)
-    context: bool = False
-    #: Byte offset of the line's start in the file's text as UTF-8 (rg --json's ``absolute_offset``; the
-    #: file's own for UTF-8 and ASCII files), when asked for (:func:`set_offsets`), else None.
-    offset: int | None = None
-    #: Whether the line is the file's last and no line break ends it (set with ``offset``): rg --json's
-    #: ``lines.text`` then has no ``\n``.
-    unended: bool = False
-    #: Where ``text`` starts in the line (bytes) when a long line was cut around its first match (``text``
-    #: then begins with "…"); 0 for a line shown from its start.
-    cut_from: int = 0
-
-    @property
-    def matched(self) -> bool:
-        return not self.context
-
-    @property
-    def shown(self) -> str:
-        """``text`` without a CRLF line's CR, as agents and pages show it (the CLI keeps it, as rg does)."""
-        return self.text.removesuffix("\r")
-
-
-def lines_of(text: str) -> list[str]:
-    """``text``'s lines as grep numbers them: split at ``\\n`` only (a ``\\r`` stays in its line, as
-    rg keeps it), no empty last line after a final line break."""
-    lines = text.split("\n")
-    if lines[-1] == "":
-        lines.pop()
-    return lines
-
-
 def matching_lines(pattern: GrepPattern, text: str | bytes, timeout: float = FILE_TIMEOUT_SECONDS,
                    first_only: bool = False) -> list[GrepLine]:
     """The lines of ``text`` that ``pattern`` matches, in order, each with its match spans (with ``first_only``,
@@ -111,7 +72,7 @@ def matching_lines(pattern: GrepPattern, text: str | bytes, timeout: float = FIL
     Raises:
         FileTimeout: matching took more than ``timeout`` seconds.
     """
-    deadline = _deadline(pattern, timeout)
+    deadline = deadline_for(pattern, timeout)
     forbid = _forbidden(text)
     compiled = pattern.ascii_regex if isinstance(text, bytes) else pattern.regex_for(text)
     try:
@@ -134,16 +95,16 @@ def count_lines(pattern: GrepPattern, text: str | bytes, timeout: float = FILE_T
         return 0
     if _forbidden(text):  # a match through a byte rg matches nothing against is none: the lines' spans tell
         return len(matching_lines(pattern, text, timeout))
-    deadline = _deadline(pattern, timeout)
+    deadline = deadline_for(pattern, timeout)
     try:
         compiled, newline = ((pattern.ascii_regex, b"\n") if isinstance(text, bytes)
                              else (pattern.regex_for(text), "\n"))
         if not isinstance(text, bytes) and not pattern.line_bound:
-            return sum(1 for line in lines_of(text) if compiled.search(line, concurrent=True, timeout=_left(deadline)))
+            return sum(1 for line in lines_of(text) if compiled.search(line, concurrent=True, timeout=time_left(deadline)))
         end_of_lines = len(text) - 1 if text.endswith(newline) else len(text)  # a match past it is on no line
         count = pos = 0
         while pos <= end_of_lines:
-            m = compiled.search(text, pos, concurrent=True, timeout=_left(deadline))
+            m = compiled.search(text, pos, concurrent=True, timeout=time_left(deadline))
             if m is None or m.start() > end_of_lines:
                 break
             count += 1
@@ -214,17 +175,12 @@ def _refound(compiled: regex.Pattern, line: str, forbid: re.Pattern) -> list[tup
     return out
 
 
-def as_text(text: str | bytes) -> str:
-    """A candidate's text as :func:`matching_lines` took it, as a string."""
-    return text if isinstance(text, str) else text.decode("ascii")
-
-
-def _deadline(pattern: GrepPattern, timeout: float) -> float | None:
+def deadline_for(pattern: GrepPattern, timeout: float) -> float | None:
     """When matching must stop (``time.monotonic()`` seconds), None for a pattern that needs no bound."""
     return None if pattern.linear else time.monotonic() + timeout
 
 
-def _left(deadline: float | None) -> float | None:
+def time_left(deadline: float | None) -> float | None:
     """The regex module's ``timeout`` for the next call: what is left till ``deadline``, at least 1 ms."""
     return None if deadline is None else max(deadline - time.monotonic(), 0.001)
 
@@ -245,7 +201,7 @@ def _whole(compiled: regex.Pattern, text: str | bytes, newline: str | bytes, dea
     as_array = None  # the bytes as numpy sees them, once a long gap asks
     line_no, cursor, start, stop = 1, 0, 0, -1
     spans: list[tuple[int, int]] | None = None
-    for m in compiled.finditer(text, concurrent=True, timeout=_left(deadline)):
+    for m in compiled.finditer(text, concurrent=True, timeout=time_left(deadline)):
         at, end = m.span()
         if at <= stop:
             if at == end and spans[-1][1] == at - start:
@@ -307,7 +263,7 @@ def _first_per_line(compiled: regex.Pattern, text: str | bytes, newline: str | b
             out.append(g)
         return stop
 
-    for m in compiled.finditer(text, concurrent=True, timeout=_left(deadline)):
+    for m in compiled.finditer(text, concurrent=True, timeout=time_left(deadline)):
         at, end = m.span()
         if at <= stop:
             skipped += 1
@@ -321,7 +277,7 @@ def _first_per_line(compiled: regex.Pattern, text: str | bytes, newline: str | b
         return out
     pos = stop + 1
     while pos <= end_of_lines:
-        m = compiled.search(text, pos, concurrent=True, timeout=_left(deadline))
+        m = compiled.search(text, pos, concurrent=True, timeout=time_left(deadline))
         if m is None or m.start() > end_of_lines:
             break
         pos = add(*m.span()) + 1
@@ -348,12 +304,12 @@ def _by_line(pattern: GrepPattern, compiled: regex.Pattern, text: str, deadline:
              forbid: re.Pattern | None = None) -> list[GrepLine]:
     # One search over the file first: most candidates of a selective pattern hold its trigrams but
     # no match, and a call per line costs ~1 us each.
-    if pattern.prefilter and compiled.search(text, concurrent=True, timeout=_left(deadline)) is None:
+    if pattern.prefilter and compiled.search(text, concurrent=True, timeout=time_left(deadline)) is None:
         return []
     out: list[GrepLine] = []
     for number, line in enumerate(lines_of(text), 1):
         spans, last = [], -1
-        for m in compiled.finditer(line, concurrent=True, timeout=_left(deadline)):
+        for m in compiled.finditer(line, concurrent=True, timeout=time_left(deadline)):
             if m.start() != m.end() or m.start() != last:  # none empty where the last ended, as rg
                 spans.append((m.start(), m.end()))
             last = m.end()
@@ -368,33 +324,3 @@ def _span(line: str, start: int, end: int) -> tuple[int, int]:
         return start, end
     head = len(line[:start].encode("utf-8", "surrogateescape"))
     return head, head + len(line[start:end].encode("utf-8", "surrogateescape"))
-
-
-def set_offsets(text: str | bytes, lines: list[GrepLine]) -> None:
-    """Set each of ``lines``' ``offset`` (in line order) from ``text``, the file's bytes or its decoded
-    text (encoded to UTF-8 once: a Latin-1 file's offsets are those of its UTF-8 form), and whether each
-    is the last line with no line break after it (``unended``)."""
-    data = text if isinstance(text, bytes) else text.encode("utf-8", "surrogateescape")
-    number, at = 1, 0
-    for g in lines:
-        while number < g.line:
-            at = data.index(b"\n", at) + 1
-            number += 1
-        g.offset = at
-        g.unended = data.find(b"\n", at) < 0
-
-
-def with_context(text: str, matched: list[GrepLine], before: int, after: int,
-                 also_matching: Sequence[GrepLine] = ()) -> list[GrepLine]:
-    """``matched`` and up to ``before``/``after`` lines around each (context lines, no spans), in line
-    order, each line once; a line of ``also_matching`` (those past rg's ``-m``) in that context is shown
-    as the match it is, as rg shows it, without context of its own."""
-    if not (before or after) or not matched:
-        return matched
-    lines = lines_of(text)
-    by_number = {m.line: m for m in also_matching}
-    by_number.update((m.line, m) for m in matched)
-    wanted: set[int] = set()
-    for m in matched:
-        wanted.update(range(max(1, m.line - before), min(len(lines), m.line + after) + 1))
-    return [by_number.get(n) or GrepLine(n, lines[n - 1], context=True) for n in sorted(wanted)]

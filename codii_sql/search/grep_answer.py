@@ -8,7 +8,7 @@ from ..errors import hint_text
 from ..text import char_spans, utf8_safe
 from .answer import Note, Words, with_notes, worded_notes
 from .budget import json_tokens, tokens
-from .grep import GrepLine
+from .grep_lines import GrepLine
 
 
 @dataclass
@@ -50,7 +50,8 @@ def cut_line(g: GrepLine, columns: int) -> GrepLine:
     shown = ("…" if start else "") + text + ("…" if start + columns < len(g.text) else "")
     # the spans stay the line's facts: a match running past the window keeps its end (a new user's agent was
     # told [100006, 100231] of a match ending at 100517)
-    return GrepLine(g.line, shown, [(a, b) for a, b in g.spans if head <= a < limit], g.context, cut_from=head)
+    return GrepLine(g.line, shown, [(a, b) for a, b in g.spans if head <= a < limit], g.context, cut_from=head,
+                    block=g.block, joined=g.joined)
 
 
 _BUDGET_NOTE = "the lines shown were cut to fit about {max_tokens:,} tokens"
@@ -76,6 +77,8 @@ def _line(g: GrepLine) -> dict:
         out["context"] = True
     else:
         out["submatches"] = [list(s) for s in g.spans]
+    if g.joined:
+        out["joined"] = True
     return out
 
 
@@ -171,12 +174,13 @@ class GrepAnswer:
 
     def to_dict(self, words: Words) -> dict:
         """``{"patterns", "codebase", "files": [{"path", "role", "language", "matches", "lines": [{"line",
-        "text", ["text_from"], "submatches": [[start, end]] | "context": true}], ["not_stored"]}], "matched_lines",
+        "text", ["text_from"], "submatches": [[start, end]] | "context": true, ["joined": true]}], ["not_stored"]}],
+        "matched_lines",
         "matched_files", "files_indexed", "files_read", "trigrams", "scan", "timed_out", "processes",
         "truncated", "seconds", ["note", "notes"]}``: lines 1-based, submatches byte offsets into the line as the
         file holds it (end exclusive; its UTF-8, where a byte that is not UTF-8 is one and ``text`` shows it as
-        U+FFFD; ``text_from``: the byte where a long line's text, cut around its first match, starts), the hints
-        in ``words``."""
+        U+FFFD; ``text_from``: the byte where a long line's text, cut around its first match, starts; ``joined``: a
+        multiline match's later line, its submatches the parts of matches begun above), the hints in ``words``."""
         out: dict = {"patterns": self.patterns, "codebase": self.codebase, "files": [f.to_dict() for f in self.files],
                      "matched_lines": self.matched_lines, "matched_files": self.matched_files,
                      "files_indexed": self.files_indexed, "files_read": self.files_read, "trigrams": self.trigrams,

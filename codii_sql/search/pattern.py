@@ -49,9 +49,11 @@ class GrepPattern:
             ``(?:^|\\W)pattern(?:\\W|$)`` test).
         line: only matches that are a whole line (``-x``, rg's ``^(?:pattern)$``; a CRLF line's ``\\r``
             is part of it, as for rg).
+        multiline: rg's ``-U``: a match may span lines (``\\n``, ``\\s``, ``[^x]`` take a line break; ``.``
+            only with ``dotall``, rg's ``--multiline-dotall``); ``^`` and ``$`` still mark each line's ends.
     Raises:
         UsageError: an empty list, a pattern that is not valid syntax (the message names the
-            position), or one holding a line break (grep matches within one line).
+            position), or one holding a line break without ``multiline``.
 
     ``regex`` is the compiled whole (the ``regex`` module, for its per-call ``timeout``: Python's
     ``re`` cannot be stopped); ``fts`` the trigram expression candidates must satisfy, None when the
@@ -60,6 +62,8 @@ class GrepPattern:
     not match can be skipped before matching line by line (:func:`~.trigrams.whole_text_implied`);
     ``ascii_regex`` the same line-bound pattern compiled over bytes, for ASCII files read as they are
     (:func:`~.grep.matches_bytes`), None when it has no such form (non-ASCII, ``\\s``, line by line);
+    ``spans_lines`` whether a match may hold a line break (``multiline`` and a pattern that can match one: the
+    file is matched whole, :mod:`.grep_blocks`; rg too searches line by line a ``-U`` pattern that cannot);
     ``linear`` whether it needs no time bound: no repeat and at most :data:`LINEAR_PATTERN_CHARS`
     characters (a literal, a class, an alternation of literals, with ``-w``/``-i``); ``needles`` the
     bytes every match holds in a file's own bytes (:func:`~.trigrams.required_bytes` of one pattern; none
@@ -71,6 +75,8 @@ class GrepPattern:
     ignore_case: bool = False
     word: bool = False
     line: bool = False
+    multiline: bool = False
+    dotall: bool = False
     regex: regex.Pattern = field(init=False)
     fts: str | None = field(init=False)
     line_bound: bool = field(init=False)
@@ -83,6 +89,7 @@ class GrepPattern:
     #: engine its literal prefix search (Django's `-i is_valid` 17 -> 25 ms), so only where they can differ.
     apart_regex: regex.Pattern | None = field(init=False)
     apart_always: bool = field(init=False)
+    spans_lines: bool = field(init=False)
 
     def __post_init__(self) -> None:
         if not self.patterns:
@@ -91,26 +98,27 @@ class GrepPattern:
             if SURROGATES.search(p):  # a byte the shell passed that is no UTF-8: no decoded text holds it
                 raise UsageError(f"'{shown_bytes(p)}' holds a byte that is not UTF-8, which no decoded file holds",
                                  "pass the text as it reads in the file, in UTF-8", field="pattern")
-        flags = re.IGNORECASE if self.ignore_case else 0
+        flags = (re.IGNORECASE if self.ignore_case else 0) | (re.DOTALL if self.multiline and self.dotall else 0)
         if self.fixed:
             sources = planned = [re.escape(p) for p in self.patterns]
         else:
             typed = [rust_escapes(p) for p in self.patterns]
             for p, shown in zip(typed, self.patterns):  # errors named at their place in the pattern as typed
-                _parsed(posix_spelled(p, planned=True) if "\\p" in p or "\\P" in p else p, flags, shown)
+                _parsed(posix_spelled(p, planned=True) if "\\p" in p or "\\P" in p else p, flags, shown, self.multiline)
             sources = [posix_spelled(p) for p in typed]
             planned = [posix_spelled(p, planned=True) for p in typed]
-        parsed = [_parsed(s, flags, shown) for s, shown in zip(planned, self.patterns)]
+        parsed = [_parsed(s, flags, shown, self.multiline) for s, shown in zip(planned, self.patterns)]
         whole = _combined(sources, self.word, self.line)
-        tree = _parsed(_combined(planned, self.word, self.line), flags, " | ".join(self.patterns))
+        tree = _parsed(_combined(planned, self.word, self.line), flags, " | ".join(self.patterns), self.multiline)
         properties = planned != sources  # \p{Greek}: the regex module's, no ASCII form
         self.fts = trigrams.to_fts(trigrams.required(parsed))
         self.line_bound = trigrams.line_bound(tree)
+        self.spans_lines = self.multiline and not self.line_bound
         self.prefilter = trigrams.whole_text_implied(tree)
         self.linear = len(whole) <= LINEAR_PATTERN_CHARS and not trigrams.has_repeat(tree)
         self.needles = trigrams.required_bytes(parsed[0], flags) if len(parsed) == 1 else ()
         try:
-            self.regex = regex.compile(whole, flags | regex.MULTILINE | regex.VERSION0)
+            self.regex = regex.compile(whole, flags | regex.MULTILINE | regex.VERSION0)  # ^ $ at each line
         except (regex.error, ValueError) as err:  # syntax the re parser accepts but regex refuses
             raise _bad(" | ".join(self.patterns), getattr(err, "msg", str(err)), getattr(err, "pos", None)) from None
         apart = _combined([_dotted_i_apart(s) if self.ignore_case or _GLOBAL_I.match(s) else s for s in sources],
@@ -324,11 +332,11 @@ def _combined(sources: list[str], word: bool, line: bool = False) -> str:
     return (f"(?{''.join(dict.fromkeys(flags))})" if flags else "") + body
 
 
-def _parsed(source: str, flags: int, shown: str):
+def _parsed(source: str, flags: int, shown: str, multiline: bool = False):
     """Python's parse of ``source``.
 
     Raises:
-        UsageError: bad syntax (naming the position in ``shown``), or a literal line break.
+        UsageError: bad syntax (naming the position in ``shown``), or a literal line break unless ``multiline``.
     """
     try:
         tree = trigrams.parse(source, flags)
@@ -339,9 +347,10 @@ def _parsed(source: str, flags: int, shown: str):
     if trigrams.largest_repeat(tree) > MAX_REPEAT_COUNT:
         raise UsageError(f"{_quoted(shown)} repeats something more than {MAX_REPEAT_COUNT:,} times, which makes the compiled "
                          "pattern too large", "use a smaller count, or + or *", field="pattern")
-    if trigrams.names_newline(tree):
-        raise UsageError(f"{_quoted(shown)} holds a line break, and grep matches within one line",
-                         "search for each line's part separately", field="pattern")
+    if not multiline and trigrams.names_newline(tree):
+        raise UsageError(f"{_quoted(shown)} holds a line break, and grep matches within one line unless asked to "
+                         "match across lines", "ask for multiline matching (the CLI's -U, grep_code's multiline)",
+                         field="pattern")
     return tree
 
 

@@ -312,11 +312,12 @@ def names_newline(parsed: _parser.SubPattern) -> bool:
 
 def line_bound(parsed: _parser.SubPattern) -> bool:
     """Whether the pattern can be run over a whole file at once (MULTILINE) and give exactly the
-    matches it gives line by line: nothing in it (assertions included) can match a line break, and
+    matches it gives line by line: nothing in it (assertions included) can match a line break (a ``\\n``
+    only a multiline grep takes), and
     it has no ``\\A``/``\\Z`` (which a file has once, its lines each)."""
     dotall = bool(parsed.state.flags & re.DOTALL)
     for op, av in _walk(parsed):
-        if op is C.NOT_LITERAL and av != 10:
+        if (op is C.NOT_LITERAL and av != 10) or (op is C.LITERAL and av == 10):
             return False
         if op is C.ANY and (dotall or _dotall_inside(parsed)):
             return False

@@ -72,7 +72,7 @@ def grep(request: GrepRequest, *, progress: Progress | None = None,
     # letters alone, `[[:lower:]]+`, is no literal: rg stays case-sensitive)
     ignore_case = request.ignore_case or (request.smart_case and literals != "" and not any(map(str.isupper, literals)))
     pattern = GrepPattern(request.patterns, fixed=request.fixed, ignore_case=ignore_case, word=request.word,
-                          line=request.line_regexp)
+                          line=request.line_regexp, multiline=request.multiline, dotall=request.multiline_dotall)
     if request.text is not None:
         return _grep_text(pattern, request, on_file)
     missing = [p for p in request.paths if not os.path.lexists(p)]
@@ -163,7 +163,7 @@ def _grep_text(pattern: GrepPattern, request: GrepRequest,
     data = request.text
     text = data if matches_bytes(pattern, data) else decode_kept(data)
     answer = GrepAnswer(list(request.patterns), STDIN, files_indexed=1, files_read=1, scan=True)
-    matched = matched_or_none(matcher(request), pattern, text)
+    matched = matched_or_none(matcher(request, pattern), pattern, text)
     row = {"path": STDIN, "role": "source", "language": None}
     if matched is None:
         answer.timed_out.append(STDIN)

@@ -11,7 +11,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 
-from ..search.grep import GrepLine
+from ..search.grep_lines import GrepLine
 
 #: Seconds a grep reads in one process before it weighs a child: most greps end sooner.
 FIRST_LOOK_SECONDS = 0.015
@@ -167,7 +167,7 @@ def _child(helper: Helper, keep_text: bool, send) -> None:
             if text is not None and matched is not None and not (keep_text and matched):
                 text = b""  # readable; the parent needs no more of it
             if isinstance(matched, list):
-                matched = [(g.line, g.text, g.spans, g.context) for g in matched]
+                matched = [(g.line, g.text, g.spans, g.context, g.block, g.joined) for g in matched]
             batch.append((i, text, gaps, matched))
             if len(batch) >= BATCH_FILES:
                 spooled += _spooled(batch, helper._spool)
@@ -195,7 +195,8 @@ def _lines(matched):
     """A child's matched lines as GrepLine objects again (a count or None as it came)."""
     if not isinstance(matched, list):
         return matched
-    return [GrepLine(line, text, spans, context) for line, text, spans, context in matched]
+    return [GrepLine(line, text, spans, context, block=block, joined=joined)
+            for line, text, spans, context, block, joined in matched]
 
 
 def _cpus() -> int:

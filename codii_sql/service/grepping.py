@@ -20,9 +20,11 @@ from ..errors import Remedy, UsageError
 from ..ingest.config import size_cap
 from ..languages import detect_language
 from ..search.answer import Note
-from ..search.grep import (FileTimeout, GrepLine, as_text, collector_paused, count_lines,
-                           inverted_count, inverted_lines, matches_bytes, matching_lines, set_offsets, with_context)
+from ..search.grep import (FileTimeout, collector_paused, count_lines, inverted_count, inverted_lines, matches_bytes,
+                           matching_lines)
 from ..search.grep_answer import GrepAnswer, GrepFile, cut_line
+from ..search.grep_blocks import block_count, block_lines, outside_count, outside_lines
+from ..search.grep_lines import GrepLine, as_text, set_offsets, with_context
 from ..search.pattern import GrepPattern
 from ..search.results import ROLES
 from ..storage.store import Store
@@ -91,6 +93,9 @@ class GrepRequest:
             matches: one search a line, see search/grep.py matching_lines).
         without_match: rg's ``--files-without-match``: ``files`` lists the selected files where no line
             matched (``matches`` 0, no lines), in answer order; the totals still count the matches.
+        multiline: rg's ``-U``: a match may span lines, which are then shown as one block (the first line's
+            ``block``, the next ones ``joined``: :mod:`~codii_sql.search.grep_blocks`); ``-c`` counts matches and
+            ``max_count`` blocks, as rg's do. ``multiline_dotall``: ``.`` takes a line break too.
     """
 
     patterns: list[str]
@@ -122,6 +127,8 @@ class GrepRequest:
     types_not: list[str] = field(default_factory=list)
     first_match: bool = False
     text: bytes | None = None
+    multiline: bool = False
+    multiline_dotall: bool = False
 
     def check(self) -> None:
         """Raises UsageError for an option out of range (before any indexing work)."""
@@ -229,7 +236,7 @@ def _search(store: Store, meta: dict, codebase: Codebase, pattern: GrepPattern, 
     rows.sort(key=key)
     unpacked = shown_lines = unreadable = 0
     retry, unread = True, False
-    match = matcher(request)
+    match = matcher(request, pattern)
     for row, text, gaps, matched in _verified(store, codebase, meta, pattern, rows, match, request, answer):
         if request.limit is not None and shown_lines >= request.limit:
             answer.truncated = unread = True
@@ -276,9 +283,13 @@ def _search(store: Store, meta: dict, codebase: Codebase, pattern: GrepPattern, 
     return answer
 
 
-def matcher(request: GrepRequest) -> Callable:
+def matcher(request: GrepRequest, pattern: GrepPattern) -> Callable:
     """The matching a request asks of each file: its lines, or their count, matched or not (-v), or each
-    line's first match alone (search/grep.py)."""
+    line's first match alone (search/grep.py); for a pattern whose matches span lines, their blocks
+    (search/grep_blocks.py)."""
+    if pattern.spans_lines:
+        return ((outside_count if request.counts_only else outside_lines) if request.invert
+                else block_count if request.counts_only else block_lines)
     return ((inverted_count if request.counts_only else inverted_lines) if request.invert
             else count_lines if request.counts_only
             else functools.partial(matching_lines, first_only=True) if request.first_match else matching_lines)
@@ -293,7 +304,8 @@ def take_file(answer: GrepAnswer, request: GrepRequest, row: dict, text: str | b
     if request.max_count is not None and request.counts_only:  # rg's -m: the file's first lines, and its count
         matched = min(matched, request.max_count)
     elif request.max_count is not None:
-        matched, spilt = matched[:request.max_count], matched[request.max_count:]
+        kept = _block_ends(matched, request.max_count)
+        matched, spilt = matched[:kept], matched[kept:]
     answer.matched_files += 1
     if request.counts_only:
         answer.matched_lines += matched
@@ -302,7 +314,10 @@ def take_file(answer: GrepAnswer, request: GrepRequest, row: dict, text: str | b
     answer.matched_lines += len(matched)
     in_file = len(matched)
     if request.limit is not None and len(matched) > request.limit - shown_lines:
-        matched, spilt = matched[:request.limit - shown_lines], []
+        kept = request.limit - shown_lines
+        while kept < len(matched) and matched[kept].joined:  # a multiline block is shown whole
+            kept += 1
+        matched, spilt = matched[:kept], []
         answer.truncated = True
     if request.before or request.after:
         matched = with_context(as_text(text), matched, request.before, request.after, spilt)
@@ -312,6 +327,18 @@ def take_file(answer: GrepAnswer, request: GrepRequest, row: dict, text: str | b
         size = len(text) if isinstance(text, bytes) else len(text.encode("utf-8", "surrogateescape"))
     add(GrepFile(row["path"], row["role"], row["language"], in_file, matched, gaps, size))
     return shown_lines + in_file if request.limit is None else min(request.limit, shown_lines + in_file)
+
+
+def _block_ends(lines: list[GrepLine], blocks: int) -> int:
+    """How many of ``lines`` (matched lines, in order) the first ``blocks`` blocks hold: a line each, or a
+    multiline match's block whole (its first line and those ``joined`` to it)."""
+    starts = 0
+    for i, g in enumerate(lines):
+        if not g.joined:
+            starts += 1
+            if starts > blocks:
+                return i
+    return len(lines)
 
 
 def matched_or_none(match: Callable, pattern: GrepPattern, text: str | bytes) -> list[GrepLine] | int | None:

@@ -1,0 +1,116 @@
+"""Multiline grep (rg's ``-U``): matches that may span lines, reported in blocks of lines as rg groups them.
+
+rg 13's multiline searcher (grep-searcher's ``MultiLine``) is the model: each match covers the lines from the
+one it starts on to the one holding its last character (a match ending with a line break ends on that line);
+a match whose lines touch or overlap the previous block's joins it, so no line is reported twice; ``-c``
+counts matches, not lines; ``-v`` reports the lines outside every match's lines, searching on from the end
+of each match's last line. Only a pattern that can match a line break is matched so
+(:attr:`~.pattern.GrepPattern.spans_lines`); rg searches any other ``-U`` pattern line by line, and so does
+:mod:`.grep`.
+"""
+
+from __future__ import annotations
+
+from .grep import FILE_TIMEOUT_SECONDS, FileTimeout, deadline_for, time_left
+from .grep_lines import GrepLine, as_text
+from .pattern import GrepPattern
+
+
+def block_lines(pattern: GrepPattern, text: str | bytes, timeout: float = FILE_TIMEOUT_SECONDS) -> list[GrepLine]:
+    """The lines ``pattern``'s matches in ``text`` span, in order: each block's first line carries the block's
+    matches (:attr:`~.grep_lines.GrepLine.block`, byte offsets into the block's lines with their line breaks),
+    every line the parts of matches it holds (``spans``, byte offsets into the line), its later lines
+    ``joined``.
+
+    Raises:
+        FileTimeout: matching took more than ``timeout`` seconds.
+    """
+    text = as_text(text)
+    out: list[GrepLine] = []
+    line_no, counted = 1, 0
+    for start, end, matches in _blocks(pattern, text, timeout):
+        line_no += text.count("\n", counted, start)
+        counted = start
+        block = text[start:end]
+        at = start
+        for k, line in enumerate(block.removesuffix("\n").split("\n")):
+            stop = at + len(line)
+            spans = [_bytes(text, at, max(a, at), min(b, stop)) for a, b in matches
+                     if a <= stop and b >= at and (min(b, stop) > max(a, at) or a == b)]
+            out.append(GrepLine(line_no + k, line, spans, joined=k > 0,
+                                block=[_bytes(text, start, a, b) for a, b in matches] if k == 0 else None))
+            at = stop + 1
+    return out
+
+
+def block_count(pattern: GrepPattern, text: str | bytes, timeout: float = FILE_TIMEOUT_SECONDS) -> int:
+    """How many matches ``pattern`` has in ``text`` (rg -U's ``-c``); errors as :func:`block_lines`."""
+    return sum(len(matches) for _, _, matches in _blocks(pattern, as_text(text), timeout))
+
+
+def outside_lines(pattern: GrepPattern, text: str | bytes, timeout: float = FILE_TIMEOUT_SECONDS) -> list[GrepLine]:
+    """The lines of ``text`` outside every match's lines (rg -U's ``-v``), in order, without spans; errors as
+    :func:`block_lines`."""
+    text = as_text(text)
+    compiled = pattern.regex_for(text)
+    deadline = deadline_for(pattern, timeout)
+    out: list[GrepLine] = []
+    pos, line_no = 0, 1
+    try:
+        while pos < len(text):
+            m = compiled.search(text, pos, concurrent=True, timeout=time_left(deadline))
+            start, end = (len(text), len(text)) if m is None else _lines_around(text, *m.span())
+            for line in text[pos:start].removesuffix("\n").split("\n") if start > pos else ():
+                out.append(GrepLine(line_no, line))
+                line_no += 1
+            line_no += text.count("\n", start, end)
+            pos = max(end, pos + 1) if m is not None else len(text)
+    except TimeoutError:
+        raise FileTimeout() from None
+    return out
+
+
+def outside_count(pattern: GrepPattern, text: str | bytes, timeout: float = FILE_TIMEOUT_SECONDS) -> int:
+    """How many lines :func:`outside_lines` would give."""
+    return len(outside_lines(pattern, text, timeout))
+
+
+def _blocks(pattern: GrepPattern, text: str, timeout: float) -> list[list]:
+    """``[start, end, matches]`` of each block: the character range of its lines (``end`` past its last line's
+    line break, or the text's end) and its matches as ``(start, end)`` character ranges."""
+    compiled = pattern.regex_for(text)
+    deadline = deadline_for(pattern, timeout)
+    blocks: list[list] = []
+    try:
+        for m in compiled.finditer(text, concurrent=True, timeout=time_left(deadline)):
+            a, b = m.span()
+            start, end = _lines_around(text, a, b)
+            if start == end:  # an empty match after the last line break: on no line (rg stops there)
+                break
+            if blocks and blocks[-1][1] >= start:
+                blocks[-1][1] = max(blocks[-1][1], end)
+                blocks[-1][2].append((a, b))
+            else:
+                blocks.append([start, end, [(a, b)]])
+    except TimeoutError:
+        raise FileTimeout() from None
+    return blocks
+
+
+def _lines_around(text: str, a: int, b: int) -> tuple[int, int]:
+    """The character range of the lines match ``[a, b)`` lies on (rg's ``lines::locate``): from its first line's
+    start to past its last line's line break (the text's end for an unended last line)."""
+    start = text.rfind("\n", 0, a) + 1
+    if b > start and text[b - 1] == "\n":
+        return start, b
+    stop = text.find("\n", b)
+    return start, len(text) if stop < 0 else stop + 1
+
+
+def _bytes(text: str, base: int, a: int, b: int) -> tuple[int, int]:
+    """Character offsets ``[a, b)`` of ``text`` as byte offsets from ``base`` (UTF-8, a kept byte one)."""
+    head = text[base:a]
+    if head.isascii() and text[a:b].isascii():
+        return a - base, b - base
+    start = len(head.encode("utf-8", "surrogateescape"))
+    return start, start + len(text[a:b].encode("utf-8", "surrogateescape"))
