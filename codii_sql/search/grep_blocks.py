@@ -81,9 +81,13 @@ def _blocks(pattern: GrepPattern, text: str, timeout: float) -> list[list]:
     compiled = pattern.regex_for(text)
     deadline = deadline_for(pattern, timeout)
     blocks: list[list] = []
+    last = -1
     try:
         for m in compiled.finditer(text, concurrent=True, timeout=time_left(deadline)):
             a, b = m.span()
+            if a == b == last:  # an empty match where the last one ended: Rust's regex (rg's) has none there
+                continue
+            last = b
             start, end = _lines_around(text, a, b)
             if start == end:  # an empty match after the last line break: on no line (rg stops there)
                 break
