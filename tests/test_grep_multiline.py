@@ -35,7 +35,7 @@ TREE = {
 #: Patterns that can match a line break (a literal one, a class or \s that takes it): the first over every flag
 #: set, the others over the first three. Left out: -A or -C with -m, where rg 13 prints a context line twice.
 PATTERNS = [r"a\d\nb", r"ö\w+\n\w+", r"except \w+:\n\s+pass", r"a\nb", r"\n\n\n", r",\n\)", r"\{\n\s*if",
-            r"ok\nend", r"[^;{}]\n\s*\)", r"\n*"]
+            r"ok\nend", r"[^;{}]\n\s*\)"]
 FLAGS = [[], ["--json"], ["-c"], ["--count-matches"], ["-o"], ["-C", "1"], ["-l"], ["-m", "1"], ["--column"],
          ["--vimgrep"], ["-b"], ["-o", "-b"], ["-v"]]
 
@@ -92,6 +92,9 @@ def test_the_cli_prints_multiline_matches_as_rg_does(tree, codii_home):
     block = next(e["data"] for e in events if e["type"] == "match")
     assert block["lines"]["text"] == "a1\nb\na2\nb\n" and [s["match"]["text"] for s in block["submatches"]] == \
         ["a1\nb", "a2\nb"] and [(s["start"], s["end"]) for s in block["submatches"]] == [(0, 4), (5, 9)]
+    # an empty match where the last one ended is none, as rg's regex finds none there (Python's finditer did: 18)
+    empty = [json.loads(line) for line in _cli(tree, "-U", "--json", r"\n*", "c.txt", home=codii_home).stdout.splitlines()]
+    assert [e["data"]["stats"]["matches"] for e in empty if e["type"] == "end"] == [12]
     inverted = _cli(tree, "-U", "-n", "-v", r"a\nb", "d.txt", home=codii_home)  # on from the match's last line
     assert inverted.stdout == "3:bq\n4:zz\n"
 
