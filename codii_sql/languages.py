@@ -10,6 +10,7 @@ import re
 AST_LANGUAGES: frozenset[str] = frozenset({
     "python", "javascript", "typescript", "tsx", "go", "rust", "java", "c", "cpp", "csharp",
     "ruby", "php", "kotlin", "swift", "bash", "markdown", "sql",
+    "perl", "scala", "lua", "elisp", "elixir", "erlang", "haskell",
 })
 
 # Grammar names where tree-sitter-language-pack has a grammar, plain names otherwise.
@@ -36,7 +37,7 @@ _EXTENSIONS: dict[str, str] = {
     "mk": "make", "cmake": "cmake", "dockerfile": "dockerfile",
     "vue": "vue", "svelte": "svelte", "lua": "lua", "r": "r", "scala": "scala", "sc": "scala",
     "pl": "perl", "pm": "perl", "hs": "haskell", "ex": "elixir", "exs": "elixir",
-    "erl": "erlang", "dart": "dart", "m": "objc", "mm": "objc", "proto": "proto",
+    "erl": "erlang", "hrl": "erlang", "el": "elisp", "dart": "dart", "m": "objc", "mm": "objc", "proto": "proto",
     "graphql": "graphql", "gql": "graphql", "tex": "latex", "csv": "csv", "tsv": "tsv",
     "ps1": "powershell", "bat": "batch", "cmd": "batch", "zig": "zig", "nim": "nim",
     "jl": "julia", "clj": "clojure", "ml": "ocaml", "fs": "fsharp", "groovy": "groovy",

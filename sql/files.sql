@@ -197,6 +197,19 @@ UPDATE vector_queue SET priority = coalesce(
 -- content whose chunks are indexed, so a kill halfway leaves a consistent index.
 UPDATE files SET size = -1;
 
+-- name: files_mark_reindex_scoped
+-- files_mark_reindex for the files of some languages (:languages) or file-name suffixes (:suffixes, lower
+-- case), JSON arrays: a chunker upgrade that changed those alone (ingest/chunking/version.py SCOPED).
+UPDATE files SET size = -1
+WHERE language IN (SELECT value FROM json_each(:languages))
+   OR EXISTS (SELECT 1 FROM json_each(:suffixes) j WHERE lower(files.path) LIKE '%' || j.value);  -- json_each has a path too
+
+-- name: files_in_scope
+-- How many files files_mark_reindex_scoped would mark (its parameters).
+SELECT count(*) FROM files
+WHERE language IN (SELECT value FROM json_each(:languages))
+   OR EXISTS (SELECT 1 FROM json_each(:suffixes) j WHERE lower(files.path) LIKE '%' || j.value);  -- json_each has a path too
+
 -- name: fts_optimize
 -- Merge each text index into one segment, dropping the rows of deleted chunks (FTS5's 'optimize'):
 -- after a build that rewrote many files (ingest/lexical.py compact_text_indexes).

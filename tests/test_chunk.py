@@ -90,7 +90,49 @@ EXPECTED_AT_64 = {
     "sample.sql": [(1, "module", None), (3, "function", "create_orders"), (12, "function", "revenue_by_day"),
                    (13, "function", "revenue_by_day.days"), (16, "function", "revenue_by_day.totals"),
                    (19, "function", "revenue_by_day")],
+    # chunker 18's languages
+    "sample.lua": [(1, "module", None), (4, "function", "M.split"), (10, "function", "M:method"),
+                   (14, "function", "helper"), (18, "function", "global_fn"), (21, "function", "M.other"),
+                   (22, "function", "f2")],
+    "sample.pm": [(1, "module", None), (4, "function", "url_escape"), (10, "function", "_private"),
+                  (14, "function", "new")],
+    "sample.el": [(1, "module", None), (7, "variable", "magit-git-executable"), (10, "variable", "magit-git-debug"),
+                  (15, "function", "magit-git-string"), (20, "macro", "magit-with-toplevel"),
+                  (24, "function", "magit-foo"), (25, "function", "magit-auto-mode"), (26, "module", None)],
+    "sample.erl": [(1, "module", None), (3, "type", "state"), (4, "macro", "TIMEOUT"), (5, "type", "key"),
+                   (7, "function", "insert"), (14, "function", "lookup")],
+    "sample.ex": [(1, "class", "MyApp.Repo"), (5, "method", "MyApp.Repo.get_user"), (10, "method", "MyApp.Repo.helper"),
+                  (12, "method", "MyApp.Repo.my_macro"), (17, "class", "Size")],
+    "sample.hs": [(1, "module", None), (5, "class", "Tree"), (8, "class", "Wrap"), (10, "type", "Name"),
+                  (12, "class", "Container"), (20, "function", "lookupKey"), (24, "function", "fact")],
+    "sample.scala": [(1, "class", "Service"), (9, "class", "Service"), (13, "class", "Greeter"), (17, "class", "Point"),
+                     (19, "function", "topLevel")],
 }
+
+
+def test_clauses_signatures_and_specs_are_one_definition_with_their_docs():
+    """Erlang writes a function as clauses (and a -spec), Haskell as a signature and equations: each was a piece
+    of its own, or no definition at all (a new user's `symbol reverse` in Erlang's sources found nothing)."""
+    def flat(text, language):
+        out, stack = [], list(definitions(text, language))
+        while stack:
+            d = stack.pop()
+            out.append((d.first + 1, d.last + 1, d.kind, d.symbol))
+            stack += d.children
+        return sorted(out)
+
+    erlang = flat(read("sample.erl"), "erlang")
+    assert (7, 12, "function", "insert") in erlang  # its doc comment, -spec and both clauses
+    haskell = flat(read("sample.hs"), "haskell")
+    assert (20, 22, "function", "lookupKey") in haskell and (24, 26, "function", "fact") in haskell
+    assert (13, 13, "method", "Container.empty") in haskell
+    elixir = flat(read("sample.ex"), "elixir")
+    assert (5, 8, "method", "MyApp.Repo.get_user") in elixir and (18, 18, "method", "Size.size") in elixir
+    lisp = flat(read("sample.el"), "elisp")
+    assert (15, 18, "function", "magit-git-string") in lisp and (7, 8, "variable", "magit-git-executable") in lisp
+    assert [d[3] for d in flat(read("sample.lua"), "lua")][:3] == ["M.split", "M:method", "helper"]
+    assert (4, 8, "function", "url_escape") in flat(read("sample.pm"), "perl")
+    assert detect_language("lisp/magit.el") == "elisp" and detect_language("include/ms.hrl") == "erlang"
 
 # At 24 word pieces classes no longer fit, so their members become chunks of their own.
 MEMBERS_AT_24 = {

@@ -7,7 +7,7 @@ from support.trees import write_tree
 
 import codii_sql.ingest.prepare as prepare_mod
 from codii_sql.codebase import Codebase
-from codii_sql.ingest.chunking.version import CHUNKER_VERSION
+from codii_sql.ingest.chunking.version import CHUNKER_VERSION, rechunk_scope
 from codii_sql.ingest.indexer import Indexer
 from codii_sql.ingest.prepare import chunk_subtokens
 from codii_sql.storage.store import Store
@@ -64,6 +64,10 @@ def _lookup_indexes(repo) -> set[str]:
             "SELECT name FROM sqlite_master WHERE type = 'index' AND name IN ('chunks_text_hash', 'definitions_by_name')")}
 
 
+#: A version whose index re-chunks every file (a later one may change some languages alone: version.SCOPED).
+EVERY_FILE_AGAIN = next(v for v in range(CHUNKER_VERSION - 1, 0, -1) if rechunk_scope(v) is None)
+
+
 def _watched_tree(tmp_path, n: int):
     """A tree of ``n`` small modules, the look-up indexes present at each step of a build's chunk phase (``seen``)
     and the progress callback that records them."""
@@ -103,7 +107,7 @@ def test_a_build_that_rewrites_most_files_writes_without_the_look_up_indexes_and
 
     Indexer(Codebase.open(repo), embedder, vectors=False).build()
     with Store(Codebase.open(repo).db_path, create=False) as store, store.transaction():
-        store.set_meta(chunker_version=CHUNKER_VERSION - 1)
+        store.set_meta(chunker_version=EVERY_FILE_AGAIN)
     report = Indexer(Codebase.open(repo), embedder, progress=progress, vectors=False).build()
     assert report.reindexed == 4 and seen[-1] == set(), (report.reindexed, seen)
     assert _lookup_indexes(repo) == {"chunks_text_hash", "definitions_by_name"}
@@ -119,7 +123,7 @@ def test_a_re_chunk_that_reuses_the_indexs_vectors_keeps_their_look_up_by_text(t
     repo, seen, progress = _watched_tree(tmp_path, 4)
     Indexer(Codebase.open(repo), embedder).build()
     with Store(Codebase.open(repo).db_path, create=False) as store, store.transaction():
-        store.set_meta(chunker_version=CHUNKER_VERSION - 1)
+        store.set_meta(chunker_version=EVERY_FILE_AGAIN)
     report = Indexer(Codebase.open(repo), embedder, progress=progress).build()
     assert report.reindexed == 4 and report.vectors_reused == 4 and report.chunks_embedded == 0
     assert seen[-1] == {"chunks_text_hash"}
@@ -140,3 +144,27 @@ def test_a_first_build_merges_text_segments_in_bulk_and_leaves_fts5s_default_aft
             and seen.append(automerge())).build()
     assert seen and seen[-1] == [(16,), (16,)], seen
     assert automerge() == [(4,), (4,)]
+
+
+def test_an_upgrade_that_changed_some_languages_re_chunks_their_files_alone(tmp_path, embedder):
+    """Chunker 18 reads seven more languages by their syntax: the kernel's 86k C files re-chunked for 15 min for
+    none of them. An index of the version before re-chunks those languages' files (and .el, once no language)."""
+    repo = write_tree(tmp_path / "r", {"a.py": "def f(x):\n    return x\n", "b.go": "package b\n\nfunc G() {}\n",
+                                       "c.lua": "local M = {}\nfunction M.split(s)\n  return s\nend\nreturn M\n",
+                                       "d.el": "(defun magit-go (x)\n  \"Go.\"\n  x)\n"})
+    Indexer(Codebase.open(repo), embedder, vectors=False).build()
+    db = Codebase.open(repo).db_path
+    with Store(db, create=False) as store, store.transaction():
+        store.set_meta(chunker_version=CHUNKER_VERSION - 1)
+        store.conn.execute("UPDATE files SET language = NULL WHERE path = 'd.el'")  # as chunker 17 stored it
+    assert rechunk_scope(CHUNKER_VERSION - 1) is not None
+    report = Indexer(Codebase.open(repo), embedder, vectors=False).build()
+    assert report.reindexed == 2, report.reindexed
+    with Store(db, create=False) as store:
+        assert dict(store.conn.execute("SELECT path, language FROM files WHERE path LIKE '%.el'")) == {"d.el": "elisp"}
+        assert store.meta()["chunker_version"] == CHUNKER_VERSION
+        assert [s for (s,) in store.conn.execute("SELECT symbol FROM definitions ORDER BY symbol")] == \
+            ["G", "M.split", "f", "magit-go"]
+    with Store(db, create=False) as store, store.transaction():
+        store.set_meta(chunker_version=EVERY_FILE_AGAIN)
+    assert Indexer(Codebase.open(repo), embedder, vectors=False).build().reindexed == 4

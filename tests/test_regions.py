@@ -220,12 +220,12 @@ def test_shebang_scripts_are_stored_and_chunked_in_their_language(tmp_path, monk
     cb = service.open_codebase(repo)
     service.build(cb, vectors=False)
     expected = {"bin/deploy": ("python", "push_release"), "bin/backup": ("bash", "rotate_snapshots"),
-                "bin/serve": ("javascript", "startServer"), "bin/report": ("perl", None), "bin/notes": (None, None)}
+                "bin/serve": ("javascript", "startServer"), "bin/report": ("perl", "render_report"), "bin/notes": (None, None)}
     for path, (language, symbol) in expected.items():
         chunks = chunk_rows(cb, path)
         assert {c["language"] for c in chunks} == {language}, path
         assert [c["symbol"] for c in chunks if c["symbol"]] == ([symbol] if symbol else []), path
-    assert [c["kind"] for c in chunk_rows(cb, "bin/report")] == ["text"]
+    assert [c["kind"] for c in chunk_rows(cb, "bin/report")] == ["function"]  # Perl is read by its syntax too
     assert bm25(cb, "push_release", language="python")[0].path == "bin/deploy"
     monkeypatch.chdir(repo)
     res = CliRunner().invoke(cli, ["outline", "bin/backup"])

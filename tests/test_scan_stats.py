@@ -212,13 +212,13 @@ def test_a_large_index_of_an_older_chunker_answers_as_it_is_while_a_background_b
     15 min): it answers from the index as it is, says so, and a real background build (a process of its own)
     brings the index to the running chunker."""
     import codii_sql.service.builds as builds
-    from codii_sql.ingest.chunking.version import CHUNKER_VERSION
+    from codii_sql.ingest.chunking.version import CHUNKER_VERSION, rechunk_scope
 
     root = write_tree(tmp_path / "repo", {f"m{i}.py": f"def handler_{i}():\n    return {i}\n" for i in range(6)})
     cb = Codebase.open(root)
     service.build(cb, vectors=False)
-    with open_store(cb) as store, store.transaction():
-        store.set_meta(chunker_version=CHUNKER_VERSION - 1)
+    with open_store(cb) as store, store.transaction():  # a version whose index re-chunks every file
+        store.set_meta(chunker_version=next(v for v in range(CHUNKER_VERSION - 1, 0, -1) if rechunk_scope(v) is None))
     monkeypatch.setattr(builds, "INLINE_RECHUNK_FILES", 4)
     monkeypatch.setenv("CODII_SQL_BACKGROUND", "1")
     answer = service.search(service.SearchRequest("handler_3", service.SearchOptions(limit=1), [str(root)]))

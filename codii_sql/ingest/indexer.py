@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import time
 from collections.abc import Callable, Collection, Iterable
@@ -17,7 +18,7 @@ from ..storage import ann, health
 from ..storage.copies import fold_log
 from ..storage.lock import vector_lock, vectors_running, writer_lock
 from ..storage.store import Store
-from .chunking.version import CHUNKER_VERSION
+from .chunking.version import CHUNKER_VERSION, rechunk_scope
 from .chunking.layout import ChunkSizes
 from .config import (DEFAULT_MAX_FILE_BYTES, CodebaseConfig, HistoryBound, bounded, extension_filter, history_wanted,
                      load_config, scan_rules, vectors_wanted)
@@ -31,9 +32,9 @@ from .plan import Plan, make_plan, nothing_to_do, same_settings
 from .report import BuildReport, Progress, skip_listing
 from .settings import check_compatible, index_settings
 
-#: Seconds after a provider's server failed the lexical phase's probe within which the vector phase
-#: reports that failure again instead of asking (each ask is ~6 s of retries); a longer lexical phase
-#: (a large tree) asks again, as the server may be up by then.
+#: Seconds after a provider's server failed the lexical phase's probe within which the vector phase reports
+#: that failure again instead of asking (each ask is ~6 s of retries); a longer lexical phase (a large tree)
+#: asks again, as the server may be up by then.
 PROBE_AGAIN_SECONDS = 60.0
 
 
@@ -42,12 +43,10 @@ class Indexer:
 
     Args:
         codebase: root and ``.db`` path.
-        embedder: the :class:`~codii_sql.models.embedder.Embedder` of this build (None for
-            :meth:`plan` alone).
-        progress: optional callback, see :data:`Progress`.
-        cache: the shared embedding cache; None disables it.
-        ignore_patterns, extensions: extra scan rules on top of ``.codii.yaml``; None keeps
-            those recorded by the last build (so an update indexes the same file set).
+        embedder: the :class:`~codii_sql.models.embedder.Embedder` of this build (None for :meth:`plan` alone).
+        progress, cache: optional callback (:data:`Progress`), and the shared embedding cache (None: none).
+        ignore_patterns, extensions: extra scan rules on top of ``.codii.yaml``; None keeps those recorded by the
+            last build (so an update indexes the same file set).
         vectors: embed the queued chunks (True), or leave them for a later build (False:
             BM25 and symbols only; recorded, so later builds keep it until told otherwise);
             None: as recorded, else ``.codii.yaml``'s ``vectors``, else True.
@@ -57,8 +56,7 @@ class Indexer:
         prefer: asked before each vector batch for the files whose chunks go first.
         workers: chunking processes (0: one per core, up to 4); recorded, so later builds keep it
             until told otherwise; None: as recorded, else ``.codii.yaml``'s ``workers``, else 0.
-        history: which commits the history holds (see :func:`history_wanted`); recorded, so later
-            builds keep it until told otherwise.
+        history: which commits the history holds (:func:`history_wanted`); recorded, kept by later builds till told.
         with_history: update the history in this build (a search's own update leaves it alone:
             the ``history`` use case updates it before it searches).
         changed: the relative paths of every entry changed since the last build, as a file watcher heard
@@ -185,11 +183,13 @@ class Indexer:
         config = self._config()
         sizes = {"max_chunk_size": config.max_chunk_size, "min_chunk_size": config.min_chunk_size}
         meta = store.meta()
-        if meta.get("chunker_version") not in (None, CHUNKER_VERSION) or meta.get("chunk_sizes", sizes) != sizes:
-            # New chunking rules or sizes: re-chunk every file instead of refusing the index. Chunk
-            # texts that did not change keep their vectors (looked up by text hash), so it is cheap.
+        resized = meta.get("chunk_sizes", sizes) != sizes
+        if meta.get("chunker_version") not in (None, CHUNKER_VERSION) or resized:
+            # New rules or sizes: re-chunk every file (or those the rules changed); unchanged texts keep their vectors
+            scope = None if resized else rechunk_scope(meta["chunker_version"], CHUNKER_VERSION)
             with store.transaction():
-                store.run("files_mark_reindex")
+                store.run(*(("files_mark_reindex",) if scope is None else ("files_mark_reindex_scoped", dict(
+                    zip(("languages", "suffixes"), map(json.dumps, scope))))))
                 store.set_meta(chunker_version=CHUNKER_VERSION)
         workers = next((w for w in (self.workers, meta.get("workers"), config.workers) if w is not None), 0)
         self.embedding_batch_size = config.embedding_batch_size

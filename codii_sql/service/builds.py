@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import time
 from collections.abc import Callable, Collection, Iterable, Iterator
 from pathlib import Path
@@ -21,7 +22,7 @@ from ..errors import (
     Remedy,
     UsageError,
 )
-from ..ingest.chunking.version import CHUNKER_VERSION
+from ..ingest.chunking.version import CHUNKER_VERSION, rechunk_scope
 from ..ingest.config import history_bound, load_config
 from ..ingest.report import BuildReport, Progress
 from ..search.answer import Note
@@ -247,9 +248,13 @@ def _rechunked_aside(codebase: Codebase) -> Note | None:
     files: a note that a background build re-chunks it (started now unless one runs), else None (the caller
     updates the index itself, re-chunking it if it must)."""
     snapshot = inspect(codebase)["snapshot"]
-    files = snapshot.get("files") or 0
-    if snapshot.get("chunker_version") in (None, CHUNKER_VERSION) or files <= INLINE_RECHUNK_FILES \
-            or not background_allowed():
+    built, files = snapshot.get("chunker_version"), snapshot.get("files") or 0
+    if built in (None, CHUNKER_VERSION):
+        return None
+    if (scope := rechunk_scope(built, CHUNKER_VERSION)) is not None:  # the files of some languages alone
+        with Store(codebase.db_path, create=False) as store:
+            files = store.value("files_in_scope", dict(zip(("languages", "suffixes"), map(json.dumps, scope))))
+    if files <= INLINE_RECHUNK_FILES or not background_allowed():
         return None
     if daemon_info(codebase) is None:
         try:

@@ -9,7 +9,7 @@ from .. import paths
 from ..codebase import Codebase
 from ..errors import CodiiError, DamagedIndexError, NotIndexedError, Remedy, StorageError, UsageError
 from ..ingest import roles, scan_stats
-from ..ingest.chunking.version import CHUNKER_VERSION
+from ..ingest.chunking.version import CHUNKER_VERSION, rechunk_scope
 from ..ingest.config import scan_rules as index_scan_rules
 from ..ingest.config import vectors_wanted
 from ..ingest.exclusions import SECRET_RULE, default_file_reason
@@ -102,8 +102,10 @@ def status(codebase: Codebase, *, check_stale: bool = True) -> dict:
                embedder=recorded_embedder(meta), vectors=vectors, history=history)
     if state == "stale":  # a helper's upgraded index said `stale` and not why
         built = meta.get("chunker_version")
+        scope = rechunk_scope(built or 0, CHUNKER_VERSION)
+        again = "every file" if scope is None else f"its {', '.join(scope[0])} and {', '.join(scope[1])} files"
         out["stale_reason"] = (f"built by chunker {built}; this version chunks with {CHUNKER_VERSION}: the next "
-                               "search or build chunks every file again" if built not in (None, CHUNKER_VERSION)
+                               f"search or build chunks {again} again" if built not in (None, CHUNKER_VERSION)
                                else "files changed since the last build: the next search or build reads them")
     if config_error:
         out["config_error"] = config_error

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 import tree_sitter
 
 from ...languages import AST_LANGUAGES
+from . import classified
 from .cmacros import MACRO_NAME, macro_function_name
 from .javascript import assignment_name, default_export_name, member_name, variable_name
 from .markdown import markdown_spans
@@ -255,6 +256,21 @@ GRAMMARS: dict[str, Grammar] = {
     "markdown": Grammar({}, prefixes=(), separator=" > ", module_kind="section",
                          spans=markdown_spans),
     "sql": Grammar({}, prefixes=("comment", "marginalia"), spans=sql_spans),
+    # Chunker 18's languages (a new user found no definition in Lua, Perl, Emacs Lisp or Erlang code).
+    "perl": Grammar({"subroutine_declaration_statement": "function"}, prefixes=("comment", "pod")),
+    "scala": Grammar(
+        {"class_definition": "class", "object_definition": "class", "trait_definition": "class",
+         "enum_definition": "class", "function_definition": "function", "function_declaration": "function"},
+        prefixes=("comment", "block_comment")),
+    "lua": Grammar({}, spans=classified.classified(classified.lua)),
+    "elisp": Grammar({}, spans=classified.classified(classified.elisp, descend=lambda node: False)),
+    "elixir": Grammar({}, prefixes=("comment", "unary_operator"),  # @doc, @spec, @impl: a def's own
+                      spans=classified.classified(classified.elixir, descend=classified.elixir_scope)),
+    "erlang": Grammar({}, separator=":", prefixes=("comment", "spec"),
+                      spans=classified.classified(classified.erlang, merge_clauses=True, descend=lambda node: False)),
+    "haskell": Grammar({}, prefixes=("comment", "haddock"),
+                       spans=classified.classified(classified.haskell, merge_clauses=True,
+                                                   descend=lambda node: node.type in classified.HASKELL_SCOPES)),
 }
 
 assert set(GRAMMARS) == AST_LANGUAGES

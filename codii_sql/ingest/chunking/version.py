@@ -1,7 +1,7 @@
 """The chunker's version, which an index records: what changed in the chunks at each step."""
 
 #: Stored in the index; bump whenever the chunks produced for the same input change (the next
-#: build then re-chunks every file, reusing the vectors of unchanged chunk texts).
+#: build then re-chunks every file, or those of :data:`SCOPED`, reusing the vectors of unchanged chunk texts).
 #: 2: a window split no longer leaves a tiny last piece (a lone ``)`` of a long signature).
 #: 3: JS/TS assignments of functions are definitions; Markdown setext headings start sections.
 #: 4: notebooks are chunked by cell, Vue/Svelte scripts by their grammar, #! scripts by their interpreter.
@@ -41,4 +41,29 @@
 #: their declaration; Swift and Kotlin properties and Swift protocol requirements are declarations. A file
 #: without an extension is chunked in the language a modeline names (``-*- shell-script -*-``, languages.py).
 #: A TypeScript namespace holds its members (``Geometry.distance``), as a class does.
-CHUNKER_VERSION = 17
+#: 18: Perl, Scala, Lua, Emacs Lisp, Elixir, Erlang and Haskell are chunked by their syntax (definitions, symbols,
+#: outlines: see :mod:`.classified`); ``.el`` files are Emacs Lisp, ``.hrl`` Erlang (they were no language).
+CHUNKER_VERSION = 18
+
+#: Versions that changed the chunks of some files only: their languages and file-name suffixes. An index chunked
+#: by the version before re-chunks those files alone (every version since must be one of these; else every file):
+#: the kernel's 86k files took 15 min to re-chunk for a change to none of them (docs/benchmarks.md "Thirteenth round").
+SCOPED: dict[int, tuple[frozenset[str], frozenset[str]]] = {
+    18: (frozenset({"perl", "scala", "lua", "elisp", "elixir", "erlang", "haskell"}), frozenset({".el", ".hrl"})),
+}
+
+
+def rechunk_scope(built: int, current: int = CHUNKER_VERSION) -> tuple[list[str], list[str]] | None:
+    """What an index chunked by version ``built`` must re-chunk under version ``current``: ``(languages,
+    suffixes)`` (sorted) when each version since changed those files alone, None when every file (an index
+    of a newer version too)."""
+    if built >= current:
+        return None
+    languages: set[str] = set()
+    suffixes: set[str] = set()
+    for version in range(built + 1, current + 1):
+        if version not in SCOPED:
+            return None
+        languages |= SCOPED[version][0]
+        suffixes |= SCOPED[version][1]
+    return sorted(languages), sorted(suffixes)
