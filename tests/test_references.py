@@ -230,3 +230,26 @@ def test_a_use_in_a_notebook_cell_stored_as_one_string_is_on_that_strings_line(t
                 next(i for i, row in enumerate(rows, 1) if "return frobnicate(3)" in row)]
     res = CliRunner().invoke(cli, ["refs", "frobnicate", "--path", str(repo), "--json"])
     assert [line["line"] for f in json.loads(res.output)["files"] for line in f["lines"]] == expected
+
+
+def test_lisp_and_ruby_names_are_identifiers_with_their_own_boundaries(tmp_path, codii_home):
+    """A new user's `refs magit-git-string`, `refs 'blank?'` and `refs 'eager_load!'` were refused as "not an
+    identifier". A dash is then part of the name: `magit-git-string-p` is another one."""
+    repo = write_tree(tmp_path / "r", {
+        "magit-git.el": "(defun magit-git-string (&rest args)\n  (car args))\n\n"
+                        "(defun magit-rev (x)\n  (magit-git-string \"rev-parse\" x))\n\n"
+                        "(defun magit-git-string-p (x)\n  (stringp (magit-git-string x)))\n",
+        "blank.rb": "class Object\n  def blank?\n    respond_to?(:empty?) ? !!empty? : !self\n  end\nend\n\n"
+                    "def check(x)\n  return if x.blank?\n  x.nonblank? || x.blank?.to_s\nend\n",
+    })
+    assert CliRunner().invoke(cli, ["build", str(repo), "--no-vectors"]).exit_code == 0
+
+    def lines(name):
+        res = CliRunner().invoke(cli, ["refs", name, "--path", str(repo), "--json"])
+        assert res.exit_code == 0, res.output
+        return [(f["path"], ln["line"]) for f in json.loads(res.output)["files"] for ln in f["lines"]]
+
+    assert lines("magit-git-string") == [("magit-git.el", 5), ("magit-git.el", 8)]  # not its definition, not -p
+    assert lines("blank?") == [("blank.rb", 8), ("blank.rb", 9)]  # not nonblank?
+    refused = CliRunner().invoke(cli, ["refs", "a b", "--path", str(repo)])
+    assert refused.exit_code != 0 and "not an identifier" in refused.output

@@ -26,6 +26,10 @@ REFERENCE_DEFINITIONS = 50_000
 #: Chunk texts read per statement: the texts are read in slices, never all at once.
 TEXT_SLICE = 1_000
 NOTE = "lexical: every use of the identifier on its word boundaries, whatever it refers to"
+#: What refs takes for a name: word characters (and ``$``), dash-joined as Lisp and CSS names are
+#: (``magit-git-string``), with Ruby's and Elixir's ``?`` or ``!`` at the end (``blank?``, ``eager_load!``): a new
+#: user's refs of each was refused as "not an identifier".
+IDENTIFIER = re.compile(r"[\w$]+(?:-[\w$]+)*[?!]?")
 
 
 class _Tally:
@@ -40,10 +44,14 @@ class _Tally:
         # around the name hid it). The look-behind is tested by hand (:meth:`add`): in the pattern it
         # keeps `re` from searching for the name's letters first, 40x slower (docs/benchmarks.md,
         # "refs: one search per chunk").
-        self.word = re.compile(rf"{re.escape(ident)}(?!\w)")
+        # A Lisp name holds dashes (`magit-git-string`): a dash is then a word's part, so `magit-git-string-p`
+        # is another name.
+        self.joiner = "-" if "-" in ident else ""
+        word = rf"[\w{self.joiner}]"
+        self.word = re.compile(rf"{re.escape(ident)}(?!{word})")
         # A definition's line that names the identifier again uses it (`impl ser::SerializeSeq for SerializeSeq`,
         # `type Error = A::Error;`: a new user's `refs SerializeSeq` missed 7 of rg's 26 lines); counted rarely.
-        self.twice = re.compile(rf"(?<!\w){re.escape(ident)}(?!\w).*?(?<!\w){re.escape(ident)}(?!\w)")
+        self.twice = re.compile(rf"(?<!{word}){re.escape(ident)}(?!{word}).*?(?<!{word}){re.escape(ident)}(?!{word})")
         self.total = self.files = self.definitions = 0
         self.window: list[tuple[str, str, int, str]] = []  # (path, role, line, text)
         self.path: str | None = None
@@ -64,7 +72,7 @@ class _Tally:
         line, cursor, stop = start_line, 0, -1
         for m in self.word.finditer(content):
             at = m.start()
-            if at <= stop or (at and (content[at - 1].isalnum() or content[at - 1] == "_")):  # \w, as re has it
+            if at <= stop or (at and (content[at - 1].isalnum() or content[at - 1] in "_" + self.joiner)):  # \w
                 continue  # another use on the line just taken, or the name's end inside a longer word
             if linear:
                 line += content.count("\n", cursor, at)
@@ -116,7 +124,7 @@ def find_references(codebase: Codebase, name: str, *, limit: int = 200, offset: 
         raise UsageError(f"must be between 1 and {MAX_REFERENCES}", field="limit")
     check_page(offset, max_tokens)
     ident = (name_parts(normal_name(name or "")) or [""])[-1]
-    if not re.fullmatch(r"[\w$]+", ident):
+    if not IDENTIFIER.fullmatch(ident):
         raise UsageError(f"'{echoed(name)}' is not an identifier", "pass a name such as parse_header")
     # Without an update too: the answer then says why the index may be behind (a malformed .codii.yaml).
     fresh = ensure_index(codebase, update=update, vectors=False) if not codebase.alone and \
