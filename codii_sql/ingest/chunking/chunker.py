@@ -50,7 +50,7 @@ from .grammars import GRAMMARS, Grammar
 from .imports import only_imports
 from .layout import Chunk, ChunkSizes, Definition, Layout, Lines, Piece, TokenCounter
 from .nodes import Span, capture, field_name, last_row, parser_for
-from .rustmacros import macro_body_spans
+from .rustmacros import macro_body_spans, macro_prefix_rows
 from .swift import hide_directives
 from .version import CHUNKER_VERSION  # noqa: F401 - the chunker's version is named with it
 
@@ -61,14 +61,15 @@ DEFAULT_MAX_TOKENS = wordpiece.MAX_TOKENS - 16
 
 
 def _own_line_rows(lines: Lines, nodes: list[tree_sitter.Node]) -> set[int]:
-    """Rows of ``nodes`` (comments, attributes) that hold nothing else: no code before or after."""
+    """Rows of ``nodes`` (comments, attributes) that hold nothing else: no code before, nothing after but a
+    ``//`` comment (``#[allow(clippy::x)] // why``: 30 of tokio's definitions lost their attributes and docs)."""
     rows: set[int] = set()
     data = [line.encode("utf-8") for line in lines.lines] if nodes else []
     for node in nodes:
         (sr, sc), (er, ec) = node.start_point, node.end_point
         if ec == 0 and er > sr:
             er, ec = er - 1, len(data[er - 1])
-        if er >= len(data) or data[sr][:sc].strip() or data[er][ec:].strip():
+        if er >= len(data) or data[sr][:sc].strip() or data[er][ec:].strip() and not data[er][ec:].lstrip().startswith(b"//"):
             continue
         rows.update(range(sr, er + 1))
     return rows
@@ -185,6 +186,8 @@ def _definitions(language: str, root: tree_sitter.Node, lines: Lines,
     prefixes = capture(language, grammar.prefixes, root)
     prefix_rows = _own_line_rows(lines, prefixes)
     prefix_rows |= _doc_gaps(lines, prefixes, prefix_rows)
+    if language == "rust":
+        prefix_rows |= macro_prefix_rows(root, grammar.prefixes)
     if grammar.spans is not None:
         spans, declarations = grammar.spans(root), []
     else:
