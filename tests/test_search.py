@@ -250,9 +250,14 @@ def test_a_name_only_code_writes_that_the_codebase_does_not_hold_is_no_good_matc
             hits = searcher.find(query, SearchOptions(limit=3, mode=mode))
             assert hits.no_good_match and (hits.results or mode == "bm25"), (query, mode, hits.best_cosine)
     for query in ("getUserName", "get_user_name", "GetUserName", "parse_header", "ParseHeader", "Session.send",
-                  "resolve_redirects", "retry_with_backoff", "sess.resolve_redirects"):  # a call on a variable
+                  "resolve_redirects", "retry_with_backoff", "sess.resolve_redirects",  # a call on a variable
+                  # a bug report names what its fix adds, and its words find the code (an agent's `suppress
+                  # http.ErrAbortHandler in recover` on gin was flagged, the fix's file 2nd)
+                  "retry with backoff after io.ErrUnexpectedEOF"):
         hits = searcher.find(query, SearchOptions(limit=3))
         assert not hits.no_good_match, (query, hits.best_cosine)
+    for query in ("where is getUserAvatarUrl defined", "how does Session.frobnicate work"):  # a name's place asked
+        assert searcher.find(query, SearchOptions(limit=3)).no_good_match, query
 
 
 def test_one_word_no_chunk_holds_and_the_model_reads_as_fragments_is_no_good_match(searcher, monkeypatch):

@@ -227,6 +227,11 @@ def query_shape(query: str) -> str:
     return "natural"
 
 
+#: Words a question about a name's place holds besides it (``where is getUserAvatarUrl defined``).
+_ABOUT_A_NAME = frozenset({"defined", "define", "definition", "declared", "declaration", "implemented",
+                           "implementation", "work", "works", "called", "class", "located", "lives"})
+
+
 def coined_match(text: str) -> tuple[str, list[str]] | None:
     """An FTS5 expression finding the chunks that hold a name of ``text`` only code writes (snake_case,
     camelCase, dotted, ``::``: ``getUserAvatarUrl``, ``Session.send``; not plain words, which prose holds
@@ -234,7 +239,12 @@ def coined_match(text: str) -> tuple[str, list[str]] | None:
     ``parse_header_links``), or, dotted, each of its parts (a small class's one chunk holds ``Session`` and
     its ``send``); and the last parts of the dotted ones, which a definition of that name holds too (a call on
     a variable: gin's ``ctx.Next`` is ``Context.Next``, whose receivers are named ``c``). None when ``text``
-    names none."""
+    names none, or says more than its names: two words or more besides them that ask nothing of a name's place
+    (a bug report's ``suppress http.ErrAbortHandler in recover`` names what its fix adds; its words find the
+    code)."""
+    rest = _IDENTIFIER.sub(lambda m: " " if _CODE_SHAPE.search(m.group()) else m.group(), text)
+    if len(query_terms(rest, stop_words=STOP_WORDS | _ABOUT_A_NAME)) >= 2:
+        return None
     phrases, members = [], []
     for name in (n.rstrip("!?") for n in _IDENTIFIER.findall(text) if _CODE_SHAPE.search(n)):
         parts = [p for p in re.split(r"\.|::|#", name) if p]
