@@ -728,3 +728,21 @@ def test_a_private_name_asked_without_its_underscores_is_found_and_said_so(tmp_p
     member = service.find_symbol(cb, "Client.send_single")
     assert [d["symbol"] for d in member["definitions"]] == ["Client.__send_single"]
     assert service.find_symbol(cb, "parse_header")["definitions"] == []  # not a prefix search
+
+
+def test_go_struct_fields_are_symbols_of_their_struct(tmp_path, codii_home):
+    """An agent's `find_symbol Context.Errors` on gin got errorMsgs.Errors, another type's method, and
+    `Context.Keys` nothing: a Go struct's fields were no declarations."""
+    repo = write_tree(tmp_path / "g", {
+        "context.go": "package gin\n\ntype Context struct {\n\t// Keys is a key/value pair for the request.\n"
+                      "\tKeys map[string]any\n\n\tErrors errorMsgs\n\tX, Y int\n\t*Engine\n}\n",
+        "errors.go": "package gin\n\ntype errorMsgs []string\n\nfunc (a errorMsgs) Errors() []string {\n\treturn a\n}\n",
+    })
+    cb = service.open_codebase(repo)
+    service.build(cb, vectors=False)
+    first = service.find_symbol(cb, "Context.Errors")["definitions"][0]
+    assert (first["path"], first["symbol"], first["kind"], first["start_line"]) == ("context.go", "Context.Errors",
+                                                                                   "variable", 7)
+    keys = service.find_symbol(cb, "Context.Keys")["definitions"]
+    assert [(d["symbol"], d["start_line"], d["end_line"]) for d in keys] == [("Context.Keys", 4, 5)]  # with its doc
+    assert {d["symbol"] for d in service.find_symbol(cb, "Y")["definitions"]} == {"Context.Y"}

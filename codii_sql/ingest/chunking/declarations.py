@@ -46,6 +46,12 @@ def _top_level(*scopes: str) -> Callable[[NameOf], NameOf]:
     return wrap
 
 
+def _go_field_names(node: tree_sitter.Node) -> list[str] | None:
+    """A named struct field's names (``Errors errorMsgs``; ``X, Y int`` has two); an embedded one (``*Engine``)
+    has none of its own. An agent's ``find_symbol Context.Errors`` on gin got another type's method."""
+    return [node_text(n) for n in node.children_by_field_name("name") if n.is_named] or None
+
+
 def _go_spec_name(node: tree_sitter.Node) -> list[str] | None:
     """The names of a ``const``/``var`` spec of the file's scope (not a function's: ``gw, gz = 3, 4`` has
     two), or of a ``type`` spec of a group (a declaration of one type is a definition of its own)."""
@@ -188,7 +194,8 @@ DECLARATIONS: dict[str, dict[str, tuple[str, NameOf]]] = {
     "typescript": _TS,
     "tsx": _TS,
     "go": {"const_spec": ("constant", _go_spec_name), "var_spec": ("variable", _go_spec_name),
-           "type_spec": ("type", _go_spec_name), "type_alias": ("type", _go_spec_name)},
+           "type_spec": ("type", _go_spec_name), "type_alias": ("type", _go_spec_name),
+           "field_declaration": ("variable", _go_field_names)},
     "rust": {"type_item": ("type", _top_level(*_RUST_SCOPES)(field_name)),
              "const_item": ("constant", _top_level(*_RUST_SCOPES)(field_name)),
              "static_item": ("constant", _top_level(*_RUST_SCOPES)(field_name))},
