@@ -149,7 +149,7 @@ def test_a_first_build_merges_text_segments_in_bulk_and_leaves_fts5s_default_aft
 def test_an_upgrade_that_changed_some_languages_re_chunks_their_files_alone(tmp_path, embedder):
     """Chunker 18 reads seven more languages by their syntax: the kernel's 86k C files re-chunked for 15 min for
     none of them. An index of the version before re-chunks those languages' files (and .el, once no language)."""
-    repo = write_tree(tmp_path / "r", {"a.py": "def f(x):\n    return x\n", "b.go": "package b\n\nfunc G() {}\n",
+    repo = write_tree(tmp_path / "r", {"a.py": "def f(x):\n    return x\n", "b.c": "int g(void)\n{\n\treturn 0;\n}\n",
                                        "c.lua": "local M = {}\nfunction M.split(s)\n  return s\nend\nreturn M\n",
                                        "d.el": "(defun magit-go (x)\n  \"Go.\"\n  x)\n"})
     Indexer(Codebase.open(repo), embedder, vectors=False).build()
@@ -164,7 +164,7 @@ def test_an_upgrade_that_changed_some_languages_re_chunks_their_files_alone(tmp_
         assert dict(store.conn.execute("SELECT path, language FROM files WHERE path LIKE '%.el'")) == {"d.el": "elisp"}
         assert store.meta()["chunker_version"] == CHUNKER_VERSION
         assert [s for (s,) in store.conn.execute("SELECT symbol FROM definitions ORDER BY symbol")] == \
-            ["G", "M.split", "f", "magit-go"]
+            ["M.split", "f", "g", "magit-go"]
     with Store(db, create=False) as store, store.transaction():
         store.set_meta(chunker_version=EVERY_FILE_AGAIN)
     assert Indexer(Codebase.open(repo), embedder, vectors=False).build().reindexed == 4

@@ -143,7 +143,8 @@ def test_find_references_gives_each_use_on_its_own_line_without_the_definition(p
     assert refs["total_files"] == 1
     route = service.find_references(poly, "route")
     assert [(f["path"], [ln["line"] for ln in f["lines"]]) for f in route["files"]] == [("ts/router.ts", [8])]
-    assert [ln["line"] for f in service.find_references(poly, "items")["files"] for ln in f["lines"]] == [4, 9]
+    items = service.find_references(poly, "items")  # line 4 declares the field: a definition, no use
+    assert [ln["line"] for f in items["files"] for ln in f["lines"]] == [9] and "1 line(s) that only define" in items["note"]
     assert not any(ln["text"].startswith("func") for f in service.find_references(poly, "Get")["files"]
                    for ln in f["lines"])
     assert [ln["line"] for f in service.find_references(poly, "input")["files"] for ln in f["lines"]] == [2, 8]  # Rust
@@ -255,7 +256,7 @@ def test_mcp_outline_and_find_symbol(codii_home, tmp_path):
             assert "rs/parser.rs:6-9 method" in res.content[1].text  # its doc comment included
             assert "{" not in res.content[1].text.split(":", 1)[0]  # text is a listing, not the JSON again
             refs = await call(s, "find_references", path=str(repo), name="items")
-            assert [(f["path"], [ln["line"] for ln in f["lines"]]) for f in refs["files"]] == [("go/cache.go", [4, 9])]
+            assert [(f["path"], [ln["line"] for ln in f["lines"]]) for f in refs["files"]] == [("go/cache.go", [9])]
             fitted = await call(s, "search_code", path=str(repo), query="send the request", max_tokens=500)
             assert fitted["budget"]["max_tokens"] == 500 and fitted["budget"]["used_tokens"] <= 500
             least = await call(s, "search_code", path=str(repo), query="send the request", max_tokens=400)
