@@ -537,3 +537,28 @@ def test_a_members_note_gives_its_match_with_the_decimals_that_tell_it_from_the_
 
     assert _against(0.3912, 0.3948) == "0.391 against 0.395"
     assert _against(0.436, 0.466) == "0.44 against 0.47"
+
+
+def test_the_best_matching_member_outranked_is_not_said_to_match_less():
+    """A new user's workspace note said penlight's nearest chunks "match the query less (0.2170 against 0.2170)":
+    the member that matched best of all had ranked below the others' results (members without vectors rank by
+    their words)."""
+    from collections import namedtuple
+
+    from codii_sql.search.answer import Member
+    from codii_sql.search.searcher import Hits
+    from codii_sql.service.fanout import Fanned
+    from codii_sql.service.searching import _outranked_notes
+    from codii_sql.service.shards import ShardAnswer
+
+    shard = namedtuple("Shard", "name")
+
+    best, weaker, shown = shard("/src/penlight"), shard("/src/magit"), shard("/src/tokio")
+    hit = [Result(id=1, path="a.lua", start_line=1, end_line=2, content="x", kind="function", symbol="f",
+                  language="lua", score=1.0, stale=None, role="source")]
+    answers = {s: ShardAnswer(Hits(hit, None, None, False)) for s in (best, weaker, shown)}
+    members = [Member(best.name, "searched", 0, match=0.217), Member(weaker.name, "searched", 0, match=0.19),
+               Member(shown.name, "searched", 1, match=None)]
+    notes = {n.codebase: n.what for n in _outranked_notes(Fanned(answers, None), members, SearchOptions(limit=1))}
+    assert "match the query less" not in notes[best.name] and "rank below" in notes[best.name], notes
+    assert "match the query less (0.19 against 0.22)" in notes[weaker.name], notes

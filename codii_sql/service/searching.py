@@ -301,8 +301,11 @@ def _outranked_notes(fanned: Fanned, members: list[Member], opts: SearchOptions)
         member = named.get(shard.name)
         if not isinstance(got, ShardAnswer) or not got.hits.results or member is None or member.results:
             continue
+        # the best match of all may rank below too (members without vectors rank by their words): "less (0.2170
+        # against 0.2170)" told a new user it matched worse than itself
         why = (f"its nearest chunks match the query less ({_against(member.match, top)})"
-               if member.match is not None and top is not None else "they rank below the other codebases' results")
+               if member.match is not None and top is not None and member.match < top
+               else "they rank below the other codebases' results")
         notes.append(Note("outranked", f"{shard.name} had results, none among these {opts.limit}: {why}",
                           Remedy("search_member", {"root": shard.name}), shard.name))
     return notes
