@@ -129,3 +129,26 @@ def test_codii_sqls_own_folder_inside_the_root_is_left_out(tmp_path, monkeypatch
     again = last_json(run("build", repo, "--json", "--no-vectors"))
     assert (again["added"], again["modified"], again["unchanged"]) == (0, 0, 1), again
     assert json.loads(run("status", repo, "--json"))["status"] == "indexed"
+
+
+def test_an_indexing_status_fits_its_budget_with_its_own_fields(tmp_path, codii_home):
+    """A new user's get_indexing_status at max_tokens 100 answered 304 tokens: the skipped paths were fitted to
+    the whole budget beside the status's ~300 tokens of fields. They now fit what the fields leave (and MCP's
+    least budget for a status is 400)."""
+    from codii_sql.codebase import Codebase
+    from codii_sql.mcp.app import STATUS_MIN_TOKENS
+    from codii_sql.search.budget import json_tokens
+    from codii_sql.service.session import Session
+
+    repo = write_tree(tmp_path / "r", {"a.py": "x = 1\n", **{f"keys/id_{i:03d}.pem": "-----BEGIN RSA PRIVATE KEY-----\n"
+                                                             for i in range(60)}})
+    assert CliRunner().invoke(cli, ["build", str(repo), "--no-vectors"]).exit_code == 0
+    session = Session()
+    try:
+        whole = session.indexing_status(Codebase.open(repo))
+        fitted = session.indexing_status(Codebase.open(repo), STATUS_MIN_TOKENS)
+    finally:
+        session.shutdown()
+    assert len(whole["skipped_files"]["files"]) > len(fitted["skipped_files"]["files"]) >= 1
+    assert json_tokens(fitted) <= STATUS_MIN_TOKENS, json_tokens(fitted)
+    assert "left out to fit max_tokens=400" in fitted["note"]

@@ -111,6 +111,8 @@ MaxTokensArg = Annotated[int | None, Field(ge=100, le=MAX_MAX_TOKENS, descriptio
     f"Fit the answer in about this many tokens (4 characters each); null: {DEFAULT_MAX_TOKENS:,}. Code is "
     "trimmed to the lines around what matched and the last items dropped; the note says what was cut and how "
     "to read the rest."))]
+#: Least budget of get_indexing_status (see StatusTokensArg).
+STATUS_MIN_TOKENS = 400
 #: The budget of a search's answer: its own fields and best lines take about 300 tokens (search.results.MIN_TOKENS).
 SearchTokensArg = Annotated[int | None, Field(ge=MIN_TOKENS, le=MAX_MAX_TOKENS, description=(
     f"Fit the answer in about this many tokens (4 characters each), at least {MIN_TOKENS}; null: "
@@ -120,6 +122,11 @@ SearchTokensArg = Annotated[int | None, Field(ge=MIN_TOKENS, le=MAX_MAX_TOKENS, 
 ListTokensArg = Annotated[int | None, Field(ge=100, le=MAX_MAX_TOKENS, description=(
     f"Fit the answer in about this many tokens (4 characters each); null: {DEFAULT_MAX_TOKENS:,}. Whole items "
     "are left out from the end; truncated, total and the note say how many and where the next call starts."))]
+#: A status's budget: its own fields (state, phase, counts, times, vectors) take about 300 tokens, which a budget of
+#: 100 was told to fit (a new user's status at 100 came to 304); the lists of skipped and failed paths fit the rest.
+StatusTokensArg = Annotated[int | None, Field(ge=STATUS_MIN_TOKENS, le=MAX_MAX_TOKENS, description=(
+    f"Fit the answer in about this many tokens (4 characters each), at least {STATUS_MIN_TOKENS} (the status's own "
+    f"fields); null: {DEFAULT_MAX_TOKENS:,}. The lists of skipped and failed paths are cut to fit."))]
 OffsetArg = Annotated[int, Field(ge=0, le=1_000_000, description="Skip this many items first (0-based): a cut "
                                                                   "answer's next_offset.")]
 READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
@@ -242,6 +249,6 @@ def numbered(content: str, first_line: int, last_line: int | None = None) -> str
                                                                                              last_line))
 
 
-__all__ = ["DEFAULT_MAX_TOKENS", "FileArg", "LineArg", "ListTokensArg", "MaxTokensArg", "OffsetArg", "MAX_SEARCH_LIMIT", "PathArg", "READ_ONLY", "SESSION", "SQLITE_MAX_INTEGER",
+__all__ = ["DEFAULT_MAX_TOKENS", "FileArg", "LineArg", "ListTokensArg", "MaxTokensArg", "OffsetArg", "StatusTokensArg", "MAX_SEARCH_LIMIT", "PathArg", "READ_ONLY", "SESSION", "SQLITE_MAX_INTEGER",
            "SearchTokensArg", "agent_errors", "answer", "check_path", "codebase_at", "file_of", "is_shard_folder",
            "numbered", "refuse_shard_folder", "server", "with_note"]

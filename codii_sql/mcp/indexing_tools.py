@@ -17,6 +17,7 @@ from .app import (
     ListTokensArg,
     OffsetArg,
     PathArg,
+    StatusTokensArg,
     agent_errors,
     answer,
     check_path,
@@ -102,7 +103,7 @@ def index_codebase(
     annotations=READ_ONLY,
 )
 @agent_errors
-def get_indexing_status(path: PathArg, max_tokens: ListTokensArg = None) -> CallToolResult:
+def get_indexing_status(path: PathArg, max_tokens: StatusTokensArg = None) -> CallToolResult:
     # The folder's own index when it has one or this server builds it, else the index that answers for it,
     # as search_code reads it (a new user's agent was told a subfolder search_code answered from was not indexed).
     own = codebase_at(path, enclosing=False)

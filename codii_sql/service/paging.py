@@ -25,20 +25,26 @@ def codebases_page(rows: list[dict], *, limit: int, offset: int = 0, max_tokens:
 
 
 def fit_file_lists(status: dict, max_tokens: int) -> dict:
-    """``status`` (an indexing status) with its ``skipped_files`` and then ``failed_files`` cut to
-    the whole entries that fit in ``max_tokens`` together (the JSON of each); the paths left out are
-    counted in ``skipped_files["more"]`` and ``failed_more``, and a ``note`` says so."""
-    skipped = status.get("skipped_files") or {}
-    files = skipped.get("files") or []
-    kept = page(files, 0, len(files), max_tokens)
-    left = max_tokens - sum(map(json_tokens, kept))
+    """``status`` (an indexing status) with its ``skipped_files`` and then ``failed_files`` cut to the whole
+    entries that fit in ``max_tokens`` with the status's other fields and the note this adds (they took ~300
+    tokens beside lists fitted to the whole budget: 304 at 100, a new user's), at least one entry; the paths left
+    out are counted in ``skipped_files["more"]`` and ``failed_more``, and a ``note`` says so."""
+    files = (status.get("skipped_files") or {}).get("files") or []
     failed = list((status.get("failed_files") or {}).items())
-    kept_failed = page(failed, 0, len(failed), max(left, 1)) if len(kept) == len(files) else []
-    cut = len(files) - len(kept), len(failed) - len(kept_failed)
-    if not any(cut):
-        return status
+    shown = len(files) + len(failed)
+    out = status
+    while shown > 1 and json_tokens(out) > max_tokens:
+        shown = shown * 3 // 4 if json_tokens(out) > 2 * max_tokens else shown - 1
+        out = _lists_cut(status, files[:shown], failed[:max(shown - len(files), 0)], max_tokens)
+    return out
+
+
+def _lists_cut(status: dict, kept: list[dict], kept_failed: list[tuple], max_tokens: int) -> dict:
+    """``status`` showing ``kept`` of its skipped paths and ``kept_failed`` of its failed ones, the rest counted."""
+    skipped = status.get("skipped_files") or {}
+    cut = len(skipped.get("files") or []) - len(kept), len(status.get("failed_files") or {}) - len(kept_failed)
     by_reason = dict(skipped.get("more_by_reason") or {})
-    for f in files[len(kept):]:
+    for f in (skipped.get("files") or [])[len(kept):]:
         by_reason[f["reason"]] = by_reason.get(f["reason"], 0) + 1
     out = {**status, "skipped_files": {**skipped, "files": kept, "more": skipped.get("more", 0) + cut[0],
                                        "more_by_reason": by_reason},
