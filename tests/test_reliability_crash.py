@@ -311,9 +311,11 @@ def test_a_search_after_a_killed_build_says_it_finishes_that_build_first(tmp_pat
     assert " of 2,000 files): this search finished it" in found["note"] and "update" in found["notes"]
 
 
-def test_ctrl_c_in_the_chunk_phase_is_one_line_and_leaves_the_index_usable(tmp_path, codii_home):
+@pytest.mark.parametrize("how", ["ctrl-c", "sigterm"])
+def test_ctrl_c_or_sigterm_in_the_chunk_phase_is_one_line_and_leaves_the_index_usable(tmp_path, codii_home, how):
     """A terminal's Ctrl-C reaches the build's whole process group: each chunking worker printed its own
-    KeyboardInterrupt traceback (~38 lines, a new user) above the build's one-line note."""
+    KeyboardInterrupt traceback (~38 lines, a new user) above the build's one-line note. A SIGTERM to the build
+    alone (a supervisor's, `kill`) ended `build --json` with no last line and 'leaked semaphore objects'."""
     import os
     import signal
 
@@ -325,11 +327,15 @@ def test_ctrl_c_in_the_chunk_phase_is_one_line_and_leaves_the_index_usable(tmp_p
     for line in proc.stdout:
         if '"chunk"' in line and '"done": 0' not in line:
             break
-    os.killpg(proc.pid, signal.SIGINT)  # as a terminal sends it: to every process of the group
+    if how == "ctrl-c":
+        os.killpg(proc.pid, signal.SIGINT)  # as a terminal sends it: to every process of the group
+    else:
+        proc.send_signal(signal.SIGTERM)
     out, err = proc.communicate(timeout=120)
-    assert proc.returncode != 0 and "Traceback" not in err and "KeyboardInterrupt" not in err, err
-    assert "Interrupted" in err, err
+    code, word = (130, "interrupted") if how == "ctrl-c" else (143, "terminated")
+    assert proc.returncode == code and "Traceback" not in err and "KeyboardInterrupt" not in err, err
+    assert word.capitalize() in err and "leaked" not in err, err
     said = json.loads(out.strip().splitlines()[-1])  # under --json an error object too (helper 2: none came)
-    assert said["exit_code"] == 130 and said["error"].startswith("interrupted") and said["hint"], said
+    assert said["exit_code"] == code and said["error"].startswith(word) and said["hint"], said
     assert json.loads(run("doctor", repo, "--check-only", "--json").output)["consistent"]
     assert last_json(run("build", repo, "--no-vectors", "--json").output)["files"] == 600

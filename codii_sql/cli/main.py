@@ -6,7 +6,9 @@ import gc
 import importlib
 import json
 import os
+import signal
 import sys
+import threading
 
 import click
 
@@ -44,6 +46,10 @@ class CodiiGroup(click.Group):
 
     def invoke(self, ctx):
         as_json = bool({"--json", "--jsonl"} & set(ctx.args))
+        # SIGTERM (a supervisor's, `kill`) stops a command as Ctrl-C does: a killed `build --json` left no last
+        # line and leaked its workers' semaphores. A command with its own handler (watch, serve) sets it after.
+        if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL and threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGTERM, _terminated)
         try:
             return super().invoke(ctx)
         except CodiiError as err:
@@ -60,18 +66,27 @@ class CodiiGroup(click.Group):
             where = " ".join(["codii-sql", *sub])
             message = err.format_message().replace("is not a valid integer range", "is not a whole number in range")
             _fail(message, None, 2, as_json, where, usage=True)
-        except KeyboardInterrupt:  # what a build left, only when one ran (a grep's Ctrl-C was told to build)
+        except KeyboardInterrupt as err:  # what a build left, only when one ran (a grep's Ctrl-C was told to build)
             from .. import service
 
-            error, hint = (("interrupted: the index keeps every file committed so far", "run build again to finish")
-                           if service.building() else ("interrupted", None))
+            how, code = ("terminated", 143) if isinstance(err, Terminated) else ("interrupted", 130)
+            error, hint = ((f"{how}: the index keeps every file committed so far", "run build again to finish")
+                           if service.building() else (how, None))
             echo(error.capitalize() + (f"; {hint}." if hint else "."), err=True)
             if as_json:  # a script reads an error object under --json, a Ctrl-C's too (a new user's had none)
-                click.echo(json.dumps({"error": error, "hint": hint, "exit_code": 130}, ensure_ascii=False))
-            ctx.exit(130)
+                click.echo(json.dumps({"error": error, "hint": hint, "exit_code": code}, ensure_ascii=False))
+            ctx.exit(code)
         except BrokenPipeError:  # `symbol x | head -1`: the reader has what it wanted (grep decides its own)
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit's flush
             ctx.exit(0)
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, read as Ctrl-C is read (exit status 143, as the signal's default gives)."""
+
+
+def _terminated(signum, frame) -> None:
+    raise Terminated
 
 
 def _fail(error: str, hint: str | None, code: int, as_json: bool, where: str = "codii-sql", *,
@@ -122,6 +137,7 @@ def serve(no_watch, port, workspaces, host, ray_address, replicas, shards, token
             raise UsageError(f"{given[0]} goes with --http PORT (without it, serve runs the MCP server on stdio)")
         from ..mcp import main as serve_main
 
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)  # as codii-sql-server's: stdin's reader thread outlived a stop
         serve_main([*(["--no-watch"] if no_watch else []), *(["--shards", shards] if shards else [])])
         return
     serve_http(list(workspaces), host, port, ray_address, replicas, shards, token, watch=not no_watch)
