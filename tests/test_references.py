@@ -168,6 +168,8 @@ def test_uses_as_rg_finds_them_in_long_lines_shell_variables_gnu_c_and_typescrip
                    "  return a;\n}\nover(1);\ninterface Fetcher {\n  fetchIt(url: string): void;\n}\n"
                    "declare const f: Fetcher;\nf.fetchIt('x');\n",
         "use.ts": "import { setErrorMap } from './api';\nsetErrorMap(1);\n",
+        # the name only at the end: a field's line mentioning `client->x` was the signature (an agent's, on redis)
+        "bench.c": "typedef struct _client {\n    int fd;\n    size_t n; /* client->n */\n} *client;\n",
     })
     assert CliRunner().invoke(cli, ["build", str(repo), "--no-vectors"]).exit_code == 0
     assert uses(repo, "alpha_beta_gamma_delta_epsilon") == [("long.py", 1)]
@@ -179,6 +181,8 @@ def test_uses_as_rg_finds_them_in_long_lines_shell_variables_gnu_c_and_typescrip
     assert uses(repo, "fetchIt") == [("over.ts", 11)]
     found = CliRunner().invoke(cli, ["symbol", "cgt_works_p", "--path", str(repo), "--json"])
     assert [(d["start_line"], d["signature"]) for d in json.loads(found.output)["definitions"]] == [(1, "cgt_works_p(void)")]
+    typed = CliRunner().invoke(cli, ["symbol", "client", "--kind", "type", "--path", str(repo), "--json"])
+    assert {d["signature"] for d in json.loads(typed.output)["definitions"]} == {"typedef struct _client {"}
 
 
 def test_refs_exits_0_when_its_reader_stops_early(tmp_path, codii_home):

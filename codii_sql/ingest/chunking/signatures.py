@@ -47,7 +47,9 @@ def signature(lines: list[str], language: str | None, name: str | None = None) -
     peek(): Token``) is the signature; an annotation whose arguments span lines (``@Component({``)
     is skipped to its closing line. With its ``name``, a first line without it is passed for the
     next code line that has it, among the first :data:`_HEAD_LINES`: GNU C puts the return type on a
-    line of its own (``static int`` / ``cgt_works_p(void)``), and refs counted the name's line a use."""
+    line of its own (``static int`` / ``cgt_works_p(void)``), and refs counted the name's line a use. A first
+    line that opens a body or parameters is the head all the same: ``typedef struct _client {`` names ``client``
+    only at its end, and a field's line mentioning ``client->randptr`` was shown as its signature."""
     first = ""
     depth = 0  # open brackets of an annotation that goes on over lines
     for number, line in enumerate(lines):
@@ -61,8 +63,8 @@ def signature(lines: list[str], language: str | None, name: str | None = None) -
                 continue
         elif (stripped.startswith("[") and stripped.endswith("]")) or not stripped or _comment(stripped, language):
             continue  # a C# attribute line ([Fact]), a blank, a comment
-        if not name or _holds(stripped, name):
-            return _shown(stripped)
+        if not name or _holds(stripped, name) or not first and ("{" in stripped or "(" in stripped):
+            return _shown(stripped)  # a first line that opens a body or parameters is the head, its name or not
         first = first or _shown(stripped)
         if number >= _HEAD_LINES:
             break
