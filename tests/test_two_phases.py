@@ -191,7 +191,11 @@ def test_the_time_left_for_vectors_counts_down_between_commits_by_the_text_left(
     assert vector_progress(meta, counts, running=True)["eta_seconds"] == 30  # 60,000 characters at 2,000 a second
     later = vector_progress({**meta, "vectors_updated_at": now - 12}, counts, running=True)
     assert later["eta_seconds"] == 18  # counted down since the commit
-    assert vector_progress({**meta, "vectors_updated_at": now - 90}, counts, running=True)["eta_seconds"] == 1
+    # past a batch's time since the commit, no more is taken as done: the phase slowed (an agent read "eta 1" with
+    # 2,335 chunks, 70 s, left): 30 s less 512 of 600 chunks' 25.6 s
+    assert vector_progress({**meta, "vectors_updated_at": now - 90}, counts, running=True)["eta_seconds"] == 4
+    few = {"chunks": 1000, "pending": 100}  # one batch left: its whole time may pass
+    assert vector_progress({**meta, "vectors_updated_at": now - 90}, few, running=True)["eta_seconds"] == 1
     # A real phase records the text it has left and its rate in characters at each commit.
     repo = write_tree(tmp_path / "r", {f"m{i}.py": f"def f{i}(x):\n    return x * {i}\n" for i in range(6)})
     assert run("build", repo, "--no-vectors").exit_code == 0
