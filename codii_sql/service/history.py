@@ -168,7 +168,11 @@ def state_notes(state: dict, codebase: Codebase) -> list[Note]:
     if state.get("note"):
         return [Note("history", state["note"])]
     if state["state"] == "off":
-        return [Note("history", "history indexing is off for this codebase (history: false or --no-history)")]
+        # its ways in named: an agent, told only "history: false or --no-history", had none it could take
+        return [Note("history", "history indexing is off for this codebase (a build with --no-history, or "
+                                "history: false in its .codii.yaml)",
+                     "set history: true in the codebase's .codii.yaml (or run `codii-sql build --history`), then "
+                     "index it again")]
     waiting = state["vectors"]["total"] - state["vectors"]["done"]
     if waiting:
         off = state["vectors"].get("off")

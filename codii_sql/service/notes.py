@@ -39,7 +39,9 @@ def filter_note(store: Store, root: str, *, indexing: bool | Callable[[], bool] 
         return Note("filters", "this index holds no files: the folder has no text files to index"
                     + (f" (skipped: {skipped})" if skipped else ""))
     if exts:
-        return Note("filters", f"this index holds only {' '.join(exts)} files (an earlier build's filter)", reset)
+        # a build's filter, which every later build keeps (an agent's own call was told it was "an earlier build's")
+        return Note("filters", f"this index holds only {' '.join(exts)} files (a build's extension filter, which later "
+                               "builds keep)", reset)
     return None
 
 
