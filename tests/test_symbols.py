@@ -747,3 +747,16 @@ def test_go_struct_fields_are_symbols_of_their_struct(tmp_path, codii_home):
     keys = service.find_symbol(cb, "Context.Keys")["definitions"]
     assert [(d["symbol"], d["start_line"], d["end_line"]) for d in keys] == [("Context.Keys", 4, 5)]  # with its doc
     assert {d["symbol"] for d in service.find_symbol(cb, "Y")["definitions"]} == {"Context.Y"}
+
+
+def test_ruby_attribute_macros_name_their_accessors(tmp_path, codii_home):
+    """A new user's `symbol zone_default` on ActiveSupport found nothing: `attr_accessor :zone_default` (and Rails'
+    `cattr_accessor`, `class_attribute`) names the class's accessors."""
+    repo = write_tree(tmp_path / "rb", {"zone.rb": "class Zone\n  attr_accessor :zone_default, :other\n"
+                                                   "  cattr_reader :logger\n  def initialize\n    attr :nope\n  end\nend\n"})
+    cb = service.open_codebase(repo)
+    service.build(cb, vectors=False)
+    found = {d["symbol"]: (d["kind"], d["start_line"]) for name in ("zone_default", "other", "logger")
+             for d in service.find_symbol(cb, name)["definitions"]}
+    assert found == {"Zone.zone_default": ("variable", 2), "Zone.other": ("variable", 2), "Zone.logger": ("variable", 3)}
+    assert service.find_symbol(cb, "nope")["definitions"] == []  # a call in a method defines no accessor

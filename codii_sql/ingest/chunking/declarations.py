@@ -9,6 +9,7 @@ variable, a struct a ``typedef`` already names).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 import tree_sitter
@@ -126,6 +127,24 @@ def _ruby_constant_name(node: tree_sitter.Node) -> str | None:
     return node_text(left) if left is not None and left.type == "constant" else None
 
 
+#: Ruby's attribute macros (and Rails' class and module ones): each names accessors of its class.
+_RUBY_ATTRIBUTES = re.compile(r"(?:[cm]|thread_m)?attr_(?:accessor|reader|writer)|attr|class_attribute")
+
+
+def _ruby_attribute_names(node: tree_sitter.Node) -> list[str] | None:
+    """``attr_accessor :zone_default, :other`` in a class's or module's body -> its names (a new user's `symbol
+    zone_default` on ActiveSupport found nothing); not a call on a receiver, nor one in a method."""
+    body = node.parent
+    if body is None or body.type != "body_statement" or body.parent is None \
+            or body.parent.type not in ("class", "module", "singleton_class"):
+        return None  # a method's body is a body_statement too
+    method, args = node.child_by_field_name("method"), node.child_by_field_name("arguments")
+    if node.child_by_field_name("receiver") is not None or method is None or args is None \
+            or not _RUBY_ATTRIBUTES.fullmatch(node_text(method)):
+        return None
+    return [node_text(a).lstrip(":") for a in args.named_children if a.type == "simple_symbol"] or None
+
+
 def _js_binding_name(node: tree_sitter.Node) -> str | None:
     """A ``variable_declarator`` of the module's scope (``export const LIMIT = 10``, ``let a = 1, b = 2``,
     a ``.d.ts``'s ``export declare const ZodIssueCode``) binding a plain name; not one inside a function,
@@ -216,7 +235,8 @@ DECLARATIONS: dict[str, dict[str, tuple[str, NameOf]]] = {
               "protocol_property_declaration": ("variable", _swift_property_name),
               "protocol_function_declaration": ("method", field_name)},
     "python": {"assignment": ("variable", _python_module_name)},
-    "ruby": {"assignment": ("constant", _top_level("program", "body_statement")(_ruby_constant_name))},
+    "ruby": {"assignment": ("constant", _top_level("program", "body_statement")(_ruby_constant_name)),
+             "call": ("variable", _ruby_attribute_names)},
 }
 
 

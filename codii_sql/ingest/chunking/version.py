@@ -44,8 +44,8 @@
 #: 18: Perl, Scala, Lua, Emacs Lisp, Elixir, Erlang and Haskell are chunked by their syntax (definitions, symbols,
 #: outlines: see :mod:`.classified`); ``.el`` files are Emacs Lisp, ``.hrl`` Erlang (they were no language). A Rust
 #: item inside a macro's braces keeps its doc and attributes, and an attribute followed by a ``// why`` comment is
-#: its item's (tokio: 217 of 6,530 definitions lost them, 0 now). Go struct fields are declarations
-#: (``Context.Errors``). Other languages' comment lines followed by a
+#: its item's (tokio: 217 of 6,530 definitions lost them, 0 now). Go struct fields and Ruby's ``attr_accessor``
+#: names are declarations (``Context.Errors``, ``Zone.zone_default``). Other languages' comment lines followed by a
 #: ``//`` comment (``/* a */ // b``), which the same rule takes in, are left to their files' next change.
 CHUNKER_VERSION = 18
 
@@ -54,7 +54,7 @@ CHUNKER_VERSION = 18
 #: the kernel's 86k files took 15 min to re-chunk for a change to none of them (docs/benchmarks.md "Thirteenth round").
 SCOPED: dict[int, tuple[frozenset[str], frozenset[str]]] = {
     18: (frozenset({"perl", "scala", "lua", "elisp", "elixir", "erlang", "haskell", "rust",
-                         "go"}), frozenset({".el", ".hrl"})),
+                         "go", "ruby"}), frozenset({".el", ".hrl"})),
 }
 
 
