@@ -7,9 +7,11 @@
 -- the `nested` rows after it in its file's outline, one range of the primary key); of :kind (NULL:
 -- any; 'type' also takes a 'class': a Go struct, a Swift struct are types to whoever asks), in the files
 -- under :under (NULL: all). The symbol equal to :wanted first, then source files
--- before docs before tests, shorter symbols, path and line, and of two at one place the later in the
--- outline (`typedef struct node {...} node` is the typedef, as the name is used); at most :cap (a name
--- as common as `init` in a huge index). service/symbols.py keeps the exact, qualified or prefix matches.
+-- before docs before tests, shorter symbols, path and line; of one file's definitions of one symbol the
+-- longest first (click's `command` listed its four 4-line @overload stubs before its 80-line body), and of
+-- two at one place the later in the outline (`typedef struct node {...} node` is the typedef, as the name
+-- is used); at most :cap (a name as common as `init` in a huge index). service/symbols.py keeps the exact,
+-- qualified or prefix matches.
 WITH hit AS (
     SELECT file_id, seq, symbol, nested FROM definitions
     WHERE name >= :name AND name <= CASE WHEN :prefix THEN :name || char(1114111) ELSE :name END
@@ -27,7 +29,8 @@ JOIN files f ON f.id = d.file_id
 WHERE (:kind IS NULL OR d.kind = :kind OR (:kind = 'type' AND d.kind = 'class'))
   AND (:under IS NULL OR substr(f.path, 1, length(:under) + 1) = :under || '/')
 ORDER BY d.symbol = :wanted DESC, CASE f.role WHEN 'source' THEN 0 WHEN 'test' THEN 2 ELSE 1 END,
-         length(d.symbol), f.path, d.start_line, d.seq DESC
+         length(d.symbol), f.path, min(d.start_line) OVER (PARTITION BY d.file_id, d.symbol),
+         d.end_line - d.start_line DESC, d.start_line, d.seq DESC
 LIMIT :cap;
 
 -- name: definition_insert

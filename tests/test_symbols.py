@@ -760,3 +760,16 @@ def test_ruby_attribute_macros_name_their_accessors(tmp_path, codii_home):
              for d in service.find_symbol(cb, name)["definitions"]}
     assert found == {"Zone.zone_default": ("variable", 2), "Zone.other": ("variable", 2), "Zone.logger": ("variable", 3)}
     assert service.find_symbol(cb, "nope")["definitions"] == []  # a call in a method defines no accessor
+
+
+def test_a_function_s_body_comes_before_its_overload_stubs(tmp_path, codii_home):
+    """`symbol command` on click listed its four 4-line @t.overload stubs before its 80-line implementation:
+    of one file's definitions of one name, the longest comes first; other names keep their order."""
+    stub = "@t.overload\ndef command(name: {}) -> Command:\n    ...\n\n\n"
+    body = "def command(name=None, cls=None, **attrs):\n" + "".join(f"    x{i} = {i}\n" for i in range(12)) + "    return x0\n"
+    repo = write_tree(tmp_path / "c", {"decorators.py": "import typing as t\n\n\n" + stub.format("str") + stub.format("None")
+                                       + body + "\n\ndef group(name=None):\n    return command(name)\n"})
+    cb = service.open_codebase(repo)
+    service.build(cb, vectors=False)
+    found = [(d["start_line"], d["end_line"]) for d in service.find_symbol(cb, "command")["definitions"]]
+    assert found[0] == (14, 27) and sorted(found[1:]) == [(4, 6), (9, 11)], found
