@@ -251,12 +251,13 @@ def test_a_name_only_code_writes_that_the_codebase_does_not_hold_is_no_good_matc
             assert hits.no_good_match and (hits.results or mode == "bm25"), (query, mode, hits.best_cosine)
     for query in ("getUserName", "get_user_name", "GetUserName", "parse_header", "ParseHeader", "Session.send",
                   "resolve_redirects", "retry_with_backoff", "sess.resolve_redirects",  # a call on a variable
-                  # a bug report names what its fix adds, and its words find the code (an agent's `suppress
+                  # a bug report names another package's API its fix will use (an agent's `suppress
                   # http.ErrAbortHandler in recover` on gin was flagged, the fix's file 2nd)
                   "retry with backoff after io.ErrUnexpectedEOF"):
         hits = searcher.find(query, SearchOptions(limit=3))
         assert not hits.no_good_match, (query, hits.best_cosine)
-    for query in ("where is getUserAvatarUrl defined", "how does Session.frobnicate work"):  # a name's place asked
+    for query in ("where is getUserAvatarUrl defined", "how does Session.frobnicate work",
+                  "getUserAvatarUrl returns null", "fix crash in getUserAvatarUrl"):  # a name not here, asked about
         assert searcher.find(query, SearchOptions(limit=3)).no_good_match, query
 
 

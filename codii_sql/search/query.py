@@ -227,9 +227,10 @@ def query_shape(query: str) -> str:
     return "natural"
 
 
-#: Words a question about a name's place holds besides it (``where is getUserAvatarUrl defined``).
-_ABOUT_A_NAME = frozenset({"defined", "define", "definition", "declared", "declaration", "implemented",
-                           "implementation", "work", "works", "called", "class", "located", "lives"})
+#: A package's exported member (``http.ErrAbortHandler``, ``io.ErrUnexpectedEOF``, ``json.JSONDecoder``): an API a
+#: codebase may not use yet, so no sign that the question is about something not there (an agent's bug report on
+#: gin was flagged no_good_match with the fix's file 2nd). ``sess.frobnicate``, ``Session.frobnicate`` are not.
+_PACKAGE_MEMBER = re.compile(r"[a-z][a-z0-9]*\.[A-Z]\w*")
 
 
 def coined_match(text: str) -> tuple[str, list[str]] | None:
@@ -239,14 +240,11 @@ def coined_match(text: str) -> tuple[str, list[str]] | None:
     ``parse_header_links``), or, dotted, each of its parts (a small class's one chunk holds ``Session`` and
     its ``send``); and the last parts of the dotted ones, which a definition of that name holds too (a call on
     a variable: gin's ``ctx.Next`` is ``Context.Next``, whose receivers are named ``c``). None when ``text``
-    names none, or says more than its names: two words or more besides them that ask nothing of a name's place
-    (a bug report's ``suppress http.ErrAbortHandler in recover`` names what its fix adds; its words find the
-    code)."""
-    rest = _IDENTIFIER.sub(lambda m: " " if _CODE_SHAPE.search(m.group()) else m.group(), text)
-    if len(query_terms(rest, stop_words=STOP_WORDS | _ABOUT_A_NAME)) >= 2:
-        return None
+    names none but another package's API (:data:`_PACKAGE_MEMBER`: a bug report's ``suppress http.ErrAbortHandler
+    in recover`` names what its fix will use, and its words find the code)."""
     phrases, members = [], []
-    for name in (n.rstrip("!?") for n in _IDENTIFIER.findall(text) if _CODE_SHAPE.search(n)):
+    for name in (n.rstrip("!?") for n in _IDENTIFIER.findall(text)
+                 if _CODE_SHAPE.search(n) and not _PACKAGE_MEMBER.fullmatch(n)):
         parts = [p for p in re.split(r"\.|::|#", name) if p]
         phrases.append("{content symbol path} : (" + " AND ".join(f'"{p}"' for p in parts) + ")")
         members += parts[-1:] if len(parts) > 1 else []
