@@ -104,7 +104,8 @@ EXPECTED_AT_64 = {
     "sample.ex": [(1, "class", "MyApp.Repo"), (5, "method", "MyApp.Repo.get_user"), (10, "method", "MyApp.Repo.helper"),
                   (12, "method", "MyApp.Repo.my_macro"), (17, "class", "Size")],
     "sample.hs": [(1, "module", None), (5, "class", "Tree"), (8, "class", "Wrap"), (10, "type", "Name"),
-                  (12, "class", "Container"), (20, "function", "lookupKey"), (24, "function", "fact")],
+                  (12, "class", "Container"), (16, "class", "Container"), (20, "function", "lookupKey"),
+                  (24, "function", "fact")],  # the class and its instance apart
     "sample.scala": [(1, "class", "Service"), (9, "class", "Service"), (13, "class", "Greeter"), (17, "class", "Point"),
                      (19, "function", "topLevel")],
 }
@@ -123,6 +124,14 @@ def test_clauses_signatures_and_specs_are_one_definition_with_their_docs():
 
     erlang = flat(read("sample.erl"), "erlang")
     assert (7, 12, "function", "insert") in erlang  # its doc comment, -spec and both clauses
+    # a -spec a blank line above its clauses (38% of erlang-src's), and Elixir's clauses, are one definition too
+    spaced = flat("-spec rev(list()) -> list().\n\nrev([]) -> [];\nrev([H | T]) -> rev(T) ++ [H].\n", "erlang")
+    assert spaced == [(1, 4, "function", "rev")]
+    clauses = flat("defmodule M do\n  def fact(0), do: 1\n  def fact(n), do: n * fact(n - 1)\nend\n", "elixir")
+    assert (2, 3, "method", "M.fact") in clauses and len(clauses) == 2
+    nested = flat("(when (require 'vc-git nil t)\n  (defun vc-git-conflicted-files (dir)\n    dir))\n"
+                  "(define-key map \"x\" 'magit-x)\n", "elisp")
+    assert nested == [(2, 3, "function", "vc-git-conflicted-files")]  # a binding defines nothing
     haskell = flat(read("sample.hs"), "haskell")
     assert (20, 22, "function", "lookupKey") in haskell and (24, 26, "function", "fact") in haskell
     assert (13, 13, "method", "Container.empty") in haskell

@@ -263,13 +263,15 @@ GRAMMARS: dict[str, Grammar] = {
          "enum_definition": "class", "function_definition": "function", "function_declaration": "function"},
         prefixes=("comment", "block_comment")),
     "lua": Grammar({}, spans=classified.classified(classified.lua)),
-    "elisp": Grammar({}, spans=classified.classified(classified.elisp, descend=lambda node: False)),
+    "elisp": Grammar({}, spans=classified.classified(classified.elisp, descend=classified.elisp_scope)),
     "elixir": Grammar({}, prefixes=("comment", "unary_operator"),  # @doc, @spec, @impl: a def's own
-                      spans=classified.classified(classified.elixir, descend=classified.elixir_scope)),
+                      spans=classified.classified(classified.elixir, frozenset(),
+                                                  descend=classified.elixir_scope)),
     "erlang": Grammar({}, separator=":", prefixes=("comment", "spec"),
-                      spans=classified.classified(classified.erlang, merge_clauses=True, descend=lambda node: False)),
+                      spans=classified.classified(classified.erlang, frozenset({"spec"}),
+                                                  descend=lambda node: False)),
     "haskell": Grammar({}, prefixes=("comment", "haddock"),
-                       spans=classified.classified(classified.haskell, merge_clauses=True,
+                       spans=classified.classified(classified.haskell, frozenset({"signature"}),
                                                    descend=lambda node: node.type in classified.HASKELL_SCOPES)),
 }
 
