@@ -73,7 +73,7 @@ def matching_lines(pattern: GrepPattern, text: str | bytes, timeout: float = FIL
         FileTimeout: matching took more than ``timeout`` seconds.
     """
     deadline = deadline_for(pattern, timeout)
-    forbid = _forbidden(text)
+    forbid = forbidden(text)
     compiled = pattern.ascii_regex if isinstance(text, bytes) else pattern.regex_for(text)
     try:
         if first_only and pattern.line_bound:
@@ -93,7 +93,7 @@ def count_lines(pattern: GrepPattern, text: str | bytes, timeout: float = FILE_T
     line objects for a count). ``text`` and errors as for :func:`matching_lines`."""
     if not text:
         return 0
-    if _forbidden(text):  # a match through a byte rg matches nothing against is none: the lines' spans tell
+    if forbidden(text):  # a match through a byte rg matches nothing against is none: the lines' spans tell
         return len(matching_lines(pattern, text, timeout))
     deadline = deadline_for(pattern, timeout)
     try:
@@ -138,7 +138,7 @@ def matches_bytes(pattern: GrepPattern, data: bytes) -> bool:
     return pattern.ascii_regex is not None and data.isascii() and b"\r" not in data
 
 
-def _forbidden(text: str | bytes) -> re.Pattern | None:
+def forbidden(text: str | bytes) -> re.Pattern | None:
     """The characters of ``text`` no match may hold, as a class, None when it holds none: a byte that is not
     UTF-8 (:func:`~codii_sql.text.decode_kept`'s lone surrogates), which rg matches nothing against. A line
     whose match runs into one is matched again as rg would (:func:`_refound`)."""
@@ -287,7 +287,7 @@ def _first_per_line(compiled: regex.Pattern, text: str | bytes, newline: str | b
 def _line(number: int, line: str | bytes, spans: list[tuple[int, int]], ascii_text: bool,
           forbid: re.Pattern | None = None, compiled: regex.Pattern | None = None) -> GrepLine | None:
     """A matched line from spans given as character offsets into it (byte offsets once converted); when a
-    span holds a character of ``forbid`` (:func:`_forbidden`), the line's spans found again by
+    span holds a character of ``forbid`` (:func:`forbidden`), the line's spans found again by
     :func:`_refound` with ``compiled``, None when none is left."""
     if isinstance(line, bytes):
         return GrepLine(number, line.decode("ascii"), spans, False)

@@ -11,7 +11,11 @@ of each match's last line. Only a pattern that can match a line break is matched
 
 from __future__ import annotations
 
-from .grep import FILE_TIMEOUT_SECONDS, FileTimeout, deadline_for, time_left
+from collections.abc import Iterator
+
+import regex
+
+from .grep import FILE_TIMEOUT_SECONDS, FileTimeout, deadline_for, forbidden, time_left
 from .grep_lines import GrepLine, as_text
 from .pattern import GrepPattern
 
@@ -83,8 +87,7 @@ def _blocks(pattern: GrepPattern, text: str, timeout: float) -> list[list]:
     blocks: list[list] = []
     last = -1
     try:
-        for m in compiled.finditer(text, concurrent=True, timeout=time_left(deadline)):
-            a, b = m.span()
+        for a, b in _matches(compiled, text, deadline):
             if a == b == last:  # an empty match where the last one ended: Rust's regex (rg's) has none there
                 continue
             last = b
@@ -99,6 +102,32 @@ def _blocks(pattern: GrepPattern, text: str, timeout: float) -> list[list]:
     except TimeoutError:
         raise FileTimeout() from None
     return blocks
+
+
+def _matches(compiled: regex.Pattern, text: str, deadline: float | None) -> Iterator[tuple[int, int]]:
+    """``compiled``'s matches in ``text`` as rg finds them: where the text holds bytes that are not UTF-8 (lone
+    surrogates, :func:`~.grep.forbidden`), which rg matches nothing against, a match running into one is the
+    match from its start that ends before it, else the search goes on from its next character (``-U '[^x]+'``
+    printed such a byte as U+FFFD)."""
+    forbid = forbidden(text)
+    if forbid is None:
+        for m in compiled.finditer(text, concurrent=True, timeout=time_left(deadline)):
+            yield m.span()
+        return
+    pos = 0
+    while pos <= len(text):
+        m = compiled.search(text, pos, concurrent=True, timeout=time_left(deadline))
+        if m is None:
+            return
+        a, b = m.span()
+        if bad := forbid.search(text, a, b):
+            m = compiled.match(text, a, bad.start(), concurrent=True, timeout=time_left(deadline))
+            if m is None:
+                pos = a + 1
+                continue
+            a, b = m.span()
+        yield a, b
+        pos = b if b > a else b + 1
 
 
 def _lines_around(text: str, a: int, b: int) -> tuple[int, int]:
