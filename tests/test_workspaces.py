@@ -562,3 +562,18 @@ def test_the_best_matching_member_outranked_is_not_said_to_match_less():
     notes = {n.codebase: n.what for n in _outranked_notes(Fanned(answers, None), members, SearchOptions(limit=1))}
     assert "match the query less" not in notes[best.name] and "rank below" in notes[best.name], notes
     assert "match the query less (0.19 against 0.22)" in notes[weaker.name], notes
+
+
+def test_a_member_without_vectors_does_not_silence_the_workspace_s_no_match(two, tmp_path, codii_home):
+    """A new user's workspace of four members with vectors and redis built --no-vectors flagged none of 10 unrelated
+    questions (8 of 10 without redis): a member that cannot judge by cosine agrees when no chunk of it holds every
+    word of the question; one that holds them still keeps the flag off."""
+    http, shop = two
+    plain = write_tree(tmp_path / "plain", {"notes.py": "def tally_orders(rows):\n    return sum(r.total for r in rows)\n",
+                                            "cup.py": "# who won the world cup final in 1998\nWINNER = 'fr'\n"})
+    assert run("build", plain, "--no-vectors").exit_code == 0
+    roots = [http, shop, plain.resolve()]
+    nonsense = ask("chocolate cake recipe for orders of vanilla frosting", SearchOptions(limit=3), roots)  # a word it holds
+    assert nonsense.no_good_match, [(m.codebase, m.status) for m in nonsense.members]
+    held = ask("who won the world cup final in 1998", SearchOptions(limit=3), roots)  # the BM25 member holds it
+    assert not held.no_good_match, held.notes

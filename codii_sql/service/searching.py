@@ -243,7 +243,11 @@ def _many(targets: Targets, prepared: dict, query: str, opts: SearchOptions) -> 
         notes.append(Note("models", "the members' vectors come from different embedding models, so their results "
                                     "are merged by rank, not by similarity"))
     searched = [a.hits for a in answers]
-    nothing = bool(searched) and all(h.no_good_match for h in searched)
+    # A member without vectors cannot say "nothing close" itself; it agrees when no chunk of it holds every word and
+    # none is named (lexical_evidence False): one built --no-vectors silenced the signal for a whole workspace
+    # (a new user's "who won the 1998 world cup final", cosine 0.20 in the others).
+    nothing = any(h.no_good_match for h in searched) and all(
+        h.no_good_match or h.lexical_evidence is False for h in searched)
     cosines = [h.best_cosine for h in searched if h.best_cosine is not None]
     best = max(cosines) if cosines else None
     results = fanned.merged.results
