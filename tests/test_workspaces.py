@@ -577,3 +577,21 @@ def test_a_member_without_vectors_does_not_silence_the_workspace_s_no_match(two,
     assert nonsense.no_good_match, [(m.codebase, m.status) for m in nonsense.members]
     held = ask("who won the world cup final in 1998", SearchOptions(limit=3), roots)  # the BM25 member holds it
     assert not held.no_good_match, held.notes
+
+
+def test_a_budget_too_small_for_a_workspace_s_rows_is_refused_with_the_least_that_holds_it(tmp_path, codii_home):
+    """A new user's five-member workspace at max_tokens 400 answered 476-502 tokens on 10 of 10 queries: the
+    members' rows and notes took the budget before a result. It is refused, naming a budget that holds it, and
+    that budget is kept."""
+    roots = []
+    for i in range(6):
+        root = write_tree(tmp_path / f"a_rather_long_folder_name_for_member_number_{i}_of_this_workspace",
+                          {f"m{i}.py": f"def handle_request_{i}(req):\n    return req.body\n"})
+        assert run("build", root, "--no-vectors").exit_code == 0
+        roots.append(root.resolve())
+    with pytest.raises(UsageError) as refused:
+        ask("handle the request body", SearchOptions(limit=10, max_tokens=400), roots)
+    least = int(refused.value.hint.rsplit(" ", 1)[-1])
+    assert refused.value.field == "max_tokens" and "6 codebases" in refused.value.what and least > 400
+    answer = ask("handle the request body", SearchOptions(limit=10, max_tokens=least), roots)
+    assert answer.results and answer.budget.used_tokens <= least, answer.budget

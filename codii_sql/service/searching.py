@@ -163,6 +163,11 @@ def _ask(targets: Targets, prepared: dict, query: str, opts: SearchOptions) -> A
                 break
             answer.notes = shorten(answer.notes)
             reserved = envelope_tokens(answer.to_dict(hint_text))
+        if reserved + first > opts.max_tokens:  # many members' rows: refused, not answered past the budget
+            need = -(-(reserved + first) // 100) * 100
+            raise UsageError(f"{opts.max_tokens} tokens cannot hold this answer: its {len(answer.members)} codebases' "
+                             f"rows and notes take about {reserved} before a result", f"ask with at least {need}",
+                             field="max_tokens")
         answer.results, answer.budget = fit(answer.results, analysis.terms if analysis else [], opts.max_tokens,
                                             places(analysis.text, analysis.shape) if analysis else (), reserved,
                                             GrepPattern([opts.grep]).regex if opts.grep else None)
