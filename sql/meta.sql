@@ -27,6 +27,12 @@ SELECT EXISTS (SELECT 1 FROM chunks_vec);
 -- 1 when any file is indexed (cheap: stops at the first row; counts reads them all).
 SELECT EXISTS (SELECT 1 FROM files);
 
+-- name: first_rows
+-- The first row of the tables every search reads (files, chunks, the text index): an index file served
+-- alone whose pages are cut short or foreign fails here (service/shard_folder.py, /healthz).
+SELECT (SELECT count(*) FROM (SELECT 1 FROM files LIMIT 1)) + (SELECT count(*) FROM (SELECT 1 FROM chunks LIMIT 1))
+     + (SELECT count(*) FROM (SELECT 1 FROM chunks_fts LIMIT 1));
+
 -- name: has_files_under
 -- 1 when any file under the folder :under (relative, no trailing '/') is indexed.
 SELECT EXISTS (SELECT 1 FROM files WHERE substr(path, 1, length(:under) + 1) = :under || '/');

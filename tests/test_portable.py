@@ -515,11 +515,14 @@ def test_a_served_shard_cut_in_place_fails_alone_until_it_is_whole_again(tmp_pat
             cut = httpx.get(f"{url}/{endpoint}", params={"q": "alpha_handler", "name": "alpha_handler",
                                                           "codebase": "svc"}, timeout=60)
             assert cut.status_code in (400, 404, 503), (endpoint, cut.status_code, cut.text[:300])
-        assert httpx.get(f"{url}/healthz", timeout=60).status_code == 200  # the server lives
+        health = httpx.get(f"{url}/healthz", timeout=60)  # the server lives, and says what /search says
+        assert health.status_code == 200 and health.json()["status"] == "degraded", health.text
+        assert list(health.json()["shards"]["failed"]) == ["svc.db"], health.text  # it said "ok" (a new user)
         with open(shards / "svc.db", "r+b") as fh:  # the copy finishes
             fh.write(whole)
         found, got = members("alpha_handler")
         assert found["svc.db"]["status"] == "searched" and got["results"][0]["symbol"] == "alpha_handler", found
+        assert httpx.get(f"{url}/healthz", timeout=60).json()["status"] == "ok"
     finally:
         servers.stop(proc)
 

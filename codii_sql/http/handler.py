@@ -100,9 +100,10 @@ class SearchHandler:
 
     def health(self) -> dict:
         """``{"status": "ok" | "degraded", "workspaces": [{"name", "codebases", "indexed", ["left_out": {status:
-        count}]}], ["shards": {"name", "folder", "files": [names]}], "started_at"}``: a member that is failed
-        (its index cannot be read), missing or not indexed is left out of every search, and the status is
-        ``degraded`` (it said "ok" of a workspace whose one index was cut short, while /search answered 503)."""
+        count}]}], ["shards": {"name", "folder", "files": [names], ["failed": {name: why}]}], "started_at"}``: a
+        member that is failed (its index cannot be read), missing or not indexed is left out of every search, and
+        so is a shard file that cannot be read; the status is then ``degraded`` (it said "ok" of a workspace whose
+        one index was cut short while /search answered 503, and of 3 of 7 shards failing every search)."""
         rows = []
         for name in self.workspaces:
             ws = service.get_workspace(name)
@@ -111,11 +112,13 @@ class SearchHandler:
             searchable = sum(states.values()) - sum(left_out.values())
             rows.append({"name": name, "codebases": len(ws.paths), "indexed": searchable,
                          **({"left_out": left_out} if left_out else {})})
-        out = {"status": "degraded" if any("left_out" in r for r in rows) else "ok", "workspaces": rows,
+        unreadable = self.shards.unreadable() if self.shards is not None else {}
+        out = {"status": "degraded" if unreadable or any("left_out" in r for r in rows) else "ok", "workspaces": rows,
                "started_at": service.iso(self.started)}
         if self.shards is not None:
             out["shards"] = {"name": self.shards.name, "folder": str(self.shards.folder),
-                             "files": [p.name for p in self.shards.files()]}
+                             "files": [p.name for p in self.shards.files()],
+                             **({"failed": unreadable} if unreadable else {})}
         return out
 
     def request_of(self, params: Mapping[str, Sequence[str]]) -> service.SearchRequest:

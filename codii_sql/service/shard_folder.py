@@ -12,7 +12,8 @@ import os
 from pathlib import Path
 
 from ..codebase import Codebase
-from ..errors import UsageError
+from ..errors import CodiiError, UsageError
+from ..storage.store import Store
 from .indexes import OpenIndexes
 from .portable import FileShard
 
@@ -31,12 +32,30 @@ class ShardFolder:
             raise UsageError(f"{self.folder} is not a folder of index files",
                              "pass the folder that holds the .db files to serve")
         self.name = self.folder.name
+        self._verdicts: dict[tuple[str, int, int], str | None] = {}  # (name, size, mtime_ns) -> why unreadable
 
     def files(self) -> list[Path]:
         """The shard files now, by name."""
         with os.scandir(self.folder) as entries:
             return sorted(Path(e.path) for e in entries
                           if e.name.endswith(".db") and not e.name.startswith(".") and e.is_file())
+
+    def unreadable(self) -> dict[str, str]:
+        """The shard files now in the folder that cannot be read as an index, by name, each with why (one line):
+        not SQLite, cut short, of another program. Each file is opened once per size and mtime (a server's
+        /healthz said "ok" while 3 of its 7 shards failed every search)."""
+        out = {}
+        for path in self.files():
+            try:
+                st = path.stat()
+            except OSError:
+                continue  # gone since the listing
+            key = (path.name, st.st_size, st.st_mtime_ns)
+            if key not in self._verdicts:
+                self._verdicts[key] = _unreadable(path)
+            if self._verdicts[key] is not None:
+                out[path.name] = self._verdicts[key]
+        return out
 
     def shards(self, indexes: OpenIndexes | None = None) -> list[FileShard]:
         """A shard per file now in the folder (over ``indexes``, a long-lived face's open ones)."""
@@ -52,3 +71,15 @@ class ShardFolder:
             if name in (path.name, path.stem, str(path)):
                 return FileShard(Codebase.index_alone(path, path.stem), indexes=indexes)
         raise UsageError(f"no shard {name!r} in {self.folder}", "GET /healthz lists the shards served")
+
+
+def _unreadable(path: Path) -> str | None:
+    """Why ``path`` cannot be read as an index (its snapshot, and a page of each table a search reads), or None."""
+    try:
+        with Store(path, create=False, readonly=True) as store:
+            if store.meta().get("schema_version") is None:
+                return "not an index of codii-sql (it has no schema version)"
+            store.value("first_rows")
+    except CodiiError as err:
+        return err.what.split("\n", 1)[0]
+    return None
