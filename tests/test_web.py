@@ -107,11 +107,16 @@ def test_search_open_a_result_at_its_line_and_follow_a_name_to_its_definition(si
     on_disk = (site["py"] / path).read_text().split("\n") if (site["py"] / path).exists() else None
     shown = row.find_element(By.CSS_SELECTOR, "code").text
     assert on_disk is None or shown == on_disk[line - 1].rstrip()
+    d.get(url + "/")
+    assert d.switch_to.active_element.get_attribute("id") == "q"  # the search page's box takes them
     d.get(url + "/file/pyclient/client/retry.py")
+    assert d.switch_to.active_element.get_attribute("id") != "q"
     name = next(a for a in d.find_elements(By.CSS_SELECTOR, "a.name") if a.text == "parse_retry_after")
     name.click()
     WebDriverWait(d, 30).until(ec.presence_of_element_located((By.CSS_SELECTOR, "ol.names")))
     assert "/symbol?" in d.current_url and "client/headers.py" in d.page_source
+    # the keys move on a name's page: the search box took them (a new user's j was typed into it, Enter searched)
+    assert d.switch_to.active_element.get_attribute("id") != "q"
     d.find_element(By.CSS_SELECTOR, "ol.names a.open").click()
     line = int(d.current_url.rsplit("#L", 1)[1])
     assert "def parse_retry_after" in d.find_element(By.ID, f"L{line}").text
