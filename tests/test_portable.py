@@ -550,3 +550,18 @@ def test_both_servers_read_files_alone_unmapped_from_their_start(tmp_path, codii
         with pytest.raises(UsageError):
             serve_http([], "127.0.0.1", busy.getsockname()[1], None, None, str(tmp_path / "shards"))
     assert store_module._MAP_ALONE["on"] is False
+
+
+def test_doctor_of_an_altered_export_says_to_export_it_again_not_to_build_a_folder_not_here(tmp_path, codii_home):
+    """A new user's doctor --check-only of an export whose text was altered said "run doctor without --check-only
+    to repair" (which then refused: an index alone is only read), and of a damaged one "`codii-sql build
+    rich-13.7.1 --db ...` makes a new one", a folder that is not there."""
+    import apsw
+
+    shard = exported_shard(tmp_path)
+    conn = apsw.Connection(str(shard))
+    conn.execute("UPDATE chunks SET content = replace(content, 'def ', 'fed ') WHERE content LIKE '%def %'")
+    conn.close()
+    res = run("doctor", "--check-only", "--db", shard)
+    last = res.output.strip().splitlines()[-1]
+    assert res.exit_code == 1 and "export it again" in last and "without --check-only" not in last, res.output

@@ -68,8 +68,11 @@ def clear(path, all_, yes, db, as_json):
 
 def _replace_damaged(codebase: Codebase, db) -> str:
     """How to replace a damaged index: build --force replaces files of $CODII_SQL_HOME/indexes
-    only (service.build); another --db file may not be ours, so it is deleted by hand."""
+    only (service.build); another --db file may not be ours, so it is deleted by hand; an index alone (an
+    export) is exported again from its source."""
     at = f" --db {codebase.db_path}" if db is not None else ""
+    if codebase.alone:  # an export: no source here to build from (a new user was told to build a folder not here)
+        return f"build its codebase where the source is, and export it again to {codebase.db_path}"
     if in_indexes_dir(codebase.db_path):
         return f"`codii-sql build {codebase.root}{at} --force` replaces the index"
     return f"delete {codebase.db_path} by hand, then `codii-sql build {codebase.root}{at}` makes a new one"
@@ -98,6 +101,7 @@ def doctor(path, check_only, db, as_json):
         echo("consistent" if out["consistent"] else
                    f"damaged: SQLite pages are broken; {_replace_damaged(codebase, db)}"
                    if out["damaged"] else
+                   f"inconsistent: an index alone is only read; {_replace_damaged(codebase, db)}" if codebase.alone else
                    "inconsistent (run doctor without --check-only to repair)" if check_only else
                    "was inconsistent (repaired)")
     embedder_down = bool(out.get("embedder")) and not out["embedder"]["answers"]
