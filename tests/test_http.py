@@ -262,6 +262,7 @@ def test_the_pages_grep_applies_the_forms_filters_and_says_how_many_it_shows(tea
     monkeypatch.setattr(pages, "GREP_LINES", 1)
     cut = client.get("/", params={"q": "retry|backoff", "mode": "grep", "codebase": "http"})
     assert "; the first 1 shown" in cut.text
+    assert re.search(r"at least \d+ matching lines? in at least \d+ files?", cut.text)  # counts of what was read
 
 
 def test_a_bad_name_on_the_symbol_pages_is_a_bad_request_and_an_unknown_codebase_is_not_found(team):
