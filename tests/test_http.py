@@ -259,6 +259,10 @@ def test_the_pages_grep_applies_the_forms_filters_and_says_how_many_it_shows(tea
     assert files(ext=".md") == files(language="markdown") == files(role="docs") == {"docs/guide.md"}
     assert files(ext="py") == {p for p in everything if p.endswith(".py")}
     assert client.get("/", params={"q": "x", "mode": "grep", "codebase": "http", "role": "nonsense"}).status_code == 400
+    # the search modes read the one ext box as grep mode does: several, by commas (`.py,.js` matched no file)
+    searched = client.get("/", params={"q": "retry with backoff", "codebase": "http", "ext": ".py, .md"})
+    paths = set(re.findall(r'href="/file/http/([^"?#]+)', searched.text))
+    assert searched.status_code == 200 and paths and all(p.endswith((".py", ".md")) for p in paths), searched.text[-500:]
     monkeypatch.setattr(pages, "GREP_LINES", 1)
     cut = client.get("/", params={"q": "retry|backoff", "mode": "grep", "codebase": "http"})
     assert "; the first 1 shown" in cut.text

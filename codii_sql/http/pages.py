@@ -106,7 +106,9 @@ class Pages:
         elif params.get("q"):
             started = time.perf_counter()
             try:
-                answer = self.handler.search(self.handler.request_of(params))
+                # the form's one ext box takes several, as grep mode reads it (`.py,.js` matched no file)
+                asked = {**params, "ext": [e.strip() for v in params.get("ext", []) for e in v.split(",") if e.strip()]}
+                answer = self.handler.search(self.handler.request_of(asked))
                 context.update(answer=answer, groups=self._groups(answer), note=answer.note(words),
                                ms=round((time.perf_counter() - started) * 1000))
             except CodiiError as err:
