@@ -257,10 +257,12 @@ def test_the_pages_grep_applies_the_forms_filters_and_says_how_many_it_shows(tea
     everything = files()
     assert {"app/http.py", "docs/guide.md"} <= everything
     assert files(ext=".md") == files(language="markdown") == files(role="docs") == {"docs/guide.md"}
+    assert files(role="Docs") == {"docs/guide.md"}  # as language=Python is taken (role=Source was a 400)
     assert files(ext="py") == {p for p in everything if p.endswith(".py")}
     assert client.get("/", params={"q": "x", "mode": "grep", "codebase": "http", "role": "nonsense"}).status_code == 400
     # the search modes read the one ext box as grep mode does: several, by commas (`.py,.js` matched no file)
-    searched = client.get("/", params={"q": "retry with backoff", "codebase": "http", "ext": ".py, .md"})
+    searched = client.get("/", params={"q": "retry with backoff", "codebase": "http", "ext": ".py, .md",
+                                       "role": "Source"})
     paths = set(re.findall(r'href="/file/http/([^"?#]+)', searched.text))
     assert searched.status_code == 200 and paths and all(p.endswith((".py", ".md")) for p in paths), searched.text[-500:]
     monkeypatch.setattr(pages, "GREP_LINES", 1)

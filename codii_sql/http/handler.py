@@ -152,7 +152,8 @@ class SearchHandler:
             raise UsageError(f"rerank {rerank!r} is not true or false")
         opts = service.SearchOptions(limit=_number(one.get("limit", "10"), "limit", 1, service.MAX_LIMIT), mode=mode,
                                      exts=[e for e in params.get("ext", []) if e.strip()], glob=one.get("glob"),
-                                     language=one.get("language"), role=one.get("role"), grep=one.get("grep"),
+                                     language=one.get("language"), role=(one.get("role") or "").lower() or None,
+                                     grep=one.get("grep"),
                                      group_by_file=group_by == "file",
                                      rerank=rerank in ("true", "1"),
                                      max_tokens=_number(one["max_tokens"], "max_tokens", service.MIN_TOKENS,
@@ -197,7 +198,7 @@ class SearchHandler:
         return service.GrepRequest([one["q"]], fixed=flag["literal"], ignore_case=flag["ignore_case"],
                                    word=flag["word"], paths=[where], globs=list(params.get("glob", [])),
                                    multiline=flag["multiline"], multiline_dotall=flag["multiline"],
-                                   types=list(params.get("type", [])), roles=list(params.get("role", [])),
+                                   types=list(params.get("type", [])), roles=[r.lower() for r in params.get("role", [])],
                                    before=context, after=context, max_columns=service.SHOWN_LINE_CHARS,
                                    sort=one.get("sort", "path"),
                                    limit=_number(one.get("limit", str(GREP_LIMIT)), "limit", 1, MAX_GREP_LIMIT),
