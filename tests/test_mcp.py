@@ -669,6 +669,11 @@ def test_an_agent_greps_exact_lines_and_gets_a_bad_pattern_as_one_line(codii_hom
             # One glob as a string, as search_code takes it (an agent's first try was refused as no list).
             one = await call(s, "grep_code", path=str(sample_repo), pattern="def ", pathGlob="*/parse.py")
             assert {f["path"] for f in one["files"]} == {"app/parse.py"}
+            # and search_code takes grep_code's list of one (an agent's reused argument was refused)
+            listed = await call(s, "search_code", path=str(sample_repo), query="parse", mode="bm25", pathGlob=["*/parse.py"])
+            assert listed["results"] and {r["path"] for r in listed["results"]} == {"app/parse.py"}
+            two = await refused(s, "search_code", path=str(sample_repo), query="parse", pathGlob=["a/*", "b/*"])
+            assert "pathGlob" in two and "\n" not in two, two
             # A file as the path greps it, as the CLI's PATH does (an agent was told to pass its folder)
             in_file = await call(s, "grep_code", path=str(sample_repo / "app" / "parse.py"), pattern="def ")
             assert {f["path"] for f in in_file["files"]} == {"app/parse.py"} and in_file["matched_lines"] >= 1

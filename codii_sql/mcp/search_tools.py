@@ -53,8 +53,10 @@ def search_code(
     limit: Annotated[int, Field(ge=1, le=MAX_SEARCH_LIMIT, description="Number of results.")] = 10,
     extensionFilter: Annotated[list[str], Field(  # noqa: N803
         max_length=50, description="Keep only files with these extensions, e.g. ['.ts', '.tsx']; [] = all.")] = [],
-    pathGlob: Annotated[str | None, Field(  # noqa: N803
-        max_length=1000, description="Glob over the relative path, e.g. 'src/*' or '*_test.go'; * also matches /.")] = None,
+    pathGlob: Annotated[Annotated[str, Field(max_length=1000)]  # noqa: N803
+                        | Annotated[list[Annotated[str, Field(max_length=1000)]], Field(max_length=1)] | None, Field(
+        description="Glob over the relative path, e.g. 'src/*' or '*_test.go' (one; a list of one is taken, as "
+                    "grep_code's); * also matches /.")] = None,
     mode: Annotated[Literal["hybrid", "bm25", "vector"], Field(description="Retrieval mode.")] = "hybrid",
     rerank: Annotated[bool, Field(description="Re-score the top 30 fused results with the cross-encoder of "
                                               "$CODII_SQL_RERANK_MODEL, when the server has one.")] = False,
@@ -71,6 +73,8 @@ def search_code(
                                                                    "finds them.")] = None,
     max_tokens: SearchTokensArg = None,
 ) -> CallToolResult:
+    if isinstance(pathGlob, list):  # an agent passes grep_code's form (a list was refused: "should be a valid string")
+        pathGlob = pathGlob[0] if pathGlob else None
     opts = SearchOptions(limit=limit, mode=mode, exts=list(extensionFilter), glob=pathGlob or None, rerank=rerank,
                          language=language or None, role=role, group_by_file=group_by == "file", grep=grep or None,
                          max_tokens=max_tokens or DEFAULT_MAX_TOKENS)
