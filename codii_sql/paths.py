@@ -37,6 +37,12 @@ def logs_dir() -> Path:
     return home() / "logs"
 
 
+def checks_dir() -> Path:
+    """``$CODII_SQL_HOME/checked``: the stamps of clean checks of index files read only (exports, shards),
+    beside which nothing is written."""
+    return home() / "checked"
+
+
 def cache_path() -> Path:
     """The embedding cache shared by every codebase: ``$CODII_SQL_HOME/cache/embeddings.db``."""
     return home() / "cache" / "embeddings.db"

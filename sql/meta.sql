@@ -68,3 +68,13 @@ BEGIN;
 DELETE FROM meta WHERE key IN (SELECT value FROM json_each(:drop));
 INSERT OR REPLACE INTO meta(key, value) SELECT key, value FROM json_each(:meta);
 COMMIT;
+
+-- name: content_digest_rows
+-- What an export's answers are made of, in a fixed order (storage/health.py content_digest): the
+-- files, their chunks, their definitions and their stored texts. A page whose bytes changed inside a
+-- row (text altered, a disk's bit flip) keeps SQLite's page checks happy, and was served as true.
+SELECT id, path, hash, language, role FROM files ORDER BY id;
+SELECT id, file_id, path, start_line, end_line, kind, symbol, content FROM chunks ORDER BY id;
+SELECT file_id, seq, nested, name, symbol, kind, start_line, end_line, signature FROM definitions
+ORDER BY file_id, seq;
+SELECT file_id, text FROM file_texts ORDER BY file_id;

@@ -565,3 +565,54 @@ def test_doctor_of_an_altered_export_says_to_export_it_again_not_to_build_a_fold
     res = run("doctor", "--check-only", "--db", shard)
     last = res.output.strip().splitlines()[-1]
     assert res.exit_code == 1 and "export it again" in last and "without --check-only" not in last, res.output
+
+
+def test_an_export_altered_in_place_is_refused_by_a_fresh_process_and_its_server_says_degraded(tmp_path, codii_home):
+    """A new user's export whose text bytes were replaced in place (same size, its mtime put back: SQLite's page
+    checks pass) reported "indexed" and served the altered text as the export's. An export carries the digest of
+    its rows, checked with its pages once per change of the file (remembered in the home, as nothing is written
+    beside a file read only)."""
+    import httpx
+    from support import servers
+
+    shard = exported_shard(tmp_path)
+    assert list((codii_home / "checked").glob("*.json")), "the export vouches for the file it wrote"
+    altered = tmp_path / "shards" / "altered.db"
+    altered.parent.mkdir()
+    shutil.copy2(shard, altered)
+    shutil.copy2(shard, tmp_path / "shards" / "intact.db")
+    data = bytearray(altered.read_bytes())
+    at = data.find(b"def parse_header")
+    assert at > 0
+    data[at:at + 16] = b"def PWNED_header"
+    before = altered.stat()
+    altered.write_bytes(data)
+    os.utime(altered, ns=(before.st_atime_ns, before.st_mtime_ns))
+
+    env = {**os.environ, "CODII_SQL_HOME": str(codii_home)}
+
+    def cli(*args):
+        return subprocess.run([sys.executable, "-m", "codii_sql.cli", *map(str, args)], env=env,
+                              capture_output=True, text=True, timeout=120)
+
+    intact = cli("search", "parse_header", "--db", tmp_path / "shards" / "intact.db", "--mode", "bm25", "--json")
+    assert intact.returncode == 0 and "def parse_header" in intact.stdout, intact.stderr
+    refused = cli("search", "parse_header", "--db", altered, "--mode", "bm25")
+    assert refused.returncode != 0 and "PWNED" not in refused.stdout, refused.stdout
+    assert "altered or damaged" in refused.stderr and "export it again" in refused.stderr, refused.stderr
+    assert "Traceback" not in refused.stderr
+    status = cli("status", "--db", altered, "--json")
+    assert json.loads(status.stdout)["status"] == "damaged", status.stdout
+
+    port = servers.free_port()
+    proc = servers.start(["--shards", str(tmp_path / "shards")], port)
+    try:
+        got = httpx.get(f"http://127.0.0.1:{port}/search", params={"q": "parse_header", "mode": "bm25"},
+                        timeout=60).json()
+        states = {os.path.basename(m["codebase"]): m["status"] for m in got["codebases"]}
+        assert states == {"altered.db": "failed", "intact.db": "searched"}, got
+        assert all("PWNED" not in r["content"] for r in got["results"]) and got["results"], got
+        health = httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=60).json()
+        assert health["status"] == "degraded" and list(health["shards"]["failed"]) == ["altered.db"], health
+    finally:
+        servers.stop(proc)

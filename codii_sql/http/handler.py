@@ -112,7 +112,7 @@ class SearchHandler:
             searchable = sum(states.values()) - sum(left_out.values())
             rows.append({"name": name, "codebases": len(ws.paths), "indexed": searchable,
                          **({"left_out": left_out} if left_out else {})})
-        unreadable = self.shards.unreadable() if self.shards is not None else {}
+        unreadable = self.shards.unreadable(self.indexes) if self.shards is not None else {}
         out = {"status": "degraded" if unreadable or any("left_out" in r for r in rows) else "ok", "workspaces": rows,
                "started_at": service.iso(self.started)}
         if self.shards is not None:

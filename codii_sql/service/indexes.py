@@ -15,18 +15,17 @@ from ..search.searcher import Searcher
 from . import boundary
 from .embedders import embedder_for_search
 from ..errors import CodiiError, DamagedIndexError
-from ..storage import health
-from .status import damaged_index, naming, not_indexed, open_store, refuse_damaged, scan_rules
+from .status import naming, not_indexed, open_store, refuse_damaged, scan_rules
 
 
-def open_searcher(codebase: Codebase, *, check: bool = False) -> Searcher:
+def open_searcher(codebase: Codebase) -> Searcher:
     """A :class:`Searcher` over the existing index; the caller closes ``searcher.store``. An index
-    alone is searched without its source: its results' ``stale`` is None (``check``: run quick_check
-    on an index alone too, which nothing remembers clean).
+    alone is searched without its source: its results' ``stale`` is None.
 
     Raises:
         NotIndexedError: no index file yet.
-        DamagedIndexError: quick_check finds broken pages.
+        DamagedIndexError: quick_check finds broken pages, or an export's rows differ from its digest
+            (each checked once per change of the file, see :func:`codii_sql.storage.health.damage`).
         IndexMismatchError: built by another model (older chunking rules are fine: the next build re-chunks).
     """
     if not codebase.db_path.is_file():
@@ -34,8 +33,6 @@ def open_searcher(codebase: Codebase, *, check: bool = False) -> Searcher:
     store = open_store(codebase)
     try:
         refuse_damaged(codebase, store)
-        if check and codebase.alone and (problem := health.damage(store)):
-            raise damaged_index(codebase.root, problem, codebase.db_path)
         embedder = embedder_for_search(store.meta())
         # Chunks of older chunking rules are still valid search results; the next build re-chunks.
         check_compatible(store, {k: v for k, v in index_settings(embedder).items() if k != "chunker_version"})
@@ -114,7 +111,6 @@ class OpenIndexes:
         with self._lock:
             entry = self._open.get(key)
             identity = _identity(cb)
-            rewritten = entry is not None and entry.identity[:2] == identity[:2] != entry.identity
             if entry is not None and entry.identity != identity:
                 retired.append(self._open.pop(key))
                 entry = None
@@ -123,11 +119,11 @@ class OpenIndexes:
                 raise failed[1]  # as broken as when it was checked: not read whole again
             self._uses += 1
             if entry is None:
-                # A shard rewritten in place has its pages checked before it is searched again (half-copied, it
+                # A shard new or rewritten in place has its pages checked before it is searched (half-copied, it
                 # answered "searched, no results" from the pages it could still read); a server reads it
                 # unmapped (storage.store.serve_unmapped), so such a read is an error, not SIGBUS.
                 try:
-                    searcher = open_searcher(cb, check=rewritten or failed is not None)
+                    searcher = open_searcher(cb)
                 except DamagedIndexError as err:
                     self._damaged[key] = (identity, err)
                     raise
@@ -138,6 +134,15 @@ class OpenIndexes:
         for old in retired:  # outside the shared lock: waiting for a search on it holds up no other
             _close(old)
         return entry
+
+    def damaged(self, cb: Codebase) -> str | None:
+        """Why opening ``cb``'s file found it damaged (the error's sentence), while the file is as it was then; else None."""
+        with self._lock:
+            failed = self._damaged.get(str(cb.db_path))
+        try:
+            return failed[1].what if failed is not None and failed[0] == _identity(cb) else None
+        except CodiiError:  # gone since
+            return None
 
     def _least_used(self) -> list[OpenIndex]:
         """The idle entries past :attr:`max_open`, least recently used first, taken out of the cache."""

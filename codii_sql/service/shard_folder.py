@@ -40,12 +40,17 @@ class ShardFolder:
             return sorted(Path(e.path) for e in entries
                           if e.name.endswith(".db") and not e.name.startswith(".") and e.is_file())
 
-    def unreadable(self) -> dict[str, str]:
+    def unreadable(self, indexes: OpenIndexes | None = None) -> dict[str, str]:
         """The shard files now in the folder that cannot be read as an index, by name, each with why (one line):
-        not SQLite, cut short, of another program. Each file is opened once per size and mtime (a server's
-        /healthz said "ok" while 3 of its 7 shards failed every search)."""
+        not SQLite, cut short, of another program, or found damaged by a search over ``indexes`` (its pages,
+        or an export's rows altered: :func:`~codii_sql.storage.health.damage`, too slow to run here on each
+        file). Each file is opened once per size and mtime (a server's /healthz said "ok" while 3 of its 7
+        shards failed every search)."""
         out = {}
         for path in self.files():
+            if indexes is not None and (why := indexes.damaged(Codebase.index_alone(path, path.stem))):
+                out[path.name] = why
+                continue
             try:
                 st = path.stat()
             except OSError:

@@ -83,7 +83,7 @@ def status(codebase: Codebase, *, check_stale: bool = True) -> dict:
             problem = health.damage(store) if check_stale and state != "indexing" else None
     except DamagedIndexError as err:  # pages so broken that the snapshot itself cannot be read
         problem = getattr(err, "sqlite", None) or err.what
-        damaged = damaged_index(codebase.root, problem, codebase.db_path)
+        damaged = damaged_index(codebase.root, problem, codebase.db_path, alone=codebase.alone)
         return {**out, "status": "damaged", "size_bytes": _db_size(codebase.db_path), "damage": problem,
                 "error": damaged.what, "hint": damaged.hint}
     config_error = None
@@ -113,7 +113,7 @@ def status(codebase: Codebase, *, check_stale: bool = True) -> dict:
     if filters["extensions"] or filters["ignore_patterns"]:  # what later builds keep (--reset-filters drops)
         out["filters"] = filters
     if problem:
-        damaged = damaged_index(codebase.root, problem, codebase.db_path)
+        damaged = damaged_index(codebase.root, problem, codebase.db_path, alone=codebase.alone)
         out.update(damage=problem, error=damaged.what, hint=damaged.hint)
     if codebase.alone:
         return {**out, "stale": None, "source": None, "manifest": meta.get("manifest")}
@@ -171,22 +171,25 @@ def refuse_damaged(codebase: Codebase, store: Store) -> None:
     """Raise when quick_check finds ``store``'s pages broken (:func:`~codii_sql.storage.health.damage`: a
     ``stat`` when the file is as our last commit or clean check left it): a search or grep over broken
     pages answered "no match" as if it were true (a new user's corrupted index, and a workspace member
-    counted as searched). Not for an index alone (nothing is remembered beside it, so each call would
-    read every page) nor while a build writes, lexical or vector phase (it vouches for its commits when
-    done: a search during a background vector phase read every page after each batch it committed).
+    counted as searched), and an altered export served its altered text as the export's. Not while a
+    build writes, lexical or vector phase (it vouches for its commits when done: a search during a
+    background vector phase read every page after each batch it committed).
 
     Raises:
         DamagedIndexError: the index is damaged; its remedy rebuilds it.
     """
-    if codebase.alone or is_locked(codebase) or vectors_running(codebase):
+    if not codebase.alone and (is_locked(codebase) or vectors_running(codebase)):
         return
     problem = health.damage(store)
     if problem:
-        raise damaged_index(codebase.root, problem, codebase.db_path)
+        raise damaged_index(codebase.root, problem, codebase.db_path, alone=codebase.alone)
 
 
-def damaged_index(root: Path | str, problem: str, db: Path) -> DamagedIndexError:
-    """The error of an index whose pages ``problem`` says are broken, with what replaces or deletes it."""
+def damaged_index(root: Path | str, problem: str, db: Path, *, alone: bool = False) -> DamagedIndexError:
+    """The error of an index whose pages ``problem`` says are broken, with what replaces or deletes it: for an
+    index ``alone`` (an export, a shard), which no build here writes, exporting it again from its source."""
+    if alone:
+        return DamagedIndexError(f"the index file {db} is damaged ({problem})", Remedy("export_again", {"db": str(db)}))
     return DamagedIndexError(f"the index file of {root} is damaged ({problem})",
                              Remedy("replace_damaged", {"root": str(root), "db": str(db)}))
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import apsw
 
 from ..errors import DiskFullError, StorageError
-from . import queries
+from . import health, queries
 from .store import BUSY_TIMEOUT_MS, Store
 
 
@@ -79,8 +79,10 @@ def export(source: Path, target: Path, meta: dict, drop: tuple[str, ...]) -> Non
     """Write a compact, self-contained copy of the index at ``source`` to ``target``: ``VACUUM INTO``
     a file beside ``target`` (the state of the source's last commit, its WAL folded in, no free
     pages), made a rollback-journal file (read alone, it needs no ``-wal`` or ``-shm``), its
-    snapshot keys ``drop`` removed and ``meta`` set, then renamed into place: a reader of
-    ``target`` sees the old file or the new one whole. ``source`` is only read.
+    snapshot keys ``drop`` removed, ``meta`` set and the digest of its rows
+    (:func:`~codii_sql.storage.health.content_digest`, checked whenever its pages are) stored, then
+    renamed into place: a reader of ``target`` sees the old file or the new one whole. ``source`` is
+    only read.
 
     Raises:
         StorageError: ``source`` cannot be read or ``target``'s folder written; ``target`` is as it was.
@@ -95,6 +97,7 @@ def export(source: Path, target: Path, meta: dict, drop: tuple[str, ...]) -> Non
             src.close()
         dst = apsw.Connection(str(part))
         try:
+            meta = {**meta, health.DIGEST_KEY: health.content_digest(dst, part)}
             for _ in dst.execute(queries.sql("export_finish"), {"drop": json.dumps(list(drop)),
                                                                  "meta": json.dumps({k: json.dumps(v) for k, v in meta.items()})}):
                 pass
@@ -108,6 +111,7 @@ def export(source: Path, target: Path, meta: dict, drop: tuple[str, ...]) -> Non
                            "check that the target folder is writable and has space") from None
     finally:
         part.unlink(missing_ok=True)
+    health.vouch(target, readonly=True)  # as sound as it was written: its first search need not read it all
 
 
 def _backup(source: Path, target: Path) -> None:
