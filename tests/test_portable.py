@@ -616,3 +616,22 @@ def test_an_export_altered_in_place_is_refused_by_a_fresh_process_and_its_server
         assert health["status"] == "degraded" and list(health["shards"]["failed"]) == ["altered.db"], health
     finally:
         servers.stop(proc)
+
+
+def test_an_export_reports_the_index_size_with_what_its_log_still_holds(tmp_path, codii_home):
+    """A new user's export during the vector phase said "(the index: 0.0 MB)": the phase's commits sat in the
+    write-ahead log and only the file's bytes were counted."""
+    import apsw
+
+    repo = write_tree(tmp_path / "repo", SAMPLE)
+    assert run("build", repo, "--no-vectors").exit_code == 0
+    db = Codebase.open(repo).db_path
+    writer = apsw.Connection(str(db))
+    try:
+        writer.execute("PRAGMA wal_autocheckpoint = 0")
+        writer.execute("INSERT INTO meta(key, value) VALUES ('padding', json_quote(hex(zeroblob(1000000))))")
+        in_file = db.stat().st_size
+        out = service.export(Codebase.open(repo), tmp_path / "out.db")
+        assert out["source_bytes"] >= in_file + 2_000_000, (out["source_bytes"], in_file)
+    finally:
+        writer.close()

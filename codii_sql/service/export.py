@@ -31,7 +31,9 @@ def export(codebase: Codebase, target: str | os.PathLike[str]) -> dict:
     renamed into place, its snapshot without :data:`MACHINE_KEYS`, with a ``manifest``.
 
     Returns:
-        ``{"codebase", "file", "bytes", "source_bytes", "seconds", "manifest"}``.
+        ``{"codebase", "file", "bytes", "source_bytes", "seconds", "manifest"}``; ``source_bytes``: the index as
+        its last commit left it, in its file and its log (a vector phase's commits sit in the log: the file
+        alone measured 0.0 MB).
     Raises:
         NotIndexedError: no index. UsageError: see :func:`export_target`. StorageError: it cannot be written.
     """
@@ -40,9 +42,11 @@ def export(codebase: Codebase, target: str | os.PathLike[str]) -> dict:
     out = export_target(codebase, target)
     started = time.perf_counter()
     manifest = _manifest(codebase)
+    with open_store(codebase) as store:
+        source_bytes = store.value("index_bytes")
     copies.export(codebase.db_path, out, {"manifest": manifest}, MACHINE_KEYS)
     return {"codebase": str(codebase.root), "file": str(out), "bytes": out.stat().st_size,
-            "source_bytes": codebase.db_path.stat().st_size, "seconds": round(time.perf_counter() - started, 3),
+            "source_bytes": source_bytes, "seconds": round(time.perf_counter() - started, 3),
             "manifest": manifest}
 
 
