@@ -108,6 +108,18 @@ EXPECTED_AT_64 = {
                   (24, "function", "fact")],  # the class and its instance apart
     "sample.scala": [(1, "class", "Service"), (9, "class", "Service"), (13, "class", "Greeter"), (17, "class", "Point"),
                      (19, "function", "topLevel")],
+    "sample.sol": [(1, "license", None), (2, "imports", None), (4, "class", "Vault"), (9, "class", "Vault"),
+                   (13, "method", "Vault.onlyAdmin"), (18, "method", "Vault.constructor"), (22, "method", "Vault.deposit"),
+                   (26, "method", "Vault.deposit"), (29, "method", "Vault.receive"), (32, "class", "Math")],
+    "sample.proto": [(1, "imports", None), (5, "class", "Order"), (17, "class", "Status"), (22, "class", "OrderService"),
+                     (29, "class", "GetOrderRequest")],
+    "sample.ml": [(1, "constant", "default_size"), (6, "type", "t"), (8, "function", "create"),
+                  (13, "function", "insert_all"), (17, "class", "Stats"), (18, "method", "Stats.mean"),
+                  (20, "method", "Stats.variance"), (25, "function", "length"), (27, "module", None)],
+    "sample.clj": [(1, "module", None), (4, "variable", "*currency*"), (6, "constant", "MAX-ITEMS"),
+                   (8, "function", "line-total"), (13, "function", "order-total"), (18, "function", "describe"),
+                   (20, "function", "describe"), (23, "class", "Priced"), (26, "class", "Item"),
+                   (30, "macro", "with-currency")],
 }
 
 
@@ -142,6 +154,36 @@ def test_clauses_signatures_and_specs_are_one_definition_with_their_docs():
     assert [d[3] for d in flat(read("sample.lua"), "lua")][:3] == ["M.split", "M:method", "helper"]
     assert (4, 8, "function", "url_escape") in flat(read("sample.pm"), "perl")
     assert detect_language("lisp/magit.el") == "elisp" and detect_language("include/ms.hrl") == "erlang"
+
+
+def test_contracts_messages_modules_and_defns_are_definitions_with_their_docs():
+    """Solidity, Protocol Buffers, OCaml and Clojure were cut in line windows: `symbol deposit`, `find_symbol
+    PlaceOrder` or an outline of a contract found nothing. Their definitions carry their doc comments, nest in
+    their contract, message, service or module, and a contract's storage, events and errors are declarations."""
+    def flat(name):
+        text = read(name)
+        out, stack = [], list(definitions(text, detect_language(name)))
+        while stack:
+            d = stack.pop()
+            out.append((d.first + 1, d.last + 1, d.kind, d.symbol))
+            stack += d.children
+        return sorted(out)
+
+    sol = flat("sample.sol")
+    assert (22, 27, "method", "Vault.deposit") in sol and (33, 35, "method", "Math.max") in sol  # with its `/// @dev`
+    assert {(9, 9, "constant", "Vault.MAX_DEPOSIT"), (10, 10, "constant", "Vault._admin"),
+            (11, 11, "variable", "Vault._balances"), (7, 7, "type", "Vault.Deposited"),
+            (6, 6, "type", "Vault.Unauthorized"), (29, 29, "method", "Vault.receive")} <= set(sol)
+    assert flat("sample.proto") == [(5, 15, "class", "Order"), (10, 14, "class", "Order.Item"), (17, 20, "class", "Status"),
+                                    (22, 27, "class", "OrderService"), (24, 25, "method", "OrderService.PlaceOrder"),
+                                    (26, 26, "method", "OrderService.GetOrder"), (29, 31, "class", "GetOrderRequest")]
+    ml = flat("sample.ml")
+    assert (8, 11, "function", "create") in ml and (3, 4, "constant", "default_size") in ml  # `let () =` defines nothing
+    assert (20, 22, "method", "Stats.variance") in ml and (25, 25, "function", "length") in ml and len(ml) == 8
+    clj = flat("sample.clj")
+    assert (8, 11, "function", "line-total") in clj and (20, 21, "function", "describe") in clj  # `^:private`, defmethod
+    assert (4, 4, "variable", "*currency*") in clj and (30, 31, "macro", "with-currency") in clj
+    assert detect_language("src/app/core.cljs") == detect_language("src/app/util.cljc") == "clojure"
 
 # At 24 word pieces classes no longer fit, so their members become chunks of their own.
 MEMBERS_AT_24 = {

@@ -147,24 +147,26 @@ def test_a_first_build_merges_text_segments_in_bulk_and_leaves_fts5s_default_aft
 
 
 def test_an_upgrade_that_changed_some_languages_re_chunks_their_files_alone(tmp_path, embedder):
-    """Chunker 18 reads seven more languages by their syntax: the kernel's 86k C files re-chunked for 15 min for
-    none of them. An index of the version before re-chunks those languages' files (and .el, once no language)."""
+    """Chunker 18 read seven more languages by their syntax, 19 four more: the kernel's 86k C files re-chunked for
+    15 min for none of them. An index of the version before re-chunks those languages' files (and .cljs, once no
+    language) alone."""
     repo = write_tree(tmp_path / "r", {"a.py": "def f(x):\n    return x\n", "b.c": "int g(void)\n{\n\treturn 0;\n}\n",
-                                       "c.lua": "local M = {}\nfunction M.split(s)\n  return s\nend\nreturn M\n",
-                                       "d.el": "(defun magit-go (x)\n  \"Go.\"\n  x)\n"})
+                                       "c.ml": "let split s =\n  String.split_on_char ',' s\n",
+                                       "d.cljs": "(defn go-home\n  \"Go.\"\n  [x]\n  x)\n"})
     Indexer(Codebase.open(repo), embedder, vectors=False).build()
     db = Codebase.open(repo).db_path
     with Store(db, create=False) as store, store.transaction():
         store.set_meta(chunker_version=CHUNKER_VERSION - 1)
-        store.conn.execute("UPDATE files SET language = NULL WHERE path = 'd.el'")  # as chunker 17 stored it
+        store.conn.execute("UPDATE files SET language = NULL WHERE path = 'd.cljs'")  # as chunker 18 stored it
+        store.conn.execute("DELETE FROM definitions WHERE file_id IN (SELECT id FROM files WHERE path IN ('c.ml', 'd.cljs'))")
     assert rechunk_scope(CHUNKER_VERSION - 1) is not None
     report = Indexer(Codebase.open(repo), embedder, vectors=False).build()
     assert report.reindexed == 2, report.reindexed
     with Store(db, create=False) as store:
-        assert dict(store.conn.execute("SELECT path, language FROM files WHERE path LIKE '%.el'")) == {"d.el": "elisp"}
+        assert dict(store.conn.execute("SELECT path, language FROM files WHERE path LIKE '%.clj%'")) == {"d.cljs": "clojure"}
         assert store.meta()["chunker_version"] == CHUNKER_VERSION
         assert [s for (s,) in store.conn.execute("SELECT symbol FROM definitions ORDER BY symbol")] == \
-            ["M.split", "f", "g", "magit-go"]
+            ["f", "g", "go-home", "split"]
     with Store(db, create=False) as store, store.transaction():
         store.set_meta(chunker_version=EVERY_FILE_AGAIN)
     assert Indexer(Codebase.open(repo), embedder, vectors=False).build().reindexed == 4

@@ -773,3 +773,26 @@ def test_a_function_s_body_comes_before_its_overload_stubs(tmp_path, codii_home)
     service.build(cb, vectors=False)
     found = [(d["start_line"], d["end_line"]) for d in service.find_symbol(cb, "command")["definitions"]]
     assert found[0] == (14, 27) and sorted(found[1:]) == [(4, 6), (9, 11)], found
+
+
+def test_an_ocaml_module_qualifies_by_its_file_and_a_contract_member_by_its_contract(tmp_path, codii_home):
+    """OCaml's `hashtbl.ml` is the module `Hashtbl`: `symbol Hashtbl.create` listed every file's `create` by path
+    (array.ml first). A Solidity contract's functions and events, a service's rpcs are found qualified, and refs
+    counts a Clojure name with its dashes."""
+    repo = write_tree(tmp_path / "ml", {
+        "stdlib/array.ml": "let create n x = Array.make n x\n",
+        "stdlib/hashtbl.ml": "(** A new table. *)\nlet create n =\n  ref []\n",
+        "contracts/Vault.sol": "contract Vault {\n    event Deposited(uint256 amount);\n"
+                               "    function deposit(uint256 amount) external {\n        emit Deposited(amount);\n    }\n}\n",
+        "api/shop.proto": "syntax = \"proto3\";\nservice Shop {\n  rpc PlaceOrder (Order) returns (Order);\n}\n"
+                          "message Order {\n  string id = 1;\n}\n",
+        "src/core.clj": "(defn order-total [o] (reduce + o))\n(defn report [o]\n  (order-total o))\n"})
+    cb = service.open_codebase(repo)
+    service.build(cb, vectors=False)
+    found = service.find_symbol(cb, "Hashtbl.create")["definitions"]
+    assert [(d["path"], d["start_line"], d["end_line"]) for d in found] == [("stdlib/hashtbl.ml", 1, 3)], found
+    assert [d["kind"] for d in service.find_symbol(cb, "Vault.Deposited")["definitions"]] == ["type"]
+    assert [(d["start_line"], d["end_line"]) for d in service.find_symbol(cb, "Vault.deposit")["definitions"]] == [(3, 5)]
+    assert [d["symbol"] for d in service.find_symbol(cb, "PlaceOrder")["definitions"]] == ["Shop.PlaceOrder"]
+    refs = service.find_references(cb, "order-total")
+    assert [(f["path"], ln["line"]) for f in refs["files"] for ln in f["lines"]] == [("src/core.clj", 3)], refs

@@ -88,7 +88,7 @@ def find_symbol(codebase: Codebase, name: str, *, kind: str | None = None, prefi
     for r in rows:
         how = _match(normal_name(r["symbol"]), wanted, prefix)
         if how is None and "." in wanted:  # pkg.module.func: the file's module path qualifies it too
-            how = _match(f"{_module(r['path'])}.{normal_name(r['symbol'])}", wanted, False) and 1
+            how = _match(f"{_module(r['path'], r['language'])}.{normal_name(r['symbol'])}", wanted, False) and 1
         if how is not None:
             found.append((how, ROLE_ORDER.get(r["role"], 1), _declared_only(r), len(r["symbol"]), r["path"], r))
     # `requests.get`, `models.Model`: a name as it is imported, not where it is defined (requests/api.py,
@@ -233,10 +233,14 @@ def _declared_only(row: dict) -> bool:
     return row["signature"].rstrip().endswith(";")
 
 
-def _module(path: str) -> str:
-    """``pkg/mod.py`` -> ``pkg.mod`` (``pkg/__init__.py``, ``pkg/index.js``, ``src/mod.rs`` -> ``pkg``, ``src``)."""
+def _module(path: str, language: str | None = None) -> str:
+    """``pkg/mod.py`` -> ``pkg.mod`` (``pkg/__init__.py``, ``pkg/index.js``, ``src/mod.rs`` -> ``pkg``, ``src``);
+    an OCaml file is the module of its capitalised name alone (``stdlib/hashtbl.ml`` -> ``Hashtbl``: ``symbol
+    Hashtbl.create`` listed every file's ``create`` alike)."""
     stem = path.rsplit(".", 1)[0] if "." in path.rsplit("/", 1)[-1] else path
     parts = [p for p in stem.split("/") if p]
+    if language == "ocaml" and parts:
+        return parts[-1][:1].upper() + parts[-1][1:]
     if parts and parts[-1] in ("__init__", "index", "mod", "lib"):
         parts = parts[:-1]
     return ".".join(parts)

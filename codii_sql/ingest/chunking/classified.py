@@ -196,3 +196,74 @@ def haskell(node: tree_sitter.Node) -> tuple[str, str] | None:
         name = _text(node.child_by_field_name("name"))
         return ("class", name) if name else None
     return None
+
+
+#: OCaml: a ``let`` whose binding takes parameters or whose body is a function is a function; another binding's
+#: value (``let default_size = 16``) a constant. ``let () = ...`` (a pattern, not a name) defines nothing.
+_OCAML_FUNCTION_BODIES = frozenset({"fun_expression", "function_expression"})
+OCAML_SCOPES = frozenset({"module_definition", "module_binding", "structure", "class_definition", "class_binding",
+                          "object_expression"})
+
+
+def ocaml(node: tree_sitter.Node) -> tuple[str, str] | None:
+    """``let f x = ...`` (the first name of ``let rec f ... and g ...``), ``external``, ``type t = ...``,
+    ``module M = struct ... end`` and ``module type S = sig ... end`` (a class, holding its own), ``class``
+    and an object's ``method``."""
+    if node.type == "value_definition":
+        binding = next((c for c in node.named_children if c.type == "let_binding"), None)
+        pattern = binding.child_by_field_name("pattern") if binding is not None else None
+        if pattern is None or pattern.type not in ("value_name", "parenthesized_operator"):
+            return None
+        body = binding.child_by_field_name("body")
+        function = any(c.type == "parameter" for c in binding.named_children) or (
+            body is not None and body.type in _OCAML_FUNCTION_BODIES)
+        return ("function" if function else "constant"), " ".join(node_text(pattern).split())
+    if node.type in ("external", "method_definition"):
+        name = next((c for c in node.named_children if c.type in ("value_name", "method_name")), None)
+        return ("function", node_text(name)) if name is not None else None
+    if node.type == "type_definition":
+        binding = next((c for c in node.named_children if c.type == "type_binding"), None)
+        name = binding.child_by_field_name("name") if binding is not None else None
+        return ("type", node_text(name)) if name is not None else None
+    named = {"module_definition": ("module_binding", "module_name"), "module_type_definition": (None, "module_type_name"),
+             "class_definition": ("class_binding", "class_name")}.get(node.type)
+    if named is None:
+        return None
+    holder = next((c for c in node.named_children if c.type == named[0]), None) if named[0] else node
+    name = next((c for c in holder.named_children if c.type == named[1]), None) if holder is not None else None
+    return ("class", node_text(name)) if name is not None else None
+
+
+#: Clojure's defining forms (``clojure.core`` and the usual libraries' ``def`` macros) -> kind.
+_CLOJURE_DEFS = {"defn": "function", "defn-": "function", "defmacro": "macro", "defmulti": "function",
+                 "defmethod": "function", "defprotocol": "class", "defrecord": "class", "deftype": "class",
+                 "definterface": "class", "defstruct": "class", "def": "variable", "defonce": "variable",
+                 "deftest": "function", "defspec": "function"}
+
+
+def clojure(node: tree_sitter.Node) -> tuple[str, str] | None:
+    """``(defn name ...)``, ``(defn- name ...)``, ``(defmacro ...)``, ``(defprotocol P ...)``, ``(defrecord R
+    ...)``, ``(def x ...)`` (a constant when its name is ``SHOUTED`` or ``+earmuffed+``), ``(defmethod m
+    :dispatch ...)`` named ``m`` as its ``defmulti`` is; metadata (``^:private``, ``^String``) is no name."""
+    forms = node.named_children[:2] if node.type == "list_lit" else []
+    if len(forms) < 2 or forms[0].type != "sym_lit" or forms[1].type != "sym_lit":
+        return None
+    kind = _CLOJURE_DEFS.get(_clojure_name(forms[0]) or "")
+    name = _clojure_name(forms[1])
+    if kind is None or not name:
+        return None
+    if kind == "variable" and (name.isupper() or name.startswith("+") and name.endswith("+")):
+        kind = "constant"
+    return kind, name
+
+
+def _clojure_name(symbol: tree_sitter.Node) -> str | None:
+    """A ``sym_lit``'s symbol without its metadata (``^:private foo`` -> ``foo``; ``s/def`` stays whole)."""
+    parts = [c for c in symbol.named_children if c.type in ("sym_ns", "sym_name")]
+    return "/".join(node_text(c) for c in parts) if parts else None
+
+
+def clojure_scope(node: tree_sitter.Node) -> bool:
+    """Where Clojure definitions are looked for: forms that define nothing themselves (``(when-not ...
+    (defn ...))``, ``(do ...)``, ``(comment ...)``), not a definition's body."""
+    return node.type == "list_lit" and clojure(node) is None

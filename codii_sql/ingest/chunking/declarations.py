@@ -204,6 +204,13 @@ def _swift_property_name(node: tree_sitter.Node) -> str | None:
     bound = pattern.child_by_field_name("bound_identifier") if pattern is not None else None
     return node_text(bound) if bound is not None else None
 
+def _solidity_state_name(node: tree_sitter.Node) -> list[tuple[str, str]] | None:
+    """A contract's ``uint256 private _totalSupply;`` (a variable) or ``bytes32 public constant ROLE = ...`` /
+    ``address private immutable _owner`` (a constant)."""
+    name = field_name(node)
+    fixed = any(c.type in ("constant", "immutable") for c in node.children)
+    return [(name, "constant" if fixed else "variable")] if name else None
+
 #: language -> node type -> (kind, name function). A Python or JS/TS variable's kind depends on its name:
 #: see :func:`kind_of`.
 DECLARATIONS: dict[str, dict[str, tuple[str, NameOf]]] = {
@@ -237,6 +244,11 @@ DECLARATIONS: dict[str, dict[str, tuple[str, NameOf]]] = {
     "python": {"assignment": ("variable", _python_module_name)},
     "ruby": {"assignment": ("constant", _top_level("program", "body_statement")(_ruby_constant_name)),
              "call": ("variable", _ruby_attribute_names)},
+    # A contract's storage, events and errors (what `emit Transfer(...)` and `revert Unauthorized()` name).
+    "solidity": {"state_variable_declaration": ("variable", _solidity_state_name),
+                 "constant_variable_declaration": ("constant", field_name),
+                 "event_definition": ("type", field_name), "error_declaration": ("type", field_name),
+                 "user_defined_type_definition": ("type", field_name)},
 }
 
 

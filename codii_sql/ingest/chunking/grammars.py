@@ -273,6 +273,21 @@ GRAMMARS: dict[str, Grammar] = {
     "haskell": Grammar({}, prefixes=("comment", "haddock"),
                        spans=classified.classified(classified.haskell, frozenset({"signature"}),
                                                    descend=lambda node: node.type in classified.HASKELL_SCOPES)),
+    # Chunker 19's languages (window chunks only before: no symbol, no outline).
+    "solidity": Grammar(
+        {"contract_declaration": "class", "interface_declaration": "class", "library_declaration": "class",
+         "struct_declaration": "class", "enum_declaration": "class", "function_definition": "function",
+         "modifier_definition": "function", "constructor_definition": "function",
+         "fallback_receive_definition": "function"},
+        {"constructor_definition": lambda _: "constructor",
+         "fallback_receive_definition": lambda node: node_text(node).split("(", 1)[0].split()[0]}),
+    "proto": Grammar(
+        {"message": "class", "enum": "class", "service": "class", "rpc": "function"},
+        {"message": first_child_name("message_name"), "enum": first_child_name("enum_name"),
+         "service": first_child_name("service_name"), "rpc": first_child_name("rpc_name")}),
+    "ocaml": Grammar({}, spans=classified.classified(classified.ocaml,
+                                                     descend=lambda node: node.type in classified.OCAML_SCOPES)),
+    "clojure": Grammar({}, spans=classified.classified(classified.clojure, descend=classified.clojure_scope)),
 }
 
 assert set(GRAMMARS) == AST_LANGUAGES

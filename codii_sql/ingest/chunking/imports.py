@@ -23,6 +23,9 @@ _IMPORT = {
     "csharp": r"(global\s+)?using\s+[\w.=\s<>,]+;|namespace\s+[\w.]+\s*;",
     "php": r"<\?php|(namespace|use)\s+[\\\w]+.*;|(require|include)(_once)?\b.*|declare\s*\(.*",
     "swift": r"(@testable\s+)?import\s.*",
+    "solidity": r"pragma\s.*|import\b.*",
+    "proto": r"(syntax|edition)\s*=.*|(package|import|option)\s.*",
+    "ocaml": r"open!?\s+[\w.]+",
 }
 _IMPORT.update(typescript=_IMPORT["javascript"], tsx=_IMPORT["javascript"], kotlin=_IMPORT["java"],
                cpp=_IMPORT["c"])

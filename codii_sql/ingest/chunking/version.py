@@ -47,7 +47,10 @@
 #: its item's (tokio: 217 of 6,530 definitions lost them, 0 now). Go struct fields and Ruby's ``attr_accessor``
 #: names are declarations (``Context.Errors``, ``Zone.zone_default``). Other languages' comment lines followed by a
 #: ``//`` comment (``/* a */ // b``), which the same rule takes in, are left to their files' next change.
-CHUNKER_VERSION = 18
+#: 19: Solidity, Protocol Buffers, OCaml and Clojure are chunked by their syntax (contracts, messages and services,
+#: modules and ``let``s, ``defn``s: see :mod:`.grammars` and :mod:`.classified`); ``.cljs`` and ``.cljc`` files are
+#: Clojure (they were no language).
+CHUNKER_VERSION = 19
 
 #: Versions that changed the chunks of some files only: their languages and file-name suffixes. An index chunked
 #: by the version before re-chunks those files alone (every version since must be one of these; else every file):
@@ -55,6 +58,7 @@ CHUNKER_VERSION = 18
 SCOPED: dict[int, tuple[frozenset[str], frozenset[str]]] = {
     18: (frozenset({"perl", "scala", "lua", "elisp", "elixir", "erlang", "haskell", "rust",
                          "go", "ruby"}), frozenset({".el", ".hrl"})),
+    19: (frozenset({"solidity", "proto", "ocaml", "clojure"}), frozenset({".cljs", ".cljc"})),
 }
 
 
