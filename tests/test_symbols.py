@@ -786,7 +786,11 @@ def test_an_ocaml_module_qualifies_by_its_file_and_a_contract_member_by_its_cont
                                "    function deposit(uint256 amount) external {\n        emit Deposited(amount);\n    }\n}\n",
         "api/shop.proto": "syntax = \"proto3\";\nservice Shop {\n  rpc PlaceOrder (Order) returns (Order);\n}\n"
                           "message Order {\n  string id = 1;\n}\n",
-        "src/core.clj": "(defn order-total [o] (reduce + o))\n(defn report [o]\n  (order-total o))\n"})
+        "src/core.clj": "(defn order-total [o] (reduce + o))\n(defn report [o]\n  (order-total o))\n",
+        "src/lists.erl": "-module(lists).\nfoldl(F, Acc, []) -> Acc.\n", "src/other.erl": "foldl(F, A, L) -> A.\n",
+        "net/http/server.go": "package http\n\nvar ErrAbortHandler = errors.New(\"abort\")\n",
+        "net/rpc/server.go": "package rpc\n\nvar ErrAbortHandler = 1\n",
+        "lua/map.lua": "local M = {}\nfunction M:set(k, v)\n  self[k] = v\nend\nreturn M\n"})
     cb = service.open_codebase(repo)
     service.build(cb, vectors=False)
     found = service.find_symbol(cb, "Hashtbl.create")["definitions"]
@@ -796,3 +800,9 @@ def test_an_ocaml_module_qualifies_by_its_file_and_a_contract_member_by_its_cont
     assert [d["symbol"] for d in service.find_symbol(cb, "PlaceOrder")["definitions"]] == ["Shop.PlaceOrder"]
     refs = service.find_references(cb, "order-total")
     assert [(f["path"], ln["line"]) for f in refs["files"] for ln in f["lines"]] == [("src/core.clj", 3)], refs
+    # Erlang's `lists:foldl` and Go's `http.ErrAbortHandler` name a module and a package (helper 54: "no definition
+    # is qualified as..."); Lua's `M:set` is found by `set` and `M.set` (it was by `M:set` alone)
+    assert [d["path"] for d in service.find_symbol(cb, "lists:foldl")["definitions"]] == ["src/lists.erl"]
+    assert [d["path"] for d in service.find_symbol(cb, "http.ErrAbortHandler")["definitions"]] == ["net/http/server.go"]
+    for name in ("set", "M.set", "M:set"):
+        assert [d["symbol"] for d in service.find_symbol(cb, name)["definitions"]] == ["M:set"], name

@@ -234,13 +234,17 @@ def _declared_only(row: dict) -> bool:
 
 
 def _module(path: str, language: str | None = None) -> str:
-    """``pkg/mod.py`` -> ``pkg.mod`` (``pkg/__init__.py``, ``pkg/index.js``, ``src/mod.rs`` -> ``pkg``, ``src``);
-    an OCaml file is the module of its capitalised name alone (``stdlib/hashtbl.ml`` -> ``Hashtbl``: ``symbol
-    Hashtbl.create`` listed every file's ``create`` alike)."""
+    """``pkg/mod.py`` -> ``pkg.mod`` (``pkg/__init__.py``, ``pkg/index.js``, ``src/mod.rs`` -> ``pkg``, ``src``).
+    An Erlang file is the module its name says, an OCaml file the module its name capitalised says
+    (``stdlib/lists.erl`` -> ``lists``, ``stdlib/hashtbl.ml`` -> ``Hashtbl``: ``symbol Hashtbl.create`` listed every
+    file's ``create`` alike); a Go file's package is its folder (``net/http/server.go`` -> ``net.http``, so
+    ``http.ErrAbortHandler`` is qualified)."""
     stem = path.rsplit(".", 1)[0] if "." in path.rsplit("/", 1)[-1] else path
     parts = [p for p in stem.split("/") if p]
-    if language == "ocaml" and parts:
-        return parts[-1][:1].upper() + parts[-1][1:]
+    if language in ("ocaml", "erlang") and parts:
+        return parts[-1][:1].upper() + parts[-1][1:] if language == "ocaml" else parts[-1]
+    if language == "go":
+        parts = parts[:-1]
     if parts and parts[-1] in ("__init__", "index", "mod", "lib"):
         parts = parts[:-1]
     return ".".join(parts)

@@ -26,10 +26,12 @@ def name_parts(name: str) -> list[str]:
 
 
 def normal_name(symbol: str) -> str:
-    """``symbol`` without generic parameters, with ``.`` for ``::``, ``#`` and a Markdown section's `` > ``."""
+    """``symbol`` without generic parameters, with ``.`` for ``::``, ``:`` (Lua's ``M:method``, Erlang's
+    ``lists:foldl``: a new user's `symbol set` missed penlight's ``OrderedMap:set``), ``#`` and a Markdown
+    section's `` > ``."""
     for _ in range(3):  # nested generics: Map<K, Vec<T>>
         symbol = _GENERICS.sub("", symbol)
-    return symbol.replace("::", ".").replace("#", ".").replace(" > ", ".").strip()
+    return symbol.replace("::", ".").replace(":", ".").replace("#", ".").replace(" > ", ".").strip()
 
 
 def last_name(symbol: str) -> str:
