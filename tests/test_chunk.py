@@ -185,6 +185,28 @@ def test_contracts_messages_modules_and_defns_are_definitions_with_their_docs():
     assert (4, 4, "variable", "*currency*") in clj and (30, 31, "macro", "with-currency") in clj
     assert detect_language("src/app/core.cljs") == detect_language("src/app/util.cljc") == "clojure"
 
+
+
+def test_instances_and_implementations_of_one_name_stay_apart_and_an_infix_equation_joins_its_signature():
+    """helper 54: mtl's 19 `MonadState` instances were outlined as 5 (neighbours of one name merged as clauses are),
+    an Elixir protocol and its defimpl as one, and `(<+>) :: ...` lost its equation `a <+> b = ...`."""
+    def flat(text, language):
+        out, stack = [], list(definitions(text, language))
+        while stack:
+            d = stack.pop()
+            out.append((d.first + 1, d.last + 1, d.kind, d.symbol))
+            stack += d.children
+        return sorted(out)
+
+    haskell = flat("instance MonadState s (Lazy.StateT s m) where\n  get = Lazy.get\n\n"
+                   "instance MonadState s (Strict.StateT s m) where\n  get = Strict.get\n\n"
+                   "(<+>) :: Int -> Int -> Int\na <+> b = a + b\n\nplus :: Int -> Int\nx `plus` y = x + y\n", "haskell")
+    assert [d for d in haskell if d[2] != "method"] == [(1, 2, "class", "MonadState"), (4, 5, "class", "MonadState"),
+                                                       (7, 8, "function", "(<+>)"), (10, 11, "function", "plus")]
+    elixir = flat("defprotocol Shop.Priced do\n  def price(item)\nend\n\n"
+                  "defimpl Shop.Priced, for: Shop.Book do\n  def price(book), do: book.price\nend\n", "elixir")
+    assert [d for d in elixir if d[2] == "class"] == [(1, 3, "class", "Shop.Priced"), (5, 7, "class", "Shop.Priced")]
+
 # At 24 word pieces classes no longer fit, so their members become chunks of their own.
 MEMBERS_AT_24 = {
     "sample.py": {("method", "Foo.bar"), ("function", "top.inner")},

@@ -25,8 +25,9 @@ def classified(classify: Classifier, leaders: frozenset[str] | None = None,
     """The spans function of a grammar whose definitions ``classify`` names, among the root's children and those
     of every node ``descend`` lets in (a walk of every node of a large Erlang file cost more than its parse).
     With ``leaders`` (None: no merging), siblings of one name and kind in a row are one definition when they are
-    nodes of one type (clauses) or the first is of a ``leaders`` type (a ``-spec``, a type signature): a Haskell
-    class and its instance next to it stay two."""
+    nodes of one type (clauses) or the first is of a ``leaders`` type (a ``-spec``, a type signature); classes never
+    are: a Haskell class and its instances, each instance of one class (mtl's 19 ``MonadState`` instances were 5),
+    an Elixir protocol and its ``defimpl`` stay apart."""
     def spans(root: tree_sitter.Node) -> list[Span]:
         out: list[Span] = []
         stack = [root]
@@ -39,7 +40,7 @@ def classified(classify: Classifier, leaders: frozenset[str] | None = None,
                     continue
                 kind, name = what
                 last, first_type = found[-1] if found else (None, "")
-                if leaders is not None and last is not None and (last.kind, last.name) == (kind, name) \
+                if leaders is not None and last is not None and (last.kind, last.name) == (kind, name) != ("class", name) \
                         and (first_type == child.type or first_type in leaders) and _adjacent(child, last):
                     found[-1] = (Span(last.start, child.end_byte, last.head, last_row(child), kind, name),
                                  child.type)
@@ -187,7 +188,7 @@ def haskell(node: tree_sitter.Node) -> tuple[str, str] | None:
     if parent is None or parent.type not in HASKELL_SCOPES - {"class", "instance"}:
         return None
     if node.type in ("function", "signature", "bind"):
-        name = _text(node.child_by_field_name("name"))
+        name = _text(node.child_by_field_name("name")) or _haskell_infix_name(node)
         return ("function", name) if name else None
     if node.type in _HASKELL_TYPES:
         name = _text(node.child_by_field_name("name"))
@@ -196,6 +197,16 @@ def haskell(node: tree_sitter.Node) -> tuple[str, str] | None:
         name = _text(node.child_by_field_name("name"))
         return ("class", name) if name else None
     return None
+
+
+def _haskell_infix_name(node: tree_sitter.Node) -> str | None:
+    """The name an equation written infix defines: ``a <+> b = ...`` -> ``(<+>)``, as its signature names it (the
+    signature alone was the definition, its equation lost), and ``x `plus` y = ...`` -> ``plus``."""
+    head = node.named_children[0] if node.named_children else None
+    operator = head.child_by_field_name("operator") if head is not None and head.type == "infix" else None
+    if operator is None:
+        return None
+    return node_text(operator).strip("`") if operator.type == "infix_id" else f"({node_text(operator)})"
 
 
 #: OCaml: a ``let`` whose binding takes parameters or whose body is a function is a function; another binding's
