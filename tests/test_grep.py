@@ -396,9 +396,15 @@ def test_an_index_alone_is_grepped_from_its_stored_text(tmp_path):
     alone = shutil.copy(copy, tmp_path / "shards" / "alone.db")
     assert run("grep", "shared_marker", alone).stderr == ""
     # A damaged stored text is that file's, not every grep's (a new user's flipped bytes failed them all, and
-    # the remedy named a codebase that is not here); doctor names it.
+    # the remedy named a codebase that is not here); doctor names it. An export's rows are checked against its
+    # digest first: altered, it is refused whole, with what makes it anew
     conn = apsw.Connection(str(copy))
     conn.execute("UPDATE file_texts SET text = x'789c00ff00ff' WHERE file_id = (SELECT id FROM files WHERE path = 'a.py')")
+    conn.close()
+    refused = run("grep", "shared_marker", "--db", copy)
+    assert refused.exit_code == 2 and refused.stdout == "" and "export it again" in refused.stderr, refused.output
+    conn = apsw.Connection(str(copy))  # an index alone without a digest (a copied index, an older export)
+    conn.execute("DELETE FROM meta WHERE key = 'content_digest'")
     conn.close()
     out = run("grep", "shared_marker", "--db", copy)
     assert out.exit_code == 0 and out.stdout == "b.py:1:shared_marker = 2\n" and "Traceback" not in out.output
