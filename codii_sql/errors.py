@@ -36,6 +36,7 @@ REMEDIES: dict[str, str] = {
                        "build it with its own embedder {recorded}",
     "drop_member": "drop {root} from {where}",
     "help": "see the usage of {command}",
+    "multiline": "ask for multiline matching",
     "export_again": "build its codebase where the source is, and export it again to {db}",
     "rerank_model": "name a cross-encoder model's folder for re-ranking, or search without re-ranking",
 }

@@ -56,3 +56,16 @@ def test_the_cli_quotes_the_paths_of_the_commands_it_suggests():
     for face in (mcp_words, http_words):
         hint = face.words(Remedy("embed_vectors", {"root": "/tmp/q'uote $HOME `x`"}))
         assert "codii-sql build '/tmp/q'\"'\"'uote $HOME `x`' --vectors" in hint, hint
+
+
+def test_a_line_break_without_multiline_is_refused_in_each_face_s_own_words():
+    """helper 54: HTTP's /grep?q=foo%5Cnbar was told "the CLI's -U, grep_code's multiline", naming neither of its
+    own parameters."""
+    from codii_sql.search.pattern import GrepPattern
+
+    with pytest.raises(UsageError) as refused:
+        GrepPattern([r"foo\nbar"])
+    hint = refused.value.hint
+    assert cli_words.words(hint) == "pass -U (--multiline)"
+    assert mcp_words.words(hint) == "call grep_code with multiline=true"
+    assert http_words.words(hint) == "add multiline=true"

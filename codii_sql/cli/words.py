@@ -28,6 +28,7 @@ SENTENCES = {
     "drop_member": lambda p: (f"drop it from {p['variable']}" if p.get("variable") else
                               f"`codii-sql workspace remove {p['workspace']} {p['root']}` drops it"),
     "help": "see `{command} --help`",
+    "multiline": "pass -U (--multiline)",
     "export_again": "build its source where that is and export it again (`codii-sql build SOURCE --vectors "
                     "--export {db}`)",
     "rerank_model": "pass --rerank-model PATH or set CODII_SQL_RERANK_MODEL (README, \"Re-ranking\")",

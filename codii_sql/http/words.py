@@ -25,6 +25,7 @@ SENTENCES = {
     "drop_member": lambda p: (f"the server's {p['variable']} must drop it" if p.get("variable") else
                               "the server's workspace must drop it (`codii-sql workspace remove` on the server)"),
     "help": "see GET /healthz for what is served",
+    "multiline": "add multiline=true",
     "export_again": "the shard is read only: `codii-sql build SOURCE --export {db_sh}` where its source is "
                     "makes it anew, then rename it into the served folder",
     "rerank_model": "search without rerank=1, or start the server with CODII_SQL_RERANK_MODEL set to a "

@@ -28,6 +28,7 @@ SENTENCES = {
     "drop_member": lambda p: ("ask the user to drop it from " + (p["variable"] if p.get("variable") else
                               f"the workspace (`codii-sql workspace remove {p['workspace']} {p['root_sh']}`)")),
     "help": "fix the arguments as the tool's input schema says",
+    "multiline": "call grep_code with multiline=true",
     "export_again": "the user must build its source and export it again "
                     "(`codii-sql build SOURCE --vectors --export {db_sh}`)",
     "rerank_model": "search without rerank, or ask the user to start the MCP server with CODII_SQL_RERANK_MODEL "

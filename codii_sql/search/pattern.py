@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 import regex
 
-from ..errors import UsageError
+from ..errors import Remedy, UsageError
 from ..text import SURROGATES, shown_bytes
 from . import trigrams
 
@@ -349,7 +349,7 @@ def _parsed(source: str, flags: int, shown: str, multiline: bool = False):
                          "pattern too large", "use a smaller count, or + or *", field="pattern")
     if not multiline and trigrams.names_newline(tree):
         raise UsageError(f"{_quoted(shown)} holds a line break, and grep matches within one line unless asked to "
-                         "match across lines", "ask for multiline matching (the CLI's -U, grep_code's multiline)",
+                         "match across lines", Remedy("multiline"),
                          field="pattern")
     return tree
 
