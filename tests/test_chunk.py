@@ -9,6 +9,7 @@ import pytest
 
 from codii_sql.ingest.chunking.chunker import CHUNKER_VERSION, DEFAULT_MAX_TOKENS, chunk_text, definitions
 from codii_sql.ingest.chunking.layout import Chunk
+from codii_sql.ingest.chunking.regions import index_source, read_source
 from codii_sql.languages import AST_LANGUAGES, detect_language
 from codii_sql.models.wordpiece import count_tokens
 
@@ -985,3 +986,23 @@ def test_a_preamble_that_only_imports_is_a_chunk_of_kind_imports(language, text,
     filler = "".join(f"{'#' if language in ('ruby', 'python') else '//'} note {i}: filler line of words\n" for i in range(30))
     chunks = chunk_text(text + "\n" + filler + body, language, max_tokens=64)
     assert chunks[0].kind == kind, [(c.start_line, c.kind, c.symbol) for c in chunks]
+
+
+def test_packages_template_values_and_embedded_fields_are_declarations():
+    """helper 54: `symbol Mojo::UserAgent` and a Scala object's `val`/`type` found nothing; a val inside a method
+    stays a local. A Go struct's embedded type is no field of its own: its line is a use of the type."""
+    def declared(name, text):
+        out, stack = [], list(index_source(read_source(name, text))[1])
+        while stack:
+            d = stack.pop()
+            out.append((d.start_line, d.kind, d.symbol))
+            stack += d.children
+        return sorted(out)
+
+    assert declared("a.scala", "object A {\n  val limit = 5\n  var n: Int = 0\n  lazy val cache = Map()\n"
+                               "  type Id = String\n  def f() = {\n    val local = 1\n    local\n  }\n}\n") == [
+        (1, "class", "A"), (2, "constant", "A.limit"), (3, "variable", "A.n"), (4, "variable", "A.cache"),
+        (5, "type", "A.Id"), (6, "method", "A.f")]
+    assert declared("a.go", "package x\ntype Engine struct {\n\tRouterGroup\n\t*pkg.Handler\n\tname string\n}\n") == [
+        (2, "class", "Engine"), (5, "variable", "Engine.name")]
+    assert (1, "class", "Mojo::UserAgent") in declared("a.pm", "package Mojo::UserAgent;\nsub start { 1 }\n1;\n")

@@ -49,7 +49,8 @@ def _top_level(*scopes: str) -> Callable[[NameOf], NameOf]:
 
 def _go_field_names(node: tree_sitter.Node) -> list[str] | None:
     """A named struct field's names (``Errors errorMsgs``; ``X, Y int`` has two); an embedded one (``*Engine``)
-    has none of its own. An agent's ``find_symbol Context.Errors`` on gin got another type's method."""
+    has none of its own: its line is a use of its type, which refs counts. An agent's ``find_symbol
+    Context.Errors`` on gin got another type's method."""
     return [node_text(n) for n in node.children_by_field_name("name") if n.is_named] or None
 
 
@@ -211,6 +212,19 @@ def _solidity_state_name(node: tree_sitter.Node) -> list[tuple[str, str]] | None
     fixed = any(c.type in ("constant", "immutable") for c in node.children)
     return [(name, "constant" if fixed else "variable")] if name else None
 
+_SCALA_SCOPES = ("template_body", "compilation_unit")
+
+
+def _scala_binding_name(node: tree_sitter.Node) -> list[tuple[str, str]] | None:
+    """A template's or file's ``val limit = 5`` (a constant), ``var n``, ``lazy val cache`` (variables): the one
+    name its pattern binds (``val (a, b) = pair`` binds no one name)."""
+    pattern = node.child_by_field_name("pattern")
+    if pattern is None or pattern.type != "identifier":
+        return None
+    lazy = any(c.type == "modifiers" and "lazy" in node_text(c) for c in node.children)
+    return [(node_text(pattern), "constant" if node.type == "val_definition" and not lazy else "variable")]
+
+
 #: language -> node type -> (kind, name function). A Python or JS/TS variable's kind depends on its name:
 #: see :func:`kind_of`.
 DECLARATIONS: dict[str, dict[str, tuple[str, NameOf]]] = {
@@ -244,6 +258,11 @@ DECLARATIONS: dict[str, dict[str, tuple[str, NameOf]]] = {
     "python": {"assignment": ("variable", _python_module_name)},
     "ruby": {"assignment": ("constant", _top_level("program", "body_statement")(_ruby_constant_name)),
              "call": ("variable", _ruby_attribute_names)},
+    # A package's name (`symbol Mojo::UserAgent` found nothing); a template's vals, vars and type aliases.
+    "perl": {"package_statement": ("class", field_name)},
+    "scala": {"val_definition": ("constant", _top_level(*_SCALA_SCOPES)(_scala_binding_name)),
+              "var_definition": ("variable", _top_level(*_SCALA_SCOPES)(_scala_binding_name)),
+              "type_definition": ("type", _top_level(*_SCALA_SCOPES)(field_name))},
     # A contract's storage, events and errors (what `emit Transfer(...)` and `revert Unauthorized()` name).
     "solidity": {"state_variable_declaration": ("variable", _solidity_state_name),
                  "constant_variable_declaration": ("constant", field_name),

@@ -51,7 +51,7 @@
 #: modules and ``let``s, ``defn``s: see :mod:`.grammars` and :mod:`.classified`); ``.cljs`` and ``.cljc`` files are
 #: Clojure (they were no language). A Haskell class's instances, and an Elixir protocol and its ``defimpl``, are
 #: definitions apart (mtl's 19 ``MonadState`` instances were 5); an operator's infix equation (``a <+> b = ...``)
-#: joins its signature.
+#: joins its signature. Declarations: a Perl package's name, a Scala template's ``val``/``var``/``type``.
 CHUNKER_VERSION = 19
 
 #: Versions that changed the chunks of some files only: their languages and file-name suffixes. An index chunked
@@ -60,7 +60,8 @@ CHUNKER_VERSION = 19
 SCOPED: dict[int, tuple[frozenset[str], frozenset[str]]] = {
     18: (frozenset({"perl", "scala", "lua", "elisp", "elixir", "erlang", "haskell", "rust",
                          "go", "ruby"}), frozenset({".el", ".hrl"})),
-    19: (frozenset({"solidity", "proto", "ocaml", "clojure", "haskell", "elixir"}), frozenset({".cljs", ".cljc"})),
+    19: (frozenset({"solidity", "proto", "ocaml", "clojure", "haskell", "elixir", "perl", "scala"}),
+         frozenset({".cljs", ".cljc"})),
 }
 
 
