@@ -548,6 +548,24 @@ def test_a_ruby_name_ending_in_bang_or_question_mark_is_its_own_name(tmp_path, e
             assert s.search(query, SearchOptions(limit=3))[0].symbol == symbol, query
 
 
+def test_a_haskell_name_ending_in_a_prime_is_its_own_name(tmp_path, embedder):
+    """helper 54 on mtl: `modify'` ranked `modify` first (the prime was dropped from the name the query gave)."""
+    assert named_in_query("modify'") == Named(["modify'"], ["modify"], [])
+    assert named_in_query("the user's session").names == [] and named_in_query("users' data").names == []
+    body = "".join(f"  step{i} <- gets (field{i} . config)\n" for i in range(10))
+    defs = {"modify": "Maps an old state to a new state inside a state monad, modify the state.",
+            "modify'": "A strict variant of modify."}
+    repo = write_tree(tmp_path / "hs", {"State.hs": "module State where\n\n" + "".join(
+        f"-- | {doc}\n{name} :: MonadState s m => (s -> s) -> m ()\n{name} f = do\n{body}  state f\n\n"
+        for name, doc in defs.items())})
+    cb = Codebase.open(repo)
+    Indexer(cb, embedder).build()
+    with Store(cb.db_path, create=False) as store:
+        s = Searcher(store, cb.root, embedder)
+        for query in ("modify'", "modify"):
+            assert s.search(query, SearchOptions(limit=2))[0].symbol == query, query
+
+
 def test_single_retriever_modes_rank_by_their_own_scores(searcher):
     """A natural-language query gives BM25 weight 0 in hybrid mode; bm25 mode must still rank."""
     res = searcher.search("follow redirects until a final response arrives", SearchOptions(limit=3, mode="bm25"))

@@ -65,8 +65,9 @@ _PATH = re.compile(r"(?:[\w.-]+/)*[\w-]{2,}\.[A-Za-z]\w{0,5}\b")
 #: (``abort``, ``get``: a stop word too) name the member together, ``JoinHandle.abort``.
 _MEMBER_OWNER = re.compile(r"[A-Z][A-Za-z0-9]*[a-z][A-Za-z0-9]*")
 _PLAIN_WORD = re.compile(r"[a-z_][a-z0-9_]*")
-#: A trailing ``!`` or ``?`` is part of a Ruby (Elixir, Crystal) method name: ``compile!`` is not ``compile``.
-_IDENTIFIER = re.compile(r"[A-Za-z_][\w]*(?:(?:\.|::|#)[A-Za-z_]\w*)*[!?]?")
+#: A trailing ``!`` or ``?`` is part of a Ruby (Elixir, Crystal) method name: ``compile!`` is not ``compile``; so
+#: are Haskell's and OCaml's primes ending a word (``modify'``, not the ``'`` of "user's").
+_IDENTIFIER = re.compile(r"[A-Za-z_][\w]*(?:(?:\.|::|#)[A-Za-z_]\w*)*(?:[!?]|'+(?!\w))?")
 _PATH_PREFIX = re.compile(r"^(?:\.?/)+")
 #: Longest whitespace-free token searched for a file path. _PATH backtracks, so its cost grows
 #: with the square of a token's length: one 100,000-character token took 89 s, and blocked
@@ -166,10 +167,10 @@ def named_in_query(query: str, *, code: bool = False) -> Named:
             parts = [p for p in re.split(r"\.|::|#", token.lower()) if p]
             names.add(".".join(parts))
             if not token.islower():
-                cased[".".join(parts)] = ".".join(p for p in re.split(r"\.|::|#", token.rstrip("!?")) if p)
+                cased[".".join(parts)] = ".".join(p for p in re.split(r"\.|::|#", token.rstrip("!?'")) if p)
             tails.update(parts[-1:] if len(parts) > 1 else [])
-            if token[-1] in "!?":  # also the plain name, as weaker evidence (Rust's vec! is macro vec)
-                tails.add(parts[-1].rstrip("!?"))
+            if token[-1] in "!?'":  # also the plain name, as weaker evidence (Rust's vec! is macro vec)
+                tails.add(parts[-1].rstrip("!?'"))
     # "JoinHandle abort", "QuerySet get": a type then a plain word name its member too (a new user's query
     # listed every one-line `impl ... for JoinHandle` chunk before JoinHandle.abort).
     for a, b in itertools.pairwise(tokens):
