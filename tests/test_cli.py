@@ -466,6 +466,10 @@ def test_a_query_of_one_character_words_says_bm25_cannot_match_it(sample_repo):
         assert "no word BM25 can match" in got["note"] and "grep -w" in got["note"], got
     got = json.loads(run("search", "retry", "--path", sample_repo, "--mode", "bm25", "--no-update", "--json").output)
     assert "no word BM25 can match" not in (got.get("note") or "")
+    # helper 54: 9,000 words no chunk holds were told "used the 0 that say most ... no word of one character"
+    words = " ".join(f"w{n * 7919 % 1_000_003}" for n in range(3000))
+    got = json.loads(run("search", words, "--path", sample_repo, "--mode", "bm25", "--no-update", "--json").output)
+    assert "none of those is in the index" in got["note"] and "one character" not in got["note"], got["note"]
 
 
 def test_a_search_inside_a_submodule_uses_its_own_index(tmp_path):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 
 from ..errors import Remedy
@@ -123,9 +124,12 @@ def query_notes(analysis: Analysis | None) -> list[Note]:
         return []
     notes = []
     if analysis.words > MAX_QUERY_TERMS:
+        used = f"used the {len(analysis.terms)} that say most" if analysis.terms else "none of those is in the index"
         notes.append(Note("query", f"the query has {analysis.words:,} distinct words: BM25 weighed its title, code "
-                                   f"spans and first {MAX_QUERY_TERMS:,}, and used the {len(analysis.terms)} that say most"))
-    if not analysis.terms and analysis.text.strip() and not analysis.unmatched:
+                                   f"spans and first {MAX_QUERY_TERMS:,}, and {used}"))
+    # Only where every word is of one character: a query of words no chunk holds was told it held none that long.
+    if not analysis.terms and analysis.text.strip() and not analysis.unmatched \
+            and not re.search(r"\w\w", analysis.text):
         # A new user's `search x` answered nothing, silently: words of one character are no BM25 term.
         notes.append(Note("query", "the query has no word BM25 can match (it matches no word of one character): "
                                    "any result comes from the vectors", "grep finds a short name: "
