@@ -37,6 +37,20 @@ def as_json(res) -> dict:
     return last_json(res.stdout)
 
 
+def test_a_build_with_vectors_off_that_reused_some_says_so(tmp_path, sample_repo):
+    """helper 54: a copy of a tree built with --no-vectors took its chunks' vectors from the embedding cache, and
+    the note said "holds vectors for 314 of 316 chunks (built with vectors off)"."""
+    import shutil
+
+    assert run("build", sample_repo).exit_code == 0  # with vectors: the cache holds every chunk text's
+    copy = shutil.copytree(sample_repo, tmp_path / "copy")
+    (copy / "extra.py").write_text("def brand_new_helper(x):\n    return x * 3 + 1\n")
+    assert run("build", copy, "--no-vectors").exit_code == 0
+    found = as_json(run("search", "retry", "--path", copy, "--json"))
+    assert "chunks have a vector, reused (built with vectors off): the others rank by BM25 alone" in found["note"], \
+        found["note"]
+
+
 def test_no_vectors_is_bm25_only_and_a_later_build_with_vectors_fills_them_in(sample_repo):
     first = as_json(run("build", sample_repo, "--no-vectors", "--json"))
     assert first["chunks"] > 0 and first["vectors_pending"] == first["chunks"] and first["chunks_embedded"] == 0

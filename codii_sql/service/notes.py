@@ -90,8 +90,10 @@ def vectors_note(store: Store, root: str, *, running: bool, mode: str, alone_db:
         return Note("vectors", f"vectors are still being embedded ({done} of {total} chunks searchable by vector{left}): chunks without one "
                                f"rank by BM25 alone{blind}")
     if progress["state"] == "off":
-        return Note("vectors", f"this index holds vectors for {done} of {total} chunks (built with vectors off): the "
-                               f"others rank by BM25 alone{blind}",
+        # A build with vectors off still takes the vectors of unchanged chunk texts from the cache or an earlier build.
+        held = f"{done} of {total} chunks have a vector, reused (built with vectors off): the others" if done else \
+            f"this index holds no vector for its {total} chunks (built with vectors off): they"
+        return Note("vectors", f"{held} rank by BM25 alone{blind}",
                     Remedy("export_again", {"db": alone_db}) if alone_db else Remedy("embed_vectors", {"root": root}))
     why = f" ({progress['error']})" if progress.get("error") else ""
     return Note("vectors", f"{total - done} of {total} chunks have no vector yet, the vector phase stopped{why}: they "
