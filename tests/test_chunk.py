@@ -95,8 +95,7 @@ EXPECTED_AT_64 = {
     "sample.lua": [(1, "module", None), (4, "function", "M.split"), (10, "function", "M:method"),
                    (14, "function", "helper"), (18, "function", "global_fn"), (21, "function", "M.other"),
                    (22, "function", "f2")],
-    "sample.pm": [(1, "module", None), (4, "function", "url_escape"), (10, "function", "_private"),
-                  (14, "function", "new")],
+    "sample.pm": [(1, "class", "Mojo::Util"), (12, "class", "Mojo::Other")],  # each package whole
     "sample.el": [(1, "module", None), (7, "variable", "magit-git-executable"), (10, "variable", "magit-git-debug"),
                   (15, "function", "magit-git-string"), (20, "macro", "magit-with-toplevel"),
                   (24, "function", "magit-foo"), (25, "function", "magit-auto-mode"), (26, "module", None)],
@@ -153,7 +152,9 @@ def test_clauses_signatures_and_specs_are_one_definition_with_their_docs():
     lisp = flat(read("sample.el"), "elisp")
     assert (15, 18, "function", "magit-git-string") in lisp and (7, 8, "variable", "magit-git-executable") in lisp
     assert [d[3] for d in flat(read("sample.lua"), "lua")][:3] == ["M.split", "M:method", "helper"]
-    assert (4, 8, "function", "url_escape") in flat(read("sample.pm"), "perl")
+    assert flat(read("sample.pm"), "perl") == [  # each sub in its package, to the next package statement
+        (1, 10, "class", "Mojo::Util"), (4, 8, "method", "Mojo::Util::url_escape"),
+        (10, 10, "method", "Mojo::Util::_private"), (12, 18, "class", "Mojo::Other"), (14, 17, "method", "Mojo::Other::new")]
     assert detect_language("lisp/magit.el") == "elisp" and detect_language("include/ms.hrl") == "erlang"
 
 
@@ -989,8 +990,9 @@ def test_a_preamble_that_only_imports_is_a_chunk_of_kind_imports(language, text,
 
 
 def test_packages_template_values_and_embedded_fields_are_declarations():
-    """helper 54: `symbol Mojo::UserAgent` and a Scala object's `val`/`type` found nothing; a val inside a method
-    stays a local. A Go struct's embedded type is no field of its own: its line is a use of the type."""
+    """helper 54: `symbol Mojo::UserAgent` (now a package holding its subs) and a Scala object's `val`/`type` found
+    nothing; a val inside a method stays a local. A Go struct's embedded type is no field of its own: its line is
+    a use of the type."""
     def declared(name, text):
         out, stack = [], list(index_source(read_source(name, text))[1])
         while stack:
@@ -1005,4 +1007,5 @@ def test_packages_template_values_and_embedded_fields_are_declarations():
         (5, "type", "A.Id"), (6, "method", "A.f")]
     assert declared("a.go", "package x\ntype Engine struct {\n\tRouterGroup\n\t*pkg.Handler\n\tname string\n}\n") == [
         (2, "class", "Engine"), (5, "variable", "Engine.name")]
-    assert (1, "class", "Mojo::UserAgent") in declared("a.pm", "package Mojo::UserAgent;\nsub start { 1 }\n1;\n")
+    assert declared("a.pm", "package Mojo::UserAgent;\nsub start { 1 }\n1;\n") == [
+        (1, "class", "Mojo::UserAgent"), (2, "method", "Mojo::UserAgent::start")]

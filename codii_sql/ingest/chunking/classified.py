@@ -278,3 +278,34 @@ def clojure_scope(node: tree_sitter.Node) -> bool:
     """Where Clojure definitions are looked for: forms that define nothing themselves (``(when-not ...
     (defn ...))``, ``(do ...)``, ``(comment ...)``), not a definition's body."""
     return node.type == "list_lit" and clojure(node) is None
+
+
+def perl_spans(root: tree_sitter.Node) -> list[Span]:
+    """Perl's subs, in the package that holds them: ``package Mojo::UserAgent;`` runs to the next package statement
+    (or the file's end), ``package Foo { ... }`` over its block, so ``sub start`` is ``Mojo::UserAgent::start``
+    (a new user's `symbol Mojo::UserAgent` and `Mojo::UserAgent::start` found nothing)."""
+    out: list[Span] = []
+    top = root.named_children
+    for i, node in enumerate(top):
+        if node.type != "package_statement" or (name := _text(node.child_by_field_name("name"))) is None:
+            continue
+        last = node
+        if not any(c.type == "block" for c in node.named_children):  # to the next package statement
+            for after in top[i + 1:]:
+                if after.type == "package_statement":
+                    break
+                if after.type not in ("pod", "comment", "__DATA__", "__END__"):  # its documentation stays the file's
+                    last = after
+        out.append(Span(node.start_byte, last.end_byte, node.start_point[0], last_row(last), "class", name))
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        for child in node.named_children:
+            if child.type == "subroutine_declaration_statement":
+                name = _text(child.child_by_field_name("name"))
+                if name:
+                    out.append(Span(child.start_byte, child.end_byte, child.start_point[0], last_row(child),
+                                    "function", name))
+            elif child.named_child_count:
+                stack.append(child)
+    return out

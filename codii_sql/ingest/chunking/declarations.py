@@ -258,8 +258,7 @@ DECLARATIONS: dict[str, dict[str, tuple[str, NameOf]]] = {
     "python": {"assignment": ("variable", _python_module_name)},
     "ruby": {"assignment": ("constant", _top_level("program", "body_statement")(_ruby_constant_name)),
              "call": ("variable", _ruby_attribute_names)},
-    # A package's name (`symbol Mojo::UserAgent` found nothing); a template's vals, vars and type aliases.
-    "perl": {"package_statement": ("class", field_name)},
+    # A template's vals, vars and type aliases.
     "scala": {"val_definition": ("constant", _top_level(*_SCALA_SCOPES)(_scala_binding_name)),
               "var_definition": ("variable", _top_level(*_SCALA_SCOPES)(_scala_binding_name)),
               "type_definition": ("type", _top_level(*_SCALA_SCOPES)(field_name))},

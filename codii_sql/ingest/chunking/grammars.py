@@ -257,7 +257,7 @@ GRAMMARS: dict[str, Grammar] = {
                          spans=markdown_spans),
     "sql": Grammar({}, prefixes=("comment", "marginalia"), spans=sql_spans),
     # Chunker 18's languages (a new user found no definition in Lua, Perl, Emacs Lisp or Erlang code).
-    "perl": Grammar({"subroutine_declaration_statement": "function"}, prefixes=("comment", "pod")),
+    "perl": Grammar({}, prefixes=("comment", "pod"), separator="::", spans=classified.perl_spans),
     "scala": Grammar(
         {"class_definition": "class", "object_definition": "class", "trait_definition": "class",
          "enum_definition": "class", "function_definition": "function", "function_declaration": "function"},

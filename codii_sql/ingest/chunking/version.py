@@ -51,7 +51,8 @@
 #: modules and ``let``s, ``defn``s: see :mod:`.grammars` and :mod:`.classified`); ``.cljs`` and ``.cljc`` files are
 #: Clojure (they were no language). A Haskell class's instances, and an Elixir protocol and its ``defimpl``, are
 #: definitions apart (mtl's 19 ``MonadState`` instances were 5); an operator's infix equation (``a <+> b = ...``)
-#: joins its signature. Declarations: a Perl package's name, a Scala template's ``val``/``var``/``type``.
+#: joins its signature. A Perl package holds the subs up to the next package statement (``Mojo::UserAgent::start``);
+#: a Scala template's ``val``/``var``/``type`` are declarations.
 CHUNKER_VERSION = 19
 
 #: Versions that changed the chunks of some files only: their languages and file-name suffixes. An index chunked
