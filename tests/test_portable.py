@@ -68,7 +68,7 @@ def test_an_index_file_alone_is_searched_read_only_from_its_stored_chunks(tmp_pa
     assert st["status"] == "indexed" and st["stale"] is None and st["files"] == 4
     assert as_json(run("stats", "--db", copy, "--json"))["chunks"] > 4
     symbol = as_json(run("symbol", "parse_header", "--db", copy, "--json"))
-    assert [d["path"] for d in symbol["definitions"]] == ["app/parse.py"] and "stored chunks" in symbol["note"]
+    assert [d["path"] for d in symbol["definitions"]] == ["app/parse.py"] and "what the index stores" in symbol["note"]
     assert [d["symbol"] for d in as_json(run("symbol", "send", "--db", copy, "--json"))["definitions"]] == \
         ["Session.send"]  # parsed from the stored text: too small for a chunk of its own
     refs = as_json(run("refs", "send", "--db", copy, "--json"))
@@ -635,3 +635,19 @@ def test_an_export_reports_the_index_size_with_what_its_log_still_holds(tmp_path
         assert out["source_bytes"] >= in_file + 2_000_000, (out["source_bytes"], in_file)
     finally:
         writer.close()
+
+
+def test_an_export_s_outline_is_the_live_outline_even_where_no_chunk_holds_a_line(tmp_path, codii_home):
+    """helper 55: `outline token/ERC20/ERC20.sol --db oz.db` ended the contract at 304, the live outline at 305 (its
+    closing brace, which no chunk holds, was read as an empty line); grpc's `service Health` disappeared and its rpcs
+    became top-level functions. An index alone keeps each file's text for grep: its outline reads that."""
+    methods = "".join(f"  /** Step {i} of the pipeline. */\n  step{i}(input) {{\n"
+                      + "".join(f"    input = transform{i}_{k}(input, {k});\n" for k in range(12))
+                      + "    return input;\n  }\n\n" for i in range(8))
+    repo = write_tree(tmp_path / "repo", {"src/pipeline.js": f"export class Pipeline {{\n{methods}}}\n"})
+    assert run("build", repo, "--no-vectors").exit_code == 0
+    live = as_json(run("outline", repo / "src/pipeline.js", "--json"))
+    shard = tmp_path / "pipeline.db"
+    assert run("export", repo, "--to", shard).exit_code == 0
+    alone = as_json(run("outline", "src/pipeline.js", "--db", shard, "--json"))
+    assert alone["symbols"] == live["symbols"] and alone["symbols"][0]["end_line"] == 8 * 17 + 2, alone

@@ -14,15 +14,15 @@ from ..search.budget import envelope_tokens, json_tokens
 from ..text import decode_source
 from . import boundary
 from .status import not_indexed, scan_rules
-from .stored import stored_lines, stored_path
+from .stored import stored_lines, stored_path, stored_text
 from .symbols import ALONE_NOTE
 
 
 def reader(codebase: Codebase, fileset: boundary.FileSet | None) -> Callable[[str], tuple[str, Source]]:
     """How ``codebase``'s files are read, as the chunker reads them (a notebook as its cells, a
     component as its parts): through ``fileset`` (default: one under its current rules) from disk,
-    or, for an index alone, as its stored chunks hold them (:func:`~.portable.stored_lines`: the
-    lines no chunk holds are empty).
+    or, for an index alone, as it keeps the file's text for grep (:func:`~.stored.stored_text`), else as its
+    stored chunks hold them (:func:`~.stored.stored_lines`: the lines no chunk holds are empty).
 
     The returned function gives ``(the path relative to the root, the source)``, and raises
     UsageError for a file it may not or cannot read.
@@ -30,6 +30,9 @@ def reader(codebase: Codebase, fileset: boundary.FileSet | None) -> Callable[[st
     if codebase.alone:
         def stored(path: str) -> tuple[str, Source]:
             path = stored_path(path)
+            whole = stored_text(codebase, path)  # the file's own text, where the index keeps it for grep
+            if whole is not None:
+                return path, read_source(path, whole)
             lines = stored_lines(codebase, path)
             return path, read_source(path, "".join(lines.get(n, "") + "\n" for n in range(1, max(lines) + 1)))
         return stored

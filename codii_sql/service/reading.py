@@ -12,10 +12,10 @@ from ..ingest.config import size_cap
 from ..ingest.read import read_file
 from ..ingest.scanned import SourceFile
 from ..languages import detect_language
-from ..text import decode_source, unpacked
+from ..text import decode_source
 from . import boundary
 from .status import open_store, scan_rules
-from .stored import not_stored, stored_lines, stored_path
+from .stored import not_stored, stored_lines, stored_path, stored_text
 
 
 @dataclass
@@ -46,7 +46,7 @@ def file_text(codebase: Codebase, path: str, fileset: boundary.FileSet | None = 
     """
     if codebase.alone:
         path = stored_path(path)
-        whole = _stored_text(codebase, path)
+        whole = stored_text(codebase, path)
         if whole is not None:  # the file's own text, kept for grep: its blank lines are no gap
             lines = whole.split("\n")
             return FileText(path, detect_language(path), [line + "\n" for line in lines[:-1]] + (
@@ -72,12 +72,3 @@ def file_text(codebase: Codebase, path: str, fileset: boundary.FileSet | None = 
     changed = indexed is not None and indexed["hash"] != hashlib.sha256(raw).hexdigest()
     return FileText(f.rel, detect_language(f.rel, lines[0] if lines else ""), lines, changed=changed,
                     unindexed=unindexed)
-
-
-def _stored_text(codebase: Codebase, path: str) -> str | None:
-    """The whole text an index alone keeps of ``path`` (grep's copy), None when it keeps none (an index
-    from before grep, or a damaged row: its chunks' lines then stand for it). A new user's shard view
-    marked every blank line "not stored"."""
-    with open_store(codebase) as store:
-        row = store.row("file_text_of_path", {"path": path})
-    return None if row is None else unpacked(row["text"])

@@ -6,7 +6,7 @@ import posixpath
 
 from ..codebase import Codebase
 from ..errors import UsageError
-from ..text import numbered_lines
+from ..text import numbered_lines, unpacked
 from .status import open_store
 
 
@@ -37,6 +37,15 @@ def stored_lines(codebase: Codebase, file: str) -> dict[int, str]:
             for n, text in numbered:
                 lines.setdefault(n, text)
     return lines
+
+
+def stored_text(codebase: Codebase, path: str) -> str | None:
+    """The whole text an index alone keeps of ``path`` (grep's copy), None when it keeps none (an index
+    from before grep, or a damaged row: its chunks' lines then stand for it). A new user's shard view
+    marked every blank line "not stored", and its outline lost a closing line no chunk holds (``}``)."""
+    with open_store(codebase) as store:
+        row = store.row("file_text_of_path", {"path": path})
+    return None if row is None else unpacked(row["text"])
 
 
 def not_stored(lines: dict[int, str], start: int, end: int) -> list[list[int]]:

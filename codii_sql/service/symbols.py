@@ -29,7 +29,7 @@ STUB_SUFFIXES = (".pyi", *TYPE_DECLARATION_SUFFIXES)
 #: A Go method expression's receiver: ``(*FlagSet).`` or ``(FlagSet).``.
 _GO_RECEIVER = re.compile(r"\(\*?\s*([A-Za-z_]\w*)\)\.")
 #: What symbol lookups of an index alone say.
-ALONE_NOTE = "read from the index's stored chunks: the source is not here"
+ALONE_NOTE = "read from what the index stores: the source is not here"
 
 
 def find_symbol(codebase: Codebase, name: str, *, kind: str | None = None, prefix: bool = False,
