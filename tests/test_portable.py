@@ -614,6 +614,17 @@ def test_an_export_altered_in_place_is_refused_by_a_fresh_process_and_its_server
         assert all("PWNED" not in r["content"] for r in got["results"]) and got["results"], got
         health = httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=60).json()
         assert health["status"] == "degraded" and list(health["shards"]["failed"]) == ["altered.db"], health
+        # Altered in place while served, its mtime put back: its open connection is not trusted on (helper 55)
+        intact = tmp_path / "shards" / "intact.db"
+        before = intact.stat()
+        data = bytearray(intact.read_bytes())
+        at = data.find(b"def parse_header")
+        data[at:at + 16] = b"def PWNED_header"
+        with open(intact, "r+b") as fh:
+            fh.write(data)
+        os.utime(intact, ns=(before.st_atime_ns, before.st_mtime_ns))
+        got = httpx.get(f"http://127.0.0.1:{port}/search", params={"q": "parse_header", "mode": "bm25"}, timeout=60)
+        assert got.status_code == 503 and "PWNED" not in got.text and "intact.db" in got.text, got.text
     finally:
         servers.stop(proc)
 

@@ -177,7 +177,9 @@ class OpenIndexes:
 
 def _identity(cb: Codebase) -> tuple[int, ...]:
     """The file's ``(st_dev, st_ino)``: another one when the file was replaced by rename; for an index
-    alone, which nothing here writes, also its size and mtime (ns): a change there is a rewrite in place.
+    alone, which nothing here writes, also its size, mtime and ctime (ns): a change there is a rewrite in
+    place (the ctime too, which no one can set: a server kept searching a shard altered in place whose mtime
+    was put back, while its /grep refused it).
 
     Raises:
         NotIndexedError: the file is gone.
@@ -186,7 +188,7 @@ def _identity(cb: Codebase) -> tuple[int, ...]:
         st = os.stat(cb.db_path)
     except FileNotFoundError:
         raise not_indexed(cb) from None
-    return (st.st_dev, st.st_ino) + ((st.st_size, st.st_mtime_ns) if cb.alone else ())
+    return (st.st_dev, st.st_ino) + ((st.st_size, st.st_mtime_ns, st.st_ctime_ns) if cb.alone else ())
 
 
 def _same_embedder(searcher: Searcher) -> bool:
