@@ -662,3 +662,8 @@ def test_an_export_s_outline_is_the_live_outline_even_where_no_chunk_holds_a_lin
     assert run("export", repo, "--to", shard).exit_code == 0
     alone = as_json(run("outline", "src/pipeline.js", "--db", shard, "--json"))
     assert alone["symbols"] == live["symbols"] and alone["symbols"][0]["end_line"] == 8 * 17 + 2, alone
+    os.chdir(repo)  # from inside the checkout the shard was built from: its path was made absolute and not found
+    try:
+        assert as_json(run("outline", "src/pipeline.js", "--db", shard, "--json"))["symbols"] == live["symbols"]
+    finally:
+        os.chdir(tmp_path)
