@@ -162,14 +162,16 @@ def test_contracts_messages_modules_and_defns_are_definitions_with_their_docs():
     """Solidity, Protocol Buffers, OCaml and Clojure were cut in line windows: `symbol deposit`, `find_symbol
     PlaceOrder` or an outline of a contract found nothing. Their definitions carry their doc comments, nest in
     their contract, message, service or module, and a contract's storage, events and errors are declarations."""
-    def flat(name):
-        text = read(name)
-        out, stack = [], list(definitions(text, detect_language(name)))
+    def flat_text(text, language):
+        out, stack = [], list(definitions(text, language))
         while stack:
             d = stack.pop()
             out.append((d.first + 1, d.last + 1, d.kind, d.symbol))
             stack += d.children
         return sorted(out)
+
+    def flat(name):
+        return flat_text(read(name), detect_language(name))
 
     sol = flat("sample.sol")
     assert (22, 27, "method", "Vault.deposit") in sol and (33, 35, "method", "Math.max") in sol  # with its `/// @dev`
@@ -182,6 +184,9 @@ def test_contracts_messages_modules_and_defns_are_definitions_with_their_docs():
     ml = flat("sample.ml")
     assert (8, 11, "function", "create") in ml and (3, 4, "constant", "default_size") in ml  # `let () =` defines nothing
     assert (20, 22, "method", "Stats.variance") in ml and (25, 25, "function", "length") in ml and len(ml) == 8
+    # each binding of `let rec ... and ...` and of `type ... and ...` (helper 55: 0 of the stdlib's 111 were)
+    assert flat_text("let rec f x = g x\nand g = fun z -> z\n\ntype t = A of u\nand u = B | C\n", "ocaml") == [
+        (1, 1, "function", "f"), (2, 2, "function", "g"), (4, 4, "type", "t"), (5, 5, "type", "u")]
     clj = flat("sample.clj")
     assert (8, 11, "function", "line-total") in clj and (20, 21, "function", "describe") in clj  # `^:private`, defmethod
     assert (4, 4, "variable", "*currency*") in clj and (30, 31, "macro", "with-currency") in clj

@@ -210,31 +210,30 @@ def _haskell_infix_name(node: tree_sitter.Node) -> str | None:
 
 
 #: OCaml: a ``let`` whose binding takes parameters or whose body is a function is a function; another binding's
-#: value (``let default_size = 16``) a constant. ``let () = ...`` (a pattern, not a name) defines nothing.
+#: value (``let default_size = 16``) a constant. ``let () = ...`` (a pattern, not a name) defines nothing. Each
+#: binding of ``let rec f ... and g ...`` (and of ``type t = ... and u = ...``) is a definition of its own.
 _OCAML_FUNCTION_BODIES = frozenset({"fun_expression", "function_expression"})
 OCAML_SCOPES = frozenset({"module_definition", "module_binding", "structure", "class_definition", "class_binding",
-                          "object_expression"})
+                          "object_expression", "value_definition", "type_definition"})
 
 
 def ocaml(node: tree_sitter.Node) -> tuple[str, str] | None:
-    """``let f x = ...`` (the first name of ``let rec f ... and g ...``), ``external``, ``type t = ...``,
-    ``module M = struct ... end`` and ``module type S = sig ... end`` (a class, holding its own), ``class``
-    and an object's ``method``."""
-    if node.type == "value_definition":
-        binding = next((c for c in node.named_children if c.type == "let_binding"), None)
-        pattern = binding.child_by_field_name("pattern") if binding is not None else None
+    """A ``let`` binding (``let f x = ...``; each of ``let rec f ... and g ...``: camlinternalFormat's five mutually
+    recursive functions were one), ``external``, a type binding, ``module M = struct ... end`` and ``module type S =
+    sig ... end`` (a class, holding its own), ``class`` and an object's ``method``."""
+    if node.type == "let_binding":
+        pattern = node.child_by_field_name("pattern")
         if pattern is None or pattern.type not in ("value_name", "parenthesized_operator"):
             return None
-        body = binding.child_by_field_name("body")
-        function = any(c.type == "parameter" for c in binding.named_children) or (
+        body = node.child_by_field_name("body")
+        function = any(c.type == "parameter" for c in node.named_children) or (
             body is not None and body.type in _OCAML_FUNCTION_BODIES)
         return ("function" if function else "constant"), " ".join(node_text(pattern).split())
     if node.type in ("external", "method_definition"):
         name = next((c for c in node.named_children if c.type in ("value_name", "method_name")), None)
         return ("function", node_text(name)) if name is not None else None
-    if node.type == "type_definition":
-        binding = next((c for c in node.named_children if c.type == "type_binding"), None)
-        name = binding.child_by_field_name("name") if binding is not None else None
+    if node.type == "type_binding":
+        name = node.child_by_field_name("name")
         return ("type", node_text(name)) if name is not None else None
     named = {"module_definition": ("module_binding", "module_name"), "module_type_definition": (None, "module_type_name"),
              "class_definition": ("class_binding", "class_name")}.get(node.type)
