@@ -80,7 +80,7 @@ def test_broken_pages_are_reported_damaged_and_build_force_replaces_the_file(sam
     copy = codii_home.parent / "elsewhere.db"  # a damaged --db copy: its own path in the advice
     copy.write_bytes(db.read_bytes())
     res = CliRunner().invoke(cli, ["doctor", str(sample_repo), "--db", str(copy)])
-    assert res.exit_code == 1 and "delete it by hand" in res.output and "--force" not in res.output, res.output
+    assert res.exit_code == 1 and "export it again" in res.output and "--force" not in res.output, res.output
     res = CliRunner().invoke(cli, ["build", str(sample_repo), "--force", "--json"])
     assert res.exit_code == 0, res.output
     assert json.loads(run("doctor", sample_repo, "--check-only", "--json").output)["consistent"]

@@ -38,7 +38,8 @@ def translate(err: apsw.Error, path: Path) -> CodiiError:
         return ReadOnlyIndexError(f"the index file is read-only ({err})", Remedy("make_writable"))
     if isinstance(err, (apsw.CorruptError, apsw.NotADBError)):
         out: CodiiError = DamagedIndexError(f"the index is damaged ({err})", Remedy("force_build") if in_indexes_dir(path)
-                                            else "a forced build replaces it, or delete it by hand")
+                                            else "if it is an export or a shard, export it again from its source; a codebase's own index is "
+                 "replaced by a forced build")
     else:
         out = StorageError(f"reading the index failed ({err})", Remedy("doctor"))
     out.sqlite = str(err)
