@@ -191,6 +191,10 @@ def test_contracts_messages_modules_and_defns_are_definitions_with_their_docs():
     assert (8, 11, "function", "line-total") in clj and (20, 21, "function", "describe") in clj  # `^:private`, defmethod
     assert (4, 4, "variable", "*currency*") in clj and (30, 31, "macro", "with-currency") in clj
     assert detect_language("src/app/core.cljs") == detect_language("src/app/util.cljc") == "clojure"
+    # helper 55: definline is a definition; a (comment ...) form's scratch code is none
+    assert flat_text("(definline booleans [xs] `(. clojure.lang.Numbers booleans ~xs))\n"
+                     "(comment\n  (defn scratch [] 1))\n(when true\n  (defn kept [] 2))\n", "clojure") == [
+        (1, 1, "function", "booleans"), (5, 5, "function", "kept")]
 
 
 

@@ -787,6 +787,8 @@ def test_an_ocaml_module_qualifies_by_its_file_and_a_contract_member_by_its_cont
         "api/shop.proto": "syntax = \"proto3\";\nservice Shop {\n  rpc PlaceOrder (Order) returns (Order);\n}\n"
                           "message Order {\n  string id = 1;\n}\n",
         "src/core.clj": "(defn order-total [o] (reduce + o))\n(defn report [o]\n  (order-total o))\n",
+        "src/clojure/set.clj": "(ns clojure.set)\n(defn join [xrel yrel] xrel)\n",
+        "src/clojure/string.clj": "(ns clojure.string)\n(defn join [coll] (apply str coll))\n",
         "src/lists.erl": "-module(lists).\nfoldl(F, Acc, []) -> Acc.\n", "src/other.erl": "foldl(F, A, L) -> A.\n",
         "net/http/server.go": "package http\n\nvar ErrAbortHandler = errors.New(\"abort\")\n",
         "net/rpc/server.go": "package rpc\n\nvar ErrAbortHandler = 1\n",
@@ -804,5 +806,7 @@ def test_an_ocaml_module_qualifies_by_its_file_and_a_contract_member_by_its_cont
     # is qualified as..."); Lua's `M:set` is found by `set` and `M.set` (it was by `M:set` alone)
     assert [d["path"] for d in service.find_symbol(cb, "lists:foldl")["definitions"]] == ["src/lists.erl"]
     assert [d["path"] for d in service.find_symbol(cb, "http.ErrAbortHandler")["definitions"]] == ["net/http/server.go"]
+    # helper 55: Clojure's namespace/name listed clojure/set.clj's join first
+    assert [d["path"] for d in service.find_symbol(cb, "clojure.string/join")["definitions"]] == ["src/clojure/string.clj"]
     for name in ("set", "M.set", "M:set"):
         assert [d["symbol"] for d in service.find_symbol(cb, name)["definitions"]] == ["M:set"], name

@@ -88,7 +88,9 @@ def find_symbol(codebase: Codebase, name: str, *, kind: str | None = None, prefi
     for r in rows:
         how = _match(normal_name(r["symbol"]), wanted, prefix)
         if how is None and "." in wanted:  # pkg.module.func: the file's module path qualifies it too
-            how = _match(f"{_module(r['path'], r['language'])}.{normal_name(r['symbol'])}", wanted, False) and 1
+            # (Clojure's `clojure.string/join` names its namespace with a slash)
+            how = _match(f"{_module(r['path'], r['language'])}.{normal_name(r['symbol'])}", wanted.replace("/", "."),
+                         False) and 1
         if how is not None:
             found.append((how, ROLE_ORDER.get(r["role"], 1), _declared_only(r), len(r["symbol"]), r["path"], r))
     # `requests.get`, `models.Model`: a name as it is imported, not where it is defined (requests/api.py,
@@ -238,13 +240,16 @@ def _module(path: str, language: str | None = None) -> str:
     An Erlang file is the module its name says, an OCaml file the module its name capitalised says
     (``stdlib/lists.erl`` -> ``lists``, ``stdlib/hashtbl.ml`` -> ``Hashtbl``: ``symbol Hashtbl.create`` listed every
     file's ``create`` alike); a Go file's package is its folder (``net/http/server.go`` -> ``net.http``, so
-    ``http.ErrAbortHandler`` is qualified)."""
+    ``http.ErrAbortHandler`` is qualified); a Clojure file is its namespace (``clojure/core_deftype.clj`` ->
+    ``clojure.core-deftype``)."""
     stem = path.rsplit(".", 1)[0] if "." in path.rsplit("/", 1)[-1] else path
     parts = [p for p in stem.split("/") if p]
     if language in ("ocaml", "erlang") and parts:
         return parts[-1][:1].upper() + parts[-1][1:] if language == "ocaml" else parts[-1]
     if language == "go":
         parts = parts[:-1]
+    if language == "clojure":  # a namespace's file names its dashes with underscores (core_deftype.clj)
+        parts = [p.replace("_", "-") for p in parts]
     if parts and parts[-1] in ("__init__", "index", "mod", "lib"):
         parts = parts[:-1]
     return ".".join(parts)

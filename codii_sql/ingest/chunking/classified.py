@@ -248,7 +248,7 @@ def ocaml(node: tree_sitter.Node) -> tuple[str, str] | None:
 _CLOJURE_DEFS = {"defn": "function", "defn-": "function", "defmacro": "macro", "defmulti": "function",
                  "defmethod": "function", "defprotocol": "class", "defrecord": "class", "deftype": "class",
                  "definterface": "class", "defstruct": "class", "def": "variable", "defonce": "variable",
-                 "deftest": "function", "defspec": "function"}
+                 "deftest": "function", "defspec": "function", "definline": "function"}
 
 
 def clojure(node: tree_sitter.Node) -> tuple[str, str] | None:
@@ -275,8 +275,12 @@ def _clojure_name(symbol: tree_sitter.Node) -> str | None:
 
 def clojure_scope(node: tree_sitter.Node) -> bool:
     """Where Clojure definitions are looked for: forms that define nothing themselves (``(when-not ...
-    (defn ...))``, ``(do ...)``, ``(comment ...)``), not a definition's body."""
-    return node.type == "list_lit" and clojure(node) is None
+    (defn ...))``, ``(do ...)``), not a definition's body nor a ``(comment ...)`` form, whose code is never
+    evaluated (a REPL's scratch: its defns were listed as definitions)."""
+    if node.type != "list_lit" or clojure(node) is not None:
+        return False
+    head = node.named_children[0] if node.named_children else None
+    return head is None or head.type != "sym_lit" or _clojure_name(head) != "comment"
 
 
 def perl_spans(root: tree_sitter.Node) -> list[Span]:
