@@ -601,6 +601,8 @@ def test_an_export_altered_in_place_is_refused_by_a_fresh_process_and_its_server
     assert refused.returncode != 0 and "PWNED" not in refused.stdout, refused.stdout
     assert "altered or damaged" in refused.stderr and "export it again" in refused.stderr, refused.stderr
     assert "Traceback" not in refused.stderr
+    outlined = cli("outline", "app/parse.py", "--db", altered)  # helper 55: outline read it as true
+    assert outlined.returncode != 0 and "export it again" in outlined.stderr and "PWNED" not in outlined.stdout
     status = cli("status", "--db", altered, "--json")
     assert json.loads(status.stdout)["status"] == "damaged", status.stdout
 

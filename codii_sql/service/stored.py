@@ -7,7 +7,7 @@ import posixpath
 from ..codebase import Codebase
 from ..errors import UsageError
 from ..text import numbered_lines, unpacked
-from .status import open_store
+from .status import open_store, refuse_damaged
 
 
 def stored_path(path: str) -> str:
@@ -23,9 +23,10 @@ def stored_lines(codebase: Codebase, file: str) -> dict[int, str]:
     chunk spans (a notebook cell's lines, which share one file line, are not placed).
 
     Raises:
-        UsageError: the index holds no such file.
+        UsageError: the index holds no such file. DamagedIndexError: its pages or rows are damaged.
     """
     with open_store(codebase) as store:
+        refuse_damaged(codebase, store)  # an altered export's lines were shown as its own (checked once per change)
         chunks = store.rows("chunks_of_file_text", {"path": file})
     if not chunks:
         raise UsageError(f"{file} is not in the index", "pass a path relative to the codebase root, as search results "
@@ -44,6 +45,7 @@ def stored_text(codebase: Codebase, path: str) -> str | None:
     from before grep, or a damaged row: its chunks' lines then stand for it). A new user's shard view
     marked every blank line "not stored", and its outline lost a closing line no chunk holds (``}``)."""
     with open_store(codebase) as store:
+        refuse_damaged(codebase, store)
         row = store.row("file_text_of_path", {"path": path})
     return None if row is None else unpacked(row["text"])
 
