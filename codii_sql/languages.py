@@ -11,7 +11,7 @@ AST_LANGUAGES: frozenset[str] = frozenset({
     "python", "javascript", "typescript", "tsx", "go", "rust", "java", "c", "cpp", "csharp",
     "ruby", "php", "kotlin", "swift", "bash", "markdown", "sql",
     "perl", "scala", "lua", "elisp", "elixir", "erlang", "haskell",
-    "solidity", "proto", "ocaml", "clojure",
+    "solidity", "proto", "ocaml", "ocaml_interface", "clojure",
 })
 
 # Grammar names where tree-sitter-language-pack has a grammar, plain names otherwise.
@@ -41,7 +41,7 @@ _EXTENSIONS: dict[str, str] = {
     "erl": "erlang", "hrl": "erlang", "el": "elisp", "dart": "dart", "m": "objc", "mm": "objc", "proto": "proto",
     "graphql": "graphql", "gql": "graphql", "tex": "latex", "csv": "csv", "tsv": "tsv",
     "ps1": "powershell", "bat": "batch", "cmd": "batch", "zig": "zig", "nim": "nim",
-    "jl": "julia", "clj": "clojure", "cljs": "clojure", "cljc": "clojure", "ml": "ocaml", "fs": "fsharp", "groovy": "groovy",
+    "jl": "julia", "clj": "clojure", "cljs": "clojure", "cljc": "clojure", "ml": "ocaml", "mli": "ocaml_interface", "fs": "fsharp", "groovy": "groovy",
     "gradle": "groovy", "tf": "hcl", "hcl": "hcl", "sol": "solidity", "v": "verilog",
     "vhd": "vhdl", "asm": "asm", "s": "asm", "j2": "jinja", "jinja": "jinja",
 }
@@ -167,7 +167,7 @@ LANGUAGE_ALIASES = {"ts": "typescript", "js": "javascript", "jsx": "javascript",
                     "txt": "text", "docker": "dockerfile", "protobuf": "proto", "tex": "latex", "ps": "powershell",
                     "makefile": "make", "ex": "elixir", "erl": "erlang", "hs": "haskell", "ml": "ocaml",
                     "pl": "perl", "jl": "julia", "clj": "clojure", "fs": "fsharp", "tf": "hcl", "bat": "batch",
-                    "sol": "solidity"}
+                    "sol": "solidity", "mli": "ocaml_interface"}
 
 
 #: Every language a file can be detected as (by its ending or its whole name).

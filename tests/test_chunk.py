@@ -113,6 +113,8 @@ EXPECTED_AT_64 = {
                    (26, "method", "Vault.deposit"), (29, "method", "Vault.receive"), (32, "class", "Math")],
     "sample.proto": [(1, "imports", None), (5, "class", "Order"), (17, "class", "Status"), (22, "class", "OrderService"),
                      (29, "class", "GetOrderRequest")],
+    "sample.mli": [(1, "module", None), (3, "type", "t"), (6, "function", "create"), (10, "function", "clear"),
+                   (13, "function", "seeded_hash_param"), (15, "class", "HashedType")],  # each val with its doc
     "sample.ml": [(1, "constant", "default_size"), (6, "type", "t"), (8, "function", "create"),
                   (13, "function", "insert_all"), (17, "class", "Stats"), (18, "method", "Stats.mean"),
                   (20, "method", "Stats.variance"), (25, "function", "length"), (27, "module", None)],
@@ -191,6 +193,13 @@ def test_contracts_messages_modules_and_defns_are_definitions_with_their_docs():
     assert (8, 11, "function", "line-total") in clj and (20, 21, "function", "describe") in clj  # `^:private`, defmethod
     assert (4, 4, "variable", "*currency*") in clj and (30, 31, "macro", "with-currency") in clj
     assert detect_language("src/app/core.cljs") == detect_language("src/app/util.cljc") == "clojure"
+    # helper 55: an .mli was line windows; its docs follow its vals (OCaml's stdlib), and are theirs
+    mli = "type t = int\n(** A key. *)\n\nval length : 'a array -> int\n(** The length.\n    In O(1). *)\n\n" \
+          "val empty : t\nmodule Floatarray : sig\n  val create : int -> floatarray\nend\n"
+    assert detect_language("stdlib/array.mli") == "ocaml_interface"
+    assert flat_text(mli, "ocaml_interface") == [(1, 2, "type", "t"), (4, 6, "function", "length"),
+                                                 (8, 8, "constant", "empty"), (9, 11, "class", "Floatarray"),
+                                                 (10, 10, "method", "Floatarray.create")]
     # helper 55: definline is a definition; a (comment ...) form's scratch code is none
     assert flat_text("(definline booleans [xs] `(. clojure.lang.Numbers booleans ~xs))\n"
                      "(comment\n  (defn scratch [] 1))\n(when true\n  (defn kept [] 2))\n", "clojure") == [

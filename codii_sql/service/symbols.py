@@ -244,8 +244,8 @@ def _module(path: str, language: str | None = None) -> str:
     ``clojure.core-deftype``)."""
     stem = path.rsplit(".", 1)[0] if "." in path.rsplit("/", 1)[-1] else path
     parts = [p for p in stem.split("/") if p]
-    if language in ("ocaml", "erlang") and parts:
-        return parts[-1][:1].upper() + parts[-1][1:] if language == "ocaml" else parts[-1]
+    if language in ("ocaml", "ocaml_interface", "erlang") and parts:
+        return parts[-1] if language == "erlang" else parts[-1][:1].upper() + parts[-1][1:]
     if language == "go":
         parts = parts[:-1]
     if language == "clojure":  # a namespace's file names its dashes with underscores (core_deftype.clj)

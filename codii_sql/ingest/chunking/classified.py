@@ -312,3 +312,43 @@ def perl_spans(root: tree_sitter.Node) -> list[Span]:
             elif child.named_child_count:
                 stack.append(child)
     return out
+
+
+OCAML_INTERFACE_SCOPES = frozenset({"module_definition", "module_binding", "signature", "module_type_definition",
+                                    "type_definition"})
+
+
+def ocaml_interface(node: tree_sitter.Node) -> tuple[str, str] | None:
+    """An ``.mli``'s ``val f : a -> b`` (a function; ``val x : int`` a constant), ``external``, type bindings and
+    modules (``module M : sig ... end``, ``module type S = sig ... end``: a class, holding its own)."""
+    if node.type == "value_specification":
+        name = next((c for c in node.named_children if c.type in ("value_name", "parenthesized_operator")), None)
+        kind = node.child_by_field_name("type")
+        return ("function" if kind is not None and kind.type == "function_type" else "constant",
+                " ".join(node_text(name).split())) if name is not None else None
+    return ocaml(node)
+
+
+def ocaml_interface_spans(root: tree_sitter.Node) -> list[Span]:
+    """The definitions :func:`ocaml_interface` names, each with the ``(** doc *)`` right under it (an ``.mli``
+    documents a value below it, as OCaml's stdlib does) when a blank line or its scope's end follows that doc,
+    so it cannot be the next one's."""
+    spans = classified(ocaml_interface, descend=lambda node: node.type in OCAML_INTERFACE_SCOPES)(root)
+    docs: dict[int, tree_sitter.Node] = {}
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        for child in node.named_children:
+            if child.type == "comment" and child.text.startswith(b"(**"):
+                after = child.next_named_sibling
+                if after is None or after.start_point[0] > last_row(child) + 1:
+                    docs[child.start_point[0]] = child
+            elif child.type in OCAML_INTERFACE_SCOPES:
+                stack.append(child)
+    out = []
+    for span in spans:
+        doc = docs.get(span.last + 1)
+        if doc is not None and doc.start_byte >= span.end:
+            span = Span(span.start, doc.end_byte, span.head, last_row(doc), span.kind, span.name)
+        out.append(span)
+    return out

@@ -287,6 +287,7 @@ GRAMMARS: dict[str, Grammar] = {
          "service": first_child_name("service_name"), "rpc": first_child_name("rpc_name")}),
     "ocaml": Grammar({}, spans=classified.classified(classified.ocaml,
                                                      descend=lambda node: node.type in classified.OCAML_SCOPES)),
+    "ocaml_interface": Grammar({}, spans=classified.ocaml_interface_spans),
     "clojure": Grammar({}, spans=classified.classified(classified.clojure, descend=classified.clojure_scope)),
 }
 

@@ -47,9 +47,9 @@
 #: its item's (tokio: 217 of 6,530 definitions lost them, 0 now). Go struct fields and Ruby's ``attr_accessor``
 #: names are declarations (``Context.Errors``, ``Zone.zone_default``). Other languages' comment lines followed by a
 #: ``//`` comment (``/* a */ // b``), which the same rule takes in, are left to their files' next change.
-#: 19: Solidity, Protocol Buffers, OCaml and Clojure are chunked by their syntax (contracts, messages and services,
-#: modules and ``let``s, ``defn``s: see :mod:`.grammars` and :mod:`.classified`); ``.cljs`` and ``.cljc`` files are
-#: Clojure (they were no language). A Haskell class's instances, and an Elixir protocol and its ``defimpl``, are
+#: 19: Solidity, Protocol Buffers, OCaml (``.ml`` and ``.mli``, whose ``(** doc *)`` under a ``val`` is its own) and
+#: Clojure are chunked by their syntax (contracts, messages and services, modules and ``let``s, ``defn``s: see
+#: :mod:`.grammars` and :mod:`.classified`); ``.cljs``, ``.cljc`` and ``.mli`` files had no language before. A Haskell class's instances, and an Elixir protocol and its ``defimpl``, are
 #: definitions apart (mtl's 19 ``MonadState`` instances were 5); an operator's infix equation (``a <+> b = ...``)
 #: joins its signature. A Perl package holds the subs up to the next package statement (``Mojo::UserAgent::start``);
 #: a Scala template's ``val``/``var``/``type`` are declarations.
@@ -61,8 +61,8 @@ CHUNKER_VERSION = 19
 SCOPED: dict[int, tuple[frozenset[str], frozenset[str]]] = {
     18: (frozenset({"perl", "scala", "lua", "elisp", "elixir", "erlang", "haskell", "rust",
                          "go", "ruby"}), frozenset({".el", ".hrl"})),
-    19: (frozenset({"solidity", "proto", "ocaml", "clojure", "haskell", "elixir", "perl", "scala"}),
-         frozenset({".cljs", ".cljc"})),
+    19: (frozenset({"solidity", "proto", "ocaml", "clojure", "haskell", "elixir", "perl", "scala", "ocaml_interface"}),
+         frozenset({".cljs", ".cljc", ".mli"})),
 }
 
 
