@@ -232,6 +232,10 @@ def query_shape(query: str) -> str:
 #: codebase may not use yet, so no sign that the question is about something not there (an agent's bug report on
 #: gin was flagged no_good_match with the fix's file 2nd). ``sess.frobnicate``, ``Session.frobnicate`` are not.
 _PACKAGE_MEMBER = re.compile(r"[a-z][a-z0-9]*\.[A-Z]\w*")
+#: An exception's class (``FrozenError``, ``EOFError``, ``NullPointerException``, ``DeprecationWarning``): most are the
+#: language's or a library's, which bug reports name as what was raised (an agent's "FrozenError when params
+#: contains a frozen value" on sinatra was flagged no_good_match with the fix's file 2nd).
+_EXCEPTION = re.compile(r"[A-Z]\w*(?:Error|Exception|Warning|Interrupt)")
 
 
 def coined_match(text: str) -> tuple[str, list[str]] | None:
@@ -242,10 +246,10 @@ def coined_match(text: str) -> tuple[str, list[str]] | None:
     its ``send``); and the last parts of the dotted ones, which a definition of that name holds too (a call on
     a variable: gin's ``ctx.Next`` is ``Context.Next``, whose receivers are named ``c``). None when ``text``
     names none but another package's API (:data:`_PACKAGE_MEMBER`: a bug report's ``suppress http.ErrAbortHandler
-    in recover`` names what its fix will use, and its words find the code)."""
+    in recover`` names what its fix will use, and its words find the code) or an exception's class (:data:`_EXCEPTION`)."""
     phrases, members = [], []
     for name in (n.rstrip("!?") for n in _IDENTIFIER.findall(text)
-                 if _CODE_SHAPE.search(n) and not _PACKAGE_MEMBER.fullmatch(n)):
+                 if _CODE_SHAPE.search(n) and not _PACKAGE_MEMBER.fullmatch(n) and not _EXCEPTION.fullmatch(n)):
         parts = [p for p in re.split(r"\.|::|#", name) if p]
         phrases.append("{content symbol path} : (" + " AND ".join(f'"{p}"' for p in parts) + ")")
         members += parts[-1:] if len(parts) > 1 else []
