@@ -273,7 +273,9 @@ pool AS (
 ),
 -- A stub file's definition (.pyi, .d.ts: service/symbols.py STUB_SUFFIXES, which symbol orders by) ranks
 -- after the ones with a body, a tier below them (a new user's `ZodString` listed v3/types.d.cts's windows
--- above src/v3/types.ts's class); so does a generated file's (a copy compiled from the TypeScript source:
+-- above src/v3/types.ts's class); so does a declaration without a body (an abstract or interface method, a
+-- prototype: its text ends in ';' and no line ends in '{': an agent's `nextSource` on moshi ranked
+-- JsonReader's abstract one above JsonUtf8Reader's, three times), and a generated file's (a copy compiled from the TypeScript source:
 -- zod's `prettifyError` in .js and .cjs above src/*.ts, ingest/roles.py compiled_copies).
 -- match: 3 for a chunk holding a place the query names (:placed, `sessions.py:703`: search/locations.py;
 -- the first tier, never cut off as a later window is), 2 when the symbol is a named qualified identifier
@@ -287,13 +289,15 @@ pool AS (
 named AS MATERIALIZED (  -- once per row: scored reads each flag several times
     SELECT id, file_id, symbol, start_line, end_line, role, body,
            CASE WHEN demoted THEN 0 ELSE 2 * coalesce(match >= 1, 0) + coalesce(match = 2, 0) + 2 * coalesce(match = 3, 0)
-                                         - coalesce(match IN (1, 2) AND (stub OR role = 'generated'), 0) END AS symbol_tier,
+                                         - coalesce(match IN (1, 2) AND (stub OR declared OR role = 'generated'), 0) END AS symbol_tier,
            coalesce(match = 0 OR demoted, 0) AS tail_named, path_tier,
            match IN (1, 2) AND NOT demoted AND role = 'source' AND instr(:names, json_quote(lower(symbol))) > 0 AS whole
     FROM (SELECT *, coalesce(folded, 0) AND max(coalesce(match >= 1 AND NOT folded, 0)) OVER () AS demoted
     FROM (SELECT pool.id, c.file_id, c.symbol, c.start_line, c.end_line, CASE WHEN c.kind IN ('license', 'imports') THEN c.kind ELSE f.role END AS role,
                  c.path GLOB '*.pyi' OR c.path GLOB '*.d.ts' OR c.path GLOB '*.d.[cm]ts' AS stub,
                  c.kind IN ('function', 'method') AS body,
+                 c.kind IN ('function', 'method') AND rtrim(c.content, ' ' || char(9, 10, 13)) GLOB '*;'
+                     AND instr(c.content, '{' || char(10)) = 0 AND instr(c.content, '{' || char(13)) = 0 AS declared,
                  coalesce((SELECT 3 FROM json_each(:placed) pl WHERE pl.value = pool.id),
                           (SELECT max(w.is_name * (1 + (instr(w.value, '.') > 0))) FROM wanted w
                            WHERE (lower(c.symbol) = w.value OR substr(lower(c.symbol), -length(w.value) - 1) = '.' || w.value)

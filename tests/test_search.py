@@ -569,6 +569,46 @@ def test_a_haskell_name_ending_in_a_prime_is_its_own_name(tmp_path, embedder):
             assert s.search(query, SearchOptions(limit=2))[0].symbol == query, query
 
 
+def test_a_method_with_its_body_ranks_above_its_abstract_declaration(tmp_path, embedder):
+    """helper 56 on moshi: `nextSource`, `hasNext` and `skipValue` each ranked JsonReader's documented abstract
+    method first, the implementation the fix changed below it (search and find_symbol alike)."""
+    from codii_sql import service
+
+    reader = ("package com.squareup.moshi;\n\npublic abstract class JsonReader {\n"
+              "  /**\n   * Returns a source of the next value's raw bytes, for {@code skipValue} and copying.\n"
+              "   * The caller must close it.\n   */\n  public abstract BufferedSource nextSource() throws IOException;\n\n"
+              "  /** Returns true if the current array or object has another element. */\n"
+              "  public abstract boolean hasNext() throws IOException;\n"
+              + "".join(f"\n  /**\n   * Consumes the next token of kind {k} from the JSON stream and returns it, failing when\n"
+                        f"   * the next token is of another kind, or the stream ends before the value does.\n   */\n"
+                        f"  public abstract {k} next{k.title()}() throws IOException;\n"
+                        for k in ("boolean", "double", "long", "int", "string", "name", "null", "array", "object"))
+              + "}\n")
+    impl = ("package com.squareup.moshi;\n\nfinal class JsonUtf8Reader extends JsonReader {\n"
+            "  @Override public BufferedSource nextSource() throws IOException {\n    int p = peeked;\n"
+            "    if (p == PEEKED_NONE) {\n      p = doPeek();\n    }\n    Buffer prefix = new Buffer();\n"
+            "    return Okio.buffer(new JsonValueSource(source, prefix, state, depth));\n  }\n\n"
+            "  @Override public boolean hasNext() throws IOException {\n    int p = peeked;\n"
+            "    return p != PEEKED_END_OBJECT && p != PEEKED_END_ARRAY && p != PEEKED_EOF;\n  }\n"
+            + "".join(f"\n  @Override public {k} next{k.title()}() throws IOException {{\n    int p = peeked;\n"
+                      f"    if (p == PEEKED_NONE) {{\n      p = doPeek();\n    }}\n    if (p != PEEKED_{k.upper()}) {{\n"
+                      f"      throw new JsonDataException(\"Expected {k} but was \" + peek() + \" at path \" + getPath());\n"
+                      f"    }}\n    peeked = PEEKED_NONE;\n    return read{k.title()}();\n  }}\n"
+                      for k in ("boolean", "double", "long", "int", "string", "name", "null", "array", "object"))
+            + "}\n")
+    repo = write_tree(tmp_path / "j", {"moshi/src/main/java/com/squareup/moshi/JsonReader.java": reader,
+                                       "moshi/src/main/java/com/squareup/moshi/JsonUtf8Reader.java": impl})
+    cb = Codebase.open(repo)
+    Indexer(cb, embedder).build()
+    with Store(cb.db_path, create=False) as store:
+        s = Searcher(store, cb.root, embedder)
+        for query in ("nextSource", "hasNext"):
+            assert s.search(query, SearchOptions(limit=2))[0].symbol.startswith("JsonUtf8Reader."), query
+    for name in ("nextSource", "hasNext"):
+        found = service.find_symbol(service.open_codebase(repo), name)["definitions"]
+        assert [d["symbol"] for d in found] == [f"JsonUtf8Reader.{name}", f"JsonReader.{name}"], found
+
+
 def test_single_retriever_modes_rank_by_their_own_scores(searcher):
     """A natural-language query gives BM25 weight 0 in hybrid mode; bm25 mode must still rank."""
     res = searcher.search("follow redirects until a final response arrives", SearchOptions(limit=3, mode="bm25"))

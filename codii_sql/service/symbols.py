@@ -224,13 +224,14 @@ def check_page(offset: int, max_tokens: int | None) -> None:
 
 
 def _declared_only(row: dict) -> bool:
-    """Whether a row only declares it (a header's prototype, an abstract or interface method: one line
-    ending in ``;``; anything in a stub file, ``.pyi`` or ``.d.ts``): the definition with its body comes
-    first (`symbol tcp_retransmit_timer` listed include/net/tcp.h's prototype above net/ipv4/tcp_timer.c's
-    function; `SchemaValidator::validate_python` pydantic-core's ``.pyi`` stub above its Rust method)."""
+    """Whether a row only declares it (a header's prototype, an abstract or interface method: a head ending
+    in ``;``, with its doc comment above or not; anything in a stub file, ``.pyi`` or ``.d.ts``): the
+    definition with its body comes first (`symbol tcp_retransmit_timer` listed include/net/tcp.h's prototype
+    above net/ipv4/tcp_timer.c's function; `SchemaValidator::validate_python` pydantic-core's ``.pyi`` stub
+    above its Rust method; an agent's `hasNext` on moshi, JsonReader's documented abstract method first)."""
     if row["path"].endswith(STUB_SUFFIXES):
         return True
-    if row["kind"] not in ("function", "method") or row["start_line"] != row["end_line"]:
+    if row["kind"] not in ("function", "method"):
         return False
     return row["signature"].rstrip().endswith(";")
 
