@@ -894,3 +894,24 @@ def test_vectors_an_agent_s_session_left_go_on_in_a_background_process(codii_hom
     assert vectors["state"] == "complete" and vectors["done"] == vectors["total"] == 360, vectors
     logs = list((codii_home / "logs").glob(f"{cb.db_path.stem}*.log"))
     assert logs, "no background build wrote a log"
+
+
+def test_grep_code_lists_source_lines_first_by_default(codii_home, tmp_path):
+    """helper 56: `grep_code use` on sinatra, limit 100 in path order, came back with CHANGELOG, README and examples
+    only, none of the source that defines and calls it. An agent's default is source first (sort=path: rg's)."""
+    repo = write_tree(tmp_path / "repo", {
+        "CHANGELOG.md": "".join(f"* use_middleware: fix {i}\n" for i in range(30)),
+        "README.md": "Call use_middleware(app) first.\n",
+        "lib/app.rb": "def use_middleware(app)\n  app.use(Logger)\nend\n"})
+
+    async def main():
+        async with server(codii_home, CODII_SQL_WATCH="0") as s:
+            await call(s, "index_codebase", path=str(repo))
+            await wait_indexed(s, repo)
+            first = await call(s, "grep_code", path=str(repo), pattern="use_middleware", literal=True, limit=5)
+            assert first["files"][0]["path"] == "lib/app.rb" and first["truncated"], first
+            rg_order = await call(s, "grep_code", path=str(repo), pattern="use_middleware", literal=True, limit=5,
+                                  sort="path")
+            assert [f["path"] for f in rg_order["files"]] == ["CHANGELOG.md"], rg_order
+
+    asyncio.run(main())

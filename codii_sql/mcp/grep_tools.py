@@ -18,8 +18,8 @@ from .words import words
     description=(
         "Search an indexed codebase's files for a regular expression (Python re syntax) or, with literal=true, "
         "an exact string, like ripgrep: every matching line with its path, 1-based line number, text and "
-        "submatches (byte offsets into the line, end exclusive), files in path order (source first with "
-        "sort=role). Exact: candidate files come from the index's trigrams and every one is read and matched. "
+        "submatches (byte offsets into the line, end exclusive), source files first (path order with "
+        "sort=path). Exact: candidate files come from the index's trigrams and every one is read and matched. "
         "Use it for identifiers with punctuation (foo->bar, TODO(security)), error messages, regexes; "
         "search_code for meaning. matched_lines and matched_files count every match; truncated says the "
         "limit or max_tokens cut the lines shown. Files the index skips (ignored, binary, secrets) are not searched."),
@@ -42,7 +42,9 @@ def grep_code(
                     "be a string, as search_code's); '!' excludes (an excluded folder is never entered), "
                     "else the last match wins, as rg -g; [] = all files.")] = [],
     context: Annotated[int, Field(ge=0, le=10, description="Lines of context before and after each match.")] = 0,
-    sort: Annotated[str, Field(pattern="^(path|role)$", description="path, or role: source files first.")] = "path",
+    sort: Annotated[str, Field(pattern="^(path|role)$", description=(
+        "role (default): source files first, then tests, docs, config...; path: rg's order. With a limit, role "
+        "keeps a common name's source lines from being crowded out by changelogs and docs."))] = "role",
     limit: Annotated[int, Field(ge=1, le=2000, description="Matching lines shown at most.")] = 100,
     max_tokens: MaxTokensArg = None,
 ) -> CallToolResult:
