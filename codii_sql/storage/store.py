@@ -122,9 +122,8 @@ class Store:
             ours = in_indexes_dir(self.path)
             damaged = DamagedIndexError(f"{self.path} is damaged or not a SQLite database ({err})",
                                         Remedy("force_build") if ours else
-                                        "if it is an export or a shard, export it again from its source (a file "
-                                        "cut short in a copy: copy it again); else pass an index file codii-sql "
-                                        "wrote (build or export)")
+                                        "if it is an export or a shard, export it again (a copy cut short: "
+                                        "copy it again); else pass an index file codii-sql wrote")
             damaged.sqlite = str(err)  # SQLite's own words, for status and doctor's reports
             raise damaged from None
         except (apsw.Error, OSError) as err:
