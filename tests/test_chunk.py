@@ -125,16 +125,20 @@ EXPECTED_AT_64 = {
 }
 
 
+def flat_definitions(text: str, language: str) -> list[tuple[int, int, str, str]]:
+    """Every definition of ``text`` as ``(first line, last line, kind, symbol)``, nested ones too, sorted."""
+    out, stack = [], list(definitions(text, language))
+    while stack:
+        d = stack.pop()
+        out.append((d.first + 1, d.last + 1, d.kind, d.symbol))
+        stack += d.children
+    return sorted(out)
+
+
 def test_clauses_signatures_and_specs_are_one_definition_with_their_docs():
     """Erlang writes a function as clauses (and a -spec), Haskell as a signature and equations: each was a piece
     of its own, or no definition at all (a new user's `symbol reverse` in Erlang's sources found nothing)."""
-    def flat(text, language):
-        out, stack = [], list(definitions(text, language))
-        while stack:
-            d = stack.pop()
-            out.append((d.first + 1, d.last + 1, d.kind, d.symbol))
-            stack += d.children
-        return sorted(out)
+    flat = flat_definitions
 
     erlang = flat(read("sample.erl"), "erlang")
     assert (7, 12, "function", "insert") in erlang  # its doc comment, -spec and both clauses
@@ -164,16 +168,10 @@ def test_contracts_messages_modules_and_defns_are_definitions_with_their_docs():
     """Solidity, Protocol Buffers, OCaml and Clojure were cut in line windows: `symbol deposit`, `find_symbol
     PlaceOrder` or an outline of a contract found nothing. Their definitions carry their doc comments, nest in
     their contract, message, service or module, and a contract's storage, events and errors are declarations."""
-    def flat_text(text, language):
-        out, stack = [], list(definitions(text, language))
-        while stack:
-            d = stack.pop()
-            out.append((d.first + 1, d.last + 1, d.kind, d.symbol))
-            stack += d.children
-        return sorted(out)
+    flat_text = flat_definitions
 
     def flat(name):
-        return flat_text(read(name), detect_language(name))
+        return flat_definitions(read(name), detect_language(name))
 
     sol = flat("sample.sol")
     assert (22, 27, "method", "Vault.deposit") in sol and (33, 35, "method", "Math.max") in sol  # with its `/// @dev`
@@ -210,13 +208,7 @@ def test_contracts_messages_modules_and_defns_are_definitions_with_their_docs():
 def test_instances_and_implementations_of_one_name_stay_apart_and_an_infix_equation_joins_its_signature():
     """helper 54: mtl's 19 `MonadState` instances were outlined as 5 (neighbours of one name merged as clauses are),
     an Elixir protocol and its defimpl as one, and `(<+>) :: ...` lost its equation `a <+> b = ...`."""
-    def flat(text, language):
-        out, stack = [], list(definitions(text, language))
-        while stack:
-            d = stack.pop()
-            out.append((d.first + 1, d.last + 1, d.kind, d.symbol))
-            stack += d.children
-        return sorted(out)
+    flat = flat_definitions
 
     haskell = flat("instance MonadState s (Lazy.StateT s m) where\n  get = Lazy.get\n\n"
                    "instance MonadState s (Strict.StateT s m) where\n  get = Strict.get\n\n"
