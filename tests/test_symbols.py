@@ -792,7 +792,9 @@ def test_an_ocaml_module_qualifies_by_its_file_and_a_contract_member_by_its_cont
         "src/lists.erl": "-module(lists).\nfoldl(F, Acc, []) -> Acc.\n", "src/other.erl": "foldl(F, A, L) -> A.\n",
         "net/http/server.go": "package http\n\nvar ErrAbortHandler = errors.New(\"abort\")\n",
         "net/rpc/server.go": "package rpc\n\nvar ErrAbortHandler = 1\n",
-        "lua/map.lua": "local M = {}\nfunction M:set(k, v)\n  self[k] = v\nend\nreturn M\n"})
+        "lua/map.lua": "local M = {}\nfunction M:set(k, v)\n  self[k] = v\nend\nreturn M\n",
+        "hs/Ops.hs": "module Ops where\n\n(<+>) :: Int -> Int -> Int\na <+> b = a + b\n\n"
+                     "(<->) :: Int -> Int -> Int\na <-> b = a - b\n"})
     cb = service.open_codebase(repo)
     service.build(cb, vectors=False)
     found = service.find_symbol(cb, "Hashtbl.create")["definitions"]
@@ -806,6 +808,9 @@ def test_an_ocaml_module_qualifies_by_its_file_and_a_contract_member_by_its_cont
     # is qualified as..."); Lua's `M:set` is found by `set` and `M.set` (it was by `M:set` alone)
     assert [d["path"] for d in service.find_symbol(cb, "lists:foldl")["definitions"]] == ["src/lists.erl"]
     assert [d["path"] for d in service.find_symbol(cb, "http.ErrAbortHandler")["definitions"]] == ["net/http/server.go"]
+    # helper 54: `symbol '(<+>)'` listed every operator (each was named `()`), and `<+>` was refused
+    ops = [d["symbol"] for d in service.find_symbol(cb, "(<+>)")["definitions"]]
+    assert ops == ["(<+>)"] == [d["symbol"] for d in service.find_symbol(cb, "<+>")["definitions"]], ops
     # helper 55: Clojure's namespace/name listed clojure/set.clj's join first
     assert [d["path"] for d in service.find_symbol(cb, "clojure.string/join")["definitions"]] == ["src/clojure/string.clj"]
     for name in ("set", "M.set", "M:set"):

@@ -6,7 +6,7 @@ import re
 
 from ..codebase import Codebase
 from ..errors import UsageError
-from ..ingest.chunking.signatures import name_parts, normal_name
+from ..ingest.chunking.signatures import is_operator, name_parts, normal_name
 from ..search.budget import page
 from ..search.evidence import TYPE_DECLARATION_SUFFIXES
 from ..search.staleness import StaleCheck
@@ -79,7 +79,7 @@ def find_symbol(codebase: Codebase, name: str, *, kind: str | None = None, prefi
         (update or codebase.db_path.is_file()) else None
     if not codebase.db_path.is_file():
         raise not_indexed(codebase)
-    needle = (name_parts(wanted) or [wanted])[-1]
+    needle = wanted if is_operator(wanted) else (name_parts(wanted) or [wanted])[-1]
     with open_store(codebase) as store:
         refuse_damaged(codebase, store)  # an answer from broken pages would read as true
         rows, unread = definitions_named(store, needle, wanted=wanted, kind=kind, prefix=prefix, under=under,

@@ -8,8 +8,10 @@ import re
 SIGNATURE_CHARS = 200
 #: What separates the parts of a qualified name (and generic parameters).
 _SEPARATORS = re.compile(r"[.:#/<>]")
-#: Generic parameters (`Foo<'a>.bar`, `List<T>::get`): ignored on both sides of a comparison.
-_GENERICS = re.compile(r"<[^<>]*>")
+#: Generic parameters (`Foo<'a>.bar`, `List<T>::get`): ignored on both sides of a comparison. They follow a name or
+#: hold one: an operator (Haskell's `(<+>)`, `<$>`) is no generic parameter list (every operator was named `()`,
+#: and `symbol '(<+>)'` listed them all).
+_GENERICS = re.compile(r"(?<=\w)<[^<>]*>|<[^<>]*\w[^<>]*>")
 #: Bracket depth changes, for annotation arguments that span lines.
 _BRACKETS = {"(": 1, "[": 1, "{": 1, ")": -1, "]": -1, "}": -1}
 #: What opens a comment line (or a docstring) in some language.
@@ -29,14 +31,23 @@ def normal_name(symbol: str) -> str:
     """``symbol`` without generic parameters, with ``.`` for ``::``, ``:`` (Lua's ``M:method``, Erlang's
     ``lists:foldl``: a new user's `symbol set` missed penlight's ``OrderedMap:set``), ``#`` and a Markdown
     section's `` > ``."""
+    if is_operator(symbol):  # Haskell's `(<+>)`, OCaml's `( +! )`: the operator itself, as a look-up names it
+        return "".join(symbol.split()).strip("()") or symbol.strip()
     for _ in range(3):  # nested generics: Map<K, Vec<T>>
         symbol = _GENERICS.sub("", symbol)
     return symbol.replace("::", ".").replace(":", ".").replace("#", ".").replace(" > ", ".").strip()
 
 
+def is_operator(name: str) -> bool:
+    """Whether ``name`` is an operator's (no letter, digit or ``_``: ``(<+>)``, ``<$>``), which is one name whole."""
+    return bool(name.strip()) and re.search(r"\w", name) is None
+
+
 def last_name(symbol: str) -> str:
     """The part of ``symbol`` a look-up by name compares (``send`` of ``Session.send`` and of
     ``Parser<'a>::send``): what the index keys definitions by."""
+    if is_operator(symbol):
+        return normal_name(symbol)
     if _SEPARATORS.search(symbol) is None:  # most symbols (a kernel's 2M macros): the name itself
         return symbol.strip() or symbol
     parts = name_parts(normal_name(symbol))
