@@ -313,13 +313,16 @@ named AS MATERIALIZED (  -- once per row: scored reads each flag several times
 ),
 -- The filled cosine is read here, for the candidates left after fusion: a BM25 candidate that the
 -- KNN list missed (zod, gson: the gold file was BM25's, and a flat list of near-equal cosines buried
--- it). Git dev set, five repositories, hybrid: see fusion.py KNN_BY_BEST_SHAPES.
+-- it). Git dev set, five repositories, hybrid: see fusion.py KNN_BY_BEST_SHAPES. A chunk without a vector
+-- fills nothing: :fill is read before this statement, and a watcher's commit in between added chunks
+-- whose vectors were not made yet (a server failed 1-3 searches in 40 s of edits: "Error reading 1st
+-- vector ... found NULL").
 scored AS (
     SELECT nm.id, nm.file_id, nm.symbol, nm.start_line, nm.end_line, nm.start_line = nm.end_line AS one_line, nm.body,
            (coalesce(fu.cc, 0) + :rrf_weight * coalesce(fu.rrf, 0) + coalesce(
                 CASE WHEN :fill = 1 AND fu.knn_rank IS NULL AND fu.bm25_rank IS NOT NULL AND fu.knn_hi > 0
-                     THEN (1.0 - fu.w_bm25) * max(0.0, (1.0 - vec_distance_cosine(
-                              (SELECT v.embedding FROM chunks_vec v WHERE v.rowid = nm.id), :qvec)
+                     THEN (1.0 - fu.w_bm25) * max(0.0, (1.0 - (SELECT vec_distance_cosine(v.embedding, :qvec)
+                                                                FROM chunks_vec v WHERE v.rowid = nm.id)
                               - CASE WHEN :knn_by_best = 1 THEN 0.0 ELSE fu.knn_lo END)
                           / nullif(fu.knn_hi - CASE WHEN :knn_by_best = 1 THEN 0.0 ELSE fu.knn_lo END, 0)) END, 0))
            * coalesce(json_extract(:role_weights, '$.' || nm.role), 1.0)

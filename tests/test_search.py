@@ -609,6 +609,24 @@ def test_a_method_with_its_body_ranks_above_its_abstract_declaration(tmp_path, e
         assert [d["symbol"] for d in found] == [f"JsonUtf8Reader.{name}", f"JsonReader.{name}"], found
 
 
+def test_a_chunk_committed_without_its_vector_between_reads_fills_no_cosine(tmp_path, embedder):
+    """helper 57: a server searching while a watcher committed edits failed 1-3 requests in 40 s with "Error reading
+    1st vector ... found NULL": whether vectors are pending is read before the search statement, and a commit in
+    between added a BM25 candidate without a vector, whose cosine the statement then read."""
+    repo = write_tree(tmp_path / "r", {"a.py": "def retry_with_backoff(fn):\n    return fn()\n",
+                                       "c.py": "def parse_header(line):\n    return line.split(':')\n",
+                                       "d.py": "def send_request(session, url):\n    return session.get(url)\n"})
+    cb = Codebase.open(repo)
+    Indexer(cb, embedder).build()
+    (repo / "b.py").write_text("def zebrafish_marker(fn):\n    return fn\n")
+    Indexer(cb, embedder, vectors=False).build()  # b.py's chunk has no vector yet
+    with Store(cb.db_path, create=False) as store:
+        read = store.value
+        store.value = lambda name, params=None: 0 if name == "vectors_pending" else read(name, params)  # the race
+        found = Searcher(store, cb.root, embedder).search("zebrafish_marker retry", SearchOptions(limit=3))
+    assert found[0].symbol == "zebrafish_marker" and "retry_with_backoff" in {r.symbol for r in found}, found
+
+
 def test_single_retriever_modes_rank_by_their_own_scores(searcher):
     """A natural-language query gives BM25 weight 0 in hybrid mode; bm25 mode must still rank."""
     res = searcher.search("follow redirects until a final response arrives", SearchOptions(limit=3, mode="bm25"))
