@@ -1019,3 +1019,6 @@ def test_packages_template_values_and_embedded_fields_are_declarations():
         (2, "class", "Engine"), (5, "variable", "Engine.name")]
     assert declared("a.pm", "package Mojo::UserAgent;\nsub start { 1 }\n1;\n") == [
         (1, "class", "Mojo::UserAgent"), (2, "method", "Mojo::UserAgent::start")]
+    # helper 57: the POD after `__END__` was the package's (Mojo/Server/FastCGI.pm: 1-513, __END__ at 397)
+    assert flat_definitions("package T;\nsub a{1}\n__END__\n=pod\nx\n", "perl") == [
+        (1, 2, "class", "T"), (2, 2, "method", "T::a")]

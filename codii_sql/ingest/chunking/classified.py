@@ -295,9 +295,9 @@ def perl_spans(root: tree_sitter.Node) -> list[Span]:
         last = node
         if not any(c.type == "block" for c in node.named_children):  # to the next package statement
             for after in top[i + 1:]:
-                if after.type == "package_statement":
+                if after.type in ("package_statement", "eof_marker"):  # `__END__`: what follows is no code
                     break
-                if after.type not in ("pod", "comment", "__DATA__", "__END__"):  # its documentation stays the file's
+                if after.type not in ("pod", "comment", "data_section"):  # its documentation stays the file's
                     last = after
         out.append(Span(node.start_byte, last.end_byte, node.start_point[0], last_row(last), "class", name))
     stack = [root]
