@@ -274,8 +274,9 @@ pool AS (
 -- A stub file's definition (.pyi, .d.ts: service/symbols.py STUB_SUFFIXES, which symbol orders by) ranks
 -- after the ones with a body, a tier below them (a new user's `ZodString` listed v3/types.d.cts's windows
 -- above src/v3/types.ts's class); so does a declaration without a body (an abstract or interface method, a
--- prototype: its text ends in ';' and no line ends in '{': an agent's `nextSource` on moshi ranked
--- JsonReader's abstract one above JsonUtf8Reader's, three times), and a generated file's (a copy compiled from the TypeScript source:
+-- prototype: its text ends in ';' or says `abstract` (Kotlin's have no ';'), and no line ends in '{': an
+-- agent's `nextSource` on moshi ranked JsonReader's abstract one above JsonUtf8Reader's, three times),
+-- and a generated file's (a copy compiled from the TypeScript source:
 -- zod's `prettifyError` in .js and .cjs above src/*.ts, ingest/roles.py compiled_copies).
 -- match: 3 for a chunk holding a place the query names (:placed, `sessions.py:703`: search/locations.py;
 -- the first tier, never cut off as a later window is), 2 when the symbol is a named qualified identifier
@@ -296,7 +297,8 @@ named AS MATERIALIZED (  -- once per row: scored reads each flag several times
     FROM (SELECT pool.id, c.file_id, c.symbol, c.start_line, c.end_line, CASE WHEN c.kind IN ('license', 'imports') THEN c.kind ELSE f.role END AS role,
                  c.path GLOB '*.pyi' OR c.path GLOB '*.d.ts' OR c.path GLOB '*.d.[cm]ts' AS stub,
                  c.kind IN ('function', 'method') AS body,
-                 c.kind IN ('function', 'method') AND rtrim(c.content, ' ' || char(9, 10, 13)) GLOB '*;'
+                 c.kind IN ('function', 'method')
+                     AND (rtrim(c.content, ' ' || char(9, 10, 13)) GLOB '*;' OR c.content GLOB '*abstract *')
                      AND instr(c.content, '{' || char(10)) = 0 AND instr(c.content, '{' || char(13)) = 0 AS declared,
                  coalesce((SELECT 3 FROM json_each(:placed) pl WHERE pl.value = pool.id),
                           (SELECT max(w.is_name * (1 + (instr(w.value, '.') > 0))) FROM wanted w

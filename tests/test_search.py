@@ -609,6 +609,36 @@ def test_a_method_with_its_body_ranks_above_its_abstract_declaration(tmp_path, e
         assert [d["symbol"] for d in found] == [f"JsonUtf8Reader.{name}", f"JsonReader.{name}"], found
 
 
+def test_a_kotlin_override_ranks_above_its_abstract_member(tmp_path, embedder):
+    """helper 57 on moshi's Kotlin: `abstract fun nextSource(): BufferedSource` has no ';' to say it has no body,
+    and ranked first in search and find_symbol alike."""
+    from codii_sql import service
+
+    kinds = ("boolean", "double", "long", "int", "string", "name", "null", "array", "object")
+    reader = ("package com.squareup.moshi\n\npublic sealed class JsonReader : Closeable {\n"
+              "  /**\n   * Returns a source of the next value's raw bytes, for skipping and copying.\n   */\n"
+              "  public abstract fun nextSource(): BufferedSource\n"
+              + "".join(f"\n  /**\n   * Consumes the next token of kind {k} from the JSON stream and returns it, failing when\n"
+                        f"   * the next token is of another kind, or the stream ends before the value does.\n   */\n"
+                        f"  public abstract fun next{k.title()}(): {k.title()}\n" for k in kinds) + "}\n")
+    impl = ("package com.squareup.moshi\n\ninternal class JsonUtf8Reader : JsonReader {\n"
+            "  override fun nextSource(): BufferedSource {\n    var p = peeked\n    if (p == PEEKED_NONE) {\n"
+            "      p = doPeek()\n    }\n    val prefix = Buffer()\n    return JsonValueSource(source, prefix, state).buffer()\n  }\n"
+            + "".join(f"\n  override fun next{k.title()}(): {k.title()} {{\n    var p = peeked\n"
+                      f"    if (p == PEEKED_NONE) {{\n      p = doPeek()\n    }}\n    if (p != PEEKED_{k.upper()}) {{\n"
+                      f"      throw JsonDataException(\"Expected {k} but was ${{peek()}} at path $path\")\n"
+                      f"    }}\n    peeked = PEEKED_NONE\n    return read{k.title()}()\n  }}\n" for k in kinds) + "}\n")
+    repo = write_tree(tmp_path / "k", {"moshi/src/main/java/com/squareup/moshi/JsonReader.kt": reader,
+                                       "moshi/src/main/java/com/squareup/moshi/JsonUtf8Reader.kt": impl})
+    cb = Codebase.open(repo)
+    Indexer(cb, embedder).build()
+    with Store(cb.db_path, create=False) as store:
+        assert Searcher(store, cb.root, embedder).search("nextSource", SearchOptions(limit=2))[0].symbol == \
+            "JsonUtf8Reader.nextSource"
+    found = service.find_symbol(service.open_codebase(repo), "nextSource")["definitions"]
+    assert [d["symbol"] for d in found] == ["JsonUtf8Reader.nextSource", "JsonReader.nextSource"], found
+
+
 def test_a_chunk_committed_without_its_vector_between_reads_fills_no_cosine(tmp_path, embedder):
     """helper 57: a server searching while a watcher committed edits failed 1-3 requests in 40 s with "Error reading
     1st vector ... found NULL": whether vectors are pending is read before the search statement, and a commit in

@@ -233,7 +233,10 @@ def _declared_only(row: dict) -> bool:
         return True
     if row["kind"] not in ("function", "method"):
         return False
-    return row["signature"].rstrip().endswith(";")
+    head = row["signature"].rstrip()
+    # Kotlin's abstract members end in no ';' (moshi's `abstract fun nextSource(): BufferedSource`)
+    return head.endswith(";") or re.search(r"\babstract\b", head) is not None and not head.endswith(("{", "=")) \
+        and " = " not in head
 
 
 def _module(path: str, language: str | None = None) -> str:
