@@ -669,3 +669,28 @@ def test_an_export_s_outline_is_the_live_outline_even_where_no_chunk_holds_a_lin
         assert as_json(run("outline", "src/pipeline.js", "--db", shard, "--json"))["symbols"] == live["symbols"]
     finally:
         os.chdir(tmp_path)
+
+
+def test_an_export_whose_index_entry_was_altered_in_place_is_refused(tmp_path, codii_home):
+    """helper 57: a name changed in place in the pages of the definitions_by_name index (the table's rows as they
+    were, the mtime put back) answered `symbol` with "no definition" and status "indexed": quick_check does not
+    compare an index with its table, and the rows' digest reads the table. A file read alone is checked whole."""
+    import apsw
+
+    shard = exported_shard(tmp_path)
+    conn = apsw.Connection(str(shard), flags=apsw.SQLITE_OPEN_READONLY)
+    (page,) = [n for (n,) in conn.execute("SELECT pageno FROM dbstat WHERE name = 'definitions_by_name'")][:1]
+    size = conn.execute("PRAGMA page_size").fetchone()[0]
+    conn.close()
+    data = bytearray(shard.read_bytes())
+    block = data[(page - 1) * size:page * size]
+    at = block.find(b"parse_header")
+    assert at >= 0
+    block[at:at + 12] = b"parse_heaDER"
+    data[(page - 1) * size:page * size] = block
+    before = shard.stat()
+    shard.write_bytes(bytes(data))
+    os.utime(shard, ns=(before.st_atime_ns, before.st_mtime_ns))
+    res = run("symbol", "parse_header", "--db", shard)
+    assert res.exit_code != 0 and "damaged" in res.output and "export it again" in res.output, res.output
+    assert as_json(run("status", "--db", shard, "--json"))["status"] == "damaged"
