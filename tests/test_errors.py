@@ -69,3 +69,6 @@ def test_a_line_break_without_multiline_is_refused_in_each_face_s_own_words():
     assert cli_words.words(hint) == "pass -U (--multiline)"
     assert mcp_words.words(hint) == "call grep_code with multiline=true"
     assert http_words.words(hint) == "add multiline=true"
+    with pytest.raises(UsageError) as real:  # a real line break in the pattern (helper 57: a two-line error)
+        GrepPattern(["foo\nbar"])
+    assert "\n" not in real.value.what and "'foo\\nbar'" in real.value.what, real.value.what

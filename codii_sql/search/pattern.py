@@ -355,9 +355,11 @@ def _parsed(source: str, flags: int, shown: str, multiline: bool = False):
 
 
 def _quoted(shown: str, most: int = 80) -> str:
-    """The pattern as typed (no doubled backslashes), cut after ``most`` characters: a 10 KB pattern was
-    echoed whole in its error (~2,500 tokens), and repr() showed 'a\\\\Kb' for a\\Kb."""
-    return "'" + (shown if len(shown) <= most else shown[:most] + "…") + "'"
+    """The pattern as typed (no doubled backslashes), cut after ``most`` characters, a line break in it as ``\\n``
+    (the error stays one line): a 10 KB pattern was echoed whole in its error (~2,500 tokens), and repr() showed
+    'a\\\\Kb' for a\\Kb."""
+    cut = shown if len(shown) <= most else shown[:most] + "…"
+    return "'" + cut.replace("\r", "\\r").replace("\n", "\\n") + "'"
 
 
 def _bad(shown: str, why: str, pos: int | None) -> UsageError:
