@@ -198,6 +198,9 @@ def test_contracts_messages_modules_and_defns_are_definitions_with_their_docs():
     assert flat_text(mli, "ocaml_interface") == [(1, 2, "type", "t"), (4, 6, "function", "length"),
                                                  (8, 8, "constant", "empty"), (9, 11, "class", "Floatarray"),
                                                  (10, 10, "method", "Floatarray.create")]
+    # helper 57: a protocol's methods are its definitions, as Elixir's are
+    assert flat_text("(defprotocol CollReduce\n  \"Reduce faster.\"\n  (coll-reduce [coll f] [coll f val]))\n",
+                     "clojure") == [(1, 3, "class", "CollReduce"), (3, 3, "method", "CollReduce.coll-reduce")]
     # helper 55: definline is a definition; a (comment ...) form's scratch code is none
     assert flat_text("(definline booleans [xs] `(. clojure.lang.Numbers booleans ~xs))\n"
                      "(comment\n  (defn scratch [] 1))\n(when true\n  (defn kept [] 2))\n", "clojure") == [

@@ -256,6 +256,8 @@ def clojure(node: tree_sitter.Node) -> tuple[str, str] | None:
     ...)``, ``(def x ...)`` (a constant when its name is ``SHOUTED`` or ``+earmuffed+``), ``(defmethod m
     :dispatch ...)`` named ``m`` as its ``defmulti`` is; metadata (``^:private``, ``^String``) is no name."""
     forms = node.named_children[:2] if node.type == "list_lit" else []
+    if forms and forms[0].type == "sym_lit" and _protocol(node.parent):  # (coll-reduce [coll f] [coll f val])
+        return ("function", name) if (name := _clojure_name(forms[0])) else None
     if len(forms) < 2 or forms[0].type != "sym_lit" or forms[1].type != "sym_lit":
         return None
     kind = _CLOJURE_DEFS.get(_clojure_name(forms[0]) or "")
@@ -273,10 +275,18 @@ def _clojure_name(symbol: tree_sitter.Node) -> str | None:
     return "/".join(node_text(c) for c in parts) if parts else None
 
 
+def _protocol(node: tree_sitter.Node | None) -> bool:
+    """Whether ``node`` is a ``(defprotocol P ...)`` or ``(definterface I ...)`` form, whose lists declare methods."""
+    head = node.named_children[0] if node is not None and node.type == "list_lit" and node.named_children else None
+    return head is not None and head.type == "sym_lit" and _clojure_name(head) in ("defprotocol", "definterface")
+
+
 def clojure_scope(node: tree_sitter.Node) -> bool:
     """Where Clojure definitions are looked for: forms that define nothing themselves (``(when-not ...
-    (defn ...))``, ``(do ...)``), not a definition's body nor a ``(comment ...)`` form, whose code is never
-    evaluated (a REPL's scratch: its defns were listed as definitions)."""
+    (defn ...))``, ``(do ...)``) and a protocol's methods, not a definition's body nor a ``(comment ...)``
+    form, whose code is never evaluated (a REPL's scratch: its defns were listed as definitions)."""
+    if _protocol(node):
+        return True
     if node.type != "list_lit" or clojure(node) is not None:
         return False
     head = node.named_children[0] if node.named_children else None
