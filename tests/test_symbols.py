@@ -807,6 +807,7 @@ def test_an_ocaml_module_qualifies_by_its_file_and_a_contract_member_by_its_cont
     # Erlang's `lists:foldl` and Go's `http.ErrAbortHandler` name a module and a package (helper 54: "no definition
     # is qualified as..."); Lua's `M:set` is found by `set` and `M.set` (it was by `M:set` alone)
     assert [d["path"] for d in service.find_symbol(cb, "lists:foldl")["definitions"]] == ["src/lists.erl"]
+    assert [d["path"] for d in service.find_symbol(cb, "lists:foldl/3")["definitions"]] == ["src/lists.erl"]  # arity
     assert [d["path"] for d in service.find_symbol(cb, "http.ErrAbortHandler")["definitions"]] == ["net/http/server.go"]
     # helper 54: `symbol '(<+>)'` listed every operator (each was named `()`), and `<+>` was refused
     ops = [d["symbol"] for d in service.find_symbol(cb, "(<+>)")["definitions"]]

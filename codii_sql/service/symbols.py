@@ -28,6 +28,8 @@ ROLE_ORDER = {"source": 0, "test": 2}
 STUB_SUFFIXES = (".pyi", *TYPE_DECLARATION_SUFFIXES)
 #: A Go method expression's receiver: ``(*FlagSet).`` or ``(FlagSet).``.
 _GO_RECEIVER = re.compile(r"\(\*?\s*([A-Za-z_]\w*)\)\.")
+#: An arity after a function's name (Erlang's and Elixir's docs write ``lists:foldl/3``, ``Enum.map/2``).
+_ARITY = re.compile(r"(?<=\w)/\d+$")
 #: What symbol lookups of an index alone say.
 ALONE_NOTE = "read from what the index stores: the source is not here"
 
@@ -63,7 +65,9 @@ def find_symbol(codebase: Codebase, name: str, *, kind: str | None = None, prefi
     """
     # PHP's namespaces (`Monolog\Handler\StreamHandler::write`, `\Foo\Bar`): qualified as `.` qualifies; Go's
     # method expressions (`(*FlagSet).Parse`, as Go's docs and stack traces write them) name `FlagSet.Parse`.
-    typed = _GO_RECEIVER.sub(r"\1.", name or "")
+    # Erlang's and Elixir's arity (`lists:foldl/3`, `Enum.map/2`) and Perl's method call (`Mojo::UserAgent->start`)
+    # name the same definition.
+    typed = _ARITY.sub("", _GO_RECEIVER.sub(r"\1.", name or "").replace("->", "."))
     wanted = normal_name(typed.replace("\\", ".").strip(".") if "\\" in typed else typed)
     if not wanted.strip("."):
         said = "is empty" if not (name or "").strip() else f"{(name or '').strip()!r} holds no identifier"
