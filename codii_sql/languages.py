@@ -11,7 +11,7 @@ AST_LANGUAGES: frozenset[str] = frozenset({
     "python", "javascript", "typescript", "tsx", "go", "rust", "java", "c", "cpp", "csharp",
     "ruby", "php", "kotlin", "swift", "bash", "markdown", "sql",
     "perl", "scala", "lua", "elisp", "elixir", "erlang", "haskell",
-    "solidity", "proto", "ocaml", "ocaml_interface", "clojure",
+    "solidity", "proto", "ocaml", "ocaml_interface", "clojure", "hcl",
 })
 
 # Grammar names where tree-sitter-language-pack has a grammar, plain names otherwise.

@@ -113,6 +113,9 @@ EXPECTED_AT_64 = {
                    (26, "method", "Vault.deposit"), (29, "method", "Vault.receive"), (32, "class", "Math")],
     "sample.proto": [(1, "imports", None), (5, "class", "Order"), (17, "class", "Status"), (22, "class", "OrderService"),
                      (29, "class", "GetOrderRequest")],
+    "sample.tf": [(1, "module", None), (5, "class", "aws_s3_bucket.logs"), (11, "variable", "var.prefix"),
+                  (16, "class", "module.vpc"), (21, "class", "data.aws_iam_policy_document.assume"),
+                  (27, "variable", "output.bucket_arn")],  # named as Terraform's references name them
     "sample.mli": [(1, "module", None), (3, "type", "t"), (6, "function", "create"), (10, "function", "clear"),
                    (13, "function", "seeded_hash_param"), (15, "class", "HashedType")],  # each val with its doc
     "sample.ml": [(1, "constant", "default_size"), (6, "type", "t"), (8, "function", "create"),
@@ -198,6 +201,10 @@ def test_contracts_messages_modules_and_defns_are_definitions_with_their_docs():
     assert flat_text(mli, "ocaml_interface") == [(1, 2, "type", "t"), (4, 6, "function", "length"),
                                                  (8, 8, "constant", "empty"), (9, 11, "class", "Floatarray"),
                                                  (10, 10, "method", "Floatarray.create")]
+    # Terraform's blocks, named as its references write them; a nested block is no definition
+    assert flat("sample.tf") == [(5, 9, "class", "aws_s3_bucket.logs"), (11, 14, "variable", "var.prefix"),
+                                 (16, 19, "class", "module.vpc"), (21, 25, "class", "data.aws_iam_policy_document.assume"),
+                                 (27, 29, "variable", "output.bucket_arn")]
     # helper 57: a protocol's methods are its definitions, as Elixir's are
     assert flat_text("(defprotocol CollReduce\n  \"Reduce faster.\"\n  (coll-reduce [coll f] [coll f val]))\n",
                      "clojure") == [(1, 3, "class", "CollReduce"), (3, 3, "method", "CollReduce.coll-reduce")]

@@ -362,3 +362,24 @@ def ocaml_interface_spans(root: tree_sitter.Node) -> list[Span]:
             span = Span(span.start, doc.end_byte, span.head, last_row(doc), span.kind, span.name)
         out.append(span)
     return out
+
+
+#: Terraform's blocks named as its own references name them (``aws_s3_bucket.logs``, ``var.region``,
+#: ``module.vpc``, ``data.aws_iam_policy_document.assume``): block type -> (kind, prefix, labels in the name).
+_TERRAFORM = {"resource": ("class", "", 2), "data": ("class", "data.", 2), "variable": ("variable", "var.", 1),
+              "output": ("variable", "output.", 1), "module": ("class", "module.", 1),
+              "provider": ("class", "provider.", 1)}
+
+
+def hcl(node: tree_sitter.Node) -> tuple[str, str] | None:
+    """A top-level HCL block with labels: Terraform's as its references write them (``resource "aws_s3_bucket"
+    "logs"`` is ``aws_s3_bucket.logs``); another tool's (Packer, Nomad) as ``type.label``. A block without a
+    label (``terraform {}``, ``locals {}``) defines nothing of its own."""
+    if node.type != "block" or not node.named_children or node.named_children[0].type != "identifier":
+        return None
+    kind_of = node_text(node.named_children[0])
+    labels = [node_text(c).strip('"') for c in node.named_children[1:] if c.type in ("string_lit", "identifier")]
+    if not labels:
+        return None
+    kind, prefix, count = _TERRAFORM.get(kind_of, ("class", kind_of + ".", len(labels)))
+    return kind, prefix + ".".join(labels[:count])

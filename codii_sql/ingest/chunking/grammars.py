@@ -288,6 +288,8 @@ GRAMMARS: dict[str, Grammar] = {
     "ocaml": Grammar({}, spans=classified.classified(classified.ocaml,
                                                      descend=lambda node: node.type in classified.OCAML_SCOPES)),
     "ocaml_interface": Grammar({}, spans=classified.ocaml_interface_spans),
+    "hcl": Grammar({}, spans=classified.classified(classified.hcl, descend=lambda node: node.type == "body"
+                                                   and node.parent is not None and node.parent.type == "config_file")),
     "clojure": Grammar({}, spans=classified.classified(classified.clojure, descend=classified.clojure_scope)),
 }
 

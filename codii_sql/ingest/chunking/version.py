@@ -49,7 +49,8 @@
 #: ``//`` comment (``/* a */ // b``), which the same rule takes in, are left to their files' next change.
 #: 19: Solidity, Protocol Buffers, OCaml (``.ml`` and ``.mli``, whose ``(** doc *)`` under a ``val`` is its own) and
 #: Clojure are chunked by their syntax (contracts, messages and services, modules and ``let``s, ``defn``s: see
-#: :mod:`.grammars` and :mod:`.classified`); ``.cljs``, ``.cljc`` and ``.mli`` files had no language before. A Haskell class's instances, and an Elixir protocol and its ``defimpl``, are
+#: :mod:`.grammars` and :mod:`.classified`); ``.cljs``, ``.cljc`` and ``.mli`` files had no language before.
+#: Terraform (HCL) blocks are definitions named as its references name them (``aws_s3_bucket.logs``, ``var.region``). A Haskell class's instances, and an Elixir protocol and its ``defimpl``, are
 #: definitions apart (mtl's 19 ``MonadState`` instances were 5); an operator's infix equation (``a <+> b = ...``)
 #: joins its signature. A Perl package holds the subs up to the next package statement (``Mojo::UserAgent::start``);
 #: a Scala template's ``val``/``var``/``type`` are declarations.
@@ -61,7 +62,8 @@ CHUNKER_VERSION = 19
 SCOPED: dict[int, tuple[frozenset[str], frozenset[str]]] = {
     18: (frozenset({"perl", "scala", "lua", "elisp", "elixir", "erlang", "haskell", "rust",
                          "go", "ruby"}), frozenset({".el", ".hrl"})),
-    19: (frozenset({"solidity", "proto", "ocaml", "clojure", "haskell", "elixir", "perl", "scala", "ocaml_interface"}),
+    19: (frozenset({"solidity", "proto", "ocaml", "clojure", "haskell", "elixir", "perl", "scala", "ocaml_interface",
+                    "hcl"}),
          frozenset({".cljs", ".cljc", ".mli"})),
 }
 
