@@ -234,6 +234,12 @@ def test_cli_outline_and_symbol(poly, monkeypatch):
     assert "Cache.Get" in CliRunner().invoke(cli, ["outline", "cache.go"]).output
     res = CliRunner().invoke(cli, ["outline", str(poly.root / "go" / "cache.go")])
     assert res.exit_code == 0 and "7-11" in res.output and "Cache.Get" in res.output, res.output
+    # from the --path folder given, a subfolder of the codebase (it was read from the codebase's root)
+    res = CliRunner().invoke(cli, ["outline", "cache.go", "--path", str(poly.root / "go")])
+    assert res.exit_code == 0 and "Cache.Get" in res.output, res.output
+    monkeypatch.chdir(poly.root.parent)
+    assert "Cache.Get" in CliRunner().invoke(cli, ["outline", "cache.go", "--path", str(poly.root / "go")]).output
+    assert "Cache.Get" in CliRunner().invoke(cli, ["outline", "go/cache.go", "--path", str(poly.root)]).output
     res = CliRunner().invoke(cli, ["symbol", "route", "--path", str(poly.root), "--json"])
     assert json.loads(res.output)["definitions"][0]["symbol"] == "Router.route"
     res = CliRunner().invoke(cli, ["symbol", "Session.send", "--path", str(poly.root)])
