@@ -21,15 +21,17 @@ def outline(file, root, no_update, db, as_json):  # noqa: ARG001 - no_update: se
     """The definitions of FILE (classes, functions, methods...) nested as in the source, with their
     lines (1-based, inclusive) and first line of code; FILE is a path from here, from the --path folder,
     relative to the codebase root, or absolute."""
-    alone = db is not None and service.find_codebase(None, db)[0].alone
+    codebase = service.find_codebase(root, db)[0] if db is not None else None
     # A path from the shell, relative to here; an index alone's paths are its root's wherever it is read from (a
     # new user's `outline token/ERC20/ERC20.sol --db oz.db` inside the checkout was made absolute and not found).
-    if not alone and not os.path.isabs(file) and root is not None and os.path.isfile(os.path.join(root, file)):
-        file = os.path.abspath(os.path.join(root, file))  # from the folder given (a helper's `outline t.pm --path pt`)
-    elif not alone and not os.path.isabs(file) and os.path.exists(file):
-        file = os.path.abspath(file)
-    start = root if root is not None else (os.path.dirname(file) if os.path.isabs(file) and db is None else None)
-    codebase, _ = service.find_codebase(start, db)
+    if not (codebase is not None and codebase.alone) and not os.path.isabs(file):
+        if root is not None and os.path.isfile(os.path.join(root, file)):  # from the folder given (`--path pt`)
+            file = os.path.abspath(os.path.join(root, file))
+        elif os.path.exists(file):
+            file = os.path.abspath(file)
+    if codebase is None:
+        start = root if root is not None else (os.path.dirname(file) if os.path.isabs(file) else None)
+        codebase, _ = service.find_codebase(start, db)
     data = service.outline(codebase, file)
     if as_json:
         return emit(data)

@@ -238,9 +238,11 @@ def _declared_only(row: dict) -> bool:
     if row["kind"] not in ("function", "method"):
         return False
     head = row["signature"].rstrip()
+    if head.endswith(";"):
+        return True
     # Kotlin's abstract members end in no ';' (moshi's `abstract fun nextSource(): BufferedSource`)
-    return head.endswith(";") or re.search(r"\babstract\b", head) is not None and not head.endswith(("{", "=")) \
-        and " = " not in head
+    has_body = head.endswith(("{", "=")) or " = " in head
+    return re.search(r"\babstract\b", head) is not None and not has_body
 
 
 def _module(path: str, language: str | None = None) -> str:

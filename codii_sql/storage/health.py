@@ -1,12 +1,13 @@
-"""Damage of an index file: SQLite's quick_check, and an export's content digest, skipped while the file
-is as a clean check or our own last commit left it.
+"""Damage of an index file: SQLite's quick_check (integrity_check for a file read only), and an export's
+content digest, skipped while the file is as a clean check or our own last commit left it.
 
 A plain build or status used to read only the pages its few statements touch, so a broken page in
 the chunks, FTS5 or vector tables went unnoticed until a search met it. ``PRAGMA quick_check``
 reads every page (b-tree structure, cell bounds, free list; not the index-to-table cross-checks of
 integrity_check): 0.30 s on Django's 225 MB index (55k pages) with a warm page cache. Bytes changed
 inside a row (an export's text altered, a bit flipped on a disk) pass it; an export carries the
-digest of what its answers are made of, checked with it. Its result is remembered as the *stamp*
+digest of what its answers are made of, checked with it, and a file read only (an export, a shard) gets
+integrity_check, whose index-to-table checks quick_check leaves out. Its result is remembered as the *stamp*
 (size and mtime of the ``.db`` and its ``-wal``) in a file beside the index, or for a file read only
 (an export, a shard) in ``$CODII_SQL_HOME/checked`` with its inode and ctime, so an unchanged file
 is not read again: a no-change rebuild costs a ``stat``. A build's own commit is vouched for with

@@ -40,7 +40,7 @@ def classified(classify: Classifier, leaders: frozenset[str] | None = None,
                     continue
                 kind, name = what
                 last, first_type = found[-1] if found else (None, "")
-                if leaders is not None and last is not None and (last.kind, last.name) == (kind, name) != ("class", name) \
+                if leaders is not None and last is not None and (last.kind, last.name) == (kind, name) and kind != "class" \
                         and (first_type == child.type or first_type in leaders) and _adjacent(child, last):
                     found[-1] = (Span(last.start, child.end_byte, last.head, last_row(child), kind, name),
                                  child.type)
