@@ -158,7 +158,8 @@ DELETE FROM history_queue WHERE commit_id = :id;
 -- Filters, applied inside each list (KNN through rowid IN, which sqlite-vec pushes into its scan):
 --   :since  unix seconds, or NULL; :glob  SQLite GLOB over a hunk's path (a commit passes when one of
 --   its hunks does; '*' also matches '/'; without '/', also the file name), or NULL;
---   :filtered 1 when either is set. :fts the MATCH expression or NULL; :k rows per list; :limit.
+--   :filtered 1 when either is set. :fts the MATCH expression or NULL; :k rows per list; :limit;
+--   :confident_gap see `standout`.
 WITH
 allowed AS (
     SELECT c.id FROM history_commits c
@@ -171,12 +172,13 @@ allowed AS (
                   AND h.path GLOB replace(iif(substr(:glob, 1, 3) = '**/', substr(:glob, 4), :glob), '/**/', '/')))))
 ),
 commit_bm25 AS (
-    SELECT rowid AS id, row_number() OVER (ORDER BY bm25(history_commits_fts, 4.0, 1.0, 1.0, 0.5)) AS rnk
-    FROM history_commits_fts
-    WHERE :fts IS NOT NULL AND history_commits_fts MATCH :fts
-      AND (:filtered = 0 OR rowid IN (SELECT id FROM allowed))
-    ORDER BY bm25(history_commits_fts, 4.0, 1.0, 1.0, 0.5)
-    LIMIT :k
+    SELECT id, row_number() OVER (ORDER BY score) AS rnk, -score AS raw
+    FROM (SELECT rowid AS id, bm25(history_commits_fts, 4.0, 1.0, 1.0, 0.5) AS score
+          FROM history_commits_fts
+          WHERE :fts IS NOT NULL AND history_commits_fts MATCH :fts
+            AND (:filtered = 0 OR rowid IN (SELECT id FROM allowed))
+          ORDER BY score
+          LIMIT :k)
 ),
 hunk_hits AS (
     SELECT h.commit_id AS id, bm25(history_hunks_fts, 1.0, 0.5, 0.5) AS score
@@ -203,10 +205,19 @@ lexical AS (
     SELECT id, min(rnk) AS rnk FROM (SELECT id, rnk FROM commit_bm25 UNION ALL SELECT id, rnk FROM hunk_bm25)
     GROUP BY id
 ),
+-- The commit whose message stands out ((s1 - s2) / s1 of the two best message scores at least
+-- :confident_gap): its message's rank stands in for a hunk rank it lacks. A new user's verbatim
+-- subject ranked its commit 9th, under commits matching weakly in both lists, when its diff did
+-- not hold the words (a list of names).
+standout AS (
+    SELECT id FROM commit_bm25
+    WHERE rnk = 1 AND (raw - coalesce((SELECT raw FROM commit_bm25 WHERE rnk = 2), 0)) / nullif(raw, 0) >= :confident_gap
+),
 fused AS (
     SELECT ids.id,
            coalesce(1.0 / (:rrf_k + cb.rnk), 0)
-           + coalesce(1.0 / (:rrf_k + hb.rnk), CASE WHEN hc.hunk_count = 0 THEN 1.0 / (:rrf_k + cb.rnk) END, 0)
+           + coalesce(1.0 / (:rrf_k + hb.rnk),
+                      CASE WHEN hc.hunk_count = 0 OR ids.id IN standout THEN 1.0 / (:rrf_k + cb.rnk) END, 0)
            + coalesce(1.0 / (:rrf_k + kn.rnk),
                       CASE WHEN :qvec IS NOT NULL AND q.commit_id IS NOT NULL THEN 1.0 / (:rrf_k + lx.rnk) END, 0)
              AS score,

@@ -442,6 +442,12 @@ def test_a_dormant_repository_s_last_two_years_are_its_history_and_older_commits
     commit(repo, {"src/app.py": "def app():\n    return 1\n"}, "Start the app", day=0)
     built = CliRunner().invoke(cli, ["build", str(repo), "--no-vectors", "--history", "1"])
     assert built.exit_code == 0 and "2 older commits lie outside the history's bound" in built.output, built.output
+    # the bound given, not the default's words (a new user's --history 1500 was told "by default ... 5,000")
+    assert "(the newest 1 commit)" in built.output and "by default" not in built.output, built.output
+    timed = CliRunner().invoke(cli, ["build", str(repo), "--no-vectors", "--history", "1", "--json"])
+    report = json.loads(timed.output.strip().splitlines()[-1])
+    # the history's time is counted in the build's (a 1.5 s build said 0.03 s)
+    assert 0 < report["phase_seconds"]["history"] <= report["seconds"], report
     assert "history: 1 commit, 1 hunk (" in built.output, built.output  # the note adds to the counts, not in their place
     got = json.loads(CliRunner().invoke(cli, ["history", "backoff", str(repo), "--json"]).output)
     assert "2 older commits lie outside" in got["note"] and "--history N" in got["note"], got
@@ -462,3 +468,39 @@ def test_history_searches_an_index_file_given_with_db(repo, tmp_path, embedder):
     assert res.exit_code == 0, res.output
     assert json.loads(res.output)["results"], res.output
     assert json.loads(res.output)["codebase"] == str(shard)  # as every other answer names a shard
+
+
+def test_commits_waiting_while_a_vector_phase_runs_are_said_so_not_sent_to_build(repo, embedder):
+    """A new user, told to run `codii-sql build` while the background vector phase was embedding the commits."""
+    from codii_sql.storage.lock import vector_lock
+
+    root, _ = repo
+    build(root, embedder)
+    commit(root, {"src/app.py": "def start_app():\n    return 1\n"}, "Start the app", day=0)
+    cb = Codebase.open(root)
+    with vector_lock(cb, wait=False):  # the vector phase of another process, as the search sees it
+        notes = ask(root, "start the app").notes
+    said = [n for n in notes if n.kind == "vectors"]
+    assert said and "still being embedded" in said[0].what and said[0].hint is None, notes
+    notes = ask(root, "start the app").notes  # the lock free: the search embeds the new commit itself
+    assert not [n for n in notes if n.kind == "vectors"], notes
+
+
+def test_a_pasted_subject_finds_its_commit_first_when_its_diff_holds_none_of_its_words(tmp_path):
+    """A new user pasted "docs: update emeritus triagers (#6345)": the commit ranked 9th, its diff a list of
+    names, under commits whose messages and diffs both matched a word or two."""
+    repo = tmp_path / "r"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    commit(repo, {"docs/guide.md": "# Guide\n\nTriagers label issues.\n"}, "docs: add a triager guide", day=-30)
+    commit(repo, {"docs/guide.md": "# Guide\n\nTriagers label issues and update the docs.\n"},
+           "docs: update the guide for triagers", day=-20)
+    commit(repo, {"docs/index.md": "Update the docs index.\n"}, "docs: update the index", day=-15)
+    wanted = commit(repo, {"README.md": "## Former members\n\n- Ada Lovelace\n- Grace Hopper\n"},
+                    "docs: update emeritus triagers (#6345)", day=-10)
+    commit(repo, {"src/app.py": "def app():\n    return 1\n"}, "Start the app", day=0)
+    assert CliRunner().invoke(cli, ["build", str(repo), "--no-vectors"]).exit_code == 0
+    got = ask(repo, "docs: update emeritus triagers (#6345)")
+    assert got.results[0].sha == wanted and got.results[0].hunk_rank is None, [(r.subject, r.score) for r in got.results]
+    # A message that does not stand out keeps plain fusion: both lists' matches lead.
+    assert ask(repo, "update docs").results[0].sha != wanted

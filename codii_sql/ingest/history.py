@@ -100,12 +100,12 @@ def update_history(store: Store, root: Path, bound: HistoryBound, rules: History
         out["head"] = tree.head
         wanted = _wanted(root, bound, bool(tree.prefix))
         if not wanted:  # a new user's dormant repository: "No commits found." and no word why
-            out["note"] = (f"no commit lies within the history's bound ({BOUND_WORDS}): build with --history N "
+            out["note"] = (f"no commit lies within the history's bound ({bound_words(bound)}): build with --history N "
                            "(commits) or --history YYYY-MM-DD to read older ones")
         elif older := _older(root, bound, bool(tree.prefix), len(wanted)):
             # A new user's right commit was 2024's, and the answer ranked two unrelated ones with no word of it.
             out["note"] = (f"{older:,} older commit{'s lie' if older > 1 else ' lies'} outside the history's bound "
-                           f"({BOUND_WORDS}): build with --history N (commits) or --history YYYY-MM-DD to read them")
+                           f"({bound_words(bound)}): build with --history N (commits) or --history YYYY-MM-DD to read them")
         have = {r["sha"]: r["id"] for r in store.rows("history_shas")}
         missing = [s for s in wanted if s not in have]
         out["added"] = _add(store, root, missing, rules, bool(tree.prefix), keep_subjects, progress)
@@ -154,7 +154,14 @@ def _wanted(root: Path, bound: HistoryBound, relative: bool, paths: list[str] | 
 
 
 #: The default bound, in the notes' words.
-BOUND_WORDS = "by default the 2 years before HEAD's commit or 5,000 commits, whichever is fewer"
+def bound_words(bound: HistoryBound) -> str:
+    """The history's bound in words, as a note names it (a new user given ``--history 1500`` was told the default)."""
+    if bound == DEFAULT_HISTORY:
+        return "by default the 2 years before HEAD's commit or 5,000 commits, whichever is fewer"
+    parts = ([f"the newest {bound.max_commits:,} commit{'s' if bound.max_commits != 1 else ''}"]
+             if bound.max_commits is not None else [])
+    parts += [f"commits since {bound.since}"] if bound.since is not None else []
+    return " and ".join(parts)
 
 
 def _since(root: Path, bound: HistoryBound) -> str:

@@ -30,7 +30,8 @@ class BuildReport:
     diff), ``chunk_wait`` (the main process blocked on the chunking workers), ``lookup``
     (vectors reused from the index or the cache), ``write`` (the lexical phase's SQL
     transactions), ``lookup_indexes`` (sorting the look-up indexes a first build writes without),
-    ``lexical`` (all of the lexical phase: every file searchable by BM25 at its end), ``vectors`` (the
+    ``lexical`` (all of the lexical phase: every file searchable by BM25 at its end), ``history`` (the
+    commits read from git, their hunks written), ``vectors`` (the
     vector phase: look-ups, the model and its commits).
     ``vectors_pending`` is the number of chunks still without a vector when the build returned
     (vectors off, left to a background worker, or a failed vector phase). A chunk that got its

@@ -17,6 +17,9 @@ from .results import sqlite_glob
 
 #: The RRF constant of Cormack et al. (2009), k = 60: ranks beyond the first few weigh alike.
 RRF_K = 60
+#: A commit's message stands out when (s1 - s2) / s1 of the two best message scores reaches this: the
+#: chunk search's BM25 confidence (searcher.CONFIDENT_GAP, from CoSQA dev), here for a pasted subject.
+CONFIDENT_GAP = 0.25
 #: Rows each ranked list (commit BM25, hunk BM25, KNN) contributes before fusion.
 LIST_DEPTH = 100
 #: Query terms OR-ed into the MATCH expression: a pasted message of 200 words costs 200 term scans.
@@ -100,7 +103,7 @@ class HistorySearcher:
         qvec, why = self._query_vector(query)
         glob = sqlite_glob(glob) if glob else None
         params = {"fts": fts, "qvec": qvec, "since": since, "glob": glob, "filtered": int(bool(since or glob)),
-                  "k": LIST_DEPTH, "rrf_k": RRF_K, "limit": limit}
+                  "k": LIST_DEPTH, "rrf_k": RRF_K, "confident_gap": CONFIDENT_GAP, "limit": limit}
         if fts is None and qvec is None:
             rows = self.store.rows("history_search_unranked", params)
         else:

@@ -14,6 +14,7 @@ from ..models.cache import EmbeddingCache
 from ..search.answer import SHOWN_QUERY_CHARS, Note, Words, with_notes, worded_notes
 from ..search.budget import envelope_tokens
 from ..search.history import CommitHit, HistorySearcher, fit_commits
+from ..storage.lock import vectors_running
 from .builds import ensure_index
 from .codebases import open_codebase
 from .embedders import embedder_for_search
@@ -176,6 +177,10 @@ def state_notes(state: dict, codebase: Codebase) -> list[Note]:
     waiting = state["vectors"]["total"] - state["vectors"]["done"]
     if waiting:
         off = state["vectors"].get("off")
+        if not off and vectors_running(codebase):
+            # A new user was told to build while the background vector phase was embedding them.
+            return [Note("vectors", f"the commits' vectors are still being embedded ({waiting} of {state['commits']} "
+                                    "wait): they rank by BM25 alone")]
         return [Note("vectors", f"{waiting} of {state['commits']} commits wait for their vectors"
                                 f"{' (built with vectors off)' if off else ''}: they rank by BM25 alone",
                      Remedy("embed_vectors" if off else "build", root))]
