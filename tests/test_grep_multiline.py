@@ -35,7 +35,8 @@ TREE = {
 #: Patterns that can match a line break (a literal one, a class or \s that takes it): the first over every flag
 #: set, the others over the first three. Left out: -A or -C with -m, where rg 13 prints a context line twice.
 PATTERNS = [r"a\d\nb", r"ö\w+\n\w+", r"except \w+:\n\s+pass", r"a\nb", r"\n\n\n", r",\n\)", r"\{\n\s*if",
-            r"ok\nend", r"[^;{}]\n\s*\)", r"[^x]+"]  # the last runs into bytes that are not UTF-8 (f.txt)
+            r"ok\nend", r"[^;{}]\n\s*\)", r"[^x]+",  # this one runs into bytes that are not UTF-8 (f.txt)
+            r"[^a-z]"]  # a block of a whole file, many matches a line, non-ASCII among them (byte offsets walked)
 FLAGS = [[], ["--json"], ["-c"], ["--count-matches"], ["-o"], ["-C", "1"], ["-l"], ["-m", "1"], ["--column"],
          ["--vimgrep"], ["-b"], ["-o", "-b"], ["-v"]]
 

@@ -24,7 +24,8 @@ def block_lines(pattern: GrepPattern, text: str | bytes, timeout: float = FILE_T
     """The lines ``pattern``'s matches in ``text`` span, in order: each block's first line carries the block's
     matches (:attr:`~.grep_lines.GrepLine.block`, byte offsets into the block's lines with their line breaks),
     every line the parts of matches it holds (``spans``, byte offsets into the line), its later lines
-    ``joined``.
+    ``joined``. Linear in the block's lines plus its matches' parts: lines and matches are walked together
+    (a block of every character of a 3,000-line file, `-U '[^x]'`, took 48 s when each line scanned them all).
 
     Raises:
         FileTimeout: matching took more than ``timeout`` seconds.
@@ -36,13 +37,23 @@ def block_lines(pattern: GrepPattern, text: str | bytes, timeout: float = FILE_T
         line_no += text.count("\n", counted, start)
         counted = start
         block = text[start:end]
+        in_block = _ByteOffsets(text, start, block.isascii())
+        first = 0  # the first match that may reach the current line: matches ascend, and so do their ends
         at = start
         for k, line in enumerate(block.removesuffix("\n").split("\n")):
             stop = at + len(line)
-            spans = [_bytes(text, at, max(a, at), min(b, stop)) for a, b in matches
-                     if a <= stop and b >= at and (min(b, stop) > max(a, at) or a == b)]
+            while first < len(matches) and matches[first][1] < at:
+                first += 1
+            in_line = _ByteOffsets(text, at, in_block.ascii or line.isascii())
+            spans = []
+            j = first
+            while j < len(matches) and (m := matches[j])[0] <= stop:
+                a, b = m
+                if min(b, stop) > max(a, at) or a == b:
+                    spans.append(in_line.span(max(a, at), min(b, stop)))
+                j += 1
             out.append(GrepLine(line_no + k, line, spans, joined=k > 0,
-                                block=[_bytes(text, start, a, b) for a, b in matches] if k == 0 else None))
+                                block=[in_block.span(a, b) for a, b in matches] if k == 0 else None))
             at = stop + 1
     return out
 
@@ -86,12 +97,13 @@ def _blocks(pattern: GrepPattern, text: str, timeout: float) -> list[list]:
     deadline = deadline_for(pattern, timeout)
     blocks: list[list] = []
     last = -1
+    around = _LinesAround(text)
     try:
         for a, b in _matches(compiled, text, deadline):
             if a == b == last:  # an empty match where the last one ended: Rust's regex (rg's) has none there
                 continue
             last = b
-            start, end = _lines_around(text, a, b)
+            start, end = around(a, b)
             if start == end:  # an empty match after the last line break: on no line (rg stops there)
                 break
             if blocks and blocks[-1][1] >= start:
@@ -140,10 +152,47 @@ def _lines_around(text: str, a: int, b: int) -> tuple[int, int]:
     return start, len(text) if stop < 0 else stop + 1
 
 
-def _bytes(text: str, base: int, a: int, b: int) -> tuple[int, int]:
-    """Character offsets ``[a, b)`` of ``text`` as byte offsets from ``base`` (UTF-8, a kept byte one)."""
-    head = text[base:a]
-    if head.isascii() and text[a:b].isascii():
-        return a - base, b - base
-    start = len(head.encode("utf-8", "surrogateescape"))
-    return start, start + len(text[a:b].encode("utf-8", "surrogateescape"))
+class _LinesAround:
+    """:func:`_lines_around` for matches in ascending order, each search going on from the last one's: the
+    matches of one long line (`-U --multiline-dotall .` over a line of 100k characters) searched back to its
+    start and on to its end once each, which is quadratic in the line's length."""
+
+    def __init__(self, text: str):
+        self.text = text
+        self.a, self.start = 0, 0  # the last match's start, and its first line's start
+        self.b, self.stop = 0, text.find("\n")  # the last match's end, and the first line break from it (-1: none)
+
+    def __call__(self, a: int, b: int) -> tuple[int, int]:
+        text = self.text
+        if a < self.a or b < self.b:  # not ascending
+            return _lines_around(text, a, b)
+        back = text.rfind("\n", self.a, a)
+        self.a, self.start = a, (back + 1 if back >= 0 else self.start)
+        if b > self.start and text[b - 1] == "\n":
+            return self.start, b
+        if self.stop != -1 and self.stop < b:
+            self.stop = text.find("\n", b)
+        self.b = b
+        return self.start, len(text) if self.stop < 0 else self.stop + 1
+
+
+class _ByteOffsets:
+    """Character offsets of ``text`` as byte offsets from ``base`` (UTF-8, a kept byte one), asked in ascending
+    order: each answer goes on from the last, so a block's thousands of matches cost its length once, not
+    once each. ``ascii``: the text from ``base`` on is ASCII as far as it is asked (offsets are then the same)."""
+
+    def __init__(self, text: str, base: int, ascii: bool):
+        self.text, self.base, self.ascii = text, base, ascii
+        self.char, self.byte = base, 0  # the last offset converted, and its bytes from base
+
+    def at(self, char: int) -> int:
+        if self.ascii:
+            return char - self.base
+        if char < self.char:  # not ascending: counted again from the base
+            self.char, self.byte = self.base, 0
+        self.byte += len(self.text[self.char:char].encode("utf-8", "surrogateescape"))
+        self.char = char
+        return self.byte
+
+    def span(self, a: int, b: int) -> tuple[int, int]:
+        return self.at(a), self.at(b)
