@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import re
@@ -894,6 +895,65 @@ def test_vectors_an_agent_s_session_left_go_on_in_a_background_process(codii_hom
     assert vectors["state"] == "complete" and vectors["done"] == vectors["total"] == 360, vectors
     logs = list((codii_home / "logs").glob(f"{cb.db_path.stem}*.log"))
     assert logs, "no background build wrote a log"
+
+
+def _server_pid(mark: str) -> int:
+    """The pid of the MCP server started with ``CODII_TEST_MARK=mark`` in its environment."""
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                if f"CODII_TEST_MARK={mark}".encode() in (proc / "environ").read_bytes().split(b"\0") and \
+                        b"codii_sql.mcp" in (proc / "cmdline").read_bytes():
+                    return int(proc.name)
+            except OSError:
+                continue
+    raise AssertionError("the server's process was not found")
+
+
+@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="finds the server's pid in /proc")
+def test_a_server_ended_by_sigterm_hands_its_vector_phase_to_a_background_process(codii_home, tmp_path):
+    """The mcp SDK's client ends a server by SIGTERM to its process group 2 s after closing stdin; a new user's
+    server, waiting up to 5 s for its batch before handing over, was killed first and left its vectors pending
+    for good. A server SIGTERMed in its vector phase now hands over at once."""
+    repo = write_tree(tmp_path / "many", {
+        f"pkg/mod_{i}.py": "".join(f"def handler_{i}_{j}(request, retries={j}):\n"
+                                   f"    \"\"\"Handle request kind {j} of module {i} with backoff.\"\"\"\n"
+                                   f"    return request.get({i * 10 + j}) or retries\n\n\n" for j in range(3))
+        for i in range(120)})
+    mark = f"sigterm-{os.getpid()}-{time.monotonic_ns()}"
+
+    async def run():
+        async with server(codii_home, CODII_SQL_BACKGROUND="1", CODII_SQL_WATCH="0", CODII_TEST_MARK=mark) as s:
+            assert (await call(s, "index_codebase", path=str(repo)))["status"] == "started"
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + 120
+            while loop.time() < deadline:
+                st = await call(s, "get_indexing_status", path=str(repo))
+                if st.get("phase") == "vectors" or st["status"] == "indexed":
+                    break
+                await asyncio.sleep(0.1)
+            seen["status"] = st["status"]
+            if st["status"] != "indexing":
+                return
+            pid = _server_pid(mark)
+            os.kill(pid, signal.SIGTERM)
+            while Path(f"/proc/{pid}").exists() and loop.time() < deadline:
+                await asyncio.sleep(0.05)
+            seen["gone"] = not Path(f"/proc/{pid}").exists()
+
+    seen: dict = {}
+    with contextlib.suppress(Exception):  # the client finds its server gone
+        asyncio.run(run())
+    assert seen.get("status") == "indexing", f"the vector phase ended before the signal: nothing to hand over {seen}"
+    assert seen.get("gone"), seen
+    cb = Codebase.open(repo)
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        vectors = service.status(cb)["vectors"]
+        if vectors["state"] == "complete":
+            break
+        time.sleep(0.5)
+    assert vectors["state"] == "complete" and vectors["done"] == vectors["total"] == 360, vectors
 
 
 def test_grep_code_lists_source_lines_first_by_default(codii_home, tmp_path):

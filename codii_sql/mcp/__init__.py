@@ -8,6 +8,8 @@ the background (:class:`codii_sql.service.Session`); the model loads on the firs
 """
 
 import argparse
+import os
+import signal
 import sys
 
 from . import file_tools, grep_tools, history_tools, indexing_tools, search_tools, symbol_tools  # noqa: F401 - importing registers the tools
@@ -38,10 +40,19 @@ def main(argv: list[str] | None = None) -> None:
             SESSION.shards = ShardFolder(args.shards)
         except CodiiError as err:
             parser.exit(2, f"Error: {message(err)}\n")
+    signal.signal(signal.SIGTERM, _terminated)
     try:
         server.run("stdio")
     finally:
         SESSION.shutdown()
+
+
+def _terminated(signum: int, _frame) -> None:
+    """SIGTERM (a client ending the server, as the mcp SDK's does 2 s after closing stdin): hand the builds
+    still running to a background process, then exit at once; what a build had not committed is redone there
+    (SQLite rolls it back)."""
+    SESSION.jobs.hand_over()
+    os._exit(128 + signum)
 
 
 __all__ = ["main", "server"]

@@ -185,18 +185,23 @@ class Jobs:
             job.signal.set()
 
     def shutdown(self) -> None:
-        """Stop running builds at their next batch commit; wait a little for them. What they leave goes on
-        in a background process, as a search's vector phase does (unless ``$CODII_SQL_BACKGROUND=0``): an
-        agent's session is often shorter than the model's hour, and its vectors stopped with it (new users)."""
+        """Stop running builds at their next batch commit and wait a little for them (after
+        :meth:`hand_over`, which the session runs first)."""
         self.cancel.set()
         deadline = time.monotonic() + SHUTDOWN_WAIT_SECONDS
-        jobs = list(self._jobs.values())
-        for job in jobs:
+        for job in list(self._jobs.values()):
             if job.thread is not None:
                 job.thread.join(max(0.0, deadline - time.monotonic()))
+
+    def hand_over(self) -> None:
+        """Stop the running builds at their next batch commit and start a background build (``build --daemon``)
+        for each, unless ``$CODII_SQL_BACKGROUND=0``: it waits for this process's locks, then goes on from the
+        vector queue. An agent's session is often shorter than the model's hour, and its vectors stopped with
+        it (new users)."""
+        self.cancel.set()
         if not background_allowed():
             return
-        for job in jobs:
+        for job in list(self._jobs.values()):
             if job.outcome in ("running", "cancelled"):
                 with contextlib.suppress(CodiiError):  # another process builds it, or it cannot: a search will say
                     build_in_background(job.codebase, [])

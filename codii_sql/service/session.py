@@ -58,7 +58,11 @@ class Session:
         self.shards: ShardFolder | None = None
 
     def shutdown(self) -> None:
-        """Stop the watchers and running builds at their next batch commit (see :meth:`Jobs.shutdown`)."""
+        """Hand the running builds to background processes, stop the watchers, then wait a little for the
+        builds' batches (:meth:`Jobs.hand_over`, :meth:`Jobs.shutdown`). The hand-over goes first: the mcp SDK's
+        client ends a server 2 s after closing its stdin, by SIGTERM to its process group, and a hand-over
+        after the wait never happened (a new user's session left its vectors pending for good)."""
+        self.jobs.hand_over()
         self.following.shutdown()
         self.jobs.shutdown()
 
