@@ -545,13 +545,31 @@ def test_invariants_hold_on_mangled_sources():
                      max_tokens, ast=True)
 
 
-def test_pathological_nesting_falls_back_to_line_windows():
-    """600 nested definitions exhaust Python's recursion limit: the file still gets chunks."""
-    text = "".join(" " * depth + f"def f{depth}():\n" for depth in range(600))
-    text += " " * 600 + "return 1\n"
-    chunks = chunk_text(text, "python", max_tokens=16)
-    assert {c.kind for c in chunks} == {"text"}
-    assert_valid(text, chunks, 16, ast=False)
+def test_pathological_nesting_is_cut_at_64_levels_and_the_file_indexed(tmp_path):
+    """A new user's generated 500-deep file ran the recursive walks of a definition's children out of Python's
+    stack: not indexed (every build retried it, the codebase stale for ever), its outline a traceback. Definitions
+    deeper than 64 levels are no definitions of their own; the file is chunked and outlined."""
+    from codii_sql.ingest.chunking.chunker import MAX_NESTING
+    from codii_sql.ingest.prepare import prepare_file
+    from codii_sql.ingest.scanned import SourceFile
+
+    for depth, name in ((600, "deep.py"), (500, "deep.js")):
+        if name.endswith(".py"):
+            text = "".join(" " * d + f"def f{d}():\n" for d in range(depth)) + " " * depth + "return 1\n"
+        else:
+            text = "".join(f"function f{d}() {{\n" for d in range(depth)) + "}\n" * depth
+        chunks = chunk_text(text, "python" if name.endswith(".py") else "javascript", max_tokens=16)
+        assert_valid(text, chunks, 16, ast=True)
+        (tmp_path / name).write_text(text)
+        prepared = prepare_file(str(tmp_path), SourceFile(name, len(text), 0), 2_000_000)
+        assert prepared.error is None and prepared.chunks, prepared.error
+        assert len(prepared.definitions) == MAX_NESTING == 64
+        assert prepared.definitions[-1]["symbol"].count(".") == MAX_NESTING - 1  # f0.f1. ... .f63
+        outline = definitions(text, "python" if name.endswith(".py") else "javascript")
+        depth_seen, level = 0, outline
+        while level:
+            depth_seen, level = depth_seen + 1, level[0].children
+        assert depth_seen == MAX_NESTING
 
 
 def test_no_chunk_of_punctuation_alone_after_a_split_definition():

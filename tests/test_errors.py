@@ -72,3 +72,21 @@ def test_a_line_break_without_multiline_is_refused_in_each_face_s_own_words():
     with pytest.raises(UsageError) as real:  # a real line break in the pattern (helper 57: a two-line error)
         GrepPattern(["foo\nbar"])
     assert "\n" not in real.value.what and "'foo\\nbar'" in real.value.what, real.value.what
+
+
+def test_a_tool_s_internal_error_reaches_the_agent_as_one_line():
+    """A bug (a 500-deep file's RecursionError) reached an agent as the SDK's bare "Error executing tool
+    get_file_outline", with no reason; the agent now gets its type and message in one line."""
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    from codii_sql.mcp.app import agent_errors
+
+    @agent_errors
+    def get_file_outline():
+        raise RecursionError("maximum recursion depth exceeded")
+
+    with pytest.raises(ToolError) as caught:
+        get_file_outline()
+    said = str(caught.value)
+    assert "get_file_outline" in said and "RecursionError: maximum recursion depth exceeded" in said, said
+    assert "\n" not in said and "bug" in said

@@ -11,6 +11,7 @@ import difflib
 import functools
 import importlib.metadata
 import json
+import logging
 from pathlib import Path
 from typing import Annotated
 
@@ -142,6 +143,12 @@ def agent_errors(fn):
             return fn(*args, **kwargs)
         except CodiiError as err:
             raise ToolError(shown_bytes(message(err))) from None
+        except Exception as err:  # a bug: the agent gets its one line, the server's log the traceback
+            # (a 500-deep file's RecursionError reached an agent as "Error executing tool get_file_outline")
+            logging.getLogger("codii_sql.mcp").exception("%s failed", fn.__name__)
+            raise ToolError(f"{fn.__name__} failed on an internal error ({type(err).__name__}: "
+                            f"{shown_bytes(str(err))[:200]}): a bug in codii-sql; its traceback is in the "
+                            "server's log (stderr)") from None
 
     return wrapper
 

@@ -198,6 +198,12 @@ def _definitions(language: str, root: tree_sitter.Node, lines: Lines,
     return chunked, _nest(grammar, prefix_rows, spans + declarations) if declarations else chunked
 
 
+#: Definitions nested deeper than this are no definitions of their own (their lines stay in the deepest kept
+#: one): hand-written code nests far less, and a generated 500-deep file (a new user's) ran the recursive walks
+#: of a definition's children (its outline, its symbol rows) out of Python's stack: the file was not indexed.
+MAX_NESTING = 64
+
+
 def _nest(grammar: Grammar, prefix_rows: set[int], spans: list[Span]) -> list[Definition]:
     """``spans`` as top-level definitions with their nested ones (a method in its class), each widened
     over the own-line comments and attributes above it (``prefix_rows``)."""
@@ -206,6 +212,8 @@ def _nest(grammar: Grammar, prefix_rows: set[int], spans: list[Span]) -> list[De
     for span in sorted(spans, key=lambda s: (s.start, -s.end)):
         while stack and stack[-1][0] <= span.start:
             stack.pop()
+        if len(stack) >= MAX_NESTING:
+            continue  # its lines stay its deepest kept ancestor's
         parent = stack[-1][1] if stack else None
         first = span.head
         while first - 1 in prefix_rows and (parent is None or first - 1 > parent.head):
