@@ -151,3 +151,16 @@ def test_a_search_after_a_typo_in_the_config_answers_from_the_index_and_says_why
     symbol = service.find_symbol(cb, "handler_3", update=False)
     for said in (found.note(lambda h: None), symbol["note"]):
         assert "unknown_key" in said and "may be behind the files" in said, said
+
+
+def test_a_first_search_of_a_codebase_without_vectors_does_not_promise_them(tmp_path, codii_home):
+    """A new user's `.codii.yaml` said `vectors: false`; the first search still said "the model embeds the
+    chunks in the background"."""
+    from click.testing import CliRunner
+
+    from codii_sql.cli import cli
+
+    root = write_tree(tmp_path / "r", {"a.py": "def count_cycles(t):\n    return 0\n", CONFIG_FILE_NAME: "vectors: false\n"})
+    first = CliRunner().invoke(cli, ["search", "count cycles", "--path", str(root)])
+    assert first.exit_code == 0 and "count_cycles" in first.stdout, first.output
+    assert "vectors: false" in first.stderr and "in the background" not in first.stderr, first.stderr

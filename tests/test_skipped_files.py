@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 
 from click.testing import CliRunner
 from support.answers import last_json
@@ -84,8 +85,9 @@ def test_build_and_status_name_the_folders_the_defaults_left_out(tmp_path):
         "crate/target/debug/build.rs": "fn main() {}\n",
         "node_modules/m.js": "1;\n",
     })
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)  # its .git/ is no folder to name on every build
     text = run("build", repo, "--no-vectors")
-    assert "skipped folders: crate/target/ (build-output), node_modules/ (default-excluded)" in text
+    assert "skipped folders: crate/target/ (build-output), node_modules/ (default-excluded) (" in text, text
     assert "build-output         crate/target/" in run("status", repo, "--skipped")
     found = json.loads(run("search", "target_core", "--path", repo, "--json", "--mode", "bm25", "--no-update"))
     assert [r["path"] for r in found["results"]] == ["drivers/target/core.c"]

@@ -101,7 +101,8 @@ def say_pending_build(path: str | None, db: str | None, searchable_by: str, late
         return
     root, left = pending
     if left is None:
-        vectors = ("the model embeds the chunks in the background" if embeds else
+        vectors = ("the model embeds the chunks in the background" if embeds and service.embeds_first(root) else
+                   "no chunk is embedded: its .codii.yaml says vectors: false" if embeds else
                    "no chunk is embedded: a search or `codii-sql build` embeds them")
         echo(f"Indexing {root} first: every file is searchable by {searchable_by} in seconds ({vectors}); later "
              f"{later} update only changed files.", err=True)

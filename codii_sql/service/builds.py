@@ -23,7 +23,7 @@ from ..errors import (
     UsageError,
 )
 from ..ingest.chunking.version import CHUNKER_VERSION, rechunk_scope
-from ..ingest.config import history_bound, load_config
+from ..ingest.config import history_bound, load_config, vectors_wanted
 from ..ingest.report import BuildReport, Progress
 from ..search.answer import Note
 from ..storage.lock import vectors_running
@@ -280,6 +280,15 @@ def pending_build(path: str | None, db: str | None) -> tuple[Path, str | None] |
     except CodiiError:
         return None
     return (codebase.root, left) if left else None
+
+
+def embeds_first(root: Path) -> bool:
+    """Whether a first build of ``root`` embeds its chunks: its ``.codii.yaml`` may say ``vectors: false``
+    (a new user was told "the model embeds the chunks in the background" where none would be)."""
+    try:
+        return vectors_wanted(None, {}, root)
+    except UsageError:  # the build says what is wrong with the file
+        return True
 
 
 def unfinished(codebase: Codebase) -> str | None:

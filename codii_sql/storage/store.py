@@ -296,10 +296,9 @@ class Store:
                 raise
             raise translate(err, self.path) from None
         except UnicodeEncodeError as err:
-            raise UsageError(f"'{shown_bytes(err.object)}' is not UTF-8 text (a name's byte that no encoding "
-                             "decodes), and no index holds such text",
-                             "pass the name as the index shows it (`codii-sql status --skipped` lists the files "
-                             "left out for their names)") from None
+            raise UsageError(f"'{shown_bytes(err.object)}' is not UTF-8 text (a name's byte that no encoding decodes): "
+                             "the index leaves out files whose names are not UTF-8 (undecodable-name)",
+                             "rg reads such a file; `codii-sql status --skipped` lists those left out") from None
 
     def run(self, name: str, params: Mapping[str, Any] | None = None) -> None:
         """Execute statement ``name`` (all of it, if it is a script) and discard rows."""
