@@ -40,6 +40,9 @@ from codii_sql.storage.store import Store  # noqa: E402
 
 #: Chunks per transaction while writing the synthetic index.
 BATCH = 10_000
+#: Chunks per synthetic file (the kernel averages 32, at most 3,033): files of 10,000 one-line chunks made
+#: each result's long-line check (results.place_pieces) read 10,000 rows, half a vector search's time at 1M.
+FILE_CHUNKS = 100
 #: Words of the synthetic chunk texts (BM25 needs some), and of the hybrid queries.
 WORDS = ("request", "session", "retry", "header", "cookie", "proxy", "stream", "timeout", "adapter", "redirect",
          "parse", "encode", "token", "cache", "socket", "buffer", "schema", "query", "index", "commit")
@@ -55,16 +58,20 @@ def synth(db: Path, n: int, seed: int = 0, given: np.ndarray | None = None) -> n
         for first in range(0, n, BATCH):
             count = min(BATCH, n - first)
             with store.transaction():
-                fid = store.value("file_upsert", {"path": f"synthetic/mod{first // BATCH}.py", "size": 0,
-                                                  "mtime_ns": 0, "hash": "0" * 64, "language": "python",
-                                                  "role": "source", "chunk_count": count, "indexed_at": 0.0})
+                fids = [store.value("file_upsert", {"path": f"synthetic/mod{(first + k) // FILE_CHUNKS}.py", "size": 0,
+                                                    "mtime_ns": 0, "hash": "0" * 64, "language": "python",
+                                                    "role": "source", "chunk_count": min(FILE_CHUNKS, count - k),
+                                                    "indexed_at": 0.0})
+                        for k in range(0, count, FILE_CHUNKS)]
                 chunks = []
                 vecs = given[first:first + count] if given is not None else _points(rng, centres, count)
                 for j in range(count):
                     cid = first + j + 1
                     text = " ".join(WORDS[(cid * p) % len(WORDS)] for p in (1, 3, 7, 11)) + f" handler_{cid}"
-                    chunks.append({"id": cid, "file_id": fid, "path": f"synthetic/mod{first // BATCH}.py",
-                                   "start_line": j + 1, "end_line": j + 1, "start_byte": 0, "end_byte": 0,
+                    chunks.append({"id": cid, "file_id": fids[j // FILE_CHUNKS],
+                                   "path": f"synthetic/mod{(first + j) // FILE_CHUNKS}.py",
+                                   "start_line": j % FILE_CHUNKS + 1, "end_line": j % FILE_CHUNKS + 1,
+                                   "start_byte": 0, "end_byte": 0,
                                    "kind": "function", "symbol": None, "language": "python", "content": text,
                                    "subtokens": text, "text_hash": str(cid)})
                 store.many("chunk_insert_with_id", chunks)
