@@ -159,7 +159,7 @@ DELETE FROM history_queue WHERE commit_id = :id;
 --   :since  unix seconds, or NULL; :glob  SQLite GLOB over a hunk's path (a commit passes when one of
 --   its hunks does; '*' also matches '/'; without '/', also the file name), or NULL;
 --   :filtered 1 when either is set. :fts the MATCH expression or NULL; :k rows per list; :limit;
---   :confident_gap see `standout`.
+--   :confident_gap and :subject_all see `standout`.
 WITH
 allowed AS (
     SELECT c.id FROM history_commits c
@@ -206,18 +206,23 @@ lexical AS (
     GROUP BY id
 ),
 -- The commit whose message stands out ((s1 - s2) / s1 of the two best message scores at least
--- :confident_gap): its message's rank stands in for a hunk rank it lacks. A new user's verbatim
--- subject ranked its commit 9th, under commits matching weakly in both lists, when its diff did
--- not hold the words (a list of names).
+-- :confident_gap), or whose subject holds every query word: its message's rank stands in for a hunk
+-- rank it lacks or that is worse. A new user's verbatim subject ranked its commit 9th, under commits
+-- matching weakly in both lists, when its diff did not hold the words (a list of names).
 standout AS (
     SELECT id FROM commit_bm25
     WHERE rnk = 1 AND (raw - coalesce((SELECT raw FROM commit_bm25 WHERE rnk = 2), 0)) / nullif(raw, 0) >= :confident_gap
+    UNION
+    -- and so do the commits whose subject holds every word of the query (:subject_all, an AND over the
+    -- subject column): a sibling commit's pasted subject ("... (#6890)" beside "... (#6345)") stood out of nothing
+    SELECT rowid FROM history_commits_fts WHERE :subject_all IS NOT NULL AND history_commits_fts MATCH :subject_all
 ),
 fused AS (
     SELECT ids.id,
            coalesce(1.0 / (:rrf_k + cb.rnk), 0)
-           + coalesce(1.0 / (:rrf_k + hb.rnk),
-                      CASE WHEN hc.hunk_count = 0 OR ids.id IN standout THEN 1.0 / (:rrf_k + cb.rnk) END, 0)
+           + coalesce(1.0 / (:rrf_k + CASE WHEN ids.id IN standout THEN min(coalesce(hb.rnk, cb.rnk), coalesce(cb.rnk, hb.rnk))
+                                           ELSE hb.rnk END),
+                      CASE WHEN hc.hunk_count = 0 THEN 1.0 / (:rrf_k + cb.rnk) END, 0)
            + coalesce(1.0 / (:rrf_k + kn.rnk),
                       CASE WHEN :qvec IS NOT NULL AND q.commit_id IS NOT NULL THEN 1.0 / (:rrf_k + lx.rnk) END, 0)
              AS score,

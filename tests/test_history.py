@@ -498,9 +498,17 @@ def test_a_pasted_subject_finds_its_commit_first_when_its_diff_holds_none_of_its
     commit(repo, {"docs/index.md": "Update the docs index.\n"}, "docs: update the index", day=-15)
     wanted = commit(repo, {"README.md": "## Former members\n\n- Ada Lovelace\n- Grace Hopper\n"},
                     "docs: update emeritus triagers (#6345)", day=-10)
+    # its sibling, whose subject differs by the number alone and whose diff holds one word far down
+    sibling = commit(repo, {"README.md": "## Former members\n\n- Ada Lovelace\n- Grace Hopper\n- Alan Kay\n",
+                            "docs/old.md": "".join(f"note {i}: the guide\n" for i in range(40)) + "triagers\n"},
+                     "docs: update emeritus triagers (#6890)", day=-5)
     commit(repo, {"src/app.py": "def app():\n    return 1\n"}, "Start the app", day=0)
     assert CliRunner().invoke(cli, ["build", str(repo), "--no-vectors"]).exit_code == 0
     got = ask(repo, "docs: update emeritus triagers (#6345)")
     assert got.results[0].sha == wanted and got.results[0].hunk_rank is None, [(r.subject, r.score) for r in got.results]
+    # the sibling: its subject holds every word, which no other does (its message does not stand out)
+    got = ask(repo, "docs: update emeritus triagers (#6890)")
+    assert got.results[0].sha == sibling, [(r.subject, r.score) for r in got.results]
+    assert {r.sha for r in ask(repo, "emeritus triagers").results[:2]} == {wanted, sibling}
     # A message that does not stand out keeps plain fusion: both lists' matches lead.
     assert ask(repo, "update docs").results[0].sha != wanted

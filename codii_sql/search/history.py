@@ -12,7 +12,7 @@ from ..models.embedder import Embedder
 from ..storage.store import Store
 from ..text import refuse_undecodable
 from .budget import json_tokens
-from .query import fts_query, query_terms
+from .query import fts_query, fts_quoted, query_terms
 from .results import sqlite_glob
 
 #: The RRF constant of Cormack et al. (2009), k = 60: ranks beyond the first few weigh alike.
@@ -102,7 +102,9 @@ class HistorySearcher:
         fts = fts_query(terms)
         qvec, why = self._query_vector(query)
         glob = sqlite_glob(glob) if glob else None
-        params = {"fts": fts, "qvec": qvec, "since": since, "glob": glob, "filtered": int(bool(since or glob)),
+        subject_all = f"subject : ({' AND '.join(fts_quoted(t) for t in terms)})" if terms else None
+        params = {"fts": fts, "subject_all": subject_all, "qvec": qvec, "since": since, "glob": glob,
+                  "filtered": int(bool(since or glob)),
                   "k": LIST_DEPTH, "rrf_k": RRF_K, "confident_gap": CONFIDENT_GAP, "limit": limit}
         if fts is None and qvec is None:
             rows = self.store.rows("history_search_unranked", params)

@@ -266,7 +266,12 @@ def fts_query(terms: list[str]) -> str | None:
     """
     if not terms:
         return None
-    return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+    return " OR ".join(map(fts_quoted, terms))
+
+
+def fts_quoted(term: str) -> str:
+    """``term`` as one FTS5 string (quoted, its quotes doubled): raw text is not valid FTS5 syntax."""
+    return '"' + term.replace('"', '""') + '"'
 
 
 @dataclass(frozen=True)
