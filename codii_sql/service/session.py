@@ -58,10 +58,7 @@ class Session:
         self.shards: ShardFolder | None = None
 
     def shutdown(self) -> None:
-        """Hand the running builds to background processes, stop the watchers, then wait a little for the
-        builds' batches (:meth:`Jobs.hand_over`, :meth:`Jobs.shutdown`). The hand-over goes first: the mcp SDK's
-        client ends a server 2 s after closing its stdin, by SIGTERM to its process group, and a hand-over
-        after the wait never happened (a new user's session left its vectors pending for good)."""
+        """Hand running builds to background processes first (the mcp SDK SIGTERMs 2 s after closing stdin)."""
         self.jobs.hand_over()
         self.following.shutdown()
         self.jobs.shutdown()
@@ -77,8 +74,7 @@ class Session:
         ``workers`` the chunking processes (0: one per core; None: as recorded).
 
         Raises:
-            UsageError: a malformed extension list. BuildFailedError: the build failed at once.
-        """
+            UsageError: a malformed extension list. BuildFailedError: the build failed at once."""
         exts = extension_filter(extensions) if extensions else ([] if reset_filters else None)
         ignore = list(ignore_patterns) if ignore_patterns or reset_filters else None
         outcome = self.jobs.start(cb, force, ignore, exts, embedder or None, workers)
