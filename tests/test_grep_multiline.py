@@ -112,9 +112,10 @@ def test_a_line_break_needs_multiline_and_a_dot_needs_dotall(tree, codii_home):
     assert _cli(tree, "-U", "-c", "b", "c.txt", home=codii_home).stdout == "3\n"
 
 
-def test_limits_and_budgets_keep_a_block_whole(tree):
-    """--limit and -m count lines and blocks; neither cuts a multiline block in two (its JSON event would
-    name matches past the lines it holds)."""
+def test_max_count_keeps_a_block_whole_and_a_limit_cuts_it(tree):
+    """-m counts blocks, as rg's, and never cuts one; --limit counts lines and cuts a block where it falls, its
+    matches' parts kept within the lines kept (so its JSON event names none past them): a whole block of 8,997
+    lines under a limit of 5 was a new user's 3 MB answer."""
     def grep(**options):
         found = service.grep(service.GrepRequest([r"a\d\nb"], paths=[str(tree / "c.txt")], update=False,
                                                  multiline=True, **options))
@@ -123,7 +124,8 @@ def test_limits_and_budgets_keep_a_block_whole(tree):
     whole = [(1, False, [(0, 4), (5, 9)]), (2, True, None), (3, True, None), (4, True, None), (6, False, [(0, 4)]),
              (7, True, None)]
     assert grep() == whole
-    assert grep(limit=1) == whole[:4] and grep(max_count=1) == whole[:4] and grep(max_count=2) == whole
+    assert grep(max_count=1) == whole[:4] and grep(max_count=2) == whole
+    assert grep(limit=1) == [(1, False, [(0, 3)])] and grep(limit=3) == [(1, False, [(0, 4), (5, 8)]), *whole[1:3]]
 
 
 def _mcp_grep(home, root) -> dict:
@@ -156,3 +158,17 @@ def test_mcp_and_http_grep_across_lines_with_dot_taking_a_line_break(tree, codii
         plain = httpx.get(f"{url}/grep", params=asked, timeout=30).json()
     assert got["files"] == answer["files"] and got["matched_lines"] == 2
     assert plain["files"] == []  # without it, `.` stays in its line
+
+
+def test_a_limit_that_falls_inside_a_block_cuts_the_block(tree, codii_home):
+    """A new user's `grep -U ... --limit 5` printed a block of 8,997 lines (HTTP: a 3 MB answer for limit=5) while
+    the note said the limit kept 5. The block is cut at the limit; its JSON event holds the kept lines, and its
+    matches' parts within them."""
+    plain = _cli(tree, "-U", "-n", r"a\d\nb", "c.txt", "--limit", "3", home=codii_home)
+    assert plain.stdout.splitlines() == ["1:a1", "2:b", "3:a2"], plain.stdout
+    assert "the limit kept 3 of the 6 matching lines" in plain.stderr, plain.stderr
+    events = [json.loads(line) for line in _cli(tree, "-U", "--json", r"a\d\nb", "c.txt", "--limit", "3",
+                                                home=codii_home).stdout.splitlines()]
+    [match] = [e["data"] for e in events if e["type"] == "match"]
+    assert match["lines"]["text"] == "a1\nb\na2\n", match
+    assert [(s["start"], s["end"], s["match"]["text"]) for s in match["submatches"]] == [(0, 4, "a1\nb"), (5, 8, "a2\n")]

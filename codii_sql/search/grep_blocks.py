@@ -11,6 +11,7 @@ of each match's last line. Only a pattern that can match a line break is matched
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 
 import regex
@@ -55,6 +56,19 @@ def block_lines(pattern: GrepPattern, text: str | bytes, timeout: float = FILE_T
             out.append(GrepLine(line_no + k, line, spans, joined=k > 0,
                                 block=[in_block.span(a, b) for a, b in matches] if k == 0 else None))
             at = stop + 1
+    return out
+
+
+def cut_lines(lines: list[GrepLine], kept: int) -> list[GrepLine]:
+    """The first ``kept`` of ``lines`` (matched lines, in order); a multiline block the cut falls in keeps its
+    matches' parts within its kept lines (a block of 8,997 lines was shown whole under a limit of 5, in a 3 MB
+    answer: a new user)."""
+    out = lines[:kept]
+    if out and kept < len(lines) and lines[kept].joined:
+        first = max(i for i, g in enumerate(out) if not g.joined)
+        size = sum(len(g.text.encode("utf-8", "surrogateescape")) + 1 for g in out[first:])
+        head = out[first]
+        out[first] = dataclasses.replace(head, block=[(a, min(b, size)) for a, b in head.block or () if a < size])
     return out
 
 

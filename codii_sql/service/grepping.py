@@ -23,7 +23,7 @@ from ..search.answer import Note
 from ..search.grep import (FileTimeout, collector_paused, count_lines, inverted_count, inverted_lines, matches_bytes,
                            matching_lines)
 from ..search.grep_answer import GrepAnswer, GrepFile, cut_line
-from ..search.grep_blocks import block_count, block_lines, outside_count, outside_lines
+from ..search.grep_blocks import block_count, block_lines, cut_lines, outside_count, outside_lines
 from ..search.grep_lines import GrepLine, as_text, set_offsets, with_context
 from ..search.pattern import GrepPattern
 from ..search.results import ROLES
@@ -314,10 +314,7 @@ def take_file(answer: GrepAnswer, request: GrepRequest, row: dict, text: str | b
     answer.matched_lines += len(matched)
     in_file = len(matched)
     if request.limit is not None and len(matched) > request.limit - shown_lines:
-        kept = request.limit - shown_lines
-        while kept < len(matched) and matched[kept].joined:  # a multiline block is shown whole
-            kept += 1
-        matched, spilt = matched[:kept], []
+        matched, spilt = cut_lines(matched, request.limit - shown_lines), []
         answer.truncated = True
     if request.before or request.after:
         matched = with_context(as_text(text), matched, request.before, request.after, spilt)
