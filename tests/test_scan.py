@@ -98,7 +98,7 @@ def test_gitdir_file_points_to_info_exclude(tmp_path):
     write(root, "kept.py")
     result = scan(root)
     assert [f.path for f in result.files] == ["kept.py"]
-    assert result.skipped == {"ignored": 1, "default-excluded": 1}
+    assert result.skipped == {"ignored": 1}  # the .git file is the repository's, no skip
 
 
 def test_default_exclusions(tmp_path):
@@ -125,7 +125,7 @@ def test_default_exclusions(tmp_path):
     result = scan(tmp_path)
 
     assert {f.path for f in result.files} == kept
-    assert result.skipped == {"default-excluded": len(excluded_dirs), "lock-file": len(locks),
+    assert result.skipped == {"default-excluded": len(excluded_dirs) - 1, "lock-file": len(locks),  # .git: no skip
                               "minified": len(minified), "binary-extension": len(binaries), "secret": len(secrets)}
 
 
@@ -389,7 +389,7 @@ def test_a_symlinked_folder_is_indexed_once_as_git_stores_it(tmp_path):
     result = scan(tmp_path)
 
     assert git_ls_files(tmp_path) == {f.path for f in result.files} | {"scripts/dtc/include-prefixes/arm"}
-    assert result.skipped_paths == [(".git/", "default-excluded"), ("scripts/dtc/include-prefixes/arm/", "symlink-folder")]
+    assert result.skipped_paths == [("scripts/dtc/include-prefixes/arm/", "symlink-folder")]
 
 
 def test_one_path_is_listed_exactly_when_the_walk_lists_it(tmp_path):

@@ -241,9 +241,8 @@ def _print_report(codebase, report, filters) -> None:
     if report.hidden_by:
         rules = ", ".join(f"{h['where']} `{h['rule']}` ({h['paths']:,} paths)" for h in report.hidden_by)
         echo(f"  nothing to index: the ignore rules leave every path out, most by {rules}")
-    # not a repository's own .git/, which every build of one skips (it was named on every build)
     folders = [f"{path} ({why})" for path, why in sorted(report.skipped_files)
-               if path.endswith("/") and why not in ("ignored", "codii-ignored") and not path.endswith(".git/")]
+               if path.endswith("/") and why not in ("ignored", "codii-ignored")]
     if folders:
         more = f" and {len(folders) - FOLDERS_SHOWN:,} more" if len(folders) > FOLDERS_SHOWN else ""
         echo(f"  skipped folders: {', '.join(folders[:FOLDERS_SHOWN])}{more} (`codii-sql status --skipped` lists them)")

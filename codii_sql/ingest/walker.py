@@ -201,9 +201,8 @@ class Walker:
             self._skip("undecodable-name", d.rel + escaped(name) + ("/" if entry.is_dir(follow_symlinks=False) else ""))
             return None
         rel = d.rel + name
-        if name == ".git":  # before the rules: Git itself never matches its own folder against them
-            self._skip("default-excluded", rel + "/" if entry.is_dir(follow_symlinks=False) else rel)
-            return None
+        if name == ".git":  # before the rules: Git itself never matches its own folder against them, and no
+            return None     # skip of it is counted (every build of a repository listed its .git/: a new user)
         try:
             is_dir = entry.is_dir()  # follows symlinks; False for a dangling one
         except OSError:
