@@ -90,3 +90,11 @@ def test_a_tool_s_internal_error_reaches_the_agent_as_one_line():
     said = str(caught.value)
     assert "get_file_outline" in said and "RecursionError: maximum recursion depth exceeded" in said, said
     assert "\n" not in said and "bug" in said
+    # a tool's own refusal passes as it is
+    @agent_errors
+    def get_indexing_status():
+        raise ToolError("path is empty: pass the codebase's absolute path")
+
+    with pytest.raises(ToolError) as caught:
+        get_indexing_status()
+    assert str(caught.value) == "path is empty: pass the codebase's absolute path"

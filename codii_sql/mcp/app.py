@@ -143,6 +143,8 @@ def agent_errors(fn):
             return fn(*args, **kwargs)
         except CodiiError as err:
             raise ToolError(shown_bytes(message(err))) from None
+        except ToolError:  # the tool's own one-line refusal
+            raise
         except Exception as err:  # a bug: the agent gets its one line, the server's log the traceback
             # (a 500-deep file's RecursionError reached an agent as "Error executing tool get_file_outline")
             logging.getLogger("codii_sql.mcp").exception("%s failed", fn.__name__)
