@@ -34,6 +34,9 @@ def test_missing_vector_orphan_vector_and_bad_merkle_are_repaired(sample_repo):
     out = json.loads(res.output)
     assert not out["consistent"] and res.exit_code == 1
     assert {c["name"] for c in out["checks"] if not c["ok"]} == {"vec0 rows match chunks", "merkle tree matches files"}
+    # the node that differs is named: a node altered under an intact root printed two equal roots (helper 60)
+    [merkle] = [c for c in out["checks"] if c["name"] == "merkle tree matches files"]
+    assert "node '': stored x, recomputed " in merkle["detail"], merkle
     fixed = json.loads(run("doctor", sample_repo, "--json").output)
     assert fixed["forgotten"] and fixed["rebuild"]["modified"] == len(fixed["forgotten"])
     again = json.loads(run("doctor", sample_repo, "--json").output)

@@ -116,8 +116,13 @@ def _check_rows(store: Store, report: DoctorReport, *, repair: bool) -> None:
     # A new or just wiped (`build --force`) index has neither files nor a root node yet.
     merkle_ok = (not files and not nodes) or (
         stored == tree.root_hash and nodes == {p: n.hash for p, n in tree.nodes.items()})
+    recomputed = {p: n.hash for p, n in tree.nodes.items()}
+    # the first node that differs, not only the roots (a node altered under an intact root printed two equal roots)
+    off = next((p for p in sorted(set(nodes) | set(recomputed)) if nodes.get(p) != recomputed.get(p)), None)
     report.checks.append(Check("merkle tree matches files", merkle_ok, f"stored root {str(stored)[:12]}, "
-                               f"recomputed {tree.root_hash[:12]}"))
+                               f"recomputed {tree.root_hash[:12]}" + ("" if off is None else
+                               f"; node {off!r}: stored {str(nodes.get(off))[:12]}, recomputed "
+                               f"{str(recomputed.get(off))[:12]}")))
     if not repair:
         return
     if not ivf_ok:  # exact search until the next build clusters the index again
