@@ -23,6 +23,20 @@ from tree_sitter_language_pack import get_parser
 PARSED = ("c", "cpp", "python", "rust", "bash", "make", "json", "yaml", "perl", "asm", "javascript", "go")
 
 
+def _inserted(dst: apsw.Connection, name: str, columns: list[str], options: str, rows: list[tuple],
+              per_transaction: int) -> float:
+    """CPU seconds to insert ``rows`` into a new FTS5 table ``name`` of ``columns`` (``options``: its tokenizer
+    and the rest) as a build does: ``per_transaction`` rows a transaction, segments merged 16 at a time."""
+    dst.execute(f"DROP TABLE IF EXISTS {name}; CREATE VIRTUAL TABLE {name} USING fts5({', '.join(columns)}, {options})")
+    dst.execute(f"INSERT INTO {name}({name}, rank) VALUES('automerge', 16)")
+    insert = f"INSERT INTO {name}(rowid, {', '.join(columns)}) VALUES({', '.join('?' * (len(columns) + 1))})"
+    t = time.process_time()
+    for i in range(0, len(rows), per_transaction):
+        with dst:
+            dst.executemany(insert, ((i + j, *r) for j, r in enumerate(rows[i:i + per_transaction])))
+    return time.process_time() - t
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("tree", type=Path)
@@ -49,27 +63,16 @@ def main() -> None:
     nchunks = src.execute("SELECT count(*) FROM chunks").fetchone()[0]
     rows = src.execute("SELECT c.content, c.subtokens, coalesce(c.symbol, ''), f.path FROM chunks c "
                        "JOIN files f ON f.id = c.file_id WHERE c.id % 9 = 0").fetchall()
-    dst.execute("DROP TABLE IF EXISTS f; CREATE VIRTUAL TABLE f USING fts5(content, subtokens, symbol, path, "
-                "content='', tokenize=\"porter unicode61 remove_diacritics 2 tokenchars '_'\")")
-    dst.execute("INSERT INTO f(f, rank) VALUES('automerge', 16)")
-    t = time.process_time()
-    for i in range(0, len(rows), 4096):
-        with dst:
-            dst.executemany("INSERT INTO f(rowid, content, subtokens, symbol, path) VALUES(?,?,?,?,?)",
-                            ((i + j, *r) for j, r in enumerate(rows[i:i + 4096])))
-    fts = (time.process_time() - t) * nchunks / len(rows)
+    t = _inserted(dst, "f", ["content", "subtokens", "symbol", "path"],
+                  "content='', tokenize=\"porter unicode61 remove_diacritics 2 tokenchars '_'\"", rows, 4096)
+    fts = t * nchunks / len(rows)
     print(f"chunks_fts: {len(rows):,} rows -> {fts:.0f} s for {nchunks:,} chunks", flush=True)
 
     texts = [zlib.decompress(r[0]).decode("utf-8", "surrogateescape")
              for r in src.execute("SELECT text FROM file_texts WHERE rowid % 9 = 0")]
-    dst.execute("DROP TABLE IF EXISTS g; CREATE VIRTUAL TABLE g USING fts5(text, content='', tokenize='trigram', "
-                "detail='none', columnsize=0)")
-    dst.execute("INSERT INTO g(g, rank) VALUES('automerge', 16)")
-    t = time.process_time()
-    for i in range(0, len(texts), 150):
-        with dst:
-            dst.executemany("INSERT INTO g(rowid, text) VALUES(?,?)", ((i + j, x) for j, x in enumerate(texts[i:i + 150])))
-    trigrams = (time.process_time() - t) * len(files) / len(texts)
+    t = _inserted(dst, "g", ["text"], "content='', tokenize='trigram', detail='none', columnsize=0",
+                  [(x,) for x in texts], 150)
+    trigrams = t * len(files) / len(texts)
     print(f"file_trigrams: {len(texts):,} files -> {trigrams:.0f} s for {len(files):,} files", flush=True)
     total = parse + fts + trigrams
     print(f"floor of the C parts: {total:.0f} s of CPU, {total / 2:.0f} s on 2 cores; "

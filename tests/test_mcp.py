@@ -861,37 +861,49 @@ def test_search_code_counts_long_paths_in_its_budget(codii_home, tmp_path):
     asyncio.run(scenario())
 
 
-def test_vectors_an_agent_s_session_left_go_on_in_a_background_process(codii_home, tmp_path):
-    """index_codebase runs the vector phase in the MCP server: an agent's session that ended first stopped it
-    (a new user's 131 of 2,454), and nothing went on until a later search. The server now hands what is left
-    to a background build as it exits."""
-    repo = write_tree(tmp_path / "many", {
+def _handlers_repo(root: Path) -> Path:
+    """120 modules of 3 handlers each: 360 chunks, a vector phase of some seconds."""
+    return write_tree(root, {
         f"pkg/mod_{i}.py": "".join(f"def handler_{i}_{j}(request, retries={j}):\n"
                                    f"    \"\"\"Handle request kind {j} of module {i} with backoff.\"\"\"\n"
                                    f"    return request.get({i * 10 + j}) or retries\n\n\n" for j in range(3))
         for i in range(120)})
 
+
+async def _until_vector_phase(s: ClientSession, repo: Path) -> dict:
+    """Index ``repo`` and poll its status until its vector phase runs (or the build ended); that status."""
+    assert (await call(s, "index_codebase", path=str(repo)))["status"] == "started"
+    deadline = asyncio.get_running_loop().time() + 120
+    while asyncio.get_running_loop().time() < deadline:
+        st = await call(s, "get_indexing_status", path=str(repo))
+        if st.get("phase") == "vectors" or st["status"] == "indexed":
+            return st
+        await asyncio.sleep(0.1)
+    raise AssertionError("no vector phase")
+
+
+def _vectors_completed(cb: Codebase, seconds: float = 180) -> dict:
+    """``cb``'s vector counts once complete, or as they stand after ``seconds``."""
+    deadline = time.monotonic() + seconds
+    while (vectors := service.status(cb)["vectors"])["state"] != "complete" and time.monotonic() < deadline:
+        time.sleep(0.5)
+    return vectors
+
+
+def test_vectors_an_agent_s_session_left_go_on_in_a_background_process(codii_home, tmp_path):
+    """index_codebase runs the vector phase in the MCP server: an agent's session that ended first stopped it
+    (a new user's 131 of 2,454), and nothing went on until a later search. The server now hands what is left
+    to a background build as it exits."""
+    repo = _handlers_repo(tmp_path / "many")
+
     async def run():
         async with server(codii_home, CODII_SQL_BACKGROUND="1", CODII_SQL_WATCH="0") as s:
-            assert (await call(s, "index_codebase", path=str(repo)))["status"] == "started"
-            loop = asyncio.get_running_loop()
-            deadline = loop.time() + 120
-            while loop.time() < deadline:
-                st = await call(s, "get_indexing_status", path=str(repo))
-                if st.get("phase") == "vectors" or st["status"] == "indexed":
-                    return st
-                await asyncio.sleep(0.1)
-        raise AssertionError("no vector phase")
+            return await _until_vector_phase(s, repo)
 
     st = asyncio.run(run())
     assert st["status"] == "indexing", "the vector phase ended before the session: nothing to hand over"
     cb = Codebase.open(repo)
-    deadline = time.monotonic() + 180
-    while time.monotonic() < deadline:
-        vectors = service.status(cb)["vectors"]
-        if vectors["state"] == "complete":
-            break
-        time.sleep(0.5)
+    vectors = _vectors_completed(cb)
     assert vectors["state"] == "complete" and vectors["done"] == vectors["total"] == 360, vectors
     logs = list((codii_home / "logs").glob(f"{cb.db_path.stem}*.log"))
     assert logs, "no background build wrote a log"
@@ -915,29 +927,18 @@ def test_a_server_ended_by_sigterm_hands_its_vector_phase_to_a_background_proces
     """The mcp SDK's client ends a server by SIGTERM to its process group 2 s after closing stdin; a new user's
     server, waiting up to 5 s for its batch before handing over, was killed first and left its vectors pending
     for good. A server SIGTERMed in its vector phase now hands over at once."""
-    repo = write_tree(tmp_path / "many", {
-        f"pkg/mod_{i}.py": "".join(f"def handler_{i}_{j}(request, retries={j}):\n"
-                                   f"    \"\"\"Handle request kind {j} of module {i} with backoff.\"\"\"\n"
-                                   f"    return request.get({i * 10 + j}) or retries\n\n\n" for j in range(3))
-        for i in range(120)})
+    repo = _handlers_repo(tmp_path / "many")
     mark = f"sigterm-{os.getpid()}-{time.monotonic_ns()}"
 
     async def run():
         async with server(codii_home, CODII_SQL_BACKGROUND="1", CODII_SQL_WATCH="0", CODII_TEST_MARK=mark) as s:
-            assert (await call(s, "index_codebase", path=str(repo)))["status"] == "started"
-            loop = asyncio.get_running_loop()
-            deadline = loop.time() + 120
-            while loop.time() < deadline:
-                st = await call(s, "get_indexing_status", path=str(repo))
-                if st.get("phase") == "vectors" or st["status"] == "indexed":
-                    break
-                await asyncio.sleep(0.1)
-            seen["status"] = st["status"]
-            if st["status"] != "indexing":
+            seen["status"] = (await _until_vector_phase(s, repo))["status"]
+            if seen["status"] != "indexing":
                 return
             pid = _server_pid(mark)
             os.kill(pid, signal.SIGTERM)
-            while Path(f"/proc/{pid}").exists() and loop.time() < deadline:
+            deadline = time.monotonic() + 60
+            while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
                 await asyncio.sleep(0.05)
             seen["gone"] = not Path(f"/proc/{pid}").exists()
 
@@ -946,13 +947,7 @@ def test_a_server_ended_by_sigterm_hands_its_vector_phase_to_a_background_proces
         asyncio.run(run())
     assert seen.get("status") == "indexing", f"the vector phase ended before the signal: nothing to hand over {seen}"
     assert seen.get("gone"), seen
-    cb = Codebase.open(repo)
-    deadline = time.monotonic() + 180
-    while time.monotonic() < deadline:
-        vectors = service.status(cb)["vectors"]
-        if vectors["state"] == "complete":
-            break
-        time.sleep(0.5)
+    vectors = _vectors_completed(Codebase.open(repo))
     assert vectors["state"] == "complete" and vectors["done"] == vectors["total"] == 360, vectors
 
 
