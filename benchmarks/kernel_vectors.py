@@ -28,14 +28,14 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import numpy as np  # noqa: E402
-from kernel import QUERIES  # noqa: E402
+import numpy as np
+from kernel import QUERIES
 
-from codii_sql.models.minilm import local_factory  # noqa: E402
-from codii_sql.search.results import SearchOptions  # noqa: E402
-from codii_sql.search.searcher import Searcher  # noqa: E402
-from codii_sql.storage import ann  # noqa: E402
-from codii_sql.storage.store import Store  # noqa: E402
+from codii_sql.models.minilm import local_factory
+from codii_sql.search.results import SearchOptions
+from codii_sql.search.searcher import Searcher
+from codii_sql.storage import ann
+from codii_sql.storage.store import Store
 
 #: Vectors written per transaction.
 BATCH = 20_000
