@@ -112,6 +112,8 @@ class Walker:
         skip reason of it or of a folder above it, or ``"missing"``. The same rules, applied along that
         path only (one directory listing per folder on it, not the whole tree)."""
         parts = rel.split("/")
+        if ".git" in parts:  # a repository's own, passed over with no skip recorded (_visit_entry)
+            return "default-excluded"
         d = _Dir(self.root, "", self.root_real, outer_levels(self.tree) if self.tree else (), None,
                  in_git=self.tree is not None)
         for depth, name in enumerate(parts):
