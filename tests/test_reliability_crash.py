@@ -322,10 +322,15 @@ def test_ctrl_c_or_sigterm_in_the_chunk_phase_is_one_line_and_leaves_the_index_u
     repo = write_tree(tmp_path / "many", {f"pkg{i % 9}/m{i}.py": "".join(
         f"def f{i}_{j}(x):\n    return x + {j}\n\n\n" for j in range(40)) for i in range(600)})
     # A terminal's Ctrl-C reaches a build started in the foreground: a run of this suite in the background (a shell's
-    # `&` ignores SIGINT, and a child keeps an ignored signal) would start the build deaf to it.
-    proc = subprocess.Popen([sys.executable, "-m", "codii_sql.cli", "build", str(repo), "--no-vectors", "--json"],
-                            cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    # `&` ignores SIGINT, and a child keeps an ignored signal) would start the build deaf to it. A handled signal is
+    # at its default in a child, so SIGINT is handled here while the build starts.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        proc = subprocess.Popen([sys.executable, "-m", "codii_sql.cli", "build", str(repo), "--no-vectors", "--json"],
+                                cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                start_new_session=True)
+    finally:
+        signal.signal(signal.SIGINT, previous)
     for line in proc.stdout:
         if '"chunk"' in line and '"done": 0' not in line:
             break

@@ -114,9 +114,8 @@ def _check_rows(store: Store, report: DoctorReport, *, repair: bool) -> None:
     tree = merkle.build(files)
     nodes = {r["path"]: r["hash"] for r in store.rows("merkle_all")}
     # A new or just wiped (`build --force`) index has neither files nor a root node yet.
-    merkle_ok = (not files and not nodes) or (
-        stored == tree.root_hash and nodes == {p: n.hash for p, n in tree.nodes.items()})
     recomputed = {p: n.hash for p, n in tree.nodes.items()}
+    merkle_ok = (not files and not nodes) or (stored == tree.root_hash and nodes == recomputed)
     # the first node that differs, not only the roots (a node altered under an intact root printed two equal roots)
     off = next((p for p in sorted(set(nodes) | set(recomputed)) if nodes.get(p) != recomputed.get(p)), None)
     report.checks.append(Check("merkle tree matches files", merkle_ok, f"stored root {str(stored)[:12]}, "

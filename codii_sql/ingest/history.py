@@ -153,7 +153,6 @@ def _wanted(root: Path, bound: HistoryBound, relative: bool, paths: list[str] | 
     return done.stdout.decode().split() if done.returncode == 0 else []
 
 
-#: The default bound, in the notes' words.
 def bound_words(bound: HistoryBound) -> str:
     """The history's bound in words, as a note names it (a new user given ``--history 1500`` was told the default)."""
     if bound == DEFAULT_HISTORY:

@@ -7,6 +7,10 @@ from typing import NamedTuple
 
 from .results import Result
 
+#: BM25 is confident when (s1 - s2) / s1 of its two best scores reaches this (sql/search.sql; sql/history.sql
+#: reads a commit message that stands out so).
+CONFIDENT_GAP = 0.25
+
 #: Fusion shapes (searcher.py ``_fusion_shape``) whose KNN scores are normalised by the best cosine
 #: (cosine / best) instead of min-max. Min-max stretches any KNN list over 0..1, so a flat list
 #: (every candidate about as close as the best: the vectors cannot tell them apart) outvotes BM25
@@ -51,7 +55,7 @@ SECOND_CHUNK_WEIGHT = 0.3
 
 class Bm25Weight(NamedTuple):
     """BM25's weight in the fusion (the vectors get 1 minus it): ``usual``, ``confident`` when its
-    best hit leads the second by searcher.CONFIDENT_GAP or more, ``weak_vectors`` when the nearest
+    best hit leads the second by CONFIDENT_GAP or more, ``weak_vectors`` when the nearest
     chunk's cosine is under searcher.WEAK_COSINE (sql/search.sql ``weights``); ``knn_by_best``:
     KNN scores divided by the best cosine instead of min-max (:data:`KNN_BY_BEST_SHAPES`)."""
 

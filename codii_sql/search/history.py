@@ -12,14 +12,12 @@ from ..models.embedder import Embedder
 from ..storage.store import Store
 from ..text import refuse_undecodable
 from .budget import json_tokens
+from .fusion import CONFIDENT_GAP
 from .query import fts_query, fts_quoted, query_terms
 from .results import sqlite_glob
 
 #: The RRF constant of Cormack et al. (2009), k = 60: ranks beyond the first few weigh alike.
 RRF_K = 60
-#: A commit's message stands out when (s1 - s2) / s1 of the two best message scores reaches this: the
-#: chunk search's BM25 confidence (searcher.CONFIDENT_GAP, from CoSQA dev), here for a pasted subject.
-CONFIDENT_GAP = 0.25
 #: Rows each ranked list (commit BM25, hunk BM25, KNN) contributes before fusion.
 LIST_DEPTH = 100
 #: Query terms OR-ed into the MATCH expression: a pasted message of 200 words costs 200 term scans.

@@ -19,7 +19,8 @@ from ..text import refuse_undecodable
 from . import pruning
 from .evidence import implementation_first
 from .query import Analysis, Named, analyze, coined_match, symbol_match
-from .fusion import KNN_BY_BEST_SHAPES, LONG_QUERY_ROLE_WEIGHTS, ROLE_WEIGHTS, Bm25Weight, by_file
+from .fusion import (CONFIDENT_GAP, KNN_BY_BEST_SHAPES, LONG_QUERY_ROLE_WEIGHTS, ROLE_WEIGHTS, Bm25Weight,
+                     by_file)
 from .locations import places, resolve
 from .results import Result, SearchOptions, place_pieces, sqlite_glob
 from .staleness import StaleCheck
@@ -101,8 +102,6 @@ NAME_BOOST = 1.5
 #: name boost. A workspace search leaves a shard out only when this, at its merge weight, cannot
 #: enter the answer (service/fanout.py).
 MAX_FUSED_SCORE = (1.0 + RRF_WEIGHT / (RRF_K + 1)) * NAME_BOOST
-#: BM25 is confident when (s1 - s2) / s1 of its two best scores reaches this (sql/search.sql).
-CONFIDENT_GAP = 0.25
 #: The vectors are weak when their nearest chunk's cosine is under this: no closer than unrelated
 #: questions get (their nearest chunk reached 0.518; relevant ones' started at 0.376, see
 #: NO_MATCH_COSINE). BM25 then gets at least WEAK_VECTORS_BM25, a code-naming question's weight.
