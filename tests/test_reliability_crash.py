@@ -253,8 +253,9 @@ def test_a_killed_build_leaves_no_chunker_workers_behind(tmp_path):
     repo = write_tree(tmp_path / "many", {f"m{i}.py": f"def f{i}():\n    return {i}\n" for i in range(80)})
     code = ("import sys, time\nfrom pathlib import Path\nfrom codii_sql.ingest.walk import scan\n"
             "from codii_sql.ingest.prepare import prepared_files\n"
-            "files = scan(Path(sys.argv[1])).files\nit = prepared_files(Path(sys.argv[1]), files, 10**6, window=2)\n"
-            "next(it)\nprint('ready', flush=True)\ntime.sleep(60)\n")
+            "files = scan(Path(sys.argv[1])).files\n"
+            "with prepared_files(Path(sys.argv[1]), files, 10**6, window=2) as it:\n"
+            "    next(it)\n    print('ready', flush=True)\n    time.sleep(60)\n")
     proc = subprocess.Popen([sys.executable, "-c", code, str(repo)], cwd=REPO_ROOT, stdout=subprocess.PIPE, text=True)
     assert proc.stdout.readline().strip() == "ready"
     workers = _children(proc.pid)
@@ -265,6 +266,34 @@ def test_a_killed_build_leaves_no_chunker_workers_behind(tmp_path):
     while _alive(workers) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert not _alive(workers), f"orphaned: {_alive(workers)}"
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
+def test_an_interrupt_in_the_write_phase_stops_the_chunking_processes_before_it_leaves_the_build(tmp_path, embedder, monkeypatch):
+    """Ctrl-C while a batch is written (most of a build's time) left the pool for the interpreter's exit to stop:
+    Python 3.11's exit handler raced the pool's own shutdown, printed "Exception ignored ... Bad file descriptor"
+    (1 in 80 Ctrl-Cs) and once waited on the workers for good. The pool is stopped on the way out now."""
+    import concurrent.futures.process as cf_process
+    from multiprocessing import forkserver
+
+    from codii_sql.ingest.indexer import Indexer
+
+    repo = write_tree(tmp_path / "many", {f"m{i}.py": f"def f{i}():\n    return {i}\n" for i in range(300)})
+    seen: set[int] = set()
+
+    def write_files(*args, **kwargs):
+        seen.update(_children(forkserver._forkserver._forkserver_pid))  # the workers are the fork server's
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(lexical_mod, "write_files", write_files)
+    monkeypatch.setattr(lexical_mod, "BATCH_FILES", 16)  # the first batch written with files still to prepare
+    with pytest.raises(KeyboardInterrupt) as raised:
+        Indexer(Codebase.open(repo), embedder, progress=lambda *a: None, workers=2).build()
+    assert seen, "the pool was not up when the batch was written"
+    # Still inside the exception's life: its traceback holds the build's frames, as a CLI's exit path does.
+    assert raised.value.__traceback__ is not None
+    assert not _alive(seen), f"chunking processes still running: {_alive(seen)}"
+    assert not list(cf_process._threads_wakeups), "the pool's manager thread is still running"
 
 
 def _alive(pids: set[int]) -> set[int]:

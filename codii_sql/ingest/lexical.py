@@ -100,31 +100,37 @@ class LexicalPhase:
         with self.store.transaction():  # before the first progress, which may stop the build: what is left is known
             self.store.set_meta(phase="chunk", files_done=0, files_total=len(todo))
         self.progress("chunk", 0, len(todo))
-        prepared = prepared_files(self.root, todo, plan.max_file_bytes, window=2 * BATCH_FILES, sizes=self.sizes,
-                                  workers=self.workers)
-        for batch in _batches(self._counted(prepared, len(todo))):
-            ok = []
-            for p in batch:
-                if p.skip:
-                    report.skipped[p.skip] += 1
-                    report.skipped_files.append((p.path, p.skip))
-                elif p.error:
-                    report.failed[p.path] = p.error
-                else:
-                    ok.append(p)
-            t = time.perf_counter()
-            keys = [[text_key(self.model_id, c.content) for c in p.chunks] for p in ok]
-            known = known_vectors(self.store, self.cache, [k for ks in keys for k in ks], reuse_index=reuse_index)
-            report.vectors_reused += sum(1 for ks in keys for k in ks if k in known)
-            report.phase_seconds["lookup"] += time.perf_counter() - t
-            t = time.perf_counter()
-            with self.store.transaction():
-                write_files(self.store, plan.old, ok, keys, known, plan.attributes, copies)
-                report.chunks_written += sum(len(p.chunks) for p in ok)
-                flush_tree(self.store, plan.old)
-                done += len(batch)
-                self.store.set_meta(phase="chunk", files_done=done, files_total=len(todo))
-            report.phase_seconds["write"] += time.perf_counter() - t
+        with prepared_files(self.root, todo, plan.max_file_bytes, window=2 * BATCH_FILES, sizes=self.sizes,
+                            workers=self.workers) as prepared:
+            for batch in _batches(self._counted(prepared, len(todo))):
+                done = self._write_batch(batch, plan, report, reuse_index, copies, done, len(todo))
+
+    def _write_batch(self, batch: list[Prepared], plan: Plan, report: BuildReport, reuse_index: bool,
+                     copies: frozenset[str], done: int, total: int) -> int:
+        """Write one batch in one transaction; the files done, ``done`` and this batch's."""
+        ok = []
+        for p in batch:
+            if p.skip:
+                report.skipped[p.skip] += 1
+                report.skipped_files.append((p.path, p.skip))
+            elif p.error:
+                report.failed[p.path] = p.error
+            else:
+                ok.append(p)
+        t = time.perf_counter()
+        keys = [[text_key(self.model_id, c.content) for c in p.chunks] for p in ok]
+        known = known_vectors(self.store, self.cache, [k for ks in keys for k in ks], reuse_index=reuse_index)
+        report.vectors_reused += sum(1 for ks in keys for k in ks if k in known)
+        report.phase_seconds["lookup"] += time.perf_counter() - t
+        t = time.perf_counter()
+        with self.store.transaction():
+            write_files(self.store, plan.old, ok, keys, known, plan.attributes, copies)
+            report.chunks_written += sum(len(p.chunks) for p in ok)
+            flush_tree(self.store, plan.old)
+            done += len(batch)
+            self.store.set_meta(phase="chunk", files_done=done, files_total=total)
+        report.phase_seconds["write"] += time.perf_counter() - t
+        return done
 
     def _counted(self, prepared: Iterator[Prepared], total: int) -> Iterator[Prepared]:
         """``prepared`` as is, reporting ``progress("chunk", files chunked, total)`` as each arrives."""

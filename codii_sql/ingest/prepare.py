@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import concurrent.futures as cf
+import contextlib
 import hashlib
 import multiprocessing
 import os
@@ -118,14 +119,15 @@ def chunk_subtokens(path: str, chunks: list[Chunk]) -> list[str]:
             for c in chunks]
 
 
+@contextlib.contextmanager
 def prepared_files(root: Path, todo: list[SourceFile], max_file_bytes: int, *, window: int,
-                   sizes: ChunkSizes = ChunkSizes(), workers: int = 0) -> Iterator[Prepared]:
-    """:func:`prepare_file` of each of ``todo``, in order; in ``workers`` processes (0: one per
-    core, at most :data:`MAX_AUTO_WORKERS`) from :data:`POOL_MIN_FILES` files on, at most
-    ``window`` files ahead of the consumer (never the whole repository in memory at once)."""
+                   sizes: ChunkSizes = ChunkSizes(), workers: int = 0) -> Iterator[Iterator[Prepared]]:
+    """A context giving :func:`prepare_file` of each of ``todo``, in order; in ``workers`` processes (0: one
+    per core, at most :data:`MAX_AUTO_WORKERS`) from :data:`POOL_MIN_FILES` files on, at most ``window``
+    files ahead of the consumer (never the whole repository in memory at once). Leaving the context stops
+    the processes before it returns, however it is left."""
     if len(todo) < POOL_MIN_FILES:
-        for f in todo:
-            yield prepare_file(str(root), f, max_file_bytes, sizes)
+        yield (prepare_file(str(root), f, max_file_bytes, sizes) for f in todo)
         return
     workers = workers or max(1, min(MAX_AUTO_WORKERS, (os.cpu_count() or 2)))
     # forkserver/spawn, not fork: a forked worker would inherit the writer lock's file
@@ -135,19 +137,36 @@ def prepared_files(root: Path, todo: list[SourceFile], max_file_bytes: int, *, w
     pool = cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_worker_start,
                                   initargs=(os.getpid(),))
     try:
-        futures = [pool.submit(prepare_file, str(root), f, max_file_bytes, sizes) for f in todo[:window]]
-        nxt = len(futures)
-        for i in range(len(todo)):
-            yield futures[i].result()
-            futures[i] = None
-            if nxt < len(todo):
-                futures.append(pool.submit(prepare_file, str(root), todo[nxt], max_file_bytes, sizes))
-                nxt += 1
+        yield _in_order(pool, root, todo, max_file_bytes, window, sizes)
     finally:
-        # A build stopped early (server exit, an error) drops the files queued ahead instead of
-        # preparing them first: the server's exit waited on them, then left the pool's
-        # semaphores to the resource tracker's warning.
+        _shut_down(pool)
+
+
+def _in_order(pool: cf.ProcessPoolExecutor, root: Path, todo: list[SourceFile], max_file_bytes: int, window: int,
+              sizes: ChunkSizes) -> Iterator[Prepared]:
+    futures = [pool.submit(prepare_file, str(root), f, max_file_bytes, sizes) for f in todo[:window]]
+    nxt = len(futures)
+    for i in range(len(todo)):
+        yield futures[i].result()
+        futures[i] = None
+        if nxt < len(todo):
+            futures.append(pool.submit(prepare_file, str(root), todo[nxt], max_file_bytes, sizes))
+            nxt += 1
+
+
+def _shut_down(pool: cf.ProcessPoolExecutor) -> None:
+    """Drop the files queued ahead (a build stopped early does not prepare them first) and wait for the
+    pool's manager thread and processes, with Ctrl-C and SIGTERM held off meanwhile (< 1 s: the files in
+    flight). A pool left running at interpreter exit (a build interrupted in its writes, or in this wait)
+    raced Python 3.11's exit handler, which printed "Exception ignored ... Bad file descriptor" (1 in 80
+    Ctrl-Cs) and once left the build waiting for its workers for good."""
+    main = threading.current_thread() is threading.main_thread()
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM}) if main else None
+    try:
         pool.shutdown(wait=True, cancel_futures=True)
+    finally:
+        if held is not None:
+            signal.pthread_sigmask(signal.SIG_SETMASK, held)
 
 
 def _worker_start(owner: int) -> None:

@@ -96,15 +96,16 @@ def survey(root: Path, rules: dict, *, store: Store | None, cache: EmbeddingCach
     keys: dict[str, str] = {}
     counted: list[tuple[SourceFile, str | None, bool, int]] = []  # (file, language, generated, chunks)
     dropped: dict[str, str] = {}  # a sampled file's path -> why it is not indexed
-    for p in prepared_files(root, sampled, rules["max_file_bytes"], window=1024, sizes=config.chunk_sizes,
-                            workers=config.workers or 0):
-        if p.skip or p.error:
-            out.skipped[p.skip or "failed"] += 1
-            dropped[p.path] = p.skip or "failed"
-            continue
-        counted.append((SourceFile(p.path, p.size, p.mtime_ns), p.language, p.generated, len(p.chunks)))
-        for c in p.chunks:
-            keys.setdefault(text_key(model_id, c.content), c.content)
+    with prepared_files(root, sampled, rules["max_file_bytes"], window=1024, sizes=config.chunk_sizes,
+                        workers=config.workers or 0) as prepared:
+        for p in prepared:
+            if p.skip or p.error:
+                out.skipped[p.skip or "failed"] += 1
+                dropped[p.path] = p.skip or "failed"
+                continue
+            counted.append((SourceFile(p.path, p.size, p.mtime_ns), p.language, p.generated, len(p.chunks)))
+            for c in p.chunks:
+                keys.setdefault(text_key(model_id, c.content), c.content)
     read = sum(row[3] for row in counted)
     if sampled is not files:
         out.estimate = {"sample_files": len(sampled), "files": len(files)}
