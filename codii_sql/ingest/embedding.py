@@ -20,15 +20,13 @@ from ..errors import EmbeddingFailedError, IndexMismatchError, Remedy
 from ..models.cache import EmbeddingCache
 from ..models.embedder import Embedder
 from ..storage.store import Store
-from .report import BuildReport, Progress
+from .report import VECTOR_BATCH, BuildReport, Progress
 from .vectors import known_vectors
 
 #: Queued chunks read at a time (in priority order) and sorted by length, so that each model
 #: batch pads little. Measured on 12.5k Django chunks: taking them 512 at a time in queue order
 #: cost 1.12x the model's own time on the same texts (180.9 s against 161.1 s).
 VECTOR_WINDOW = 2048
-#: Chunks per commit: readers see progress at each commit, and a kill loses none of them.
-VECTOR_BATCH = 512
 #: Texts per embedder call: progress moves and the cache fills while a batch is embedded, so a
 #: kill loses at most one step of model time.
 EMBED_STEP = 128

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from ..ingest.embedding import VECTOR_BATCH
+from ..ingest.report import VECTOR_BATCH
 
 
 def vector_progress(meta: dict, counts: dict, *, running: bool, lexical: bool = False) -> dict:
