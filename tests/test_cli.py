@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import time
 
+import pytest
 from click.testing import CliRunner
 from support.answers import last_json
-from support.trees import write_tree
+from support.trees import REPO_ROOT, write_tree
 
 from codii_sql.cli import cli
 from codii_sql.codebase import Codebase
@@ -587,3 +591,31 @@ def test_a_test_s_own_definition_of_the_name_no_retriever_found_keeps_no_tier(tm
     got = json.loads(run("search", "schema", "--path", repo, "--mode", "bm25", "--json").output)["results"]
     assert got[0]["symbol"] == "schema" and all(r["path"].startswith("src/") for r in got), \
         [(r["path"], r["score"]) for r in got]
+
+
+def test_the_lexical_commands_start_without_numpy(sample_repo, codii_home):
+    """grep, status and symbol answer from SQL alone: a constant of the vector phase loaded numpy (~45 ms of a
+    selective CLI grep's ~100) for status's vector line. A search loads it, as it scores vectors."""
+    time.sleep(2.1)  # the files' stats older than the scan's racy window: status then reads them, not a build's plan
+    assert run("build", sample_repo, "--no-vectors").exit_code == 0
+    code = ("import sys\nfrom codii_sql.cli import cli\n"
+            "for command in (['grep', '--no-update', 'parse_header'], ['status'], ['symbol', 'parse_header', '--no-update']):\n"
+            "    cli(command, standalone_mode=False)\n"
+            "print('numpy' in sys.modules, file=sys.stderr)\n")
+    out = subprocess.run([sys.executable, "-c", code], cwd=sample_repo, capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "CODII_SQL_HOME": str(codii_home), "PYTHONPATH": str(REPO_ROOT)})
+    assert "stale" not in out.stdout and out.stderr.splitlines()[-1] == "False", (out.stdout[-300:], out.stderr[-300:])
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="counts threads in /proc")
+def test_a_cli_search_loads_numpy_with_one_blas_thread(sample_repo, codii_home):
+    """OpenBLAS starts a thread per core as numpy loads (~55 ms of a ~280 ms CLI search); one process, one answer."""
+    assert run("build", sample_repo, "--no-vectors").exit_code == 0
+    code = ("import os, sys\nfrom codii_sql.cli.main import main\nsys.argv = ['codii-sql', *sys.argv[1:]]\n"
+            "try:\n    main()\nexcept SystemExit:\n    pass\n"
+            "import numpy\nprint(len(os.listdir('/proc/self/task')), file=sys.stderr)\n")
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    out = subprocess.run([sys.executable, "-c", code, "search", "parse_header", "--no-update", "--mode", "bm25"],
+                         cwd=sample_repo, capture_output=True, text=True, timeout=120,
+                         env={**env, "CODII_SQL_HOME": str(codii_home), "PYTHONPATH": str(REPO_ROOT)})
+    assert "parse_header" in out.stdout and out.stderr.splitlines()[-1] == "1", (out.stdout[-300:], out.stderr[-300:])

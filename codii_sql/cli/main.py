@@ -145,6 +145,10 @@ def serve(no_watch, port, workspaces, host, ray_address, replicas, shards, token
 
 def main() -> None:
     """Console-script entry point."""
+    # One BLAS thread unless the user says otherwise: OpenBLAS starts a thread per core as numpy loads, ~55 ms of
+    # each search's ~280 (A/B, load 4-6); what it would speed up here is small products (a query's vector against
+    # its candidates) and the IVF's k-means, a small part of a vector phase's model time.
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     if sys.argv[1:2] == ["grep"]:
         # A process for one answer: a common pattern's is ~100k small objects in no cycle (`self` over Django),
         # and the collector's passes over them once the service turns it back on (~20 ms) free nothing before exit.
