@@ -269,11 +269,16 @@ def test_a_killed_build_leaves_no_chunker_workers_behind(tmp_path):
 
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
-def test_an_interrupt_in_the_write_phase_stops_the_chunking_processes_before_it_leaves_the_build(tmp_path, embedder, monkeypatch):
+@pytest.mark.parametrize("again", [False, True], ids=["once", "again-in-the-wait"])
+def test_an_interrupt_in_the_write_phase_stops_the_chunking_processes_before_it_leaves_the_build(
+        tmp_path, embedder, monkeypatch, again):
     """Ctrl-C while a batch is written (most of a build's time) left the pool for the interpreter's exit to stop:
     Python 3.11's exit handler raced the pool's own shutdown, printed "Exception ignored ... Bad file descriptor"
-    (1 in 80 Ctrl-Cs) and once waited on the workers for good. The pool is stopped on the way out now."""
+    (1 in 80 Ctrl-Cs) and once waited on the workers for good. The pool is stopped on the way out now, a second
+    Ctrl-C during that wait held till it ends."""
+    import concurrent.futures as cf
     import concurrent.futures.process as cf_process
+    import signal
     from multiprocessing import forkserver
 
     from codii_sql.ingest.indexer import Indexer
@@ -287,8 +292,20 @@ def test_an_interrupt_in_the_write_phase_stops_the_chunking_processes_before_it_
 
     monkeypatch.setattr(lexical_mod, "write_files", write_files)
     monkeypatch.setattr(lexical_mod, "BATCH_FILES", 16)  # the first batch written with files still to prepare
-    with pytest.raises(KeyboardInterrupt) as raised:
-        Indexer(Codebase.open(repo), embedder, progress=lambda *a: None, workers=2).build()
+    if again:
+        shutdown = cf.ProcessPoolExecutor.shutdown
+
+        def interrupted(self, *args, **kwargs):
+            os.kill(os.getpid(), signal.SIGINT)  # a second Ctrl-C as the wait starts: to the process, any thread
+            return shutdown(self, *args, **kwargs)
+
+        monkeypatch.setattr(cf.ProcessPoolExecutor, "shutdown", interrupted)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # a background run of the suite ignores it
+    try:
+        with pytest.raises(KeyboardInterrupt) as raised:
+            Indexer(Codebase.open(repo), embedder, progress=lambda *a: None, workers=2).build()
+    finally:
+        signal.signal(signal.SIGINT, previous)
     assert seen, "the pool was not up when the batch was written"
     # Still inside the exception's life: its traceback holds the build's frames, as a CLI's exit path does.
     assert raised.value.__traceback__ is not None

@@ -156,17 +156,27 @@ def _in_order(pool: cf.ProcessPoolExecutor, root: Path, todo: list[SourceFile], 
 
 def _shut_down(pool: cf.ProcessPoolExecutor) -> None:
     """Drop the files queued ahead (a build stopped early does not prepare them first) and wait for the
-    pool's manager thread and processes, with Ctrl-C and SIGTERM held off meanwhile (< 1 s: the files in
-    flight). A pool left running at interpreter exit (a build interrupted in its writes, or in this wait)
-    raced Python 3.11's exit handler, which printed "Exception ignored ... Bad file descriptor" (1 in 80
-    Ctrl-Cs) and once left the build waiting for its workers for good."""
-    main = threading.current_thread() is threading.main_thread()
-    held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM}) if main else None
+    pool's manager thread and processes, a Ctrl-C or SIGTERM meanwhile (< 1 s: the files in flight) held
+    and raised after. A pool left running at interpreter exit (a build interrupted in its writes, or in
+    this wait) raced Python 3.11's exit handler, which printed "Exception ignored ... Bad file descriptor"
+    (1 in 80 Ctrl-Cs) and once left the build waiting for its workers for good."""
+    if threading.current_thread() is not threading.main_thread():  # signals reach the main thread only
+        pool.shutdown(wait=True, cancel_futures=True)
+        return
+    held: list[int] = []
+    # Python-level handlers, not a blocked mask: the kernel hands a process's signal to any thread that does not
+    # block it (the pool's manager thread), and Python then raises it in the main thread all the same.
+    previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    kept = {s: h for s, h in previous.items() if h is not None}  # None: a handler not set from Python
+    for s in kept:
+        signal.signal(s, lambda signum, frame: held.append(signum))
     try:
         pool.shutdown(wait=True, cancel_futures=True)
     finally:
-        if held is not None:
-            signal.pthread_sigmask(signal.SIG_SETMASK, held)
+        for s, h in kept.items():
+            signal.signal(s, h)
+    if held:
+        signal.raise_signal(held[0])
 
 
 def _worker_start(owner: int) -> None:
