@@ -974,7 +974,7 @@ def test_a_type_is_rg_s_file_name_globs_and_a_language_its_detected_content(tmp_
 def test_json_lines_carry_rg_s_offsets_and_counts(tmp_path, codii_home):
     """A new user's script read rg --json's absolute_offset and end.stats.matches, which were missing; another's
     found a `\\n` added to a last line no line break ends; a third missed end.stats.bytes_searched and
-    bytes_printed."""
+    bytes_printed, and the summary's bytes_searched (every file here holds the pattern's trigrams: all are read)."""
     root = built(write_tree(tmp_path / "r", {"a.txt": "x\nfn a\r\nfn b fn\n", "u.txt": "héllo wörld\nfn ü\n\nz fn\n",
                                               "c.py": "one\ntwo\nfn three\nfour\n", "d.js": "no newline fn",
                                               "e.txt": "fn one\r\nlast fn"}))
@@ -987,7 +987,8 @@ def test_json_lines_carry_rg_s_offsets_and_counts(tmp_path, codii_home):
         return [(r["type"], {k: r["data"].get(k) for k in keep}) if r["type"] in ("match", "context")
                 else (r["type"], {k: r["data"]["stats"][k] for k in ("matched_lines", "matches", "bytes_searched",
                                                                       "bytes_printed")}) if r["type"] == "end"
-                else (r["type"], r["data"]["stats"]["bytes_printed"]) if r["type"] == "summary"
+                else (r["type"], {k: r["data"]["stats"][k] for k in ("bytes_printed", "searches", "bytes_searched")})
+                if r["type"] == "summary"
                 else (r["type"], r["data"].get("path")) for r in rows]
 
     for args in (["fn"], ["-C", "1", "fn"], ["-i", "FN"]):

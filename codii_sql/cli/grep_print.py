@@ -348,6 +348,6 @@ def _json_summary(answer, matches: int, printed: int) -> dict:
     return {"type": "summary", "data": {
         "elapsed_total": elapsed,
         "stats": {"elapsed": elapsed, "searches": answer.files_read, "searches_with_match": answer.matched_files,
-                  "bytes_printed": printed, "matched_lines": answer.matched_lines,
+                  "bytes_printed": printed, "bytes_searched": answer.bytes_read, "matched_lines": answer.matched_lines,
                   "matches": matches},
         "codii": {k: v for k, v in answer.to_dict(words).items() if k not in ("files", "patterns")}}}

@@ -92,7 +92,8 @@ class GrepAnswer:
         files: files with a matching line, in path order (or by role: source first).
         matched_lines, matched_files: the totals over every file read (a ``limit`` cuts ``files``,
             not these, unless ``truncated``: reading stopped, so they count what was read).
-        files_indexed: the codebase's indexed files; ``files_read``: the candidates verified.
+        files_indexed: the codebase's indexed files; ``files_read``: the candidates verified, ``bytes_read`` their
+            sizes in bytes (as indexed; rg's ``bytes_searched``).
         trigrams: the FTS5 expression the candidates satisfied, None when every file was read
             (``scan``: the patterns require no trigram).
         timed_out: files whose matching passed the time bound (their matches are not counted).
@@ -112,6 +113,7 @@ class GrepAnswer:
     matched_files: int = 0
     files_indexed: int = 0
     files_read: int = 0
+    bytes_read: int = 0
     trigrams: str | None = None
     scan: bool = False
     timed_out: list[str] = field(default_factory=list)

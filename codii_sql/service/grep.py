@@ -162,7 +162,8 @@ def _grep_text(pattern: GrepPattern, request: GrepRequest,
     started = time.perf_counter()
     data = request.text
     text = data if matches_bytes(pattern, data) else decode_kept(data)
-    answer = GrepAnswer(list(request.patterns), STDIN, files_indexed=1, files_read=1, scan=True)
+    answer = GrepAnswer(list(request.patterns), STDIN, files_indexed=1, files_read=1, scan=True,
+                        bytes_read=len(data))
     matched = matched_or_none(matcher(request, pattern), pattern, text)
     row = {"path": STDIN, "role": "source", "language": None}
     if matched is None:

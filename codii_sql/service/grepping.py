@@ -246,6 +246,7 @@ def _search(store: Store, meta: dict, codebase: Codebase, pattern: GrepPattern, 
             continue
         unpacked += not row["has_text"]
         answer.files_read += 1
+        answer.bytes_read += row["size"] or 0
         if matched is None and retry:  # once more alone: a busy machine's stall is no pathological pattern
             matched = matched_or_none(match, pattern, text)
             retry = matched is not None  # it timed out alone too: the pattern's, no use trying again
