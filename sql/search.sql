@@ -350,7 +350,7 @@ scored AS (
 -- the best scored stands for them (a 40 KB base64 constant's windows, each holding its function's
 -- symbol, filled nine of a fresh user's top 10 for the function's name). Ranked on ids and scores
 -- alone: the text of a chunk joins in only for the rows returned.
-windows AS (
+windows AS MATERIALIZED (  -- once per row: ranked reads bare five times, each an EXISTS over the file's chunks
     SELECT id, score, start_line, tier, in_symbol_tier, symbol_best, whole,
            in_symbol_tier BETWEEN 1 AND 3 AND start_line > first_line
                AND ((score = 0 AND (windows > 8 OR NOT body)) OR (start_line > 1 + before_end
