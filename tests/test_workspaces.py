@@ -68,6 +68,22 @@ def test_a_file_is_no_member_and_removing_a_stranger_removes_nothing(tmp_path, c
     assert service.get_workspace("w").paths == (str(tmp_path / "later"),)
 
 
+def test_an_index_file_is_a_member_added_listed_and_searched_as_its_codebase(tmp_path, codii_home):
+    """A search read an exported .db given by WORKSPACE_<NAME>, but `workspace add` refused it ("is a file") and
+    `workspace list` called it missing ("pass the folder that contains it")."""
+    shop = write_tree(tmp_path / "shop", SHOP)
+    http = write_tree(tmp_path / "http", SAMPLE)
+    assert run("build", shop, http, "--no-vectors").exit_code == 0
+    exported = tmp_path / "shop.db"
+    assert run("export", shop, "--to", exported).exit_code == 0, "export failed"
+    res = run("workspace", "add", "both", exported, http)
+    assert res.exit_code == 0 and "Warning" not in res.output, res.output
+    listed = json.loads(run("workspace", "list", "--json").output)["workspaces"][0]["members"]
+    assert [(m["codebase"], m["status"]) for m in listed] == [(str(exported), "indexed"), (str(http), "indexed")]
+    found = ask("checkout cart total", SearchOptions(limit=3, mode="bm25"), [], workspace="both")
+    assert (found.results[0].codebase, found.results[0].path) == (str(exported), "cart/checkout.js"), found.results
+
+
 def test_a_damaged_member_fails_alone_in_status_and_each_folder_is_listed_once(two, codii_home):
     http, shop = two
     db = service.open_codebase(shop).db_path

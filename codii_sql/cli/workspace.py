@@ -24,7 +24,7 @@ def workspace():
 @click.argument("paths", nargs=-1, required=True)
 @json_option
 def add(name, paths, as_json):
-    """Add the folders PATHS to the workspace NAME (created if new) in the registry."""
+    """Add the folders (or index files) PATHS to the workspace NAME (created if new) in the registry."""
     ws = service.add_paths(name, list(paths))
     if as_json:
         return emit({"name": ws.name, "paths": list(ws.paths), "source": ws.source})
@@ -32,7 +32,7 @@ def add(name, paths, as_json):
     for p in ws.paths:
         echo(f"  {p}")
     for p in paths:
-        if not os.path.isdir(p):
+        if not os.path.exists(p):
             echo(f"Warning: {p} does not exist (yet): searches will note it as missing", err=True)
 
 

@@ -22,6 +22,7 @@ from ..codebase import Codebase, is_remote
 from ..errors import CodiiError, Remedy, StorageError, UsageError, hint_text
 from ..paths import home
 from ..search.answer import Note
+from .codebases import index_file, is_index_file
 from .status import status
 
 ENV_PREFIX = "WORKSPACE_"
@@ -114,19 +115,21 @@ def get_workspace(name: str) -> Workspace:
 
 
 def add_paths(name: str, paths: list[str]) -> Workspace:
-    """Add ``paths`` (made absolute) to the registry's workspace ``name``, creating it.
+    """Add ``paths`` (made absolute) to the registry's workspace ``name``, creating it: codebase folders, or
+    index files (``.db``: an export, a shard; a search reads them as a workspace given by variable did).
 
     A folder that does not exist (yet) is added: a search notes it as missing.
 
     Raises:
-        UsageError: a bad name, no path given, or a path that is a file.
+        UsageError: a bad name, no path given, or a path that is a file but no index file.
     """
     key = _checked_name(name)
     if not paths:
         raise UsageError("no folder to add", "codii-sql workspace add NAME PATH...")
-    files = [p for p in paths if os.path.exists(p) and not os.path.isdir(p)]
+    files = [p for p in paths if os.path.exists(p) and not os.path.isdir(p) and not is_index_file(p)]
     if files:
-        raise UsageError(f"{files[0]} is a file", "a workspace member is a codebase's root folder")
+        raise UsageError(f"{files[0]} is a file", "a workspace member is a codebase's root folder or an index file "
+                                                  "(.db)")
     with _registry_lock():
         data = _read_registry()
         members = data.setdefault(key, [])
@@ -219,20 +222,20 @@ def describe(ws: Workspace, *, check_stale: bool = True) -> dict:
             members.append({"codebase": path, "status": "remote"})
             continue
         try:
-            cb = Codebase.open(path)
+            cb = index_file(path) if is_index_file(path) else Codebase.open(path)
         except CodiiError as err:
             note = missing_member(path, err, ws.name)
             members.append({"codebase": path, "status": "missing", "note": note.worded(hint_text)})
             continue
-        if cb.root in seen:  # two spellings of one folder
+        if cb.shown in seen:  # two spellings of one folder
             continue
-        seen.add(cb.root)
+        seen.add(cb.shown)
         try:
             st = status(cb, check_stale=check_stale)
         except CodiiError as err:  # a damaged index: this member fails, the others still report
-            members.append({"codebase": str(cb.root), "status": "failed", "note": str(err)})
+            members.append({"codebase": cb.shown, "status": "failed", "note": str(err)})
             continue
-        members.append({"codebase": str(cb.root), "status": st["status"],
+        members.append({"codebase": cb.shown, "status": st["status"],
                         **{k: st[k] for k in ("files", "chunks", "size_bytes", "vectors") if k in st},
                         **({"note": f"{st['error']}: {hint_text(st['hint'])}"} if st["status"] == "damaged" else {})})
     return {"name": ws.name, "source": ws.source, "members": members, **({"note": ws.error} if ws.error else {})}
