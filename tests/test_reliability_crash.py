@@ -7,6 +7,7 @@ import contextlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -311,6 +312,63 @@ def test_an_interrupt_in_the_write_phase_stops_the_chunking_processes_before_it_
     assert raised.value.__traceback__ is not None
     assert not _alive(seen), f"chunking processes still running: {_alive(seen)}"
     assert not list(cf_process._threads_wakeups), "the pool's manager thread is still running"
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
+def test_a_sigterm_to_the_chunking_workers_leaves_them_to_the_build(tmp_path):
+    """A SIGTERM to the build's process group reaches its workers too: one killed while sending a result left the
+    pool's manager thread waiting for the rest of that message, and the build with it, for good (3 of 38 group
+    SIGTERMs, a new user). The workers leave the signal to the build, which stops them itself."""
+    repo = write_tree(tmp_path / "many", {f"m{i}.py": f"def f{i}():\n    return {i}\n" for i in range(200)})
+    code = ("import sys\nfrom pathlib import Path\nfrom codii_sql.ingest.walk import scan\n"
+            "from codii_sql.ingest.prepare import prepared_files\n"
+            "files = scan(Path(sys.argv[1])).files\n"
+            "with prepared_files(Path(sys.argv[1]), files, 10**6, window=4, workers=2) as it:\n"
+            "    next(it)\n    print('ready', flush=True)\n    sys.stdin.readline()\n"
+            "    print(1 + sum(1 for p in it if p.chunks), flush=True)\n")
+    proc = subprocess.Popen([sys.executable, "-c", code, str(repo)], cwd=REPO_ROOT, stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "ready"
+    server = [p for p in _children(proc.pid) if "forkserver" in Path(f"/proc/{p}/cmdline").read_text()
+              and _parent(p) == proc.pid]
+    workers = _children(server[0]) if server else set()  # the workers are the fork server's children
+    assert workers, "no worker running"
+    for pid in workers:
+        os.kill(pid, signal.SIGTERM)
+    time.sleep(0.5)
+    out, err = proc.communicate("go\n", timeout=60)
+    assert proc.returncode == 0 and out.strip() == "200", (out, err[-500:])
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
+def test_the_chunking_workers_of_a_build_that_died_leave_before_its_parent_reaps_it(tmp_path):
+    """`$(codii-sql build ...)` and subprocess.run read the build's output to its end before they reap it, and
+    the workers hold that output: they took their dead build's zombie for alive and waited on it for good."""
+    repo = write_tree(tmp_path / "many", {f"m{i}.py": f"def f{i}():\n    return {i}\n" for i in range(200)})
+    code = ("import os, sys\nfrom pathlib import Path\nfrom codii_sql.ingest.walk import scan\n"
+            "from codii_sql.ingest.prepare import prepared_files\n"
+            "files = scan(Path(sys.argv[1])).files\n"
+            "with prepared_files(Path(sys.argv[1]), files, 10**6, window=4, workers=2) as it:\n"
+            "    next(it)\n    print('ready', flush=True)\n    sys.stdin.readline()\n    os._exit(0)\n")
+    proc = subprocess.Popen([sys.executable, "-c", code, str(repo)], cwd=REPO_ROOT, stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "ready"
+        workers = _children(proc.pid)
+        assert workers
+        proc.stdin.write("go\n")
+        proc.stdin.flush()
+        deadline = time.monotonic() + 15
+        while _alive(workers) and time.monotonic() < deadline:  # the build not reaped meanwhile: a zombie
+            time.sleep(0.2)
+        assert not _alive(workers), f"still running beside their build's zombie: {_alive(workers)}"
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def _parent(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
 
 
 def _alive(pids: set[int]) -> set[int]:

@@ -180,23 +180,39 @@ def _shut_down(pool: cf.ProcessPoolExecutor) -> None:
 
 
 def _worker_start(owner: int) -> None:
-    """Worker initializer: leave Ctrl-C to process ``owner``, and exit when it is gone.
+    """Worker initializer: leave Ctrl-C and SIGTERM to process ``owner``, and exit when it is gone.
 
     A terminal's Ctrl-C reaches every process of the build's group: each worker printed its own
     KeyboardInterrupt traceback (~38 lines, a new user) above the build's one-line "Interrupted";
-    the build stops its pool itself. A killed build (``kill -9``) cannot shut its pool down, and its
-    workers, blocked on a queue whose write end they hold themselves, would otherwise live on
-    (~170 MB) as orphans."""
+    the build stops its pool itself. A SIGTERM to the group (`kill -TERM -PGID`, a service manager
+    stopping a control group, the mcp SDK ending a server) killed a worker in the middle of sending
+    a result: the pool's manager thread then waited for the rest of that message for good, and the
+    build with it (3 of 38 group SIGTERMs, a new user). A killed build (``kill -9``) cannot shut its
+    pool down, and its workers, blocked on a queue whose write end they hold themselves, would
+    otherwise live on (~170 MB) as orphans."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
 
     def watch() -> None:
         while True:
             time.sleep(ORPHAN_CHECK_SECONDS)
-            try:
-                os.kill(owner, 0)
-            except ProcessLookupError:
-                os._exit(1)
-            except PermissionError:  # the pid now belongs to another user's process: ours is gone
+            if _gone(owner):
                 os._exit(1)
 
     threading.Thread(target=watch, name="codii-orphan-check", daemon=True).start()
+
+
+def _gone(pid: int) -> bool:
+    """Whether process ``pid`` has exited: no such process, another user's (the pid was reused), or a zombie
+    its parent has not reaped yet. A caller reading the build's output to its end before it waits for the build
+    (`$(codii-sql build ...)`, Python's ``subprocess.run``) reaps it only once every holder of that pipe has
+    exited, these workers included: taken for alive, they waited on it for good."""
+    try:
+        os.kill(pid, 0)
+    except (ProcessLookupError, PermissionError):
+        return True
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            return fh.read().rsplit(b")", 1)[1].split()[0] == b"Z"
+    except OSError:  # no /proc (macOS): as alive as kill says
+        return False
