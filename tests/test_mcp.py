@@ -8,6 +8,7 @@ import json
 import os
 import re
 import signal
+import subprocess
 import sys
 import textwrap
 import time
@@ -970,3 +971,27 @@ def test_grep_code_lists_source_lines_first_by_default(codii_home, tmp_path):
             assert [f["path"] for f in rg_order["files"]] == ["CHANGELOG.md"], rg_order
 
     asyncio.run(main())
+
+
+def test_ctrl_c_stops_a_server_whose_stdin_is_still_open(codii_home):
+    """A new user's Ctrl-C left `codii-sql serve` running until Ctrl-D: asyncio's handler cancelled the server's
+    task, which waited for the thread reading stdin."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # a background run of the suite ignores it
+    try:
+        proc = subprocess.Popen([sys.executable, "-m", "codii_sql.cli", "serve", "--no-watch"], cwd=REPO_ROOT,
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env={**os.environ, "CODII_SQL_HOME": str(codii_home)})
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    hello = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}}
+    proc.stdin.write(json.dumps(hello) + "\n")
+    proc.stdin.flush()
+    assert json.loads(proc.stdout.readline())["id"] == 1  # serving
+    proc.send_signal(signal.SIGINT)
+    try:
+        code = proc.wait(timeout=15)
+    finally:
+        proc.kill()
+    err = proc.stderr.read()
+    assert code == 130 and err.strip() == "Interrupted.", (code, err[-500:])

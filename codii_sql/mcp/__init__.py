@@ -41,6 +41,10 @@ def main(argv: list[str] | None = None) -> None:
         except CodiiError as err:
             parser.exit(2, f"Error: {message(err)}\n")
     signal.signal(signal.SIGTERM, _terminated)
+    # Ctrl-C in a terminal: asyncio's own handler cancels the server's task, which then waits for the thread
+    # reading stdin, so the server stopped only at Ctrl-D (a new user's). Unless the shell has it ignored.
+    if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
+        signal.signal(signal.SIGINT, _terminated)
     try:
         server.run("stdio")
     finally:
@@ -48,10 +52,13 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def _terminated(signum: int, _frame) -> None:
-    """SIGTERM (a client ending the server, as the mcp SDK's does 2 s after closing stdin): hand the builds
-    still running to a background process, then exit at once; what a build had not committed is redone there
-    (SQLite rolls it back)."""
+    """SIGTERM (a client ending the server, as the mcp SDK's does 2 s after closing stdin) or SIGINT (Ctrl-C):
+    hand the builds still running to a background process, then exit at once (128 + the signal's number, as
+    a shell reports it); what a build had not committed is redone there (SQLite rolls it back)."""
     SESSION.jobs.hand_over()
+    if signum == signal.SIGINT:
+        sys.stderr.write("Interrupted.\n")
+        sys.stderr.flush()
     os._exit(128 + signum)
 
 
