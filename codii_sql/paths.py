@@ -54,6 +54,18 @@ def in_indexes_dir(db_path: Path) -> bool:
     return db_path.resolve().parent == indexes_dir().resolve()
 
 
+def index_bytes(db_path: Path) -> int:
+    """Bytes of an index file and its write-ahead log on disk; either gone meanwhile counts 0 (the last connection
+    to close deletes the log: an exists-then-stat answered a new user's HTTP status page with a 500)."""
+    size = 0
+    for p in (db_path, Path(f"{db_path}-wal")):
+        try:
+            size += p.stat().st_size
+        except FileNotFoundError:
+            pass
+    return size
+
+
 def default_db_path(root: Path) -> Path:
     """``$CODII_SQL_HOME/indexes/<dirname>-<first 12 hex of sha256(resolved root)>.db``: the folder's
     name (NFC) keeps letters and digits of any script and ``._-`` (``ünïcode-repo`` was

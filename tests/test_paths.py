@@ -25,3 +25,24 @@ def test_an_index_made_under_the_ascii_name_stays_in_use(tmp_path, codii_home):
     assert paths.default_db_path(root) == legacy
     new.write_bytes(b"")
     assert paths.default_db_path(root) == new
+
+
+def test_an_index_s_bytes_count_a_log_deleted_meanwhile_as_none(tmp_path, monkeypatch):
+    """The last connection to close deletes the -wal file: between an exists and a stat it was gone, and a new
+    user's HTTP status page answered 500 (3 of 2,244 requests while greps ran)."""
+    from codii_sql.paths import index_bytes
+
+    db = tmp_path / "x.db"
+    db.write_bytes(b"\0" * 4096)
+    (tmp_path / "x.db-wal").write_bytes(b"\0" * 100)
+    assert index_bytes(db) == 4196
+    real = Path.stat
+
+    def stat(self, *args, **kwargs):
+        if self.name.endswith("-wal"):
+            raise FileNotFoundError(2, "gone", str(self))  # deleted just now
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "exists", lambda self, *a, **k: True)
+    monkeypatch.setattr(Path, "stat", stat)
+    assert index_bytes(db) == 4096

@@ -84,7 +84,7 @@ def status(codebase: Codebase, *, check_stale: bool = True) -> dict:
     except DamagedIndexError as err:  # pages so broken that the snapshot itself cannot be read
         problem = getattr(err, "sqlite", None) or err.what
         damaged = damaged_index(codebase.root, problem, codebase.db_path, alone=codebase.alone)
-        return {**out, "status": "damaged", "size_bytes": _db_size(codebase.db_path), "damage": problem,
+        return {**out, "status": "damaged", "size_bytes": paths.index_bytes(codebase.db_path), "damage": problem,
                 "error": damaged.what, "hint": damaged.hint}
     config_error = None
     if problem:
@@ -94,7 +94,7 @@ def status(codebase: Codebase, *, check_stale: bool = True) -> dict:
             state = "stale" if is_stale(codebase) else state
         except UsageError as err:  # a malformed .codii.yaml: the index answers as built; a build would fail
             config_error = f"{err.what}: the next build fails until it is fixed"
-    out.update(status=state, files=counts["files"], chunks=counts["chunks"], size_bytes=_db_size(codebase.db_path),
+    out.update(status=state, files=counts["files"], chunks=counts["chunks"], size_bytes=paths.index_bytes(codebase.db_path),
                **{k: meta.get(k) for k in ("phase", "files_done", "files_total", "skipped", "failed", "error",
                                               "stopped", "last_indexed_at", "model_id", "merkle_root")},
                # The snapshot's build_seconds times the lexical phase only: named so, not as the build's.
@@ -232,10 +232,6 @@ def _lexical_state(codebase: Codebase, store: Store) -> tuple[str, dict]:
     return state, meta
 
 
-def _db_size(path: Path) -> int:
-    return sum(p.stat().st_size for p in (path, Path(f"{path}-wal")) if p.exists())
-
-
 def list_codebases() -> list[dict]:
     """Every index under ``$CODII_SQL_HOME/indexes``: root, status, files, chunks, size, last indexed.
 
@@ -255,13 +251,13 @@ def list_codebases() -> list[dict]:
                 raise damaged_index(meta.get("root") or "ROOT", problem, db)
         except StorageError as err:  # also broken pages met past the header
             damaged = isinstance(err, DamagedIndexError)
-            out.append({"db": str(db), "status": "damaged" if damaged else "unreadable", "size_bytes": _db_size(db),
+            out.append({"db": str(db), "status": "damaged" if damaged else "unreadable", "size_bytes": paths.index_bytes(db),
                         "error": err.what, **({"hint": err.hint} if err.hint else {})})
             continue
         if meta.get("root") and not Path(meta["root"]).is_dir():
             state = "missing"  # the folder is gone: `clear ROOT --yes` removes the index
         out.append({"root": meta.get("root"), "db": str(db), "status": state, "files": counts["files"],
-                    "chunks": counts["chunks"], "size_bytes": _db_size(db),
+                    "chunks": counts["chunks"], "size_bytes": paths.index_bytes(db),
                     "last_indexed_at": meta.get("last_indexed_at"), "embedder": meta.get("embedder")})
     return out
 
