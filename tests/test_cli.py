@@ -620,3 +620,17 @@ def test_a_cli_search_loads_numpy_with_one_blas_thread(sample_repo, codii_home):
                          cwd=sample_repo, capture_output=True, text=True, timeout=120, check=False,
                          env={**env, "CODII_SQL_HOME": str(codii_home), "PYTHONPATH": str(REPO_ROOT)})
     assert "parse_header" in out.stdout and out.stderr.splitlines()[-1] == "1", (out.stdout[-300:], out.stderr[-300:])
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+@pytest.mark.parametrize("command", [["grep", "--no-update", "parse_header"], ["status"], ["list"]])
+def test_output_that_cannot_be_written_is_one_line(sample_repo, codii_home, command):
+    """`grep self >/dev/full` (a full disk under a redirect) printed a 45-line traceback and exited 1."""
+    assert run("build", sample_repo, "--no-vectors").exit_code == 0
+    with open("/dev/full", "w") as full:
+        out = subprocess.run([sys.executable, "-m", "codii_sql.cli", *command], cwd=sample_repo, stdout=full,
+                             stderr=subprocess.PIPE, text=True, timeout=120, check=False,
+                             env={**os.environ, "CODII_SQL_HOME": str(codii_home), "PYTHONPATH": str(REPO_ROOT)})
+    assert out.returncode == 2 and out.stderr.splitlines() == [
+        "Error: cannot write the output: No space left on device: make room where it goes, or send it elsewhere."
+    ], out.stderr[-500:]

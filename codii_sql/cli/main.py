@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import gc
 import importlib
 import json
@@ -79,6 +80,19 @@ class CodiiGroup(click.Group):
         except BrokenPipeError:  # `symbol x | head -1`: the reader has what it wanted (grep decides its own)
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit's flush
             ctx.exit(0)
+        except OSError as err:
+            if err.errno not in _UNWRITABLE:
+                raise
+            # `grep self >/dev/full`, a full disk or quota under a redirect: a traceback of 45 lines (a new user's)
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit's flush
+            echo(f"Error: cannot write the output: {err.strerror}: make room where it goes, or send it elsewhere.",
+                 err=True)
+            ctx.exit(2)
+
+
+#: Errors of writing the output (no space, over quota, too large a file, a device's I/O error): one line, exit 2
+#: (rg's status for them).
+_UNWRITABLE = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO})
 
 
 class Terminated(KeyboardInterrupt):
