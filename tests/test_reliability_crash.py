@@ -129,7 +129,9 @@ def test_an_interrupted_force_rebuild_keeps_every_file_searchable(tmp_path, monk
     assert sorted(chunk_texts(repo)) == [f"m{i}.py" for i in range(6)]  # nothing was emptied
     assert json.loads(run("doctor", repo, "--check-only", "--json").output)["consistent"]
     found = json.loads(run("search", "handler_5", "--path", repo, "--no-update", "--json").stdout)
-    assert found["results"][0]["path"] == "m5.py" and "the last build did not finish" in found["note"]
+    assert found["results"][0]["path"] == "m5.py" and "the last build stopped before it finished (interrupted after 2" \
+        " of 6 files)" in found["note"]
+    assert json.loads(run("status", repo, "--json").output)["status"] == "stale"  # a Ctrl-C is no failure
 
     monkeypatch.setattr(prepare_mod, "index_source", real_chunk)
     again = last_json(run("build", repo, "--json").output)

@@ -232,15 +232,15 @@ class Indexer:
                          self.reuse_index_vectors, ChunkSizes(sizes["max_chunk_size"], sizes["min_chunk_size"]),
                          workers).run(plan, report, self._options(store))
             compact_text_indexes(store, report, self.progress)
-        except BuildStopped as err:  # stopped on request: what it committed is the index, now stale
+        except (BuildStopped, KeyboardInterrupt) as err:  # stopped on request (Ctrl-C, SIGTERM too: status said
+            # "failed" to a new user's Ctrl-C): what it committed is the index, now stale
             with store.transaction():
-                store.set_meta(status="indexed", error=None, finished_at=time.time(), stopped=stopped_at(store, err))
+                store.set_meta(status="indexed", error=None, finished_at=time.time(),
+                               stopped=stopped_at(store, err if isinstance(err, BuildStopped) else "interrupted"))
             raise
         except BaseException as err:
-            why = ("interrupted; every file committed so far is kept, run build again to finish"
-                   if isinstance(err, KeyboardInterrupt) else f"{type(err).__name__}: {err}")
             with store.transaction():
-                store.set_meta(status="failed", error=why, finished_at=time.time())
+                store.set_meta(status="failed", error=f"{type(err).__name__}: {err}", finished_at=time.time())
             raise
         report.seconds = report.phase_seconds["lexical"] = time.perf_counter() - started
         counts = store.row("counts")

@@ -189,7 +189,7 @@ def compact_text_indexes(store: Store, report: BuildReport, progress: Progress) 
     progress("compact", 1, 1)
 
 
-def stopped_at(store: Store, why: Exception) -> str | None:
+def stopped_at(store: Store, why: Exception | str) -> str | None:
     """What a build stopped on request (``why``) left, from the files its chunk phase recorded: ``"<why>
     after N of M files"``, None when it had written them all (a new user's MCP client closed during a
     first build, and status said stale, 100%, at 205 of 840 files)."""
