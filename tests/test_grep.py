@@ -1296,3 +1296,19 @@ def test_a_pattern_asked_again_is_compiled_once_and_a_bad_one_fails_every_time(t
     for _ in range(2):
         with pytest.raises(UsageError, match="position"):
             grep(root, "parse_(")
+
+
+def test_a_nul_byte_past_the_first_8_kib_ends_what_is_searched_as_rg_stops_there(tmp_path, codii_home):
+    """A new user's 100 KB text file with a NUL byte near its end (the index took it for text): grep printed the NUL
+    and matched lines after it, where rg stops at the 64 KiB block holding it."""
+    rows = b"".join(b"row %d marker\n" % i for i in range(2000))  # ~30 KB: the NUL in the first block
+    far = b"".join(b"row %d marker\n" % i for i in range(12000))  # ~190 KB: the NUL in the third block
+    root = built(write_tree(tmp_path / "r", {"plain.py": "marker = 1\n"}))
+    (root / "near.txt").write_bytes(rows + b"\0binary marker\nafter marker\n")
+    (root / "far.txt").write_bytes(far + b"\0binary marker\nafter marker\n")
+    assert run("build", root, "--no-vectors").exit_code == 0
+    found = grep(root, "marker")
+    by_file = {f.path: [g.line for g in f.lines] for f in found.files}
+    assert set(by_file) == {"plain.py", "far.txt"}, set(by_file)  # near.txt: its first block is binary
+    assert by_file["far.txt"] == list(range(1, len(by_file["far.txt"]) + 1)) and 8000 < len(by_file["far.txt"]) < 12000
+    assert not any("\0" in g.text or "after" in g.text for f in found.files for g in f.lines)

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 import regex
 
-from ..text import holds_surrogates
+from ..text import UTF16_BOMS, holds_surrogates
 from .grep_lines import GrepLine, as_text, lines_of
 from .pattern import GrepPattern
 
@@ -55,6 +55,20 @@ def collector_paused() -> Iterator[None]:
             _PAUSES["depth"] -= 1
             if _PAUSES["depth"] == 0 and _PAUSES["was_on"]:
                 gc.enable()
+
+
+#: ripgrep's read buffer (grep-searcher's DEFAULT_BUFFER_CAPACITY, 64 KiB): it searches a file a buffer at a time
+#: and quits at the first buffer that holds a NUL byte, reporting the lines before that buffer.
+RG_BLOCK_BYTES = 64 * 1024
+
+
+def before_binary(data: bytes, sniffed: int) -> bytes:
+    """The lines of a file's ``data`` that rg searches: all of it, or for a file with a NUL byte past its first
+    ``sniffed`` bytes (those found none: the file was taken for text) the lines before the 64 KiB block holding
+    it (a new user's grep printed the NUL and the lines after it). A UTF-16 file is whole."""
+    if data.startswith(UTF16_BOMS) or (nul := data.find(b"\0", sniffed)) < 0:
+        return data
+    return data[:data.rfind(b"\n", 0, nul - nul % RG_BLOCK_BYTES) + 1]
 
 
 class FileTimeout(Exception):

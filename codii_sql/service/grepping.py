@@ -18,9 +18,10 @@ from dataclasses import dataclass, field
 from ..codebase import Codebase
 from ..errors import Remedy, UsageError
 from ..ingest.config import size_cap
+from ..ingest.read import SNIFF_BYTES
 from ..languages import detect_language
 from ..search.answer import Note
-from ..search.grep import (FileTimeout, collector_paused, count_lines, inverted_count, inverted_lines, matches_bytes,
+from ..search.grep import (FileTimeout, before_binary, collector_paused, count_lines, inverted_count, inverted_lines, matches_bytes,
                            matching_lines)
 from ..search.grep_answer import GrepAnswer, GrepFile, cut_line
 from ..search.grep_blocks import block_count, block_lines, cut_lines, outside_count, outside_lines
@@ -383,6 +384,7 @@ def _text(store: Store, codebase: Codebase, pattern: GrepPattern, row: dict, dis
         data = disk.read(row["path"], size_cap(row["path"], max_bytes))
         if data is None:
             return None, []
+        data = before_binary(data, SNIFF_BYTES)  # the reader found no NUL in the first SNIFF_BYTES
         if matches_only and pattern.needles and not data.startswith(UTF16_BOMS) \
                 and not all(n in data for n in pattern.needles):
             # no match once decoded either: the decoding (a third of a selective grep of Django) and the
