@@ -623,9 +623,11 @@ def test_a_cli_search_loads_numpy_with_one_blas_thread(sample_repo, codii_home):
 
 
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
-@pytest.mark.parametrize("command", [["grep", "--no-update", "parse_header"], ["status"], ["list"]])
+@pytest.mark.parametrize("command", [["grep", "--no-update", "parse_header"], ["status"], ["list"], ["--help"],
+                                     ["--version"], ["workspace"]])
 def test_output_that_cannot_be_written_is_one_line(sample_repo, codii_home, command):
-    """`grep self >/dev/full` (a full disk under a redirect) printed a 45-line traceback and exited 1."""
+    """`grep self >/dev/full` (a full disk under a redirect) printed a 45-line traceback and exited 1; so did --help
+    and --version, which click writes before a command runs (helper 62)."""
     assert run("build", sample_repo, "--no-vectors").exit_code == 0
     with open("/dev/full", "w") as full:
         out = subprocess.run([sys.executable, "-m", "codii_sql.cli", *command], cwd=sample_repo, stdout=full,

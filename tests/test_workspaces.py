@@ -70,7 +70,8 @@ def test_a_file_is_no_member_and_removing_a_stranger_removes_nothing(tmp_path, c
 
 def test_an_index_file_is_a_member_added_listed_and_searched_as_its_codebase(tmp_path, codii_home):
     """A search read an exported .db given by WORKSPACE_<NAME>, but `workspace add` refused it ("is a file") and
-    `workspace list` called it missing ("pass the folder that contains it")."""
+    `workspace list` called it missing ("pass the folder that contains it"). It is read alone: a workspace build
+    skips it, and a .db that is no index is refused."""
     shop = write_tree(tmp_path / "shop", SHOP)
     http = write_tree(tmp_path / "http", SAMPLE)
     assert run("build", shop, http, "--no-vectors").exit_code == 0
@@ -82,6 +83,12 @@ def test_an_index_file_is_a_member_added_listed_and_searched_as_its_codebase(tmp
     assert [(m["codebase"], m["status"]) for m in listed] == [(str(exported), "indexed"), (str(http), "indexed")]
     found = ask("checkout cart total", SearchOptions(limit=3, mode="bm25"), [], workspace="both")
     assert (found.results[0].codebase, found.results[0].path) == (str(exported), "cart/checkout.js"), found.results
+    built = run("build", "--workspace", "both", "--no-vectors")  # helper 62: the export failed every such build
+    assert built.exit_code == 0 and "1 of 2 codebases built" in built.output, built.output
+    assert f"skipped (index files read alone): {exported}" in built.output, built.output
+    (tmp_path / "fake.db").write_text("not an index")  # helper 62: any *.db was added
+    refused = run("workspace", "add", "both", tmp_path / "fake.db")
+    assert refused.exit_code != 0 and "fake.db is damaged or not a SQLite database" in refused.output, refused.output
 
 
 def test_a_damaged_member_fails_alone_in_status_and_each_folder_is_listed_once(two, codii_home):

@@ -205,6 +205,10 @@ def _build_many(found: list[str], job: Job) -> None:
     for path in found:
         try:
             codebase = service.open_codebase(path)
+            if codebase.alone:  # an export or a shard in the workspace: read only, by design, not a failure
+                rows.append({"codebase": path, "ok": True, "skipped": "an index file read alone: never built"})
+                echo(f"Skipped {path}: an index file read alone is never built", err=True)
+                continue
             rows.append({"ok": True, **job.run(codebase)})
         except CodiiError as err:
             failed.append(path)
@@ -212,7 +216,8 @@ def _build_many(found: list[str], job: Job) -> None:
             rows.append({"codebase": path, "ok": False, "error": said})
             echo(f"Error: {said}" if said.startswith(path) else f"Error: {path}: {said}", err=True)
     if job.as_json:
-        emit({"codebases": rows, "built": len(rows) - len(failed), "failed": len(failed)},
+        skipped = sum(1 for r in rows if r.get("skipped"))
+        emit({"codebases": rows, "built": len(rows) - len(failed) - skipped, "skipped": skipped, "failed": len(failed)},
              one_line=not (job.dry_run or job.daemon))
     else:
         echo(summary(rows, failed, "surveyed" if job.dry_run else "started" if job.daemon else "built"))

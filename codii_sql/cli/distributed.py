@@ -79,5 +79,7 @@ def summary(rows: list[dict], failed: list[str], done: str, *, seconds: float | 
     took = sum(r["seconds"] for r in built) if seconds is None else seconds
     totals = (f": {sum(r['files'] for r in built):,} files, {sum(r['chunks'] for r in built):,} chunks in "
               f"{took:.1f} s") if built and done == "built" else ""
-    return (f"{len(rows) - len(failed)} of {len(rows)} codebases {done}{totals}"
+    skipped = [r["codebase"] for r in rows if r.get("skipped")]  # index files read alone: never built
+    return (f"{len(rows) - len(failed) - len(skipped)} of {len(rows)} codebases {done}{totals}"
+            + (f"; skipped (index files read alone): {', '.join(skipped)}" if skipped else "")
             + (f"; failed: {', '.join(failed)}" if failed else ""))

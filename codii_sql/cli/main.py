@@ -83,16 +83,19 @@ class CodiiGroup(click.Group):
         except OSError as err:
             if err.errno not in _UNWRITABLE:
                 raise
-            # `grep self >/dev/full`, a full disk or quota under a redirect: a traceback of 45 lines (a new user's)
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit's flush
-            echo(f"Error: cannot write the output: {err.strerror}: make room where it goes, or send it elsewhere.",
-                 err=True)
+            _unwritable(err)  # `grep self >/dev/full`, a full disk or quota: a traceback of 45 lines (a new user's)
             ctx.exit(2)
 
 
 #: Errors of writing the output (no space, over quota, too large a file, a device's I/O error): one line, exit 2
 #: (rg's status for them).
 _UNWRITABLE = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO})
+
+
+def _unwritable(err: OSError) -> None:
+    """Say in one line that the output could not be written; stdout goes to /dev/null (no second error at exit)."""
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    echo(f"Error: cannot write the output: {err.strerror}: make room where it goes, or send it elsewhere.", err=True)
 
 
 class Terminated(KeyboardInterrupt):
@@ -167,7 +170,13 @@ def main() -> None:
         # A process for one answer: a common pattern's is ~100k small objects in no cycle (`self` over Django),
         # and the collector's passes over them once the service turns it back on (~20 ms) free nothing before exit.
         gc.disable()
-    cli(prog_name="codii-sql")
+    try:
+        cli(prog_name="codii-sql")
+    except OSError as err:  # --help, --version: click writes them before a command's invoke
+        if err.errno not in _UNWRITABLE:
+            raise
+        _unwritable(err)
+        raise SystemExit(2) from None
 
 
 if __name__ == "__main__":

@@ -122,6 +122,7 @@ def add_paths(name: str, paths: list[str]) -> Workspace:
 
     Raises:
         UsageError: a bad name, no path given, or a path that is a file but no index file.
+        StorageError: a ``.db`` that is not a codii-sql index.
     """
     key = _checked_name(name)
     if not paths:
@@ -130,6 +131,8 @@ def add_paths(name: str, paths: list[str]) -> Workspace:
     if files:
         raise UsageError(f"{files[0]} is a file", "a workspace member is a codebase's root folder or an index file "
                                                   "(.db)")
+    for p in filter(is_index_file, paths):
+        index_file(p)  # a .db that is no index (a new user's was added, and only `workspace list` said so) raises
     with _registry_lock():
         data = _read_registry()
         members = data.setdefault(key, [])
