@@ -62,8 +62,9 @@ def resolve_root(path: str | os.PathLike[str] | None) -> Path:
         raise UsageError(f"{raw}: no such directory", "pass the root folder of a codebase") from None
     except OSError as err:
         raise UsageError(f"{raw}: cannot be read ({err.strerror})", "pass a directory you can read") from None
-    if not root.is_dir():
-        raise UsageError(f"{raw} is a file, not a directory", "pass the folder that contains it")
+    if not root.is_dir():  # an index file here: `clear x.db` was told to pass the folder that holds it
+        raise UsageError(f"{raw} is a file, not a directory", "pass an index file as --db FILE"
+                         if raw.suffix == ".db" else "pass the folder that contains it")
     return root
 
 

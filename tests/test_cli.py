@@ -185,6 +185,19 @@ def test_db_alone_opens_the_recorded_codebase(sample_repo, tmp_path, monkeypatch
     assert res.exit_code == 2 and "no such index file" in res.output
 
 
+def test_inspect_takes_an_index_file_as_its_path_and_clear_says_how_to_pass_one(sample_repo, tmp_path, monkeypatch):
+    """helper 62: `inspect x.db` searched the current folder for the query 'x.db'; `clear x.db` said to pass the
+    folder that holds it (the index of that folder is another)."""
+    db = tmp_path / "copy" / "index.db"
+    run("build", sample_repo, "--db", db, "--no-vectors")
+    monkeypatch.chdir(tmp_path)
+    shown = json.loads(run("inspect", db, "--json").output)
+    assert shown["snapshot"]["files"] == 4, shown
+    res = CliRunner().invoke(cli, ["clear", str(db), "--yes"])
+    assert res.exit_code == 2 and "is a file, not a directory: pass an index file as --db FILE" in res.output, res.output
+    assert db.is_file()
+
+
 def test_a_db_of_another_existing_codebase_is_refused_and_one_whose_root_moved_is_adopted(sample_repo, tmp_path):
     """A fresh user's `search --path slim --db gin.db` rewrote gin's index as Slim's, silently."""
     db = tmp_path / "a.db"

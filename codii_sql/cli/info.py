@@ -125,7 +125,7 @@ def inspect(args, file_, raw, limit, show_manifest, db, as_json):
     with QUERY, the chunks a search for it matches, each with its BM25 and KNN rank (nothing is updated).
 
     `inspect PATH` and `inspect PATH --file F` show the snapshot; `inspect QUERY [PATH]` a query's chunks
-    (a single argument that is a folder is the PATH, unless --raw or --limit is given).
+    (a single argument that is a folder or an index file is the PATH, unless --raw or --limit is given).
     """
     query, path = _query_and_path(args, file_, raw or limit is not None)
     codebase = service.open_codebase(path, db)
@@ -162,8 +162,9 @@ def _query_and_path(args: tuple[str, ...], file_: str | None, query_options: boo
                          Remedy("help", {"command": "codii-sql inspect"}))
     if file_ is not None or not args:
         return None, args[0] if args else None
-    if len(args) == 1 and not query_options and Path(args[0]).expanduser().is_dir():
-        return None, args[0]
+    one = Path(args[0]).expanduser()
+    if len(args) == 1 and not query_options and (one.is_dir() or (one.suffix == ".db" and one.is_file())):
+        return None, args[0]  # a folder or an index file (`inspect x.db` was a query over the current folder)
     if len(args) == 1 and args[0].startswith(("/", "~", "./", "../")) and not Path(args[0]).expanduser().exists():
         # A path, not a query: `inspect /nonexistent` said the current folder was not indexed (a new user).
         raise UsageError(f"{args[0]}: no such folder", "pass an indexed codebase's folder, or QUERY [PATH]")
