@@ -10,6 +10,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import textwrap
 import time
 from pathlib import Path
 
@@ -254,12 +255,7 @@ def _children(pid: int) -> set[int]:
 def test_a_killed_build_leaves_no_chunker_workers_behind(tmp_path):
     """kill -9 mid lexical phase: the worker pool cannot be shut down, so its workers must notice alone."""
     repo = write_tree(tmp_path / "many", {f"m{i}.py": f"def f{i}():\n    return {i}\n" for i in range(80)})
-    code = ("import sys, time\nfrom pathlib import Path\nfrom codii_sql.ingest.walk import scan\n"
-            "from codii_sql.ingest.prepare import prepared_files\n"
-            "files = scan(Path(sys.argv[1])).files\n"
-            "with prepared_files(Path(sys.argv[1]), files, 10**6, window=2) as it:\n"
-            "    next(it)\n    print('ready', flush=True)\n    time.sleep(60)\n")
-    proc = subprocess.Popen([sys.executable, "-c", code, str(repo)], cwd=REPO_ROOT, stdout=subprocess.PIPE, text=True)
+    proc = _pool_process(repo, "time.sleep(60)", window=2)
     assert proc.stdout.readline().strip() == "ready"
     workers = _children(proc.pid)
     assert workers  # the pool is up
@@ -322,14 +318,8 @@ def test_a_sigterm_to_the_chunking_workers_leaves_them_to_the_build(tmp_path):
     pool's manager thread waiting for the rest of that message, and the build with it, for good (3 of 38 group
     SIGTERMs, a new user). The workers leave the signal to the build, which stops them itself."""
     repo = write_tree(tmp_path / "many", {f"m{i}.py": f"def f{i}():\n    return {i}\n" for i in range(200)})
-    code = ("import sys\nfrom pathlib import Path\nfrom codii_sql.ingest.walk import scan\n"
-            "from codii_sql.ingest.prepare import prepared_files\n"
-            "files = scan(Path(sys.argv[1])).files\n"
-            "with prepared_files(Path(sys.argv[1]), files, 10**6, window=4, workers=2) as it:\n"
-            "    next(it)\n    print('ready', flush=True)\n    sys.stdin.readline()\n"
-            "    print(1 + sum(1 for p in it if p.chunks), flush=True)\n")
-    proc = subprocess.Popen([sys.executable, "-c", code, str(repo)], cwd=REPO_ROOT, stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = _pool_process(repo, "sys.stdin.readline()\nprint(1 + sum(1 for p in it if p.chunks), flush=True)",
+                         window=4, workers=2)
     assert proc.stdout.readline().strip() == "ready"
     server = [p for p in _children(proc.pid) if "forkserver" in Path(f"/proc/{p}/cmdline").read_text()
               and _parent(p) == proc.pid]
@@ -347,13 +337,7 @@ def test_the_chunking_workers_of_a_build_that_died_leave_before_its_parent_reaps
     """`$(codii-sql build ...)` and subprocess.run read the build's output to its end before they reap it, and
     the workers hold that output: they took their dead build's zombie for alive and waited on it for good."""
     repo = write_tree(tmp_path / "many", {f"m{i}.py": f"def f{i}():\n    return {i}\n" for i in range(200)})
-    code = ("import os, sys\nfrom pathlib import Path\nfrom codii_sql.ingest.walk import scan\n"
-            "from codii_sql.ingest.prepare import prepared_files\n"
-            "files = scan(Path(sys.argv[1])).files\n"
-            "with prepared_files(Path(sys.argv[1]), files, 10**6, window=4, workers=2) as it:\n"
-            "    next(it)\n    print('ready', flush=True)\n    sys.stdin.readline()\n    os._exit(0)\n")
-    proc = subprocess.Popen([sys.executable, "-c", code, str(repo)], cwd=REPO_ROOT, stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, text=True)
+    proc = _pool_process(repo, "sys.stdin.readline()\nos._exit(0)", window=4, workers=2)
     try:
         assert proc.stdout.readline().strip() == "ready"
         workers = _children(proc.pid)
@@ -367,6 +351,20 @@ def test_the_chunking_workers_of_a_build_that_died_leave_before_its_parent_reaps
     finally:
         proc.kill()
         proc.wait()
+
+
+def _pool_process(repo: Path, then: str, **options) -> subprocess.Popen:
+    """A process whose chunking pool (``prepared_files`` over ``repo``, ``options`` its keywords) has given one file:
+    it prints 'ready', then runs ``then`` (lines of Python; ``it`` the files still to come) inside the pool's context.
+    Its stdin, stdout and stderr are pipes."""
+    keywords = "".join(f", {k}={v!r}" for k, v in options.items())
+    code = ("import os, sys, time\nfrom pathlib import Path\nfrom codii_sql.ingest.walk import scan\n"
+            "from codii_sql.ingest.prepare import prepared_files\n"
+            "files = scan(Path(sys.argv[1])).files\n"
+            f"with prepared_files(Path(sys.argv[1]), files, 10**6{keywords}) as it:\n"
+            "    next(it)\n    print('ready', flush=True)\n" + textwrap.indent(then, "    ") + "\n")
+    return subprocess.Popen([sys.executable, "-c", code, str(repo)], cwd=REPO_ROOT, stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
 def _parent(pid: int) -> int:

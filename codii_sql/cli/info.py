@@ -162,8 +162,7 @@ def _query_and_path(args: tuple[str, ...], file_: str | None, query_options: boo
                          Remedy("help", {"command": "codii-sql inspect"}))
     if file_ is not None or not args:
         return None, args[0] if args else None
-    one = Path(args[0]).expanduser()
-    if len(args) == 1 and not query_options and (one.is_dir() or (one.suffix == ".db" and one.is_file())):
+    if len(args) == 1 and not query_options and (Path(args[0]).expanduser().is_dir() or service.is_index_file(args[0])):
         return None, args[0]  # a folder or an index file (`inspect x.db` was a query over the current folder)
     if len(args) == 1 and args[0].startswith(("/", "~", "./", "../")) and not Path(args[0]).expanduser().exists():
         # A path, not a query: `inspect /nonexistent` said the current folder was not indexed (a new user).

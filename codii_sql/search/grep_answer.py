@@ -178,14 +178,15 @@ class GrepAnswer:
         """``{"patterns", "codebase", "files": [{"path", "role", "language", "matches", "lines": [{"line",
         "text", ["text_from"], "submatches": [[start, end]] | "context": true, ["joined": true]}], ["not_stored"]}],
         "matched_lines",
-        "matched_files", "files_indexed", "files_read", "trigrams", "scan", "timed_out", "processes",
+        "matched_files", "files_indexed", "files_read", "bytes_read", "trigrams", "scan", "timed_out", "processes",
         "truncated", "seconds", ["note", "notes"]}``: lines 1-based, submatches byte offsets into the line as the
         file holds it (end exclusive; its UTF-8, where a byte that is not UTF-8 is one and ``text`` shows it as
         U+FFFD; ``text_from``: the byte where a long line's text, cut around its first match, starts; ``joined``: a
         multiline match's later line, its submatches the parts of matches begun above), the hints in ``words``."""
         out: dict = {"patterns": self.patterns, "codebase": self.codebase, "files": [f.to_dict() for f in self.files],
                      "matched_lines": self.matched_lines, "matched_files": self.matched_files,
-                     "files_indexed": self.files_indexed, "files_read": self.files_read, "trigrams": self.trigrams,
+                     "files_indexed": self.files_indexed, "files_read": self.files_read, "bytes_read": self.bytes_read,
+                     "trigrams": self.trigrams,
                      "scan": self.scan, "timed_out": self.timed_out, "processes": self.processes,
                      "truncated": self.truncated,
                      "seconds": round(self.seconds, 4)}

@@ -21,8 +21,8 @@ from ..ingest.config import size_cap
 from ..ingest.read import SNIFF_BYTES
 from ..languages import detect_language
 from ..search.answer import Note
-from ..search.grep import (FileTimeout, before_binary, collector_paused, count_lines, inverted_count, inverted_lines, matches_bytes,
-                           matching_lines)
+from ..search.grep import (FileTimeout, before_binary, collector_paused, count_lines, inverted_count, inverted_lines,
+                           matches_bytes, matching_lines)
 from ..search.grep_answer import GrepAnswer, GrepFile, cut_line
 from ..search.grep_blocks import block_count, block_lines, cut_lines, outside_count, outside_lines
 from ..search.grep_lines import GrepLine, as_text, set_offsets, with_context

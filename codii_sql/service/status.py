@@ -94,7 +94,8 @@ def status(codebase: Codebase, *, check_stale: bool = True) -> dict:
             state = "stale" if is_stale(codebase) else state
         except UsageError as err:  # a malformed .codii.yaml: the index answers as built; a build would fail
             config_error = f"{err.what}: the next build fails until it is fixed"
-    out.update(status=state, files=counts["files"], chunks=counts["chunks"], size_bytes=paths.index_bytes(codebase.db_path),
+    out.update(status=state, files=counts["files"], chunks=counts["chunks"],
+               size_bytes=paths.index_bytes(codebase.db_path),
                **{k: meta.get(k) for k in ("phase", "files_done", "files_total", "skipped", "failed", "error",
                                               "stopped", "last_indexed_at", "model_id", "merkle_root")},
                # The snapshot's build_seconds times the lexical phase only: named so, not as the build's.
@@ -251,7 +252,8 @@ def list_codebases() -> list[dict]:
                 raise damaged_index(meta.get("root") or "ROOT", problem, db)
         except StorageError as err:  # also broken pages met past the header
             damaged = isinstance(err, DamagedIndexError)
-            out.append({"db": str(db), "status": "damaged" if damaged else "unreadable", "size_bytes": paths.index_bytes(db),
+            out.append({"db": str(db), "status": "damaged" if damaged else "unreadable",
+                        "size_bytes": paths.index_bytes(db),
                         "error": err.what, **({"hint": err.hint} if err.hint else {})})
             continue
         if meta.get("root") and not Path(meta["root"]).is_dir():
