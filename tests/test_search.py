@@ -6,6 +6,7 @@ import json
 import os
 import re
 
+import apsw
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -156,6 +157,22 @@ def test_a_search_reuses_its_prepared_statements(searcher):
         searcher.search("parse the header", SearchOptions(limit=3, mode=mode))
     after = searcher.store.conn.cache_stats()
     assert after["too_big"] == before["too_big"] and after["hits"] > before["hits"]
+
+
+def test_a_search_does_not_compile_its_statements_again(searcher):
+    """SQLite asks the authorizer only while it compiles a statement: a `path GLOB :glob` made it compile
+    search_hybrid again at every bind (5-6 ms a search), until the plan stopped depending on bound values.
+    sqlite-vec compiles its own reads of its shadow tables (`chunks_vec_rowids`) at every KNN: not ours."""
+    read = []
+    # Setting an authorizer expires every prepared statement: each is compiled once in the first round.
+    searcher.store.conn.authorizer = lambda action, table, *rest: read.append(table) or apsw.SQLITE_OK
+    compiled = []
+    for _ in range(2):
+        read.clear()
+        for mode in ("hybrid", "bm25", "vector"):
+            searcher.search("parse the header", SearchOptions(limit=3, mode=mode))
+        compiled.append({table for table in read if table and not re.match(r"chunks_(vec|ivf|bits|lists)_", table)})
+    assert {"chunks", "files"} <= compiled[0] and compiled[1] == set()
 
 
 def test_filter_acts_before_fusion(tmp_path, embedder):

@@ -260,9 +260,10 @@ class Searcher:
                 "coined_held", {"fts": coined[0], "members": json.dumps(coined[1])}) or len(a.terms) == 1
                 and count_tokens(a.terms)[0] >= UNKNOWN_WORD_PIECES and not self._holds_every_term(a.terms)):
             return True
-        if named or self.store.value("vectors_pending_many") or best is None and a.shape == "long":
+        if named or best is None and a.shape == "long" or best is not None and best >= NO_MATCH_COSINE:
             return False
-        return (best is None or best < NO_MATCH_COSINE) and not self._holds_every_term(a.terms)
+        # The queue's count last: it reads up to 1 in 20 chunks' rows (2.7 ms at the kernel's 2.77M, unembedded).
+        return not self._holds_every_term(a.terms) and not self.store.value("vectors_pending_many")
 
     def _holds_every_term(self, terms: list[str]) -> bool:
         """Whether some chunk holds every one of the query's BM25 ``terms`` (False for none)."""

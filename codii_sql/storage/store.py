@@ -156,6 +156,9 @@ class Store:
         self.conn.load_extension(VEC0)
         self.conn.enable_load_extension(False)
         self.conn.set_busy_timeout(BUSY_TIMEOUT_MS)
+        # One plan whatever the bound values: else a `path GLOB :glob` (search_hybrid) re-prepares its whole
+        # statement at every bind, 5-6 ms of each search (docs/benchmarks.md, seventeenth round).
+        self.conn.config(apsw.SQLITE_DBCONFIG_ENABLE_QPSG, 1)
         return self.row("index_shape")
 
     def _open(self, create: bool) -> dict[str, int]:
