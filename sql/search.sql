@@ -28,11 +28,8 @@
 --   :knn_by_best  1: KNN scores are normalised as cosine / best cosine, not min-max, so a flat KNN
 --                 list (its candidates about equally close) counts little (search/fusion.py)
 --   :bm25_*       FTS5 column weights for bm25(): content, subtokens, symbol, path
---   :coarse_k     0 for an exact KNN scan; else the candidates taken from each partition of
---                 chunks_bits by hamming distance before the float cosine re-scores them
---                 (searcher.py: large indexes, unfiltered searches, not clustered)
---   :nprobe       0, or the IVF lists probed (clustered indexes, unfiltered searches: `probes`)
---   :ivf_rescore  int8 candidates of the probed lists re-scored with the float cosine
+--   :knn_given    JSON array of [chunk id, cosine distance] pairs, the KNN top :depth computed ahead
+--                 (knn_ahead: large unfiltered searches, the sign bits or the IVF lists), or NULL
 --   :filtered     1 when any filter below is set; 0 lets KNN skip the rowid IN pushdown
 --                 (measured: the pushdown costs ~30 ms at 100k chunks when it filters nothing)
 --   :exts         JSON array of file name endings ('.py'), or NULL
@@ -109,57 +106,21 @@ bm25_ranked AS (  -- :bm25_given is best first
     SELECT value ->> 0, value ->> 1, key + 1 FROM json_each(:bm25_given)
 ),
 -- Small indexes, and any filtered search: exact cosine scan of the float vectors (a filter is
--- pushed into the scan, which then reads only the allowed rows).
+-- pushed into the scan, which then reads only the allowed rows). Large unfiltered ones are given
+-- their KNN list (:knn_given, from knn_ahead below).
 knn_exact AS (
     SELECT rowid AS id, distance FROM chunks_vec
-    WHERE :qvec IS NOT NULL AND :coarse_k = 0 AND :nprobe = 0 AND :filtered = 0 AND embedding MATCH :qvec
-      AND k = :depth
+    WHERE :qvec IS NOT NULL AND :knn_given IS NULL AND :filtered = 0 AND embedding MATCH :qvec AND k = :depth
 ),
 knn_exact_filtered AS (
     SELECT rowid AS id, distance FROM chunks_vec
     WHERE :qvec IS NOT NULL AND :filtered = 1 AND embedding MATCH :qvec AND k = :depth
       AND rowid IN (SELECT id FROM allowed WHERE :filtered = 1)  -- vec0 takes the list even when unfiltered
 ),
--- Large unfiltered searches: hamming KNN over the sign bits takes the :coarse_k nearest of each
--- of chunks_bits' 8 partitions (part = rowid % 8), the float cosine re-scores them and keeps
--- :depth (binary quantisation with float rescoring). Eight small top-k's, not one large one:
--- vec0's top-k selection grows with k faster than its scan (50k rows: 11-15 ms for one k=100,
--- 9 ms for 8 x k=13, 12 ms for 8 x k=25), and 8 x 25 candidates keep more of the exact top 10
--- than 100 (0.90 vs 0.83 on Sphinx 5.1.1's 27.9k real vectors, 180 queries). CROSS JOIN keeps the
--- part numbers outer, so vec0 gets each as the constant partition key of its own scan (the same
--- rows and time as eight literal arms, which used 130 of SQLite's 1,000 units of expression depth
--- that this statement is near). searcher.py sets :coarse_k = 0 when filtered.
-coarse AS (
-    SELECT b.rowid AS id FROM json_each('[0, 1, 2, 3, 4, 5, 6, 7]') p CROSS JOIN chunks_bits b
-    WHERE :coarse_k > 0 AND b.part = p.value AND b.embedding MATCH vec_quantize_binary(:qvec) AND b.k = :coarse_k
-),
-knn_rescored AS (
-    SELECT co.id, vec_distance_cosine(v.embedding, :qvec) AS distance
-    FROM coarse co JOIN chunks_vec v ON v.rowid = co.id
-    ORDER BY distance LIMIT :depth
-),
--- Clustered indexes (storage/ann.py), unfiltered searches: the :nprobe lists whose centroids are
--- nearest the query, :depth int8 candidates from each (a list's rows only: its partition key), the
--- best :ivf_rescore of them re-scored with the float cosine. CROSS JOIN keeps the probes outer, so
--- vec0 gets each list as a constant of its own scan (one arm per list also works, but 3+ arms
--- nest this statement past SQLite's limit: "VIEWs and/or subqueries nested too deep").
--- searcher.py sets :nprobe = 0 when filtered or not clustered; an older index read as it is gets
--- empty lists (ann.stand_in).
-probes AS MATERIALIZED (
-    SELECT rowid AS list FROM chunks_ivf WHERE :nprobe > 0 AND centroid MATCH :qvec AND k = :nprobe
-),
-knn_listed AS (
-    SELECT l.id, vec_distance_cosine(v.embedding, :qvec) AS distance
-    FROM (SELECT cl.rowid AS id FROM probes p CROSS JOIN chunks_lists cl
-          WHERE cl.list = p.list AND cl.embedding MATCH vec_quantize_int8(:qvec, 'unit') AND cl.k = :depth
-          ORDER BY cl.distance LIMIT :ivf_rescore) l
-    JOIN chunks_vec v ON v.rowid = l.id
-    ORDER BY distance LIMIT :depth
-),
 knn_hits AS (
     SELECT id, distance, 1.0 - distance AS raw, row_number() OVER (ORDER BY distance) AS rnk
-    FROM (SELECT * FROM knn_exact UNION ALL SELECT * FROM knn_exact_filtered UNION ALL SELECT * FROM knn_rescored
-          UNION ALL SELECT * FROM knn_listed)
+    FROM (SELECT * FROM knn_exact UNION ALL SELECT * FROM knn_exact_filtered
+          UNION ALL SELECT value ->> 0, value ->> 1 FROM json_each(:knn_given))
 ),
 -- BM25's confidence: how far its best hit stands above the second, (s1 - s2) / s1 (1 for a
 -- single hit). On CoSQA dev its top hit is right for 58% of queries with a gap >= 0.27 and
@@ -395,6 +356,51 @@ LEFT JOIN fused fu ON fu.id = r.id
 CROSS JOIN knn_match m
 WHERE r.pos <= :limit
 ORDER BY r.pos;
+
+-- name: knn_ahead
+-- The KNN list of a large unfiltered search (:depth pairs of chunk id and cosine distance, nearest
+-- first), given to search_hybrid as :knn_given. search/searcher.py runs it on a second connection
+-- while the first computes BM25's list (search/pruning.py): apsw lets go of the GIL inside SQLite,
+-- so on two cores the two retrievers overlap (docs/benchmarks.md, seventeenth round).
+-- Parameters: :qvec, :depth; :coarse_k, the sign-bit candidates of each partition (0: none), or
+-- :nprobe, the IVF lists probed (0: none), and :ivf_rescore, their int8 candidates re-scored.
+WITH
+-- Large unfiltered searches: hamming KNN over the sign bits takes the :coarse_k nearest of each
+-- of chunks_bits' 8 partitions (part = rowid % 8), the float cosine re-scores them and keeps
+-- :depth (binary quantisation with float rescoring). Eight small top-k's, not one large one:
+-- vec0's top-k selection grows with k faster than its scan (50k rows: 11-15 ms for one k=100,
+-- 9 ms for 8 x k=13, 12 ms for 8 x k=25), and 8 x 25 candidates keep more of the exact top 10
+-- than 100 (0.90 vs 0.83 on Sphinx 5.1.1's 27.9k real vectors, 180 queries). CROSS JOIN keeps the
+-- part numbers outer, so vec0 gets each as the constant partition key of its own scan (the same
+-- rows and time as eight literal arms, which used 130 of SQLite's 1,000 units of expression depth
+-- that search_hybrid is near).
+coarse AS (
+    SELECT b.rowid AS id FROM json_each('[0, 1, 2, 3, 4, 5, 6, 7]') p CROSS JOIN chunks_bits b
+    WHERE :coarse_k > 0 AND b.part = p.value AND b.embedding MATCH vec_quantize_binary(:qvec) AND b.k = :coarse_k
+),
+knn_rescored AS (
+    SELECT co.id, vec_distance_cosine(v.embedding, :qvec) AS distance
+    FROM coarse co JOIN chunks_vec v ON v.rowid = co.id
+    ORDER BY distance LIMIT :depth
+),
+-- Clustered indexes (storage/ann.py), unfiltered searches: the :nprobe lists whose centroids are
+-- nearest the query, :depth int8 candidates from each (a list's rows only: its partition key), the
+-- best :ivf_rescore of them re-scored with the float cosine. CROSS JOIN keeps the probes outer, so
+-- vec0 gets each list as a constant of its own scan (one arm per list also works, but 3+ arms
+-- nest this statement past SQLite's limit: "VIEWs and/or subqueries nested too deep").
+-- An older index read as it is gets empty lists (ann.stand_in).
+probes AS MATERIALIZED (
+    SELECT rowid AS list FROM chunks_ivf WHERE :nprobe > 0 AND centroid MATCH :qvec AND k = :nprobe
+),
+knn_listed AS (
+    SELECT l.id, vec_distance_cosine(v.embedding, :qvec) AS distance
+    FROM (SELECT cl.rowid AS id FROM probes p CROSS JOIN chunks_lists cl
+          WHERE cl.list = p.list AND cl.embedding MATCH vec_quantize_int8(:qvec, 'unit') AND cl.k = :depth
+          ORDER BY cl.distance LIMIT :ivf_rescore) l
+    JOIN chunks_vec v ON v.rowid = l.id
+    ORDER BY distance LIMIT :depth
+)
+SELECT id, distance FROM (SELECT * FROM knn_rescored UNION ALL SELECT * FROM knn_listed) ORDER BY distance;
 
 -- name: knn_match
 -- A workspace search's first, cheap look at one member (service/fanout.py): the mean cosine of

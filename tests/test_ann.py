@@ -11,6 +11,7 @@ from support.trees import write_tree
 
 from codii_sql.codebase import Codebase
 from codii_sql.ingest.indexer import Indexer
+from codii_sql.search import knn
 from codii_sql.search.results import SearchOptions
 from codii_sql.search.searcher import Searcher
 from codii_sql.storage import ann
@@ -49,7 +50,7 @@ def _exact_ids(s: Searcher, q: str, monkeypatch, **opts) -> list[int]:
     """The same search by today's unclustered path: no list is probed."""
     with monkeypatch.context() as m:
         m.setattr(ann, "lists", lambda store: 0)
-        m.setattr("codii_sql.search.searcher.COARSE_MIN_CHUNKS", 10**9)  # the exact float scan, not sign bits
+        m.setattr("codii_sql.search.knn.COARSE_MIN_CHUNKS", 10**9)  # the exact float scan, not sign bits
         return _vector_ids(s, q, **opts)
 
 
@@ -84,7 +85,7 @@ def test_a_large_index_probes_lists_and_keeps_the_exact_top_10(clustered, embedd
         assert n == 301 and ann.lists(store) == round(n ** 0.5) == 17
         assert store.row("ann_unlisted") == {"unlisted": 0, "orphans": 0}
         s = Searcher(store, root, embedder)
-        assert s._knn_params(b"x", 10, False)["nprobe"] == 4
+        assert knn.ahead(store, b"x", 10, False)["nprobe"] == 4
         recall = [len(set(_vector_ids(s, q)) & set(_exact_ids(s, q, monkeypatch))) / 10 for q in QUERIES]
     assert np.mean(recall) >= 0.9, recall
 
@@ -94,7 +95,7 @@ def test_a_small_index_stays_exact(sample_repo, embedder):
     Indexer(cb, embedder).build()
     with Store(cb.db_path, create=False) as store:
         assert ann.lists(store) == 0 and store.value("ann_has_tables")
-        assert Searcher(store, cb.root, embedder)._knn_params(b"x", 10, False)["nprobe"] == 0
+        assert knn.ahead(store, b"x", 10, False) is None
 
 
 def test_filtered_searches_scan_exactly(clustered, embedder, monkeypatch):
@@ -102,7 +103,7 @@ def test_filtered_searches_scan_exactly(clustered, embedder, monkeypatch):
     root, store = _open(clustered)
     with store:
         s = Searcher(store, root, embedder)
-        assert s._knn_params(b"x", 10, True)["nprobe"] == 0
+        assert knn.ahead(store, b"x", 10, True) is None
         for opts in ({"exts": [".py"]}, {"glob": "pkg/send/*"}, {"under": "pkg/retry"}):
             got = _vector_ids(s, "send an email message", **opts)
             assert got == _exact_ids(s, "send an email message", monkeypatch, **opts) and got

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import threading
 
 import apsw
 import pytest
@@ -16,6 +17,7 @@ from support.trees import write_tree
 from codii_sql.codebase import Codebase
 from codii_sql.errors import StorageError, UsageError
 from codii_sql.ingest.indexer import Indexer
+from codii_sql.search import knn, pruning
 from codii_sql.search import searcher as search
 from codii_sql.search.fusion import KNN_BY_BEST_SHAPES
 from codii_sql.search.query import (
@@ -697,10 +699,10 @@ def test_coarse_knn_matches_the_exact_scan(searcher, embedder, monkeypatch):
     variants = [SearchOptions(limit=20, mode=m) for m in ("hybrid", "vector")] + [
         SearchOptions(limit=20, mode="vector", exts=[".py"])]
     exact = [[(r.id, r.score) for r in searcher.search(q, o)] for q in queries for o in variants]
-    monkeypatch.setattr(search, "COARSE_MIN_CHUNKS", 0)
+    monkeypatch.setattr(knn, "COARSE_MIN_CHUNKS", 0)
     coarse = [[(r.id, r.score) for r in searcher.search(q, o)] for q in queries for o in variants]
     assert coarse == exact
-    monkeypatch.setattr(search, "COARSE_FACTOR", 1)
+    monkeypatch.setattr(knn, "COARSE_FACTOR", 1)
     monkeypatch.setattr(search, "DEPTH", 1)
     row = searcher.store.row("chunk_by_id", {"id": 3})
     vec = embedder.embed([row["content"]])[0][None, :]
@@ -708,6 +710,36 @@ def test_coarse_knn_matches_the_exact_scan(searcher, embedder, monkeypatch):
     assert [r.id for r in searcher.similar(vec, SearchOptions(limit=1))] == [3]
     searcher.store.conn.execute("DELETE FROM chunks_bits")
     assert searcher.similar(vec, SearchOptions(limit=1)) == []
+
+
+def test_a_large_search_makes_its_knn_list_beside_bm25_on_a_second_connection(searcher, monkeypatch):
+    """Above the sizes where BM25 is pruned and KNN read from sign bits, the KNN list is made in a thread on a
+    second connection while BM25's is made on the first: the same answers as one after the other, the thread's
+    error raised to the caller, the second connection closed with the first."""
+    monkeypatch.setattr(knn, "COARSE_MIN_CHUNKS", 0)
+    monkeypatch.setattr(pruning, "PRUNE_MIN_CHUNKS", 0)
+    queries = ["follow redirects until a final response arrives", "parse_header retry", "retry with backoff"]
+    modes = [SearchOptions(limit=10, mode=m) for m in ("hybrid", "vector", "bm25")]
+
+    def answers():
+        return [[(r.id, r.score) for r in searcher.search(q, o)] for q in queries for o in modes]
+
+    with monkeypatch.context() as m:
+        m.setattr(knn.os, "cpu_count", lambda: 1)  # one after the other, on the first connection
+        alone = answers()
+    assert searcher.store._sibling is None
+    side_threads = []
+    sibling = searcher.store.sibling()
+    rows = sibling.rows
+    monkeypatch.setattr(sibling, "rows", lambda *a, **k: side_threads.append(threading.current_thread()) or rows(*a, **k))
+    assert answers() == alone and alone[0]
+    assert side_threads and threading.main_thread() not in side_threads
+    monkeypatch.setattr(sibling, "rows", lambda *a, **k: (_ for _ in ()).throw(StorageError("the side failed", "")))
+    with pytest.raises(StorageError, match="the side failed"):
+        searcher.search(queries[0], modes[0])
+    searcher.store.close()
+    with pytest.raises(apsw.ConnectionClosedError):
+        sibling.conn.execute("SELECT 1")
 
 
 #: chunks_fts as schemas 1-4 declared it: no stemming.
@@ -726,7 +758,7 @@ def test_older_index_is_migrated_in_place(searcher, embedder, monkeypatch, versi
     """An index written before chunks_bits existed (1), or before it was partitioned (2), gets
     partitioned sign bits on the next open; one without the vector queue (3) gets it; every one
     of them (and 4) gets a stemmed chunks_fts, refilled from its chunks; all search as before."""
-    monkeypatch.setattr(search, "COARSE_MIN_CHUNKS", 0)
+    monkeypatch.setattr(knn, "COARSE_MIN_CHUNKS", 0)
     store = searcher.store
     before = [r.id for r in searcher.search("parse a header", SearchOptions(limit=5, mode="vector"))]
     store.conn.execute(UNSTEMMED_FTS)

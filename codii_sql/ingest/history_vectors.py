@@ -17,6 +17,7 @@ import numpy as np
 from ..errors import EmbeddingFailedError, IndexMismatchError, Remedy
 from ..models.cache import EmbeddingCache, text_key
 from ..models.embedder import Embedder
+from ..storage import widths
 from ..storage.store import Store
 from .report import Progress
 
@@ -113,4 +114,4 @@ def fit_history_vec(store: Store, dims: int, embedder_name: str) -> None:
     if have and store.value("history_has_vectors"):
         raise IndexMismatchError(f"the embedder {embedder_name} returns {dims}-dim vectors but the history of "
                                  f"index {store.path.name} holds {have}-dim ones", Remedy("force_build"))
-    store.create_history_vec(dims)
+    widths.create_history_vec(store, dims)

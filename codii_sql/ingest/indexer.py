@@ -14,7 +14,7 @@ from ..errors import (BuildStopped, DamagedIndexError, EmbeddingFailedError, Ind
 from ..paths import in_indexes_dir
 from ..models.cache import EmbeddingCache
 from ..models.embedder import Embedder
-from ..storage import ann, health
+from ..storage import ann, health, widths
 from ..storage.copies import fold_log
 from ..storage.lock import vector_lock, vectors_running, writer_lock
 from ..storage.store import Store
@@ -196,7 +196,7 @@ class Indexer:
         self.embedding_batch_size = config.embedding_batch_size
         check_compatible(store, settings)
         if self.embedder.dims is not None:
-            store.fit_vector_tables(self.embedder.dims)
+            widths.fit_vector_tables(store, self.embedder.dims)
         # Every file a build writes gets its grep text and trigram row and its definitions, so an index
         # that starts empty is complete for grep and symbols; an upgraded one is checked once its build
         # has finished.
@@ -340,7 +340,7 @@ class Indexer:
                     except EmbeddingFailedError as err:
                         raise EmbeddingFailedError(f"{err.what}; every file is indexed for BM25, symbols and grep, "
                                                    "and the next build embeds the chunks", err.hint) from None
-                    store.fit_vector_tables(self.embedder.dims)
+                    widths.fit_vector_tables(store, self.embedder.dims)
                     with store.transaction():
                         store.set_meta(dims=self.embedder.dims)
                 embed_queued(store, self.embedder, self.cache, report, self.progress, prefer=self.prefer,

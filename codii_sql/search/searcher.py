@@ -13,10 +13,9 @@ from ..errors import EmbeddingFailedError, UsageError
 from ..languages import language_name
 from ..models.embedder import Embedder
 from ..models.wordpiece import count_tokens
-from ..storage import ann
 from ..storage.store import Store
 from ..text import refuse_undecodable
-from . import pruning
+from . import knn, pruning
 from .evidence import implementation_first
 from .query import Analysis, Named, analyze, coined_match, symbol_match
 from .fusion import (CONFIDENT_GAP, KNN_BY_BEST_SHAPES, LONG_QUERY_ROLE_WEIGHTS, ROLE_WEIGHTS, Bm25Weight,
@@ -33,16 +32,6 @@ RRF_K = 60
 RRF_WEIGHT = 2.0
 #: Candidates per retriever before fusion (vec0 allows k <= 4096).
 DEPTH = 50
-#: From this many chunks on, KNN takes its candidates by hamming distance over the vectors'
-#: sign bits and re-scores them with the float cosine (sql/search.sql); below it the exact
-#: float scan is fast enough (measured, idle: 31 ms at 50k, 66 ms at 100k chunks).
-COARSE_MIN_CHUNKS = 20_000
-#: Hamming candidates re-scored, as a multiple of the KNN depth, taken evenly from the 8
-#: partitions of chunks_bits (sql/search.sql ``coarse``). Measured on Sphinx 5.1.1 (27.9k real
-#: chunk vectors, 180 CoSQA, SWE-bench and benchmark queries), share of the exact top 10 kept:
-#: one top-100 0.83, 8 x 13 0.83, 8 x 25 0.90, 8 x 32 0.91, 8 x 50 0.94; CPU ms at 50k chunks
-#: (load 6): 15.1, 9.3, 12.3, 13.1, 22.5. 4 x depth it is: better than before at less cost.
-COARSE_FACTOR = 4
 #: :meth:`Searcher.match`, the workspace probe: the nearest chunks it averages (search.sql's
 #: knn_match takes 10 too), the hamming candidates it re-scores per partition, and the size from
 #: which it takes them (below, the exact scan). Measured over 48 SWE-bench titles, warm, p50:
@@ -54,11 +43,6 @@ PROBE_COARSE_K = 8
 PROBE_COARSE_MIN = 1_000
 #: ... so a probe is taken as up to this much below the full search's ``knn_match``.
 PROBE_LOW_BY = 0.01
-#: int8 candidates of the probed IVF lists re-scored with the float cosine, as a multiple of the
-#: depth (int8 cosines of unit vectors are off by ~1e-3: they misorder near ties only; not tuned).
-IVF_RESCORE_FACTOR = 2
-#: Partitions of chunks_bits (rowid % 8; sql/schema.sql and sql/search.sql hold the same 8).
-BITS_PARTITIONS = 8
 #: Fused chunks the cross-encoder re-scores (the issue asks 20-50; a MiniLM-L6 pair costs what embedding a chunk does).
 RERANK_DEPTH = 30
 #: With group_by_file, chunks fetched per file wanted: files with many matching chunks must
@@ -309,10 +293,18 @@ class Searcher:
         limit = rows or _rows_wanted(opts)
         exts = [e if e.startswith(".") else "." + e for e in opts.exts] if opts.exts else None
         under = (opts.under or "").strip("/") or None
-        knn, pending = self._knn_params(qvec, limit, opts.filtered), bool(self.store.value("vectors_pending"))
-        top = pruning.bm25_top(self.store, phrases, knn["depth"], BM25_WEIGHTS) if fq and not opts.filtered else None
+        depth, pending = min(max(DEPTH, limit), 4096), bool(self.store.value("vectors_pending"))
+        pruned = bool(fq) and not opts.filtered
+
+        def bm25() -> list[tuple[int, float]] | None:
+            return pruning.bm25_top(self.store, phrases, depth, BM25_WEIGHTS) if pruned else None
+
+        ahead = knn.ahead(self.store, qvec, depth, opts.filtered)
+        top, given = knn.alongside(self.store, ahead, bm25, pruned and pruning.fts_rows(self.store)
+                                   >= pruning.PRUNE_MIN_CHUNKS) if ahead else (bm25(), None)
         params = {
-            "fts_query": fq, "bm25_given": pruning.as_json(top), "qvec": qvec, "rrf_k": RRF_K, **knn,
+            "fts_query": fq, "bm25_given": pruning.as_json(top), "qvec": qvec, "rrf_k": RRF_K, "depth": depth,
+            "knn_given": given,
             "rrf_weight": RRF_WEIGHT, "w_fts": weight.usual, "w_fts_confident": weight.confident,
             "confident_gap": CONFIDENT_GAP, "w_fts_weak": weight.weak_vectors, "weak_cosine": WEAK_COSINE,
             "knn_by_best": int(weight.knn_by_best),
@@ -329,18 +321,6 @@ class Searcher:
             "symbol_match": symbol_match(named.names) if tiered else None,
         }
         return self.store.rows("search_hybrid", params)
-
-    def _knn_params(self, qvec: bytes | None, limit: int, filtered: bool) -> dict:
-        """``:depth``, ``:nprobe``, ``:ivf_rescore`` and ``:coarse_k`` of a statement: exact KNN for
-        small or filtered searches, the probed IVF lists of a clustered index, else sign bits."""
-        depth = min(max(DEPTH, limit), 4096)
-        lists = ann.lists(self.store) if qvec is not None and not filtered else 0
-        if lists:
-            return {"depth": depth, "coarse_k": 0, "nprobe": min(ann.NPROBE, lists),
-                    "ivf_rescore": min(IVF_RESCORE_FACTOR * depth, 4096)}
-        coarse = qvec is not None and not filtered and self.store.row("counts")["chunks"] >= COARSE_MIN_CHUNKS
-        return {"depth": depth, "coarse_k": min(-(-COARSE_FACTOR * depth // BITS_PARTITIONS), 4096) if coarse else 0,
-                "nprobe": 0, "ivf_rescore": 0}
 
     def match(self, query_vector: np.ndarray) -> float | None:
         """How well this index matches a query embedding (float32[dims]): the mean cosine of its

@@ -138,4 +138,4 @@ def _batches(store: Any):
 
 
 def _reset(store: Any) -> None:
-    store._run_text(queries.sql("ann_reset").replace("{dims}", str(int(store.vector_dims()))))
+    store.run_text(queries.sql("ann_reset").replace("{dims}", str(int(store.vector_dims()))))

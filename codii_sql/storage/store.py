@@ -18,7 +18,6 @@ import apsw
 from ..errors import (
     DamagedIndexError,
     DiskFullError,
-    IndexMismatchError,
     ReadOnlyIndexError,
     Remedy,
     StorageError,
@@ -81,6 +80,7 @@ class Store:
     def __init__(self, path: Path, *, create: bool = True, readonly: bool = False, mmap: bool | None = None):
         self.path, self.mmap = Path(path), _MAP_ALONE["on"] if mmap is None else mmap
         self._translate = False  # opening words its own errors, below
+        self._sibling: Store | None = None
         if (not create or readonly) and not self.path.is_file():
             raise StorageError(f"no index at {self.path}", Remedy("build"))
         self.immutable = False  # opened as an immutable file (a full disk, a read-only folder): reads only
@@ -142,7 +142,7 @@ class Store:
     def _stand_ins(self) -> None:
         """Empty temp IVF tables (:mod:`.ann`) for an older index read as it is: search then scans exactly."""
         if not self.value("ann_has_tables"):
-            self._run_text(queries.sql("ann_stand_ins").replace("{dims}", str(int(self.vector_dims() or 384))))
+            self.run_text(queries.sql("ann_stand_ins").replace("{dims}", str(int(self.vector_dims() or 384))))
 
     def _close_quietly(self) -> None:
         """Close what a failed open left: it held the file and its WAL until the garbage collector ran."""
@@ -277,8 +277,17 @@ class Store:
         for name in CREATE:
             self.run(name)
 
+    def sibling(self) -> Store:
+        """A second connection to this file, opened as this one was (never immutable beside a writable one, whose
+        file may change) and closed with it: search/knn.py reads a search's KNN list on it while this one reads BM25's."""
+        if self._sibling is None:
+            self._sibling = Store(self.path, create=False, readonly=self.readonly, mmap=self.mmap)
+        return self._sibling
+
     def close(self) -> None:
-        """Close the connection (idempotent)."""
+        """Close the connection, and :meth:`sibling`'s (idempotent)."""
+        if self._sibling is not None:
+            self._sibling.close()
         self.conn.close()
 
     def __enter__(self) -> Store:
@@ -364,30 +373,8 @@ class Store:
         found = re.search(r"float\[(\d+)\]", self.value("vector_table_sql") or "")
         return int(found.group(1)) if found else 0
 
-    def fit_vector_tables(self, dims: int) -> None:
-        """Make the vector tables ``dims`` wide, which they may only be made while they hold no vector.
-
-        Raises:
-            IndexMismatchError: they hold vectors of another width (another model's).
-            StorageError: ``dims`` is not a positive multiple of 8 (sign bits are stored in bytes).
-        """
-        if self.vector_dims() == dims:
-            return
-        if dims <= 0 or dims % 8:
-            raise StorageError(f"the embedder returns {dims}-dim vectors; an index stores a positive multiple of 8 "
-                               "dimensions (their sign bits fill whole bytes)", "choose another model or dimensions")
-        with self.transaction():
-            if self.value("vector_rows"):
-                raise IndexMismatchError(f"the embedder returns {dims}-dim vectors but index {self.path.name} holds "
-                                         f"{self.vector_dims()}-dim ones", Remedy("force_build"))
-            self._run_text("\n".join(map(queries.sql, ("vector_tables_create", "ann_reset"))).replace("{dims}", str(int(dims))))
-
-    def create_history_vec(self, dims: int) -> None:
-        """Make ``history_vec`` (sql/history.sql) ``dims`` wide; the caller checked it is absent."""
-        self._run_text(queries.sql("history_vec_create").replace("{dims}", str(int(dims))))
-
-    def _run_text(self, sql: str) -> None:
-        """Execute ``sql``, a named statement made concrete by its caller (see :meth:`fit_vector_tables`)."""
+    def run_text(self, sql: str) -> None:
+        """Execute ``sql``, a named statement made concrete by its caller (a table's width: storage/widths.py)."""
         with self._sqlite():
             for _ in self.conn.execute(sql):
                 pass
