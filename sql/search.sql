@@ -523,6 +523,17 @@ SELECT block FROM chunks_fts_data WHERE id = 1;
 -- a common word are many, and past the cap only "common" matters).
 SELECT count(*) FROM (SELECT 1 FROM chunks_fts WHERE chunks_fts MATCH :phrase LIMIT :cap);
 
+-- name: bm25_plain
+-- BM25's top :depth of the plain OR query :fts_query, best first: a large search's list when search/pruning.py
+-- cannot split it (one phrase: `NULL`, `kmalloc`), made ahead of search_hybrid so that the KNN list is made beside
+-- it (search/knn.py), not after it inside the fusion statement.
+SELECT id, raw
+FROM (SELECT rowid AS id, -bm25(chunks_fts, :bm25_content, :bm25_subtokens, :bm25_symbol, :bm25_path) AS raw
+      FROM chunks_fts WHERE chunks_fts MATCH :fts_query
+      ORDER BY bm25(chunks_fts, :bm25_content, :bm25_subtokens, :bm25_symbol, :bm25_path)
+      LIMIT :depth)
+ORDER BY raw DESC, id;
+
 -- name: bm25_pruned
 -- BM25's top :depth among the chunks holding one of the query's rare phrases (:fts_rare, an OR
 -- of them), scored by every phrase: `(rare) AND (common)` holds each phrase once, so bm25() gives

@@ -717,13 +717,15 @@ def test_a_large_search_makes_its_knn_list_beside_bm25_on_a_second_connection(se
     second connection while BM25's is made on the first: the same answers as one after the other, the thread's
     error raised to the caller, the second connection closed with the first."""
     monkeypatch.setattr(knn, "COARSE_MIN_CHUNKS", 0)
-    monkeypatch.setattr(pruning, "PRUNE_MIN_CHUNKS", 0)
-    queries = ["follow redirects until a final response arrives", "parse_header retry", "retry with backoff"]
+    # One word, which pruning cannot split: its plain BM25 list is made ahead too, the same as inside the fusion.
+    queries = ["follow redirects until a final response arrives", "parse_header retry", "retry with backoff", "backoff"]
     modes = [SearchOptions(limit=10, mode=m) for m in ("hybrid", "vector", "bm25")]
 
     def answers():
         return [[(r.id, r.score) for r in searcher.search(q, o)] for q in queries for o in modes]
 
+    inside = answers()
+    monkeypatch.setattr(pruning, "PRUNE_MIN_CHUNKS", 0)
     with monkeypatch.context() as m:
         m.setattr(knn.os, "cpu_count", lambda: 1)  # one after the other, on the first connection
         alone = answers()
@@ -732,7 +734,7 @@ def test_a_large_search_makes_its_knn_list_beside_bm25_on_a_second_connection(se
     sibling = searcher.store.sibling()
     rows = sibling.rows
     monkeypatch.setattr(sibling, "rows", lambda *a, **k: side_threads.append(threading.current_thread()) or rows(*a, **k))
-    assert answers() == alone and alone[0]
+    assert answers() == alone == inside and alone[0] and alone[-3]
     assert side_threads and threading.main_thread() not in side_threads
     monkeypatch.setattr(sibling, "rows", lambda *a, **k: (_ for _ in ()).throw(StorageError("the side failed", "")))
     with pytest.raises(StorageError, match="the side failed"):

@@ -107,6 +107,13 @@ def bm25_top(store: Store, phrases: Sequence[str], depth: int,
     return None
 
 
+def plain_top(store: Store, fts_query: str, depth: int, weights: Mapping[str, float]) -> list[tuple[int, float]]:
+    """The ``depth`` best (chunk id, BM25 score) pairs of the FTS5 expression ``fts_query``, best first: the
+    plain query, every chunk holding a phrase scored (``weights`` as for :func:`bm25_top`)."""
+    params = {f"bm25_{col}": w for col, w in weights.items()} | {"depth": depth, "fts_query": fts_query}
+    return [(r["id"], r["raw"]) for r in store.rows("bm25_plain", params)]
+
+
 def _bound(rows: int, holding: Sequence[int]) -> float:
     """More than any chunk holding only phrases held by ``holding`` chunks each can score (:data:`K1`)."""
     return (K1 + 1) * sum(idf(rows, n) for n in holding)

@@ -295,13 +295,15 @@ class Searcher:
         under = (opts.under or "").strip("/") or None
         depth, pending = min(max(DEPTH, limit), 4096), bool(self.store.value("vectors_pending"))
         pruned = bool(fq) and not opts.filtered
+        large = pruned and pruning.fts_rows(self.store) >= pruning.PRUNE_MIN_CHUNKS
 
         def bm25() -> list[tuple[int, float]] | None:
-            return pruning.bm25_top(self.store, phrases, depth, BM25_WEIGHTS) if pruned else None
+            top = pruning.bm25_top(self.store, phrases, depth, BM25_WEIGHTS) if pruned else None
+            # Beside a KNN list made ahead, an unsplit query is made ahead too: the two then overlap (knn.py).
+            return pruning.plain_top(self.store, fq, depth, BM25_WEIGHTS) if top is None and large and ahead else top
 
         ahead = knn.ahead(self.store, qvec, depth, opts.filtered)
-        top, given = knn.alongside(self.store, ahead, bm25, pruned and pruning.fts_rows(self.store)
-                                   >= pruning.PRUNE_MIN_CHUNKS) if ahead else (bm25(), None)
+        top, given = knn.alongside(self.store, ahead, bm25, large) if ahead else (bm25(), None)
         params = {
             "fts_query": fq, "bm25_given": pruning.as_json(top), "qvec": qvec, "rrf_k": RRF_K, "depth": depth,
             "knn_given": given,
