@@ -74,6 +74,7 @@
 --   :knn_share    the KNN list's share of the vectors' weight, 1 unless few chunks have a vector
 --                 yet (searcher.py FULL_TRUST_COVERAGE); the rest goes to BM25 scores (`imputed`)
 --   :limit        rows returned
+--   :held_all, :held_coined, :held_members   see `held` below (filtered searches; else NULL)
 -- Filters act inside both candidate lists, before fusion and before the limit: for FTS5 as a
 -- WHERE term, for vec0 as `rowid IN (...)`, which sqlite-vec pushes into its scan (a filter
 -- applied after a KNN would leave fewer than k rows).
@@ -345,15 +346,29 @@ ranked AS (
 knn_match AS (
     SELECT avg(raw) AS knn_match, max(raw) AS knn_best FROM (SELECT raw FROM knn_hits ORDER BY raw DESC
         LIMIT (SELECT min(10, max(1, (count(*) + 1) / 2)) FROM knn_hits))
+),
+-- A filtered search's evidence, read within its filter (no_good_match, search/searcher.py): whether an allowed
+-- chunk holds every term (:held_all, the terms AND-ed), a name only code writes (:held_coined, query.py
+-- coined_match) or, in its file, a definition named as a dotted name's last part (:held_members); NULL: not read.
+-- Read over the whole index, the words of `access/` told a search of `utils/cryptography/*` it matched well.
+held AS (
+    SELECT (SELECT EXISTS (SELECT 1 FROM chunks_fts WHERE chunks_fts MATCH :held_all AND rowid IN (SELECT id FROM allowed))
+            WHERE :held_all IS NOT NULL) AS every_term,
+           (SELECT EXISTS (SELECT 1 FROM chunks_fts WHERE chunks_fts MATCH :held_coined AND rowid IN (SELECT id FROM allowed))
+                   OR EXISTS (SELECT 1 FROM definitions d JOIN chunks c ON c.file_id = d.file_id
+                              WHERE d.name IN (SELECT value FROM json_each(:held_members)) AND c.id IN (SELECT id FROM allowed))
+            WHERE :held_coined IS NOT NULL) AS coined
 )
 SELECT c.id, c.path, c.start_line, c.end_line, c.language, c.kind, c.symbol, c.content, r.score, r.tier,
        fu.cc, fu.rrf, fu.bm25_rank, fu.knn_rank, fu.distance, f.role,
-       f.hash AS file_hash, f.size AS file_size, f.mtime_ns AS file_mtime_ns, m.knn_match, m.knn_best
+       f.hash AS file_hash, f.size AS file_size, f.mtime_ns AS file_mtime_ns, m.knn_match, m.knn_best,
+       h.every_term, h.coined
 FROM ranked r
 JOIN chunks c ON c.id = r.id
 JOIN files f ON f.id = c.file_id
 LEFT JOIN fused fu ON fu.id = r.id
 CROSS JOIN knn_match m
+CROSS JOIN held h
 WHERE r.pos <= :limit
 ORDER BY r.pos;
 

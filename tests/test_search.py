@@ -258,6 +258,27 @@ def test_no_good_match_is_told_when_a_few_chunks_lack_vectors_and_withheld_when_
     assert not flagged("asdkjh qwoeiu zxcmnb")  # a fifth of the chunks unseen by vector: withheld
 
 
+def test_what_chunks_hold_is_read_within_the_filter(tmp_path, embedder):
+    """A new user's `grant role to account --glob 'utils/cryptography/*'` was no "no good match": the words were all in
+    `access/`, which the glob left out. Every term, and a name only code writes, are looked for within the filter."""
+    repo = write_tree(tmp_path / "repo", {
+        "access/roles.py": "def grant_role(account, role):\n    \"\"\"Grant a role to an account.\"\"\"\n    ROLES[account] = role\n",
+        "crypto/sig.py": "def verify(account, signature, digest):\n    return recover(digest, account) == signature\n"})
+    cb = Codebase.open(repo)
+    Indexer(cb, embedder).build()
+    with Store(cb.db_path, create=False) as store:
+        s = Searcher(store, cb.root, embedder)
+
+        def flagged(query: str, glob: str | None) -> bool:
+            hits = s.find(query, SearchOptions(limit=3, mode="bm25", glob=glob))
+            assert hits.results  # `account` is in both files
+            return hits.no_good_match
+
+        assert not flagged("grant role account", None) and not flagged("grant role account", "access/*")
+        assert flagged("grant role account", "crypto/*")
+        assert not flagged("grant_role account", "access/*") and flagged("grant_role account", "crypto/*")
+
+
 def test_a_name_only_code_writes_that_the_codebase_does_not_hold_is_no_good_match(searcher):
     """A new user's made-up identifiers (`getUserAvatarUrl` on gin, `Buffer_Realloc` where the file was left
     out) came back with unrelated code and no_good_match false in 15 of 25 tries, through their words'

@@ -198,21 +198,22 @@ class Searcher:
                             knn_by_best=fused and fshape in KNN_BY_BEST_SHAPES)
         prior = (LONG_QUERY_ROLE_WEIGHTS if shape == "long" else ROLE_WEIGHTS) if opts.role_prior else None
         phrases = a.phrases if fq else ()
-        rows = self._run(fq, qvec, opts, weight, named, prior, tiered=tiered, phrases=phrases)
+        held = _held(a, opts.filtered)
+        rows = self._run(fq, qvec, opts, weight, named, prior, tiered=tiered, phrases=phrases, held=held)
         best = rows[0]["knn_best"] if rows and qvec is not None else None
-        nothing_close = self._nothing_close(rows, a, best)
+        nothing_close = self._nothing_close(rows, a, best, opts.filtered)
         wanted = _rows_wanted(opts)
         while opts.group_by_file and len(rows) >= wanted and len({r["path"] for r in rows}) < opts.limit \
                 and wanted < MAX_GROUPED_ROWS:
             # A few files held every chunk fetched (one long file can): fetch deeper for the others.
             wanted = min(wanted * 4, MAX_GROUPED_ROWS)
             rows = self._run(fq, qvec, opts, weight, named, prior, tiered=tiered, rows=wanted,
-                             phrases=phrases)
+                             phrases=phrases, held=held)
         depth = max(DEPTH, wanted)  # the windows of one long line, one result, filled the KNN list: deeper
         while qvec is not None and len(rows) < wanted and depth < MAX_GROUPED_ROWS and not opts.filtered \
                 and self.store.row("counts")["chunks"] > depth:  # (a 300,000-character line: 2 results of 10)
             depth = min(depth * 4, MAX_GROUPED_ROWS)
-            rows = self._run(fq, qvec, opts, weight, named, prior, tiered, depth, phrases)[:wanted]
+            rows = self._run(fq, qvec, opts, weight, named, prior, tiered, depth, phrases, held)[:wanted]
         results = self._results(rows)
         if opts.role_prior:
             results = implementation_first(results, a.terms)
@@ -225,7 +226,7 @@ class Searcher:
             tier = {r["id"]: r["tier"] for r in rows}  # the cross-encoder orders within a name tier
             results.sort(key=lambda r: -tier[r.id])
         cosine = best is not None and any(r.knn_match is not None for r in results)  # not of chunks without vectors
-        evidence = None if cosine or shape == "long" else bool(rows) and (any(r["tier"] for r in rows) or self._holds_every_term(a.terms))
+        evidence = None if cosine or shape == "long" else bool(rows) and (any(r["tier"] for r in rows) or self._holds_every_term(a.terms, rows, opts.filtered))
         return Hits(_top(results, opts, a.terms if opts.role_prior else None), a, best, nothing_close, note, evidence)
 
     def search(self, query: str, opts: SearchOptions | None = None,
@@ -233,26 +234,30 @@ class Searcher:
         """:meth:`find`'s results alone."""
         return self.find(query, opts, query_vector).results
 
-    def _nothing_close(self, rows: list[dict], a: Analysis, best: float | None) -> bool:
+    def _nothing_close(self, rows: list[dict], a: Analysis, best: float | None, filtered: bool) -> bool:
         """Whether nothing matches the query ``a`` well (:attr:`Hits.no_good_match`): no chunk, or no named symbol or
         file and no name only code writes held (:func:`coined_match`; a made-up ``getUserAvatarUrl`` had
         ``Context.Param`` as a good match, 15 of 25 new-user tries) nor one word no chunk holds and the model reads
         as fragments (``zzqxnonexistentword``: cosine 0.38 to a colour scheme); else none within :data:`NO_MATCH_COSINE`
-        and no chunk holding every term. Never while over 1 in 20 chunks lack vectors, nor BM25 of a long query."""
+        and no chunk holding every term. Never while over 1 in 20 chunks lack vectors, nor BM25 of a long query.
+        What chunks hold is read within a ``filtered`` search's filter (the statement's ``held``)."""
         named = any(r["tier"] for r in rows)
-        if not rows or not named and a.shape != "long" and ((coined := coined_match(a.text)) and not self.store.value(
-                "coined_held", {"fts": coined[0], "members": json.dumps(coined[1])}) or len(a.terms) == 1
-                and count_tokens(a.terms)[0] >= UNKNOWN_WORD_PIECES and not self._holds_every_term(a.terms)):
+        if not rows or not named and a.shape != "long" and ((coined := coined_match(a.text)) and not (
+                rows[0]["coined"] if filtered else self.store.value("coined_held", {"fts": coined[0], "members": json.dumps(
+                    coined[1])})) or len(a.terms) == 1 and count_tokens(a.terms)[0] >= UNKNOWN_WORD_PIECES
+                and not self._holds_every_term(a.terms, rows, filtered)):
             return True
         if named or best is None and a.shape == "long" or best is not None and best >= NO_MATCH_COSINE:
             return False
         # The queue's count last: it reads up to 1 in 20 chunks' rows (2.7 ms at the kernel's 2.77M, unembedded).
-        return not self._holds_every_term(a.terms) and not self.store.value("vectors_pending_many")
+        return not self._holds_every_term(a.terms, rows, filtered) and not self.store.value("vectors_pending_many")
 
-    def _holds_every_term(self, terms: list[str]) -> bool:
-        """Whether some chunk holds every one of the query's BM25 ``terms`` (False for none)."""
-        return bool(terms) and bool(self.store.value("fts_any", {"fts_all": " AND ".join(
-            '"' + t.replace('"', '""') + '"' for t in terms)}))
+    def _holds_every_term(self, terms: list[str], rows: list[dict], filtered: bool) -> bool:
+        """Whether some chunk holds every one of the query's BM25 ``terms`` (False for none); of a ``filtered``
+        search, some chunk its filter allows, as its statement read it (``rows``' ``every_term``)."""
+        if filtered:
+            return bool(rows) and bool(rows[0]["every_term"])
+        return bool(terms) and bool(self.store.value("fts_any", {"fts_all": _all_of(terms)}))
 
     def _query_vector(self, query: str, given: np.ndarray | None = None) -> tuple[bytes | None, str | None]:
         """The query's embedding as a float32 blob, or None and why, when the embedder did not
@@ -283,13 +288,12 @@ class Searcher:
 
     def _run(self, fq: str | None, qvec: bytes | None, opts: SearchOptions, weight: Bm25Weight,
              named: Named, prior: dict[str, float] | None, tiered: bool, rows: int | None = None,
-             phrases: tuple[str, ...] = ()) -> list[dict]:
+             phrases: tuple[str, ...] = (), held: dict | None = None) -> list[dict]:
         """Rows of ``search_hybrid``. ``tiered``: chunks defining a named symbol, and the chunks of
         a named file, come first, fetched even when neither retriever found them (identifier
         queries only, see :meth:`search`); otherwise a name only multiplies the score by
         :data:`NAME_BOOST`. ``rows``: chunks to fetch (default :func:`_rows_wanted`). ``phrases``:
-        those of ``fq``, whose BM25 list a large index computes ahead (:mod:`.pruning`).
-        """
+        those of ``fq``, whose BM25 list a large index computes ahead (:mod:`.pruning`). ``held``: :func:`_held`'s."""
         limit = rows or _rows_wanted(opts)
         exts = [e if e.startswith(".") else "." + e for e in opts.exts] if opts.exts else None
         under = (opts.under or "").strip("/") or None
@@ -321,6 +325,7 @@ class Searcher:
             "knn_share": self._knn_share() if qvec is not None else 1.0,
             "fill": int(qvec is not None and fq is not None and not pending),
             "symbol_match": symbol_match(named.names) if tiered else None,
+            **(held or _held(None, False)),
         }
         return self.store.rows("search_hybrid", params)
 
@@ -362,6 +367,19 @@ class Searcher:
                    knn_match=match)
             for r in rows
         ])
+
+
+def _all_of(terms: list[str]) -> str:
+    """An FTS5 expression matching the chunks that hold every one of ``terms``."""
+    return " AND ".join('"' + t.replace('"', '""') + '"' for t in terms)
+
+
+def _held(a: Analysis | None, filtered: bool) -> dict[str, str | None]:
+    """search_hybrid's ``:held_*`` for the query ``a``: what a ``filtered`` search reads within its filter (sql/search.sql
+    ``held``); all None for an unfiltered one, whose evidence is read over the index when needed."""
+    coined = coined_match(a.text) if filtered and a else None
+    return {"held_all": _all_of(a.terms) if filtered and a and a.terms else None,
+            "held_coined": coined[0] if coined else None, "held_members": json.dumps(coined[1]) if coined else None}
 
 
 def _rows_wanted(opts: SearchOptions) -> int:
