@@ -332,3 +332,21 @@ def test_a_query_with_a_byte_that_is_not_utf8_is_one_line_in_a_real_process(tmp_
                            str(batch), "--jsonl"], capture_output=True, text=True, env=env)
     lines = [json.loads(line) for line in done.stdout.splitlines()]
     assert "Traceback" not in done.stderr and "not UTF-8" in lines[0]["error"] and lines[1]["results"], done
+
+
+def test_a_home_or_db_folder_that_is_a_file_is_named_in_one_line(tmp_path):
+    """CODII_SQL_HOME pointing at a file said "[Errno 20] Not a directory: '<home>/indexes': check the path and free
+    disk space": the file is named now, and what to do about it."""
+    import subprocess
+    import sys
+
+    repo = write_tree(tmp_path / "r", {"a.py": "def cafe():\n    return 1\n"})
+    home = tmp_path / "home"
+    home.write_text("not a folder\n")
+    for env_home, args in ((home, ["build", repo, "--no-vectors"]), (home / "sub", ["build", repo, "--no-vectors"]),
+                           (tmp_path / "h2", ["build", repo, "--no-vectors", "--db", home / "x.db"])):
+        done = subprocess.run([sys.executable, "-m", "codii_sql.cli", *map(str, args)], capture_output=True, text=True,
+                              env={**os.environ, "CODII_SQL_HOME": str(env_home)})
+        assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+        assert f"{home} is a file, not a folder" in done.stderr and "free disk space" not in done.stderr, done.stderr
+    assert home.read_text() == "not a folder\n"

@@ -137,6 +137,10 @@ class Store:
             if isinstance(err, apsw.FullError) or disk_full(self.path.parent):
                 raise DiskFullError(f"the disk is full opening {self.path} (SQLite could not write beside it)",
                                     Remedy("free_disk")) from None
+            blocker = next((p for p in reversed(self.path.parents) if p.exists() and not p.is_dir()), None)
+            if blocker is not None:  # CODII_SQL_HOME, or a folder of --db's path, is a file
+                raise StorageError(f"cannot open index {self.path}: {blocker} is a file, not a folder",
+                                   "move that file, or set CODII_SQL_HOME (or --db) to a path under a folder") from None
             raise StorageError(f"cannot open index {self.path}: {err}", "check the path and free disk space") from None
 
     def _stand_ins(self) -> None:
