@@ -325,6 +325,9 @@ def test_a_sigterm_to_the_chunking_workers_leaves_them_to_the_build(tmp_path):
               and _parent(p) == proc.pid]
     workers = _children(server[0]) if server else set()  # the workers are the fork server's children
     assert workers, "no worker running"
+    deadline = time.monotonic() + 30  # a worker forked a moment ago may not have run its start-up yet (a loaded CI)
+    while not all(_ignores(pid, signal.SIGTERM) for pid in workers) and time.monotonic() < deadline:
+        time.sleep(0.05)
     for pid in workers:
         os.kill(pid, signal.SIGTERM)
     time.sleep(0.5)
@@ -369,6 +372,14 @@ def _pool_process(repo: Path, then: str, **options) -> subprocess.Popen:
 
 def _parent(pid: int) -> int:
     return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+
+
+def _ignores(pid: int, sig: int) -> bool:
+    """Whether process ``pid`` ignores signal ``sig`` (the SigIgn mask of /proc/PID/status; False once it is gone)."""
+    with contextlib.suppress(OSError, StopIteration):
+        mask = next(line for line in Path(f"/proc/{pid}/status").read_text().splitlines() if line.startswith("SigIgn:"))
+        return bool(int(mask.split()[1], 16) >> (sig - 1) & 1)
+    return False
 
 
 def _alive(pids: set[int]) -> set[int]:
