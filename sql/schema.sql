@@ -203,7 +203,8 @@ INSERT INTO chunks_bits(rowid, part, embedding) SELECT rowid, rowid % 8, vec_qua
 SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'chunks_vec';
 
 -- name: vector_rows
-SELECT count(*) FROM chunks_vec;
+-- The vectors stored: counted in vec0's row ids (see has_vectors), 1 ms at 1.1M where counting chunks_vec read them all.
+SELECT count(*) FROM chunks_vec_rowids;
 
 -- name: vector_tables_create
 -- The vector tables with another width ({dims} is replaced by Store.make_vector_tables with a

@@ -336,17 +336,27 @@ def test_a_query_with_a_byte_that_is_not_utf8_is_one_line_in_a_real_process(tmp_
 
 def test_a_home_or_db_folder_that_is_a_file_is_named_in_one_line(tmp_path):
     """CODII_SQL_HOME pointing at a file said "[Errno 20] Not a directory: '<home>/indexes': check the path and free
-    disk space": the file is named now, and what to do about it."""
+    disk space" on build, "workspaces.json cannot be read" on list, `not_indexed` on status: every command now names
+    the file and what to do (help is still given), and so does a --db below a file."""
     import subprocess
     import sys
 
     repo = write_tree(tmp_path / "r", {"a.py": "def cafe():\n    return 1\n"})
     home = tmp_path / "home"
     home.write_text("not a folder\n")
-    for env_home, args in ((home, ["build", repo, "--no-vectors"]), (home / "sub", ["build", repo, "--no-vectors"]),
-                           (tmp_path / "h2", ["build", repo, "--no-vectors", "--db", home / "x.db"])):
-        done = subprocess.run([sys.executable, "-m", "codii_sql.cli", *map(str, args)], capture_output=True, text=True,
+
+    def cli_(env_home, *args):
+        return subprocess.run([sys.executable, "-m", "codii_sql.cli", *map(str, args)], capture_output=True, text=True,
                               env={**os.environ, "CODII_SQL_HOME": str(env_home)})
-        assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
-        assert f"{home} is a file, not a folder" in done.stderr and "free disk space" not in done.stderr, done.stderr
+
+    for env_home, said in ((home, f"({home}) is a file, not a folder"), (home / "sub", f"lies under {home}, a file")):
+        for args in (["build", repo, "--no-vectors"], ["list"], ["status", repo], ["workspace", "list"],
+                     ["search", "cafe", "--path", repo]):
+            done = cli_(env_home, *args)
+            assert done.returncode == 2 and "Traceback" not in done.stderr, (args, done.stderr)
+            assert said in done.stderr and done.stderr.count("\n") == 1, (args, done.stderr)
+    assert cli_(home, "search", "--help").returncode == 0
+    done = cli_(tmp_path / "h2", "build", repo, "--no-vectors", "--db", home / "x.db")
+    assert done.returncode == 1 and f"{home} is a file, not a folder" in done.stderr, done.stderr
+    assert "free disk space" not in done.stderr and "Traceback" not in done.stderr
     assert home.read_text() == "not a folder\n"

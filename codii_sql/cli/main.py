@@ -13,6 +13,7 @@ import threading
 
 import click
 
+from .. import paths
 from ..errors import CodiiError, Remedy, UsageError
 from .output import echo
 from .serving import serve_http
@@ -123,6 +124,13 @@ def _fail(error: str, hint: str | None, code: int, as_json: bool, where: str = "
 @click.version_option(package_name="codii-sql")
 def cli():
     """Local hybrid code search: BM25 (FTS5) + vectors (sqlite-vec) fused by RRF, one .db per codebase."""
+    home = paths.home()
+    blocker = next((p for p in (home, *home.parents) if p.exists() and not p.is_dir()), None)
+    if blocker is not None and not {"-h", "--help"} & set(sys.argv[1:]):  # help is still given
+        # else each command told its own story: "workspaces.json cannot be read", "not indexed", "free disk space"
+        where = "is a file" if blocker == home else f"lies under {blocker}, a file"
+        raise UsageError(f"CODII_SQL_HOME ({home}) {where}, not a folder",
+                         "set CODII_SQL_HOME to a folder (or unset it for ~/.codii-sql), or move that file")
 
 
 @click.command()

@@ -57,7 +57,7 @@ def alongside(store: Store, params: dict, bm25: Callable[[], T], overlap: bool) 
     """``bm25()``'s answer, and the KNN list of ``knn_ahead`` with ``params`` as ``search_hybrid``'s
     ``:knn_given`` (a JSON array of [chunk id, cosine distance], nearest first).
 
-    With ``overlap`` (``bm25`` has work to do: a large index's pruned BM25) and more than one CPU, the
+    With ``overlap`` (``bm25`` has work to do: a large index's pruned BM25) and more than one CPU to run on, the
     KNN list is made in a thread of its own on ``store``'s second connection while ``bm25`` runs here;
     else one after the other here. The two connections may read two commits of a file a writer is
     changing: a chunk the later one deleted drops out of the answer, as between any two statements.
@@ -65,7 +65,7 @@ def alongside(store: Store, params: dict, bm25: Callable[[], T], overlap: bool) 
     Raises:
         whatever either raises (the thread's error is raised here once ``bm25`` is done).
     """
-    if not overlap or (os.cpu_count() or 1) < 2:
+    if not overlap or _cpus() < 2:
         return bm25(), _listed(store, params)
     side = store.sibling()
     done: dict[str, object] = {}
@@ -85,6 +85,11 @@ def alongside(store: Store, params: dict, bm25: Callable[[], T], overlap: bool) 
     if "error" in done:
         raise done["error"]  # type: ignore[misc]
     return top, done["list"]  # type: ignore[return-value]
+
+
+def _cpus() -> int:
+    """The CPUs this process may run on (``taskset``, a container's cpuset), not the machine's."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
 def _listed(store: Store, params: dict) -> str:
