@@ -347,7 +347,7 @@ def test_a_home_or_db_folder_that_is_a_file_is_named_in_one_line(tmp_path):
 
     def cli_(env_home, *args):
         return subprocess.run([sys.executable, "-m", "codii_sql.cli", *map(str, args)], capture_output=True, text=True,
-                              env={**os.environ, "CODII_SQL_HOME": str(env_home)})
+                              env={**os.environ, "CODII_SQL_HOME": str(env_home)}, check=False)
 
     for env_home, said in ((home, f"({home}) is a file, not a folder"), (home / "sub", f"lies under {home}, a file")):
         for args in (["build", repo, "--no-vectors"], ["list"], ["status", repo], ["workspace", "list"],
