@@ -104,13 +104,20 @@ def test_a_damaged_member_fails_alone_in_status_and_each_folder_is_listed_once(t
 
 def test_a_registry_that_cannot_be_written_is_one_line(monkeypatch, tmp_path):
     """A read-only CODII_SQL_HOME gave workspace add/remove a traceback (OSError on the lock file);
-    a home below a file fails the same way, also for root, whom permissions do not stop."""
+    a home below a file fails the same way, also for root, whom permissions do not stop. The CLI says
+    so before any command, the registry's writer when called as a library."""
+    from codii_sql.errors import StorageError
+
     (tmp_path / "file").write_text("")
     monkeypatch.setenv("CODII_SQL_HOME", str(tmp_path / "file" / "home"))
     for args in (["workspace", "add", "ro", tmp_path], ["workspace", "remove", "ro"]):
         res = CliRunner().invoke(cli, [str(a) for a in args])
-        assert res.exit_code != 0 and "Traceback" not in res.output and res.output.count("\n") == 1, res.output
-        assert "cannot write the workspace registry" in res.output and "CODII_SQL_HOME" in res.output
+        assert res.exit_code == 2 and "Traceback" not in res.output and res.output.count("\n") == 1, res.output
+        assert "a file, not a folder" in res.output and "CODII_SQL_HOME" in res.output
+    for call in (lambda: service.add_paths("ro", [str(tmp_path)]), lambda: service.remove("ro")):
+        with pytest.raises(StorageError) as raised:
+            call()
+        assert "cannot write the workspace registry" in str(raised.value) and "CODII_SQL_HOME" in str(raised.value.hint)
 
 
 def test_registry_add_remove_list_and_the_environment_wins(monkeypatch, tmp_path):
