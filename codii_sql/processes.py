@@ -1,4 +1,4 @@
-"""Whether a process another one recorded (a build's, a watcher's, a scratch folder's) still runs."""
+"""Processes: whether one another recorded (a build's, a watcher's, a scratch folder's) still runs, and the CPUs this one may use."""
 
 from __future__ import annotations
 
@@ -17,6 +17,11 @@ def alive(pid: int) -> bool:
     except PermissionError:
         pass
     return not _zombie(pid)
+
+
+def cpus() -> list[int]:
+    """The CPUs this process may run on: its affinity (``taskset``, a container's cpuset), not every CPU of the machine."""
+    return sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else list(range(os.cpu_count() or 1))
 
 
 def _zombie(pid: int) -> bool:

@@ -380,7 +380,7 @@ ORDER BY r.pos;
 
 -- name: knn_ahead
 -- The KNN list of a large unfiltered search (:depth pairs of chunk id and cosine distance, nearest
--- first), given to search_hybrid as :knn_given. search/searcher.py runs it on a second connection
+-- first), given to search_hybrid as :knn_given. search/knn.py runs it on a second connection
 -- while the first computes BM25's list (search/pruning.py): apsw lets go of the GIL inside SQLite,
 -- so on two cores the two retrievers overlap (docs/benchmarks.md, seventeenth round).
 -- Parameters: :qvec, :depth; :coarse_k, the sign-bit candidates of each partition (0: none), or

@@ -11,6 +11,7 @@ import time
 
 import pytest
 
+from codii_sql.processes import cpus
 from codii_sql.search.grep import GrepLine
 from codii_sql.service import grep_split
 
@@ -80,7 +81,7 @@ def in_order(verify, threads: int, monkeypatch, processes: int | None = None, id
     return got, len(forks)
 
 
-@pytest.mark.skipif(grep_split._cpus() < 2, reason="needs two CPUs")
+@pytest.mark.skipif(len(cpus()) < 2, reason="needs two CPUs")
 def test_a_child_is_forked_only_when_it_saves_time_a_cpu_is_free_and_no_thread_runs(monkeypatch):
     assert in_order(verified, 1, monkeypatch) == (ONE_PROCESS, 1)  # ~0.6 s of work, few lines: worth a child
     assert in_order(verified, 2, monkeypatch) == (ONE_PROCESS, 0)  # a server's threads: never
@@ -97,7 +98,7 @@ def test_the_lines_a_split_would_carry_can_outweigh_the_work_it_shares():
     assert grep_split._gain(0.03, 10, 110, lines=10_000) < 0
 
 
-@pytest.mark.skipif(RG is None or grep_split._cpus() < 2, reason="needs the rg binary and two CPUs")
+@pytest.mark.skipif(RG is None or len(cpus()) < 2, reason="needs the rg binary and two CPUs")
 def test_a_long_cli_grep_with_two_processes_prints_what_rg_prints(tmp_path, codii_home):
     """The real process boundary: a long CLI grep with -j 2 uses two processes and prints what rg prints (which
     takes -j too), for lines, counts, context, inverted and only-matching answers."""

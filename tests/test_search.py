@@ -748,7 +748,7 @@ def test_a_large_search_makes_its_knn_list_beside_bm25_on_a_second_connection(se
     inside = answers()
     monkeypatch.setattr(pruning, "PRUNE_MIN_CHUNKS", 0)
     with monkeypatch.context() as m:
-        m.setattr(knn, "_cpus", lambda: 1)  # one after the other, on the first connection
+        m.setattr(knn, "cpus", lambda: [0])  # one after the other, on the first connection
         alone = answers()
     assert searcher.store._sibling is None
     side_threads = []

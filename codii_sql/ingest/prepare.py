@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..processes import cpus
 from ..text import cjk_bigrams, decode_source, identifier_subtokens, pack_text
 from .chunking.layout import Chunk, ChunkSizes
 from .chunking.regions import FileDefinition, index_source, read_source
@@ -129,7 +130,7 @@ def prepared_files(root: Path, todo: list[SourceFile], max_file_bytes: int, *, w
     if len(todo) < POOL_MIN_FILES:
         yield (prepare_file(str(root), f, max_file_bytes, sizes) for f in todo)
         return
-    workers = workers or max(1, min(MAX_AUTO_WORKERS, (os.cpu_count() or 2)))
+    workers = workers or max(1, min(MAX_AUTO_WORKERS, len(cpus())))
     # forkserver/spawn, not fork: a forked worker would inherit the writer lock's file
     # descriptor and keep the codebase locked after this process is killed.
     methods = multiprocessing.get_all_start_methods()

@@ -8,6 +8,8 @@ import threading
 from collections.abc import Sequence
 from pathlib import Path
 
+from ..processes import cpus
+
 
 def default_threads() -> int:
     """Threads for onnxruntime's intra-op pool: ``$CODII_SQL_THREADS``, else physical cores we may use.
@@ -17,9 +19,8 @@ def default_threads() -> int:
     env = os.environ.get("CODII_SQL_THREADS", "").strip()
     if env:
         return max(1, int(env))
-    cpus = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else range(os.cpu_count() or 1)
     cores = set()
-    for cpu in cpus:
+    for cpu in cpus():
         siblings = Path(f"/sys/devices/system/cpu/cpu{cpu}/topology/thread_siblings_list")
         try:
             cores.add(siblings.read_text().strip())

@@ -11,11 +11,11 @@ so on two cores a hybrid search costs about the slower of the two (docs/benchmar
 from __future__ import annotations
 
 import json
-import os
 import threading
 from collections.abc import Callable
 from typing import TypeVar
 
+from ..processes import cpus
 from ..storage import ann
 from ..storage.store import Store
 
@@ -65,7 +65,7 @@ def alongside(store: Store, params: dict, bm25: Callable[[], T], overlap: bool) 
     Raises:
         whatever either raises (the thread's error is raised here once ``bm25`` is done).
     """
-    if not overlap or _cpus() < 2:
+    if not overlap or len(cpus()) < 2:
         return bm25(), _listed(store, params)
     side = store.sibling()
     done: dict[str, object] = {}
@@ -85,11 +85,6 @@ def alongside(store: Store, params: dict, bm25: Callable[[], T], overlap: bool) 
     if "error" in done:
         raise done["error"]  # type: ignore[misc]
     return top, done["list"]  # type: ignore[return-value]
-
-
-def _cpus() -> int:
-    """The CPUs this process may run on (``taskset``, a container's cpuset), not the machine's."""
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
 def _listed(store: Store, params: dict) -> str:

@@ -17,6 +17,7 @@ import math
 from collections.abc import Mapping, Sequence
 
 from ..storage.store import Store
+from .query import fts_quoted
 
 #: Below this many chunks the plain OR query is taken. Measured, BM25 p50 warm, plain -> pruned: zod's
 #: 12.8k chunks (100 commit subjects) 8.0 -> 10.2 ms, the probes cost more than they save; the kernel's
@@ -58,11 +59,6 @@ def idf(rows: int, holding: int) -> float:
     return max(math.log((rows - holding + 0.5) / (holding + 0.5)), 1e-6)
 
 
-def quoted(phrase: str) -> str:
-    """A phrase as an FTS5 string."""
-    return '"' + phrase.replace('"', '""') + '"'
-
-
 def bm25_top(store: Store, phrases: Sequence[str], depth: int,
              weights: Mapping[str, float]) -> list[tuple[int, float]] | None:
     """The ``depth`` best (chunk id, BM25 score) pairs of the OR of ``phrases``, best first, exactly as
@@ -75,7 +71,7 @@ def bm25_top(store: Store, phrases: Sequence[str], depth: int,
     if rows < PRUNE_MIN_CHUNKS:
         return None
     cap = rows // PROBE_SHARE
-    counts = {p: store.value("phrase_count", {"phrase": quoted(p), "cap": cap}) for p in phrases}
+    counts = {p: store.value("phrase_count", {"phrase": fts_quoted(p), "cap": cap}) for p in phrases}
     order = sorted((p for p in counts if counts[p]), key=lambda p: counts[p])
     total = sum(counts[p] for p in order)
     split, held = 0, 0
@@ -89,7 +85,7 @@ def bm25_top(store: Store, phrases: Sequence[str], depth: int,
         # query is taken, the rule measured when the rare chunks were also scored twice (docs/benchmarks.md).
         if not common or 2 * sum(counts[p] for p in rare) > total:
             return None
-        either, others = " OR ".join(map(quoted, rare)), " OR ".join(map(quoted, common))
+        either, others = " OR ".join(map(fts_quoted, rare)), " OR ".join(map(fts_quoted, common))
         top = store.rows("bm25_pruned", params | {"fts_both": f"({either}) AND ({others})",
                                                   "fts_rare_only": f"({either}) NOT ({others})"})
         if len(top) < depth:  # the rare phrases' chunks cannot fill the list: take one phrase more

@@ -269,6 +269,11 @@ def fts_query(terms: list[str]) -> str | None:
     return " OR ".join(map(fts_quoted, terms))
 
 
+def fts_all(terms: list[str]) -> str:
+    """An FTS5 expression matching the chunks that hold every one of ``terms`` (``terms`` not empty)."""
+    return " AND ".join(map(fts_quoted, terms))
+
+
 def fts_quoted(term: str) -> str:
     """``term`` as one FTS5 string (quoted, its quotes doubled): raw text is not valid FTS5 syntax."""
     return '"' + term.replace('"', '""') + '"'

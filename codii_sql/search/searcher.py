@@ -17,7 +17,7 @@ from ..storage.store import Store
 from ..text import refuse_undecodable
 from . import knn, pruning
 from .evidence import implementation_first
-from .query import Analysis, Named, analyze, coined_match, symbol_match
+from .query import Analysis, Named, analyze, coined_match, fts_all, symbol_match
 from .fusion import (CONFIDENT_GAP, KNN_BY_BEST_SHAPES, LONG_QUERY_ROLE_WEIGHTS, ROLE_WEIGHTS, Bm25Weight,
                      by_file)
 from .locations import places, resolve
@@ -94,6 +94,11 @@ MAX_FUSED_SCORE = (1.0 + RRF_WEIGHT / (RRF_K + 1)) * NAME_BOOST
 #: the same, 0.6 cost CoSQA 0.007, 0.7 cost 0.032.
 WEAK_COSINE = 0.5
 WEAK_VECTORS_BM25 = 0.5
+
+#: search_hybrid's ``:held_*`` of an unfiltered search: not read there (:func:`_held`); its evidence is read over
+#: the whole index, and only when the answer needs it (``fts_any``, ``coined_held``).
+NOT_HELD: dict[str, str | None] = dict.fromkeys(("held_all", "held_coined", "held_members"))
+
 
 @dataclass
 class Hits:
@@ -198,7 +203,7 @@ class Searcher:
                             knn_by_best=fused and fshape in KNN_BY_BEST_SHAPES)
         prior = (LONG_QUERY_ROLE_WEIGHTS if shape == "long" else ROLE_WEIGHTS) if opts.role_prior else None
         phrases = a.phrases if fq else ()
-        held = _held(a, opts.filtered)
+        held = _held(a) if opts.filtered else NOT_HELD
         rows = self._run(fq, qvec, opts, weight, named, prior, tiered=tiered, phrases=phrases, held=held)
         best = rows[0]["knn_best"] if rows and qvec is not None else None
         nothing_close = self._nothing_close(rows, a, best, opts.filtered)
@@ -257,7 +262,7 @@ class Searcher:
         search, some chunk its filter allows, as its statement read it (``rows``' ``every_term``)."""
         if filtered:
             return bool(rows) and bool(rows[0]["every_term"])
-        return bool(terms) and bool(self.store.value("fts_any", {"fts_all": _all_of(terms)}))
+        return bool(terms) and bool(self.store.value("fts_any", {"fts_all": fts_all(terms)}))
 
     def _query_vector(self, query: str, given: np.ndarray | None = None) -> tuple[bytes | None, str | None]:
         """The query's embedding as a float32 blob, or None and why, when the embedder did not
@@ -288,7 +293,7 @@ class Searcher:
 
     def _run(self, fq: str | None, qvec: bytes | None, opts: SearchOptions, weight: Bm25Weight,
              named: Named, prior: dict[str, float] | None, tiered: bool, rows: int | None = None,
-             phrases: tuple[str, ...] = (), held: dict | None = None) -> list[dict]:
+             phrases: tuple[str, ...] = (), held: dict[str, str | None] = NOT_HELD) -> list[dict]:
         """Rows of ``search_hybrid``. ``tiered``: chunks defining a named symbol, and the chunks of
         a named file, come first, fetched even when neither retriever found them (identifier
         queries only, see :meth:`search`); otherwise a name only multiplies the score by
@@ -300,13 +305,13 @@ class Searcher:
         depth, pending = min(max(DEPTH, limit), 4096), bool(self.store.value("vectors_pending"))
         pruned = bool(fq) and not opts.filtered
         large = pruned and pruning.fts_rows(self.store) >= pruning.PRUNE_MIN_CHUNKS
+        ahead = knn.ahead(self.store, qvec, depth, opts.filtered)
 
         def bm25() -> list[tuple[int, float]] | None:
             top = pruning.bm25_top(self.store, phrases, depth, BM25_WEIGHTS) if pruned else None
             # Beside a KNN list made ahead, an unsplit query is made ahead too: the two then overlap (knn.py).
             return pruning.plain_top(self.store, fq, depth, BM25_WEIGHTS) if top is None and large and ahead else top
 
-        ahead = knn.ahead(self.store, qvec, depth, opts.filtered)
         top, given = knn.alongside(self.store, ahead, bm25, large) if ahead else (bm25(), None)
         params = {
             "fts_query": fq, "bm25_given": pruning.as_json(top), "qvec": qvec, "rrf_k": RRF_K, "depth": depth,
@@ -325,7 +330,7 @@ class Searcher:
             "knn_share": self._knn_share() if qvec is not None else 1.0,
             "fill": int(qvec is not None and fq is not None and not pending),
             "symbol_match": symbol_match(named.names) if tiered else None,
-            **(held or _held(None, False)),
+            **held,
         }
         return self.store.rows("search_hybrid", params)
 
@@ -369,16 +374,11 @@ class Searcher:
         ])
 
 
-def _all_of(terms: list[str]) -> str:
-    """An FTS5 expression matching the chunks that hold every one of ``terms``."""
-    return " AND ".join('"' + t.replace('"', '""') + '"' for t in terms)
-
-
-def _held(a: Analysis | None, filtered: bool) -> dict[str, str | None]:
-    """search_hybrid's ``:held_*`` for the query ``a``: what a ``filtered`` search reads within its filter (sql/search.sql
-    ``held``); all None for an unfiltered one, whose evidence is read over the index when needed."""
-    coined = coined_match(a.text) if filtered and a else None
-    return {"held_all": _all_of(a.terms) if filtered and a and a.terms else None,
+def _held(a: Analysis) -> dict[str, str | None]:
+    """search_hybrid's ``:held_*`` for the query ``a``, what a filtered search reads within its filter (sql/search.sql
+    ``held``): its terms AND-ed, and the names only code writes (:func:`coined_match`), None for none."""
+    coined = coined_match(a.text)
+    return {"held_all": fts_all(a.terms) if a.terms else None,
             "held_coined": coined[0] if coined else None, "held_members": json.dumps(coined[1]) if coined else None}
 
 

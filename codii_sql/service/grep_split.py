@@ -11,6 +11,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 
+from ..processes import cpus
 from ..search.grep_lines import GrepLine
 
 #: Seconds a grep reads in one process before it weighs a child: most greps end sooner.
@@ -47,7 +48,7 @@ def verified(verify: Callable[[dict], Verified], rows: list[dict], keep_text: bo
     ``processes``: 1 never forks; 2 or more forks when the estimate says so, whatever the load (rg's
     ``-j``); None decides by the load as above."""
     may_fork = hasattr(os, "fork") and threading.active_count() == 1 and (
-        processes >= 2 if processes is not None else _cpus() >= 2 and _idle_cpu())
+        processes >= 2 if processes is not None else len(cpus()) >= 2 and _idle_cpu())
     total = sum(r["size"] for r in rows) if may_fork else 0
     started, done, lines = time.perf_counter(), 0, 0
     for i, row in enumerate(rows):
@@ -76,7 +77,7 @@ def _gain(spent: float, done: int, total: int, lines: int) -> float:
 def _idle_cpu() -> bool:
     """Whether the 1-minute load average leaves a CPU free for a child."""
     try:
-        return os.getloadavg()[0] < _cpus() - 0.5
+        return os.getloadavg()[0] < len(cpus()) - 0.5
     except OSError:  # no load average here
         return True
 
@@ -199,9 +200,3 @@ def _lines(matched):
             for line, text, spans, context, block, joined in matched]
 
 
-def _cpus() -> int:
-    """CPUs this process may run on."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # no affinity call (macOS)
-        return os.cpu_count() or 1
